@@ -1,0 +1,24 @@
+"""Every test gets its own cache directory and fresh settings."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import tunekit as tk
+
+
+@pytest.fixture(autouse=True)
+def isolated_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    cache_dir = tmp_path / "cache"
+    for name in ("TUNEKIT_AUTOTUNE", "TUNEKIT_CACHE", "TUNEKIT_RECORD", "TUNEKIT_AUTOTUNE_LEVEL", "TUNEKIT_PROGRESS"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("TUNEKIT_CACHE_DIR", str(cache_dir))
+    monkeypatch.setenv("TUNEKIT_SAMPLES", "3")
+    monkeypatch.setenv("TUNEKIT_PROGRESS", "0")
+    tk.configure()
+    yield cache_dir
+    monkeypatch.undo()
+    tk.configure()

@@ -1,0 +1,53 @@
+from __future__ import annotations
+
+import pytest
+
+import tunekit as tk
+
+
+@pytest.mark.parametrize(
+    ("x", "kwargs", "expected"),
+    [
+        (1, {}, 1),
+        (2, {}, 2),
+        (3, {}, 4),
+        (1000, {}, 1024),
+        (1024, {}, 1024),
+        (1025, {}, 2048),
+        (5, {"base": 4}, 16),
+        (17, {"base": 4}, 64),
+        (100_000, {"max": 4096}, 4096),
+        (3, {"min": 64}, 64),
+        (10_000, {"max": 4096, "min": 4096}, 4096),
+        (80, {"base": 3}, 81),
+    ],
+)
+def test_anchor_formula(x: int, kwargs: dict[str, int], expected: int) -> None:
+    assert tk.anchor(x, **kwargs) == expected
+
+
+@pytest.mark.parametrize(
+    ("x", "kwargs", "message"),
+    [
+        (0, {}, "x >= 1"),
+        (-5, {}, "x >= 1"),
+        (8, {"base": 1}, "base >= 2"),
+        (8, {"base": 0}, "base >= 2"),
+        (8, {"min": 64, "max": 16}, "min <= max"),
+    ],
+)
+def test_anchor_rejects_bad_input(x: int, kwargs: dict[str, int], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        tk.anchor(x, **kwargs)
+
+
+def test_anchor_rejects_non_int() -> None:
+    with pytest.raises(TypeError):
+        tk.anchor(2.5)  # type: ignore[arg-type]
+
+
+def test_anchor_marker_validates_at_declaration() -> None:
+    with pytest.raises(ValueError, match="base"):
+        tk.Anchor(base=1)
+    with pytest.raises(ValueError, match="min"):
+        tk.Anchor(min=128, max=4)

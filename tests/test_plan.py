@@ -1,0 +1,58 @@
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import tunekit as tk
+
+
+def _noop(*_: Any) -> None:
+    return None
+
+
+def _t(name: str) -> tk.Tunable[None]:
+    return tk.Tunable(name, _noop)
+
+
+def _names(tunables: list[tk.Tunable[None]], key: object) -> list[list[str]]:
+    return [[tunables[i].name for i in batch] for batch in tk.plan_batches(key, tunables)]
+
+
+def _const(value: int) -> Callable[[object], int]:
+    return lambda _key: value
+
+
+def test_ungrouped_only_is_one_batch() -> None:
+    assert _names([_t("a"), _t("b")], None) == [["a", "b"]]
+
+
+def test_first_batch_is_ungrouped_plus_top_tier_of_top_group() -> None:
+    hi, lo = tk.TuneGroup("hi", _const(2)), tk.TuneGroup("lo", _const(1))
+    tunables = [
+        _t("plain"),
+        _t("hi_top").group(hi, _const(5)),
+        _t("hi_low").group(hi, _const(1)),
+        _t("lo_top").group(lo, _const(9)),
+        _t("hi_top2").group(hi, _const(5)),
+    ]
+    assert _names(tunables, None) == [["plain", "hi_top", "hi_top2"], ["hi_low"], ["lo_top"]]
+
+
+def test_negative_priority_skips() -> None:
+    skip = tk.TuneGroup("skip", _const(-1))
+    keep = tk.TuneGroup("keep", _const(0))
+    tunables = [_t("a").group(skip, _const(3)), _t("b").group(keep, _const(-2)), _t("c").group(keep, _const(0))]
+    assert _names(tunables, None) == [["c"]]
+
+
+def test_priority_depends_on_key() -> None:
+    fast = tk.TuneGroup("fast", lambda key: 2 if key >= 4096 else -1)
+    tunables = [_t("base"), _t("wide").group(fast, _const(1))]
+    assert _names(tunables, 8192) == [["base", "wide"]]
+    assert _names(tunables, 64) == [["base"]]
+
+
+def test_tunable_in_two_groups_is_planned_once() -> None:
+    g1, g2 = tk.TuneGroup("g1", _const(2)), tk.TuneGroup("g2", _const(1))
+    tunables = [_t("both").group(g1, _const(0)).group(g2, _const(0)), _t("only2").group(g2, _const(0))]
+    assert _names(tunables, None) == [["both"], ["only2"]]

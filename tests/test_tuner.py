@@ -1,0 +1,299 @@
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Annotated
+
+import numpy as np
+import pytest
+
+import tunekit as tk
+from tunekit_backends.cpu import CpuClient
+
+
+@tk.autotune_key
+class NKey:
+    n: Annotated[int, tk.Anchor()]
+
+
+CLIENT = CpuClient()
+
+
+def _slow(seconds: float) -> tk.Tunable[int]:
+    def run(n: int) -> int:
+        time.sleep(seconds)
+        return n
+
+    return tk.Tunable(f"sleep{seconds}", run)
+
+
+def _boom(n: int) -> int:
+    raise RuntimeError("kernel exploded")
+
+
+def _key(n: int) -> NKey:
+    return NKey(n=n)
+
+
+def test_fastest_candidate_wins_and_runs_on_real_inputs() -> None:
+    tuner: tk.LocalTuner[NKey, int] = tk.LocalTuner("fastest")
+    records: list[tk.AutotuneRecord] = []
+    sink = tk.add_record_sink(records.append)
+    try:
+        tunables = tk.TunableSet(key=_key).with_tunables([_slow(0.004), _slow(0.0005), _slow(0.002)])
+        assert tuner.execute(CLIENT.device_id, CLIENT, tunables, (37,)) == 37
+    finally:
+        tk.remove_record_sink(sink)
+    assert records[0].winner == "sleep0.0005"
+    assert records[0].key == {"n": 64}
+    assert {c.name: c.status for c in records[0].candidates} == dict.fromkeys(tunables.names, "measured")
+
+
+def test_raising_candidate_is_disqualified_others_still_run() -> None:
+    tuner: tk.LocalTuner[NKey, int] = tk.LocalTuner("disqualify")
+    records: list[tk.AutotuneRecord] = []
+    sink = tk.add_record_sink(records.append)
+    try:
+        tunables = tk.TunableSet(key=_key).with_tunable(tk.Tunable("boom", _boom)).with_tunable(_slow(0.001))
+        assert tuner.execute(CLIENT.device_id, CLIENT, tunables, (5,)) == 5
+    finally:
+        tk.remove_record_sink(sink)
+    boom = next(c for c in records[0].candidates if c.name == "boom")
+    assert boom.status == "failed"
+    assert boom.error == "RuntimeError: kernel exploded"
+    assert records[0].winner == "sleep0.001"
+
+
+def test_all_fail_raises_no_valid_kernel_found_naming_each() -> None:
+    tuner: tk.LocalTuner[NKey, int] = tk.LocalTuner("allfail")
+
+    def zero_div(n: int) -> int:
+        return n // 0
+
+    tunables = tk.TunableSet(key=_key).with_tunable(tk.Tunable("boom", _boom)).with_tunable(tk.Tunable("div", zero_div))
+    with pytest.raises(tk.NoValidKernelFound) as info:
+        tuner.execute(CLIENT.device_id, CLIENT, tunables, (3,))
+    message = str(info.value)
+    assert "boom: RuntimeError: kernel exploded" in message
+    assert "div: ZeroDivisionError" in message
+    assert [name for name, _ in info.value.failures] == ["boom", "div"]
+
+
+def test_fallback_tier_runs_only_when_first_batch_all_failed() -> None:
+    tuner: tk.LocalTuner[NKey, int] = tk.LocalTuner("fallback")
+    group = tk.TuneGroup("g", lambda key: 1)
+    calls: list[str] = []
+
+    def tracked(name: str, fail: bool) -> tk.Tunable[int]:
+        def run(n: int) -> int:
+            calls.append(name)
+            if fail:
+                raise ValueError(name)
+            return n
+
+        return tk.Tunable(name, run)
+
+    tunables = (
+        tk.TunableSet(key=_key)
+        .with_tunable(tracked("top", fail=True).group(group, lambda key: 2))
+        .with_tunable(tracked("fallback", fail=False).group(group, lambda key: 1))
+        .with_tunable(tracked("last", fail=False).group(group, lambda key: 0))
+    )
+    records: list[tk.AutotuneRecord] = []
+    sink = tk.add_record_sink(records.append)
+    try:
+        assert tuner.execute(CLIENT.device_id, CLIENT, tunables, (9,)) == 9
+    finally:
+        tk.remove_record_sink(sink)
+    assert "last" not in calls
+    assert records[0].winner == "fallback"
+    assert [e.kind for e in records[0].events] == ["fallback"]
+
+
+def test_caller_inputs_are_not_clobbered_by_tuning() -> None:
+    tuner: tk.LocalTuner[NKey, np.ndarray] = tk.LocalTuner("clobber")
+
+    def in_place(x: np.ndarray) -> np.ndarray:
+        x += 1
+        return x
+
+    tunables = tk.TunableSet(key=lambda x: NKey(n=x.size)).with_tunable(tk.Tunable("inplace", in_place))
+    x = np.zeros(8)
+    out = tuner.execute(CLIENT.device_id, CLIENT, tunables, (x,))
+    # tuning ran on deep copies (warm-up + samples); only the final real call touched x
+    np.testing.assert_array_equal(out, np.ones(8))
+    np.testing.assert_array_equal(x, np.ones(8))
+
+
+def test_sixteen_threads_on_one_new_key_tune_once() -> None:
+    tuner: tk.LocalTuner[NKey, int] = tk.LocalTuner("threads")
+    runs: list[int] = []
+    lock = threading.Lock()
+
+    def counted(n: int) -> int:
+        with lock:
+            runs.append(n)
+        time.sleep(0.001)
+        return n
+
+    records: list[tk.AutotuneRecord] = []
+    sink = tk.add_record_sink(records.append)
+    tunables = tk.TunableSet(key=_key).with_tunable(tk.Tunable("counted", counted)).with_tunable(_slow(0.003))
+    barrier = threading.Barrier(16)
+    results: list[int] = []
+
+    def call() -> None:
+        barrier.wait()
+        results.append(tuner.execute(CLIENT.device_id, CLIENT, tunables, (100,)))
+
+    threads = [threading.Thread(target=call) for _ in range(16)]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        tk.remove_record_sink(sink)
+    assert results == [100] * 16
+    assert len([r for r in records if r.decision == "tuned"]) == 1
+    settings = tk.settings()
+    # one tune (warm-up + samples) plus the 16 real calls
+    assert len(runs) == settings.warmup + settings.samples + 16
+
+
+def test_cached_winner_that_fails_is_demoted_and_runner_up_runs() -> None:
+    tuner: tk.LocalTuner[NKey, int] = tk.LocalTuner("demote")
+    state = {"broken": False}
+
+    def fragile(n: int) -> int:
+        if state["broken"]:
+            raise MemoryError("out of shared memory")
+        return n
+
+    def steady(n: int) -> int:
+        time.sleep(0.002)
+        return n
+
+    tunables = (
+        tk.TunableSet(key=_key).with_tunable(tk.Tunable("fragile", fragile)).with_tunable(tk.Tunable("steady", steady))
+    )
+    records: list[tk.AutotuneRecord] = []
+    sink = tk.add_record_sink(records.append)
+    try:
+        assert tuner.execute(CLIENT.device_id, CLIENT, tunables, (4,)) == 4
+        assert records[-1].winner == "fragile"
+        state["broken"] = True
+        assert tuner.execute(CLIENT.device_id, CLIENT, tunables, (4,)) == 4
+    finally:
+        tk.remove_record_sink(sink)
+    assert records[-1].decision == "demoted"
+    assert records[-1].winner == "steady"
+    assert records[-1].events[0].kind == "demoted"
+    cache = tk.persistent_cache()
+    assert cache is not None
+    stored = cache.get(CLIENT.device_id, "demote", tk.key_to_json(NKey(n=4)))
+    assert isinstance(stored, tuple)
+    assert stored[1].winner == "steady"
+
+
+def test_inputs_that_break_every_candidate_raise_and_keep_ranking() -> None:
+    tuner: tk.LocalTuner[NKey, int] = tk.LocalTuner("badinputs")
+
+    def checked(n: int) -> int:
+        if n < 0:
+            raise ValueError("negative size")
+        return n
+
+    tunables = tk.TunableSet(key=lambda n: NKey(n=abs(n) or 1)).with_tunables(
+        [tk.Tunable("a", checked), tk.Tunable("b", checked)]
+    )
+    assert tuner.execute(CLIENT.device_id, CLIENT, tunables, (4,)) == 4
+    with pytest.raises(ValueError, match="negative size"):
+        tuner.execute(CLIENT.device_id, CLIENT, tunables, (-4,))
+    assert tuner.tuner(CLIENT.device_id).state(tunables, NKey(n=4)) == tk.Hit((0, 1)) or isinstance(
+        tuner.tuner(CLIENT.device_id).state(tunables, NKey(n=4)), tk.Hit
+    )
+
+
+def test_init_builds_once_per_call_site() -> None:
+    tuner: tk.LocalTuner[NKey, int] = tk.LocalTuner("init")
+    built: list[int] = []
+
+    def site() -> tk.TunableSet[NKey, int]:
+        return tuner.init(lambda: built.append(1) or tk.TunableSet(key=_key).with_tunable(_slow(0.0)))  # type: ignore[func-returns-value]
+
+    first = site()
+    assert all(site() is first for _ in range(100))
+    assert built == [1]
+
+
+def test_definition_time_errors() -> None:
+    with pytest.raises(ValueError, match="duplicate tunable name 'a'"):
+        tk.TunableSet(key=_key).with_tunable(tk.Tunable("a", _boom)).with_tunable(tk.Tunable("a", _boom))
+    tuner: tk.LocalTuner[NKey, int] = tk.LocalTuner("empty")
+    with pytest.raises(ValueError, match="no tunables"):
+        tuner.init(lambda: tk.TunableSet(key=_key))
+
+    class NotAKey:
+        pass
+
+    def make_not_a_key(n: int) -> NotAKey:
+        return NotAKey()
+
+    with pytest.raises(TypeError, match="not an @tk.autotune_key"):
+        tk.TunableSet(key=make_not_a_key)
+
+
+def test_key_generator_returning_non_key_is_refused_at_first_call() -> None:
+    tuner: tk.LocalTuner[object, int] = tk.LocalTuner("notkey")
+    tunables = tk.TunableSet(key=lambda n: (n,)).with_tunable(_slow(0.0))
+    with pytest.raises(TypeError, match="not an @tk.autotune_key instance"):
+        tuner.execute(CLIENT.device_id, CLIENT, tunables, (3,))  # type: ignore[arg-type]
+
+
+def test_set_is_never_mutated_by_with_tunable() -> None:
+    base = tk.TunableSet(key=_key).with_tunable(_slow(0.0))
+    extended = base.with_tunable(_slow(0.001))
+    assert base.names == ("sleep0.0",)
+    assert extended.names == ("sleep0.0", "sleep0.001")
+    assert base.checksum() != extended.checksum()
+
+
+def test_autotune_disabled_takes_plan_order_and_writes_nothing(
+    monkeypatch: pytest.MonkeyPatch, isolated_settings: Path
+) -> None:
+    monkeypatch.setenv("TUNEKIT_AUTOTUNE", "0")
+    tk.configure()
+    tuner: tk.LocalTuner[NKey, int] = tk.LocalTuner("disabled")
+    calls: list[str] = []
+
+    def first(n: int) -> int:
+        calls.append("first")
+        return n
+
+    group = tk.TuneGroup("g", lambda key: 1)
+    tunables = (
+        tk.TunableSet(key=_key)
+        .with_tunable(tk.Tunable("later", _boom).group(group, lambda key: 0))
+        .with_tunable(tk.Tunable("first", first).group(group, lambda key: 5))
+    )
+    assert tuner.execute(CLIENT.device_id, CLIENT, tunables, (2,)) == 2
+    assert calls == ["first"]
+    cache = tk.persistent_cache()
+    assert cache is not None
+    assert list(cache.rows()) == []
+
+
+def test_input_generator_errors_name_the_tuner() -> None:
+    tuner: tk.LocalTuner[NKey, int] = tk.LocalTuner("badgen")
+
+    def broken(key: NKey, n: int) -> tuple[int]:
+        raise KeyError("no such dtype")
+
+    tunables = tk.TunableSet(key=_key, inputs=broken).with_tunable(_slow(0.0))
+    with pytest.raises(tk.TunekitError, match="tuner 'badgen': the input generator raised KeyError"):
+        tuner.execute(CLIENT.device_id, CLIENT, tunables, (3,))
+    not_tuple = tk.TunableSet(key=_key, inputs=lambda key, n: [n]).with_tunable(_slow(0.0))
+    with pytest.raises(tk.TunekitError, match="must return a tuple"):
+        tuner.execute(CLIENT.device_id, CLIENT, not_tuple, (3,))

@@ -1,0 +1,105 @@
+"""tunekit: measure each candidate on the real device, keep the winner, reuse it everywhere.
+
+The whole flow::
+
+    from typing import Annotated
+    import numpy as np
+    import tunekit as tk
+    from tunekit_backends.cpu import CpuClient
+
+    @tk.autotune_key
+    class SumKey:
+        n: Annotated[int, tk.Anchor()]       # 1000 -> 1024: nearby sizes share a winner
+        dtype: str
+
+    TUNER: tk.LocalTuner[SumKey, np.ndarray] = tk.LocalTuner("row_sum")
+
+    def row_sum(client: CpuClient, x: np.ndarray) -> np.ndarray:
+        tunables = TUNER.init(lambda: tk.TunableSet(
+                key=lambda x: SumKey(n=x.shape[1], dtype=str(x.dtype)))
+            .with_tunable(tk.Tunable("np_sum", lambda x: x.sum(axis=1)))
+            .with_tunable(tk.Tunable("einsum", lambda x: np.einsum("ij->i", x))))
+        return TUNER.execute(client.device_id, client, tunables, (x,))
+
+    row_sum(CpuClient(), np.ones((64, 1000), np.float32))  # tunes once, then dispatches
+
+Winners persist in a SQLite cache (``TUNEKIT_CACHE_DIR``), every decision can stream
+to JSONL (``TUNEKIT_RECORD``), and ``TUNEKIT_AUTOTUNE=0`` turns measuring off.
+"""
+
+from tunekit._anchor import Anchor, anchor
+from tunekit._benchmark import BenchmarkDurations, tune_benchmark
+from tunekit._cache import CacheRow, CacheValue, PersistentCache, default_cache_dir
+from tunekit._cache_state import CacheState, Hit, Miss, Pending, Unchecked
+from tunekit._client import Client, SupportsCacheFlush
+from tunekit._errors import NoValidKernelFound, TunekitError
+from tunekit._key import autotune_key, is_autotune_key, key_to_json
+from tunekit._local import LocalTuner
+from tunekit._outcome import Failed, Measured, Outcome, Skipped
+from tunekit._plan import plan_batches
+from tunekit._records import AutotuneRecord, CandidateRecord, SampleStats
+from tunekit._settings import Settings, configure
+from tunekit._settings import current as settings
+from tunekit._sinks import (
+    CallbackSink,
+    JsonlSink,
+    LoggingSink,
+    RecordSink,
+    StreamSink,
+    add_record_sink,
+    remove_record_sink,
+)
+from tunekit._tunable import Tunable, TuneGroup
+from tunekit._tunable_set import InputGenerator, KeyGenerator, TunableSet
+from tunekit._tuner import Tuner, persistent_cache
+from tunekit._version import __version__
+
+__all__ = [
+    "Anchor",
+    "AutotuneRecord",
+    "BenchmarkDurations",
+    "CacheRow",
+    "CacheState",
+    "CacheValue",
+    "CallbackSink",
+    "CandidateRecord",
+    "Client",
+    "Failed",
+    "Hit",
+    "InputGenerator",
+    "JsonlSink",
+    "KeyGenerator",
+    "LocalTuner",
+    "LoggingSink",
+    "Measured",
+    "Miss",
+    "NoValidKernelFound",
+    "Outcome",
+    "Pending",
+    "PersistentCache",
+    "RecordSink",
+    "SampleStats",
+    "Settings",
+    "Skipped",
+    "StreamSink",
+    "SupportsCacheFlush",
+    "Tunable",
+    "TunableSet",
+    "TuneGroup",
+    "Tuner",
+    "TunekitError",
+    "Unchecked",
+    "__version__",
+    "add_record_sink",
+    "anchor",
+    "autotune_key",
+    "configure",
+    "default_cache_dir",
+    "is_autotune_key",
+    "key_to_json",
+    "persistent_cache",
+    "plan_batches",
+    "remove_record_sink",
+    "settings",
+    "tune_benchmark",
+]

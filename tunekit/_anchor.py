@@ -1,0 +1,62 @@
+"""Anchoring: rounding a key dimension up to a power of a base.
+
+Anchoring buckets nearby problem sizes into one cache entry, so that a tuner
+measures once per bucket instead of once per exact shape.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["Anchor", "anchor"]
+
+
+def anchor(x: int, *, max: int | None = None, min: int | None = None, base: int = 2) -> int:
+    """Return the smallest power of ``base`` that is >= ``x``, clamped to ``max`` then raised to ``min``.
+
+    ``min`` wins over ``max`` when both bind, as in CubeCL's ``anchor``.
+
+    Raises:
+        ValueError: ``x < 1``, ``base <= 1`` or ``min > max``.
+    """
+    if isinstance(x, bool) or not isinstance(x, int):
+        raise TypeError(f"anchor() needs an int, got {type(x).__name__} {x!r}")
+    if x < 1:
+        raise ValueError(f"anchor() needs x >= 1, got {x}: a key dimension must be a positive size")
+    if base <= 1:
+        raise ValueError(f"anchor() needs base >= 2, got {base}: powers of {base} cannot bucket sizes")
+    if max is not None and min is not None and min > max:
+        raise ValueError(f"anchor() got min={min} > max={max}: pass min <= max")
+    power = 1
+    while power < x:
+        power *= base
+    if max is not None and power > max:
+        power = max
+    if min is not None and power < min:
+        power = min
+    return power
+
+
+@dataclass(frozen=True, slots=True)
+class Anchor:
+    """Marks a key field as anchored: ``n: Annotated[int, tk.Anchor(max=4096)]``.
+
+    Validated when declared, so a bad marker fails at import, not at the first call.
+    """
+
+    max: int | None = None
+    min: int | None = None
+    base: int = 2
+
+    def __post_init__(self) -> None:
+        if self.base <= 1:
+            raise ValueError(f"Anchor(base={self.base}) needs base >= 2")
+        if self.max is not None and self.min is not None and self.min > self.max:
+            raise ValueError(f"Anchor(min={self.min}, max={self.max}) needs min <= max")
+        for label, bound in (("max", self.max), ("min", self.min)):
+            if bound is not None and bound < 1:
+                raise ValueError(f"Anchor({label}={bound}) needs a positive bound")
+
+    def apply(self, x: int, base_exponent: int = 1) -> int:
+        """Anchor ``x``; ``base_exponent`` coarsens the base (the autotune level's doing)."""
+        return anchor(x, max=self.max, min=self.min, base=self.base**base_exponent)

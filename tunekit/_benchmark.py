@@ -1,0 +1,83 @@
+"""Timing one candidate: warm-up runs, then timed samples through the client's clock."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tunekit._client import Client, SupportsCacheFlush
+
+__all__ = ["BenchmarkDurations", "tune_benchmark"]
+
+
+@dataclass(frozen=True, slots=True)
+class BenchmarkDurations:
+    """Timed samples of one candidate, in ns, with their statistics in consistent units.
+
+    ``variance_ns2`` is in ns squared; every other figure in ns.
+    """
+
+    samples_ns: tuple[int, ...]
+
+    def __post_init__(self) -> None:
+        if not self.samples_ns:
+            raise ValueError("BenchmarkDurations needs at least one sample")
+
+    @property
+    def min_ns(self) -> int:
+        """Fastest sample."""
+        return min(self.samples_ns)
+
+    @property
+    def median_ns(self) -> float:
+        """Median sample: the robust centre used for ranking."""
+        return float(statistics.median(self.samples_ns))
+
+    @property
+    def mean_ns(self) -> float:
+        """Arithmetic mean."""
+        return float(statistics.fmean(self.samples_ns))
+
+    @property
+    def variance_ns2(self) -> float:
+        """Sample variance (ns^2); 0 for a single sample."""
+        return float(statistics.variance(self.samples_ns)) if len(self.samples_ns) > 1 else 0.0
+
+    @property
+    def score(self) -> float:
+        """Lower is better: the median, which one outlier cannot move."""
+        return self.median_ns
+
+
+def tune_benchmark(
+    fn: Callable[..., Any],
+    inputs: Sequence[Any],
+    client: Client,
+    *,
+    warmup: int = 1,
+    samples: int = 10,
+    flush: bool = True,
+) -> BenchmarkDurations:
+    """Time ``fn(*inputs)`` on ``client``: ``warmup`` untimed runs, then ``samples`` timed ones.
+
+    An exception from ``fn`` propagates: the tuner turns it into a failed outcome.
+    The cache is flushed before each timed sample when the client can and ``flush`` is set.
+    """
+    if samples < 1:
+        raise ValueError(f"tune_benchmark needs samples >= 1, got {samples}")
+    if warmup < 0:
+        raise ValueError(f"tune_benchmark needs warmup >= 0, got {warmup}")
+    args = tuple(inputs)
+    for _ in range(warmup):
+        fn(*args)
+    client.sync()
+    flusher = client if flush and isinstance(client, SupportsCacheFlush) else None
+    timed: list[int] = []
+    for _ in range(samples):
+        if flusher is not None:
+            flusher.flush_cache()
+        _, duration_ns = client.profile(lambda: fn(*args))
+        timed.append(int(duration_ns))
+    return BenchmarkDurations(tuple(timed))

@@ -1,0 +1,89 @@
+"""LocalTuner: what user code holds, one per tuned operation."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any, Generic, TypeVar
+
+from tunekit._client import Client
+from tunekit._sinks import RecordSink
+from tunekit._tunable_set import TunableSet
+from tunekit._tuner import Tuner
+
+__all__ = ["LocalTuner"]
+
+K = TypeVar("K")
+Out = TypeVar("Out")
+
+
+class LocalTuner(Generic[K, Out]):
+    """Builds an operation's tunable set once and dispatches each call to the tuned winner.
+
+    ``K`` is the key class and ``Out`` the output type every tunable must return, so a
+    candidate returning the wrong type is a type error in the user's code.
+    """
+
+    def __init__(self, name: str, *, sinks: Sequence[RecordSink] = ()) -> None:
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"LocalTuner needs a non-empty name, got {name!r}")
+        self.name = name
+        self._sinks = tuple(sinks)
+        self._lock = threading.Lock()
+        self._sets: dict[object, TunableSet[K, Out]] = {}
+        self._tuners: dict[str, Tuner] = {}
+
+    def init(self, factory: Callable[[], TunableSet[K, Out]]) -> TunableSet[K, Out]:
+        """Build the tunable set on the first call; later calls return it in O(1).
+
+        Sets are remembered by the factory's code object, so a fresh lambda written at the
+        same place in the source finds the set built the first time.
+        """
+        identity = getattr(factory, "__code__", factory)
+        tunables = self._sets.get(identity)
+        if tunables is not None:
+            return tunables
+        built = factory()
+        if not isinstance(built, TunableSet):
+            raise TypeError(f"tuner {self.name!r}: init() factory returned {type(built).__name__}, not a tk.TunableSet")
+        built.validate(self.name)
+        with self._lock:
+            return self._sets.setdefault(identity, built)
+
+    def tuner(self, device_id: str) -> Tuner:
+        """The device-scoped tuner of ``device_id``, created on first use."""
+        tuner = self._tuners.get(device_id)
+        if tuner is None:
+            with self._lock:
+                tuner = self._tuners.get(device_id)
+                if tuner is None:
+                    tuner = self._tuners[device_id] = Tuner(self.name, device_id, sinks=self._sinks)
+        return tuner
+
+    def execute(self, device_id: str, client: Client, tunables: TunableSet[K, Out], inputs: tuple[Any, ...]) -> Out:
+        """Run the winner for these inputs' key on the real inputs, tuning first on a miss."""
+        tuner = self._tuners.get(device_id) or self.tuner(device_id)
+        key = tunables.key(*inputs)
+        winners = tuner.winners.get(tunables)
+        if winners is not None:
+            fn = winners.get(key)
+            if fn is not None:
+                try:
+                    return fn(*inputs)  # type: ignore[no-any-return]
+                except Exception as exc:
+                    return tuner.recover(tunables, key, inputs, exc)  # type: ignore[no-any-return]
+        if not tunables.tunables:
+            tunables.validate(self.name)
+        ranking = tuner.resolve(client, tunables, key, inputs)
+        try:
+            return tunables.tunables[ranking[0]].fn(*inputs)  # type: ignore[no-any-return]
+        except Exception as exc:
+            return tuner.recover(tunables, key, inputs, exc)  # type: ignore[no-any-return]
+
+    def clear(self) -> None:
+        """Forget the built sets and every in-memory winner; the persistent cache is kept."""
+        with self._lock:
+            self._sets.clear()
+            for tuner in self._tuners.values():
+                tuner.clear()
+            self._tuners.clear()

@@ -1,0 +1,94 @@
+"""Settings: the one place where tunekit reads the environment and config files.
+
+Sources, highest first: keyword overrides given to :func:`configure`, ``TUNEKIT_*``
+environment variables, ``tunekit.toml`` in the working directory, then
+``[tool.tunekit]`` in ``pyproject.toml``.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    PyprojectTomlConfigSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+__all__ = ["AutotuneLevel", "Settings", "anchor_exponent", "configure", "current"]
+
+AutotuneLevel = Literal["minimal", "balanced", "extensive", "full"]
+
+
+class Settings(BaseSettings):
+    """Every knob of tunekit, typed; read once per process (see :func:`configure`)."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="TUNEKIT_",
+        toml_file="tunekit.toml",
+        pyproject_toml_table_header=("tool", "tunekit"),
+        extra="forbid",
+        frozen=True,
+    )
+
+    autotune: bool = Field(True, description="False: run the first candidate in plan order, measure and write nothing.")
+    cache: bool = Field(True, description="False: keep winners in memory only.")
+    cache_dir: Path | None = Field(None, description="Directory of the persistent cache; default: the user cache dir.")
+    record: str | None = Field(None, description="Where tuning records go: a JSONL path, 'stdout' or 'stderr'.")
+    autotune_level: AutotuneLevel = Field(
+        "balanced", description="minimal squares every anchor base (fewer, coarser buckets)."
+    )
+    warmup: int = Field(1, ge=0, description="Untimed runs of each candidate before its timed samples.")
+    samples: int = Field(10, ge=1, description="Timed samples per candidate.")
+    progress: bool = Field(True, description="Show live progress on a terminal for tunes longer than a second.")
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (
+            init_settings,
+            env_settings,
+            TomlConfigSettingsSource(settings_cls),
+            PyprojectTomlConfigSettingsSource(settings_cls),
+        )
+
+
+_lock = threading.Lock()
+_current: Settings | None = None
+_anchor_exponent = 1
+
+
+def current() -> Settings:
+    """The settings in force, read from the environment on first use."""
+    settings = _current
+    if settings is None:
+        settings = configure()
+    return settings
+
+
+def configure(**overrides: Any) -> Settings:
+    """Re-read the environment and config files, apply ``overrides``, and make the result current."""
+    global _current, _anchor_exponent
+    settings = Settings(**overrides)
+    with _lock:
+        _current = settings
+        _anchor_exponent = 2 if settings.autotune_level == "minimal" else 1
+    return settings
+
+
+def anchor_exponent() -> int:
+    """Power applied to every anchor base: 2 at the minimal level, else 1 (CubeCL's coarsening)."""
+    if _current is None:
+        current()
+    return _anchor_exponent

@@ -1,0 +1,147 @@
+"""Where records go: a JSONL file, a stream, Python logging, or any callable."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Protocol, TextIO, runtime_checkable
+
+from tunekit._records import AutotuneRecord
+
+__all__ = [
+    "CallbackSink",
+    "JsonlSink",
+    "LoggingSink",
+    "RecordSink",
+    "StreamSink",
+    "add_record_sink",
+    "remove_record_sink",
+    "sink_from_setting",
+]
+
+_log = logging.getLogger("tunekit.records")
+
+
+@runtime_checkable
+class RecordSink(Protocol):
+    """Receives every tuning decision."""
+
+    def emit(self, record: AutotuneRecord) -> None:
+        """Take one record; must not raise for an ordinary I/O hiccup."""
+        ...
+
+
+class JsonlSink:
+    """Appends one JSON line per record to ``path``.
+
+    Each line is written with a single ``write`` on an ``O_APPEND`` descriptor, so lines
+    from concurrent processes interleave whole, never torn.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+
+    def emit(self, record: AutotuneRecord) -> None:
+        """Append ``record`` as one line."""
+        line = (record.model_dump_json() + "\n").encode()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                os.write(fd, line)
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            _log.warning("cannot append a tuning record to %s: %s", self.path, exc)
+
+
+class StreamSink:
+    """Writes one JSON line per record to a text stream (stdout, stderr, ...)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self._lock = threading.Lock()
+
+    def emit(self, record: AutotuneRecord) -> None:
+        """Write ``record`` as one line and flush."""
+        with self._lock:
+            self.stream.write(record.model_dump_json() + "\n")
+            self.stream.flush()
+
+
+class LoggingSink:
+    """Logs each record at INFO on ``tunekit.records`` (or the logger given)."""
+
+    def __init__(self, logger: logging.Logger | None = None) -> None:
+        self.logger = logger or _log
+
+    def emit(self, record: AutotuneRecord) -> None:
+        """Log a one-line summary, with the record itself in ``extra['record']``."""
+        self.logger.info(
+            "%s on %s key=%s: winner %s (%s)",
+            record.tuner,
+            record.device_id,
+            record.key,
+            record.winner,
+            record.decision,
+            extra={"record": record},
+        )
+
+
+class CallbackSink:
+    """Calls ``fn(record)`` for each record."""
+
+    def __init__(self, fn: Callable[[AutotuneRecord], object]) -> None:
+        self.fn = fn
+
+    def emit(self, record: AutotuneRecord) -> None:
+        """Pass ``record`` on."""
+        self.fn(record)
+
+
+_global_lock = threading.Lock()
+_global_sinks: list[RecordSink] = []
+
+
+def add_record_sink(sink: RecordSink | Callable[[AutotuneRecord], object]) -> RecordSink:
+    """Send every future record of every tuner to ``sink`` (a sink or a plain callable)."""
+    resolved: RecordSink = sink if isinstance(sink, RecordSink) else CallbackSink(sink)
+    with _global_lock:
+        _global_sinks.append(resolved)
+    return resolved
+
+
+def remove_record_sink(sink: RecordSink) -> None:
+    """Stop sending records to ``sink``; unknown sinks are ignored."""
+    with _global_lock:
+        if sink in _global_sinks:
+            _global_sinks.remove(sink)
+
+
+def global_sinks() -> tuple[RecordSink, ...]:
+    """The sinks added with :func:`add_record_sink`."""
+    return tuple(_global_sinks)
+
+
+def sink_from_setting(value: str | None) -> RecordSink | None:
+    """The sink named by ``TUNEKIT_RECORD``: ``stdout``, ``stderr`` or a JSONL path."""
+    if not value:
+        return None
+    if value == "stdout":
+        return StreamSink(sys.stdout)
+    if value == "stderr":
+        return StreamSink(sys.stderr)
+    return JsonlSink(value)
+
+
+def emit(record: AutotuneRecord, sinks: tuple[RecordSink, ...]) -> None:
+    """Send ``record`` to ``sinks``; a failing sink is logged, never raised into the caller."""
+    for sink in sinks:
+        try:
+            sink.emit(record)
+        except Exception:
+            _log.exception("record sink %r failed", sink)

@@ -1,0 +1,61 @@
+"""Tunables (one candidate implementation) and tune groups (priority buckets)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+__all__ = ["PriorityFn", "TuneGroup", "Tunable"]
+
+Out = TypeVar("Out", covariant=True)
+
+PriorityFn = Callable[[Any], int]
+"""Maps a key to a priority: higher runs first, negative skips the candidate for that key."""
+
+
+@dataclass(frozen=True, eq=False)
+class TuneGroup:
+    """A named bucket of tunables sharing a key-dependent priority.
+
+    Groups are compared by identity: two groups with the same name are distinct buckets.
+    """
+
+    name: str
+    priority: PriorityFn
+
+    def __post_init__(self) -> None:
+        if not self.name:
+            raise ValueError("TuneGroup needs a non-empty name")
+        if not callable(self.priority):
+            raise TypeError(f"TuneGroup {self.name!r}: priority must be a callable key -> int")
+
+
+@dataclass(frozen=True)
+class Tunable(Generic[Out]):
+    """One candidate: a name unique within its set, and the function that computes the output.
+
+    ``version`` goes into the set's checksum: bump it when the function's behaviour changes
+    and cached winners should be re-measured.
+    """
+
+    name: str
+    fn: Callable[..., Out]
+    version: str = ""
+    groups: tuple[tuple[TuneGroup, PriorityFn], ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise ValueError(f"Tunable needs a non-empty str name, got {self.name!r}")
+        if not callable(self.fn):
+            raise TypeError(f"Tunable {self.name!r}: fn must be callable, got {type(self.fn).__name__}")
+
+    def group(self, group: TuneGroup, priority: PriorityFn) -> Tunable[Out]:
+        """Return a copy that belongs to ``group`` with a within-group ``priority`` (key -> int)."""
+        if not isinstance(group, TuneGroup):
+            raise TypeError(f"Tunable {self.name!r}: group() takes a tk.TuneGroup, got {type(group).__name__}")
+        if not callable(priority):
+            raise TypeError(f"Tunable {self.name!r}: the within-group priority must be a callable key -> int")
+        if any(existing is group for existing, _ in self.groups):
+            raise ValueError(f"Tunable {self.name!r} is already in group {group.name!r}")
+        return Tunable(self.name, self.fn, self.version, (*self.groups, (group, priority)))

@@ -1,0 +1,192 @@
+"""TunableSet: the candidates of one operation, with the key and input generators."""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import typing
+from collections.abc import Callable, Sequence
+from typing import Any, Generic, Protocol, TypeVar
+
+from tunekit._tunable import Tunable
+
+__all__ = ["BoundsFn", "InputGenerator", "KeyGenerator", "TunableSet"]
+
+K = TypeVar("K", covariant=True)
+Out = TypeVar("Out", covariant=True)
+O2 = TypeVar("O2")
+
+
+class KeyGenerator(Protocol[K]):
+    """Builds the autotune key from the call's inputs; a plain function fits."""
+
+    def __call__(self, *inputs: Any, **kwargs: Any) -> K: ...
+
+
+class InputGenerator(Protocol):
+    """Builds benchmark inputs from the key and the caller's inputs; a plain function fits.
+
+    It returns the tuple of arguments every candidate is called with while tuning, so that
+    tuning never writes into the caller's buffers.
+    """
+
+    def __call__(self, *key_and_inputs: Any, **kwargs: Any) -> tuple[Any, ...]: ...
+
+
+BoundsFn = Callable[[Any, tuple[Any, ...]], Any]
+"""(key, benchmark inputs) -> tk.Bounds; used by the roofline short circuit."""
+
+
+def _check_key_annotation(key: Callable[..., object]) -> None:
+    """Refuse, at definition time, a key generator whose declared return type is no autotune key."""
+    try:
+        hints = typing.get_type_hints(key, localns=dict(inspect.getclosurevars(key).nonlocals))
+    except Exception:
+        return
+    declared = hints.get("return")
+    if isinstance(declared, type) and not getattr(declared, "__tunekit_key__", False):
+        raise TypeError(
+            f"the key generator {getattr(key, '__qualname__', key)!r} returns {declared.__name__}, "
+            "which is not an @tk.autotune_key class; decorate the key class with @tk.autotune_key"
+        )
+
+
+class TunableSet(Generic[K, Out]):
+    """The candidates of one operation: immutable; ``with_*`` methods return a new set.
+
+    Without ``inputs=``, benchmark inputs are deep copies of the caller's inputs.
+    """
+
+    __slots__ = (
+        "_bounds",
+        "_checksum",
+        "_names",
+        "_short_circuit",
+        "extras",
+        "inputs",
+        "key",
+        "tunables",
+    )
+
+    key: KeyGenerator[K]
+    inputs: InputGenerator | None
+    tunables: tuple[Tunable[Any], ...]
+
+    def __init__(self, key: KeyGenerator[K], inputs: InputGenerator | None = None) -> None:
+        if not callable(key):
+            raise TypeError(f"TunableSet(key=...) needs a callable that builds the key, got {type(key).__name__}")
+        if inputs is not None and not callable(inputs):
+            raise TypeError(
+                f"TunableSet(inputs=...) needs a callable (key, *inputs) -> tuple, got {type(inputs).__name__}"
+            )
+        _check_key_annotation(key)
+        self.key = key
+        self.inputs = inputs
+        self.tunables = ()
+        self.extras: dict[str, Any] = {}
+        self._names: dict[str, int] = {}
+        self._bounds: BoundsFn | None = None
+        self._short_circuit = True
+        self._checksum: str | None = None
+
+    def _copy(self) -> TunableSet[Any, Any]:
+        new: TunableSet[Any, Any] = TunableSet.__new__(TunableSet)
+        new.key = self.key
+        new.inputs = self.inputs
+        new.tunables = self.tunables
+        new.extras = dict(self.extras)
+        new._names = dict(self._names)
+        new._bounds = self._bounds
+        new._short_circuit = self._short_circuit
+        new._checksum = None
+        return new
+
+    def with_tunable(self, tunable: Tunable[O2]) -> TunableSet[K, Out | O2]:
+        """A new set with ``tunable`` appended; a duplicate name is refused here."""
+        if not isinstance(tunable, Tunable):
+            raise TypeError(f"with_tunable() takes a tk.Tunable, got {type(tunable).__name__}")
+        if tunable.name in self._names:
+            raise ValueError(
+                f"duplicate tunable name {tunable.name!r}: names identify winners in the cache, make each unique"
+            )
+        new = self._copy()
+        new._names[tunable.name] = len(self.tunables)
+        new.tunables = (*self.tunables, tunable)
+        return new
+
+    def with_tunables(self, tunables: Sequence[Tunable[O2]]) -> TunableSet[K, Out | O2]:
+        """A new set with every tunable of ``tunables`` appended, in order."""
+        new: TunableSet[K, Out | O2] = self._copy()
+        for tunable in tunables:
+            new = new.with_tunable(tunable)
+        return new
+
+    def with_bounds(self, bounds: BoundsFn) -> TunableSet[K, Out]:
+        """A new set whose roofline bounds come from ``bounds(key, inputs)``."""
+        if not callable(bounds):
+            raise TypeError("with_bounds() takes a callable (key, inputs) -> tk.Bounds")
+        new = self._copy()
+        new._bounds = bounds
+        return new
+
+    def with_short_circuit(self, enabled: bool) -> TunableSet[K, Out]:
+        """A new set with the roofline short circuit switched on or off."""
+        new = self._copy()
+        new._short_circuit = bool(enabled)
+        return new
+
+    def with_extra(self, name: str, value: Any) -> TunableSet[K, Out]:
+        """A new set carrying an extension's option (correctness reference, source hash, ...)."""
+        new = self._copy()
+        new.extras[name] = value
+        return new
+
+    @property
+    def bounds(self) -> BoundsFn | None:
+        """The roofline bounds function, if any."""
+        return self._bounds
+
+    @property
+    def short_circuit(self) -> bool:
+        """Whether a candidate within its roofline bound may end its batch early."""
+        return self._short_circuit
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Tunable names in declaration order."""
+        return tuple(t.name for t in self.tunables)
+
+    def index_of(self, name: str) -> int | None:
+        """Position of the tunable called ``name``, or None when it is not a member."""
+        return self._names.get(name)
+
+    def checksum(self) -> str:
+        """Stable hash of the candidates: names in order, each version, and source hashes.
+
+        A cached winner whose checksum differs was measured against other candidates
+        and is re-tuned.
+        """
+        if self._checksum is None:
+            digest = hashlib.sha256()
+            for tunable in self.tunables:
+                digest.update(f"{tunable.name}\x00{tunable.version}\x01".encode())
+            for name in sorted(self.extras):
+                if name.startswith("checksum:"):
+                    digest.update(f"{name}={self.extras[name]}\x02".encode())
+            self._checksum = digest.hexdigest()[:32]
+        return self._checksum
+
+    def validate(self, owner: str) -> None:
+        """Refuse an empty set, naming ``owner`` (the tuner) in the error."""
+        if not self.tunables:
+            raise ValueError(f"tuner {owner!r}: the TunableSet has no tunables; add some with .with_tunable(...)")
+
+    def describe_key_fn(self) -> str:
+        """Where the key generator was defined, for error messages."""
+        try:
+            return f"{self.key.__qualname__} ({inspect.getsourcefile(self.key)})"  # type: ignore[attr-defined]
+        except (TypeError, AttributeError):
+            return repr(self.key)
+
+    def __repr__(self) -> str:
+        return f"TunableSet({', '.join(self.names)})"

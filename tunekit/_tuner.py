@@ -1,0 +1,401 @@
+"""The device-scoped Tuner: in-memory winners, the persistent cache, and the tuning itself."""
+
+from __future__ import annotations
+
+import copy
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any
+
+from tunekit import _settings
+from tunekit._cache import CacheValue, CandidateResult, PersistentCache, default_cache_dir
+from tunekit._cache_state import CacheState, Hit, Miss, Pending, Unchecked
+from tunekit._client import Client
+from tunekit._errors import NoValidKernelFound, TunekitError
+from tunekit._key import is_autotune_key, key_to_dict, key_to_json
+from tunekit._outcome import Failed, Measured, Outcome, Skipped
+from tunekit._plan import plan_batches, plan_order
+from tunekit._records import AutotuneRecord, CacheRecovered, CandidateRecord, Demoted, FallbackBatch, RecordEvent
+from tunekit._schedule import describe_error, measure_batch
+from tunekit._settings import Settings
+from tunekit._sinks import RecordSink, emit, global_sinks, sink_from_setting
+from tunekit._tunable_set import TunableSet
+
+__all__ = ["Tuner", "persistent_cache"]
+
+_log = logging.getLogger("tunekit.tuner")
+
+_caches_lock = threading.Lock()
+_caches: dict[Path, PersistentCache] = {}
+_setting_sinks: dict[str, RecordSink | None] = {}
+
+
+def persistent_cache(settings: Settings | None = None) -> PersistentCache | None:
+    """The persistent cache the settings point at (shared per directory), or None when disabled."""
+    settings = settings or _settings.current()
+    if not settings.cache:
+        return None
+    directory = (settings.cache_dir or default_cache_dir()).expanduser().resolve()
+    with _caches_lock:
+        cache = _caches.get(directory)
+        if cache is None:
+            cache = _caches[directory] = PersistentCache(directory)
+    return cache
+
+
+def _setting_sink(value: str | None) -> RecordSink | None:
+    if value is None:
+        return None
+    if value not in _setting_sinks:
+        _setting_sinks[value] = sink_from_setting(value)
+    return _setting_sinks[value]
+
+
+class Tuner:
+    """Tunes and remembers winners for one tuner name on one device.
+
+    Concurrent calls with the same new key tune it once: the first caller tunes, the others
+    wait on its future. No lock is held while a candidate runs.
+    """
+
+    def __init__(self, name: str, device_id: str, *, sinks: Sequence[RecordSink] = ()) -> None:
+        self.name = name
+        self.device_id = device_id
+        self._sinks = tuple(sinks)
+        self._lock = threading.Lock()
+        # Read without the lock on the hot path: dict reads are atomic and entries are
+        # only ever replaced whole.
+        self.winners: dict[TunableSet[Any, Any], dict[object, Callable[..., Any]]] = {}
+        self._rankings: dict[TunableSet[Any, Any], dict[object, tuple[int, ...]]] = {}
+        self._pending: dict[tuple[TunableSet[Any, Any], object], Future[tuple[int, ...]]] = {}
+
+    # -- cache state -----------------------------------------------------------------
+
+    def state(self, tunables: TunableSet[Any, Any], key: object) -> CacheState:
+        """Where ``key`` stands: in memory, being tuned, stored on disk unchecked, or missing."""
+        with self._lock:
+            ranking = self._rankings.get(tunables, {}).get(key)
+            if ranking is not None:
+                return Hit(ranking)
+            future = self._pending.get((tunables, key))
+            if future is not None:
+                return Pending(future)
+        cache = persistent_cache()
+        if cache is None:
+            return Miss()
+        got = cache.get(self.device_id, self.name, key_to_json(key))
+        if isinstance(got, tuple):
+            return Unchecked(*got)
+        return Miss(got)
+
+    def _remember(self, tunables: TunableSet[Any, Any], key: object, ranking: tuple[int, ...]) -> None:
+        with self._lock:
+            self._rankings.setdefault(tunables, {})[key] = ranking
+            winners = dict(self.winners.get(tunables, {}))
+            winners[key] = tunables.tunables[ranking[0]].fn
+            self.winners[tunables] = winners
+
+    def seed(self, tunables: TunableSet[Any, Any], key: object, ranking_names: Sequence[str]) -> None:
+        """Install a known ranking (from a committed record) so ``key`` is never tuned here."""
+        ranking = tuple(i for i in (tunables.index_of(n) for n in ranking_names) if i is not None)
+        if not ranking:
+            raise ValueError(f"tuner {self.name!r}: none of {list(ranking_names)} is a member of {tunables!r}")
+        self._remember(tunables, key, ranking)
+
+    def clear(self) -> None:
+        """Forget every in-memory winner (the persistent cache is untouched)."""
+        with self._lock:
+            self.winners.clear()
+            self._rankings.clear()
+
+    # -- the slow path ---------------------------------------------------------------
+
+    def resolve(
+        self, client: Client, tunables: TunableSet[Any, Any], key: object, inputs: tuple[Any, ...]
+    ) -> tuple[int, ...]:
+        """The ranking for ``key``: from memory, from disk, from another thread's tune, or tuned now."""
+        if not is_autotune_key(key):
+            raise TypeError(
+                f"tuner {self.name!r}: the key generator {tunables.describe_key_fn()} returned "
+                f"{type(key).__name__}, not an @tk.autotune_key instance"
+            )
+        with self._lock:
+            ranking = self._rankings.get(tunables, {}).get(key)
+            if ranking is not None:
+                return ranking
+            future = self._pending.get((tunables, key))
+            owner = future is None
+            if future is None:
+                future = self._pending[(tunables, key)] = Future()
+        if not owner:
+            return future.result()
+        try:
+            ranking = self._decide(client, tunables, key, inputs, _settings.current())
+        except BaseException as exc:
+            with self._lock:
+                del self._pending[(tunables, key)]
+            future.set_exception(exc)
+            raise
+        self._remember(tunables, key, ranking)
+        with self._lock:
+            del self._pending[(tunables, key)]
+        future.set_result(ranking)
+        return ranking
+
+    def _decide(
+        self, client: Client, tunables: TunableSet[Any, Any], key: object, inputs: tuple[Any, ...], settings: Settings
+    ) -> tuple[int, ...]:
+        events: list[RecordEvent] = []
+        if not settings.autotune:
+            return self._untuned(tunables, key)
+        cache = persistent_cache(settings)
+        key_json = key_to_json(key)
+        if cache is not None:
+            state: CacheState = Miss()
+            got = cache.get(self.device_id, self.name, key_json)
+            if isinstance(got, tuple):
+                state = Unchecked(*got)
+            elif isinstance(got, str):
+                events.append(CacheRecovered(detail=got))
+            match state:
+                case Unchecked(checksum, value):
+                    ranking = self._check(tunables, checksum, value)
+                    if ranking is not None:
+                        return ranking
+                case _:
+                    pass
+        started = time.perf_counter()
+        outcomes, batch_of = self._tune(client, tunables, key, inputs, settings, events)
+        measured = sorted(
+            (outcome.durations.score, index) for index, outcome in outcomes.items() if isinstance(outcome, Measured)
+        )
+        ranking = tuple(index for _, index in measured)
+        winner = tunables.tunables[ranking[0]].name if ranking else None
+        stored = False
+        if winner is not None and cache is not None:
+            stored = cache.put(
+                self.device_id, self.name, key_json, tunables.checksum(), _cache_value(tunables, ranking, outcomes)
+            )
+        self._emit(
+            AutotuneRecord(
+                tuner=self.name,
+                device_id=self.device_id,
+                key=key_to_dict(key),
+                checksum=tunables.checksum(),
+                decision="tuned",
+                candidates=[
+                    CandidateRecord.of(tunables.tunables[i].name, batch_of.get(i, 0), o) for i, o in outcomes.items()
+                ],
+                winner=winner,
+                stored=stored,
+                wall_time_s=time.perf_counter() - started,
+                events=events,
+            )
+        )
+        if not ranking:
+            raise NoValidKernelFound(
+                self.name,
+                key,
+                [(tunables.tunables[i].name, _reason(o)) for i, o in outcomes.items()],
+            )
+        return ranking
+
+    def _check(self, tunables: TunableSet[Any, Any], checksum: str, value: CacheValue) -> tuple[int, ...] | None:
+        """A stored ranking usable with ``tunables``, or None when it must be re-tuned."""
+        if checksum != tunables.checksum():
+            _log.info("%s: the tunable set changed since this key was tuned; re-tuning", self.name)
+            return None
+        if tunables.index_of(value.winner) is None:
+            _log.info("%s: stored winner %r is no longer a candidate; re-tuning", self.name, value.winner)
+            return None
+        ranking = tuple(i for i in (tunables.index_of(n) for n in value.ranking) if i is not None)
+        winner = tunables.index_of(value.winner)
+        assert winner is not None
+        return (winner, *(i for i in ranking if i != winner))
+
+    def _untuned(self, tunables: TunableSet[Any, Any], key: object) -> tuple[int, ...]:
+        """Autotuning disabled: plan order, nothing measured, nothing written."""
+        order = tuple(plan_order(key, tunables.tunables))
+        if not order:
+            raise NoValidKernelFound(
+                self.name, key, [(t.name, "negative priority for this key") for t in tunables.tunables]
+            )
+        self._emit(
+            AutotuneRecord(
+                tuner=self.name,
+                device_id=self.device_id,
+                key=key_to_dict(key),
+                checksum=tunables.checksum(),
+                decision="disabled",
+                winner=tunables.tunables[order[0]].name,
+                stored=False,
+                wall_time_s=0.0,
+            )
+        )
+        return order
+
+    def _tune(
+        self,
+        client: Client,
+        tunables: TunableSet[Any, Any],
+        key: object,
+        inputs: tuple[Any, ...],
+        settings: Settings,
+        events: list[RecordEvent],
+    ) -> tuple[dict[int, Outcome], dict[int, int]]:
+        bench_inputs = self._benchmark_inputs(tunables, key, inputs)
+        batches = plan_batches(key, tunables.tunables)
+        outcomes: dict[int, Outcome] = {}
+        batch_of: dict[int, int] = {}
+        planned = {i for batch in batches for i in batch}
+        for index in range(len(tunables.tunables)):
+            if index not in planned:
+                outcomes[index] = Skipped("negative priority for this key")
+        for number, batch in enumerate(batches):
+            if number > 0:
+                events.append(FallbackBatch(batch=number))
+            results = measure_batch(client, tunables, batch, bench_inputs, settings)
+            for index in batch:
+                batch_of[index] = number
+                outcomes[index] = results.get(index, Skipped("not measured"))
+            if any(isinstance(results.get(i), Measured) for i in batch):
+                break
+        return outcomes, batch_of
+
+    def _benchmark_inputs(
+        self, tunables: TunableSet[Any, Any], key: object, inputs: tuple[Any, ...]
+    ) -> tuple[Any, ...]:
+        """Inputs candidates are timed on: generated, or deep copies of the caller's."""
+        generator = tunables.inputs
+        if generator is None:
+            try:
+                return copy.deepcopy(inputs)
+            except Exception as exc:
+                raise TunekitError(
+                    f"tuner {self.name!r}: cannot deep-copy the inputs for benchmarking ({describe_error(exc)}); "
+                    "give the TunableSet an inputs= generator"
+                ) from exc
+        try:
+            generated = generator(key, *inputs)
+        except Exception as exc:
+            raise TunekitError(f"tuner {self.name!r}: the input generator raised {describe_error(exc)}") from exc
+        if not isinstance(generated, tuple):
+            raise TunekitError(
+                f"tuner {self.name!r}: the input generator returned {type(generated).__name__}; "
+                "it must return a tuple of the arguments every candidate is called with"
+            )
+        return generated
+
+    # -- a cached winner that fails at launch -------------------------------------------
+
+    def recover(self, tunables: TunableSet[Any, Any], key: object, inputs: tuple[Any, ...], error: Exception) -> Any:
+        """Run the next-ranked candidates after the winner raised on real inputs.
+
+        The failures are demoted only when a later candidate succeeds: when every candidate
+        fails, the inputs are at fault, the ranking is kept and the first error is raised.
+        """
+        with self._lock:
+            ranking = self._rankings.get(tunables, {}).get(key, ())
+        failures: list[tuple[int, Exception]] = [(ranking[0], error)] if ranking else []
+        for index in ranking[1:]:
+            try:
+                output = tunables.tunables[index].fn(*inputs)
+            except Exception as exc:
+                failures.append((index, exc))
+                continue
+            self._demote(tunables, key, ranking, failures, index)
+            return output
+        raise error
+
+    def _demote(
+        self,
+        tunables: TunableSet[Any, Any],
+        key: object,
+        ranking: tuple[int, ...],
+        failures: list[tuple[int, Exception]],
+        replacement: int,
+    ) -> None:
+        failed = {index for index, _ in failures}
+        new_ranking = tuple(i for i in ranking if i not in failed)
+        self._remember(tunables, key, new_ranking)
+        settings = _settings.current()
+        cache = persistent_cache(settings)
+        stored = False
+        if settings.autotune and cache is not None:
+            got = cache.get(self.device_id, self.name, key_to_json(key))
+            if isinstance(got, tuple) and got[0] == tunables.checksum():
+                _, value = got
+                names = [tunables.tunables[i].name for i in new_ranking]
+                stored = cache.put(
+                    self.device_id,
+                    self.name,
+                    key_to_json(key),
+                    tunables.checksum(),
+                    value.model_copy(update={"winner": names[0], "ranking": names}),
+                )
+        for index, exc in failures:
+            _log.warning(
+                "%s: cached winner %s failed on real inputs (%s); demoted in favour of %s",
+                self.name,
+                tunables.tunables[index].name,
+                describe_error(exc),
+                tunables.tunables[replacement].name,
+            )
+        self._emit(
+            AutotuneRecord(
+                tuner=self.name,
+                device_id=self.device_id,
+                key=key_to_dict(key),
+                checksum=tunables.checksum(),
+                decision="demoted",
+                winner=tunables.tunables[replacement].name,
+                stored=stored,
+                wall_time_s=0.0,
+                events=[
+                    Demoted(
+                        name=tunables.tunables[index].name,
+                        error=describe_error(exc),
+                        replacement=tunables.tunables[replacement].name,
+                    )
+                    for index, exc in failures
+                ],
+            )
+        )
+
+    def _emit(self, record: AutotuneRecord) -> None:
+        sinks = list(self._sinks) + list(global_sinks())
+        setting = _setting_sink(_settings.current().record)
+        if setting is not None:
+            sinks.append(setting)
+        emit(record, tuple(sinks))
+
+
+def _reason(outcome: Outcome) -> str:
+    match outcome:
+        case Failed(reason, _) | Skipped(reason):
+            return reason
+        case Measured():
+            return "measured"
+
+
+def _cache_value(tunables: TunableSet[Any, Any], ranking: tuple[int, ...], outcomes: dict[int, Outcome]) -> CacheValue:
+    results = []
+    for index, outcome in outcomes.items():
+        name = tunables.tunables[index].name
+        match outcome:
+            case Measured(durations):
+                results.append(
+                    CandidateResult(
+                        name=name, status="measured", median_ns=durations.median_ns, samples=len(durations.samples_ns)
+                    )
+                )
+            case Failed(reason, _):
+                results.append(CandidateResult(name=name, status="failed", error=reason[:10_000]))
+            case Skipped(reason):
+                results.append(CandidateResult(name=name, status="skipped", error=reason[:10_000]))
+    names = [tunables.tunables[i].name for i in ranking]
+    return CacheValue(winner=names[0], ranking=names, results=results)

@@ -1,0 +1,4 @@
+"""The package version, in one place."""
+
+__version__ = "0.1.0"
+MAJOR = int(__version__.split(".", maxsplit=1)[0])
