@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
-from tunekit._benchmark import tune_benchmark
-from tunekit._client import Client
+from tunekit._benchmark import BenchmarkDurations
 from tunekit._outcome import Failed, Measured, Outcome
+from tunekit._runner import CandidateRunner
 from tunekit._settings import Settings
-from tunekit._tunable_set import TunableSet
 
 __all__ = ["describe_error", "measure_batch"]
 
@@ -20,21 +18,19 @@ def describe_error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {message[0]}" if message else type(exc).__name__
 
 
-def measure_batch(
-    client: Client,
-    tunables: TunableSet[Any, Any],
-    batch: Sequence[int],
-    inputs: tuple[Any, ...],
-    settings: Settings,
-) -> dict[int, Outcome]:
-    """Time each candidate of ``batch`` in turn; a candidate that raises is disqualified, the rest still run."""
+def measure_batch(runner: CandidateRunner, batch: Sequence[int], settings: Settings) -> dict[int, Outcome]:
+    """Time each candidate of ``batch`` in turn: warm-up runs, then timed samples.
+
+    A candidate that raises is disqualified with its error; the rest still run.
+    """
     outcomes: dict[int, Outcome] = {}
     for index in batch:
-        tunable = tunables.tunables[index]
         try:
-            durations = tune_benchmark(tunable.fn, inputs, client, warmup=settings.warmup, samples=settings.samples)
-        except Exception as exc:
+            for _ in range(settings.warmup):
+                runner.warmup(index)
+            samples = tuple(runner.sample(index) for _ in range(settings.samples))
+        except Exception as exc:  # any candidate error disqualifies only that candidate
             outcomes[index] = Failed(describe_error(exc), "run")
         else:
-            outcomes[index] = Measured(durations)
+            outcomes[index] = Measured(BenchmarkDurations(samples))
     return outcomes

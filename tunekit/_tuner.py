@@ -20,6 +20,7 @@ from tunekit._key import is_autotune_key, key_to_dict, key_to_json
 from tunekit._outcome import Failed, Measured, Outcome, Skipped
 from tunekit._plan import plan_batches, plan_order
 from tunekit._records import AutotuneRecord, CacheRecovered, CandidateRecord, Demoted, FallbackBatch, RecordEvent
+from tunekit._runner import InProcessRunner
 from tunekit._schedule import describe_error, measure_batch
 from tunekit._settings import Settings
 from tunekit._sinks import RecordSink, emit, global_sinks, sink_from_setting
@@ -247,7 +248,7 @@ class Tuner:
         settings: Settings,
         events: list[RecordEvent],
     ) -> tuple[dict[int, Outcome], dict[int, int]]:
-        bench_inputs = self._benchmark_inputs(tunables, key, inputs)
+        runner = InProcessRunner(client, tunables, self._benchmark_inputs(tunables, key, inputs))
         batches = plan_batches(key, tunables.tunables)
         outcomes: dict[int, Outcome] = {}
         batch_of: dict[int, int] = {}
@@ -258,7 +259,7 @@ class Tuner:
         for number, batch in enumerate(batches):
             if number > 0:
                 events.append(FallbackBatch(batch=number))
-            results = measure_batch(client, tunables, batch, bench_inputs, settings)
+            results = measure_batch(runner, batch, settings)
             for index in batch:
                 batch_of[index] = number
                 outcomes[index] = results.get(index, Skipped("not measured"))

@@ -1,0 +1,68 @@
+"""The public surface is exactly what __all__ names: nothing leaks by accident."""
+
+from __future__ import annotations
+
+import tunekit as tk
+
+EXPECTED = {
+    "Anchor",
+    "AutotuneRecord",
+    "BenchmarkDurations",
+    "CacheRow",
+    "CacheState",
+    "CacheValue",
+    "CallbackSink",
+    "CandidateRecord",
+    "Client",
+    "Failed",
+    "Hit",
+    "InputGenerator",
+    "JsonlSink",
+    "KeyGenerator",
+    "LocalTuner",
+    "LoggingSink",
+    "Measured",
+    "Miss",
+    "NoValidKernelFound",
+    "Outcome",
+    "Pending",
+    "PersistentCache",
+    "RecordSink",
+    "SampleStats",
+    "Settings",
+    "Skipped",
+    "StreamSink",
+    "SupportsCacheFlush",
+    "Tunable",
+    "TunableSet",
+    "TuneGroup",
+    "Tuner",
+    "TunekitError",
+    "Unchecked",
+    "__version__",
+    "add_record_sink",
+    "anchor",
+    "autotune_key",
+    "configure",
+    "default_cache_dir",
+    "is_autotune_key",
+    "key_to_json",
+    "persistent_cache",
+    "plan_batches",
+    "remove_record_sink",
+    "settings",
+    "tune_benchmark",
+}
+
+
+def test_all_is_exactly_the_public_names() -> None:
+    assert set(tk.__all__) == EXPECTED
+    assert list(tk.__all__) == sorted(tk.__all__), "keep __all__ sorted (plain sorted())"
+    for name in tk.__all__:
+        assert hasattr(tk, name), name
+
+
+def test_no_private_module_leaks_a_public_name() -> None:
+    public = {name for name in dir(tk) if not name.startswith("_")}
+    modules = {name for name in public if type(getattr(tk, name)).__name__ == "module"}
+    assert public - modules == EXPECTED - {"__version__"}
