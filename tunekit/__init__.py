@@ -31,7 +31,7 @@ from tunekit._anchor import Anchor, anchor
 from tunekit._benchmark import BenchmarkDurations, tune_benchmark
 from tunekit._cache import CacheRow, CacheValue, PersistentCache, default_cache_dir
 from tunekit._cache_state import CacheState, Hit, Miss, Pending, Unchecked
-from tunekit._client import Client, SupportsCacheFlush
+from tunekit._client import Client, DevicePeaks, SupportsCacheFlush, SupportsPeaks
 from tunekit._errors import NoValidKernelFound, TunekitError
 from tunekit._key import autotune_key, is_autotune_key, key_to_json
 from tunekit._local import LocalTuner
@@ -64,6 +64,7 @@ __all__ = [
     "CallbackSink",
     "CandidateRecord",
     "Client",
+    "DevicePeaks",
     "Failed",
     "Hit",
     "InputGenerator",
@@ -83,6 +84,7 @@ __all__ = [
     "Skipped",
     "StreamSink",
     "SupportsCacheFlush",
+    "SupportsPeaks",
     "Tunable",
     "TunableSet",
     "TuneGroup",

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Protocol, TypeVar, runtime_checkable
 
-__all__ = ["Client", "SupportsCacheFlush"]
+__all__ = ["Client", "DevicePeaks", "SupportsCacheFlush", "SupportsPeaks"]
 
 T = TypeVar("T")
 
@@ -38,4 +39,22 @@ class SupportsCacheFlush(Protocol):
 
     def flush_cache(self) -> None:
         """Overwrite the caches; called outside the timed region."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class DevicePeaks:
+    """What a device can do at best: the roofline's ceilings and the cost of one launch."""
+
+    ops_per_s: float
+    bytes_per_s: float
+    launch_overhead_ns: float
+
+
+@runtime_checkable
+class SupportsPeaks(Protocol):
+    """Optional: measure the device's peak compute, memory bandwidth and launch overhead."""
+
+    def measure_peaks(self) -> DevicePeaks:
+        """Measure (slowly, once); the tuner caches the result per device id."""
         ...
