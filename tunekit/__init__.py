@@ -35,9 +35,12 @@ from tunekit._client import Client, DevicePeaks, SupportsCacheFlush, SupportsPea
 from tunekit._errors import NoValidKernelFound, TunekitError
 from tunekit._key import autotune_key, is_autotune_key, key_to_json
 from tunekit._local import LocalTuner
+from tunekit._objective import Objective, tune_objective
 from tunekit._outcome import Failed, Measured, Outcome, Skipped
 from tunekit._plan import plan_batches
-from tunekit._records import AutotuneRecord, CandidateRecord, SampleStats
+from tunekit._record_file import Record, RecordEntry, RecordFile, RecordMismatch
+from tunekit._records import AutotuneRecord, CandidateRecord, SampleStats, SearchEnded
+from tunekit._search import SearchResult, Trial, search
 from tunekit._settings import Settings, configure
 from tunekit._settings import current as settings
 from tunekit._sinks import (
@@ -49,7 +52,9 @@ from tunekit._sinks import (
     add_record_sink,
     remove_record_sink,
 )
-from tunekit._space import Config, Space, SpaceModel, pow2
+from tunekit._space import Config, ParamValue, Space, SpaceModel, pow2
+from tunekit._strategies import STRATEGIES, Strategy, StrategyFactory
+from tunekit._trials import TrialEntry, TrialLogError, TrialLogHeader
 from tunekit._tunable import Tunable, TuneGroup
 from tunekit._tunable_set import InputGenerator, KeyGenerator, TunableSet
 from tunekit._tuner import Tuner, persistent_cache
@@ -77,18 +82,33 @@ __all__ = [
     "Measured",
     "Miss",
     "NoValidKernelFound",
+    "Objective",
     "Outcome",
+    "ParamValue",
     "Pending",
     "PersistentCache",
+    "Record",
+    "RecordEntry",
+    "RecordFile",
+    "RecordMismatch",
     "RecordSink",
+    "STRATEGIES",
     "SampleStats",
+    "SearchEnded",
+    "SearchResult",
     "Settings",
     "Skipped",
     "Space",
     "SpaceModel",
+    "Strategy",
+    "StrategyFactory",
     "StreamSink",
     "SupportsCacheFlush",
     "SupportsPeaks",
+    "Trial",
+    "TrialEntry",
+    "TrialLogError",
+    "TrialLogHeader",
     "Tunable",
     "TunableSet",
     "TuneGroup",
@@ -107,6 +127,8 @@ __all__ = [
     "plan_batches",
     "pow2",
     "remove_record_sink",
+    "search",
     "settings",
     "tune_benchmark",
+    "tune_objective",
 ]

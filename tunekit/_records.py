@@ -18,6 +18,7 @@ __all__ = [
     "FallbackBatch",
     "RecordEvent",
     "SampleStats",
+    "SearchEnded",
 ]
 
 SCHEMA_VERSION: Literal[1] = 1
@@ -102,7 +103,20 @@ class CacheRecovered(_Model):
     detail: str
 
 
-RecordEvent = Annotated[FallbackBatch | Demoted | CacheRecovered, Field(discriminator="kind")]
+class SearchEnded(_Model):
+    """A search over a declared space finished: how, and which limit ended it."""
+
+    kind: Literal["search"] = "search"
+    strategy: str
+    seed: int
+    space_hash: str
+    evaluations: int = Field(ge=0, description="Distinct configurations evaluated, resumed ones included.")
+    resumed: int = Field(ge=0, description="Trials answered from the trial log of an earlier run.")
+    stopped_by: Literal["max_evals", "max_seconds", "exhausted", "objective_budget"]
+    strategy_seconds: float = Field(ge=0, description="Time the strategy itself took to propose and learn.")
+
+
+RecordEvent = Annotated[FallbackBatch | Demoted | CacheRecovered | SearchEnded, Field(discriminator="kind")]
 
 
 class AutotuneRecord(_Model):
