@@ -45,7 +45,10 @@ class Settings(BaseSettings):
     )
     warmup: int = Field(1, ge=0, description="Untimed runs of each candidate before its timed samples.")
     samples: int = Field(10, ge=1, description="Timed samples per candidate.")
-    progress: bool = Field(True, description="Show live progress on a terminal for tunes longer than a second.")
+    progress: bool = Field(True, description="Show live progress on stderr when it is a terminal.")
+    progress_delay_s: float = Field(
+        1.0, ge=0, description="Seconds a tune runs before its progress appears, so quick tunes stay silent."
+    )
 
     @classmethod
     def settings_customise_sources(

@@ -17,6 +17,7 @@ from tunekit._cache_state import CacheState, Hit, Miss, Pending, Unchecked
 from tunekit._client import Client
 from tunekit._errors import NoValidKernelFound, TunekitError
 from tunekit._key import is_autotune_key, key_to_dict, key_to_json
+from tunekit._observe import CacheLookup, TuneObservation, decision, notify, observe_tune
 from tunekit._outcome import Failed, Measured, Outcome, Skipped
 from tunekit._plan import plan_batches, plan_order
 from tunekit._records import AutotuneRecord, CacheRecovered, CandidateRecord, Demoted, FallbackBatch, RecordEvent
@@ -165,12 +166,18 @@ class Tuner:
             match state:
                 case Unchecked(checksum, value):
                     ranking = self._check(tunables, checksum, value)
+                    notify(CacheLookup(self.name, self.device_id, key_to_dict(key), "hit" if ranking else "stale"))
                     if ranking is not None:
                         return ranking
                 case _:
-                    pass
+                    notify(CacheLookup(self.name, self.device_id, key_to_dict(key), "miss"))
         started = time.perf_counter()
-        outcomes, batch_of = self._tune(client, tunables, key, inputs, settings, events)
+        observation = observe_tune(self.name, self.device_id, key_to_dict(key), tunables.names, settings)
+        try:
+            outcomes, batch_of = self._tune(client, tunables, key, inputs, settings, events, observation)
+        except BaseException as exc:
+            observation.failed(exc)
+            raise
         measured = sorted(
             (outcome.durations.score, index) for index, outcome in outcomes.items() if isinstance(outcome, Measured)
         )
@@ -195,7 +202,8 @@ class Tuner:
                 stored=stored,
                 wall_time_s=time.perf_counter() - started,
                 events=events,
-            )
+            ),
+            observation,
         )
         if not ranking:
             raise NoValidKernelFound(
@@ -247,8 +255,11 @@ class Tuner:
         inputs: tuple[Any, ...],
         settings: Settings,
         events: list[RecordEvent],
+        observation: TuneObservation,
     ) -> tuple[dict[int, Outcome], dict[int, int]]:
-        runner = InProcessRunner(client, tunables, self._benchmark_inputs(tunables, key, inputs))
+        runner = observation.runner(
+            InProcessRunner(client, tunables, self._benchmark_inputs(tunables, key, inputs)), tunables.names
+        )
         batches = plan_batches(key, tunables.tunables)
         outcomes: dict[int, Outcome] = {}
         batch_of: dict[int, int] = {}
@@ -259,7 +270,9 @@ class Tuner:
         for number, batch in enumerate(batches):
             if number > 0:
                 events.append(FallbackBatch(batch=number))
+            observation.batch(number, [tunables.tunables[i].name for i in batch])
             results = measure_batch(runner, batch, settings)
+            observation.outcomes(results, tunables.names)
             for index in batch:
                 batch_of[index] = number
                 outcomes[index] = results.get(index, Skipped("not measured"))
@@ -367,7 +380,11 @@ class Tuner:
             )
         )
 
-    def _emit(self, record: AutotuneRecord) -> None:
+    def _emit(self, record: AutotuneRecord, observation: TuneObservation | None = None) -> None:
+        if observation is None:
+            decision(record)
+        else:
+            observation.finished(record)
         sinks = list(self._sinks) + list(global_sinks())
         setting = _setting_sink(_settings.current().record)
         if setting is not None:
