@@ -16,11 +16,11 @@ from tunekit._cache import CacheValue, CandidateResult, PersistentCache, default
 from tunekit._cache_state import CacheState, Hit, Miss, Pending, Unchecked
 from tunekit._client import Client
 from tunekit._errors import NoValidKernelFound, TunekitError
+from tunekit._isolation import open_runner
 from tunekit._key import is_autotune_key, key_to_dict, key_to_json
 from tunekit._outcome import Failed, Measured, Outcome, Skipped
 from tunekit._plan import plan_batches, plan_order
 from tunekit._records import AutotuneRecord, CacheRecovered, CandidateRecord, Demoted, FallbackBatch, RecordEvent
-from tunekit._runner import InProcessRunner
 from tunekit._schedule import describe_error, measure_batch
 from tunekit._settings import Settings
 from tunekit._sinks import RecordSink, emit, global_sinks, sink_from_setting
@@ -248,7 +248,6 @@ class Tuner:
         settings: Settings,
         events: list[RecordEvent],
     ) -> tuple[dict[int, Outcome], dict[int, int]]:
-        runner = InProcessRunner(client, tunables, self._benchmark_inputs(tunables, key, inputs))
         batches = plan_batches(key, tunables.tunables)
         outcomes: dict[int, Outcome] = {}
         batch_of: dict[int, int] = {}
@@ -256,15 +255,16 @@ class Tuner:
         for index in range(len(tunables.tunables)):
             if index not in planned:
                 outcomes[index] = Skipped("negative priority for this key")
-        for number, batch in enumerate(batches):
-            if number > 0:
-                events.append(FallbackBatch(batch=number))
-            results = measure_batch(runner, batch, settings)
-            for index in batch:
-                batch_of[index] = number
-                outcomes[index] = results.get(index, Skipped("not measured"))
-            if any(isinstance(results.get(i), Measured) for i in batch):
-                break
+        with open_runner(client, tunables, self._benchmark_inputs(tunables, key, inputs), settings) as runner:
+            for number, batch in enumerate(batches):
+                if number > 0:
+                    events.append(FallbackBatch(batch=number))
+                results = measure_batch(runner, batch, settings)
+                for index in batch:
+                    batch_of[index] = number
+                    outcomes[index] = results.get(index, Skipped("not measured"))
+                if any(isinstance(results.get(i), Measured) for i in batch):
+                    break
         return outcomes, batch_of
 
     def _benchmark_inputs(
