@@ -66,14 +66,17 @@ def autotune_key(cls: C) -> C:
 
     def __post_init__(self: Any) -> None:
         exponent = _settings.anchor_exponent()
+        # Writing through __dict__ skips the frozen dataclass's __setattr__ guard, which is
+        # meant for users; this runs on every dispatch, so it has to be cheap.
+        fields = self.__dict__
         for field_name, marker in frozen_anchors:
-            value = getattr(self, field_name)
-            if isinstance(value, bool) or not isinstance(value, int):
+            value = fields[field_name]
+            if type(value) is not int:
                 raise TypeError(
                     f"{type(self).__name__}.{field_name} is anchored and needs an int, "
                     f"got {type(value).__name__} {value!r}"
                 )
-            object.__setattr__(self, field_name, marker.apply(value, exponent))
+            fields[field_name] = marker.apply(value, exponent)
 
     if frozen_anchors:
         cls.__post_init__ = __post_init__  # type: ignore[attr-defined]
