@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import inspect
 import json
 import typing
 from typing import Any, Literal, TypeVar, dataclass_transform, get_args, get_origin
@@ -48,9 +47,9 @@ def autotune_key(cls: C) -> C:
         hints = typing.get_type_hints(cls, include_extras=True)
     except NameError as exc:
         raise TypeError(f"@autotune_key cannot resolve the annotations of {cls.__name__}: {exc}") from exc
-    own = inspect.get_annotations(cls)
+    # Inherited fields count too: a key subclass keeps its parent's anchors.
     anchors: list[tuple[str, Anchor]] = []
-    for name in own:
+    for name in hints:
         hint = hints[name]
         if get_origin(hint) is typing.ClassVar:
             continue
