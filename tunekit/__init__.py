@@ -50,6 +50,7 @@ from tunekit._sinks import (
     add_record_sink,
     remove_record_sink,
 )
+from tunekit._space import Config, Space, SpaceModel, pow2
 from tunekit._tunable import Tunable, TuneGroup
 from tunekit._tunable_set import InputGenerator, KeyGenerator, TunableSet
 from tunekit._tuner import Tuner, persistent_cache
@@ -66,6 +67,7 @@ __all__ = [
     "CandidateFailed",
     "CandidateRecord",
     "Client",
+    "Config",
     "DevicePeaks",
     "Failed",
     "Hit",
@@ -85,6 +87,8 @@ __all__ = [
     "SampleStats",
     "Settings",
     "Skipped",
+    "Space",
+    "SpaceModel",
     "StreamSink",
     "SupportsCacheFlush",
     "SupportsPeaks",
@@ -104,6 +108,7 @@ __all__ = [
     "key_to_json",
     "persistent_cache",
     "plan_batches",
+    "pow2",
     "remove_record_sink",
     "settings",
     "tune_benchmark",
