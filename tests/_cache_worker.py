@@ -1,4 +1,4 @@
-"""A separate interpreter that tunes a range of keys against a shared cache (run by test_cache_robustness.py and benches)."""
+"""A separate interpreter tuning a range of keys against a shared cache (for test_cache_robustness.py)."""
 
 from __future__ import annotations
 
