@@ -32,7 +32,8 @@ from tunekit._benchmark import BenchmarkDurations, tune_benchmark
 from tunekit._cache import CacheRow, CacheValue, PersistentCache, default_cache_dir
 from tunekit._cache_state import CacheState, Hit, Miss, Pending, Unchecked
 from tunekit._client import Client, DevicePeaks, SupportsCacheFlush, SupportsPeaks
-from tunekit._errors import NoValidKernelFound, TunekitError
+from tunekit._errors import CandidateFailed, NoValidKernelFound, TunekitError
+from tunekit._isolation import Isolation
 from tunekit._key import autotune_key, is_autotune_key, key_to_json
 from tunekit._local import LocalTuner
 from tunekit._observe import (
@@ -62,6 +63,7 @@ from tunekit._sinks import (
     add_record_sink,
     remove_record_sink,
 )
+from tunekit._space import Config, Space, SpaceModel, pow2
 from tunekit._tunable import Tunable, TuneGroup
 from tunekit._tunable_set import InputGenerator, KeyGenerator, TunableSet
 from tunekit._tuner import Tuner, persistent_cache
@@ -77,13 +79,16 @@ __all__ = [
     "CacheState",
     "CacheValue",
     "CallbackSink",
+    "CandidateFailed",
     "CandidateProgress",
     "CandidateRecord",
     "Client",
+    "Config",
     "DevicePeaks",
     "Failed",
     "Hit",
     "InputGenerator",
+    "Isolation",
     "JsonlSink",
     "KeyGenerator",
     "LocalTuner",
@@ -98,6 +103,8 @@ __all__ = [
     "SampleStats",
     "Settings",
     "Skipped",
+    "Space",
+    "SpaceModel",
     "StreamSink",
     "SupportsCacheFlush",
     "SupportsPeaks",
@@ -123,6 +130,7 @@ __all__ = [
     "key_to_json",
     "persistent_cache",
     "plan_batches",
+    "pow2",
     "remove_observer",
     "remove_record_sink",
     "settings",

@@ -16,12 +16,12 @@ from tunekit._cache import CacheValue, CandidateResult, PersistentCache, default
 from tunekit._cache_state import CacheState, Hit, Miss, Pending, Unchecked
 from tunekit._client import Client
 from tunekit._errors import NoValidKernelFound, TunekitError
+from tunekit._isolation import open_runner
 from tunekit._key import is_autotune_key, key_to_dict, key_to_json
 from tunekit._observe import CacheLookup, TuneObservation, decision, notify, observe_tune
 from tunekit._outcome import Failed, Measured, Outcome, Skipped
 from tunekit._plan import plan_batches, plan_order
 from tunekit._records import AutotuneRecord, CacheRecovered, CandidateRecord, Demoted, FallbackBatch, RecordEvent
-from tunekit._runner import InProcessRunner
 from tunekit._schedule import describe_error, measure_batch
 from tunekit._settings import Settings
 from tunekit._sinks import RecordSink, emit, global_sinks, sink_from_setting
@@ -107,6 +107,15 @@ class Tuner:
         if not ranking:
             raise ValueError(f"tuner {self.name!r}: none of {list(ranking_names)} is a member of {tunables!r}")
         self._remember(tunables, key, ranking)
+
+    def winners_names(self) -> list[str]:
+        """Names of the in-memory winners, over every set and key (for tools and benches)."""
+        with self._lock:
+            return [
+                tunables.tunables[ranking[0]].name
+                for tunables, by_key in self._rankings.items()
+                for ranking in by_key.values()
+            ]
 
     def clear(self) -> None:
         """Forget every in-memory winner (the persistent cache is untouched)."""
@@ -257,9 +266,6 @@ class Tuner:
         events: list[RecordEvent],
         observation: TuneObservation,
     ) -> tuple[dict[int, Outcome], dict[int, int]]:
-        runner = observation.runner(
-            InProcessRunner(client, tunables, self._benchmark_inputs(tunables, key, inputs)), tunables.names
-        )
         batches = plan_batches(key, tunables.tunables)
         outcomes: dict[int, Outcome] = {}
         batch_of: dict[int, int] = {}
@@ -267,17 +273,19 @@ class Tuner:
         for index in range(len(tunables.tunables)):
             if index not in planned:
                 outcomes[index] = Skipped("negative priority for this key")
-        for number, batch in enumerate(batches):
-            if number > 0:
-                events.append(FallbackBatch(batch=number))
-            observation.batch(number, [tunables.tunables[i].name for i in batch])
-            results = measure_batch(runner, batch, settings)
-            observation.outcomes(results, tunables.names)
-            for index in batch:
-                batch_of[index] = number
-                outcomes[index] = results.get(index, Skipped("not measured"))
-            if any(isinstance(results.get(i), Measured) for i in batch):
-                break
+        with open_runner(client, tunables, self._benchmark_inputs(tunables, key, inputs), settings) as opened:
+            runner = observation.runner(opened, tunables.names)
+            for number, batch in enumerate(batches):
+                if number > 0:
+                    events.append(FallbackBatch(batch=number))
+                observation.batch(number, [tunables.tunables[i].name for i in batch])
+                results = measure_batch(runner, batch, settings)
+                observation.outcomes(results, tunables.names)
+                for index in batch:
+                    batch_of[index] = number
+                    outcomes[index] = results.get(index, Skipped("not measured"))
+                if any(isinstance(results.get(i), Measured) for i in batch):
+                    break
         return outcomes, batch_of
 
     def _benchmark_inputs(
