@@ -7,6 +7,7 @@ import tunekit as tk
 EXPECTED = {
     "Anchor",
     "AutotuneRecord",
+    "BadLine",
     "BatchStarted",
     "BenchmarkDurations",
     "CacheLookup",
@@ -34,6 +35,7 @@ EXPECTED = {
     "Outcome",
     "Pending",
     "PersistentCache",
+    "RecordLine",
     "RecordSink",
     "SampleStats",
     "Settings",
@@ -66,6 +68,7 @@ EXPECTED = {
     "persistent_cache",
     "plan_batches",
     "pow2",
+    "read_records",
     "remove_observer",
     "remove_record_sink",
     "settings",

@@ -50,6 +50,7 @@ from tunekit._observe import (
 from tunekit._otel import instrument_opentelemetry
 from tunekit._outcome import Failed, Measured, Outcome, Skipped
 from tunekit._plan import plan_batches
+from tunekit._record_reader import BadLine, RecordLine, read_records
 from tunekit._records import AutotuneRecord, CandidateRecord, SampleStats
 from tunekit._report import write_report
 from tunekit._settings import Settings, configure
@@ -72,6 +73,7 @@ from tunekit._version import __version__
 __all__ = [
     "Anchor",
     "AutotuneRecord",
+    "BadLine",
     "BatchStarted",
     "BenchmarkDurations",
     "CacheLookup",
@@ -99,6 +101,7 @@ __all__ = [
     "Outcome",
     "Pending",
     "PersistentCache",
+    "RecordLine",
     "RecordSink",
     "SampleStats",
     "Settings",
@@ -131,6 +134,7 @@ __all__ = [
     "persistent_cache",
     "plan_batches",
     "pow2",
+    "read_records",
     "remove_observer",
     "remove_record_sink",
     "settings",
