@@ -37,6 +37,7 @@ EXPECTED = {
     "Skipped",
     "StreamSink",
     "SupportsCacheFlush",
+    "SupportsCheckBuffers",
     "SupportsPeaks",
     "Tunable",
     "TunableSet",
