@@ -261,4 +261,6 @@ class TunableSet(Generic[K, Out]):
             return repr(self.key)
 
     def __repr__(self) -> str:
-        return f"TunableSet({', '.join(self.names)})"
+        names = self.names
+        shown = ", ".join(names[:8]) + (f", ... {len(names) - 8} more" if len(names) > 8 else "")
+        return f"TunableSet({shown})"

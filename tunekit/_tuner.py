@@ -133,6 +133,12 @@ class Tuner:
                 f"tuner {self.name!r}: the key generator {tunables.describe_key_fn()} returned "
                 f"{type(key).__name__}, not an @tk.autotune_key instance"
             )
+        try:  # refuse here, before any tuning, a key that can be neither looked up nor stored
+            hash(key)
+            key_to_json(key)
+        except TypeError as exc:
+            exc.add_note(f"tunekit: tuner {self.name!r} {tunables!r}: the key comes from {tunables.describe_key_fn()}")
+            raise
         with self._lock:
             ranking = self._rankings.get(tunables, {}).get(key)
             if ranking is not None:
@@ -292,7 +298,9 @@ class Tuner:
         try:
             generated = generator(key, *inputs)
         except Exception as exc:
-            raise TunekitError(f"tuner {self.name!r}: the input generator raised {describe_error(exc)}") from exc
+            raise TunekitError(
+                f"tuner {self.name!r}: the input generator raised {describe_error(exc)} ({tunables!r})"
+            ) from exc
         if not isinstance(generated, tuple):
             raise TunekitError(
                 f"tuner {self.name!r}: the input generator returned {type(generated).__name__}; "
