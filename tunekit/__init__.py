@@ -33,7 +33,8 @@ from tunekit._cache import CacheRow, CacheValue, PersistentCache, default_cache_
 from tunekit._cache_state import CacheState, Hit, Miss, Pending, Unchecked
 from tunekit._check import SupportsCheckBuffers
 from tunekit._client import Client, DevicePeaks, SupportsCacheFlush, SupportsPeaks
-from tunekit._errors import NoValidKernelFound, TunekitError
+from tunekit._errors import CandidateFailed, NoValidKernelFound, TunekitError
+from tunekit._isolation import Isolation
 from tunekit._key import autotune_key, is_autotune_key, key_to_json
 from tunekit._local import LocalTuner
 from tunekit._outcome import Failed, Measured, Outcome, Skipped
@@ -64,6 +65,7 @@ __all__ = [
     "CacheState",
     "CacheValue",
     "CallbackSink",
+    "CandidateFailed",
     "CandidateRecord",
     "Client",
     "Config",
@@ -71,6 +73,7 @@ __all__ = [
     "Failed",
     "Hit",
     "InputGenerator",
+    "Isolation",
     "JsonlSink",
     "KeyGenerator",
     "LocalTuner",

@@ -20,9 +20,10 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-__all__ = ["AutotuneLevel", "Settings", "anchor_exponent", "configure", "current"]
+__all__ = ["AutotuneLevel", "IsolationMode", "Settings", "anchor_exponent", "configure", "current"]
 
 AutotuneLevel = Literal["minimal", "balanced", "extensive", "full"]
+IsolationMode = Literal["none", "process"]
 
 
 class Settings(BaseSettings):
@@ -49,6 +50,12 @@ class Settings(BaseSettings):
         None, ge=1, description="Threads running candidates' prepare (compile) hooks at once; default: the CPU count."
     )
     progress: bool = Field(True, description="Show live progress on a terminal for tunes longer than a second.")
+    isolation: IsolationMode = Field(
+        "none", description="process: time candidates in a forked worker, so a crash or hang disqualifies only it."
+    )
+    candidate_timeout_s: float = Field(
+        60.0, gt=0, description="Longest one run of a candidate may take before it is disqualified; inf: no limit."
+    )
 
     @classmethod
     def settings_customise_sources(

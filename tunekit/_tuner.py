@@ -17,6 +17,7 @@ from tunekit._cache_state import CacheState, Hit, Miss, Pending, Unchecked
 from tunekit._check import Gate
 from tunekit._client import Client
 from tunekit._errors import NoValidKernelFound, TunekitError
+from tunekit._isolation import open_runner
 from tunekit._key import is_autotune_key, key_to_dict, key_to_json
 from tunekit._outcome import Failed, Measured, Outcome, Skipped
 from tunekit._plan import plan_batches, plan_order
@@ -31,7 +32,6 @@ from tunekit._records import (
     Prepared,
     RecordEvent,
 )
-from tunekit._runner import InProcessRunner
 from tunekit._schedule import describe_error, measure_batch
 from tunekit._settings import Settings
 from tunekit._sinks import RecordSink, emit, global_sinks, sink_from_setting
@@ -144,6 +144,12 @@ class Tuner:
                 f"tuner {self.name!r}: the key generator {tunables.describe_key_fn()} returned "
                 f"{type(key).__name__}, not an @tk.autotune_key instance"
             )
+        try:  # refuse here, before any tuning, a key that can be neither looked up nor stored
+            hash(key)
+            key_to_json(key)
+        except TypeError as exc:
+            exc.add_note(f"tunekit: tuner {self.name!r} {tunables!r}: the key comes from {tunables.describe_key_fn()}")
+            raise
         with self._lock:
             ranking = self._rankings.get(tunables, {}).get(key)
             if ranking is not None:
@@ -269,7 +275,6 @@ class Tuner:
         events: list[RecordEvent],
     ) -> tuple[dict[int, Outcome], dict[int, int]]:
         bench_inputs = self._benchmark_inputs(tunables, key, inputs)
-        runner = InProcessRunner(client, tunables, bench_inputs)
         gate = Gate(client, bench_inputs, tunables.reference) if tunables.reference is not None else None
         batches = plan_batches(key, tunables.tunables)
         outcomes: dict[int, Outcome] = {}
@@ -278,18 +283,20 @@ class Tuner:
         for index in range(len(tunables.tunables)):
             if index not in planned:
                 outcomes[index] = Skipped("negative priority for this key")
-        for number, batch in enumerate(batches):
-            if number > 0:
-                events.append(FallbackBatch(batch=number))
-            results: dict[int, Outcome] = dict(
-                self._prepare_and_check(tunables, batch, number, bench_inputs, gate, settings, events)
-            )
-            results.update(measure_batch(runner, [i for i in batch if i not in results], settings))
-            for index in batch:
-                batch_of[index] = number
-                outcomes[index] = results.get(index, Skipped("not measured"))
-            if any(isinstance(results.get(i), Measured) for i in batch):
-                break
+        # Compiling and checking run in this process, before the runner times anything.
+        with open_runner(client, tunables, bench_inputs, settings) as runner:
+            for number, batch in enumerate(batches):
+                if number > 0:
+                    events.append(FallbackBatch(batch=number))
+                results: dict[int, Outcome] = dict(
+                    self._prepare_and_check(tunables, batch, number, bench_inputs, gate, settings, events)
+                )
+                results.update(measure_batch(runner, [i for i in batch if i not in results], settings))
+                for index in batch:
+                    batch_of[index] = number
+                    outcomes[index] = results.get(index, Skipped("not measured"))
+                if any(isinstance(results.get(i), Measured) for i in batch):
+                    break
         return outcomes, batch_of
 
     def _prepare_and_check(
@@ -349,7 +356,9 @@ class Tuner:
         try:
             generated = generator(key, *inputs)
         except Exception as exc:
-            raise TunekitError(f"tuner {self.name!r}: the input generator raised {describe_error(exc)}") from exc
+            raise TunekitError(
+                f"tuner {self.name!r}: the input generator raised {describe_error(exc)} ({tunables!r})"
+            ) from exc
         if not isinstance(generated, tuple):
             raise TunekitError(
                 f"tuner {self.name!r}: the input generator returned {type(generated).__name__}; "
