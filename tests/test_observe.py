@@ -125,3 +125,21 @@ def test_decisions_without_a_tune_are_reported(seen: Collect) -> None:
     finished = [e for e in seen.events if isinstance(e, tk.TuneFinished)]
     assert len(finished) == 1 and finished[0].tune_id is None
     assert finished[0].record is not None and finished[0].record.decision == "disabled"
+
+
+def test_prepare_hooks_and_the_correctness_gate_report_compiled_and_checked(seen: Collect) -> None:
+    def compile_error(n: int) -> None:
+        raise RuntimeError("build failed: syntax error")
+
+    tunables = (
+        tk.TunableSet(key=lambda n: NKey(n=n))
+        .with_tunable(tk.Tunable("right", lambda n: n * 2, prepare=lambda n: None))
+        .with_tunable(tk.Tunable("wrong", lambda n: n * 3))
+        .with_tunable(tk.Tunable("unbuildable", lambda n: n * 2, prepare=compile_error))
+        .with_reference(lambda n: n * 2)
+    )
+    assert tk.LocalTuner[NKey, int]("gated").execute(CLIENT.device_id, CLIENT, tunables, (4,)) == 8
+    stages = [(e.name, e.stage) for e in seen.events if isinstance(e, tk.CandidateProgress) and e.stage != "sample"]
+    assert stages[:2] == [("right", "compiled"), ("right", "checked")]  # compiled by its hook, before any run
+    assert ("wrong", "checked") not in stages and ("wrong", "failed") in stages
+    assert ("unbuildable", "compiled") not in stages and ("unbuildable", "failed") in stages

@@ -44,6 +44,7 @@ EXPECTED = {
     "SpaceModel",
     "StreamSink",
     "SupportsCacheFlush",
+    "SupportsCheckBuffers",
     "SupportsPeaks",
     "Tunable",
     "TunableSet",

@@ -13,13 +13,14 @@ import sys
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from tunekit._outcome import Failed, Measured, Outcome, Skipped
 from tunekit._records import AutotuneRecord
 from tunekit._runner import CandidateRunner
 from tunekit._schedule import describe_error
 from tunekit._settings import Settings
+from tunekit._tunable_set import TunableSet
 
 __all__ = [
     "BatchStarted",
@@ -169,6 +170,25 @@ class TuneObservation:
     def __init__(self, observers: tuple[TuneObserver, ...], tune_id: int) -> None:
         self.observers = observers
         self.tune_id = tune_id
+        self._compiled: set[int] = set()
+
+    def compiled(self, index: int, name: str) -> None:
+        """Candidate ``index`` compiled (by its prepare hook, or at its first launch); reported once."""
+        if self.observers and index not in self._compiled:
+            self._compiled.add(index)
+            notify(CandidateProgress(self.tune_id, name, "compiled"), self.observers)
+
+    def prepared(
+        self, tunables: TunableSet[Any, Any], batch: Sequence[int], failures: Mapping[int, Outcome], *, checked: bool
+    ) -> None:
+        """The prepare hooks and the correctness gate ran on ``batch``; ``failures`` are what they ruled out."""
+        for index in batch if self.observers else ():
+            candidate = tunables.tunables[index]
+            failure = failures.get(index)
+            if candidate.prepare is not None and not (isinstance(failure, Failed) and failure.stage == "compile"):
+                self.compiled(index, candidate.name)
+            if checked and failure is None:
+                notify(CandidateProgress(self.tune_id, candidate.name, "checked"), self.observers)
 
     def runner(self, inner: CandidateRunner, names: Sequence[str]) -> CandidateRunner:
         """``inner``, reporting each first launch and each timed sample."""
@@ -226,23 +246,14 @@ class _ObservedRunner:
         self._inner = inner
         self._observation = observation
         self._names = names
-        self._launched: set[int] = set()
-
-    def _launched_once(self, index: int) -> None:
-        if index not in self._launched:
-            self._launched.add(index)
-            notify(
-                CandidateProgress(self._observation.tune_id, self._names[index], "compiled"),
-                self._observation.observers,
-            )
 
     def warmup(self, index: int) -> None:
         self._inner.warmup(index)
-        self._launched_once(index)
+        self._observation.compiled(index, self._names[index])
 
     def sample(self, index: int, *, flush: bool = True) -> int:
         duration_ns = self._inner.sample(index, flush=flush)
-        self._launched_once(index)
+        self._observation.compiled(index, self._names[index])
         notify(
             CandidateProgress(self._observation.tune_id, self._names[index], "sample", float(duration_ns)),
             self._observation.observers,

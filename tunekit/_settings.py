@@ -46,6 +46,9 @@ class Settings(BaseSettings):
     )
     warmup: int = Field(1, ge=0, description="Untimed runs of each candidate before its timed samples.")
     samples: int = Field(10, ge=1, description="Timed samples per candidate.")
+    compile_workers: int | None = Field(
+        None, ge=1, description="Threads running candidates' prepare (compile) hooks at once; default: the CPU count."
+    )
     progress: bool = Field(True, description="Show live progress on stderr when it is a terminal.")
     progress_delay_s: float = Field(
         1.0, ge=0, description="Seconds a tune runs before its progress appears, so quick tunes stay silent."
