@@ -39,6 +39,7 @@ EXPECTED = {
     "Skipped",
     "StreamSink",
     "SupportsCacheFlush",
+    "SupportsCheckBuffers",
     "SupportsPeaks",
     "Tunable",
     "TunableSet",

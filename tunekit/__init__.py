@@ -31,6 +31,7 @@ from tunekit._anchor import Anchor, anchor
 from tunekit._benchmark import BenchmarkDurations, tune_benchmark
 from tunekit._cache import CacheRow, CacheValue, PersistentCache, default_cache_dir
 from tunekit._cache_state import CacheState, Hit, Miss, Pending, Unchecked
+from tunekit._check import SupportsCheckBuffers
 from tunekit._client import Client, DevicePeaks, SupportsCacheFlush, SupportsPeaks
 from tunekit._errors import CandidateFailed, NoValidKernelFound, TunekitError
 from tunekit._isolation import Isolation
@@ -91,6 +92,7 @@ __all__ = [
     "SpaceModel",
     "StreamSink",
     "SupportsCacheFlush",
+    "SupportsCheckBuffers",
     "SupportsPeaks",
     "Tunable",
     "TunableSet",

@@ -46,6 +46,9 @@ class Settings(BaseSettings):
     )
     warmup: int = Field(1, ge=0, description="Untimed runs of each candidate before its timed samples.")
     samples: int = Field(10, ge=1, description="Timed samples per candidate.")
+    compile_workers: int | None = Field(
+        None, ge=1, description="Threads running candidates' prepare (compile) hooks at once; default: the CPU count."
+    )
     progress: bool = Field(True, description="Show live progress on a terminal for tunes longer than a second.")
     isolation: IsolationMode = Field(
         "none", description="process: time candidates in a forked worker, so a crash or hang disqualifies only it."

@@ -14,13 +14,24 @@ from typing import Any
 from tunekit import _settings
 from tunekit._cache import CacheValue, CandidateResult, PersistentCache, default_cache_dir
 from tunekit._cache_state import CacheState, Hit, Miss, Pending, Unchecked
+from tunekit._check import Gate
 from tunekit._client import Client
 from tunekit._errors import NoValidKernelFound, TunekitError
 from tunekit._isolation import open_runner
 from tunekit._key import is_autotune_key, key_to_dict, key_to_json
 from tunekit._outcome import Failed, Measured, Outcome, Skipped
 from tunekit._plan import plan_batches, plan_order
-from tunekit._records import AutotuneRecord, CacheRecovered, CandidateRecord, Demoted, FallbackBatch, RecordEvent
+from tunekit._prepare import prepare_batch
+from tunekit._records import (
+    AutotuneRecord,
+    CacheRecovered,
+    CandidateRecord,
+    CheckResult,
+    Demoted,
+    FallbackBatch,
+    Prepared,
+    RecordEvent,
+)
 from tunekit._schedule import describe_error, measure_batch
 from tunekit._settings import Settings
 from tunekit._sinks import RecordSink, emit, global_sinks, sink_from_setting
@@ -263,6 +274,8 @@ class Tuner:
         settings: Settings,
         events: list[RecordEvent],
     ) -> tuple[dict[int, Outcome], dict[int, int]]:
+        bench_inputs = self._benchmark_inputs(tunables, key, inputs)
+        gate = Gate(client, bench_inputs, tunables.reference) if tunables.reference is not None else None
         batches = plan_batches(key, tunables.tunables)
         outcomes: dict[int, Outcome] = {}
         batch_of: dict[int, int] = {}
@@ -270,17 +283,62 @@ class Tuner:
         for index in range(len(tunables.tunables)):
             if index not in planned:
                 outcomes[index] = Skipped("negative priority for this key")
-        with open_runner(client, tunables, self._benchmark_inputs(tunables, key, inputs), settings) as runner:
+        # Compiling and checking run in this process, before the runner times anything.
+        with open_runner(client, tunables, bench_inputs, settings) as runner:
             for number, batch in enumerate(batches):
                 if number > 0:
                     events.append(FallbackBatch(batch=number))
-                results = measure_batch(runner, batch, settings)
+                results: dict[int, Outcome] = dict(
+                    self._prepare_and_check(tunables, batch, number, bench_inputs, gate, settings, events)
+                )
+                results.update(measure_batch(runner, [i for i in batch if i not in results], settings))
                 for index in batch:
                     batch_of[index] = number
                     outcomes[index] = results.get(index, Skipped("not measured"))
                 if any(isinstance(results.get(i), Measured) for i in batch):
                     break
         return outcomes, batch_of
+
+    def _prepare_and_check(
+        self,
+        tunables: TunableSet[Any, Any],
+        batch: list[int],
+        number: int,
+        inputs: tuple[Any, ...],
+        gate: Gate | None,
+        settings: Settings,
+        events: list[RecordEvent],
+    ) -> dict[int, Failed]:
+        """Compile every candidate of the batch (concurrently), then check each once: the failures."""
+        failures, prepared, workers, wall_s = prepare_batch(tunables, batch, inputs, settings.compile_workers)
+        if prepared:
+            events.append(
+                Prepared(batch=number, candidates=prepared, failed=len(failures), workers=workers, wall_time_s=wall_s)
+            )
+        if gate is None:
+            return failures
+        for index in batch:
+            if index in failures:
+                continue
+            name = tunables.tunables[index].name
+            try:
+                check = gate.check(name, tunables.tunables[index].fn)
+            except Exception as exc:  # a candidate that raises is out, like in measure_batch
+                failures[index] = Failed(describe_error(exc), "run")
+                continue
+            events.append(
+                CheckResult(
+                    name=name,
+                    passed=check.passed,
+                    against=gate.against,
+                    detail=check.detail,
+                    max_abs_error=check.max_abs_error,
+                    max_rel_error=check.max_rel_error,
+                )
+            )
+            if not check.passed:
+                failures[index] = Failed(check.detail, "check")
+        return failures
 
     def _benchmark_inputs(
         self, tunables: TunableSet[Any, Any], key: object, inputs: tuple[Any, ...]
