@@ -31,15 +31,31 @@ from tunekit._anchor import Anchor, anchor
 from tunekit._benchmark import BenchmarkDurations, tune_benchmark
 from tunekit._cache import CacheRow, CacheValue, PersistentCache, default_cache_dir
 from tunekit._cache_state import CacheState, Hit, Miss, Pending, Unchecked
+from tunekit._check import SupportsCheckBuffers
 from tunekit._client import Client, DevicePeaks, SupportsCacheFlush, SupportsPeaks
-from tunekit._errors import NoValidKernelFound, TunekitError
+from tunekit._errors import CandidateFailed, NoValidKernelFound, TunekitError
+from tunekit._isolation import Isolation
 from tunekit._key import autotune_key, is_autotune_key, key_to_json
 from tunekit._local import LocalTuner
 from tunekit._objective import Objective, tune_objective
+from tunekit._observe import (
+    BatchStarted,
+    CacheLookup,
+    CandidateProgress,
+    TuneEvent,
+    TuneFinished,
+    TuneObserver,
+    TuneStarted,
+    add_observer,
+    remove_observer,
+)
+from tunekit._otel import instrument_opentelemetry
 from tunekit._outcome import Failed, Measured, Outcome, Skipped
 from tunekit._plan import plan_batches
 from tunekit._record_file import Record, RecordEntry, RecordFile, RecordMismatch
+from tunekit._record_reader import BadLine, RecordLine, read_records
 from tunekit._records import AutotuneRecord, CandidateRecord, SampleStats, SearchEnded
+from tunekit._report import write_report
 from tunekit._search import SearchResult, Trial, search
 from tunekit._settings import Settings, configure
 from tunekit._settings import current as settings
@@ -63,11 +79,16 @@ from tunekit._version import __version__
 __all__ = [
     "Anchor",
     "AutotuneRecord",
+    "BadLine",
+    "BatchStarted",
     "BenchmarkDurations",
+    "CacheLookup",
     "CacheRow",
     "CacheState",
     "CacheValue",
     "CallbackSink",
+    "CandidateFailed",
+    "CandidateProgress",
     "CandidateRecord",
     "Client",
     "Config",
@@ -75,6 +96,7 @@ __all__ = [
     "Failed",
     "Hit",
     "InputGenerator",
+    "Isolation",
     "JsonlSink",
     "KeyGenerator",
     "LocalTuner",
@@ -90,6 +112,7 @@ __all__ = [
     "Record",
     "RecordEntry",
     "RecordFile",
+    "RecordLine",
     "RecordMismatch",
     "RecordSink",
     "STRATEGIES",
@@ -104,6 +127,7 @@ __all__ = [
     "StrategyFactory",
     "StreamSink",
     "SupportsCacheFlush",
+    "SupportsCheckBuffers",
     "SupportsPeaks",
     "Trial",
     "TrialEntry",
@@ -111,24 +135,33 @@ __all__ = [
     "TrialLogHeader",
     "Tunable",
     "TunableSet",
+    "TuneEvent",
+    "TuneFinished",
     "TuneGroup",
+    "TuneObserver",
+    "TuneStarted",
     "TunekitError",
     "Tuner",
     "Unchecked",
     "__version__",
+    "add_observer",
     "add_record_sink",
     "anchor",
     "autotune_key",
     "configure",
     "default_cache_dir",
+    "instrument_opentelemetry",
     "is_autotune_key",
     "key_to_json",
     "persistent_cache",
     "plan_batches",
     "pow2",
+    "read_records",
+    "remove_observer",
     "remove_record_sink",
     "search",
     "settings",
     "tune_benchmark",
     "tune_objective",
+    "write_report",
 ]

@@ -14,8 +14,10 @@ from tunekit._version import __version__
 __all__ = [
     "AutotuneRecord",
     "CandidateRecord",
+    "CheckResult",
     "Demoted",
     "FallbackBatch",
+    "Prepared",
     "RecordEvent",
     "SampleStats",
     "SearchEnded",
@@ -116,7 +118,34 @@ class SearchEnded(_Model):
     strategy_seconds: float = Field(ge=0, description="Time the strategy itself took to propose and learn.")
 
 
-RecordEvent = Annotated[FallbackBatch | Demoted | CacheRecovered | SearchEnded, Field(discriminator="kind")]
+class CheckResult(_Model):
+    """One candidate's correctness check, run once before any timing."""
+
+    kind: Literal["check"] = "check"
+    name: str
+    passed: bool
+    against: str = Field(
+        description="'reference' (the set's reference function) or the name of the baseline candidate."
+    )
+    detail: str = Field(description="What was compared and, on failure, where the worst element is.")
+    max_abs_error: float | None = None
+    max_rel_error: float | None = None
+
+
+class Prepared(_Model):
+    """The prepare (compile) phase of a batch: every candidate's hook run concurrently before timing."""
+
+    kind: Literal["prepare"] = "prepare"
+    batch: int
+    candidates: int = Field(ge=0)
+    failed: int = Field(ge=0)
+    workers: int = Field(ge=1)
+    wall_time_s: float = Field(ge=0)
+
+
+RecordEvent = Annotated[
+    FallbackBatch | Demoted | CacheRecovered | CheckResult | Prepared | SearchEnded, Field(discriminator="kind")
+]
 
 
 class AutotuneRecord(_Model):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from tunekit._benchmark import BenchmarkDurations
+from tunekit._errors import CandidateFailed
 from tunekit._outcome import Failed, Measured, Outcome
 from tunekit._runner import CandidateRunner
 from tunekit._settings import Settings
@@ -29,6 +30,8 @@ def measure_batch(runner: CandidateRunner, batch: Sequence[int], settings: Setti
             for _ in range(settings.warmup):
                 runner.warmup(index)
             samples = tuple(runner.sample(index) for _ in range(settings.samples))
+        except CandidateFailed as exc:  # the runner knows the stage: crash, timeout, or a run error elsewhere
+            outcomes[index] = Failed(exc.reason, exc.stage)
         except Exception as exc:  # any candidate error disqualifies only that candidate
             outcomes[index] = Failed(describe_error(exc), "run")
         else:

@@ -20,9 +20,10 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-__all__ = ["AutotuneLevel", "Settings", "anchor_exponent", "configure", "current"]
+__all__ = ["AutotuneLevel", "IsolationMode", "Settings", "anchor_exponent", "configure", "current"]
 
 AutotuneLevel = Literal["minimal", "balanced", "extensive", "full"]
+IsolationMode = Literal["none", "process"]
 
 
 class Settings(BaseSettings):
@@ -45,7 +46,19 @@ class Settings(BaseSettings):
     )
     warmup: int = Field(1, ge=0, description="Untimed runs of each candidate before its timed samples.")
     samples: int = Field(10, ge=1, description="Timed samples per candidate.")
-    progress: bool = Field(True, description="Show live progress on a terminal for tunes longer than a second.")
+    compile_workers: int | None = Field(
+        None, ge=1, description="Threads running candidates' prepare (compile) hooks at once; default: the CPU count."
+    )
+    progress: bool = Field(True, description="Show live progress on stderr when it is a terminal.")
+    progress_delay_s: float = Field(
+        1.0, ge=0, description="Seconds a tune runs before its progress appears, so quick tunes stay silent."
+    )
+    isolation: IsolationMode = Field(
+        "none", description="process: time candidates in a forked worker, so a crash or hang disqualifies only it."
+    )
+    candidate_timeout_s: float = Field(
+        60.0, gt=0, description="Longest one run of a candidate may take before it is disqualified; inf: no limit."
+    )
 
     @classmethod
     def settings_customise_sources(

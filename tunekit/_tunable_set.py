@@ -6,10 +6,15 @@ import hashlib
 import inspect
 import typing
 from collections.abc import Callable, Sequence
-from typing import Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
+from tunekit._check import Reference
 from tunekit._space import Config, Space
 from tunekit._tunable import Tunable
+
+if TYPE_CHECKING:
+    from tunekit._isolation import Isolation
+    from tunekit._settings import IsolationMode
 
 __all__ = ["BoundsFn", "InputGenerator", "KeyGenerator", "LazyBuild", "TunableSet"]
 
@@ -54,6 +59,8 @@ class InputGenerator(Protocol):
     def __call__(self, *key_and_inputs: Any, **kwargs: Any) -> tuple[Any, ...]: ...
 
 
+_ISOLATION = "tunekit:isolation"
+
 BoundsFn = Callable[[Any, tuple[Any, ...]], Any]
 """(key, benchmark inputs) -> tk.Bounds; used by the roofline short circuit."""
 
@@ -82,6 +89,7 @@ class TunableSet(Generic[K, Out]):
         "_bounds",
         "_checksum",
         "_names",
+        "_reference",
         "_short_circuit",
         "extras",
         "inputs",
@@ -108,6 +116,7 @@ class TunableSet(Generic[K, Out]):
         self._names: dict[str, int] = {}
         self._bounds: BoundsFn | None = None
         self._short_circuit = True
+        self._reference: Reference | None = None
         self._checksum: str | None = None
 
     def _copy(self) -> TunableSet[Any, Any]:
@@ -119,6 +128,7 @@ class TunableSet(Generic[K, Out]):
         new._names = dict(self._names)
         new._bounds = self._bounds
         new._short_circuit = self._short_circuit
+        new._reference = self._reference
         new._checksum = None
         return new
 
@@ -184,11 +194,55 @@ class TunableSet(Generic[K, Out]):
         new._short_circuit = bool(enabled)
         return new
 
+    def with_reference(
+        self,
+        reference: Callable[..., Any] | None = None,
+        *,
+        outputs: Sequence[int] | None = None,
+        rtol: float = 0.0,
+        atol: float = 0.0,
+    ) -> TunableSet[K, Out]:
+        """A new set whose candidates must compute the right answer before they are timed.
+
+        Each candidate runs once on fresh copies of the benchmark inputs and its outputs are
+        compared with ``reference(*inputs)``, or, when ``reference`` is None, with the output
+        of the first candidate that runs. ``outputs`` lists the argument positions a candidate
+        writes in place (kernels); without it the return value is the output. Integers must
+        match exactly, floats within a tolerance from the dtype's rounding that ``rtol`` and
+        ``atol`` can widen. A candidate that fails is recorded with the error figures and
+        never timed.
+        """
+        new = self._copy()
+        new._reference = Reference(reference, tuple(outputs) if outputs is not None else None, float(rtol), float(atol))
+        return new
+
+    @property
+    def reference(self) -> Reference | None:
+        """How candidates are checked before timing, or None when they are not."""
+        return self._reference
+
     def with_extra(self, name: str, value: Any) -> TunableSet[K, Out]:
         """A new set carrying an extension's option (correctness reference, source hash, ...)."""
         new = self._copy()
         new.extras[name] = value
         return new
+
+    def with_isolation(self, mode: IsolationMode, *, timeout_s: float | None = None) -> TunableSet[K, Out]:
+        """A new set tuned under its own isolation, whatever the global ``isolation`` setting says.
+
+        ``mode="process"`` times candidates in a forked worker so a crash or hang
+        disqualifies only that candidate. ``timeout_s`` limits each run of a candidate
+        (None: the ``candidate_timeout_s`` setting; ``math.inf``: no limit).
+        """
+        from tunekit._isolation import Isolation
+
+        return self.with_extra(_ISOLATION, Isolation(mode, timeout_s))
+
+    @property
+    def isolation(self) -> Isolation | None:
+        """The set's own isolation from :meth:`with_isolation`, or None to follow the settings."""
+        policy: Isolation | None = self.extras.get(_ISOLATION)
+        return policy
 
     @property
     def bounds(self) -> BoundsFn | None:
@@ -238,4 +292,6 @@ class TunableSet(Generic[K, Out]):
             return repr(self.key)
 
     def __repr__(self) -> str:
-        return f"TunableSet({', '.join(self.names)})"
+        names = self.names
+        shown = ", ".join(names[:8]) + (f", ... {len(names) - 8} more" if len(names) > 8 else "")
+        return f"TunableSet({shown})"

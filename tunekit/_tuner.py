@@ -14,13 +14,25 @@ from typing import Any
 from tunekit import _settings
 from tunekit._cache import CacheValue, CandidateResult, PersistentCache, default_cache_dir
 from tunekit._cache_state import CacheState, Hit, Miss, Pending, Unchecked
+from tunekit._check import Gate
 from tunekit._client import Client
 from tunekit._errors import NoValidKernelFound, TunekitError
+from tunekit._isolation import open_runner
 from tunekit._key import is_autotune_key, key_to_dict, key_to_json
+from tunekit._observe import CacheLookup, TuneObservation, decision, notify, observe_tune
 from tunekit._outcome import Failed, Measured, Outcome, Skipped
 from tunekit._plan import plan_batches, plan_order
-from tunekit._records import AutotuneRecord, CacheRecovered, CandidateRecord, Demoted, FallbackBatch, RecordEvent
-from tunekit._runner import InProcessRunner
+from tunekit._prepare import prepare_batch
+from tunekit._records import (
+    AutotuneRecord,
+    CacheRecovered,
+    CandidateRecord,
+    CheckResult,
+    Demoted,
+    FallbackBatch,
+    Prepared,
+    RecordEvent,
+)
 from tunekit._schedule import describe_error, measure_batch
 from tunekit._settings import Settings
 from tunekit._sinks import RecordSink, emit, global_sinks, sink_from_setting
@@ -107,6 +119,15 @@ class Tuner:
             raise ValueError(f"tuner {self.name!r}: none of {list(ranking_names)} is a member of {tunables!r}")
         self._remember(tunables, key, ranking)
 
+    def winners_names(self) -> list[str]:
+        """Names of the in-memory winners, over every set and key (for tools and benches)."""
+        with self._lock:
+            return [
+                tunables.tunables[ranking[0]].name
+                for tunables, by_key in self._rankings.items()
+                for ranking in by_key.values()
+            ]
+
     def clear(self) -> None:
         """Forget every in-memory winner (the persistent cache is untouched)."""
         with self._lock:
@@ -124,6 +145,12 @@ class Tuner:
                 f"tuner {self.name!r}: the key generator {tunables.describe_key_fn()} returned "
                 f"{type(key).__name__}, not an @tk.autotune_key instance"
             )
+        try:  # refuse here, before any tuning, a key that can be neither looked up nor stored
+            hash(key)
+            key_to_json(key)
+        except TypeError as exc:
+            exc.add_note(f"tunekit: tuner {self.name!r} {tunables!r}: the key comes from {tunables.describe_key_fn()}")
+            raise
         with self._lock:
             ranking = self._rankings.get(tunables, {}).get(key)
             if ranking is not None:
@@ -165,12 +192,18 @@ class Tuner:
             match state:
                 case Unchecked(checksum, value):
                     ranking = self._check(tunables, checksum, value)
+                    notify(CacheLookup(self.name, self.device_id, key_to_dict(key), "hit" if ranking else "stale"))
                     if ranking is not None:
                         return ranking
                 case _:
-                    pass
+                    notify(CacheLookup(self.name, self.device_id, key_to_dict(key), "miss"))
         started = time.perf_counter()
-        outcomes, batch_of = self._tune(client, tunables, key, inputs, settings, events)
+        observation = observe_tune(self.name, self.device_id, key_to_dict(key), tunables.names, settings)
+        try:
+            outcomes, batch_of = self._tune(client, tunables, key, inputs, settings, events, observation)
+        except BaseException as exc:
+            observation.failed(exc)
+            raise
         measured = sorted(
             (outcome.durations.score, index) for index, outcome in outcomes.items() if isinstance(outcome, Measured)
         )
@@ -195,7 +228,8 @@ class Tuner:
                 stored=stored,
                 wall_time_s=time.perf_counter() - started,
                 events=events,
-            )
+            ),
+            observation,
         )
         if not ranking:
             raise NoValidKernelFound(
@@ -247,8 +281,10 @@ class Tuner:
         inputs: tuple[Any, ...],
         settings: Settings,
         events: list[RecordEvent],
+        observation: TuneObservation,
     ) -> tuple[dict[int, Outcome], dict[int, int]]:
-        runner = InProcessRunner(client, tunables, self._benchmark_inputs(tunables, key, inputs))
+        bench_inputs = self._benchmark_inputs(tunables, key, inputs)
+        gate = Gate(client, bench_inputs, tunables.reference) if tunables.reference is not None else None
         batches = plan_batches(key, tunables.tunables)
         outcomes: dict[int, Outcome] = {}
         batch_of: dict[int, int] = {}
@@ -256,16 +292,66 @@ class Tuner:
         for index in range(len(tunables.tunables)):
             if index not in planned:
                 outcomes[index] = Skipped("negative priority for this key")
-        for number, batch in enumerate(batches):
-            if number > 0:
-                events.append(FallbackBatch(batch=number))
-            results = measure_batch(runner, batch, settings)
-            for index in batch:
-                batch_of[index] = number
-                outcomes[index] = results.get(index, Skipped("not measured"))
-            if any(isinstance(results.get(i), Measured) for i in batch):
-                break
+        # Compiling and checking run in this process, before the runner times anything.
+        with open_runner(client, tunables, bench_inputs, settings) as opened:
+            runner = observation.runner(opened, tunables.names)
+            for number, batch in enumerate(batches):
+                if number > 0:
+                    events.append(FallbackBatch(batch=number))
+                observation.batch(number, [tunables.tunables[i].name for i in batch])
+                results: dict[int, Outcome] = dict(
+                    self._prepare_and_check(tunables, batch, number, bench_inputs, gate, settings, events)
+                )
+                observation.prepared(tunables, batch, results, checked=gate is not None)
+                results.update(measure_batch(runner, [i for i in batch if i not in results], settings))
+                observation.outcomes(results, tunables.names)
+                for index in batch:
+                    batch_of[index] = number
+                    outcomes[index] = results.get(index, Skipped("not measured"))
+                if any(isinstance(results.get(i), Measured) for i in batch):
+                    break
         return outcomes, batch_of
+
+    def _prepare_and_check(
+        self,
+        tunables: TunableSet[Any, Any],
+        batch: list[int],
+        number: int,
+        inputs: tuple[Any, ...],
+        gate: Gate | None,
+        settings: Settings,
+        events: list[RecordEvent],
+    ) -> dict[int, Failed]:
+        """Compile every candidate of the batch (concurrently), then check each once: the failures."""
+        failures, prepared, workers, wall_s = prepare_batch(tunables, batch, inputs, settings.compile_workers)
+        if prepared:
+            events.append(
+                Prepared(batch=number, candidates=prepared, failed=len(failures), workers=workers, wall_time_s=wall_s)
+            )
+        if gate is None:
+            return failures
+        for index in batch:
+            if index in failures:
+                continue
+            name = tunables.tunables[index].name
+            try:
+                check = gate.check(name, tunables.tunables[index].fn)
+            except Exception as exc:  # a candidate that raises is out, like in measure_batch
+                failures[index] = Failed(describe_error(exc), "run")
+                continue
+            events.append(
+                CheckResult(
+                    name=name,
+                    passed=check.passed,
+                    against=gate.against,
+                    detail=check.detail,
+                    max_abs_error=check.max_abs_error,
+                    max_rel_error=check.max_rel_error,
+                )
+            )
+            if not check.passed:
+                failures[index] = Failed(check.detail, "check")
+        return failures
 
     def _benchmark_inputs(
         self, tunables: TunableSet[Any, Any], key: object, inputs: tuple[Any, ...]
@@ -283,7 +369,9 @@ class Tuner:
         try:
             generated = generator(key, *inputs)
         except Exception as exc:
-            raise TunekitError(f"tuner {self.name!r}: the input generator raised {describe_error(exc)}") from exc
+            raise TunekitError(
+                f"tuner {self.name!r}: the input generator raised {describe_error(exc)} ({tunables!r})"
+            ) from exc
         if not isinstance(generated, tuple):
             raise TunekitError(
                 f"tuner {self.name!r}: the input generator returned {type(generated).__name__}; "
@@ -367,7 +455,11 @@ class Tuner:
             )
         )
 
-    def _emit(self, record: AutotuneRecord) -> None:
+    def _emit(self, record: AutotuneRecord, observation: TuneObservation | None = None) -> None:
+        if observation is None:
+            decision(record)
+        else:
+            observation.finished(record)
         sinks = list(self._sinks) + list(global_sinks())
         setting = _setting_sink(_settings.current().record)
         if setting is not None:
