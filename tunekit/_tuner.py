@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from tunekit import _settings
+from tunekit._bounds import time_limit_ns
 from tunekit._cache import CacheValue, CandidateResult, PersistentCache, default_cache_dir
 from tunekit._cache_state import CacheState, Hit, Miss, Pending, Unchecked
 from tunekit._client import Client
@@ -170,11 +171,7 @@ class Tuner:
                 case _:
                     pass
         started = time.perf_counter()
-        outcomes, batch_of = self._tune(client, tunables, key, inputs, settings, events)
-        measured = sorted(
-            (outcome.durations.score, index) for index, outcome in outcomes.items() if isinstance(outcome, Measured)
-        )
-        ranking = tuple(index for _, index in measured)
+        outcomes, batch_of, ranking = self._tune(client, tunables, key, inputs, settings, events)
         winner = tunables.tunables[ranking[0]].name if ranking else None
         stored = False
         if winner is not None and cache is not None:
@@ -247,11 +244,19 @@ class Tuner:
         inputs: tuple[Any, ...],
         settings: Settings,
         events: list[RecordEvent],
-    ) -> tuple[dict[int, Outcome], dict[int, int]]:
-        runner = InProcessRunner(client, tunables, self._benchmark_inputs(tunables, key, inputs))
+    ) -> tuple[dict[int, Outcome], dict[int, int], tuple[int, ...]]:
+        """Measure the plan's batches until one yields a measured candidate; the outcomes and ranking."""
+        bench_inputs = self._benchmark_inputs(tunables, key, inputs)
+        runner = InProcessRunner(client, tunables, bench_inputs)
         batches = plan_batches(key, tunables.tunables)
+        limit_ns = None
+        if tunables.short_circuit:
+            limit_ns = time_limit_ns(
+                tunables.bounds, key, bench_inputs, client, settings.short_circuit_threshold, self.name
+            )
         outcomes: dict[int, Outcome] = {}
         batch_of: dict[int, int] = {}
+        ranking: tuple[int, ...] = ()
         planned = {i for batch in batches for i in batch}
         for index in range(len(tunables.tunables)):
             if index not in planned:
@@ -259,13 +264,15 @@ class Tuner:
         for number, batch in enumerate(batches):
             if number > 0:
                 events.append(FallbackBatch(batch=number))
-            results = measure_batch(runner, batch, settings)
+            results = measure_batch(runner, batch, settings, client=client, limit_ns=limit_ns, names=tunables.names)
+            events.extend(results.events)
+            ranking = results.ranking
             for index in batch:
                 batch_of[index] = number
                 outcomes[index] = results.get(index, Skipped("not measured"))
-            if any(isinstance(results.get(i), Measured) for i in batch):
+            if ranking:
                 break
-        return outcomes, batch_of
+        return outcomes, batch_of, ranking
 
     def _benchmark_inputs(
         self, tunables: TunableSet[Any, Any], key: object, inputs: tuple[Any, ...]
