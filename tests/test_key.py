@@ -80,3 +80,21 @@ def test_minimal_level_squares_the_base(monkeypatch: pytest.MonkeyPatch) -> None
     assert Key(n=1100, rows=5, batch=1, dtype="f").n == 4096
     assert Key(n=1000, rows=5, batch=1, dtype="f").rows == 16
     assert Key(n=1000, rows=17, batch=1, dtype="f").rows == 256
+
+
+def test_subclass_keeps_parent_anchors() -> None:
+    @tk.autotune_key
+    class Wider(Key):
+        cols: Annotated[int, tk.Anchor(max=64)]
+
+    key = Wider(n=1000, rows=5, batch=1, dtype="f", cols=1000)
+    assert (key.n, key.rows, key.cols) == (1024, 16, 64)
+
+
+def test_defaults_are_anchored_too() -> None:
+    @tk.autotune_key
+    class WithDefault:
+        dtype: str
+        n: Annotated[int, tk.Anchor()] = 100
+
+    assert WithDefault(dtype="f").n == 128

@@ -300,3 +300,10 @@ def test_input_generator_errors_name_the_tuner() -> None:
     not_tuple = tk.TunableSet(key=_key, inputs=lambda key, n: [n]).with_tunable(_slow(0.0))
     with pytest.raises(tk.TunekitError, match="must return a tuple"):
         tuner.execute(CLIENT.device_id, CLIENT, not_tuple, (3,))
+
+
+def test_inputs_must_be_a_tuple() -> None:
+    tuner: tk.LocalTuner[NKey, int] = tk.LocalTuner("notuple")
+    tunables = tk.TunableSet(key=_key).with_tunable(_slow(0.0))
+    with pytest.raises(TypeError, match=r"as a tuple, e.g. \(x,\)"):
+        tuner.execute(CLIENT.device_id, CLIENT, tunables, 3)  # type: ignore[arg-type]

@@ -49,6 +49,7 @@ from tunekit._sinks import (
     add_record_sink,
     remove_record_sink,
 )
+from tunekit._space import Config, Space, SpaceModel, pow2
 from tunekit._tunable import Tunable, TuneGroup
 from tunekit._tunable_set import InputGenerator, KeyGenerator, TunableSet
 from tunekit._tuner import Tuner, persistent_cache
@@ -64,6 +65,7 @@ __all__ = [
     "CallbackSink",
     "CandidateRecord",
     "Client",
+    "Config",
     "DevicePeaks",
     "Failed",
     "Hit",
@@ -82,6 +84,8 @@ __all__ = [
     "SampleStats",
     "Settings",
     "Skipped",
+    "Space",
+    "SpaceModel",
     "StreamSink",
     "SupportsCacheFlush",
     "SupportsPeaks",
@@ -101,6 +105,7 @@ __all__ = [
     "key_to_json",
     "persistent_cache",
     "plan_batches",
+    "pow2",
     "remove_record_sink",
     "settings",
     "tune_benchmark",

@@ -59,4 +59,12 @@ class Anchor:
 
     def apply(self, x: int, base_exponent: int = 1) -> int:
         """Anchor ``x``; ``base_exponent`` coarsens the base (the autotune level's doing)."""
+        if self.base == 2 and base_exponent == 1 and x >= 1:
+            # Key construction is on every call's hot path: bit_length avoids the loop.
+            power = 1 << (x - 1).bit_length()
+            if self.max is not None and power > self.max:
+                power = self.max
+            if self.min is not None and power < self.min:
+                power = self.min
+            return power
         return anchor(x, max=self.max, min=self.min, base=self.base**base_exponent)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import inspect
 import json
 import typing
 from typing import Any, Literal, TypeVar, dataclass_transform, get_args, get_origin
@@ -48,9 +47,9 @@ def autotune_key(cls: C) -> C:
         hints = typing.get_type_hints(cls, include_extras=True)
     except NameError as exc:
         raise TypeError(f"@autotune_key cannot resolve the annotations of {cls.__name__}: {exc}") from exc
-    own = inspect.get_annotations(cls)
+    # Inherited fields count too: a key subclass keeps its parent's anchors.
     anchors: list[tuple[str, Anchor]] = []
-    for name in own:
+    for name in hints:
         hint = hints[name]
         if get_origin(hint) is typing.ClassVar:
             continue
@@ -66,14 +65,17 @@ def autotune_key(cls: C) -> C:
 
     def __post_init__(self: Any) -> None:
         exponent = _settings.anchor_exponent()
+        # Writing through __dict__ skips the frozen dataclass's __setattr__ guard, which is
+        # meant for users; this runs on every dispatch, so it has to be cheap.
+        fields = self.__dict__
         for field_name, marker in frozen_anchors:
-            value = getattr(self, field_name)
-            if isinstance(value, bool) or not isinstance(value, int):
+            value = fields[field_name]
+            if type(value) is not int:
                 raise TypeError(
                     f"{type(self).__name__}.{field_name} is anchored and needs an int, "
                     f"got {type(value).__name__} {value!r}"
                 )
-            object.__setattr__(self, field_name, marker.apply(value, exponent))
+            fields[field_name] = marker.apply(value, exponent)
 
     if frozen_anchors:
         cls.__post_init__ = __post_init__  # type: ignore[attr-defined]

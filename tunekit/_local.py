@@ -62,6 +62,11 @@ class LocalTuner(Generic[K, Out]):
 
     def execute(self, device_id: str, client: Client, tunables: TunableSet[K, Out], inputs: tuple[Any, ...]) -> Out:
         """Run the winner for these inputs' key on the real inputs, tuning first on a miss."""
+        if type(inputs) is not tuple:
+            raise TypeError(
+                f"tuner {self.name!r}: execute() takes the inputs as a tuple, e.g. (x,) or (a, b); "
+                f"got {type(inputs).__name__}"
+            )
         tuner = self._tuners.get(device_id) or self.tuner(device_id)
         key = tunables.key(*inputs)
         winners = tuner.winners.get(tunables)

@@ -8,13 +8,34 @@ import typing
 from collections.abc import Callable, Sequence
 from typing import Any, Generic, Protocol, TypeVar
 
+from tunekit._space import Config, Space
 from tunekit._tunable import Tunable
 
-__all__ = ["BoundsFn", "InputGenerator", "KeyGenerator", "TunableSet"]
+__all__ = ["BoundsFn", "InputGenerator", "KeyGenerator", "LazyBuild", "TunableSet"]
 
 K = TypeVar("K", covariant=True)
 Out = TypeVar("Out", covariant=True)
 O2 = TypeVar("O2")
+K2 = TypeVar("K2")
+
+
+class LazyBuild(Generic[O2]):
+    """A tunable function built from its configuration at first call, then reused."""
+
+    __slots__ = ("_build", "_fn", "config")
+
+    def __init__(self, build: Callable[[Config], Callable[..., O2]], config: Config) -> None:
+        self._build = build
+        self._fn: Callable[..., O2] | None = None
+        self.config = config
+
+    def __call__(self, *args: Any, **kwargs: Any) -> O2:
+        fn = self._fn
+        if fn is None:
+            fn = self._fn = self._build(self.config)
+            if not callable(fn):
+                raise TypeError(f"build({self.config!r}) returned {type(fn).__name__}, not a callable")
+        return fn(*args, **kwargs)
 
 
 class KeyGenerator(Protocol[K]):
@@ -100,6 +121,34 @@ class TunableSet(Generic[K, Out]):
         new._short_circuit = self._short_circuit
         new._checksum = None
         return new
+
+    @staticmethod
+    def from_space(
+        space: Space,
+        build: Callable[[Config], Callable[..., O2]],
+        *,
+        key: KeyGenerator[K2],
+        inputs: InputGenerator | None = None,
+        version: str = "",
+    ) -> TunableSet[K2, O2]:
+        """One tunable per valid configuration of ``space``, named ``config.name``.
+
+        ``build(config)`` is called lazily, at a candidate's first run, so a space of
+        compiled kernels compiles only what is measured and a build error is that
+        candidate's failure. The space's hash enters the checksum. Every configuration is
+        enumerated here: for spaces too big to measure whole, search them with ``tk.search``.
+        """
+        if not isinstance(space, Space):
+            raise TypeError(f"TunableSet.from_space() takes a tk.Space, got {type(space).__name__}")
+        if not callable(build):
+            raise TypeError("TunableSet.from_space(build=...) takes a callable config -> function")
+        tunables = [Tunable(config.name, LazyBuild(build, config), version) for config in space]
+        return (
+            TunableSet(key, inputs)
+            .with_tunables(tunables)
+            .with_extra("checksum:space", space.hash)
+            .with_extra("space", space)
+        )
 
     def with_tunable(self, tunable: Tunable[O2]) -> TunableSet[K, Out | O2]:
         """A new set with ``tunable`` appended; a duplicate name is refused here."""

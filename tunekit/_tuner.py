@@ -108,6 +108,15 @@ class Tuner:
             raise ValueError(f"tuner {self.name!r}: none of {list(ranking_names)} is a member of {tunables!r}")
         self._remember(tunables, key, ranking)
 
+    def winners_names(self) -> list[str]:
+        """Names of the in-memory winners, over every set and key (for tools and benches)."""
+        with self._lock:
+            return [
+                tunables.tunables[ranking[0]].name
+                for tunables, by_key in self._rankings.items()
+                for ranking in by_key.values()
+            ]
+
     def clear(self) -> None:
         """Forget every in-memory winner (the persistent cache is untouched)."""
         with self._lock:

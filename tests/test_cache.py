@@ -1,0 +1,183 @@
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Annotated
+
+import pytest
+
+import tunekit as tk
+from tunekit_backends.cpu import CpuClient
+
+
+@tk.autotune_key
+class NKey:
+    n: Annotated[int, tk.Anchor()]
+
+
+CLIENT = CpuClient()
+
+SCRIPT = textwrap.dedent(
+    """
+    import json, sys, time
+    from typing import Annotated
+    import tunekit as tk
+    from tunekit_backends.cpu import CpuClient
+
+    @tk.autotune_key
+    class NKey:
+        n: Annotated[int, tk.Anchor()]
+
+    def fast(n):
+        return n
+
+    def slow(n):
+        time.sleep(0.002)
+        return n
+
+    names = sys.argv[1].split(",")
+    fns = {"fast": fast, "slow": slow, "other": fast}
+    records = []
+    tk.add_record_sink(records.append)
+    tuner = tk.LocalTuner("persist")
+    client = CpuClient()
+    tunables = tk.TunableSet(key=lambda n: NKey(n=n)).with_tunables([tk.Tunable(n, fns[n]) for n in names])
+    out = tuner.execute(client.device_id, client, tunables, (int(sys.argv[2]),))
+    print(json.dumps({"out": out, "tuned": [r.decision for r in records], "winners": [r.winner for r in records]}))
+    """
+)
+
+
+def _run(names: str, n: int = 5, env: dict[str, str] | None = None) -> dict[str, object]:
+    result = subprocess.run(
+        [sys.executable, "-c", SCRIPT, names, str(n)],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, **(env or {})},
+    )
+    return dict(json.loads(result.stdout))
+
+
+def test_winner_survives_a_new_process() -> None:
+    first = _run("slow,fast")
+    assert first == {"out": 5, "tuned": ["tuned"], "winners": ["fast"]}
+    second = _run("slow,fast", n=7)  # 7 anchors to 8, 5 to 8: same bucket
+    assert second == {"out": 7, "tuned": [], "winners": []}
+
+
+def test_changed_set_is_retuned() -> None:
+    _run("slow,fast")
+    assert _run("slow,fast,other")["tuned"] == ["tuned"]
+
+
+def test_removed_winner_is_retuned() -> None:
+    _run("slow,fast")
+    cache = tk.persistent_cache()
+    assert cache is not None
+    # Same checksum cannot hold when a member is removed, so forge the case where only the
+    # winner's name is gone: a row whose checksum matches but whose winner is unknown.
+    tunables = tk.TunableSet(key=lambda n: NKey(n=n)).with_tunables(
+        [tk.Tunable("slow", lambda n: n), tk.Tunable("fast", lambda n: n)]
+    )
+    key = tk.key_to_json(NKey(n=5))
+    got = cache.get(CLIENT.device_id, "persist", key)
+    assert isinstance(got, tuple)
+    checksum, value = got
+    assert checksum == tunables.checksum()
+    cache.put(
+        CLIENT.device_id, "persist", key, checksum, value.model_copy(update={"winner": "gone", "ranking": ["gone"]})
+    )
+    assert _run("slow,fast")["tuned"] == ["tuned"]
+
+
+def test_cache_disabled_keeps_nothing_on_disk(isolated_settings: Path) -> None:
+    assert _run("slow,fast", env={"TUNEKIT_CACHE": "0"})["tuned"] == ["tuned"]
+    assert _run("slow,fast", env={"TUNEKIT_CACHE": "0"})["tuned"] == ["tuned"]
+    assert not (isolated_settings / tk.PersistentCache.FILENAME).exists()
+
+
+def test_corrupted_cache_file_is_recovered(isolated_settings: Path) -> None:
+    _run("slow,fast")
+    path = isolated_settings / tk.PersistentCache.FILENAME
+    for suffix in ("-wal", "-shm"):
+        Path(str(path) + suffix).unlink(missing_ok=True)
+    path.write_bytes(b"this is not a database" * 100)
+    result = subprocess.run(
+        [sys.executable, "-c", SCRIPT, "slow,fast", "5"], capture_output=True, text=True, check=True, env=os.environ
+    )
+    assert json.loads(result.stdout)["tuned"] == ["tuned"]
+    assert "unreadable" in result.stderr
+    assert list(isolated_settings.glob("*.corrupt-*"))
+    assert _run("slow,fast")["tuned"] == []
+
+
+def test_corrupt_row_is_retuned_not_raised(isolated_settings: Path) -> None:
+    _run("slow,fast")
+    path = isolated_settings / tk.PersistentCache.FILENAME
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE winners SET value = ?", ('{"winner": 5, "ranking": "x"}',))
+    records: list[tk.AutotuneRecord] = []
+    sink = tk.add_record_sink(records.append)
+    try:
+        tuner: tk.LocalTuner[NKey, int] = tk.LocalTuner("persist")
+        tunables = tk.TunableSet(key=lambda n: NKey(n=n)).with_tunables(
+            [tk.Tunable("slow", lambda n: n), tk.Tunable("fast", lambda n: n)]
+        )
+        assert tuner.execute(CLIENT.device_id, CLIENT, tunables, (5,)) == 5
+    finally:
+        tk.remove_record_sink(sink)
+    assert records[0].decision == "tuned"
+    assert records[0].events[0].kind == "cache_recovered"
+
+
+def test_rows_are_namespaced_by_device_and_tuner() -> None:
+    cache = tk.persistent_cache()
+    assert cache is not None
+    value = tk.CacheValue(winner="a", ranking=["a"])
+    cache.put("dev-1", "t", "{}", "c", value)
+    cache.put("dev-2", "t", "{}", "c", value.model_copy(update={"winner": "b", "ranking": ["b"]}))
+    got1, got2 = cache.get("dev-1", "t", "{}"), cache.get("dev-2", "t", "{}")
+    assert isinstance(got1, tuple)
+    assert isinstance(got2, tuple)
+    assert (got1[1].winner, got2[1].winner) == ("a", "b")
+    assert cache.get("dev-1", "other", "{}") is None
+    assert cache.delete(device_id="dev-1") == 1
+
+
+def test_state_is_explicit_and_matchable() -> None:
+    tuner: tk.LocalTuner[NKey, int] = tk.LocalTuner("states")
+    tunables = tk.TunableSet(key=lambda n: NKey(n=n)).with_tunable(tk.Tunable("a", lambda n: n))
+    device = tuner.tuner(CLIENT.device_id)
+
+    def describe(state: tk.CacheState) -> str:
+        match state:
+            case tk.Hit(ranking):
+                return f"hit {ranking}"
+            case tk.Miss(reason):
+                return f"miss {reason}"
+            case tk.Unchecked(checksum, _):
+                return f"unchecked {checksum == tunables.checksum()}"
+            case tk.Pending():
+                return "pending"
+
+    assert describe(device.state(tunables, NKey(n=3))) == "miss None"
+    tuner.execute(CLIENT.device_id, CLIENT, tunables, (3,))
+    assert describe(device.state(tunables, NKey(n=3))) == "hit (0,)"
+    tuner.clear()
+    assert describe(tuner.tuner(CLIENT.device_id).state(tunables, NKey(n=3))) == "unchecked True"
+
+
+def test_unusable_dir_degrades_to_memory_only(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("a file where the cache directory should be")
+    cache = tk.PersistentCache(blocker / "cache")
+    assert not cache.available
+    assert cache.get("d", "t", "{}") is None
+    assert not cache.put("d", "t", "{}", "c", tk.CacheValue(winner="a", ranking=["a"]))
+    assert "memory-only" in caplog.text

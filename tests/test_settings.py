@@ -1,0 +1,32 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import tunekit as tk
+
+
+def test_env_overrides_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pyproject.toml").write_text('[tool.tunekit]\nsamples = 7\nwarmup = 4\nautotune_level = "extensive"\n')
+    (tmp_path / "tunekit.toml").write_text("warmup = 2\n")
+    monkeypatch.delenv("TUNEKIT_SAMPLES", raising=False)
+    settings = tk.configure()
+    assert (settings.samples, settings.warmup, settings.autotune_level) == (7, 2, "extensive")
+    monkeypatch.setenv("TUNEKIT_WARMUP", "0")
+    assert tk.configure().warmup == 0
+    assert tk.configure(warmup=5).warmup == 5
+
+
+def test_bad_value_names_the_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TUNEKIT_AUTOTUNE_LEVEL", "turbo")
+    with pytest.raises(ValueError, match="autotune_level"):
+        tk.configure()
+
+
+def test_unknown_key_in_config_file_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "tunekit.toml").write_text("sampels = 3\n")
+    with pytest.raises(ValueError, match="sampels"):
+        tk.configure()

@@ -1,0 +1,191 @@
+"""Declared spaces: size, lazy enumeration, restriction, sampling, stable hashing."""
+
+from __future__ import annotations
+
+import itertools
+import subprocess
+import sys
+from typing import Annotated, Any
+
+import numpy as np
+import pytest
+
+import tunekit as tk
+from tunekit_backends.cpu import CpuClient
+
+
+def small() -> tk.Space:
+    return tk.Space(
+        BLOCK=tk.pow2(64, 1024), VEC=[1, 2, 4], UNROLL=range(1, 5), restrict=lambda c: c.BLOCK * c.VEC <= 1024
+    )
+
+
+def test_pow2_is_an_inclusive_doubling_range() -> None:
+    assert tk.pow2(64, 1024) == (64, 128, 256, 512, 1024)
+    assert tk.pow2(3, 20) == (3, 6, 12)
+    with pytest.raises(ValueError, match="lo <= hi"):
+        tk.pow2(8, 4)
+    with pytest.raises(TypeError):
+        tk.pow2(1.5, 4)  # type: ignore[arg-type]
+
+
+def test_enumeration_equals_the_filtered_cartesian_product_in_order() -> None:
+    space = small()
+    expected = [(b, v, u) for b, v, u in itertools.product(tk.pow2(64, 1024), [1, 2, 4], range(1, 5)) if b * v <= 1024]
+    assert [c.values_tuple for c in space] == expected
+    assert space.size == len(expected) == 48
+    assert space.cartesian_size == 5 * 3 * 4
+    assert next(iter(space)) == {"BLOCK": 64, "VEC": 1, "UNROLL": 1}
+
+
+def test_a_list_of_restrictions_must_all_hold() -> None:
+    space = tk.Space(A=range(10), B=range(10), restrict=[lambda c: c.A < 5, lambda c: c["B"] % 2 == 0])
+    assert space.size == 25
+    assert all(c.A < 5 and c.B % 2 == 0 for c in space)
+
+
+def test_enumeration_is_lazy_on_a_million_point_space() -> None:
+    calls = 0
+
+    def restrict(c: tk.Config) -> bool:
+        nonlocal calls
+        calls += 1
+        return bool(c.C % 3 != 0)
+
+    space = tk.Space(A=range(100), B=range(100), C=range(100), restrict=restrict)
+    assert space.cartesian_size == 10**6
+    first = list(itertools.islice(iter(space), 5))
+    assert len(first) == 5
+    picked = space.sample(50, np.random.default_rng(0))
+    assert len(set(picked)) == 50
+    assert all(c in space for c in picked)
+    assert calls < 1000, "sampling must not walk the whole space"
+
+
+def test_sampling_covers_a_heavily_restricted_space_exactly() -> None:
+    space = tk.Space(A=range(100), B=range(100), restrict=lambda c: c.A == 7 and c.B < 3)
+    picked = space.sample(10, np.random.default_rng(1))
+    assert sorted(c.values_tuple for c in picked) == [(7, 0), (7, 1), (7, 2)]
+
+
+def test_sampling_is_reproducible_from_the_seed() -> None:
+    space = small()
+    a = space.sample(10, np.random.default_rng(42))
+    b = space.sample(10, np.random.default_rng(42))
+    c = space.sample(10, np.random.default_rng(43))
+    assert a == b
+    assert a != c
+
+
+def test_hash_is_stable_and_tracks_values_types_and_restrictions() -> None:
+    assert small().hash == small().hash
+    assert tk.Space(A=[1, 2]).hash != tk.Space(A=[1, 2, 3]).hash
+    assert tk.Space(A=[1, 2]).hash != tk.Space(A=[1.0, 2.0]).hash
+    assert tk.Space(A=[1, 2]).hash != tk.Space(B=[1, 2]).hash
+    assert tk.Space(A=[1, 2]).hash != tk.Space(A=[1, 2], restrict=lambda c: c.A > 1).hash
+    assert tk.Space(A=[1, 2], restrict=lambda c: c.A > 1).hash != tk.Space(A=[1, 2], restrict=lambda c: c.A > 0).hash
+
+
+def test_hash_is_the_same_in_another_process() -> None:
+    code = "import tunekit as tk; print(tk.Space(A=tk.pow2(1, 8), B=['x', 'y']).hash)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == tk.Space(A=tk.pow2(1, 8), B=["x", "y"]).hash
+
+
+def test_config_checks_names_values_and_restrictions() -> None:
+    space = small()
+    assert space.config(BLOCK=128, VEC=2, UNROLL=3).name == "BLOCK=128,VEC=2,UNROLL=3"
+    with pytest.raises(ValueError, match="unknown parameters"):
+        space.config(BLOCK=128, VEC=2, UNROLL=3, X=1)
+    with pytest.raises(ValueError, match="lacks parameters"):
+        space.config(BLOCK=128)
+    with pytest.raises(ValueError, match="is not one of"):
+        space.config(BLOCK=100, VEC=2, UNROLL=3)
+    with pytest.raises(ValueError, match="restrictions"):
+        space.config(BLOCK=1024, VEC=4, UNROLL=3)
+    assert {"BLOCK": 1024, "VEC": 4, "UNROLL": 3} not in space
+    assert {"BLOCK": 64, "VEC": 4, "UNROLL": 3} in space
+
+
+def test_bad_declarations_are_refused_at_definition() -> None:
+    with pytest.raises(ValueError, match="at least one parameter"):
+        tk.Space()
+    with pytest.raises(ValueError, match="no values"):
+        tk.Space(A=[])
+    with pytest.raises(ValueError, match="repeats"):
+        tk.Space(A=[1, 1])
+    with pytest.raises(TypeError, match="not an int"):
+        tk.Space(A=[None])  # type: ignore[list-item]
+    with pytest.raises(TypeError, match="list, tuple or range"):
+        tk.Space(A="abc")
+    with pytest.raises(TypeError, match="predicates"):
+        tk.Space(A=[1], restrict=[3])  # type: ignore[list-item]
+
+
+def test_a_raising_restriction_is_reported_with_the_configuration() -> None:
+    space = tk.Space(A=[0, 1], restrict=lambda c: 1 / c.A > 0)
+    with pytest.raises(ValueError, match="ZeroDivisionError"):
+        list(space)
+
+
+def test_positions_and_cartesian_index_round_trip() -> None:
+    space = small()
+    for config in space:
+        assert space.at(space.index(config)) == config
+        assert space.from_positions(space.positions(config)) == config
+
+
+def test_neighbours_differ_in_one_parameter_and_stay_valid() -> None:
+    space = small()
+    config = space.config(BLOCK=256, VEC=2, UNROLL=2)
+    near = space.neighbours(config)
+    assert {c.name for c in near} == {
+        "BLOCK=128,VEC=2,UNROLL=2",
+        "BLOCK=512,VEC=2,UNROLL=2",
+        "BLOCK=256,VEC=1,UNROLL=2",
+        "BLOCK=256,VEC=4,UNROLL=2",
+        "BLOCK=256,VEC=2,UNROLL=1",
+        "BLOCK=256,VEC=2,UNROLL=3",
+    }
+    assert len(space.neighbours(config, adjacent=False)) == 3 + 2 + 3
+    assert all(c in space for c in space.neighbours(space.config(BLOCK=1024, VEC=1, UNROLL=4)))
+
+
+def test_describe_is_a_versioned_json_model() -> None:
+    model = small().describe()
+    assert model.schema_version == 1
+    assert model.params["BLOCK"] == [64, 128, 256, 512, 1024]
+    assert "c.BLOCK * c.VEC <= 1024" in model.restrictions[0]
+    assert tk.SpaceModel.model_validate_json(model.model_dump_json()) == model
+
+
+@tk.autotune_key
+class AxpyKey:
+    n: Annotated[int, tk.Anchor()]
+
+
+def test_from_space_builds_lazily_and_tunes_to_a_valid_configuration() -> None:
+    space = tk.Space(CHUNK=tk.pow2(1, 64), MODE=["slice", "bad"])
+    built: list[str] = []
+
+    def build(config: tk.Config) -> Any:
+        built.append(config.name)
+        if config.MODE == "bad":
+            raise RuntimeError("this variant does not compile")
+        chunk = config.CHUNK
+
+        def run(x: np.ndarray) -> np.ndarray:
+            return np.concatenate([x[i : i + chunk] * 2 for i in range(0, len(x), chunk)])
+
+        return run
+
+    tunables = tk.TunableSet.from_space(space, build, key=lambda x: AxpyKey(n=len(x)))
+    assert built == [], "building must wait for a candidate's first run"
+    assert len(tunables.tunables) == space.size
+    assert tunables.extras["checksum:space"] == space.hash
+    tuner: tk.LocalTuner[AxpyKey, np.ndarray] = tk.LocalTuner("from_space")
+    client = CpuClient()
+    out = tuner.execute(client.device_id, client, tunables, (np.arange(256.0),))
+    np.testing.assert_array_equal(out, np.arange(256.0) * 2)
+    winner = tuner.tuner(client.device_id).winners[tunables][AxpyKey(n=256)]
+    assert "MODE=slice" in winner.config.name  # type: ignore[attr-defined]

@@ -1,0 +1,99 @@
+"""mypy catches a user's type errors through the generics of LocalTuner, TunableSet and Tunable."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+HEADER = textwrap.dedent(
+    """
+    from typing import Annotated
+    import numpy as np
+    import tunekit as tk
+    from tunekit_backends.cpu import CpuClient
+
+    @tk.autotune_key
+    class SumKey:
+        n: Annotated[int, tk.Anchor()]
+        dtype: str
+
+    TUNER: tk.LocalTuner[SumKey, np.ndarray] = tk.LocalTuner("row_sum")
+
+    def good(x: np.ndarray) -> np.ndarray:
+        return np.asarray(x.sum(axis=1))
+
+    def bad(x: np.ndarray) -> int:
+        return 1
+    """
+)
+
+
+def _mypy(tmp_path: Path, body: str) -> subprocess.CompletedProcess[str]:
+    source = tmp_path / "user_code.py"
+    source.write_text(HEADER + textwrap.dedent(body))
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--strict",
+            "--no-incremental",
+            "--cache-dir",
+            str(tmp_path / "mc"),
+            str(source),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=Path(__file__).resolve().parent.parent,
+    )
+
+
+def test_correct_user_code_passes(tmp_path: Path) -> None:
+    result = _mypy(
+        tmp_path,
+        """
+        def row_sum(client: CpuClient, x: np.ndarray) -> np.ndarray:
+            tunables = TUNER.init(lambda: tk.TunableSet(key=lambda x: SumKey(n=x.shape[1], dtype=str(x.dtype)))
+                .with_tunable(tk.Tunable("good", good))
+                .with_tunable(tk.Tunable("np_sum", lambda x: x.sum(axis=1))))
+            return TUNER.execute(client.device_id, client, tunables, (x,))
+        k: SumKey = SumKey(n=3, dtype="f")
+        """,
+    )
+    assert result.returncode == 0, result.stdout
+
+
+def test_tunable_returning_wrong_type_is_a_type_error(tmp_path: Path) -> None:
+    result = _mypy(
+        tmp_path,
+        """
+        def row_sum(client: CpuClient, x: np.ndarray) -> np.ndarray:
+            tunables = TUNER.init(lambda: tk.TunableSet(key=lambda x: SumKey(n=x.shape[1], dtype=str(x.dtype)))
+                .with_tunable(tk.Tunable("bad", bad))
+                .with_tunable(tk.Tunable("good", good)))
+            return TUNER.execute(client.device_id, client, tunables, (x,))
+        """,
+    )
+    assert result.returncode == 1
+    assert 'incompatible type "Callable[[], TunableSet[SumKey, int | ndarray' in result.stdout
+
+
+def test_wrong_key_type_and_wrong_field_are_type_errors(tmp_path: Path) -> None:
+    result = _mypy(
+        tmp_path,
+        """
+        def width(x: np.ndarray) -> int:
+            return int(x.shape[1])
+
+        def row_sum(client: CpuClient, x: np.ndarray) -> np.ndarray:
+            tunables = TUNER.init(lambda: tk.TunableSet(key=width).with_tunable(tk.Tunable("good", good)))
+            return TUNER.execute(client.device_id, client, tunables, (x,))
+        k = SumKey(n="3", dtype="f")
+        """,
+    )
+    assert result.returncode == 1
+    assert "TunableSet[int, ndarray" in result.stdout
+    assert 'Argument "n" to "SumKey" has incompatible type "str"' in result.stdout

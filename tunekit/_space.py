@@ -1,0 +1,388 @@
+"""Declared search spaces: named parameters, their values, and restrictions.
+
+A space is never materialised: enumeration is a generator over the Cartesian product
+(last parameter fastest, as ``itertools.product``), and sampling draws Cartesian indices
+and rejects restricted-out ones, so a 10^6-point space costs nothing until it is walked.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+import math
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from types import CodeType
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+__all__ = ["Config", "ParamValue", "Restriction", "Space", "SpaceModel", "pow2"]
+
+ParamValue = int | float | str | bool
+"""A parameter value: a JSON scalar, so configurations can be logged and committed."""
+
+Restriction = Callable[["Config"], object]
+"""A predicate over a configuration: truthy keeps it in the space."""
+
+_SCALARS = (bool, int, float, str)
+
+
+def pow2(lo: int, hi: int) -> tuple[int, ...]:
+    """The doubling range ``lo, 2*lo, 4*lo, ...`` up to and including ``hi``.
+
+    ``tk.pow2(64, 1024) == (64, 128, 256, 512, 1024)``.
+    """
+    if isinstance(lo, bool) or isinstance(hi, bool) or not isinstance(lo, int) or not isinstance(hi, int):
+        raise TypeError(f"tk.pow2(lo, hi) takes two ints, got {lo!r}, {hi!r}")
+    if lo < 1 or hi < lo:
+        raise ValueError(f"tk.pow2(lo, hi) needs 1 <= lo <= hi, got lo={lo}, hi={hi}")
+    values = []
+    value = lo
+    while value <= hi:
+        values.append(value)
+        value *= 2
+    return tuple(values)
+
+
+class Config(Mapping[str, Any]):
+    """One point of a space: an immutable, ordered, hashable mapping name -> value.
+
+    Values are also attributes (``c.BLOCK``), so restrictions and builders read naturally.
+    """
+
+    __slots__ = ("_hash", "_names", "_values")
+
+    _names: tuple[str, ...]
+    _values: tuple[ParamValue, ...]
+    _hash: int
+
+    def __init__(self, names: Sequence[str], values: Sequence[ParamValue]) -> None:
+        if len(names) != len(values):
+            raise ValueError(f"Config needs one value per name, got {len(names)} names and {len(values)} values")
+        object.__setattr__(self, "_names", tuple(names))
+        object.__setattr__(self, "_values", tuple(values))
+        object.__setattr__(self, "_hash", hash((self._names, self._values)))
+
+    def __getitem__(self, name: str) -> Any:
+        try:
+            return self._values[self._names.index(name)]
+        except ValueError:
+            raise KeyError(name) from None
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        try:
+            return self._values[self._names.index(name)]
+        except ValueError:
+            raise AttributeError(f"configuration has no parameter {name!r}; it has {list(self._names)}") from None
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError("Config is immutable")
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Config):
+            return self._names == other._names and self._values == other._values
+        if isinstance(other, Mapping):
+            return dict(self.items()) == dict(other.items())
+        return NotImplemented
+
+    def __repr__(self) -> str:
+        return f"Config({', '.join(f'{n}={v!r}' for n, v in zip(self._names, self._values, strict=True))})"
+
+    def __reduce__(self) -> tuple[type[Config], tuple[tuple[str, ...], tuple[ParamValue, ...]]]:
+        return (Config, (self._names, self._values))
+
+    @property
+    def values_tuple(self) -> tuple[ParamValue, ...]:
+        """The values in parameter order."""
+        return self._values
+
+    @property
+    def name(self) -> str:
+        """A stable, readable name: ``BLOCK=64,VEC=2``; used as the tunable's name."""
+        return ",".join(f"{n}={v}" for n, v in zip(self._names, self._values, strict=True))
+
+    def to_dict(self) -> dict[str, ParamValue]:
+        """A plain dict, in parameter order (for JSON)."""
+        return dict(zip(self._names, self._values, strict=True))
+
+
+class SpaceModel(BaseModel):
+    """A space as JSON: its parameters and the source of its restrictions (for logs and records)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    schema_version: Literal[1] = 1
+    params: dict[str, list[ParamValue]]
+    restrictions: list[str]
+    hash: str
+
+
+def _code_fingerprint(code: CodeType) -> str:
+    """Constants and names of a code object, recursively: what a one-line source cannot tell apart."""
+    consts = [_code_fingerprint(c) if isinstance(c, CodeType) else repr(c) for c in code.co_consts]
+    return f"{code.co_names!r}{consts!r}"
+
+
+def _restriction_source(fn: Restriction) -> str:
+    """Source text of a restriction (whitespace collapsed, so reformatting keeps the hash).
+
+    Two lambdas on one line share their source, so the constants and names they use are
+    added; bytecode itself is left out because it changes with the Python version.
+    """
+    code = getattr(fn, "__code__", None)
+    fingerprint = _code_fingerprint(code) if isinstance(code, CodeType) else ""
+    try:
+        text = inspect.getsource(fn)
+    except (OSError, TypeError):
+        text = getattr(fn, "__qualname__", type(fn).__qualname__)
+    return re.sub(r"\s+", " ", text).strip() + (f" {fingerprint}" if fingerprint else "")
+
+
+class Space:
+    """A declared search space: ``tk.Space(BLOCK=tk.pow2(64, 1024), VEC=[1, 2, 4], restrict=...)``.
+
+    Parameters keep their keyword order; values keep their given order (neighbourhoods
+    follow it, so give ordered values in order). ``restrict`` is a predicate over a
+    :class:`Config`, or a list of them, all of which must hold.
+    """
+
+    __slots__ = ("_domains", "_hash", "_names", "_restrictions", "_size", "_strides")
+
+    def __init__(
+        self,
+        *,
+        restrict: Restriction | Sequence[Restriction] | None = None,
+        **params: Iterable[ParamValue],
+    ) -> None:
+        if not params:
+            raise ValueError("tk.Space needs at least one parameter, e.g. tk.Space(BLOCK=tk.pow2(64, 1024))")
+        domains: dict[str, tuple[ParamValue, ...]] = {}
+        for name, values in params.items():
+            if isinstance(values, str | bytes) or not isinstance(values, Iterable):
+                raise TypeError(
+                    f"tk.Space parameter {name!r}: give its values as a list, tuple or range, got {values!r}"
+                )
+            domain = tuple(values)
+            if not domain:
+                raise ValueError(f"tk.Space parameter {name!r} has no values")
+            for value in domain:
+                if not isinstance(value, _SCALARS) or (isinstance(value, float) and not math.isfinite(value)):
+                    raise TypeError(
+                        f"tk.Space parameter {name!r}: value {value!r} is not an int, finite float, str or bool"
+                    )
+            if len({(type(v), v) for v in domain}) != len(domain):
+                raise ValueError(f"tk.Space parameter {name!r} repeats a value: {list(domain)}")
+            domains[name] = domain
+        if restrict is None:
+            restrictions: tuple[Restriction, ...] = ()
+        elif callable(restrict):
+            restrictions = (restrict,)
+        else:
+            restrictions = tuple(restrict)
+        for fn in restrictions:
+            if not callable(fn):
+                raise TypeError(f"tk.Space(restrict=...) takes predicates (config -> bool), got {fn!r}")
+        self._names = tuple(domains)
+        self._domains = domains
+        self._restrictions = restrictions
+        strides = []
+        stride = 1
+        for name in reversed(self._names):
+            strides.append(stride)
+            stride *= len(domains[name])
+        self._strides = tuple(reversed(strides))
+        self._size: int | None = None if restrictions else self.cartesian_size
+        self._hash = self._compute_hash()
+
+    # -- structure -----------------------------------------------------------------
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Parameter names in declaration order."""
+        return self._names
+
+    @property
+    def domains(self) -> Mapping[str, tuple[ParamValue, ...]]:
+        """Each parameter's values, in declaration order."""
+        return dict(self._domains)
+
+    @property
+    def restrictions(self) -> tuple[Restriction, ...]:
+        """The restriction predicates."""
+        return self._restrictions
+
+    @property
+    def cartesian_size(self) -> int:
+        """Number of points before restrictions (free to compute)."""
+        return math.prod(len(d) for d in self._domains.values())
+
+    @property
+    def size(self) -> int:
+        """Number of valid configurations; with restrictions, counted once by walking the space."""
+        if self._size is None:
+            self._size = sum(1 for _ in self)
+        return self._size
+
+    @property
+    def hash(self) -> str:
+        """Stable hash of names, values (with their types) and restriction sources."""
+        return self._hash
+
+    def _compute_hash(self) -> str:
+        payload = {
+            "params": [[n, [[type(v).__name__, v] for v in self._domains[n]]] for n in self._names],
+            "restrictions": [_restriction_source(fn) for fn in self._restrictions],
+        }
+        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:32]
+
+    def describe(self) -> SpaceModel:
+        """The space as a pydantic model (restrictions by their source text)."""
+        return SpaceModel(
+            params={n: list(d) for n, d in self._domains.items()},
+            restrictions=[_restriction_source(fn) for fn in self._restrictions],
+            hash=self._hash,
+        )
+
+    # -- points --------------------------------------------------------------------
+
+    def at(self, index: int) -> Config:
+        """The configuration at Cartesian ``index`` (it may be restricted out)."""
+        if not 0 <= index < self.cartesian_size:
+            raise IndexError(f"Cartesian index {index} outside 0..{self.cartesian_size - 1}")
+        return self.from_positions(
+            tuple((index // s) % len(self._domains[n]) for n, s in zip(self._names, self._strides, strict=True))
+        )
+
+    def from_positions(self, positions: Sequence[int]) -> Config:
+        """The configuration whose values sit at ``positions`` in each parameter's domain."""
+        return Config(self._names, [self._domains[n][p] for n, p in zip(self._names, positions, strict=True)])
+
+    def positions(self, config: Config) -> tuple[int, ...]:
+        """Each value's position in its parameter's domain (a strategy's coordinates)."""
+        return tuple(self._domains[n].index(config[n]) for n in self._names)
+
+    def index(self, config: Config) -> int:
+        """The Cartesian index of ``config``."""
+        return sum(p * s for p, s in zip(self.positions(config), self._strides, strict=True))
+
+    def allows(self, config: Config) -> bool:
+        """Whether every restriction holds for ``config``."""
+        for fn in self._restrictions:
+            try:
+                ok = fn(config)
+            except Exception as exc:
+                raise ValueError(
+                    f"restriction {getattr(fn, '__qualname__', fn)!r} raised {type(exc).__name__}: {exc} "
+                    f"on {config!r}; make it return False instead"
+                ) from exc
+            if not ok:
+                return False
+        return True
+
+    def config(self, values: Mapping[str, Any] | None = None, /, **kw: Any) -> Config:
+        """Check a user-given configuration against the space and return it as a :class:`Config`.
+
+        Raises ValueError naming the missing or unknown parameter, the value outside its
+        domain, or the restriction that excludes it.
+        """
+        given = dict(values or {}, **kw)
+        unknown = sorted(set(given) - set(self._names))
+        if unknown:
+            raise ValueError(f"configuration {given!r} names unknown parameters {unknown}; the space has {self._names}")
+        missing = [n for n in self._names if n not in given]
+        if missing:
+            raise ValueError(f"configuration {given!r} lacks parameters {missing}")
+        for name in self._names:
+            if not any(type(v) is type(given[name]) and v == given[name] for v in self._domains[name]):
+                raise ValueError(
+                    f"configuration {given!r}: {name}={given[name]!r} is not one of {list(self._domains[name])}"
+                )
+        config = Config(self._names, [given[n] for n in self._names])
+        if not self.allows(config):
+            raise ValueError(f"configuration {given!r} is excluded by the space's restrictions")
+        return config
+
+    def __contains__(self, item: object) -> bool:
+        if not isinstance(item, Mapping):
+            return False
+        try:
+            self.config(item)
+        except ValueError:
+            return False
+        return True
+
+    def __iter__(self) -> Iterator[Config]:
+        """Valid configurations in Cartesian order, generated lazily."""
+        for index in range(self.cartesian_size):
+            config = self.at(index)
+            if self.allows(config):
+                yield config
+
+    def sample(self, n: int, rng: np.random.Generator) -> list[Config]:
+        """Up to ``n`` distinct valid configurations drawn uniformly at random.
+
+        Rejection sampling over Cartesian indices: nothing is materialised. When the
+        restrictions reject almost everything, the space is walked once instead.
+        """
+        total = self.cartesian_size
+        picked: dict[int, Config] = {}
+        rejected: set[int] = set()
+        tries = 0
+        while len(picked) < n and len(picked) + len(rejected) < total and tries < 64 * n + 1024:
+            tries += 1
+            index = int(rng.integers(total))
+            if index in picked or index in rejected:
+                continue
+            config = self.at(index)
+            if self.allows(config):
+                picked[index] = config
+            else:
+                rejected.add(index)
+        if len(picked) < n and len(picked) + len(rejected) < total:
+            rest = [c for c in self if self.index(c) not in picked]
+            order = rng.permutation(len(rest))
+            for i in order[: n - len(picked)]:
+                picked[self.index(rest[int(i)])] = rest[int(i)]
+        return list(picked.values())
+
+    def neighbours(self, config: Config, *, adjacent: bool = True) -> list[Config]:
+        """Valid configurations that differ from ``config`` in one parameter.
+
+        ``adjacent``: only to the next or previous value of that parameter; otherwise to any value.
+        """
+        here = self.positions(config)
+        out = []
+        for k, name in enumerate(self._names):
+            width = len(self._domains[name])
+            targets = [here[k] - 1, here[k] + 1] if adjacent else range(width)
+            for p in targets:
+                if 0 <= p < width and p != here[k]:
+                    candidate = self.from_positions((*here[:k], p, *here[k + 1 :]))
+                    if self.allows(candidate):
+                        out.append(candidate)
+        return out
+
+    def __repr__(self) -> str:
+        params = ", ".join(f"{n}={list(d)}" for n, d in self._domains.items())
+        more = f", {len(self._restrictions)} restriction(s)" if self._restrictions else ""
+        return f"Space({params}{more})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Space) and other._hash == self._hash
+
+    def __hash__(self) -> int:
+        return hash(self._hash)
