@@ -29,15 +29,26 @@ to JSONL (``TUNEKIT_RECORD``), and ``TUNEKIT_AUTOTUNE=0`` turns measuring off.
 
 from tunekit._anchor import Anchor, anchor
 from tunekit._benchmark import BenchmarkDurations, tune_benchmark
+from tunekit._bounds import AutotuneBound, Bounds, Thresholds, Work, calculate_bounds
 from tunekit._cache import CacheRow, CacheValue, PersistentCache, default_cache_dir
 from tunekit._cache_state import CacheState, Hit, Miss, Pending, Unchecked
-from tunekit._client import Client, DevicePeaks, SupportsCacheFlush, SupportsPeaks
+from tunekit._client import Client, DevicePeaks, SupportsCacheFlush, SupportsPeaks, SupportsWarmup
 from tunekit._errors import NoValidKernelFound, TunekitError
 from tunekit._key import autotune_key, is_autotune_key, key_to_json
 from tunekit._local import LocalTuner
 from tunekit._outcome import Failed, Measured, Outcome, Skipped
 from tunekit._plan import plan_batches
-from tunekit._records import AutotuneRecord, CandidateRecord, SampleStats
+from tunekit._records import (
+    AutotuneRecord,
+    CandidateRecord,
+    Eliminated,
+    Round,
+    Runoff,
+    SampleStats,
+    SamplingStopped,
+    ShortCircuit,
+    Warmup,
+)
 from tunekit._settings import Settings, configure
 from tunekit._settings import current as settings
 from tunekit._sinks import (
@@ -57,8 +68,10 @@ from tunekit._version import __version__
 
 __all__ = [
     "Anchor",
+    "AutotuneBound",
     "AutotuneRecord",
     "BenchmarkDurations",
+    "Bounds",
     "CacheRow",
     "CacheState",
     "CacheValue",
@@ -67,6 +80,7 @@ __all__ = [
     "Client",
     "Config",
     "DevicePeaks",
+    "Eliminated",
     "Failed",
     "Hit",
     "InputGenerator",
@@ -81,24 +95,33 @@ __all__ = [
     "Pending",
     "PersistentCache",
     "RecordSink",
+    "Round",
+    "Runoff",
     "SampleStats",
+    "SamplingStopped",
     "Settings",
+    "ShortCircuit",
     "Skipped",
     "Space",
     "SpaceModel",
     "StreamSink",
     "SupportsCacheFlush",
     "SupportsPeaks",
+    "SupportsWarmup",
+    "Thresholds",
     "Tunable",
     "TunableSet",
     "TuneGroup",
     "TunekitError",
     "Tuner",
     "Unchecked",
+    "Warmup",
+    "Work",
     "__version__",
     "add_record_sink",
     "anchor",
     "autotune_key",
+    "calculate_bounds",
     "configure",
     "default_cache_dir",
     "is_autotune_key",

@@ -18,7 +18,7 @@ __all__ = ["RunoffResult", "runoff"]
 MIN_PAIRS = 10
 """Pairs before an early decision is considered: fewer make the noise estimate unreliable."""
 
-DECISION_Z = 3.0
+DECISION_Z = 2.5
 """Standard errors the median log-ratio must be from zero to stop early: a few looks stay safe."""
 
 INDIFFERENCE = 0.005

@@ -3,9 +3,9 @@
 The default (``adaptive``) schedule:
 
 1. **Device warm-up** of ``warmup_ms`` so clocks have ramped before the first timed sample.
-2. **Admission round**, in priority order: each candidate's untimed warm-up runs, a first timed
-   sample (kept in the record, left out of the statistics: it is warm-up-biased), and one
-   kept sample. A candidate whose sample meets the roofline limit gets a confirming sample;
+2. **Admission round**, in priority order: each candidate's warm-up runs, the last of them timed
+   (kept in the record, left out of the statistics: it is warm-up-biased), and one kept
+   sample. A candidate whose sample meets the roofline limit gets a confirming sample;
    when that meets it too, the rest of the batch is skipped (short circuit).
 3. **Rounds**: every live candidate gets one sample per round, in rotating order, so all of
    them share the device's clock and temperature. After ``min_samples`` kept samples, a
@@ -45,20 +45,35 @@ from tunekit._settings import Settings
 
 __all__ = ["BatchResult", "describe_error", "measure_batch"]
 
-SEPARATION_Z = 4.0
+SEPARATION_Z = 3.0
 """Standard errors by which a candidate must trail the leader to be dropped before the runoff.
 
 High on purpose: the test is repeated every round, and dropping the true best is the one
 mistake the schedule cannot undo.
 """
 
-_MEDIAN_SE = 1.4826 * 1.2533  # MAD -> standard deviation -> standard error of a median
-
 
 def describe_error(exc: BaseException) -> str:
     """One line naming the exception type and its message."""
     message = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {message[0]}" if message else type(exc).__name__
+
+
+def _t_quantile(z: float, freedom: int) -> float:
+    """Student's t quantile at the normal quantile ``z`` with ``freedom`` degrees of freedom.
+
+    The Cornish-Fisher expansion: within a few percent from 10 degrees of freedom up, and
+    below the true value (so still cautious enough) down to 4. Infinite below 2: no decision.
+    """
+    if freedom < 2:
+        return math.inf
+    v = float(freedom)
+    return (
+        z
+        + (z**3 + z) / (4 * v)
+        + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * v**2)
+        + (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / (384 * v**3)
+    )
 
 
 class BatchResult(Mapping[int, Outcome]):
@@ -209,7 +224,9 @@ class _Adaptive:
             if index in self.outcomes:
                 continue
             try:
-                for _ in range(self.settings.warmup):
+                # The first timed sample is the candidate's first warm-up run: timed for the
+                # record, left out of the statistics. ``warmup`` - 1 untimed runs come before it.
+                for _ in range(self.settings.warmup - 1):
                     self.runner.warmup(index)
                 self.samples[index] = [self.runner.sample(index), self.runner.sample(index)]
             except Exception as exc:  # any candidate error disqualifies only that candidate
@@ -290,13 +307,15 @@ class _Adaptive:
         medians = {i: self.median(i) for i in self.live}
         leader = min(self.live, key=lambda i: medians[i])
         best = min(self.kept(leader))
-        noise = self.pooled_noise(medians)
+        noise, freedom = self.pooled_noise()
+        # A noise estimate from few samples is itself noisy: Student's t, not the normal z.
+        threshold = _t_quantile(SEPARATION_Z, freedom)
         for index in list(self.live):
             if index == leader:
                 continue
             if medians[index] > self.settings.speed_factor * best:
                 reason = "slower"
-            elif medians[index] - medians[leader] > SEPARATION_Z * math.hypot(
+            elif medians[index] - medians[leader] > threshold * math.hypot(
                 self.standard_error(index, medians, noise), self.standard_error(leader, medians, noise)
             ):
                 reason = "separated"
@@ -316,13 +335,26 @@ class _Adaptive:
                 )
             )
 
-    def pooled_noise(self, medians: dict[int, float]) -> float:
-        """Relative noise pooled over the live candidates: noise is multiplicative, so they share it."""
-        deviations = [abs(s / medians[i] - 1.0) for i in self.live if medians[i] > 0 for s in self.kept(i)]
-        return 1.4826 * statistics.median(deviations) if deviations else 0.0
+    def pooled_noise(self) -> tuple[float, int]:
+        """Relative noise (standard deviation of log samples), pooled over the live candidates.
+
+        Noise is multiplicative, so candidates share it and pooling gives a usable estimate
+        after three samples each. Not a robust estimate, on purpose: an outlier inflates it,
+        which only makes elimination more cautious.
+        """
+        squares = 0.0
+        freedom = 0
+        for index in self.live:
+            logs = [math.log(max(s, 1)) for s in self.kept(index)]
+            if len(logs) >= 2:
+                mean = statistics.fmean(logs)
+                squares += sum((x - mean) ** 2 for x in logs)
+                freedom += len(logs) - 1
+        return (math.sqrt(squares / freedom) if freedom else 0.0), freedom
 
     def standard_error(self, index: int, medians: dict[int, float], noise: float) -> float:
-        return _MEDIAN_SE / 1.4826 * noise * medians[index] / math.sqrt(len(self.kept(index)))
+        """Standard error of a candidate's median, in ns (a median's is ~1.25x a mean's)."""
+        return 1.2533 * noise * medians[index] / math.sqrt(len(self.kept(index)))
 
     def run_off(self) -> None:
         a, b = sorted(self.live, key=self.median)[:2]

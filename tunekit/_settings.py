@@ -51,7 +51,12 @@ class Settings(BaseSettings):
     autotune_level: AutotuneLevel = Field(
         "balanced", description="minimal squares every anchor base (fewer, coarser buckets)."
     )
-    warmup: int = Field(1, ge=0, description="Untimed runs of each candidate before its timed samples.")
+    warmup: int = Field(
+        1,
+        ge=0,
+        description="Warm-up runs of each candidate before its samples; adaptive: the last one is timed "
+        "for the record and left out of the statistics.",
+    )
     samples: int = Field(10, ge=1, description="Timed samples per candidate when ``adaptive`` is off.")
     adaptive: bool = Field(
         True, description="Interleaved rounds with elimination and a runoff; False: fixed samples, one after another."
@@ -60,7 +65,7 @@ class Settings(BaseSettings):
         300.0, ge=0, description="Device warm-up before the first timed sample, in ms of device time (clocks ramp)."
     )
     min_samples: int = Field(3, ge=1, description="Kept samples every candidate gets before it can be eliminated.")
-    max_samples: int = Field(12, ge=1, description="Kept samples after which the rounds stop.")
+    max_samples: int = Field(10, ge=1, description="Kept samples after which the rounds stop.")
     speed_factor: float = Field(
         1.5, gt=1, description="A candidate whose median exceeds this times the leader's best sample is eliminated."
     )
