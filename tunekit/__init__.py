@@ -33,7 +33,8 @@ from tunekit._bounds import AutotuneBound, Bounds, Thresholds, Work, calculate_b
 from tunekit._cache import CacheRow, CacheValue, PersistentCache, default_cache_dir
 from tunekit._cache_state import CacheState, Hit, Miss, Pending, Unchecked
 from tunekit._client import Client, DevicePeaks, SupportsCacheFlush, SupportsPeaks, SupportsWarmup
-from tunekit._errors import NoValidKernelFound, TunekitError
+from tunekit._errors import CandidateFailed, NoValidKernelFound, TunekitError
+from tunekit._isolation import Isolation
 from tunekit._key import autotune_key, is_autotune_key, key_to_json
 from tunekit._local import LocalTuner
 from tunekit._outcome import Failed, Measured, Outcome, Skipped
@@ -76,6 +77,7 @@ __all__ = [
     "CacheState",
     "CacheValue",
     "CallbackSink",
+    "CandidateFailed",
     "CandidateRecord",
     "Client",
     "Config",
@@ -84,6 +86,7 @@ __all__ = [
     "Failed",
     "Hit",
     "InputGenerator",
+    "Isolation",
     "JsonlSink",
     "KeyGenerator",
     "LocalTuner",

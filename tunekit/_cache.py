@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -92,13 +93,22 @@ def default_cache_dir() -> Path:
 class PersistentCache:
     """SQLite-backed winners, safe for many threads and processes.
 
-    WAL lets readers proceed while one process writes; the busy timeout makes writers wait
-    instead of failing. A corrupt file is moved aside (under a file lock, so concurrent
-    processes agree) and a fresh one started; a directory that cannot be written
-    degrades to memory-only with one warning.
+    Every write is one single-statement transaction: a reader sees a row whole or not at
+    all, and a process killed mid-write leaves the previous committed state (WAL journal).
+    Writers wait for each other (busy timeout) instead of failing. Errors are told apart by
+    their SQLite code: only a file SQLite reports as corrupt is moved aside (under a file
+    lock, after a ``quick_check`` confirms it, so concurrent processes agree) and a fresh
+    one started; a directory or disk that cannot be written (read-only, full, no
+    permission) degrades to memory-only with one warning; a busy database is never
+    mistaken for a broken one. Each row is validated on its own: a bad row is reported
+    and re-tuned, the others stay usable.
     """
 
     FILENAME = "tunekit-cache.sqlite3"
+    MAX_VALUE_BYTES = 64 * 1024 * 1024
+    """A stored value larger than this is refused unread (a hand-edited file must not exhaust memory)."""
+    BUSY_TIMEOUT_S = 30.0
+    """How long a reader or writer waits for another process's write before giving up on this one."""
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
@@ -109,8 +119,10 @@ class PersistentCache:
         try:
             directory.mkdir(parents=True, exist_ok=True)
             self._connection()
-        except (OSError, sqlite3.Error) as exc:
+        except OSError as exc:
             self._disable(f"cannot open {self.path}: {exc}")
+        except sqlite3.Error as exc:
+            self._disable(f"cannot open {self.path}: {_describe(exc)}")
 
     @property
     def available(self) -> bool:
@@ -124,46 +136,49 @@ class PersistentCache:
             _log.warning("tuning cache is memory-only for this process: %s", reason)
 
     def _connect(self) -> sqlite3.Connection:
-        connection = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=False)
-        connection.execute("PRAGMA busy_timeout = 30000")
-        connection.execute("PRAGMA journal_mode = WAL")
-        connection.execute("PRAGMA synchronous = NORMAL")
-        connection.execute(_SCHEMA)
-        connection.execute("SELECT count(*) FROM winners").fetchone()
+        patience = self.BUSY_TIMEOUT_S
+        connection = sqlite3.connect(self.path, timeout=patience, isolation_level=None, check_same_thread=False)
+        try:
+            # Switching to WAL takes a lock that the busy handler does not wait for when many
+            # processes create the cache at once; retry like the busy handler would.
+            _retry_busy(lambda: connection.execute("PRAGMA journal_mode = WAL").fetchone(), patience_s=patience)
+            connection.execute("PRAGMA synchronous = NORMAL")
+            _retry_busy(lambda: connection.execute(_SCHEMA), patience_s=patience)
+            connection.execute(f"SELECT {_COLUMNS} FROM winners LIMIT 0").fetchall()
+        except BaseException:
+            connection.close()
+            raise
         return connection
 
     def _connection(self) -> sqlite3.Connection:
         connection: sqlite3.Connection | None = getattr(self._local, "connection", None)
-        if connection is None:
+        # A connection must not cross fork(): a child opens its own (the inherited one is
+        # dropped, not closed, since closing it could release the parent's locks).
+        if connection is None or self._local.pid != os.getpid():
             try:
                 connection = self._connect()
             except sqlite3.DatabaseError as exc:
-                if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
+                if not _is_corrupt(exc):
                     raise
-                self._quarantine(f"{exc}")
+                self._quarantine(_describe(exc))
                 connection = self._connect()
             self._local.connection = connection
+            self._local.pid = os.getpid()
         return connection
 
     def _quarantine(self, reason: str) -> None:
         """Move a corrupt database aside so the next connection starts a fresh one."""
         lock = filelock.FileLock(str(self.path) + ".lock", timeout=60)
         with lock:
-            try:
-                probe = sqlite3.connect(self.path, timeout=30.0)
-                try:
-                    probe.execute("SELECT count(*) FROM winners").fetchone()
-                    return  # another process already replaced it
-                finally:
-                    probe.close()
-            except sqlite3.DatabaseError:
-                pass
+            if _intact(self.path):
+                return  # another process already replaced it, or the error did not come from the file
             stamp = time.strftime("%Y%m%d-%H%M%S")
-            target = self.path.with_name(f"{self.path.name}.corrupt-{stamp}")
+            target = self.path.with_name(f"{self.path.name}.corrupt-{stamp}-{os.getpid()}")
             _log.warning(
                 "tuning cache %s is unreadable (%s); moved to %s and starting afresh", self.path, reason, target
             )
-            for suffix in ("", "-wal", "-shm"):
+            # The journal first: a WAL left beside a fresh file would be replayed into it.
+            for suffix in ("-wal", "-shm", ""):
                 source = Path(str(self.path) + suffix)
                 if source.exists():
                     source.replace(Path(str(target) + suffix))
@@ -175,6 +190,23 @@ class PersistentCache:
                 connection.close()
         self._local.connection = None
 
+    def _failed(self, exc: sqlite3.Error, doing: str) -> str:
+        """Handle an error of ``doing``: quarantine, degrade or just report; the one-line reason."""
+        detail = f"tuning cache {self.path}: {doing} failed ({_describe(exc)})"
+        if _is_corrupt(exc):
+            self._reset_connection()
+            try:
+                self._quarantine(_describe(exc))
+                self._connection()
+            except (OSError, sqlite3.Error) as again:
+                self._disable(f"{detail}; recovery failed: {again}")
+            return detail + "; recovered"
+        if _is_unwritable(exc):
+            self._disable(detail)
+        else:
+            _log.warning(detail)
+        return detail
+
     def get(self, device_id: str, tuner: str, key: str) -> tuple[str, CacheValue] | str | None:
         """The stored (checksum, value); a reason string when the row is unreadable; None when absent."""
         if not self.available:
@@ -183,35 +215,26 @@ class PersistentCache:
             row = (
                 self._connection()
                 .execute(
-                    "SELECT checksum, value FROM winners WHERE tunekit_major=? AND device_id=? AND tuner=? AND key=?",
-                    (MAJOR, device_id, tuner, key),
+                    f"SELECT {_RAW_CHECKSUM}, {_RAW_VALUE} FROM winners "
+                    "WHERE tunekit_major=? AND device_id=? AND tuner=? AND key=?",
+                    (self.MAX_VALUE_BYTES, MAJOR, device_id, tuner, key),
                 )
                 .fetchone()
             )
-        except sqlite3.DatabaseError as exc:
-            return self._recover(exc)
+        except sqlite3.Error as exc:
+            return self._failed(exc, "reading a winner")
         if row is None:
             return None
-        checksum, raw = row
         try:
-            return str(checksum), CacheValue.model_validate_json(raw)
-        except (ValidationError, ValueError, TypeError) as exc:
-            detail = f"cache row for {tuner}/{key} is invalid and will be re-tuned: {_first_line(exc)}"
+            checksum, value = _parse(row[0], row[1])
+        except _BadRow as exc:
+            detail = f"cache row for {tuner}/{key} is invalid and will be re-tuned: {exc}"
             _log.warning(detail)
             return detail
-
-    def _recover(self, exc: sqlite3.DatabaseError) -> str:
-        detail = f"tuning cache {self.path} failed ({exc}); recovered"
-        self._reset_connection()
-        try:
-            self._quarantine(str(exc))
-            self._connection()
-        except (OSError, sqlite3.Error) as again:
-            self._disable(f"{exc}; recovery failed: {again}")
-        return detail
+        return checksum, value
 
     def put(self, device_id: str, tuner: str, key: str, checksum: str, value: CacheValue) -> bool:
-        """Store a winner atomically (one transaction); False when the cache is memory-only."""
+        """Store a winner atomically (one transaction); False when the cache is memory-only or busy."""
         if not self.available:
             return False
         payload = value.model_dump_json()
@@ -220,16 +243,10 @@ class PersistentCache:
                 "INSERT OR REPLACE INTO winners VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (MAJOR, device_id, tuner, key, checksum, payload, time.time()),
             )
-            return True
-        except sqlite3.OperationalError as exc:
-            if "readonly" in str(exc) or "disk" in str(exc) or "full" in str(exc):
-                self._disable(str(exc))
-                return False
-            _log.warning("cannot store a winner in %s: %s", self.path, exc)
+        except sqlite3.Error as exc:
+            self._failed(exc, "storing a winner")
             return False
-        except sqlite3.DatabaseError as exc:
-            self._recover(exc)
-            return False
+        return True
 
     def delete(self, device_id: str | None = None, tuner: str | None = None) -> int:
         """Remove rows of this major version, optionally only one device's or one tuner's."""
@@ -244,12 +261,22 @@ class PersistentCache:
         if not self.available:
             return
         clauses, params = self._filters(device_id, tuner)
-        query = f"SELECT device_id, tuner, key, checksum, value FROM winners WHERE {clauses} ORDER BY tuner, key"
-        for dev, name, key, checksum, raw in self._connection().execute(query, params).fetchall():
+        query = (
+            "SELECT CAST(device_id AS BLOB), CAST(tuner AS BLOB), CAST(key AS BLOB), "
+            f"{_RAW_CHECKSUM}, {_RAW_VALUE} FROM winners WHERE {clauses} ORDER BY tuner, key"
+        )
+        try:
+            fetched = self._connection().execute(query, (self.MAX_VALUE_BYTES, *params)).fetchall()
+        except sqlite3.Error as exc:
+            yield self._failed(exc, "listing winners")
+            return
+        for raw_device, raw_tuner, raw_key, raw_checksum, raw_value in fetched:
+            name, key = _text(raw_tuner, "?"), _text(raw_key, "?")
             try:
-                yield CacheRow(str(dev), str(name), str(key), str(checksum), CacheValue.model_validate_json(raw))
-            except (ValidationError, ValueError, TypeError) as exc:
-                yield f"{name}/{key}: {_first_line(exc)}"
+                checksum, value = _parse(raw_checksum, raw_value)
+                yield CacheRow(_decode(raw_device, "device_id"), _decode(raw_tuner, "tuner"), key, checksum, value)
+            except _BadRow as exc:
+                yield f"{name}/{key}: {exc}"
 
     @staticmethod
     def _filters(device_id: str | None, tuner: str | None) -> tuple[str, tuple[object, ...]]:
@@ -267,3 +294,102 @@ class PersistentCache:
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return text[0] if text else type(exc).__name__
+
+
+class _BadRow(Exception):
+    """One stored row that cannot be used; the message says why."""
+
+
+def _decode(raw: object, column: str) -> str:
+    if not isinstance(raw, bytes):
+        raise _BadRow(f"{column} is missing")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _BadRow(f"{column} is not UTF-8 ({exc.reason} at byte {exc.start})") from None
+
+
+def _text(raw: object, default: str) -> str:
+    """A column for a message: decoded leniently, shortened."""
+    if not isinstance(raw, bytes):
+        return default
+    text = raw.decode("utf-8", errors="replace")
+    return text if len(text) <= 200 else text[:200] + "..."
+
+
+def _parse(raw_checksum: object, raw_value: object) -> tuple[str, CacheValue]:
+    """A row's (checksum, value), validated; raises _BadRow naming what is wrong."""
+    checksum = _decode(raw_checksum, "checksum")
+    if raw_value is None:
+        raise _BadRow(f"value is missing or larger than {PersistentCache.MAX_VALUE_BYTES} bytes")
+    text = _decode(raw_value, "value")
+    try:
+        return checksum, CacheValue.model_validate_json(text)
+    except (ValidationError, ValueError, TypeError, RecursionError) as exc:
+        raise _BadRow(_first_line(exc)) from None
+
+
+# Every column is read as bytes, so a non-UTF-8 or non-text value fails its own row, not the query.
+_COLUMNS = "tunekit_major, device_id, tuner, key, checksum, value, updated"
+_RAW_CHECKSUM = "CAST(checksum AS BLOB)"
+_RAW_VALUE = "CASE WHEN length(CAST(value AS BLOB)) <= ? THEN CAST(value AS BLOB) END"
+
+
+def _code(exc: sqlite3.Error) -> int:
+    return int(getattr(exc, "sqlite_errorcode", -1)) & 0xFF
+
+
+def _describe(exc: sqlite3.Error) -> str:
+    name = getattr(exc, "sqlite_errorname", None)
+    return f"{name}: {exc}" if name else str(exc)
+
+
+def _is_corrupt(exc: sqlite3.Error) -> bool:
+    """The file itself is bad: not a database, malformed, or laid out as no tunekit cache is."""
+    if _code(exc) in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB):
+        return True
+    return isinstance(exc, sqlite3.OperationalError) and str(exc).startswith("no such column")
+
+
+def _is_unwritable(exc: sqlite3.Error) -> bool:
+    """The environment refuses: read-only, full, no permission, cannot create the journal, I/O error."""
+    return _code(exc) in (
+        sqlite3.SQLITE_READONLY,
+        sqlite3.SQLITE_FULL,
+        sqlite3.SQLITE_PERM,
+        sqlite3.SQLITE_CANTOPEN,
+        sqlite3.SQLITE_IOERR,
+        sqlite3.SQLITE_AUTH,
+    )
+
+
+def _retry_busy(run: Callable[[], object], *, patience_s: float) -> None:
+    deadline = time.monotonic() + patience_s
+    delay = 0.001
+    while True:
+        try:
+            run()
+            return
+        except sqlite3.OperationalError as exc:
+            if _code(exc) not in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED) or time.monotonic() > deadline:
+                raise
+        time.sleep(delay)
+        delay = min(delay * 2, 0.1)
+
+
+def _intact(path: Path) -> bool:
+    """False only when ``path`` is shown to be corrupt; an error of any other kind proves nothing."""
+    if not path.exists():
+        return True
+    try:
+        probe = sqlite3.connect(path, timeout=30.0)
+    except sqlite3.Error as exc:
+        return not _is_corrupt(exc)
+    try:
+        result = probe.execute("PRAGMA quick_check").fetchone()
+        probe.execute(f"SELECT {_COLUMNS} FROM winners LIMIT 0").fetchall()
+    except sqlite3.Error as exc:
+        return not _is_corrupt(exc)
+    finally:
+        probe.close()
+    return bool(result and result[0] == "ok")

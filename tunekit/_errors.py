@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-__all__ = ["NoValidKernelFound", "TunekitError"]
+if TYPE_CHECKING:
+    from tunekit._outcome import FailureStage
+
+__all__ = ["CandidateFailed", "NoValidKernelFound", "TunekitError"]
 
 
 class TunekitError(Exception):
@@ -23,3 +27,21 @@ class NoValidKernelFound(TunekitError):
 
     def __reduce__(self) -> tuple[type[NoValidKernelFound], tuple[str, object, tuple[tuple[str, str], ...]]]:
         return (type(self), (self.tuner, self.key, self.failures))
+
+
+class CandidateFailed(TunekitError):
+    """A runner's verdict on one candidate, with the stage it failed at.
+
+    Runners raise it when they know more than "the candidate raised": the worker process
+    crashed (``crash``), the run went past its time limit (``timeout``), or the candidate
+    raised in another process (``run``, with the original error as ``reason``). The
+    schedule turns it into ``Failed(reason, stage)``.
+    """
+
+    def __init__(self, reason: str, stage: FailureStage) -> None:
+        self.reason = reason
+        self.stage: FailureStage = stage
+        super().__init__(reason)
+
+    def __reduce__(self) -> tuple[type[CandidateFailed], tuple[str, FailureStage]]:
+        return (type(self), (self.reason, self.stage))

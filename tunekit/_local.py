@@ -11,7 +11,7 @@ from tunekit._sinks import RecordSink
 from tunekit._tunable_set import TunableSet
 from tunekit._tuner import Tuner
 
-__all__ = ["LocalTuner"]
+__all__ = ["LocalTuner", "describe_inputs"]
 
 K = TypeVar("K")
 Out = TypeVar("Out")
@@ -68,10 +68,21 @@ class LocalTuner(Generic[K, Out]):
                 f"got {type(inputs).__name__}"
             )
         tuner = self._tuners.get(device_id) or self.tuner(device_id)
-        key = tunables.key(*inputs)
+        try:
+            key = tunables.key(*inputs)
+        except Exception as exc:  # the user's own exception, with where it came from
+            exc.add_note(
+                f"tunekit: raised by the key generator {tunables.describe_key_fn()} of tuner {self.name!r} "
+                f"{tunables!r} on inputs ({describe_inputs(inputs)})"
+            )
+            raise
         winners = tuner.winners.get(tunables)
         if winners is not None:
-            fn = winners.get(key)
+            try:
+                fn = winners.get(key)
+            except TypeError as exc:
+                exc.add_note(f"tunekit: tuner {self.name!r} {tunables!r}: the key {key!r} is not hashable")
+                raise
             if fn is not None:
                 try:
                     return fn(*inputs)  # type: ignore[no-any-return]
@@ -92,3 +103,13 @@ class LocalTuner(Generic[K, Out]):
             for tuner in self._tuners.values():
                 tuner.clear()
             self._tuners.clear()
+
+
+def describe_inputs(inputs: tuple[Any, ...]) -> str:
+    """The inputs' types, with shape and dtype where they have them, for error messages."""
+    parts = []
+    for value in inputs:
+        shape, dtype = getattr(value, "shape", None), getattr(value, "dtype", None)
+        detail = ", ".join(f"{n}={v}" for n, v in (("shape", shape), ("dtype", dtype)) if v is not None)
+        parts.append(f"{type(value).__name__}({detail})" if detail else type(value).__name__)
+    return ", ".join(parts)

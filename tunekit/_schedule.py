@@ -28,6 +28,7 @@ from collections.abc import Iterator, Mapping, Sequence
 
 from tunekit._benchmark import BenchmarkDurations
 from tunekit._client import Client, SupportsWarmup
+from tunekit._errors import CandidateFailed
 from tunekit._outcome import Failed, Measured, Outcome, Skipped
 from tunekit._records import (
     Eliminated,
@@ -57,6 +58,13 @@ def describe_error(exc: BaseException) -> str:
     """One line naming the exception type and its message."""
     message = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {message[0]}" if message else type(exc).__name__
+
+
+def _failure(exc: Exception) -> Failed:
+    """The outcome of a candidate that raised: the runner's verdict when it has one."""
+    if isinstance(exc, CandidateFailed):  # crash, timeout, or an error in a worker process
+        return Failed(exc.reason, exc.stage)
+    return Failed(describe_error(exc), "run")
 
 
 def _t_quantile(z: float, freedom: int) -> float:
@@ -134,7 +142,7 @@ def _fixed(runner: CandidateRunner, batch: Sequence[int], settings: Settings) ->
                 runner.warmup(index)
             samples = tuple(runner.sample(index) for _ in range(settings.samples))
         except Exception as exc:  # any candidate error disqualifies only that candidate
-            outcomes[index] = Failed(describe_error(exc), "run")
+            outcomes[index] = _failure(exc)
         else:
             outcomes[index] = Measured(BenchmarkDurations(samples))
     return BatchResult(outcomes, _by_median(outcomes, outcomes))
@@ -181,7 +189,7 @@ class _Adaptive:
         return float(statistics.median(self.kept(index)))
 
     def fail(self, index: int, exc: Exception) -> None:
-        self.outcomes[index] = Failed(describe_error(exc), "run")
+        self.outcomes[index] = _failure(exc)
         self.samples.pop(index, None)
         if index in self.live:
             self.live.remove(index)
@@ -361,7 +369,8 @@ class _Adaptive:
         result = runoff(self.runner, a, b, self.settings.runoff_pairs)
         if result.forfeit is not None and result.error is not None:
             self.fail(result.forfeit, result.error)
-            self.outcomes[result.forfeit] = Failed(f"forfeited the runoff: {describe_error(result.error)}", "run")
+            failure = _failure(result.error)
+            self.outcomes[result.forfeit] = Failed(f"forfeited the runoff: {failure.reason}", failure.stage)
         self.first = result.winner
         self.second = None if result.forfeit is not None else (b if result.winner == a else a)
         self.events.append(

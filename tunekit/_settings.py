@@ -20,9 +20,18 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-__all__ = ["SHORT_CIRCUIT_THRESHOLDS", "AutotuneLevel", "Settings", "anchor_exponent", "configure", "current"]
+__all__ = [
+    "SHORT_CIRCUIT_THRESHOLDS",
+    "AutotuneLevel",
+    "IsolationMode",
+    "Settings",
+    "anchor_exponent",
+    "configure",
+    "current",
+]
 
 AutotuneLevel = Literal["minimal", "balanced", "extensive", "full"]
+IsolationMode = Literal["none", "process"]
 
 SHORT_CIRCUIT_THRESHOLDS: dict[AutotuneLevel, float | None] = {
     "minimal": 0.6,
@@ -73,6 +82,12 @@ class Settings(BaseSettings):
         60, ge=0, description="At most this many A/B pairs decide between two close finalists; 0: no runoff."
     )
     progress: bool = Field(True, description="Show live progress on a terminal for tunes longer than a second.")
+    isolation: IsolationMode = Field(
+        "none", description="process: time candidates in a forked worker, so a crash or hang disqualifies only it."
+    )
+    candidate_timeout_s: float = Field(
+        60.0, gt=0, description="Longest one run of a candidate may take before it is disqualified; inf: no limit."
+    )
 
     @model_validator(mode="after")
     def _samples_range(self) -> Settings:

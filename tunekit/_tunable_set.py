@@ -6,10 +6,14 @@ import hashlib
 import inspect
 import typing
 from collections.abc import Callable, Sequence
-from typing import Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from tunekit._space import Config, Space
 from tunekit._tunable import Tunable
+
+if TYPE_CHECKING:
+    from tunekit._isolation import Isolation
+    from tunekit._settings import IsolationMode
 
 __all__ = ["BoundsFn", "InputGenerator", "KeyGenerator", "LazyBuild", "TunableSet"]
 
@@ -53,6 +57,8 @@ class InputGenerator(Protocol):
 
     def __call__(self, *key_and_inputs: Any, **kwargs: Any) -> tuple[Any, ...]: ...
 
+
+_ISOLATION = "tunekit:isolation"
 
 BoundsFn = Callable[[Any, tuple[Any, ...]], Any]
 """(key, benchmark inputs) -> tk.Bounds; used by the roofline short circuit."""
@@ -190,6 +196,23 @@ class TunableSet(Generic[K, Out]):
         new.extras[name] = value
         return new
 
+    def with_isolation(self, mode: IsolationMode, *, timeout_s: float | None = None) -> TunableSet[K, Out]:
+        """A new set tuned under its own isolation, whatever the global ``isolation`` setting says.
+
+        ``mode="process"`` times candidates in a forked worker so a crash or hang
+        disqualifies only that candidate. ``timeout_s`` limits each run of a candidate
+        (None: the ``candidate_timeout_s`` setting; ``math.inf``: no limit).
+        """
+        from tunekit._isolation import Isolation
+
+        return self.with_extra(_ISOLATION, Isolation(mode, timeout_s))
+
+    @property
+    def isolation(self) -> Isolation | None:
+        """The set's own isolation from :meth:`with_isolation`, or None to follow the settings."""
+        policy: Isolation | None = self.extras.get(_ISOLATION)
+        return policy
+
     @property
     def bounds(self) -> BoundsFn | None:
         """The roofline bounds function, if any."""
@@ -238,4 +261,6 @@ class TunableSet(Generic[K, Out]):
             return repr(self.key)
 
     def __repr__(self) -> str:
-        return f"TunableSet({', '.join(self.names)})"
+        names = self.names
+        shown = ", ".join(names[:8]) + (f", ... {len(names) - 8} more" if len(names) > 8 else "")
+        return f"TunableSet({shown})"

@@ -17,11 +17,11 @@ from tunekit._cache import CacheValue, CandidateResult, PersistentCache, default
 from tunekit._cache_state import CacheState, Hit, Miss, Pending, Unchecked
 from tunekit._client import Client
 from tunekit._errors import NoValidKernelFound, TunekitError
+from tunekit._isolation import open_runner
 from tunekit._key import is_autotune_key, key_to_dict, key_to_json
 from tunekit._outcome import Failed, Measured, Outcome, Skipped
 from tunekit._plan import plan_batches, plan_order
 from tunekit._records import AutotuneRecord, CacheRecovered, CandidateRecord, Demoted, FallbackBatch, RecordEvent
-from tunekit._runner import InProcessRunner
 from tunekit._schedule import describe_error, measure_batch
 from tunekit._settings import Settings
 from tunekit._sinks import RecordSink, emit, global_sinks, sink_from_setting
@@ -134,6 +134,12 @@ class Tuner:
                 f"tuner {self.name!r}: the key generator {tunables.describe_key_fn()} returned "
                 f"{type(key).__name__}, not an @tk.autotune_key instance"
             )
+        try:  # refuse here, before any tuning, a key that can be neither looked up nor stored
+            hash(key)
+            key_to_json(key)
+        except TypeError as exc:
+            exc.add_note(f"tunekit: tuner {self.name!r} {tunables!r}: the key comes from {tunables.describe_key_fn()}")
+            raise
         with self._lock:
             ranking = self._rankings.get(tunables, {}).get(key)
             if ranking is not None:
@@ -256,7 +262,6 @@ class Tuner:
     ) -> tuple[dict[int, Outcome], dict[int, int], tuple[int, ...]]:
         """Measure the plan's batches until one yields a measured candidate; the outcomes and ranking."""
         bench_inputs = self._benchmark_inputs(tunables, key, inputs)
-        runner = InProcessRunner(client, tunables, bench_inputs)
         batches = plan_batches(key, tunables.tunables)
         limit_ns = None
         if tunables.short_circuit:
@@ -270,17 +275,18 @@ class Tuner:
         for index in range(len(tunables.tunables)):
             if index not in planned:
                 outcomes[index] = Skipped("negative priority for this key")
-        for number, batch in enumerate(batches):
-            if number > 0:
-                events.append(FallbackBatch(batch=number))
-            results = measure_batch(runner, batch, settings, client=client, limit_ns=limit_ns, names=tunables.names)
-            events.extend(results.events)
-            ranking = results.ranking
-            for index in batch:
-                batch_of[index] = number
-                outcomes[index] = results.get(index, Skipped("not measured"))
-            if ranking:
-                break
+        with open_runner(client, tunables, bench_inputs, settings) as runner:
+            for number, batch in enumerate(batches):
+                if number > 0:
+                    events.append(FallbackBatch(batch=number))
+                results = measure_batch(runner, batch, settings, client=client, limit_ns=limit_ns, names=tunables.names)
+                events.extend(results.events)
+                ranking = results.ranking
+                for index in batch:
+                    batch_of[index] = number
+                    outcomes[index] = results.get(index, Skipped("not measured"))
+                if ranking:
+                    break
         return outcomes, batch_of, ranking
 
     def _benchmark_inputs(
@@ -299,7 +305,9 @@ class Tuner:
         try:
             generated = generator(key, *inputs)
         except Exception as exc:
-            raise TunekitError(f"tuner {self.name!r}: the input generator raised {describe_error(exc)}") from exc
+            raise TunekitError(
+                f"tuner {self.name!r}: the input generator raised {describe_error(exc)} ({tunables!r})"
+            ) from exc
         if not isinstance(generated, tuple):
             raise TunekitError(
                 f"tuner {self.name!r}: the input generator returned {type(generated).__name__}; "

@@ -1,0 +1,130 @@
+"""Bad input from the caller: each mistake is a clear error naming the tuner, the set and the cause."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from typing import Annotated
+
+import numpy as np
+import pytest
+
+import tunekit as tk
+from tunekit_backends.cpu import CpuClient
+
+CLIENT = CpuClient()
+
+
+@tk.autotune_key
+class RowsKey:
+    rows: Annotated[int, tk.Anchor()]
+    cols: Annotated[int, tk.Anchor()]
+
+
+@tk.autotune_key
+class LabelKey:
+    label: str
+
+
+def _row_key(x: np.ndarray) -> RowsKey:
+    return RowsKey(rows=x.shape[0], cols=x.shape[1])
+
+
+def _sum_set() -> tk.TunableSet[RowsKey, np.ndarray]:
+    return tk.TunableSet(key=_row_key).with_tunables(
+        [tk.Tunable("np_sum", lambda x: x.sum(axis=1)), tk.Tunable("einsum", lambda x: np.einsum("ij->i", x))]
+    )
+
+
+def test_inputs_of_the_wrong_shape_name_the_tuner_the_set_and_the_inputs() -> None:
+    tuner: tk.LocalTuner[RowsKey, np.ndarray] = tk.LocalTuner("row_sum")
+    with pytest.raises(IndexError) as info:
+        tuner.execute(CLIENT.device_id, CLIENT, _sum_set(), (np.ones(8, np.float32),))
+    note = "\n".join(info.value.__notes__)
+    assert "tuner 'row_sum'" in note and "TunableSet(np_sum, einsum)" in note
+    assert "_row_key" in note and "ndarray(shape=(8,), dtype=float32)" in note
+
+
+def test_a_key_field_that_is_not_json_is_refused_before_tuning() -> None:
+    tuner: tk.LocalTuner[LabelKey, int] = tk.LocalTuner("label")
+    ran: list[int] = []
+    tunables = tk.TunableSet(key=lambda s: LabelKey(label=s)).with_tunable(tk.Tunable("a", lambda s: ran.append(1)))
+    with pytest.raises(TypeError) as info:
+        tuner.execute(CLIENT.device_id, CLIENT, tunables, (b"\xff bytes",))
+    assert "not JSON-serialisable" in str(info.value)
+    assert "tuner 'label' TunableSet(a)" in "\n".join(info.value.__notes__)
+    assert ran == [], "nothing may run for a key that cannot be stored"
+
+
+def test_an_unhashable_key_field_names_the_tuner() -> None:
+    tuner: tk.LocalTuner[LabelKey, int] = tk.LocalTuner("unhashable")
+    tunables = tk.TunableSet(key=lambda s: LabelKey(label=s)).with_tunable(tk.Tunable("a", len))
+    assert tuner.execute(CLIENT.device_id, CLIENT, tunables, ("ok",)) == 2
+    with pytest.raises(TypeError, match="unhashable") as info:
+        tuner.execute(CLIENT.device_id, CLIENT, tunables, (["a", "list"],))
+    assert "tuner 'unhashable' TunableSet(a)" in "\n".join(info.value.__notes__)
+
+
+def test_a_raising_input_generator_names_the_tuner_and_the_set() -> None:
+    tuner: tk.LocalTuner[RowsKey, np.ndarray] = tk.LocalTuner("gen")
+
+    def generator(key: RowsKey, x: np.ndarray) -> tuple[np.ndarray]:
+        raise MemoryError("cannot allocate the benchmark buffer")
+
+    tunables = tk.TunableSet(key=_row_key, inputs=generator).with_tunable(tk.Tunable("np_sum", lambda x: x.sum(1)))
+    with pytest.raises(tk.TunekitError, match=r"tuner 'gen': the input generator raised MemoryError: cannot alloc"):
+        tuner.execute(CLIENT.device_id, CLIENT, tunables, (np.ones((4, 4)),))
+
+
+def test_long_sets_are_named_briefly() -> None:
+    tunables = tk.TunableSet(key=_row_key).with_tunables([tk.Tunable(f"c{i}", len) for i in range(100)])
+    assert repr(tunables) == "TunableSet(c0, c1, c2, c3, c4, c5, c6, c7, ... 92 more)"
+
+
+DETERMINISM = textwrap.dedent(
+    """
+    import json, sys, time
+    import tunekit as tk
+    from tunekit_backends.cpu import CpuClient
+
+    @tk.autotune_key
+    class K:
+        n: int
+
+    def candidate(name, seconds):
+        def run(n):
+            time.sleep(seconds)
+            chosen.append(name)
+        return tk.Tunable(name, run)
+
+    client = CpuClient()
+    tuner = tk.LocalTuner("pinned")
+    chosen = []
+    tunables = tk.TunableSet(key=lambda n: K(n=n)).with_tunables(
+        [candidate("a", 0.002), candidate("b", 0.002), candidate("c", 0.0)]
+    )
+    if sys.argv[1] == "pin":
+        tuner.tuner(client.device_id).seed(tunables, K(n=1), ["b"])
+    tuner.execute(client.device_id, client, tunables, (1,))
+    print(json.dumps(chosen[-1]))
+    """
+)
+
+
+def _winners(mode: str, processes: int) -> list[str]:
+    procs = [
+        subprocess.Popen([sys.executable, "-c", DETERMINISM, mode], stdout=subprocess.PIPE, text=True)
+        for _ in range(processes)
+    ]
+    outputs = [proc.communicate(timeout=120)[0] for proc in procs]
+    assert all(proc.returncode == 0 for proc in procs)
+    return [json.loads(line) for line in outputs]
+
+
+def test_autotune_off_gives_the_same_winner_in_every_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert _winners("tune", 1) == ["c"]  # the shared cache now holds c, measured fastest
+    monkeypatch.setenv("TUNEKIT_AUTOTUNE", "0")
+    assert _winners("pin", 4) == ["b"] * 4  # a pinned winner beats whatever the cache says
+    assert _winners("plan", 4) == ["a"] * 4  # nothing pinned: plan order, never a measurement

@@ -1,0 +1,189 @@
+"""Isolation: a candidate that crashes or hangs is disqualified, the tune goes on, the caller lives."""
+
+from __future__ import annotations
+
+import ctypes
+import faulthandler
+import math
+import os
+import time
+from typing import Annotated
+
+import pytest
+
+import tunekit as tk
+from tunekit_backends.cpu import CpuClient
+
+
+@tk.autotune_key
+class NKey:
+    n: Annotated[int, tk.Anchor()]
+
+
+CLIENT = CpuClient()
+
+
+def _key(n: int) -> NKey:
+    return NKey(n=n)
+
+
+def _sleeper(name: str, seconds: float) -> tk.Tunable[int]:
+    def run(n: int) -> int:
+        time.sleep(seconds)
+        return n
+
+    return tk.Tunable(name, run)
+
+
+def _abort(n: int) -> int:
+    faulthandler.disable()  # pytest's faulthandler would print the worker's stack on the terminal
+    os.abort()
+
+
+def _segfault(n: int) -> int:
+    faulthandler.disable()
+    return ctypes.c_char.from_address(8).value[0]  # an unmapped page: a real SIGSEGV
+
+
+def _spin(n: int) -> int:
+    while True:
+        n += 1
+
+
+def _raise(n: int) -> int:
+    raise RuntimeError("kernel exploded")
+
+
+def _tune(tunables: tk.TunableSet[NKey, int], name: str, n: int = 5) -> tuple[int, tk.AutotuneRecord]:
+    tuner: tk.LocalTuner[NKey, int] = tk.LocalTuner(name)
+    records: list[tk.AutotuneRecord] = []
+    sink = tk.add_record_sink(records.append)
+    try:
+        output = tuner.execute(CLIENT.device_id, CLIENT, tunables, (n,))
+    finally:
+        tk.remove_record_sink(sink)
+    (record,) = records
+    return output, record
+
+
+def _candidate(record: tk.AutotuneRecord, name: str) -> tk.CandidateRecord:
+    return next(c for c in record.candidates if c.name == name)
+
+
+def _no_children_left() -> bool:
+    try:
+        os.waitpid(-1, os.WNOHANG)
+    except ChildProcessError:
+        return True
+    return False
+
+
+def test_abort_and_segfault_are_disqualified_and_the_tune_returns_the_right_winner() -> None:
+    tunables = (
+        tk.TunableSet(key=_key)
+        .with_tunables(
+            [
+                tk.Tunable("abort", _abort),
+                _sleeper("slow", 0.004),
+                tk.Tunable("segfault", _segfault),
+                _sleeper("fast", 0.0005),
+            ]
+        )
+        .with_isolation("process")
+    )
+    output, record = _tune(tunables, "crashers")
+    assert output == 5
+    assert record.winner == "fast"
+    abort = _candidate(record, "abort")
+    assert (abort.status, abort.stage, abort.error) == ("failed", "crash", "crashed: signal 6 (SIGABRT)")
+    segfault = _candidate(record, "segfault")
+    assert (segfault.status, segfault.stage, segfault.error) == ("failed", "crash", "crashed: signal 11 (SIGSEGV)")
+    assert _candidate(record, "slow").status == "measured"
+    assert _no_children_left()
+
+
+def test_a_hang_times_out_and_a_fresh_worker_measures_the_rest() -> None:
+    tunables = (
+        tk.TunableSet(key=_key)
+        .with_tunables([tk.Tunable("spin", _spin), _sleeper("ok", 0.0005)])
+        .with_isolation("process", timeout_s=0.3)
+    )
+    output, record = _tune(tunables, "hang")
+    assert output == 5
+    spin = _candidate(record, "spin")
+    assert (spin.status, spin.stage, spin.error) == ("failed", "timeout", "timeout after 0.3 s")
+    assert record.winner == "ok"
+    assert _no_children_left()
+
+
+def test_an_error_in_the_worker_reads_as_it_would_in_process() -> None:
+    tunables = tk.TunableSet(key=_key).with_tunables([tk.Tunable("boom", _raise), _sleeper("ok", 0.0005)])
+    _, isolated = _tune(tunables.with_isolation("process"), "error-isolated")
+    _, local = _tune(tunables.with_isolation("none"), "error-local")
+    for record in (isolated, local):
+        boom = _candidate(record, "boom")
+        assert (boom.stage, boom.error) == ("run", "RuntimeError: kernel exploded")
+
+
+def test_candidates_run_in_another_process_only_when_isolated() -> None:
+    pids: list[int] = []
+
+    def where(n: int) -> int:
+        pids.append(os.getpid())
+        return n
+
+    base = tk.TunableSet(key=_key).with_tunable(tk.Tunable("where", where))
+    tk.configure(isolation="process")
+    _tune(base, "global-process")
+    assert pids == [os.getpid()], "only the winner's real run may happen here; tuning runs happen in the worker"
+    pids.clear()
+    _tune(base.with_isolation("none"), "override-none")
+    assert set(pids) == {os.getpid()} and len(pids) >= 2  # tuning runs and the real run, all here
+
+
+def test_in_process_watchdog_interrupts_python_code() -> None:
+    tunables = (
+        tk.TunableSet(key=_key)
+        .with_tunables([tk.Tunable("spin", _spin), _sleeper("ok", 0.0005)])
+        .with_isolation("none", timeout_s=0.2)
+    )
+    output, record = _tune(tunables, "watchdog")
+    assert output == 5
+    spin = _candidate(record, "spin")
+    assert (spin.stage, spin.error) == ("timeout", "timeout after 0.2 s")
+    assert record.winner == "ok"
+
+
+def test_in_process_run_blocked_in_c_is_disqualified_when_it_returns() -> None:
+    tunables = (
+        tk.TunableSet(key=_key)
+        .with_tunables([_sleeper("sleepy", 0.3), _sleeper("ok", 0.0005)])
+        .with_isolation("none", timeout_s=0.1)
+    )
+    _, record = _tune(tunables, "blocked")
+    sleepy = _candidate(record, "sleepy")
+    assert (sleepy.stage, sleepy.error) == ("timeout", "timeout after 0.1 s")
+
+
+def test_watchdog_never_fires_into_runs_that_finish_in_time() -> None:
+    # Regression guard for the async-exception hand-off: an interrupt must never land outside a candidate.
+    tk.configure(samples=200, warmup=0)
+    quick = tk.TunableSet(key=_key).with_tunable(tk.Tunable("quick", lambda n: n))
+    tunables = quick.with_isolation("none", timeout_s=5)
+    _, record = _tune(tunables, "quick")
+    assert _candidate(record, "quick").status == "measured"
+
+
+def test_isolation_policy_is_validated_when_the_set_is_built() -> None:
+    base = tk.TunableSet(key=_key)
+    with pytest.raises(ValueError, match="'none' or 'process'"):
+        base.with_isolation("thread")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="timeout_s must be > 0"):
+        base.with_isolation("process", timeout_s=0)
+    assert base.with_isolation("process", timeout_s=math.inf).isolation == tk.Isolation("process", math.inf)
+    assert base.isolation is None
+
+
+def test_isolation_leaves_the_checksum_alone() -> None:
+    base = tk.TunableSet(key=_key).with_tunable(_sleeper("a", 0))
+    assert base.with_isolation("process").checksum() == base.checksum()
