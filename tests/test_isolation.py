@@ -167,7 +167,7 @@ def test_in_process_run_blocked_in_c_is_disqualified_when_it_returns() -> None:
 
 def test_watchdog_never_fires_into_runs_that_finish_in_time() -> None:
     # Regression guard for the async-exception hand-off: an interrupt must never land outside a candidate.
-    tk.configure(samples=200, warmup=0)
+    tk.configure(samples=200, warmup=0, adaptive=False)  # 200 runs of one candidate
     quick = tk.TunableSet(key=_key).with_tunable(tk.Tunable("quick", lambda n: n))
     tunables = quick.with_isolation("none", timeout_s=5)
     _, record = _tune(tunables, "quick")
