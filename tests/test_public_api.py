@@ -46,6 +46,7 @@ EXPECTED = {
     "SpaceModel",
     "StreamSink",
     "SupportsCacheFlush",
+    "SupportsCheckBuffers",
     "SupportsPeaks",
     "SupportsWarmup",
     "Thresholds",

@@ -32,6 +32,7 @@ from tunekit._benchmark import BenchmarkDurations, tune_benchmark
 from tunekit._bounds import AutotuneBound, Bounds, Thresholds, Work, calculate_bounds
 from tunekit._cache import CacheRow, CacheValue, PersistentCache, default_cache_dir
 from tunekit._cache_state import CacheState, Hit, Miss, Pending, Unchecked
+from tunekit._check import SupportsCheckBuffers
 from tunekit._client import Client, DevicePeaks, SupportsCacheFlush, SupportsPeaks, SupportsWarmup
 from tunekit._errors import CandidateFailed, NoValidKernelFound, TunekitError
 from tunekit._isolation import Isolation
@@ -109,6 +110,7 @@ __all__ = [
     "SpaceModel",
     "StreamSink",
     "SupportsCacheFlush",
+    "SupportsCheckBuffers",
     "SupportsPeaks",
     "SupportsWarmup",
     "Thresholds",

@@ -15,9 +15,11 @@ from tunekit._version import __version__
 __all__ = [
     "AutotuneRecord",
     "CandidateRecord",
+    "CheckResult",
     "Demoted",
     "Eliminated",
     "FallbackBatch",
+    "Prepared",
     "RecordEvent",
     "Round",
     "Runoff",
@@ -191,8 +193,43 @@ class Runoff(_Model):
     stopped_early: bool = Field(False, description="The decision was clear before the last pair.")
 
 
+class CheckResult(_Model):
+    """One candidate's correctness check, run once before any timing."""
+
+    kind: Literal["check"] = "check"
+    name: str
+    passed: bool
+    against: str = Field(
+        description="'reference' (the set's reference function) or the name of the baseline candidate."
+    )
+    detail: str = Field(description="What was compared and, on failure, where the worst element is.")
+    max_abs_error: float | None = None
+    max_rel_error: float | None = None
+
+
+class Prepared(_Model):
+    """The prepare (compile) phase of a batch: every candidate's hook run concurrently before timing."""
+
+    kind: Literal["prepare"] = "prepare"
+    batch: int
+    candidates: int = Field(ge=0)
+    failed: int = Field(ge=0)
+    workers: int = Field(ge=1)
+    wall_time_s: float = Field(ge=0)
+
+
 RecordEvent = Annotated[
-    FallbackBatch | Demoted | CacheRecovered | Warmup | Round | Eliminated | ShortCircuit | SamplingStopped | Runoff,
+    FallbackBatch
+    | Demoted
+    | CacheRecovered
+    | CheckResult
+    | Prepared
+    | Warmup
+    | Round
+    | Eliminated
+    | ShortCircuit
+    | SamplingStopped
+    | Runoff,
     Field(discriminator="kind"),
 ]
 

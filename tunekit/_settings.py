@@ -81,6 +81,9 @@ class Settings(BaseSettings):
     runoff_pairs: int = Field(
         60, ge=0, description="At most this many A/B pairs decide between two close finalists; 0: no runoff."
     )
+    compile_workers: int | None = Field(
+        None, ge=1, description="Threads running candidates' prepare (compile) hooks at once; default: the CPU count."
+    )
     progress: bool = Field(True, description="Show live progress on a terminal for tunes longer than a second.")
     isolation: IsolationMode = Field(
         "none", description="process: time candidates in a forked worker, so a crash or hang disqualifies only it."

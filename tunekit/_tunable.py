@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar
 
 __all__ = ["PriorityFn", "TuneGroup", "Tunable"]
@@ -37,18 +37,28 @@ class Tunable(Generic[Out]):
 
     ``version`` goes into the set's checksum: bump it when the function's behaviour changes
     and cached winners should be re-measured.
+
+    ``prepare``, when given, is called with the benchmark inputs before anything is timed,
+    for every candidate of a batch concurrently: it is where a kernel is compiled (and first
+    launched, for drivers that compile lazily). If it raises, the candidate is recorded as
+    failed at the ``compile`` stage and never timed.
     """
 
     name: str
     fn: Callable[..., Out]
     version: str = ""
     groups: tuple[tuple[TuneGroup, PriorityFn], ...] = field(default=())
+    prepare: Callable[..., object] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
             raise ValueError(f"Tunable needs a non-empty str name, got {self.name!r}")
         if not callable(self.fn):
             raise TypeError(f"Tunable {self.name!r}: fn must be callable, got {type(self.fn).__name__}")
+        if self.prepare is not None and not callable(self.prepare):
+            raise TypeError(
+                f"Tunable {self.name!r}: prepare must be callable or None, got {type(self.prepare).__name__}"
+            )
 
     def group(self, group: TuneGroup, priority: PriorityFn) -> Tunable[Out]:
         """Return a copy that belongs to ``group`` with a within-group ``priority`` (key -> int)."""
@@ -58,4 +68,4 @@ class Tunable(Generic[Out]):
             raise TypeError(f"Tunable {self.name!r}: the within-group priority must be a callable key -> int")
         if any(existing is group for existing, _ in self.groups):
             raise ValueError(f"Tunable {self.name!r} is already in group {group.name!r}")
-        return Tunable(self.name, self.fn, self.version, (*self.groups, (group, priority)))
+        return replace(self, groups=(*self.groups, (group, priority)))

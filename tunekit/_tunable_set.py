@@ -8,6 +8,7 @@ import typing
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
+from tunekit._check import Reference
 from tunekit._space import Config, Space
 from tunekit._tunable import Tunable
 
@@ -88,6 +89,7 @@ class TunableSet(Generic[K, Out]):
         "_bounds",
         "_checksum",
         "_names",
+        "_reference",
         "_short_circuit",
         "extras",
         "inputs",
@@ -114,6 +116,7 @@ class TunableSet(Generic[K, Out]):
         self._names: dict[str, int] = {}
         self._bounds: BoundsFn | None = None
         self._short_circuit = True
+        self._reference: Reference | None = None
         self._checksum: str | None = None
 
     def _copy(self) -> TunableSet[Any, Any]:
@@ -125,6 +128,7 @@ class TunableSet(Generic[K, Out]):
         new._names = dict(self._names)
         new._bounds = self._bounds
         new._short_circuit = self._short_circuit
+        new._reference = self._reference
         new._checksum = None
         return new
 
@@ -189,6 +193,33 @@ class TunableSet(Generic[K, Out]):
         new = self._copy()
         new._short_circuit = bool(enabled)
         return new
+
+    def with_reference(
+        self,
+        reference: Callable[..., Any] | None = None,
+        *,
+        outputs: Sequence[int] | None = None,
+        rtol: float = 0.0,
+        atol: float = 0.0,
+    ) -> TunableSet[K, Out]:
+        """A new set whose candidates must compute the right answer before they are timed.
+
+        Each candidate runs once on fresh copies of the benchmark inputs and its outputs are
+        compared with ``reference(*inputs)``, or, when ``reference`` is None, with the output
+        of the first candidate that runs. ``outputs`` lists the argument positions a candidate
+        writes in place (kernels); without it the return value is the output. Integers must
+        match exactly, floats within a tolerance from the dtype's rounding that ``rtol`` and
+        ``atol`` can widen. A candidate that fails is recorded with the error figures and
+        never timed.
+        """
+        new = self._copy()
+        new._reference = Reference(reference, tuple(outputs) if outputs is not None else None, float(rtol), float(atol))
+        return new
+
+    @property
+    def reference(self) -> Reference | None:
+        """How candidates are checked before timing, or None when they are not."""
+        return self._reference
 
     def with_extra(self, name: str, value: Any) -> TunableSet[K, Out]:
         """A new set carrying an extension's option (correctness reference, source hash, ...)."""

@@ -15,13 +15,24 @@ from tunekit import _settings
 from tunekit._bounds import time_limit_ns
 from tunekit._cache import CacheValue, CandidateResult, PersistentCache, default_cache_dir
 from tunekit._cache_state import CacheState, Hit, Miss, Pending, Unchecked
+from tunekit._check import Gate
 from tunekit._client import Client
 from tunekit._errors import NoValidKernelFound, TunekitError
 from tunekit._isolation import open_runner
 from tunekit._key import is_autotune_key, key_to_dict, key_to_json
 from tunekit._outcome import Failed, Measured, Outcome, Skipped
 from tunekit._plan import plan_batches, plan_order
-from tunekit._records import AutotuneRecord, CacheRecovered, CandidateRecord, Demoted, FallbackBatch, RecordEvent
+from tunekit._prepare import prepare_batch
+from tunekit._records import (
+    AutotuneRecord,
+    CacheRecovered,
+    CandidateRecord,
+    CheckResult,
+    Demoted,
+    FallbackBatch,
+    Prepared,
+    RecordEvent,
+)
 from tunekit._schedule import describe_error, measure_batch
 from tunekit._settings import Settings
 from tunekit._sinks import RecordSink, emit, global_sinks, sink_from_setting
@@ -262,6 +273,7 @@ class Tuner:
     ) -> tuple[dict[int, Outcome], dict[int, int], tuple[int, ...]]:
         """Measure the plan's batches until one yields a measured candidate; the outcomes and ranking."""
         bench_inputs = self._benchmark_inputs(tunables, key, inputs)
+        gate = Gate(client, bench_inputs, tunables.reference) if tunables.reference is not None else None
         batches = plan_batches(key, tunables.tunables)
         limit_ns = None
         if tunables.short_circuit:
@@ -275,19 +287,72 @@ class Tuner:
         for index in range(len(tunables.tunables)):
             if index not in planned:
                 outcomes[index] = Skipped("negative priority for this key")
+        # Compiling and checking run in this process, before the runner times anything.
         with open_runner(client, tunables, bench_inputs, settings) as runner:
             for number, batch in enumerate(batches):
                 if number > 0:
                     events.append(FallbackBatch(batch=number))
-                results = measure_batch(runner, batch, settings, client=client, limit_ns=limit_ns, names=tunables.names)
-                events.extend(results.events)
-                ranking = results.ranking
+                results: dict[int, Outcome] = dict(
+                    self._prepare_and_check(tunables, batch, number, bench_inputs, gate, settings, events)
+                )
+                measured = measure_batch(
+                    runner,
+                    [i for i in batch if i not in results],
+                    settings,
+                    client=client,
+                    limit_ns=limit_ns,
+                    names=tunables.names,
+                )
+                results.update(measured)
+                events.extend(measured.events)
+                ranking = measured.ranking
                 for index in batch:
                     batch_of[index] = number
                     outcomes[index] = results.get(index, Skipped("not measured"))
                 if ranking:
                     break
         return outcomes, batch_of, ranking
+
+    def _prepare_and_check(
+        self,
+        tunables: TunableSet[Any, Any],
+        batch: list[int],
+        number: int,
+        inputs: tuple[Any, ...],
+        gate: Gate | None,
+        settings: Settings,
+        events: list[RecordEvent],
+    ) -> dict[int, Failed]:
+        """Compile every candidate of the batch (concurrently), then check each once: the failures."""
+        failures, prepared, workers, wall_s = prepare_batch(tunables, batch, inputs, settings.compile_workers)
+        if prepared:
+            events.append(
+                Prepared(batch=number, candidates=prepared, failed=len(failures), workers=workers, wall_time_s=wall_s)
+            )
+        if gate is None:
+            return failures
+        for index in batch:
+            if index in failures:
+                continue
+            name = tunables.tunables[index].name
+            try:
+                check = gate.check(name, tunables.tunables[index].fn)
+            except Exception as exc:  # a candidate that raises is out, like in measure_batch
+                failures[index] = Failed(describe_error(exc), "run")
+                continue
+            events.append(
+                CheckResult(
+                    name=name,
+                    passed=check.passed,
+                    against=gate.against,
+                    detail=check.detail,
+                    max_abs_error=check.max_abs_error,
+                    max_rel_error=check.max_rel_error,
+                )
+            )
+            if not check.passed:
+                failures[index] = Failed(check.detail, "check")
+        return failures
 
     def _benchmark_inputs(
         self, tunables: TunableSet[Any, Any], key: object, inputs: tuple[Any, ...]

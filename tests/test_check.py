@@ -1,0 +1,199 @@
+"""The correctness gate on host (numpy) candidates: reference, baseline, canaries, tolerances, prepare."""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from typing import Annotated
+
+import numpy as np
+import pytest
+
+import tunekit as tk
+from tunekit._check import compare, default_tolerance
+from tunekit_backends.cpu import CpuClient
+
+CLIENT = CpuClient()
+
+
+@tk.autotune_key
+class NKey:
+    n: Annotated[int, tk.Anchor()]
+
+
+def _key(x: np.ndarray, *rest: object) -> NKey:
+    return NKey(n=x.size)
+
+
+def _tune(tunables: tk.TunableSet[NKey, object], inputs: tuple[object, ...]) -> tuple[object, tk.AutotuneRecord]:
+    records: list[tk.AutotuneRecord] = []
+    sink = tk.add_record_sink(records.append)
+    try:
+        tuner: tk.LocalTuner[NKey, object] = tk.LocalTuner(f"check-{id(tunables)}")
+        out = tuner.execute(CLIENT.device_id, CLIENT, tunables, inputs)
+    finally:
+        tk.remove_record_sink(sink)
+    return out, records[-1]
+
+
+def _candidates(record: tk.AutotuneRecord) -> dict[str, tk.CandidateRecord]:
+    return {c.name: c for c in record.candidates}
+
+
+def _checks(record: tk.AutotuneRecord) -> dict[str, object]:
+    return {e.name: e for e in record.events if e.kind == "check"}  # type: ignore[union-attr]
+
+
+def test_integers_must_match_exactly() -> None:
+    expected = np.arange(10, dtype=np.int64)
+    assert compare(expected.copy(), expected).passed
+    off = expected.copy()
+    off[7] += 1
+    outcome = compare(off, expected)
+    assert not outcome.passed
+    assert "1 of 10 elements differ" in outcome.detail and "(7,)" in outcome.detail
+    assert outcome.max_abs_error == 1.0
+
+
+def test_float_tolerance_follows_the_dtype_rounding() -> None:
+    rng = np.random.default_rng(0)
+    x = rng.random(1000).astype(np.float32)
+    # Reordered float32 summation: tiny differences pass.
+    assert compare(np.cumsum(x[::-1])[::-1].astype(np.float32)[:1], np.sum(x, dtype=np.float64)[None]).passed
+    rtol32 = default_tolerance(np.dtype(np.float32))
+    rtol64 = default_tolerance(np.dtype(np.float64))
+    assert rtol32 is not None and rtol64 is not None and rtol32[0] > rtol64[0]
+    assert default_tolerance(np.dtype(np.int32)) is None
+    # A relative error of 1e-3 is a bug in float32 and float64 unless the caller widens the tolerance.
+    assert not compare(x * (1 + 1e-3), x).passed
+    assert compare(x * (1 + 1e-3), x, rtol=2e-3).passed
+
+
+def test_shape_and_nan_mismatches_are_reported() -> None:
+    assert "shape (3,) differs" in compare(np.zeros(3), np.zeros(4)).detail
+    assert compare(np.array([np.nan, 1.0]), np.array([np.nan, 1.0])).passed
+    outcome = compare(np.array([np.nan, 1.0]), np.array([0.0, 1.0]))
+    assert not outcome.passed and "(0,)" in outcome.detail
+
+
+def test_wrong_result_is_rejected_with_the_error_figure_and_never_timed() -> None:
+    timed: list[str] = []
+
+    def good(x: np.ndarray) -> np.ndarray:
+        timed.append("good")
+        return x * 2
+
+    def wrong(x: np.ndarray) -> np.ndarray:
+        timed.append("wrong")
+        y = x * 2
+        y[3] += 0.5
+        return y
+
+    tunables = (
+        tk.TunableSet(key=_key)
+        .with_tunables([tk.Tunable("wrong", wrong), tk.Tunable("good", good)])
+        .with_reference(lambda x: x * 2)
+    )
+    x = np.linspace(0, 1, 64)
+    out, record = _tune(tunables, (x,))
+    np.testing.assert_array_equal(out, x * 2)
+    assert record.winner == "good"
+    failed = _candidates(record)["wrong"]
+    assert failed.status == "failed" and failed.stage == "check"
+    assert failed.error is not None and "max abs error 0.5 at (3,)" in failed.error
+    checks = _checks(record)
+    assert checks["good"].passed and checks["good"].against == "reference"  # type: ignore[attr-defined]
+    assert checks["wrong"].max_abs_error == pytest.approx(0.5)  # type: ignore[attr-defined]
+    # "wrong" ran only for its check; "good" for its check, warm-up, samples and the real call.
+    assert timed.count("wrong") == 1
+    good_record = _candidates(record)["good"]
+    tuning_runs = max(tk.settings().warmup - 1, 0) + len(good_record.samples_ns) + len(good_record.discarded_ns)
+    assert timed.count("good") == 1 + tuning_runs + 1
+
+
+def test_without_reference_the_first_candidate_is_the_baseline() -> None:
+    tunables = (
+        tk.TunableSet(key=_key)
+        .with_tunables(
+            [
+                tk.Tunable("sum", lambda x: x.sum(axis=1)),
+                tk.Tunable("einsum", lambda x: np.einsum("ij->i", x)),
+                tk.Tunable("first_col", lambda x: x[:, 0].copy()),
+            ]
+        )
+        .with_reference()
+    )
+    x = np.random.default_rng(1).random((8, 100)).astype(np.float32)
+    _, record = _tune(tunables, (x,))
+    assert _candidates(record)["first_col"].stage == "check"
+    assert _checks(record)["einsum"].against == "sum"  # type: ignore[attr-defined]
+    assert record.winner in {"sum", "einsum"}
+
+
+def test_in_place_output_written_past_its_end_is_caught_by_the_canary() -> None:
+    def in_place(x: np.ndarray, out: np.ndarray) -> None:
+        np.multiply(x, 3, out=out)
+
+    def overrun(x: np.ndarray, out: np.ndarray) -> None:
+        np.multiply(x, 3, out=out)
+        # What a native kernel with an off-by-one bound does: one element past the end.
+        ctypes.memset(out.ctypes.data + out.nbytes, 0, out.itemsize)
+
+    tunables = (
+        tk.TunableSet(key=_key)
+        .with_tunables([tk.Tunable("overrun", overrun), tk.Tunable("in_place", in_place)])
+        .with_reference(lambda x, out: x * 3, outputs=[1])
+    )
+    x = np.arange(32, dtype=np.float32)
+    out = np.zeros_like(x)
+    _, record = _tune(tunables, (x, out))
+    np.testing.assert_array_equal(out, x * 3)
+    failed = _candidates(record)["overrun"]
+    assert failed.stage == "check" and failed.error is not None and "canary overwritten" in failed.error
+    assert "argument 1" in failed.error
+    assert record.winner == "in_place"
+
+
+def test_failed_prepare_is_recorded_at_compile_stage_and_skipped() -> None:
+    prepared: list[str] = []
+    lock = threading.Lock()
+
+    def prepare_ok(x: np.ndarray) -> None:
+        with lock:
+            prepared.append("ok")
+
+    def prepare_bad(x: np.ndarray) -> None:
+        raise RuntimeError("build failed: error: use of undeclared identifier 'BLOK'")
+
+    def never(x: np.ndarray) -> np.ndarray:
+        raise AssertionError("a candidate whose prepare failed must never run")
+
+    tunables = tk.TunableSet(key=_key).with_tunables(
+        [
+            tk.Tunable("broken", never, prepare=prepare_bad),
+            tk.Tunable("fine", lambda x: x + 1, prepare=prepare_ok),
+        ]
+    )
+    out, record = _tune(tunables, (np.zeros(4),))
+    np.testing.assert_array_equal(out, np.ones(4))
+    broken = _candidates(record)["broken"]
+    assert broken.stage == "compile" and broken.error is not None and "undeclared identifier 'BLOK'" in broken.error
+    assert prepared == ["ok"]
+    (phase,) = [e for e in record.events if e.kind == "prepare"]
+    assert phase.candidates == 2 and phase.failed == 1  # type: ignore[union-attr]
+
+
+def test_group_keeps_the_prepare_hook() -> None:
+    group = tk.TuneGroup("g", lambda key: 0)
+    hook = lambda x: None  # noqa: E731
+    assert tk.Tunable("a", lambda x: x, prepare=hook).group(group, lambda key: 1).prepare is hook
+
+
+def test_reference_options_are_validated_at_definition() -> None:
+    base = tk.TunableSet(key=_key)
+    with pytest.raises(ValueError, match="argument positions"):
+        base.with_reference(lambda x: x, outputs=[-1])
+    with pytest.raises(ValueError, match="rtol"):
+        base.with_reference(lambda x: x, rtol=-1)
+    with pytest.raises(TypeError, match="callable"):
+        base.with_reference(42)  # type: ignore[arg-type]

@@ -1,0 +1,190 @@
+"""The OpenCL backend on a real device (PoCL's CPU device without a GPU): gate, compile, cache."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Annotated, Any
+
+import numpy as np
+import pytest
+
+import tunekit as tk
+from tunekit_backends.opencl import CompileError, KernelTemplate, OpenCLClient
+
+cla = pytest.importorskip("pyopencl.array", reason="pip install 'tunekit[opencl]'")
+
+SCALE = """
+__kernel void scale(__global const float* x, __global float* y, const float a, const int n) {
+    int i = get_global_id(0);
+    if (i >= n) return;
+#if MODE == 3
+    this is not OpenCL C;
+#endif
+    float v = a * x[i];
+#if MODE == 2
+    if (i == 7) v += 0.5f;   /* a wrong result at one element */
+#endif
+    y[i] = v;
+#if MODE == 1
+    if (i == n - 1) y[n] = 0.0f;   /* off-by-one: writes one element past the end */
+#endif
+}
+"""
+
+
+@tk.autotune_key
+class ScaleKey:
+    n: Annotated[int, tk.Anchor()]
+
+
+def _key(x: Any, y: Any, a: np.float32, n: np.int32) -> ScaleKey:
+    return ScaleKey(n=int(n))
+
+
+def _geometry(config: tk.Config, key: ScaleKey) -> tuple[tuple[int], tuple[int]]:
+    block = int(config.BLOCK)
+    return ((key.n + block - 1) // block * block,), (block,)
+
+
+TEMPLATE = KernelTemplate(
+    SCALE,
+    "scale",
+    {"MODE": [0, 1, 2, 3], "BLOCK": [64, 1 << 16]},
+    restrict=lambda c: c.MODE == 0 or c.BLOCK == 64,
+    geometry=_geometry,
+)
+
+
+@pytest.fixture(scope="module")
+def client() -> OpenCLClient:
+    return OpenCLClient()
+
+
+def _tunables(client: OpenCLClient, template: KernelTemplate = TEMPLATE) -> tk.TunableSet[ScaleKey, Any]:
+    def inputs(key: ScaleKey, *args: object) -> tuple[object, ...]:
+        x = np.random.default_rng(0).random(key.n, dtype=np.float32)
+        return (
+            cla.to_device(client.queue, x),
+            cla.empty(client.queue, key.n, np.float32),
+            np.float32(3),
+            np.int32(key.n),
+        )
+
+    return template.tunable_set(client, key=_key, inputs=inputs, reference=lambda x, y, a, n: a * x, outputs=[1])
+
+
+def _run(client: OpenCLClient, n: int = 1000) -> tuple[tk.AutotuneRecord | None, Any, Any]:
+    records: list[tk.AutotuneRecord] = []
+    sink = tk.add_record_sink(records.append)
+    try:
+        tuner: tk.LocalTuner[ScaleKey, Any] = tk.LocalTuner("opencl-scale")
+        x = cla.to_device(client.queue, np.linspace(0, 1, n, dtype=np.float32))
+        y = cla.zeros(client.queue, n, np.float32)
+        tuner.execute(client.device_id, client, _tunables(client), (x, y, np.float32(3), np.int32(n))).wait()
+    finally:
+        tk.remove_record_sink(sink)
+    return (records[-1] if records else None), x, y
+
+
+def test_gate_rejects_overrun_wrong_result_and_broken_variants_and_the_winner_is_right(client: OpenCLClient) -> None:
+    record, x, y = _run(client)
+    assert record is not None
+    by_name = {c.name: c for c in record.candidates}
+    overrun = by_name["scale[MODE=1,BLOCK=64]"]
+    assert overrun.stage == "check" and overrun.error is not None and "canary overwritten" in overrun.error
+    wrong = by_name["scale[MODE=2,BLOCK=64]"]
+    assert wrong.stage == "check" and wrong.error is not None
+    assert "1 of 1024 elements differ" in wrong.error and "max abs error 0.5 at (7,)" in wrong.error
+    broken = by_name["scale[MODE=3,BLOCK=64]"]
+    assert broken.stage == "compile" and broken.error is not None and "error" in broken.error
+    too_wide = by_name["scale[MODE=0,BLOCK=65536]"]
+    assert too_wide.stage == "compile" and too_wide.error is not None and "refused by the device" in too_wide.error
+    assert record.winner == "scale[MODE=0,BLOCK=64]"
+    assert by_name[record.winner].status == "measured"
+    # The winner ran on the caller's buffers: its output equals the reference exactly.
+    np.testing.assert_array_equal(y.get(), np.float32(3) * x.get())
+    checks = {e.name: e for e in record.events if e.kind == "check"}  # type: ignore[union-attr]
+    assert checks[record.winner].passed and checks["scale[MODE=2,BLOCK=64]"].max_abs_error == pytest.approx(0.5)  # type: ignore[union-attr]
+
+
+def test_a_second_process_reuses_the_winner_without_compiling_the_losers(
+    client: OpenCLClient, isolated_settings: Path, tmp_path: Path
+) -> None:
+    record, _, _ = _run(client)
+    assert record is not None and record.decision == "tuned"
+    script = tmp_path / "second.py"
+    script.write_text(
+        textwrap.dedent(
+            f"""
+            import sys
+            sys.path.insert(0, {str(Path(__file__).parent)!r})
+            import tunekit as tk
+            import test_opencl as t
+            records = []
+            tk.add_record_sink(records.append)
+            client = t.OpenCLClient()
+            t._run(client)
+            print("decisions", [r.decision for r in records])
+            print("compiled", t.TEMPLATE.compiled())
+            """
+        )
+    )
+    env = dict(os.environ, TUNEKIT_CACHE_DIR=str(isolated_settings))
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert "decisions []" in done.stdout
+    assert f"compiled {[record.winner]!r}" in done.stdout
+
+
+def test_editing_the_source_changes_the_checksum(client: OpenCLClient) -> None:
+    edited = KernelTemplate(SCALE + "\n// edited\n", "scale", TEMPLATE.space, geometry=_geometry)
+    assert _tunables(client).checksum() != _tunables(client, edited).checksum()
+    assert _tunables(client).checksum() == _tunables(client).checksum()
+
+
+def test_names_options_and_space_come_from_the_template() -> None:
+    assert len(TEMPLATE.configs) == 5
+    config = TEMPLATE.space.config(MODE=0, BLOCK=64)
+    assert TEMPLATE.name_of(config) == "scale[MODE=0,BLOCK=64]"
+    assert TEMPLATE.build_options(config) == ["-DMODE=0", "-DBLOCK=64"]
+    space = tk.Space(MODE=[0], BLOCK=[32, 64])
+    assert [c.name for c in KernelTemplate(SCALE, "scale", space, geometry=_geometry).configs] == [
+        "MODE=0,BLOCK=32",
+        "MODE=0,BLOCK=64",
+    ]
+
+
+def test_template_mistakes_are_refused_at_definition() -> None:
+    with pytest.raises(ValueError, match="defines no '__kernel void nope"):
+        KernelTemplate(SCALE, "nope", {"MODE": [0]}, geometry=_geometry)
+    with pytest.raises(ValueError, match="not a C identifier"):
+        KernelTemplate(SCALE, "scale", {"MODE-2": [0]}, geometry=_geometry)
+    with pytest.raises(ValueError, match="restrict= to tk.Space"):
+        KernelTemplate(SCALE, "scale", tk.Space(MODE=[0]), geometry=_geometry, restrict=lambda c: True)
+
+
+def test_client_names_the_driver_times_on_the_device_and_flushes(client: OpenCLClient) -> None:
+    device = client.device
+    for part in (device.platform.name, device.name, device.driver_version, device.version):
+        assert part in client.device_id
+    x = cla.to_device(client.queue, np.ones(1 << 16, np.float32))
+    cl = pytest.importorskip("pyopencl")
+    event, ns = client.profile(lambda: cl.enqueue_fill_buffer(client.queue, x.data, np.float32(2), 0, x.nbytes))
+    assert ns == event.profile.end - event.profile.start > 0
+    np.testing.assert_array_equal(x.get(), 2)
+    with pytest.raises(TypeError, match="must return the cl.Event"):
+        client.profile(lambda: 42)
+    client.flush_cache()
+    assert client._flush_buffer is not None and client._flush_buffer.size >= 2 * device.global_mem_cache_size
+
+
+def test_a_variant_that_fails_to_build_raises_the_compiler_message(client: OpenCLClient) -> None:
+    (broken,) = [t for t in TEMPLATE.tunables(client, _key) if t.name == "scale[MODE=3,BLOCK=64]"]
+    with pytest.raises(CompileError, match="build failed: .*error"):
+        broken.fn.kernel()  # type: ignore[attr-defined]

@@ -1,0 +1,44 @@
+"""The prepare phase: every candidate of a batch compiles before any is timed, concurrently.
+
+Compiling inside the timed loop would serialise compiles and mix compile time into the
+first samples; doing it up front lets a slow compiler work on all variants at once and
+drops a variant that fails to build before it costs a single timed run.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from tunekit._outcome import Failed
+from tunekit._schedule import describe_error
+from tunekit._tunable_set import TunableSet
+
+__all__ = ["prepare_batch"]
+
+
+def prepare_batch(
+    tunables: TunableSet[Any, Any], batch: Sequence[int], inputs: tuple[Any, ...], workers: int | None
+) -> tuple[dict[int, Failed], int, int, float]:
+    """Run the ``prepare`` hook of every candidate in ``batch`` on a thread pool.
+
+    Returns the failures (stage ``compile``), how many hooks ran, the pool size and the wall time.
+    The hooks run in threads because compilers release the GIL; a backend whose compiler
+    serialises inside one process fans out to processes itself, from inside its hook.
+    """
+    hooks = {i: hook for i in batch if (hook := tunables.tunables[i].prepare) is not None}
+    if not hooks:
+        return {}, 0, 1, 0.0
+    size = max(1, min(workers or os.cpu_count() or 1, len(hooks)))
+    started = time.perf_counter()
+    failures: dict[int, Failed] = {}
+    with ThreadPoolExecutor(max_workers=size, thread_name_prefix="tunekit-prepare") as pool:
+        futures = {i: pool.submit(hook, *inputs) for i, hook in hooks.items()}
+        for index, future in futures.items():
+            error = future.exception()
+            if error is not None:
+                failures[index] = Failed(describe_error(error), "compile")
+    return failures, len(hooks), size, time.perf_counter() - started

@@ -1,0 +1,91 @@
+"""Fresh device copies of a candidate's arguments, with canary bytes after each output."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from tunekit._check import CANARY_BYTES, CANARY_VALUE
+from tunekit_backends.opencl._cl import pyopencl
+
+if TYPE_CHECKING:
+    from tunekit_backends.opencl._client import OpenCLClient
+
+__all__ = ["DeviceCheckBuffers", "kernel_arg"]
+
+
+def kernel_arg(value: Any) -> Any:
+    """What a kernel launch takes for ``value``: a pyopencl array's buffer, anything else as is."""
+    cl = pyopencl()
+    return value.data if isinstance(value, cl.array.Array) else value
+
+
+class DeviceCheckBuffers:
+    """Copies made on the device: pyopencl arrays and buffers are duplicated, scalars passed through.
+
+    Every argument is copied, not only outputs, so that a kernel writing to an input cannot
+    change what the next candidate sees.
+    """
+
+    def __init__(self, client: OpenCLClient, inputs: tuple[Any, ...], outputs: Sequence[int]) -> None:
+        cl = pyopencl()
+        self._cl = cl
+        self._queue = client.queue
+        self._outputs = tuple(outputs)
+        self._sizes: dict[int, int] = {}
+        self._buffers: dict[int, Any] = {}
+        args: list[Any] = []
+        for position, value in enumerate(inputs):
+            if isinstance(value, cl.array.Array):
+                if not value.flags.forc:
+                    raise TypeError(f"argument {position}: a kernel argument must be a contiguous pyopencl array")
+                buffer = self._copy(position, value.base_data, value.offset, value.nbytes)
+                args.append(cl.array.Array(self._queue, value.shape, value.dtype, data=buffer, strides=value.strides))
+            elif isinstance(value, cl.Buffer):
+                args.append(self._copy(position, value, 0, value.size))
+            else:
+                args.append(value)
+        self._queue.finish()
+        self._args = tuple(args)
+
+    def _copy(self, position: int, source: Any, offset: int, nbytes: int) -> Any:
+        cl = self._cl
+        extra = CANARY_BYTES if position in self._outputs else 0
+        buffer = cl.Buffer(self._queue.context, cl.mem_flags.READ_WRITE, max(nbytes + extra, 1))
+        if nbytes:
+            cl.enqueue_copy(self._queue, buffer, source, byte_count=nbytes, src_offset=offset, dst_offset=0)
+        if extra:
+            cl.enqueue_fill_buffer(self._queue, buffer, np.uint8(CANARY_VALUE), nbytes, extra)
+        self._sizes[position] = nbytes
+        self._buffers[position] = buffer
+        return buffer
+
+    @property
+    def args(self) -> tuple[Any, ...]:
+        """The copies, in argument order."""
+        return self._args
+
+    def read(self, position: int) -> Any:
+        """A device argument read back to the host; a scalar as it is."""
+        value = self._args[position]
+        if isinstance(value, self._cl.array.Array):
+            return value.get(queue=self._queue)
+        if isinstance(value, self._cl.Buffer):
+            host = np.empty(self._sizes[position], dtype=np.uint8)
+            self._cl.enqueue_copy(self._queue, host, value)
+            return host
+        return value
+
+    def damaged(self) -> list[int]:
+        """Output positions whose canary bytes changed."""
+        bad = []
+        for position in self._outputs:
+            if position not in self._buffers:
+                continue
+            canary = np.empty(CANARY_BYTES, dtype=np.uint8)
+            self._cl.enqueue_copy(self._queue, canary, self._buffers[position], src_offset=self._sizes[position])
+            if not np.all(canary == CANARY_VALUE):
+                bad.append(position)
+        return bad

@@ -1,0 +1,36 @@
+"""pyopencl, imported on first use so that importing tunekit never pays for it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["CompileError", "first_error_line", "pyopencl"]
+
+INSTALL_HINT = "pip install 'tunekit[opencl]'"
+
+
+def pyopencl() -> Any:
+    """The pyopencl module (with ``pyopencl.array`` loaded), or an ImportError naming the extra."""
+    try:
+        import pyopencl as cl
+        import pyopencl.array
+    except ImportError as exc:
+        raise ImportError(f"the OpenCL backend needs pyopencl and an OpenCL driver: {INSTALL_HINT}") from exc
+    return cl
+
+
+class CompileError(RuntimeError):
+    """A kernel variant failed to build, or the device refused to launch it.
+
+    The first line says what went wrong in one line (it becomes the record's reason);
+    the full compiler log follows.
+    """
+
+
+def first_error_line(log: str) -> str:
+    """The first line of a compiler log that names an error, else its first non-empty line."""
+    lines = [line.strip() for line in log.splitlines() if line.strip()]
+    for line in lines:
+        if "error" in line.lower():
+            return line
+    return lines[0] if lines else "no compiler output"

@@ -1,0 +1,167 @@
+"""OpenCLClient: one device, a profiling-enabled queue, event timing and a cache flush."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+import numpy as np
+
+from tunekit._check import CheckBuffers
+from tunekit_backends.opencl._buffers import DeviceCheckBuffers
+from tunekit_backends.opencl._cl import INSTALL_HINT, first_error_line, pyopencl
+
+__all__ = ["OpenCLClient", "describe_devices"]
+
+T = TypeVar("T")
+
+_log = logging.getLogger("tunekit.opencl")
+
+_PROBE = "__kernel void tunekit_probe(__global int* x) { x[get_global_id(0)] = 1; }"
+
+_MIN_FLUSH_BYTES = 8 << 20
+
+
+def _matches(wanted: int | str, index: int, name: str) -> bool:
+    if isinstance(wanted, int):
+        return wanted == index
+    return wanted.lower() in name.lower()
+
+
+def describe_devices() -> list[str]:
+    """Every OpenCL device this process sees, as ``platform index: device index: names``."""
+    cl = pyopencl()
+    return [
+        f"{p}:{d} {platform.name} / {device.name} ({device.version}, driver {device.driver_version})"
+        for p, platform in enumerate(cl.get_platforms())
+        for d, device in enumerate(platform.get_devices())
+    ]
+
+
+def _probe(cl: Any, device: Any) -> str | None:
+    """None when ``device``'s compiler builds a trivial kernel, else the compiler's first error line."""
+    try:
+        cl.Program(cl.Context([device]), _PROBE).build()
+    except cl.Error as exc:
+        return first_error_line(str(exc))
+    return None
+
+
+def _select(cl: Any, platform: int | str | None, device: int | str | None) -> Any:
+    """The device asked for; by default the first GPU, else the first device whose compiler works."""
+    candidates = [
+        (p, d, plat, dev)
+        for p, plat in enumerate(cl.get_platforms())
+        for d, dev in enumerate(plat.get_devices())
+        if (platform is None or _matches(platform, p, plat.name)) and (device is None or _matches(device, d, dev.name))
+    ]
+    if not candidates:
+        seen = describe_devices() or [f"none; install a driver, e.g. {INSTALL_HINT}"]
+        raise RuntimeError(
+            f"no OpenCL device matches platform={platform!r}, device={device!r}; this process sees: {seen}"
+        )
+    if platform is not None or device is not None:
+        return candidates[0][3]
+    # GPUs first; among equals, platform order. A device whose compiler cannot build a trivial
+    # kernel (e.g. a PoCL whose LLVM does not know this CPU) is skipped with its reason.
+    ordered = sorted(candidates, key=lambda c: (not bool(c[3].type & cl.device_type.GPU), c[0], c[1]))
+    refused = []
+    for p, d, plat, dev in ordered:
+        problem = _probe(cl, dev)
+        if problem is None:
+            return dev
+        refused.append(f"{p}:{d} {plat.name} / {dev.name}: {problem}")
+        _log.warning(
+            "skipping OpenCL device %s / %s: its compiler fails a trivial build (%s)", plat.name, dev.name, problem
+        )
+    raise RuntimeError("no OpenCL device can build a trivial kernel:\n  " + "\n  ".join(refused))
+
+
+class OpenCLClient:
+    """An OpenCL device as a tunekit client.
+
+    Picks the device by platform and device index or name substring; by default the first
+    GPU, else the first device whose compiler works (PoCL's CPU device on a machine without
+    a GPU). Durations come from event profiling on the device's clock, never the host's.
+    ``flush_cache=False`` times candidates with warm caches.
+    """
+
+    def __init__(
+        self,
+        *,
+        platform: int | str | None = None,
+        device: int | str | None = None,
+        flush_cache: bool = True,
+    ) -> None:
+        cl = pyopencl()
+        self._cl = cl
+        self.device = _select(cl, platform, device)
+        self.context = cl.Context([self.device])
+        self.queue = cl.CommandQueue(self.context, properties=cl.command_queue_properties.PROFILING_ENABLE)
+        self.flush_enabled = bool(flush_cache)
+        self._flush_lock = threading.Lock()
+        self._flush_buffer: Any = None
+        self._flush_count = 0
+        plat = self.device.platform
+        self._device_id = (
+            f"opencl:{plat.name}|{plat.version}|{self.device.name}|driver {self.device.driver_version}"
+            f"|{self.device.version}"
+        )
+
+    @property
+    def device_id(self) -> str:
+        """Platform, device, driver version and OpenCL version: a driver upgrade re-tunes."""
+        return self._device_id
+
+    @property
+    def is_cpu(self) -> bool:
+        """Whether the device is a CPU (PoCL's, typically)."""
+        return bool(self.device.type & self._cl.device_type.CPU)
+
+    def profile(self, run: Callable[[], T]) -> tuple[T, int]:
+        """Run ``run``, which enqueues and returns its kernel's event (or a list of events).
+
+        The duration is from the first event's start to the last one's end, by the device's
+        profiling clock; for one event that is exactly the kernel's execution time.
+        """
+        result = run()
+        events = self._events(result)
+        for event in events:
+            event.wait()
+        return result, int(events[-1].profile.end - events[0].profile.start)
+
+    def _events(self, result: object) -> list[Any]:
+        if isinstance(result, self._cl.Event):
+            return [result]
+        if isinstance(result, Sequence) and result and all(isinstance(e, self._cl.Event) for e in result):
+            return list(result)
+        raise TypeError(
+            f"an OpenCL candidate must return the cl.Event of its launch (or a list of events), "
+            f"got {type(result).__name__}; return the value of kernel(queue, global, local, *args)"
+        )
+
+    def sync(self) -> None:
+        """Wait for everything enqueued on the queue."""
+        self.queue.finish()
+
+    def flush_cache(self) -> None:
+        """Write a buffer twice the device's last-level cache, outside any timed region."""
+        if not self.flush_enabled:
+            return
+        with self._flush_lock:
+            if self._flush_buffer is None:
+                size = max(2 * int(self.device.global_mem_cache_size), _MIN_FLUSH_BYTES)
+                self._flush_buffer = self._cl.Buffer(self.context, self._cl.mem_flags.READ_WRITE, size)
+            self._flush_count += 1
+            buffer = self._flush_buffer
+            pattern = np.uint8(self._flush_count % 251)
+        self._cl.enqueue_fill_buffer(self.queue, buffer, pattern, 0, buffer.size).wait()
+
+    def check_buffers(self, inputs: tuple[Any, ...], outputs: Sequence[int]) -> CheckBuffers:
+        """Device-side copies of ``inputs``; each output buffer followed by canary bytes."""
+        return DeviceCheckBuffers(self, inputs, outputs)
+
+    def __repr__(self) -> str:
+        return f"OpenCLClient({self.device.platform.name} / {self.device.name})"

@@ -1,0 +1,237 @@
+"""KernelTemplate: one OpenCL source and a parameter space -> one Tunable per configuration."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Generic, TypeVar
+
+from tunekit._space import Config, ParamValue, Restriction, Space
+from tunekit._tunable import Tunable, TuneGroup
+from tunekit._tunable_set import KeyGenerator, TunableSet
+from tunekit_backends.opencl._buffers import kernel_arg
+from tunekit_backends.opencl._cl import CompileError, first_error_line, pyopencl
+from tunekit_backends.opencl._client import OpenCLClient
+
+__all__ = ["Geometry", "KernelTemplate"]
+
+K = TypeVar("K")
+
+Geometry = Callable[[Config, Any], tuple[Sequence[int], Sequence[int] | None]]
+"""(configuration, key) -> (global size, local size or None): the launch shape of a variant."""
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _define(name: str, value: ParamValue) -> str:
+    if isinstance(value, bool):
+        return f"-D{name}={int(value)}"
+    if isinstance(value, float):
+        return f"-D{name}={value!r}f"
+    return f"-D{name}={value}"
+
+
+class KernelTemplate:
+    """An OpenCL kernel source whose ``-D`` parameters span a search space.
+
+    ``space`` is a :class:`tunekit.Space` or a dict name -> values (with ``restrict=``, a
+    predicate over a configuration). Each configuration becomes a candidate named
+    ``kernel[NAME=value,...]``, compiled with ``-D NAME=value``; ``geometry(config, key)``
+    gives its launch shape. ``applies(config, key)`` drops variants that cannot handle a
+    key (say, a vector width that does not divide the row length) for that key only.
+    """
+
+    def __init__(
+        self,
+        source: str,
+        kernel_name: str,
+        space: Space | Mapping[str, Sequence[ParamValue]],
+        *,
+        geometry: Geometry,
+        restrict: Restriction | Sequence[Restriction] | None = None,
+        options: Sequence[str] = (),
+        applies: Callable[[Config, Any], bool] | None = None,
+    ) -> None:
+        if not isinstance(source, str) or not source.strip():
+            raise ValueError("KernelTemplate needs the kernel's OpenCL C source as a non-empty str")
+        if not re.search(rf"\b(__kernel|kernel)\s+void\s+{re.escape(kernel_name)}\s*\(", source):
+            raise ValueError(f"KernelTemplate: the source defines no '__kernel void {kernel_name}(...)'")
+        if isinstance(space, Space):
+            if restrict is not None:
+                raise ValueError("KernelTemplate: give restrict= to tk.Space(...), not alongside a Space")
+            self.space = space
+        else:
+            self.space = Space(restrict=restrict, **{name: list(values) for name, values in space.items()})
+        for name in self.space.names:
+            if not _IDENTIFIER.fullmatch(name):
+                raise ValueError(f"KernelTemplate: parameter {name!r} is not a C identifier, so it cannot be -D{name}")
+        if not callable(geometry):
+            raise TypeError("KernelTemplate(geometry=...) takes a callable (config, key) -> (global, local)")
+        self.source = source
+        self.kernel_name = kernel_name
+        self.geometry = geometry
+        self.options = tuple(options)
+        self.applies = applies
+        self._built: set[str] = set()
+        self._built_lock = threading.Lock()
+        digest = hashlib.sha256()
+        for part in (source, kernel_name, *self.options, self.space.hash):
+            digest.update(part.encode() + b"\x00")
+        self.source_hash = digest.hexdigest()[:32]
+
+    @property
+    def configs(self) -> list[Config]:
+        """Every valid configuration, in space order."""
+        return list(self.space)
+
+    def name_of(self, config: Config) -> str:
+        """The canonical candidate name, e.g. ``vec_add[BLOCK=256,VEC=4]``."""
+        return f"{self.kernel_name}[{config.name}]"
+
+    def build_options(self, config: Config) -> list[str]:
+        """Compiler options of ``config``: one ``-D`` per parameter, then the template's options."""
+        return [_define(name, value) for name, value in config.items()] + list(self.options)
+
+    def compiled(self) -> list[str]:
+        """Names of the variants built in this process so far (any client)."""
+        with self._built_lock:
+            return sorted(self._built)
+
+    def _mark_built(self, name: str) -> None:
+        with self._built_lock:
+            self._built.add(name)
+
+    def tunables(self, client: OpenCLClient, key: KeyGenerator[Any]) -> list[Tunable[Any]]:
+        """One tunable per configuration, compiled lazily for ``client`` (or in the prepare phase)."""
+        group = TuneGroup(f"{self.kernel_name}:applies", lambda k: 0) if self.applies is not None else None
+        out = []
+        for config in self.space:
+            variant = _Variant(self, client, config, key)
+            tunable: Tunable[Any] = Tunable(
+                self.name_of(config), variant, version=self.source_hash, prepare=variant.prepare
+            )
+            if group is not None:
+                tunable = tunable.group(group, variant.priority)
+            out.append(tunable)
+        return out
+
+    def tunable_set(
+        self,
+        client: OpenCLClient,
+        *,
+        key: KeyGenerator[K],
+        inputs: Callable[..., tuple[Any, ...]] | None = None,
+        reference: Callable[..., Any] | None = None,
+        outputs: Sequence[int] | None = None,
+        rtol: float = 0.0,
+        atol: float = 0.0,
+    ) -> TunableSet[K, Any]:
+        """The set of every variant; with ``outputs`` (the positions the kernel writes), each is checked.
+
+        The checksum includes the hash of the source, options and space: editing the kernel
+        re-tunes. Without ``reference``, variants are compared with the first one that runs.
+        """
+        tunables: TunableSet[K, Any] = (
+            TunableSet(key=key, inputs=inputs)
+            .with_tunables(self.tunables(client, key))
+            .with_extra("checksum:source", self.source_hash)
+        )
+        if reference is not None or outputs is not None:
+            tunables = tunables.with_reference(reference, outputs=outputs, rtol=rtol, atol=atol)
+        return tunables
+
+    def __repr__(self) -> str:
+        return f"KernelTemplate({self.kernel_name!r}, {self.space!r})"
+
+
+class _Variant(Generic[K]):
+    """One configuration bound to one client: builds once, launches on the client's queue."""
+
+    def __init__(self, template: KernelTemplate, client: OpenCLClient, config: Config, key: KeyGenerator[K]) -> None:
+        self.template = template
+        self.client = client
+        self.config = config
+        self.key = key
+        self.name = template.name_of(config)
+        self._lock = threading.Lock()
+        self._kernel: Any = None
+
+    def priority(self, key: object) -> int:
+        """0 when this variant can handle ``key``, -1 (skipped for that key) otherwise."""
+        applies = self.template.applies
+        return 0 if applies is None or applies(self.config, key) else -1
+
+    def kernel(self) -> Any:
+        """The built kernel; the first call compiles (thread-safe)."""
+        kernel = self._kernel
+        if kernel is not None:
+            return kernel
+        cl = pyopencl()
+        with self._lock:
+            if self._kernel is None:
+                options = self.template.build_options(self.config)
+                try:
+                    program = cl.Program(self.client.context, self.template.source).build(options=options)
+                except cl.Error as exc:
+                    raise CompileError(f"{self.name}: build failed: {first_error_line(_log_of(exc))}\n{exc}") from None
+                self._kernel = cl.Kernel(program, self.template.kernel_name)
+                self.template._mark_built(self.name)
+            return self._kernel
+
+    def _shape(self, args: tuple[Any, ...]) -> tuple[tuple[int, ...], tuple[int, ...] | None]:
+        global_size, local_size = self.template.geometry(self.config, self.key(*args))
+        return tuple(int(g) for g in global_size), None if local_size is None else tuple(int(x) for x in local_size)
+
+    def __call__(self, *args: Any) -> Any:
+        kernel = self._kernel if self._kernel is not None else self.kernel()
+        global_size, local_size = self._shape(args)
+        launch_args = [kernel_arg(a) for a in args]
+        with self._lock:  # clSetKernelArg on one kernel object is not thread-safe
+            return kernel(self.client.queue, global_size, local_size, *launch_args)
+
+    def prepare(self, *args: Any) -> None:
+        """Build, check the launch against the device's limits, and launch once on scratch copies.
+
+        The launch is part of compiling: PoCL, for one, compiles the work-group function at
+        the first launch with a given local size.
+        """
+        cl = pyopencl()
+        kernel = self.kernel()
+        global_size, local_size = self._shape(args)
+        device = self.client.device
+        if local_size is not None:
+            limit = kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, device)
+            if math.prod(local_size) > limit:
+                raise CompileError(
+                    f"{self.name}: refused by the device: local size {local_size} has {math.prod(local_size)} "
+                    f"work-items, this kernel allows at most {limit} on {device.name}"
+                )
+            if any(g % max(x, 1) for g, x in zip(global_size, local_size, strict=True)):
+                raise CompileError(
+                    f"{self.name}: global size {global_size} is not a multiple of local size {local_size}; "
+                    "fix the template's geometry"
+                )
+        local_mem = kernel.get_work_group_info(cl.kernel_work_group_info.LOCAL_MEM_SIZE, device)
+        if local_mem > device.local_mem_size:
+            raise CompileError(
+                f"{self.name}: refused by the device: needs {local_mem} bytes of local memory, "
+                f"{device.name} has {device.local_mem_size}"
+            )
+        positions = [i for i, a in enumerate(args) if isinstance(a, cl.array.Array | cl.Buffer)]
+        scratch = self.client.check_buffers(args, positions)
+        try:
+            with self._lock:
+                event = kernel(self.client.queue, global_size, local_size, *[kernel_arg(a) for a in scratch.args])
+            event.wait()
+        except cl.Error as exc:
+            raise CompileError(f"{self.name}: refused by the device at launch: {first_error_line(str(exc))}") from None
+
+
+def _log_of(exc: BaseException) -> str:
+    """The build log inside a pyopencl build error (after its 'Build on <device>:' line)."""
+    text = str(exc)
+    _, _, log = text.partition("Build on")
+    return log.partition("\n")[2] if log else text
