@@ -284,7 +284,7 @@ class Tuner:
             if index not in planned:
                 outcomes[index] = Skipped("negative priority for this key")
         # Compiling and checking run in this process, before the runner times anything.
-        with open_runner(client, tunables, bench_inputs, settings) as runner:
+        with open_runner(client, tunables, bench_inputs, settings, key=key) as runner:
             for number, batch in enumerate(batches):
                 if number > 0:
                     events.append(FallbackBatch(batch=number))
