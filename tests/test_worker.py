@@ -96,7 +96,7 @@ def test_opencl_infinite_loop_and_python_abort_are_disqualified_in_a_spawned_wor
 def test_a_worker_factory_must_be_importable_by_name() -> None:
     _, tunables, _ = build({"n": 16})
     with pytest.raises(ValueError, match="top level of an importable module"):
-        tunables.with_isolation("process", worker=lambda key: build(key))
+        tunables.with_isolation("process", worker=lambda key: build(key))  # noqa: PLW0108 - a lambda is the point
     with pytest.raises(ValueError, match="needs isolation mode 'process'"):
         tunables.with_isolation("none", worker=build)
 
