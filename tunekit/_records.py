@@ -25,6 +25,7 @@ __all__ = [
     "Runoff",
     "SampleStats",
     "SamplingStopped",
+    "SearchEnded",
     "ShortCircuit",
     "StopReason",
     "Warmup",
@@ -193,6 +194,19 @@ class Runoff(_Model):
     stopped_early: bool = Field(False, description="The decision was clear before the last pair.")
 
 
+class SearchEnded(_Model):
+    """A search over a declared space finished: how, and which limit ended it."""
+
+    kind: Literal["search"] = "search"
+    strategy: str
+    seed: int
+    space_hash: str
+    evaluations: int = Field(ge=0, description="Distinct configurations evaluated, resumed ones included.")
+    resumed: int = Field(ge=0, description="Trials answered from the trial log of an earlier run.")
+    stopped_by: Literal["max_evals", "max_seconds", "exhausted", "objective_budget"]
+    strategy_seconds: float = Field(ge=0, description="Time the strategy itself took to propose and learn.")
+
+
 class CheckResult(_Model):
     """One candidate's correctness check, run once before any timing."""
 
@@ -229,7 +243,8 @@ RecordEvent = Annotated[
     | Eliminated
     | ShortCircuit
     | SamplingStopped
-    | Runoff,
+    | Runoff
+    | SearchEnded,
     Field(discriminator="kind"),
 ]
 
