@@ -108,9 +108,9 @@ class Tuner:
     def _remember(self, tunables: TunableSet[Any, Any], key: object, ranking: tuple[int, ...]) -> None:
         with self._lock:
             self._rankings.setdefault(tunables, {})[key] = ranking
-            winners = dict(self.winners.get(tunables, {}))
-            winners[key] = tunables.tunables[ranking[0]].fn
-            self.winners[tunables] = winners
+            # One item assignment: atomic for the lock-free readers on the hot path, and O(1)
+            # however many keys a set has.
+            self.winners.setdefault(tunables, {})[key] = tunables.tunables[ranking[0]].fn
 
     def seed(self, tunables: TunableSet[Any, Any], key: object, ranking_names: Sequence[str]) -> None:
         """Install a known ranking (from a committed record) so ``key`` is never tuned here."""
