@@ -37,9 +37,23 @@ from tunekit._errors import CandidateFailed, NoValidKernelFound, TunekitError
 from tunekit._isolation import Isolation
 from tunekit._key import autotune_key, is_autotune_key, key_to_json
 from tunekit._local import LocalTuner
+from tunekit._observe import (
+    BatchStarted,
+    CacheLookup,
+    CandidateProgress,
+    TuneEvent,
+    TuneFinished,
+    TuneObserver,
+    TuneStarted,
+    add_observer,
+    remove_observer,
+)
+from tunekit._otel import instrument_opentelemetry
 from tunekit._outcome import Failed, Measured, Outcome, Skipped
 from tunekit._plan import plan_batches
+from tunekit._record_reader import BadLine, RecordLine, read_records
 from tunekit._records import AutotuneRecord, CandidateRecord, SampleStats
+from tunekit._report import write_report
 from tunekit._settings import Settings, configure
 from tunekit._settings import current as settings
 from tunekit._sinks import (
@@ -60,12 +74,16 @@ from tunekit._version import __version__
 __all__ = [
     "Anchor",
     "AutotuneRecord",
+    "BadLine",
+    "BatchStarted",
     "BenchmarkDurations",
+    "CacheLookup",
     "CacheRow",
     "CacheState",
     "CacheValue",
     "CallbackSink",
     "CandidateFailed",
+    "CandidateProgress",
     "CandidateRecord",
     "Client",
     "Config",
@@ -84,6 +102,7 @@ __all__ = [
     "Outcome",
     "Pending",
     "PersistentCache",
+    "RecordLine",
     "RecordSink",
     "SampleStats",
     "Settings",
@@ -96,22 +115,31 @@ __all__ = [
     "SupportsPeaks",
     "Tunable",
     "TunableSet",
+    "TuneEvent",
+    "TuneFinished",
     "TuneGroup",
+    "TuneObserver",
+    "TuneStarted",
     "TunekitError",
     "Tuner",
     "Unchecked",
     "__version__",
+    "add_observer",
     "add_record_sink",
     "anchor",
     "autotune_key",
     "configure",
     "default_cache_dir",
+    "instrument_opentelemetry",
     "is_autotune_key",
     "key_to_json",
     "persistent_cache",
     "plan_batches",
     "pow2",
+    "read_records",
+    "remove_observer",
     "remove_record_sink",
     "settings",
     "tune_benchmark",
+    "write_report",
 ]

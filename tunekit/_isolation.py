@@ -96,51 +96,61 @@ def _raise_in_thread(thread_id: int, exc_type: type[BaseException] | None) -> No
 
 
 class _Watchdog:
-    """One daemon thread per runner that interrupts the armed thread once its deadline passes."""
+    """One daemon thread per process that interrupts each armed thread once its deadline passes.
 
-    def __init__(self, timeout_s: float) -> None:
-        self.timeout_s = timeout_s
+    Arming and disarming only touch a dict under a lock; the thread is woken only when a
+    new deadline comes before the one it sleeps until, so µs-long candidates pay no thread
+    switches. Shared by every tune in the process, whatever thread it runs in.
+    """
+
+    def __init__(self) -> None:
+        self._reset()
+        os.register_at_fork(after_in_child=self._reset)  # the thread and its lock do not survive fork
+
+    def _reset(self) -> None:
         self._cond = threading.Condition()
-        self._target: int | None = None
-        self._deadline = 0.0
-        self._fired = False
-        self._closed = False
-        self._thread = threading.Thread(target=self._watch, name="tunekit-candidate-watchdog", daemon=True)
-        self._thread.start()
+        self._deadlines: dict[int, float] = {}
+        self._fired: set[int] = set()
+        self._wake_at = math.inf
+        self._thread: threading.Thread | None = None
 
-    def arm(self) -> None:
+    def arm(self, timeout_s: float) -> None:
+        """Watch the calling thread for ``timeout_s`` seconds from now."""
+        thread_id = threading.get_ident()
         with self._cond:
-            self._target = threading.get_ident()
-            self._deadline = time.monotonic() + self.timeout_s
-            self._fired = False
-            self._cond.notify()
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._watch, name="tunekit-candidate-watchdog", daemon=True)
+                self._thread.start()
+            deadline = time.monotonic() + timeout_s
+            self._deadlines[thread_id] = deadline
+            if deadline < self._wake_at:
+                self._cond.notify()
 
     def disarm(self) -> bool:
-        """Stop watching; True when the deadline passed (a still-pending interrupt is withdrawn)."""
+        """Stop watching the calling thread; True when its deadline passed (a pending interrupt is withdrawn)."""
+        thread_id = threading.get_ident()
         with self._cond:
-            self._target = None
-            if self._fired:
-                _raise_in_thread(threading.get_ident(), None)
-            return self._fired
-
-    def close(self) -> None:
-        with self._cond:
-            self._closed = True
-            self._cond.notify()
+            self._deadlines.pop(thread_id, None)
+            if thread_id not in self._fired:
+                return False
+            self._fired.discard(thread_id)
+            _raise_in_thread(thread_id, None)
+            return True
 
     def _watch(self) -> None:
         with self._cond:
-            while not self._closed:
-                if self._target is None:
-                    self._cond.wait()
-                    continue
-                remaining = self._deadline - time.monotonic()
-                if remaining > 0:
-                    self._cond.wait(remaining)
-                    continue
-                _raise_in_thread(self._target, _Interrupt)
-                self._fired = True
-                self._target = None
+            while True:
+                now = time.monotonic()
+                for thread_id, deadline in list(self._deadlines.items()):
+                    if deadline <= now:
+                        del self._deadlines[thread_id]
+                        self._fired.add(thread_id)
+                        _raise_in_thread(thread_id, _Interrupt)
+                self._wake_at = min(self._deadlines.values(), default=math.inf)
+                self._cond.wait(None if math.isinf(self._wake_at) else self._wake_at - now)
+
+
+_WATCHDOG = _Watchdog()
 
 
 class WatchdogRunner:
@@ -149,7 +159,6 @@ class WatchdogRunner:
     def __init__(self, inner: InProcessRunner, timeout_s: float) -> None:
         self.inner = inner
         self.timeout_s = timeout_s
-        self._watchdog = _Watchdog(timeout_s)
 
     def warmup(self, index: int) -> None:
         """Run candidate ``index`` once, untimed, within the limit."""
@@ -159,17 +168,13 @@ class WatchdogRunner:
         """Time one run of candidate ``index`` within the limit."""
         return self._guard(lambda: self.inner.sample(index, flush=flush))
 
-    def close(self) -> None:
-        """Stop the watchdog thread."""
-        self._watchdog.close()
-
     def _guard(self, run: Callable[[], T]) -> T:
         try:
-            self._watchdog.arm()
+            _WATCHDOG.arm(self.timeout_s)
             try:
                 result = run()
             finally:
-                fired = self._watchdog.disarm()
+                fired = _WATCHDOG.disarm()
         except _Interrupt:
             raise CandidateFailed(_timeout_reason(self.timeout_s), "timeout") from None
         if fired:  # the candidate sat in C past its deadline and returned later
@@ -329,5 +334,5 @@ def open_runner(
     try:
         yield runner
     finally:
-        if not isinstance(runner, InProcessRunner):
+        if isinstance(runner, ProcessRunner):
             runner.close()

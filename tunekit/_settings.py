@@ -49,7 +49,10 @@ class Settings(BaseSettings):
     compile_workers: int | None = Field(
         None, ge=1, description="Threads running candidates' prepare (compile) hooks at once; default: the CPU count."
     )
-    progress: bool = Field(True, description="Show live progress on a terminal for tunes longer than a second.")
+    progress: bool = Field(True, description="Show live progress on stderr when it is a terminal.")
+    progress_delay_s: float = Field(
+        1.0, ge=0, description="Seconds a tune runs before its progress appears, so quick tunes stay silent."
+    )
     isolation: IsolationMode = Field(
         "none", description="process: time candidates in a forked worker, so a crash or hang disqualifies only it."
     )

@@ -19,6 +19,7 @@ from tunekit._client import Client
 from tunekit._errors import NoValidKernelFound, TunekitError
 from tunekit._isolation import open_runner
 from tunekit._key import is_autotune_key, key_to_dict, key_to_json
+from tunekit._observe import CacheLookup, TuneObservation, decision, notify, observe_tune
 from tunekit._outcome import Failed, Measured, Outcome, Skipped
 from tunekit._plan import plan_batches, plan_order
 from tunekit._prepare import prepare_batch
@@ -191,12 +192,18 @@ class Tuner:
             match state:
                 case Unchecked(checksum, value):
                     ranking = self._check(tunables, checksum, value)
+                    notify(CacheLookup(self.name, self.device_id, key_to_dict(key), "hit" if ranking else "stale"))
                     if ranking is not None:
                         return ranking
                 case _:
-                    pass
+                    notify(CacheLookup(self.name, self.device_id, key_to_dict(key), "miss"))
         started = time.perf_counter()
-        outcomes, batch_of = self._tune(client, tunables, key, inputs, settings, events)
+        observation = observe_tune(self.name, self.device_id, key_to_dict(key), tunables.names, settings)
+        try:
+            outcomes, batch_of = self._tune(client, tunables, key, inputs, settings, events, observation)
+        except BaseException as exc:
+            observation.failed(exc)
+            raise
         measured = sorted(
             (outcome.durations.score, index) for index, outcome in outcomes.items() if isinstance(outcome, Measured)
         )
@@ -221,7 +228,8 @@ class Tuner:
                 stored=stored,
                 wall_time_s=time.perf_counter() - started,
                 events=events,
-            )
+            ),
+            observation,
         )
         if not ranking:
             raise NoValidKernelFound(
@@ -273,6 +281,7 @@ class Tuner:
         inputs: tuple[Any, ...],
         settings: Settings,
         events: list[RecordEvent],
+        observation: TuneObservation,
     ) -> tuple[dict[int, Outcome], dict[int, int]]:
         bench_inputs = self._benchmark_inputs(tunables, key, inputs)
         gate = Gate(client, bench_inputs, tunables.reference) if tunables.reference is not None else None
@@ -284,14 +293,18 @@ class Tuner:
             if index not in planned:
                 outcomes[index] = Skipped("negative priority for this key")
         # Compiling and checking run in this process, before the runner times anything.
-        with open_runner(client, tunables, bench_inputs, settings) as runner:
+        with open_runner(client, tunables, bench_inputs, settings) as opened:
+            runner = observation.runner(opened, tunables.names)
             for number, batch in enumerate(batches):
                 if number > 0:
                     events.append(FallbackBatch(batch=number))
+                observation.batch(number, [tunables.tunables[i].name for i in batch])
                 results: dict[int, Outcome] = dict(
                     self._prepare_and_check(tunables, batch, number, bench_inputs, gate, settings, events)
                 )
+                observation.prepared(tunables, batch, results, checked=gate is not None)
                 results.update(measure_batch(runner, [i for i in batch if i not in results], settings))
+                observation.outcomes(results, tunables.names)
                 for index in batch:
                     batch_of[index] = number
                     outcomes[index] = results.get(index, Skipped("not measured"))
@@ -442,7 +455,11 @@ class Tuner:
             )
         )
 
-    def _emit(self, record: AutotuneRecord) -> None:
+    def _emit(self, record: AutotuneRecord, observation: TuneObservation | None = None) -> None:
+        if observation is None:
+            decision(record)
+        else:
+            observation.finished(record)
         sinks = list(self._sinks) + list(global_sinks())
         setting = _setting_sink(_settings.current().record)
         if setting is not None:

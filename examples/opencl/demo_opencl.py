@@ -47,7 +47,7 @@ def run_opencl_demo(console: Console) -> int:
     console.print(table)
     console.print(
         f"OpenCL part: {time.perf_counter() - started:.1f} s. Throughput of the winner, the slowest variant and "
-        "numpy on the host (n: variants); every variant was compiled (build + first launch) before any timing and checked "
-        "against numpy before it was timed."
+        "numpy on the host (n: variants); every variant was compiled (build + first launch) before any timing "
+        "and checked against numpy before it was timed."
     )
     return 0

@@ -1,0 +1,190 @@
+"""The ``tunekit`` command, run as a subprocess on a real cache and a real records file."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Annotated
+
+import numpy as np
+import pytest
+
+import tunekit as tk
+from tunekit_backends.cpu import CpuClient
+
+CLIENT = CpuClient()
+_ENTRY = Path(sys.executable).with_name("tunekit")
+COMMAND = [str(_ENTRY)] if _ENTRY.exists() else [sys.executable, "-m", "tunekit._cli"]
+
+
+@tk.autotune_key
+class SumKey:
+    n: Annotated[int, tk.Anchor()]
+
+
+def _boom(x: np.ndarray) -> np.ndarray:
+    raise RuntimeError("kernel exploded")
+
+
+def _tune(records: Path) -> None:
+    """Two keys of a real tuner, one candidate failing, recorded to ``records``."""
+    tk.configure(record=str(records))
+    tuner: tk.LocalTuner[SumKey, np.ndarray] = tk.LocalTuner("cli_sum")
+    tunables = (
+        tk.TunableSet(key=lambda x: SumKey(n=x.shape[0]))
+        .with_tunable(tk.Tunable("np_sum", lambda x: x.sum(keepdims=True)))
+        .with_tunable(tk.Tunable("einsum", lambda x: np.atleast_1d(np.einsum("i->", x))))
+        .with_tunable(tk.Tunable("boom", _boom))
+    )
+    for n in (1000, 100_000):
+        tuner.execute(CLIENT.device_id, CLIENT, tunables, (np.ones(n),))
+
+
+def run(*args: str, check: int | None = 0, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(
+        [*COMMAND, *args], check=False, capture_output=True, text=True, timeout=120, env={**os.environ, **(env or {})}
+    )
+    assert "Traceback" not in done.stderr, done.stderr
+    if check is not None:
+        assert done.returncode == check, (done.returncode, done.stdout, done.stderr)
+    return done
+
+
+@pytest.fixture
+def records(tmp_path: Path) -> Path:
+    path = tmp_path / "records.jsonl"
+    _tune(path)
+    return path
+
+
+def test_cache_path_list_show(records: Path, isolated_settings: Path) -> None:
+    assert run("cache", "path").stdout.strip() == str(isolated_settings / tk.PersistentCache.FILENAME)
+    listing = run("cache", "list").stdout
+    assert '{"n":1024}' in listing and '{"n":131072}' in listing and CLIENT.device_id in listing
+    only = run("cache", "list", "--key", "n=1024", "--tuner", "cli_sum", "--device", CLIENT.device_id).stdout
+    assert '{"n":1024}' in only and "131072" not in only
+    shown = run("cache", "show", "cli_sum", "--key", "n=1024").stdout
+    assert "RuntimeError: kernel exploded" in shown and "winner" in shown and "ranking:" in shown
+
+
+def test_unknown_tuner_is_one_line_and_exit_code_2(records: Path) -> None:
+    for args in (
+        ("cache", "list", "--tuner", "nope"),
+        ("cache", "show", "nope"),
+        ("cache", "clear", "--tuner", "nope"),
+    ):
+        done = run(*args, check=2)
+        assert done.stderr.count("\n") == 1
+        assert "no tuner named 'nope'" in done.stderr and "cli_sum" in done.stderr, done.stderr
+    assert run("cache", "list", "--key", "n", check=2).stderr.startswith("tunekit: --key takes FIELD=VALUE")
+
+
+def test_export_clear_import_round_trip(records: Path, tmp_path: Path) -> None:
+    bundle = tmp_path / "winners.json"
+    run("cache", "export", "-o", str(bundle))
+    exported = json.loads(bundle.read_text())
+    assert exported["schema_version"] == 1 and len(exported["entries"]) == 2
+    assert "removed 2 stored winners" in run("cache", "clear").stdout
+    assert "cli_sum" not in run("cache", "list").stdout
+    assert "imported 2 winners" in run("cache", "import", str(bundle)).stdout
+    assert run("cache", "export").stdout.split('"entries"')[1] == bundle.read_text().split('"entries"')[1]
+    assert "2 already stored, kept" in run("cache", "import", str(bundle), "--keep-existing").stdout
+
+
+def test_import_refuses_a_malformed_bundle(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"schema_version": 1, "entries": [{"tuner": "x"}]}))
+    done = run("cache", "import", str(bad), check=2)
+    assert "is not a tunekit cache bundle: entries.0" in done.stderr
+    assert "cannot read" in run("cache", "import", str(tmp_path / "missing.json"), check=2).stderr
+
+
+def test_verify_reports_each_invalid_row(records: Path, isolated_settings: Path) -> None:
+    assert "2 rows checked, 0 problems" in run("cache", "verify").stdout
+    with sqlite3.connect(isolated_settings / tk.PersistentCache.FILENAME) as connection:
+        connection.execute("""UPDATE winners SET value='{"winner": 5}' WHERE key='{"n":1024}'""")
+    done = run("cache", "verify", check=1)
+    assert 'cli_sum/{"n":1024}' in done.stdout and "winner" in done.stdout
+    assert "2 rows checked, 1 problem" in done.stdout
+
+
+def test_records_summary_reports_a_corrupt_line_and_summarises_the_rest(records: Path) -> None:
+    text = records.read_text()
+    lines = text.splitlines()
+    records.write_text(lines[0] + "\n{not json\n" + lines[1] + "\n")
+    done = run("records", "summary", str(records), check=1)
+    assert f"{records}:2: not valid JSON" in done.stderr
+    assert '{"n":1024}' in done.stdout and '{"n":131072}' in done.stdout
+    assert "boom failed at run: RuntimeError: kernel exploded" in done.stdout
+    summary = json.loads(run("records", "summary", "--json", str(records), check=1).stdout)
+    first = summary[0]
+    assert first["winner"] in {"np_sum", "einsum"} and first["runner_up"] in {"np_sum", "einsum"}
+    assert first["margin"] >= 0 and first["samples"] == 2 * 3
+    assert first["failures"][0]["reason"] == "RuntimeError: kernel exploded"
+
+
+def test_missing_records_file_is_one_line(tmp_path: Path) -> None:
+    for command in ("summary", "tail"):
+        done = run("records", command, str(tmp_path / "nope.jsonl"), check=2)
+        assert done.stderr == f"tunekit: no records file at {tmp_path / 'nope.jsonl'} " + (
+            "(records are written where TUNEKIT_RECORD points)\n"
+        )
+    assert "no records file" in run("report", str(tmp_path / "nope.jsonl"), check=2).stderr
+
+
+def test_records_tail_follows_appended_records(records: Path) -> None:
+    process = subprocess.Popen(
+        [*COMMAND, "records", "tail", str(records), "-n", "1"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        first = process.stdout.readline()
+        assert "cli_sum" in first and '{"n":131072}' in first
+        line = json.loads(records.read_text().splitlines()[0])
+        line["tuner"] = "appended_later"
+        with records.open("a") as file:  # half a line, then the rest: tail must wait for the newline
+            text = json.dumps(line) + "\n"
+            file.write(text[:50])
+            file.flush()
+            time.sleep(0.5)
+            file.write(text[50:])
+        assert "appended_later" in process.stdout.readline()
+    finally:
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=30)
+    assert process.returncode == 130
+    assert process.stderr is not None and "Traceback" not in process.stderr.read()
+
+
+def test_schema_is_the_record_schema() -> None:
+    assert json.loads(run("schema").stdout) == tk.AutotuneRecord.model_json_schema()
+
+
+def test_report_writes_html(records: Path, tmp_path: Path) -> None:
+    out = tmp_path / "report.html"
+    assert str(out) in run("report", str(records), "-o", str(out)).stdout
+    html = out.read_text()
+    assert html.startswith("<!DOCTYPE html>") and "cli_sum" in html and "<svg" in html
+
+
+def test_devices_lists_the_cpu_client() -> None:
+    done = run("devices", "--no-peaks")
+    assert f"cpu: {CLIENT.device_id}" in done.stdout
+    assert "peaks:" in run("devices").stdout
+
+
+def test_usage_errors_exit_2_without_traceback() -> None:
+    assert "invalid choice: 'frobnicate'" in run("frobnicate", check=2).stderr
+    assert run(check=2).stdout.startswith("usage: tunekit")
+    done = run("cache", "list", check=2, env={"TUNEKIT_SAMPLES": "many"})
+    assert done.stderr.startswith("tunekit: invalid setting samples (TUNEKIT_SAMPLES)")
+    assert run("--version").stdout.startswith("tunekit ")

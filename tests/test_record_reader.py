@@ -1,0 +1,87 @@
+"""Records files read back line by line: bad lines are named, good ones still come through."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import tunekit as tk
+from tunekit._record_reader import BadLine, RecordLine, follow_records, read_records
+
+
+def _record(tuner: str = "reader") -> tk.AutotuneRecord:
+    return tk.AutotuneRecord(
+        tuner=tuner,
+        device_id="cpu:test",
+        key={"n": 8},
+        checksum="c",
+        decision="disabled",
+        winner="a",
+        stored=False,
+        wall_time_s=0.0,
+    )
+
+
+def test_each_bad_line_is_named_with_its_number(tmp_path: Path) -> None:
+    path = tmp_path / "records.jsonl"
+    good = _record().model_dump_json()
+    path.write_bytes(
+        b"\n".join(
+            [
+                good.encode(),
+                b"{not json",
+                b"",
+                b'{"schema_version": 1}',
+                b"\xff\xfe garbage",
+                good.replace('"schema_version":1', '"schema_version":2').encode(),
+                good.encode(),
+                good[:40].encode(),  # a writer killed mid-line
+            ]
+        )
+    )
+    lines = list(read_records(path))
+    assert [type(x).__name__ for x in lines] == [
+        "RecordLine",
+        "BadLine",
+        "BadLine",
+        "BadLine",
+        "BadLine",
+        "RecordLine",
+        "BadLine",
+    ]
+    reasons = {x.line: x.reason for x in lines if isinstance(x, BadLine)}
+    assert reasons[2].startswith("not valid JSON")
+    assert reasons[4].startswith("not a valid AutotuneRecord: tuner: Field required (and")
+    assert reasons[5].startswith("not UTF-8")
+    assert reasons[6].startswith("not a valid AutotuneRecord: schema_version")
+    assert reasons[8].startswith("last line is cut short")
+    assert [x.line for x in lines if isinstance(x, RecordLine)] == [1, 7]
+
+
+def test_follow_yields_only_complete_lines_as_they_arrive(tmp_path: Path) -> None:
+    path = tmp_path / "live.jsonl"
+    path.write_text(_record("old").model_dump_json() + "\n")
+    done = threading.Event()
+    seen: list[RecordLine | BadLine] = []
+
+    def follow() -> None:
+        for line in follow_records(path, from_line=2, poll_s=0.01, stop=done.is_set):
+            seen.append(line)
+
+    follower = threading.Thread(target=follow)
+    follower.start()
+    text = _record("new").model_dump_json() + "\n"
+    with path.open("a") as file:
+        file.write(text[:30])
+        file.flush()
+        time.sleep(0.1)
+        assert seen == []  # half a line is not a line
+        file.write(text[30:])
+    deadline = time.monotonic() + 30
+    while not seen and time.monotonic() < deadline:
+        time.sleep(0.01)
+    done.set()
+    follower.join()
+    assert len(seen) == 1 and isinstance(seen[0], RecordLine)
+    assert seen[0].line == 2 and seen[0].record.tuner == "new"

@@ -1,0 +1,81 @@
+"""The HTML report: self-contained, one plot per key with every sample, failures with reasons."""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+from typing import Annotated
+
+import tunekit as tk
+from tunekit._report import render_report
+from tunekit_backends.cpu import CpuClient
+
+CLIENT = CpuClient()
+
+
+@tk.autotune_key
+class NKey:
+    n: Annotated[int, tk.Anchor()]
+
+
+def _sleep(seconds: float) -> tk.Tunable[int]:
+    def run(n: int) -> int:
+        time.sleep(seconds)
+        return n
+
+    return tk.Tunable(f"sleep{seconds}", run)
+
+
+def _hostile(n: int) -> int:
+    raise ValueError("<script>alert(1)</script> & more")
+
+
+def _records(tmp_path: Path) -> Path:
+    path = tmp_path / "records.jsonl"
+    tk.configure(record=str(path))
+    tunables = tk.TunableSet(key=lambda n: NKey(n=n)).with_tunables(
+        [_sleep(0.002), _sleep(0.0002), tk.Tunable("<b>hostile</b>", _hostile)]
+    )
+    tuner: tk.LocalTuner[NKey, int] = tk.LocalTuner("report_tuner")
+    for n in (3, 100):
+        tuner.execute(CLIENT.device_id, CLIENT, tunables, (n,))
+    return path
+
+
+def test_report_has_every_sample_the_margin_and_the_failures(tmp_path: Path) -> None:
+    html = tk.write_report(_records(tmp_path), tmp_path / "report.html").read_text()
+    sections = html.split("<h2>")[2:]  # after the cost-over-time section
+    assert len(sections) == 2
+    for section in sections:
+        assert section.count("<circle") == 2 * tk.settings().samples  # one dot per timed sample
+        assert "margin<b>+" in section and "winner<b" in section
+        assert "ValueError: &lt;script&gt;alert(1)&lt;/script&gt; &amp; more" in section
+        assert "&lt;b&gt;hostile&lt;/b&gt;" in section
+    assert "<script" not in html and "<b>hostile" not in html
+
+
+def test_report_is_self_contained(tmp_path: Path) -> None:
+    html = tk.write_report(_records(tmp_path), tmp_path / "report.html").read_text()
+    assert not re.search(r"""(src|href)\s*=|url\(|@import|<link|<script""", html)
+    assert html.count("<svg") == 3  # cost over time, then one per key
+    assert "Tuning cost over time" in html
+
+
+def test_samples_spanning_decades_use_a_log_axis() -> None:
+    record = tk.AutotuneRecord(
+        tuner="wide",
+        device_id="cpu:test",
+        key={"n": 1},
+        checksum="c",
+        decision="tuned",
+        winner="fast",
+        stored=True,
+        wall_time_s=1.0,
+        candidates=[
+            tk.CandidateRecord.of("fast", 0, tk.Measured(tk.BenchmarkDurations((1_000, 1_100, 1_050)))),
+            tk.CandidateRecord.of("slow", 0, tk.Measured(tk.BenchmarkDurations((10_000_000, 11_000_000)))),
+        ],
+    )
+    html = render_report([record])
+    assert ">1 us<" in html and ">10 ms<" in html  # decade ticks

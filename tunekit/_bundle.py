@@ -1,0 +1,71 @@
+"""Cache bundles: winners exported from one cache as JSON, to commit or carry to another machine.
+
+A bundle row is a cache row as it is stored (device id, tuner, canonical key, checksum,
+value), so importing it changes nothing about how the tuner checks it: a row whose
+checksum no longer matches the code's tunable set is re-tuned, exactly as on the machine
+that measured it. Entries are sorted so a re-export of an unchanged cache diffs empty.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from tunekit._cache import CacheRow, CacheValue
+from tunekit._version import MAJOR, __version__
+
+__all__ = ["BundleEntry", "CacheBundle"]
+
+
+class BundleEntry(BaseModel):
+    """One stored winner with its namespace."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    device_id: str = Field(min_length=1, max_length=10_000)
+    tuner: str = Field(min_length=1, max_length=10_000)
+    key: str = Field(max_length=100_000, description="The key's canonical JSON, as the cache stores it.")
+    checksum: str = Field(min_length=1, max_length=1000)
+    value: CacheValue
+
+    @field_validator("key")
+    @classmethod
+    def _canonical_key(cls, key: str) -> str:
+        try:
+            fields = json.loads(key)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"key is not JSON: {exc.msg}") from exc
+        if not isinstance(fields, dict) or not all(
+            isinstance(v, str | int | float | bool) or v is None for v in fields.values()
+        ):
+            raise ValueError("key must be a JSON object of scalar fields")
+        canonical = json.dumps(fields, sort_keys=True, separators=(",", ":"), allow_nan=False)
+        if canonical != key:
+            raise ValueError(f"key is not in canonical form (expected {canonical})")
+        return key
+
+    @classmethod
+    def of(cls, row: CacheRow) -> BundleEntry:
+        """The entry of a cache row."""
+        return cls(device_id=row.device_id, tuner=row.tuner, key=row.key, checksum=row.checksum, value=row.value)
+
+
+class CacheBundle(BaseModel):
+    """Winners moved between caches by ``tunekit cache export`` / ``tunekit cache import``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    schema_version: Literal[1] = 1
+    tunekit_version: str = __version__
+    tunekit_major: int = Field(MAJOR, description="Rows only load into a cache of the same tunekit major version.")
+    exported_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+    entries: list[BundleEntry] = Field(default_factory=list, max_length=1_000_000)
+
+    @classmethod
+    def of(cls, rows: list[CacheRow]) -> CacheBundle:
+        """A bundle of ``rows``, sorted for stable diffs."""
+        entries = sorted((BundleEntry.of(r) for r in rows), key=lambda e: (e.tuner, e.device_id, e.key))
+        return cls(entries=entries)

@@ -1,0 +1,279 @@
+"""``tunekit cache ...``: look into, clear, move and verify the persistent cache of winners."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sqlite3
+import sys
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from tunekit._bundle import BundleEntry, CacheBundle
+from tunekit._cache import CacheRow, CacheValue, PersistentCache, default_cache_dir
+from tunekit._cli import CliError
+from tunekit._cli_table import format_duration_ns, print_table
+from tunekit._settings import current
+from tunekit._version import MAJOR
+
+__all__ = ["clear", "export", "import_bundle", "list_rows", "path", "show", "verify"]
+
+
+def _cache_file() -> Path:
+    settings = current()
+    directory = (settings.cache_dir or default_cache_dir()).expanduser()
+    return directory / PersistentCache.FILENAME
+
+
+def _open_existing() -> PersistentCache | None:
+    """The cache, or None when nothing was ever stored (so that reading never creates one)."""
+    file = _cache_file()
+    if not file.exists():
+        return None
+    cache = PersistentCache(file.parent)
+    if not cache.available:
+        raise CliError(f"cannot open the tuning cache {file}", 1)
+    return cache
+
+
+def _key_filter(pairs: list[str]) -> dict[str, str]:
+    wanted: dict[str, str] = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name:
+            raise CliError(f"--key takes FIELD=VALUE (e.g. --key n=1024), got {pair!r}")
+        wanted[name] = value
+    return wanted
+
+
+def _key_matches(key_json: str, wanted: dict[str, str]) -> bool:
+    try:
+        fields = json.loads(key_json)
+    except json.JSONDecodeError:
+        return False
+    return all(name in fields and _scalar_text(fields[name]) == value for name, value in wanted.items())
+
+
+def _scalar_text(value: object) -> str:
+    return json.dumps(value) if isinstance(value, bool) or value is None else str(value)
+
+
+def _select(
+    cache: PersistentCache | None, tuner: str | None, device: str | None, keys: list[str]
+) -> tuple[list[CacheRow], list[str]]:
+    """Rows matching the filters, and unreadable rows' reasons; an unknown tuner or device is a usage error."""
+    wanted = _key_filter(keys)
+    rows: list[CacheRow] = []
+    bad: list[str] = []
+    everything = list(cache.rows()) if cache is not None else []
+    valid = [r for r in everything if not isinstance(r, str)]
+    for label, value, present in (
+        ("tuner", tuner, sorted({r.tuner for r in valid})),
+        ("device", device, sorted({r.device_id for r in valid})),
+    ):
+        if value is not None and value not in present:
+            known = ", ".join(present) if present else "none: the cache is empty"
+            raise CliError(f"no {label} named {value!r} in the cache at {_cache_file()} ({label}s there: {known})")
+    for row in everything:
+        if isinstance(row, str):
+            bad.append(row)
+        elif (
+            (tuner is None or row.tuner == tuner)
+            and (device is None or row.device_id == device)
+            and _key_matches(row.key, wanted)
+        ):
+            rows.append(row)
+    return rows, bad
+
+
+def path(_: argparse.Namespace) -> int:
+    """Print the cache file's path (whether or not it exists yet)."""
+    print(_cache_file())
+    return 0
+
+
+def list_rows(args: argparse.Namespace) -> int:
+    """One line per stored winner."""
+    cache = _open_existing()
+    if cache is None:
+        print(f"no tuning cache at {_cache_file()} (nothing tuned with this cache directory yet)", file=sys.stderr)
+        return 0
+    rows, bad = _select(cache, args.tuner, args.device, args.key)
+    print_table(
+        ("tuner", "key", "winner", "median", "tuned at", "device"),
+        [
+            (
+                r.tuner,
+                r.key,
+                r.value.winner,
+                format_duration_ns(_median(r.value, r.value.winner)),
+                r.value.tuned_at.strftime("%Y-%m-%d %H:%M"),
+                r.device_id,
+            )
+            for r in rows
+        ],
+    )
+    for reason in bad:
+        print(f"unreadable row: {reason}", file=sys.stderr)
+    return 0
+
+
+def _median(value: CacheValue, name: str) -> float | None:
+    return next((r.median_ns for r in value.results if r.name == name), None)
+
+
+def show(args: argparse.Namespace) -> int:
+    """Every candidate's result for the keys of one tuner."""
+    rows, _ = _select(_open_existing(), args.tuner, args.device, args.key)
+    if not rows:
+        raise CliError(f"tuner {args.tuner!r} has no stored key matching {' '.join(args.key)}")
+    for number, row in enumerate(rows):
+        if number:
+            print()
+        print(f"{row.tuner} {row.key}")
+        print(f"  device:   {row.device_id}")
+        print(f"  checksum: {row.checksum}")
+        print(f"  tuned at: {row.value.tuned_at.isoformat()} by tunekit {row.value.tunekit_version}")
+        print(f"  ranking:  {' > '.join(row.value.ranking)}")
+        ranked = {name: i for i, name in enumerate(row.value.ranking)}
+        results = sorted(row.value.results, key=lambda r: (ranked.get(r.name, len(ranked)), r.name))
+        print_table(
+            ("  candidate", "status", "median", "samples", "note"),
+            [
+                (
+                    f"  {r.name}",
+                    r.status,
+                    format_duration_ns(r.median_ns),
+                    str(r.samples),
+                    "winner" if r.name == row.value.winner else (r.error or ""),
+                )
+                for r in results
+            ],
+        )
+    return 0
+
+
+def clear(args: argparse.Namespace) -> int:
+    """Delete stored winners: all of them, or those matching the filters."""
+    cache = _open_existing()
+    if cache is None:
+        print(f"no tuning cache at {_cache_file()}: nothing to clear")
+        return 0
+    if args.key:
+        raise CliError("cache clear filters by --tuner and --device only")
+    _select(cache, args.tuner, args.device, [])
+    removed = cache.delete(device_id=args.device, tuner=args.tuner)
+    print(f"removed {removed} stored winner{'s' if removed != 1 else ''} from {cache.path}")
+    return 0
+
+
+def export(args: argparse.Namespace) -> int:
+    """Write the selected winners as a JSON bundle."""
+    cache = _open_existing()
+    if cache is None:
+        raise CliError(f"no tuning cache at {_cache_file()}: nothing to export")
+    rows, bad = _select(cache, args.tuner, args.device, args.key)
+    text = CacheBundle.of(rows).model_dump_json(indent=2) + "\n"
+    if args.output is None:
+        sys.stdout.write(text)
+    else:
+        target = Path(args.output)
+        temporary = target.with_name(f".{target.name}.tmp")
+        try:
+            temporary.write_text(text, encoding="utf-8")
+            temporary.replace(target)  # a reader never sees half a bundle
+        except OSError as exc:
+            raise CliError(f"cannot write {target}: {exc.strerror or exc}") from exc
+        print(f"exported {len(rows)} winners to {target}", file=sys.stderr)
+    for reason in bad:
+        print(f"skipped unreadable row: {reason}", file=sys.stderr)
+    return 0
+
+
+def import_bundle(args: argparse.Namespace) -> int:
+    """Store a bundle's winners in this cache."""
+    source = Path(args.bundle)
+    try:
+        raw = source.read_bytes()
+    except OSError as exc:
+        raise CliError(f"cannot read {source}: {exc.strerror or exc}") from exc
+    try:
+        bundle = CacheBundle.model_validate_json(raw)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(str(p) for p in error["loc"]) or "the file"
+        raise CliError(f"{source} is not a tunekit cache bundle: {where}: {error['msg']}") from exc
+    if bundle.tunekit_major != MAJOR:
+        raise CliError(
+            f"{source} was exported by tunekit {bundle.tunekit_version}; its rows only load into tunekit "
+            f"{bundle.tunekit_major}.x (this is {MAJOR}.x)"
+        )
+    file = _cache_file()
+    cache = PersistentCache(file.parent)
+    if not cache.available:
+        raise CliError(f"cannot open the tuning cache {file}", 1)
+    stored = kept = 0
+    for entry in bundle.entries:
+        if args.keep_existing and isinstance(cache.get(entry.device_id, entry.tuner, entry.key), tuple):
+            kept += 1
+            continue
+        if not cache.put(entry.device_id, entry.tuner, entry.key, entry.checksum, entry.value):
+            raise CliError(f"could not write to the tuning cache {file}", 1)
+        stored += 1
+    print(f"imported {stored} winners into {file}" + (f" ({kept} already stored, kept)" if kept else ""))
+    return 0
+
+
+def verify(_: argparse.Namespace) -> int:
+    """Check the database's integrity and every row against the schema; exit 1 on any problem."""
+    file = _cache_file()
+    if not file.exists():
+        print(f"no tuning cache at {file}: nothing to verify")
+        return 0
+    try:
+        connection = sqlite3.connect(f"{file.as_uri()}?mode=ro", uri=True, timeout=30.0)
+        try:
+            integrity = [str(r[0]) for r in connection.execute("PRAGMA integrity_check").fetchall()]
+            rows = connection.execute(
+                "SELECT tunekit_major, device_id, tuner, key, checksum, value FROM winners"
+            ).fetchall()
+        finally:
+            connection.close()
+    except sqlite3.DatabaseError as exc:
+        print(f"{file}: not a readable tuning cache: {exc}")
+        return 1
+    problems = [f"database: {line}" for line in integrity if line != "ok"]
+    other_major = 0
+    for major, device_id, tuner, key, checksum, value in rows:
+        if major != MAJOR:
+            other_major += 1
+            continue
+        label = f"{tuner}/{key} on {device_id}"
+        reason = _row_problem(device_id, tuner, key, checksum, value)
+        if reason is not None:
+            problems.append(f"{label}: {reason}")
+    for problem in problems:
+        print(problem)
+    checked = len(rows) - other_major
+    note = f" ({other_major} rows of other tunekit major versions ignored)" if other_major else ""
+    print(f"{file}: {checked} rows checked, {len(problems)} problem{'s' if len(problems) != 1 else ''}{note}")
+    return 1 if problems else 0
+
+
+def _row_problem(device_id: object, tuner: object, key: object, checksum: object, value: object) -> str | None:
+    """Why a raw row would not load, or None when it is valid."""
+    try:
+        parsed = json.loads(value) if isinstance(value, str | bytes) else value
+    except ValueError as exc:
+        return f"value is not JSON: {exc}"
+    try:
+        entry = BundleEntry.model_validate(
+            {"device_id": device_id, "tuner": tuner, "key": key, "checksum": checksum, "value": parsed}
+        )
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        return f"{'.'.join(str(p) for p in error['loc'])}: {error['msg']}"
+    if entry.value.winner not in entry.value.ranking:
+        return f"winner {entry.value.winner!r} is not in the ranking"
+    return None

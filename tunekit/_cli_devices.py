@@ -1,0 +1,51 @@
+"""``tunekit devices``: every client and device found here, with its id and measured peaks."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+from collections.abc import Iterator
+
+from tunekit._client import Client, SupportsPeaks
+from tunekit._schedule import describe_error
+
+__all__ = ["devices", "found_clients"]
+
+
+def found_clients() -> Iterator[tuple[str, Client | str]]:
+    """(backend, client) for each device found; a backend that cannot start yields its reason instead."""
+    from tunekit_backends.cpu import CpuClient
+
+    yield "cpu", CpuClient()
+    if importlib.util.find_spec("tunekit_backends.opencl") is not None:
+        try:
+            module = importlib.import_module("tunekit_backends.opencl")
+            for client in module.all_clients():
+                yield "opencl", client
+        except Exception as exc:  # a broken driver must not hide the other devices
+            yield "opencl", describe_error(exc)
+
+
+def _peaks(client: Client) -> str:
+    if not isinstance(client, SupportsPeaks):
+        return "peaks: not measurable by this client"
+    try:
+        peaks = client.measure_peaks()
+    except Exception as exc:
+        return f"peaks: measurement failed ({describe_error(exc)})"
+    return (
+        f"peaks: {peaks.ops_per_s / 1e9:.3g} Gop/s compute, {peaks.bytes_per_s / 1e9:.3g} GB/s memory, "
+        f"{peaks.launch_overhead_ns / 1e3:.3g} us launch overhead"
+    )
+
+
+def devices(args: argparse.Namespace) -> int:
+    """Print one block per device: backend, device id and (unless --no-peaks) measured peaks."""
+    for backend, client in found_clients():
+        if isinstance(client, str):
+            print(f"{backend}: unavailable: {client}")
+            continue
+        print(f"{backend}: {client.device_id}")
+        if not args.no_peaks:
+            print(f"  {_peaks(client)}", flush=True)
+    return 0
