@@ -179,6 +179,7 @@ def test_report_writes_html(records: Path, tmp_path: Path) -> None:
 def test_devices_lists_the_cpu_client() -> None:
     done = run("devices", "--no-peaks")
     assert f"cpu: {CLIENT.device_id}" in done.stdout
+    assert "opencl: opencl:" in done.stdout  # PoCL, from the opencl extra the tests run with
     assert "peaks:" in run("devices").stdout
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import importlib.util
 from collections.abc import Iterator
 
 from tunekit._client import Client, SupportsPeaks
@@ -17,13 +16,27 @@ def found_clients() -> Iterator[tuple[str, Client | str]]:
     from tunekit_backends.cpu import CpuClient
 
     yield "cpu", CpuClient()
-    if importlib.util.find_spec("tunekit_backends.opencl") is not None:
-        try:
-            module = importlib.import_module("tunekit_backends.opencl")
-            for client in module.all_clients():
-                yield "opencl", client
-        except Exception as exc:  # a broken driver must not hide the other devices
-            yield "opencl", describe_error(exc)
+    yield from _opencl_clients()
+
+
+def _opencl_clients() -> Iterator[tuple[str, Client | str]]:
+    """One client per OpenCL device; nothing when the backend is not installed."""
+    try:
+        from tunekit_backends.opencl import OpenCLClient
+        from tunekit_backends.opencl._cl import pyopencl
+
+        platforms = [len(platform.get_devices()) for platform in pyopencl().get_platforms()]
+    except ImportError:
+        return  # the opencl extra is not installed: not an error for a listing
+    except Exception as exc:  # a broken ICD loader must not hide the other devices
+        yield "opencl", describe_error(exc)
+        return
+    for p, count in enumerate(platforms):
+        for d in range(count):
+            try:
+                yield "opencl", OpenCLClient(platform=p, device=d)
+            except Exception as exc:
+                yield "opencl", f"platform {p} device {d}: {describe_error(exc)}"
 
 
 def _peaks(client: Client) -> str:

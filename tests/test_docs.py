@@ -1,0 +1,77 @@
+"""The docs run: every code block of the quickstart is executed, in order, as a reader would."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+import tunekit as tk
+
+ROOT = Path(__file__).resolve().parent.parent
+FENCE = re.compile(r"^```(\w*)\n(.*?)^```$", re.S | re.M)
+
+
+def _blocks(page: Path) -> list[tuple[str, str]]:
+    return [(m.group(1), m.group(2)) for m in FENCE.finditer(page.read_text(encoding="utf-8"))]
+
+
+def test_every_quickstart_block_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    blocks = _blocks(ROOT / "docs" / "quickstart.md")
+    assert len(blocks) >= 5
+    module = types.ModuleType("quickstart")  # a real module: key classes resolve their annotations in it
+    monkeypatch.setitem(sys.modules, "quickstart", module)
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    records: list[tk.AutotuneRecord] = []
+    sink = tk.add_record_sink(records.append)
+    try:
+        for number, (language, code) in enumerate(blocks, start=1):
+            if language == "python":
+                exec(compile(code, f"quickstart.md block {number}", "exec"), module.__dict__)
+            elif language == "bash":
+                done = subprocess.run(
+                    ["bash", "-euo", "pipefail", "-c", code],
+                    check=False,
+                    capture_output=True,
+                    text=True,
+                    env=env,
+                    timeout=120,
+                )
+                assert done.returncode == 0, f"block {number}:\n{code}\n{done.stdout}\n{done.stderr}"
+            else:
+                pytest.fail(f"quickstart block {number} is {language or 'untagged'}: this test cannot run it")
+    finally:
+        tk.remove_record_sink(sink)
+    assert [r.key for r in records if r.tuner == "row_sum"] == [
+        {"n": 1024, "dtype": "float32"},
+        {"n": 4096, "dtype": "float32"},
+    ]
+    (grouped,) = [r for r in records if r.tuner == "quickstart_row_sum"]
+    assert {c.name: c.status for c in grouped.candidates} == {"np_sum": "measured", "einsum": "skipped"}
+    assert "<svg" in (tmp_path / "report.html").read_text()
+
+
+def test_the_quickstart_starts_with_the_readme_example() -> None:
+    readme = [code for language, code in _blocks(ROOT / "README.md") if language == "python"]
+    quickstart = [code for language, code in _blocks(ROOT / "docs" / "quickstart.md") if language == "python"]
+    assert readme[0] == quickstart[0], "README and quickstart examples drifted apart"
+
+
+def test_every_setting_is_documented_with_its_environment_variable() -> None:
+    page = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
+    missing = [
+        name for name in tk.Settings.model_fields if f"`{name}`" not in page or f"`TUNEKIT_{name.upper()}`" not in page
+    ]
+    assert not missing, f"docs/configuration.md lacks a row for: {missing}"
+
+
+def test_every_docs_page_is_in_the_nav() -> None:
+    nav = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    pages = sorted(p.name for p in (ROOT / "docs").glob("*.md"))
+    assert [p for p in pages if f" {p}" not in nav] == []
