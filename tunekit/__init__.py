@@ -37,6 +37,7 @@ from tunekit._errors import CandidateFailed, NoValidKernelFound, TunekitError
 from tunekit._isolation import Isolation
 from tunekit._key import autotune_key, is_autotune_key, key_to_json
 from tunekit._local import LocalTuner
+from tunekit._objective import Objective, tune_objective
 from tunekit._observe import (
     BatchStarted,
     CacheLookup,
@@ -51,9 +52,11 @@ from tunekit._observe import (
 from tunekit._otel import instrument_opentelemetry
 from tunekit._outcome import Failed, Measured, Outcome, Skipped
 from tunekit._plan import plan_batches
+from tunekit._record_file import Record, RecordEntry, RecordFile, RecordMismatch
 from tunekit._record_reader import BadLine, RecordLine, read_records
-from tunekit._records import AutotuneRecord, CandidateRecord, SampleStats
+from tunekit._records import AutotuneRecord, CandidateRecord, SampleStats, SearchEnded
 from tunekit._report import write_report
+from tunekit._search import SearchResult, Trial, search
 from tunekit._settings import Settings, configure
 from tunekit._settings import current as settings
 from tunekit._sinks import (
@@ -65,7 +68,9 @@ from tunekit._sinks import (
     add_record_sink,
     remove_record_sink,
 )
-from tunekit._space import Config, Space, SpaceModel, pow2
+from tunekit._space import Config, ParamValue, Space, SpaceModel, pow2
+from tunekit._strategies import STRATEGIES, Strategy, StrategyFactory
+from tunekit._trials import TrialEntry, TrialLogError, TrialLogHeader
 from tunekit._tunable import Tunable, TuneGroup
 from tunekit._tunable_set import InputGenerator, KeyGenerator, TunableSet
 from tunekit._tuner import Tuner, persistent_cache
@@ -99,20 +104,35 @@ __all__ = [
     "Measured",
     "Miss",
     "NoValidKernelFound",
+    "Objective",
     "Outcome",
+    "ParamValue",
     "Pending",
     "PersistentCache",
+    "Record",
+    "RecordEntry",
+    "RecordFile",
     "RecordLine",
+    "RecordMismatch",
     "RecordSink",
+    "STRATEGIES",
     "SampleStats",
+    "SearchEnded",
+    "SearchResult",
     "Settings",
     "Skipped",
     "Space",
     "SpaceModel",
+    "Strategy",
+    "StrategyFactory",
     "StreamSink",
     "SupportsCacheFlush",
     "SupportsCheckBuffers",
     "SupportsPeaks",
+    "Trial",
+    "TrialEntry",
+    "TrialLogError",
+    "TrialLogHeader",
     "Tunable",
     "TunableSet",
     "TuneEvent",
@@ -139,7 +159,9 @@ __all__ = [
     "read_records",
     "remove_observer",
     "remove_record_sink",
+    "search",
     "settings",
     "tune_benchmark",
+    "tune_objective",
     "write_report",
 ]

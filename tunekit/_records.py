@@ -20,6 +20,7 @@ __all__ = [
     "Prepared",
     "RecordEvent",
     "SampleStats",
+    "SearchEnded",
 ]
 
 SCHEMA_VERSION: Literal[1] = 1
@@ -104,6 +105,19 @@ class CacheRecovered(_Model):
     detail: str
 
 
+class SearchEnded(_Model):
+    """A search over a declared space finished: how, and which limit ended it."""
+
+    kind: Literal["search"] = "search"
+    strategy: str
+    seed: int
+    space_hash: str
+    evaluations: int = Field(ge=0, description="Distinct configurations evaluated, resumed ones included.")
+    resumed: int = Field(ge=0, description="Trials answered from the trial log of an earlier run.")
+    stopped_by: Literal["max_evals", "max_seconds", "exhausted", "objective_budget"]
+    strategy_seconds: float = Field(ge=0, description="Time the strategy itself took to propose and learn.")
+
+
 class CheckResult(_Model):
     """One candidate's correctness check, run once before any timing."""
 
@@ -129,7 +143,9 @@ class Prepared(_Model):
     wall_time_s: float = Field(ge=0)
 
 
-RecordEvent = Annotated[FallbackBatch | Demoted | CacheRecovered | CheckResult | Prepared, Field(discriminator="kind")]
+RecordEvent = Annotated[
+    FallbackBatch | Demoted | CacheRecovered | CheckResult | Prepared | SearchEnded, Field(discriminator="kind")
+]
 
 
 class AutotuneRecord(_Model):

@@ -141,8 +141,13 @@ def _restriction_source(fn: Restriction) -> str:
     """Source text of a restriction (whitespace collapsed, so reformatting keeps the hash).
 
     Two lambdas on one line share their source, so the constants and names they use are
-    added; bytecode itself is left out because it changes with the Python version.
+    added; bytecode itself is left out because it changes with the Python version. A
+    callable object may name its own identity with a ``fingerprint`` string attribute
+    (a restriction that is a lookup table, say, whose source says nothing of the table).
     """
+    fingerprint_attr = getattr(fn, "fingerprint", None)
+    if isinstance(fingerprint_attr, str):
+        return f"fingerprint:{fingerprint_attr}"
     code = getattr(fn, "__code__", None)
     fingerprint = _code_fingerprint(code) if isinstance(code, CodeType) else ""
     try:

@@ -1,0 +1,86 @@
+"""Engine-scale objectives: the caller measures; tunekit searches, logs, resumes, records."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tunekit as tk
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+
+from pipeline_objective import SPACE, PipelineObjective, main, pipeline
+
+
+def objective(budget: int = 1_000_000) -> PipelineObjective:
+    rng = np.random.default_rng(0)
+    return PipelineObjective(rng.standard_normal((4, 2048)), rng.standard_normal(15), budget=budget, samples=2)
+
+
+def test_the_pipeline_objective_is_searched_within_budget_with_the_incumbent_first(tmp_path: Path) -> None:
+    incumbent = {"METHOD": "direct", "BLOCK": 256, "DTYPE": "float64", "BATCH": 1}
+    result = tk.tune_objective(
+        objective(), tuner="pipe", device_id="cpu", max_evals=10, require=[incumbent], log=tmp_path / "t.jsonl"
+    )
+    assert result.evaluations == 10 and result.stopped_by == "max_evals"
+    assert result.trials[0].config.to_dict() == incumbent
+    assert result.best is not None and result.best.score is not None
+    assert result.best.score <= result.trials[0].score  # type: ignore[operator]
+    assert all(t.config in SPACE for t in result.trials)
+
+
+def test_blocks_longer_than_the_signal_fail_with_their_reason() -> None:
+    too_long = SPACE.config(METHOD="fft", BLOCK=4096, DTYPE="float32", BATCH=4)
+    outcome = objective().measure(too_long)
+    assert isinstance(outcome, tk.Failed) and "longer than the signal" in outcome.reason
+
+
+def test_the_engine_budget_ends_the_search_and_is_named() -> None:
+    result = tk.tune_objective(objective(budget=3), tuner="pipe", device_id="cpu", max_evals=50)
+    assert result.stopped_by == "objective_budget"
+    assert result.evaluations == 3
+
+
+class Crashing:
+    """An engine whose measurement raises for half the space."""
+
+    space = tk.Space(A=range(6))
+
+    def measure(self, config: tk.Config) -> tk.Outcome:
+        if config.A % 2:
+            raise RuntimeError("engine crashed")
+        return tk.Measured(tk.BenchmarkDurations((100 + config.A,)))
+
+    def remaining(self) -> int | None:
+        return None
+
+
+def test_an_exception_from_measure_fails_only_that_configuration() -> None:
+    result = tk.tune_objective(Crashing(), tuner="crash", device_id="cpu")
+    assert result.stopped_by == "exhausted"
+    failed = [t for t in result.trials if isinstance(t.outcome, tk.Failed)]
+    assert len(failed) == 3 and "engine crashed" in failed[0].outcome.reason  # type: ignore[union-attr]
+    assert result.best is not None and result.best.config.A == 0
+
+
+def test_something_that_is_not_an_objective_is_refused() -> None:
+    with pytest.raises(TypeError, match="tk.Objective"):
+        tk.tune_objective(object(), tuner="x", device_id="cpu")  # type: ignore[arg-type]
+
+
+def test_the_example_runs_end_to_end_and_resumes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["--signals", "4", "--length", "2048", "--max-evals", "8"]
+    args += ["--log", str(tmp_path / "t.jsonl"), "--record", str(tmp_path / "r.json")]
+    assert main(args) == 0
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "8 resumed" in out
+    record = tk.Record.load(tmp_path / "r.json")
+    (entry,) = record.entries.values()
+    assert entry.key == {"signals": 4, "length": 2048}
+    winner = SPACE.config(entry.config)
+    x = np.random.default_rng(1).standard_normal((4, 2048))
+    np.testing.assert_allclose(pipeline(x, np.ones(15), winner), pipeline(x, np.ones(15), next(iter(SPACE))), rtol=1e-3)

@@ -1,0 +1,115 @@
+"""Committed records: provenance is checked on load, drift is reported, a verified record seeds the tuner."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import numpy as np
+import pytest
+from kt_cache import BEST, write_cache
+
+import tunekit as tk
+from tunekit_backends.replay import ReplayClient, ReplayData, load_kernel_tuner_cache
+
+
+@tk.autotune_key
+class Shape:
+    n: Annotated[int, tk.Anchor()]
+
+
+def key_of(x: np.ndarray) -> Shape:
+    return Shape(n=len(x))
+
+
+@pytest.fixture
+def data(tmp_path: Path) -> ReplayData:
+    return load_kernel_tuner_cache(write_cache(tmp_path / "c.json"))
+
+
+def committed(
+    data: ReplayData, path: Path, client: ReplayClient | None = None
+) -> tuple[tk.Record, tk.TunableSet[Shape, Any]]:
+    client = client or ReplayClient(data)
+    tunables = tk.TunableSet.from_space(data.space, client.kernel, key=key_of)
+    record = tk.Record.for_tunables("replayed", client.device_id, tunables)
+    for n in (1000, 5000):
+        result = tk.search(data.space, client.kernel, client, (), tuner="replayed", key=Shape(n=n))
+        record.add(Shape(n=n), result)
+    record.save(path)
+    return record, tunables
+
+
+def test_a_record_round_trips_with_its_provenance(data: ReplayData, tmp_path: Path) -> None:
+    record, tunables = committed(data, tmp_path / "r.json")
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert doc["schema_version"] == 1
+    assert doc["checksum"] == tunables.checksum() and doc["space_hash"] == data.space.hash
+    assert [e["key"] for e in doc["entries"]] == [{"n": 1024}, {"n": 8192}]
+    entry = doc["entries"][0]
+    assert entry["winner"] == "X=4,Y=32,Z=1" and entry["config"] == dict(zip("XYZ", BEST, strict=True))
+    assert entry["samples"] == tk.settings().samples and entry["median_ns"] > 0
+    assert entry["stopped_by"] == "exhausted" and entry["strategy"] == "exhaustive"
+    loaded = tk.Record.load(tmp_path / "r.json")
+    assert loaded.model() == record.model()
+
+
+def test_a_verified_record_seeds_the_tuner_so_nothing_is_tuned(data: ReplayData, tmp_path: Path) -> None:
+    client = ReplayClient(data)
+    _, tunables = committed(data, tmp_path / "r.json", client)
+    record = tk.Record.load_verified(tmp_path / "r.json", tunables, client.device_id)
+    assert record.warnings == ()
+    decisions: list[tk.AutotuneRecord] = []
+    tuner: tk.LocalTuner[Shape, None] = tk.LocalTuner("replayed", sinks=[tk.CallbackSink(decisions.append)])
+    assert record.seed(tuner, tunables, Shape) == 2
+    before = client.clock_ns
+    tuner.execute(client.device_id, client, tunables, (np.zeros(1000),))
+    assert decisions == [], "a seeded key is never tuned"
+    best = data.space.config(dict(zip("XYZ", BEST, strict=True)))
+    assert client.clock_ns - before in {round(t * 1e6) for t in data.samples_ms[best]}, "ran the winner once"
+    assert tuner.tuner(client.device_id).winners[tunables][Shape(n=1000)].config.values_tuple == BEST  # type: ignore[attr-defined]
+
+
+def test_a_record_from_another_device_is_refused(data: ReplayData, tmp_path: Path) -> None:
+    _, tunables = committed(data, tmp_path / "r.json")
+    with pytest.raises(tk.RecordMismatch, match="measured on device"):
+        tk.Record.load_verified(tmp_path / "r.json", tunables, "replay:another/gpu")
+
+
+def test_a_record_for_other_candidates_or_another_space_is_refused(data: ReplayData, tmp_path: Path) -> None:
+    committed(data, tmp_path / "r.json")
+    client = ReplayClient(data)
+    bumped = tk.TunableSet.from_space(data.space, client.kernel, key=key_of, version="2")
+    with pytest.raises(tk.RecordMismatch, match="checksum"):
+        tk.Record.load_verified(tmp_path / "r.json", bumped, client.device_id)
+    smaller = tk.Space(X=[1, 2, 4], Y=[16, 32, 64, 128], Z=[0, 1, 2])
+    other_space = tk.TunableSet.from_space(smaller, client.kernel, key=key_of)
+    with pytest.raises(tk.RecordMismatch, match="space"):
+        tk.Record.load_verified(tmp_path / "r.json", other_space, client.device_id)
+
+
+def test_timing_only_drift_is_a_warning_not_a_refusal(data: ReplayData, tmp_path: Path) -> None:
+    _, tunables = committed(data, tmp_path / "r.json")
+    doc = json.loads((tmp_path / "r.json").read_text())
+    doc["tunekit_version"] = "0.0.9"
+    doc["entries"][0]["samples"] = 1
+    doc["entries"][1]["measured_at"] = "2020-01-01T00:00:00Z"
+    (tmp_path / "r.json").write_text(json.dumps(doc))
+    record = tk.Record.load_verified(tmp_path / "r.json", tunables, ReplayClient(data).device_id)
+    text = "\n".join(record.warnings)
+    assert "tunekit 0.0.9" in text and "1 samples" in text and "over a year ago" in text
+
+
+def test_a_file_that_is_not_a_record_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "r.json").write_text('{"schema_version": 7}')
+    with pytest.raises(tk.RecordMismatch, match="not a tunekit record"):
+        tk.Record.load(tmp_path / "r.json")
+    with pytest.raises(FileNotFoundError, match="no committed record"):
+        tk.Record.load(tmp_path / "missing.json")
+
+
+def test_seeding_another_tuner_is_refused(data: ReplayData, tmp_path: Path) -> None:
+    record, tunables = committed(data, tmp_path / "r.json")
+    with pytest.raises(tk.RecordMismatch, match="tuner 'replayed'"):
+        record.seed(tk.LocalTuner("other"), tunables, Shape)

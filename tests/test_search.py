@@ -1,0 +1,120 @@
+"""The search driver: budgets, incumbents, strategy checks, and the record it emits."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from kt_cache import BEST, write_cache
+
+import tunekit as tk
+from tunekit_backends.replay import ReplayClient, ReplayData, load_kernel_tuner_cache
+
+
+@pytest.fixture
+def replay(tmp_path: Path) -> tuple[ReplayData, ReplayClient]:
+    data = load_kernel_tuner_cache(write_cache(tmp_path / "c.json"))
+    return data, ReplayClient(data)
+
+
+def test_max_evals_is_honoured_and_named(replay: tuple[ReplayData, ReplayClient]) -> None:
+    data, client = replay
+    for strategy in ("random", "model_ils", "genetic", "ils"):
+        result = tk.search(data.space, client.kernel, client, (), tuner="t", strategy=strategy, max_evals=9, batch=4)
+        assert result.evaluations == 9
+        assert result.stopped_by == "max_evals"
+        assert len({t.config for t in result.trials}) == 9
+
+
+def test_max_seconds_ends_the_search_and_is_named() -> None:
+    space = tk.Space(A=range(1000))
+
+    def build(c: tk.Config) -> object:
+        return lambda: time.sleep(0.002)
+
+    result = tk.search(space, build, tk_cpu(), (), tuner="slow", strategy="random", max_seconds=0.2)
+    assert result.stopped_by == "max_seconds"
+    assert 0 < result.evaluations < 1000
+
+
+def tk_cpu() -> tk.Client:
+    from tunekit_backends.cpu import CpuClient
+
+    return CpuClient()
+
+
+def test_auto_is_exhaustive_when_the_budget_covers_the_space(replay: tuple[ReplayData, ReplayClient]) -> None:
+    data, client = replay
+    result = tk.search(data.space, client.kernel, client, (), tuner="t", max_evals=1000)
+    assert result.strategy == "exhaustive"
+    assert result.stopped_by == "exhausted"
+    assert result.evaluations == data.space.size
+    small = tk.search(data.space, client.kernel, client, (), tuner="t", max_evals=10)
+    assert small.strategy == "model_ils"
+
+
+def test_incumbents_are_measured_even_with_a_budget_of_one(replay: tuple[ReplayData, ReplayClient]) -> None:
+    data, client = replay
+    required = [{"X": 1, "Y": 16, "Z": 0}, {"X": 16, "Y": 64, "Z": 2}, {"X": 4, "Y": 32, "Z": 1}]
+    result = tk.search(data.space, client.kernel, client, (), tuner="t", max_evals=1, require=required)
+    assert [t.config.to_dict() for t in result.trials] == required
+    assert result.stopped_by == "max_evals"
+    assert result.best is not None and result.best.config.values_tuple == BEST
+    plain = tk.search(data.space, client.kernel, client, (), tuner="t", max_evals=5, require=required[:2], seed=3)
+    assert plain.best is not None and plain.best.score is not None
+    assert all(plain.best.score <= t.score for t in plain.trials[:2] if t.score is not None)
+
+
+def test_a_required_configuration_outside_the_space_is_an_error(replay: tuple[ReplayData, ReplayClient]) -> None:
+    data, client = replay
+    with pytest.raises(ValueError, match="not in the space"):
+        tk.search(data.space, client.kernel, client, (), tuner="t", require=[{"X": 16, "Y": 128, "Z": 0}])
+    with pytest.raises(ValueError, match="is not one of"):
+        tk.search(data.space, client.kernel, client, (), tuner="t", require=[{"X": 3, "Y": 16, "Z": 0}])
+
+
+def test_the_search_emits_a_record_saying_how_it_ended(replay: tuple[ReplayData, ReplayClient]) -> None:
+    data, client = replay
+    records: list[tk.AutotuneRecord] = []
+    tk.search(
+        data.space, client.kernel, client, (), tuner="t", max_evals=6, sinks=[tk.CallbackSink(records.append)], seed=1
+    )
+    (record,) = records
+    (event,) = record.events
+    assert isinstance(event, tk.SearchEnded)
+    assert event.stopped_by == "max_evals" and event.evaluations == 6 and event.space_hash == data.space.hash
+    assert len(record.candidates) == 6
+    assert tk.AutotuneRecord.model_validate_json(record.model_dump_json()) == record
+
+
+class Repeating:
+    """A broken strategy: proposes the same configuration forever."""
+
+    def __init__(self, space: tk.Space, rng: np.random.Generator) -> None:
+        self.first = next(iter(space))
+
+    def propose(self, n: int) -> list[tk.Config]:
+        return [self.first]
+
+    def observe(self, config: tk.Config, score: float | None) -> None:
+        pass
+
+
+def test_a_strategy_that_repeats_itself_is_stopped_with_its_name(replay: tuple[ReplayData, ReplayClient]) -> None:
+    data, client = replay
+    with pytest.raises(tk.TunekitError, match="Repeating.*twice"):
+        tk.search(data.space, client.kernel, client, (), tuner="t", strategy=Repeating, max_evals=5)
+
+
+def test_the_same_seed_gives_the_same_search(replay: tuple[ReplayData, ReplayClient]) -> None:
+    data, _ = replay
+
+    def run(seed: int) -> list[tk.Config]:
+        client = ReplayClient(data)
+        result = tk.search(data.space, client.kernel, client, (), tuner="t", max_evals=15, seed=seed)
+        return [t.config for t in result.trials]
+
+    assert run(1) == run(1)
+    assert run(1) != run(2)

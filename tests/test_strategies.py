@@ -1,0 +1,121 @@
+"""Strategies: proposals stay in the space, never repeat, are reproducible, and beat random."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+import tunekit as tk
+from tunekit._strategies import make_strategy
+
+OWN = [s for s in tk.STRATEGIES if s not in ("auto", "optuna_tpe")]
+
+
+def landscape() -> tk.Space:
+    return tk.Space(
+        A=range(8),
+        B=tk.pow2(1, 64),
+        C=["x", "y", "z"],
+        D=range(6),
+        restrict=lambda c: (c.A + c.D) % 5 != 4,
+    )
+
+
+def cost(c: tk.Config) -> float | None:
+    """A kernel-like landscape: multiplicative effects, one interaction, a failing corner."""
+    if c.B == 64 and c.C == "z":
+        return None
+    a = 1.0 + 0.15 * (c.A - 5) ** 2
+    b = 1.0 + 0.3 * abs(math.log2(c.B) - 3)
+    d = 1.0 + (0.05 * c.D if c.C != "y" else 0.2 * abs(c.D - 4))
+    return a * b * d * {"x": 1.3, "y": 1.0, "z": 1.6}[c.C]
+
+
+def drive(
+    strategy: tk.Strategy, space: tk.Space, budget: int, batch: int, score: Callable[[tk.Config], float | None] = cost
+) -> list[tk.Config]:
+    order: list[tk.Config] = []
+    while len(order) < budget:
+        proposals = strategy.propose(min(batch, budget - len(order)))
+        if not proposals:
+            break
+        assert len(proposals) <= batch
+        for config in proposals:
+            assert config in space, f"{config} is outside the space"
+            order.append(config)
+            strategy.observe(config, score(config))
+    assert len(set(order)) == len(order), "a configuration was proposed twice"
+    return order
+
+
+@pytest.mark.parametrize("name", OWN)
+@pytest.mark.parametrize("batch", [1, 7])
+def test_proposals_are_new_and_inside_the_space(name: str, batch: int) -> None:
+    space = landscape()
+    factory = make_strategy(name)
+    drive(factory(space, np.random.default_rng(3)), space, 300, batch)
+
+
+@pytest.mark.parametrize("name", OWN)
+def test_every_strategy_can_run_the_space_dry(name: str) -> None:
+    space = tk.Space(A=range(5), B=range(4), restrict=lambda c: c.A != c.B)
+    order = drive(make_strategy(name)(space, np.random.default_rng(0)), space, 10_000, 3, lambda c: 1.0 + c.A * c.B)
+    assert set(order) == set(space)
+
+
+@pytest.mark.parametrize("name", OWN)
+def test_a_seed_reproduces_the_search_and_another_seed_changes_it(name: str) -> None:
+    space = landscape()
+
+    def run(seed: int) -> list[tk.Config]:
+        return drive(make_strategy(name)(space, np.random.default_rng(seed)), space, 60, 4)
+
+    assert run(5) == run(5)
+    if name != "exhaustive":
+        assert run(5) != run(6)
+
+
+def test_exhaustive_follows_the_space_order() -> None:
+    space = landscape()
+    assert drive(make_strategy("exhaustive")(space, np.random.default_rng(0)), space, 10**6, 16) == list(space)
+
+
+def evals_to_best(name: str, seed: int) -> int:
+    space = landscape()
+    best = min(s for s in map(cost, space) if s is not None)
+    strategy = make_strategy(name)(space, np.random.default_rng(seed))
+    for n, config in enumerate(drive(strategy, space, space.size, 1), start=1):
+        if cost(config) == best:
+            return n
+    return space.size + 1
+
+
+def test_model_guided_search_finds_the_optimum_far_sooner_than_random() -> None:
+    model = [evals_to_best("model_ils", seed) for seed in range(10)]
+    rand = [evals_to_best("random", seed) for seed in range(10)]
+    assert statistics.median(model) * 3 < statistics.median(rand), (model, rand)
+
+
+def test_observe_accepts_configurations_it_did_not_propose() -> None:
+    space = landscape()
+    for name in OWN:
+        strategy = make_strategy(name)(space, np.random.default_rng(0))
+        incumbent = next(iter(space))
+        strategy.observe(incumbent, cost(incumbent))
+        if name != "exhaustive":
+            assert incumbent not in drive(strategy, space, 50, 5)
+
+
+def test_unknown_strategy_names_the_choices() -> None:
+    with pytest.raises(ValueError, match="model_ils"):
+        make_strategy("simulated_annealing")
+
+
+def test_optuna_strategy_proposes_only_new_points_in_the_space() -> None:
+    pytest.importorskip("optuna")
+    space = landscape()
+    drive(make_strategy("optuna_tpe")(space, np.random.default_rng(1)), space, 60, 3)

@@ -1,0 +1,115 @@
+"""The trial log: resume after a kill, refuse foreign logs, one search at a time."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from kt_cache import write_cache
+
+import tunekit as tk
+from tunekit._trials import TrialLog
+from tunekit_backends.replay import ReplayClient, ReplayData, load_kernel_tuner_cache
+
+
+@pytest.fixture
+def data(tmp_path: Path) -> ReplayData:
+    return load_kernel_tuner_cache(write_cache(tmp_path / "c.json"))
+
+
+def run(data: ReplayData, log: Path, **kw: object) -> tk.SearchResult:
+    client = ReplayClient(data)
+    args: dict[str, object] = {"tuner": "t", "max_evals": 25, "seed": 4, "log": log, "batch": 3} | kw
+    return tk.search(data.space, client.kernel, client, (), **args)  # type: ignore[arg-type]
+
+
+def test_the_log_is_a_header_and_one_line_per_trial(data: ReplayData, tmp_path: Path) -> None:
+    log = tmp_path / "trials.jsonl"
+    result = run(data, log)
+    lines = log.read_text().splitlines()
+    header = tk.TrialLogHeader.model_validate_json(lines[0])
+    assert (header.tuner, header.device_id, header.space_hash) == ("t", "replay:" + data.gpu, data.space.hash)
+    assert header.schema_version == 1
+    trials = [tk.TrialEntry.model_validate_json(line) for line in lines[1:]]
+    assert [t.config for t in trials] == [t.config.to_dict() for t in result.trials]
+    assert {t.status for t in trials} <= {"measured", "failed"}
+
+
+def test_resume_after_a_kill_mid_line_skips_measured_trials_and_reaches_the_same_winner(
+    data: ReplayData, tmp_path: Path
+) -> None:
+    full = tmp_path / "full.jsonl"
+    reference = run(data, full)
+    killed = tmp_path / "killed.jsonl"
+    lines = full.read_bytes().splitlines(keepends=True)
+    killed.write_bytes(b"".join(lines[:11]) + lines[11][: len(lines[11]) // 2])
+    resumed = run(data, killed)
+    assert sum(t.resumed for t in resumed.trials) == 10
+    assert [t.config for t in resumed.trials] == [t.config for t in reference.trials]
+    assert resumed.best is not None and reference.best is not None
+    assert resumed.best.config == reference.best.config
+    assert resumed.evaluations == 25 and resumed.stopped_by == "max_evals"
+    assert len(killed.read_text().splitlines()) == 26, "the half line was cut, the rest appended"
+    for line in killed.read_text().splitlines():
+        json.loads(line)
+
+
+def test_a_rerun_of_a_finished_log_measures_nothing(data: ReplayData, tmp_path: Path) -> None:
+    log = tmp_path / "t.jsonl"
+    run(data, log)
+    again = run(data, log)
+    assert all(t.resumed for t in again.trials)
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [({"tuner": "other"}, "tuner"), ({"key_space": True}, "space_hash")],
+)
+def test_a_log_from_another_search_is_refused(
+    data: ReplayData, tmp_path: Path, change: dict[str, object], field: str
+) -> None:
+    log = tmp_path / "t.jsonl"
+    run(data, log)
+    if "key_space" in change:
+        other = tk.Space(X=[1, 2], Y=[16])
+        with pytest.raises(tk.TrialLogError, match=field):
+            TrialLog.open(log, tuner="t", space=other, device_id="replay:" + data.gpu)
+    else:
+        with pytest.raises(tk.TrialLogError, match=f"{field}='t'.*another log path"):
+            run(data, log, **change)
+
+
+def test_a_log_from_another_device_is_refused(data: ReplayData, tmp_path: Path) -> None:
+    log = tmp_path / "t.jsonl"
+    run(data, log)
+    with pytest.raises(tk.TrialLogError, match="device_id"):
+        TrialLog.open(log, tuner="t", space=data.space, device_id="another gpu")
+
+
+def test_a_corrupt_middle_line_is_refused_not_guessed(data: ReplayData, tmp_path: Path) -> None:
+    log = tmp_path / "t.jsonl"
+    run(data, log)
+    lines = log.read_text().splitlines()
+    lines[3] = '{"kind": "trial", "config": {"X": 99}}'
+    log.write_text("\n".join(lines) + "\n")
+    with pytest.raises(tk.TrialLogError, match="line 4"):
+        run(data, log)
+
+
+def test_a_file_that_is_not_a_trial_log_is_refused(data: ReplayData, tmp_path: Path) -> None:
+    log = tmp_path / "t.jsonl"
+    log.write_text('{"hello": 1}\n')
+    with pytest.raises(tk.TrialLogError, match="header"):
+        run(data, log)
+
+
+def test_two_searches_cannot_write_one_log(data: ReplayData, tmp_path: Path) -> None:
+    log = tmp_path / "t.jsonl"
+    holder = TrialLog.open(log, tuner="t", space=data.space, device_id="replay:" + data.gpu)
+    try:
+        with pytest.raises(tk.TrialLogError, match="in use"):
+            run(data, log)
+    finally:
+        holder.close()
+    assert run(data, log).evaluations == 25, "usable once the other search is done"

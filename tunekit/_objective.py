@@ -1,0 +1,105 @@
+"""Engine-scale objectives: when "fast" means a whole request, the caller measures.
+
+tunekit cannot own the launch of a serving engine's request or of a multi-stage
+pipeline: the caller implements :class:`Objective` (the space, how to measure one
+configuration end to end, and how much budget the engine has left), and
+:func:`tune_objective` runs it with the same strategies, budget, incumbents, trial
+log and result as kernel tuning, so its winner can go into a committed ``tk.Record``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from tunekit._outcome import Failed, Measured, Outcome, Skipped
+from tunekit._schedule import describe_error
+from tunekit._search import SearchResult, run_search
+from tunekit._sinks import RecordSink
+from tunekit._space import Config, Space
+from tunekit._strategies import StrategyFactory, StrategyName
+
+__all__ = ["Objective", "tune_objective"]
+
+
+@runtime_checkable
+class Objective(Protocol):
+    """A caller-measured objective over a declared space (lower is better).
+
+    ``measure`` runs one configuration at engine scope and returns ``tk.Measured``
+    (durations in ns, or any lower-is-better cost scaled to integers) or ``tk.Failed``
+    with the reason it is invalid; an exception it raises is recorded as a failure of
+    that configuration. ``remaining`` is how many more measurements the engine allows,
+    or None when only tunekit's budget applies.
+    """
+
+    @property
+    def space(self) -> Space:
+        """The configurations to search."""
+        ...
+
+    def measure(self, config: Config) -> Outcome:
+        """Measure ``config`` end to end."""
+        ...
+
+    def remaining(self) -> int | None:
+        """Measurements the engine still allows (None: no limit of its own)."""
+        ...
+
+
+def tune_objective(
+    objective: Objective,
+    *,
+    tuner: str,
+    device_id: str,
+    key: object = None,
+    strategy: StrategyName | str | StrategyFactory = "auto",
+    seed: int = 0,
+    max_evals: int | None = None,
+    max_seconds: float | None = None,
+    require: Sequence[Mapping[str, Any]] = (),
+    log: str | Path | None = None,
+    sinks: Sequence[RecordSink] = (),
+) -> SearchResult:
+    """Search ``objective.space``, measuring one configuration at a time through the objective.
+
+    Arguments mean what they mean for ``tk.search``; the search also stops with
+    ``stopped_by == "objective_budget"`` once ``objective.remaining()`` reaches 0.
+    """
+    if not isinstance(objective, Objective):
+        raise TypeError(
+            f"tune_objective() takes a tk.Objective (space, measure, remaining), got {type(objective).__name__}"
+        )
+    space = objective.space
+    if not isinstance(space, Space):
+        raise TypeError(f"objective.space must be a tk.Space, got {type(space).__name__}")
+
+    def evaluate(configs: Sequence[Config]) -> Mapping[Config, Outcome]:
+        outcomes: dict[Config, Outcome] = {}
+        for config in configs:
+            try:
+                outcome = objective.measure(config)
+            except Exception as exc:  # the engine's error disqualifies only this configuration
+                outcome = Failed(describe_error(exc), "run")
+            if not isinstance(outcome, Measured | Failed | Skipped):
+                outcome = Failed(f"measure() returned {type(outcome).__name__}, not tk.Measured or tk.Failed", "run")
+            outcomes[config] = outcome
+        return outcomes
+
+    return run_search(
+        space,
+        evaluate,
+        tuner=tuner,
+        device_id=device_id,
+        key=key,
+        strategy=strategy,
+        seed=seed,
+        max_evals=max_evals,
+        max_seconds=max_seconds,
+        require=require,
+        log=log,
+        remaining=objective.remaining,
+        batch=1,
+        sinks=sinks,
+    )

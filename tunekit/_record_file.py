@@ -1,0 +1,240 @@
+"""Committed records: winners per key bucket in one JSON file, kept next to the code.
+
+A record says where each winner came from (tuner, tunable-set checksum, space hash,
+device, tunekit version, measured median and sample count). Loading it for production
+checks that provenance against the running code and device: a record measured for other
+candidates, another space or another device is refused, because its winners answer
+another question; drift that can only shift timings (another tunekit version, old or
+thinly sampled measurements) is reported as warnings. A verified record seeds the tuner,
+so production never re-tunes those keys.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from tunekit import _settings
+from tunekit._errors import TunekitError
+from tunekit._key import is_autotune_key, key_to_json
+from tunekit._local import LocalTuner
+from tunekit._outcome import Measured
+from tunekit._search import SearchResult
+from tunekit._space import ParamValue
+from tunekit._tunable_set import TunableSet
+from tunekit._tuner import Tuner
+from tunekit._version import MAJOR, __version__
+
+__all__ = ["Record", "RecordEntry", "RecordFile", "RecordMismatch"]
+
+JsonScalar = int | float | str | bool | None
+
+_STALE_AFTER = timedelta(days=365)
+
+
+class RecordMismatch(TunekitError):
+    """A committed record whose provenance does not match the running code or device."""
+
+
+class RecordEntry(BaseModel):
+    """The winner of one key bucket, with what was measured for it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    key: dict[str, JsonScalar]
+    winner: str
+    config: dict[str, ParamValue] | None = None
+    ranking: list[str] = Field(description="Fastest first; the runners-up replace a winner that fails at launch.")
+    median_ns: float = Field(ge=0)
+    samples: int = Field(ge=0)
+    strategy: str | None = None
+    evaluations: int | None = Field(None, ge=0)
+    stopped_by: str | None = None
+    measured_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+
+
+class RecordFile(BaseModel):
+    """The whole committed file."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    schema_version: Literal[1] = 1
+    tuner: str
+    device_id: str
+    checksum: str = Field(description="TunableSet.checksum() of the candidates the winners were chosen from.")
+    space_hash: str | None = None
+    tunekit_version: str = __version__
+    entries: list[RecordEntry] = Field(default_factory=list)
+
+
+@dataclass
+class Record:
+    """Committed winners of one tuner on one device: ``add`` search results, ``save``, ``load_verified``."""
+
+    tuner: str
+    device_id: str
+    checksum: str
+    space_hash: str | None = None
+    tunekit_version: str = __version__
+    entries: dict[str, RecordEntry] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
+
+    @classmethod
+    def for_tunables(cls, tuner: str, device_id: str, tunables: TunableSet[Any, Any]) -> Record:
+        """An empty record for winners chosen among ``tunables``."""
+        space_hash = tunables.extras.get("checksum:space")
+        return cls(tuner, device_id, tunables.checksum(), space_hash if isinstance(space_hash, str) else None)
+
+    def add(self, key: object, result: SearchResult, *, runners_up: int = 4) -> RecordEntry:
+        """Record ``result``'s winner for ``key``'s bucket (replacing an earlier one)."""
+        if not is_autotune_key(key):
+            raise TypeError(f"Record.add() takes an @tk.autotune_key instance, got {type(key).__name__}")
+        if result.tuner != self.tuner or result.device_id != self.device_id:
+            raise RecordMismatch(
+                f"the search ran for tuner {result.tuner!r} on {result.device_id!r}; "
+                f"this record is for tuner {self.tuner!r} on {self.device_id!r}"
+            )
+        if self.space_hash is not None and result.space.hash != self.space_hash:
+            raise RecordMismatch(f"the search ran over space {result.space.hash}; this record is for {self.space_hash}")
+        ranking = result.ranking
+        if not ranking:
+            raise ValueError(f"the search for {key!r} measured nothing successfully; there is no winner to record")
+        best = ranking[0]
+        if not isinstance(best.outcome, Measured):
+            raise AssertionError("ranking holds measured trials only")
+        durations = best.outcome.durations
+        entry = RecordEntry(
+            key=dict(json.loads(key_to_json(key))),
+            winner=best.config.name,
+            config=best.config.to_dict(),
+            ranking=[t.config.name for t in ranking[: 1 + runners_up]],
+            median_ns=durations.score,
+            samples=len(durations.samples_ns),
+            strategy=result.strategy,
+            evaluations=result.evaluations,
+            stopped_by=result.stopped_by,
+        )
+        self.entries[key_to_json(key)] = entry
+        return entry
+
+    def model(self) -> RecordFile:
+        """The record as its pydantic model, entries in a stable order (diff-friendly)."""
+        return RecordFile(
+            tuner=self.tuner,
+            device_id=self.device_id,
+            checksum=self.checksum,
+            space_hash=self.space_hash,
+            tunekit_version=self.tunekit_version,
+            entries=[self.entries[k] for k in sorted(self.entries)],
+        )
+
+    def save(self, path: str | Path) -> None:
+        """Write atomically (temp file + rename): a crash leaves the old file or the new, never half."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        text = self.model().model_dump_json(indent=2) + "\n"
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(text)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+    @classmethod
+    def load(cls, path: str | Path) -> Record:
+        """Read a record file (validated; nothing in it is executed)."""
+        path = Path(path)
+        try:
+            data = RecordFile.model_validate_json(path.read_bytes())
+        except FileNotFoundError:
+            raise FileNotFoundError(f"no committed record at {path}; create one with tk.Record(...).save()") from None
+        except ValidationError as exc:
+            raise RecordMismatch(f"{path} is not a tunekit record file (schema_version 1): {exc}") from None
+        return cls(
+            tuner=data.tuner,
+            device_id=data.device_id,
+            checksum=data.checksum,
+            space_hash=data.space_hash,
+            tunekit_version=data.tunekit_version,
+            entries={_entry_key(e): e for e in data.entries},
+        )
+
+    @classmethod
+    def load_verified(cls, path: str | Path, tunables: TunableSet[Any, Any], device_id: str) -> Record:
+        """Load ``path`` and check its provenance against ``tunables`` and ``device_id``.
+
+        Raises RecordMismatch when the device, the candidates (checksum), the space or
+        tunekit's major version differ, or a winner is no longer a candidate. Drift that
+        only shifts timings is returned in ``record.warnings``.
+        """
+        record = cls.load(path)
+        problems = []
+        if record.device_id != device_id:
+            problems.append(f"it was measured on device {record.device_id!r}, this is {device_id!r}")
+        if record.checksum != tunables.checksum():
+            problems.append(
+                f"its candidates had checksum {record.checksum}, the running TunableSet has {tunables.checksum()} "
+                "(a tunable, its version, or the space changed)"
+            )
+        space_hash = tunables.extras.get("checksum:space")
+        if record.space_hash is not None and space_hash is not None and record.space_hash != space_hash:
+            problems.append(f"it was searched over space {record.space_hash}, the running space is {space_hash}")
+        major = record.tunekit_version.split(".")[0]
+        if major != str(MAJOR):
+            problems.append(f"it was written by tunekit {record.tunekit_version}, this is {__version__}")
+        missing = sorted({e.winner for e in record.entries.values() if tunables.index_of(e.winner) is None})
+        if missing:
+            problems.append(f"winners {missing[:5]} are no longer candidates")
+        if problems:
+            raise RecordMismatch(
+                f"{path} does not apply here: " + "; ".join(problems) + "; re-tune and commit a new record"
+            )
+        record.warnings = tuple(_drift(record, Path(path)))
+        return record
+
+    def seed(self, tuner: Tuner | LocalTuner[Any, Any], tunables: TunableSet[Any, Any], key_type: type) -> int:
+        """Install every winner into ``tuner`` so those keys are never tuned; returns how many."""
+        if isinstance(tuner, LocalTuner):
+            tuner = tuner.tuner(self.device_id)
+        if tuner.name != self.tuner or tuner.device_id != self.device_id:
+            raise RecordMismatch(
+                f"this record is for tuner {self.tuner!r} on {self.device_id!r}, "
+                f"not tuner {tuner.name!r} on {tuner.device_id!r}"
+            )
+        for entry in self.entries.values():
+            try:
+                key = key_type(**entry.key)
+            except TypeError as exc:
+                raise RecordMismatch(f"record key {entry.key} does not build a {key_type.__name__}: {exc}") from None
+            tuner.seed(tunables, key, entry.ranking)
+        return len(self.entries)
+
+
+def _entry_key(entry: RecordEntry) -> str:
+    """The same canonical JSON as ``key_to_json``, from the stored dict."""
+    return json.dumps(entry.key, sort_keys=True, separators=(",", ":"))
+
+
+def _drift(record: Record, path: Path) -> list[str]:
+    out = []
+    if record.tunekit_version != __version__:
+        out.append(f"{path}: written by tunekit {record.tunekit_version}, running {__version__}")
+    samples = _settings.current().samples
+    now = datetime.now(UTC)
+    for entry in record.entries.values():
+        if entry.samples < samples:
+            out.append(f"{path}: {entry.key} was measured with {entry.samples} samples (< {samples} configured)")
+        if now - entry.measured_at > _STALE_AFTER:
+            out.append(f"{path}: {entry.key} was measured on {entry.measured_at:%Y-%m-%d}, over a year ago")
+    return out

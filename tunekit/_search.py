@@ -1,0 +1,343 @@
+"""The search driver: a strategy proposes, the schedule measures, a budget stops it.
+
+One loop serves kernels (:func:`search`, timed through a candidate runner and
+``measure_batch`` like every other tuning) and engine-scale objectives (``tk.Objective``):
+both get incumbents measured first, the resumable trial log, and a result that says
+which limit ended the search.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from tunekit import _settings
+from tunekit._benchmark import BenchmarkDurations
+from tunekit._client import Client
+from tunekit._errors import TunekitError
+from tunekit._key import is_autotune_key, key_to_dict
+from tunekit._outcome import Failed, Measured, Outcome, Skipped
+from tunekit._records import AutotuneRecord, CandidateRecord, SearchEnded
+from tunekit._runner import InProcessRunner
+from tunekit._schedule import measure_batch
+from tunekit._sinks import RecordSink, emit, global_sinks, sink_from_setting
+from tunekit._space import Config, Space
+from tunekit._strategies import StrategyFactory, StrategyName, make_strategy
+from tunekit._trials import TrialEntry, TrialLog
+from tunekit._tunable import Tunable
+from tunekit._tunable_set import LazyBuild, TunableSet
+
+__all__ = ["Evaluate", "SearchResult", "StopReason", "Trial", "run_search", "search"]
+
+StopReason = Literal["max_evals", "max_seconds", "exhausted", "objective_budget"]
+
+Evaluate = Callable[[Sequence[Config]], Mapping[Config, Outcome]]
+"""Measures a batch of configurations; one outcome per configuration."""
+
+
+@dataclass(frozen=True, slots=True)
+class Trial:
+    """One evaluated configuration; ``resumed`` when its outcome came from the trial log."""
+
+    config: Config
+    outcome: Outcome
+    resumed: bool = False
+
+    @property
+    def score(self) -> float | None:
+        """Median ns when measured, else None."""
+        return self.outcome.durations.score if isinstance(self.outcome, Measured) else None
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResult:
+    """What a search found, what it cost, and why it stopped."""
+
+    tuner: str
+    device_id: str
+    space: Space
+    strategy: str
+    seed: int
+    trials: tuple[Trial, ...]
+    stopped_by: StopReason
+    strategy_seconds: float
+    wall_seconds: float
+
+    @property
+    def ranking(self) -> tuple[Trial, ...]:
+        """Measured trials, fastest first."""
+        measured = [t for t in self.trials if t.score is not None]
+        return tuple(sorted(measured, key=lambda t: t.score if t.score is not None else math.inf))
+
+    @property
+    def best(self) -> Trial | None:
+        """The fastest measured trial, or None when nothing ran."""
+        ranking = self.ranking
+        return ranking[0] if ranking else None
+
+    @property
+    def evaluations(self) -> int:
+        """Distinct configurations evaluated (resumed ones included)."""
+        return len(self.trials)
+
+
+def _entry(config: Config, outcome: Outcome, elapsed: float) -> TrialEntry:
+    match outcome:
+        case Measured(durations):
+            return TrialEntry(
+                config=config.to_dict(),
+                status="measured",
+                samples_ns=list(durations.samples_ns),
+                score_ns=durations.score,
+                elapsed_s=elapsed,
+            )
+        case Failed(reason, stage):
+            return TrialEntry(config=config.to_dict(), status="failed", stage=stage, error=reason, elapsed_s=elapsed)
+        case Skipped(reason):
+            return TrialEntry(config=config.to_dict(), status="skipped", error=reason, elapsed_s=elapsed)
+
+
+def _outcome(entry: TrialEntry) -> Outcome:
+    if entry.status == "measured" and entry.samples_ns:
+        return Measured(BenchmarkDurations(tuple(entry.samples_ns)))
+    if entry.status == "skipped":
+        return Skipped(entry.error or "skipped")
+    stage = entry.stage if entry.stage in ("compile", "check", "run", "timeout", "crash") else "run"
+    return Failed(entry.error or "failed", stage)  # type: ignore[arg-type]
+
+
+def _budget_covers(space: Space, max_evals: int | None, max_seconds: float | None) -> bool:
+    """Whether measuring every configuration fits the budget (counting a restricted space only when small)."""
+    if max_evals is None:
+        return max_seconds is None
+    if space.cartesian_size <= max_evals:
+        return True
+    return space.cartesian_size <= 50_000 and space.size <= max_evals
+
+
+def _choose(
+    space: Space, strategy: str | StrategyFactory, max_evals: int | None, max_seconds: float | None
+) -> tuple[str, StrategyFactory]:
+    if not isinstance(strategy, str):
+        return getattr(strategy, "__name__", type(strategy).__name__), strategy
+    if strategy == "auto":
+        strategy = "exhaustive" if _budget_covers(space, max_evals, max_seconds) else "model_ils"
+    return strategy, make_strategy(strategy)
+
+
+def run_search(
+    space: Space,
+    evaluate: Evaluate,
+    *,
+    tuner: str,
+    device_id: str,
+    key: object = None,
+    strategy: StrategyName | str | StrategyFactory = "auto",
+    seed: int = 0,
+    max_evals: int | None = None,
+    max_seconds: float | None = None,
+    require: Sequence[Mapping[str, Any]] = (),
+    log: str | Path | None = None,
+    remaining: Callable[[], int | None] | None = None,
+    batch: int = 8,
+    sinks: Sequence[RecordSink] = (),
+) -> SearchResult:
+    """Search ``space`` with ``strategy`` until a budget ends it; see :func:`search`."""
+    if max_evals is not None and max_evals < 1:
+        raise ValueError(f"max_evals must be >= 1, got {max_evals}")
+    if max_seconds is not None and max_seconds <= 0:
+        raise ValueError(f"max_seconds must be > 0, got {max_seconds}")
+    if batch < 1:
+        raise ValueError(f"batch must be >= 1, got {batch}")
+    key_dict: dict[str, Any] | None = None
+    if key is not None:
+        if not is_autotune_key(key):
+            raise TypeError(f"search(key=...) takes an @tk.autotune_key instance, got {type(key).__name__}")
+        key_dict = key_to_dict(key)
+    incumbents: list[Config] = []
+    for given in require:
+        try:
+            config = space.config(given)
+        except ValueError as exc:
+            raise ValueError(f"required configuration is not in the space: {exc}") from None
+        if config not in incumbents:
+            incumbents.append(config)
+    name, factory = _choose(space, strategy, max_evals, max_seconds)
+    started = time.monotonic()
+    trial_log = TrialLog.open(log, tuner=tuner, space=space, device_id=device_id, key=key_dict) if log else None
+    try:
+        previous = trial_log.previous if trial_log else {}
+        done: dict[Config, Trial] = {}
+        offset = max((e.elapsed_s for e in previous.values()), default=0.0)
+
+        def measure(configs: Sequence[Config]) -> list[Trial]:
+            fresh = [c for c in configs if c not in previous]
+            outcomes = evaluate(fresh) if fresh else {}
+            trials = []
+            for config in configs:
+                if config in previous:
+                    trials.append(Trial(config, _outcome(previous[config]), resumed=True))
+                    continue
+                outcome = outcomes.get(config, Skipped("not measured"))
+                if trial_log is not None:
+                    trial_log.append(_entry(config, outcome, offset + time.monotonic() - started))
+                trials.append(Trial(config, outcome))
+            for trial in trials:
+                done[trial.config] = trial
+            return trials
+
+        spent = 0.0
+        strat = factory(space, np.random.default_rng(seed))
+        for trial in measure(incumbents):
+            t0 = time.perf_counter()
+            strat.observe(trial.config, trial.score)
+            spent += time.perf_counter() - t0
+        proposed: set[Config] = set()
+        stopped: StopReason = "exhausted"
+        while True:
+            if max_evals is not None and len(done) >= max_evals:
+                stopped = "max_evals"
+                break
+            if max_seconds is not None and time.monotonic() - started >= max_seconds:
+                stopped = "max_seconds"
+                break
+            left = remaining() if remaining is not None else None
+            if left is not None and left <= 0:
+                stopped = "objective_budget"
+                break
+            want = batch if max_evals is None else min(batch, max_evals - len(done))
+            if left is not None:
+                want = min(want, left)
+            t0 = time.perf_counter()
+            proposals = strat.propose(want)
+            spent += time.perf_counter() - t0
+            if not proposals:
+                break
+            if len(proposals) > want:
+                raise TunekitError(f"strategy {name!r} proposed {len(proposals)} configurations when asked for {want}")
+            for config in proposals:
+                if config in proposed:
+                    raise TunekitError(f"strategy {name!r} proposed {config.name} twice")
+                if config not in space:
+                    raise TunekitError(f"strategy {name!r} proposed {config!r}, which is not in the space")
+                proposed.add(config)
+            new = [c for c in proposals if c not in done]
+            measured = {t.config: t for t in measure(new)}
+            t0 = time.perf_counter()
+            for config in proposals:
+                strat.observe(config, (measured.get(config) or done[config]).score)
+            spent += time.perf_counter() - t0
+    finally:
+        if trial_log is not None:
+            trial_log.close()
+    result = SearchResult(
+        tuner=tuner,
+        device_id=device_id,
+        space=space,
+        strategy=name,
+        seed=seed,
+        trials=tuple(done.values()),
+        stopped_by=stopped,
+        strategy_seconds=spent,
+        wall_seconds=time.monotonic() - started,
+    )
+    _emit_record(result, key_dict, sinks)
+    return result
+
+
+def _emit_record(result: SearchResult, key: dict[str, Any] | None, sinks: Sequence[RecordSink]) -> None:
+    best = result.best
+    record = AutotuneRecord(
+        tuner=result.tuner,
+        device_id=result.device_id,
+        key=key or {},
+        checksum=result.space.hash,
+        decision="tuned",
+        candidates=[CandidateRecord.of(t.config.name, 0, t.outcome) for t in result.trials],
+        winner=best.config.name if best else None,
+        stored=False,
+        wall_time_s=result.wall_seconds,
+        events=[
+            SearchEnded(
+                strategy=result.strategy,
+                seed=result.seed,
+                space_hash=result.space.hash,
+                evaluations=result.evaluations,
+                resumed=sum(t.resumed for t in result.trials),
+                stopped_by=result.stopped_by,
+                strategy_seconds=result.strategy_seconds,
+            )
+        ],
+    )
+    targets = list(sinks) + list(global_sinks())
+    setting = _settings.current().record
+    if setting is not None:
+        sink = sink_from_setting(setting)
+        if sink is not None:
+            targets.append(sink)
+    emit(record, tuple(targets))
+
+
+def search(
+    space: Space,
+    build: Callable[[Config], Callable[..., Any]],
+    client: Client,
+    inputs: Sequence[Any],
+    *,
+    tuner: str,
+    key: object = None,
+    strategy: StrategyName | str | StrategyFactory = "auto",
+    seed: int = 0,
+    max_evals: int | None = None,
+    max_seconds: float | None = None,
+    require: Sequence[Mapping[str, Any]] = (),
+    log: str | Path | None = None,
+    batch: int = 8,
+    sinks: Sequence[RecordSink] = (),
+) -> SearchResult:
+    """Search a space of kernels too big to measure whole; every candidate timed on ``client``.
+
+    ``build(config)`` returns the runnable for a configuration (called lazily, once per
+    measured configuration; raising makes that configuration a failure). Candidates are
+    timed in batches of ``batch`` through ``measure_batch``, like every other tuning.
+
+    Budget: stop after ``max_evals`` distinct configurations and/or ``max_seconds``;
+    ``result.stopped_by`` says which ended it (``exhausted`` when the strategy ran out).
+    ``require``: incumbent configurations measured first, whatever the budget, so the
+    winner is never slower than them; one outside the space is an error. ``log``: a JSONL
+    trial log; a rerun resumes it, skipping configurations it already measured.
+    ``strategy``: ``auto`` (exhaustive when the budget covers the space, else the best
+    large-space strategy), a name from ``tk.STRATEGIES``, or a factory.
+    """
+    args = tuple(inputs)
+    settings = _settings.current()
+
+    def evaluate(configs: Sequence[Config]) -> Mapping[Config, Outcome]:
+        tunables: TunableSet[Any, Any] = TunableSet(key=lambda *_: None).with_tunables(
+            [Tunable(c.name, LazyBuild(build, c)) for c in configs]
+        )
+        runner = InProcessRunner(client, tunables, args)
+        outcomes = measure_batch(runner, range(len(configs)), settings)
+        return {c: outcomes.get(i, Skipped("not measured")) for i, c in enumerate(configs)}
+
+    return run_search(
+        space,
+        evaluate,
+        tuner=tuner,
+        device_id=client.device_id,
+        key=key,
+        strategy=strategy,
+        seed=seed,
+        max_evals=max_evals,
+        max_seconds=max_seconds,
+        require=require,
+        log=log,
+        batch=batch,
+        sinks=sinks,
+    )

@@ -1,0 +1,50 @@
+"""Search strategies behind one small protocol: propose configurations, observe their scores."""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+from tunekit._strategies._base import Strategy, StrategyFactory, Walker
+from tunekit._strategies._genetic import Genetic
+from tunekit._strategies._local import IteratedLocalSearch
+from tunekit._strategies._simple import Exhaustive, RandomSearch
+from tunekit._strategies._surrogate import ModelGuidedLocalSearch
+
+__all__ = [
+    "STRATEGIES",
+    "Exhaustive",
+    "Genetic",
+    "IteratedLocalSearch",
+    "ModelGuidedLocalSearch",
+    "RandomSearch",
+    "Strategy",
+    "StrategyFactory",
+    "StrategyName",
+    "Walker",
+    "make_strategy",
+]
+
+StrategyName = Literal["auto", "exhaustive", "random", "ils", "genetic", "model_ils", "optuna_tpe"]
+
+STRATEGIES: tuple[str, ...] = get_args(StrategyName)
+"""Every strategy name ``search(strategy=...)`` accepts."""
+
+
+def make_strategy(name: str) -> StrategyFactory:
+    """The factory of the strategy called ``name`` (``auto`` is resolved by the search driver)."""
+    match name:
+        case "exhaustive":
+            return Exhaustive
+        case "random":
+            return RandomSearch
+        case "ils":
+            return IteratedLocalSearch
+        case "genetic":
+            return Genetic
+        case "model_ils":
+            return ModelGuidedLocalSearch
+        case "optuna_tpe":
+            from tunekit._strategies._optuna import OptunaTPE
+
+            return OptunaTPE
+    raise ValueError(f"unknown strategy {name!r}; choose one of {list(STRATEGIES)} or pass a factory")

@@ -1,0 +1,113 @@
+"""The strategy protocol and the bookkeeping every strategy shares."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from tunekit._space import Config, Space
+
+__all__ = ["Positions", "Strategy", "StrategyFactory", "Walker"]
+
+Positions = tuple[int, ...]
+"""A configuration as the position of each value in its parameter's domain."""
+
+
+@runtime_checkable
+class Strategy(Protocol):
+    """Proposes configurations to measure and learns from their scores.
+
+    The search driver calls ``propose(n)`` for up to ``n`` configurations that were never
+    proposed before and lie in the space (an empty list ends the search), measures them,
+    and calls ``observe`` once for each: ``score`` is lower-is-better, None for a failure.
+    """
+
+    def propose(self, n: int) -> list[Config]:
+        """Up to ``n`` new configurations of the space; [] when there is nothing left to try."""
+        ...
+
+    def observe(self, config: Config, score: float | None) -> None:
+        """The result of a proposed configuration: its score, or None when it failed."""
+        ...
+
+
+StrategyFactory = Callable[[Space, np.random.Generator], Strategy]
+"""Builds a strategy for one search over ``space``, drawing randomness only from the generator."""
+
+
+class Walker:
+    """Positions, validity (memoised) and the set of configurations already proposed."""
+
+    def __init__(self, space: Space, rng: np.random.Generator) -> None:
+        self.space = space
+        self.rng = rng
+        self.widths = tuple(len(space.domains[n]) for n in space.names)
+        self.seen: set[Positions] = set()
+        self.scores: dict[Positions, float | None] = {}
+        self._valid: dict[Positions, bool] = {}
+        self._exhausted = False
+
+    def valid(self, p: Positions) -> bool:
+        """Whether ``p`` is in the space (restrictions memoised)."""
+        ok = self._valid.get(p)
+        if ok is None:
+            ok = self._valid[p] = self.space.allows(self.space.from_positions(p))
+        return ok
+
+    def fresh(self, p: Positions) -> bool:
+        """Valid and never proposed."""
+        return p not in self.seen and self.valid(p)
+
+    def take(self, ps: Iterable[Positions]) -> list[Config]:
+        """Mark ``ps`` proposed and return them as configurations."""
+        out = []
+        for p in ps:
+            self.seen.add(p)
+            out.append(self.space.from_positions(p))
+        return out
+
+    def record(self, config: Config, score: float | None) -> Positions:
+        """Remember an observation; returns its positions."""
+        p = self.space.positions(config)
+        self.seen.add(p)
+        self.scores[p] = score
+        return p
+
+    def random_fresh(self, n: int) -> list[Positions]:
+        """Up to ``n`` distinct random fresh positions (rejection first, a full walk when that stalls)."""
+        out: list[Positions] = []
+        chosen: set[Positions] = set()
+        tries = 0
+        while len(out) < n and tries < 200 * n + 200 and not self._exhausted:
+            tries += 1
+            p = tuple(int(self.rng.integers(w)) for w in self.widths)
+            if p not in chosen and self.fresh(p):
+                chosen.add(p)
+                out.append(p)
+        if len(out) < n and not self._exhausted:
+            rest = [q for q in map(self.space.positions, self.space) if q not in self.seen and q not in chosen]
+            if len(rest) <= n - len(out):
+                self._exhausted = True
+            for i in self.rng.permutation(len(rest))[: n - len(out)]:
+                out.append(rest[int(i)])
+        return out
+
+    def neighbours(self, p: Positions, *, far: bool = False) -> list[Positions]:
+        """Positions one parameter away: to an adjacent value, or with ``far`` to any value."""
+        out = []
+        for k, width in enumerate(self.widths):
+            targets = range(width) if far else (p[k] - 1, p[k] + 1)
+            for v in targets:
+                if 0 <= v < width and v != p[k]:
+                    out.append((*p[:k], v, *p[k + 1 :]))
+        return out
+
+    def best(self) -> tuple[Positions, float] | None:
+        """The best observation so far."""
+        measured = [(s, p) for p, s in self.scores.items() if s is not None]
+        if not measured:
+            return None
+        score, p = min(measured)
+        return p, score

@@ -1,0 +1,88 @@
+"""Optuna's TPE sampler as a strategy (optional extra: ``pip install 'tunekit[optuna]'``)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from tunekit._space import Config, Space
+from tunekit._strategies._base import Walker
+
+__all__ = ["OptunaTPE"]
+
+_MISSES = 32  # asks in a row that land outside the space or on a measured point before a random one is enqueued
+
+
+def _optuna() -> Any:
+    try:
+        import optuna
+    except ImportError:
+        raise ImportError("the 'optuna_tpe' strategy needs Optuna: pip install 'tunekit[optuna]'") from None
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    return optuna
+
+
+class OptunaTPE:
+    """Optuna's TPE over the space's parameters as categorical choices.
+
+    TPE knows nothing of restrictions or of points already measured: a proposal outside
+    the space is told as failed, one already measured is told its known score, and after
+    a run of such misses a random fresh point is enqueued so the search always advances.
+    """
+
+    def __init__(self, space: Space, rng: np.random.Generator) -> None:
+        optuna = _optuna()
+        self._optuna = optuna
+        self._w = Walker(space, rng)
+        seed = int(rng.integers(2**31))
+        self._study = optuna.create_study(sampler=optuna.samplers.TPESampler(seed=seed, multivariate=True))
+        self._dists = {
+            name: optuna.distributions.CategoricalDistribution(list(range(len(values))))
+            for name, values in space.domains.items()
+        }
+        self._pending: dict[Config, Any] = {}
+
+    def propose(self, n: int) -> list[Config]:
+        """Ask TPE for up to ``n`` fresh configurations."""
+        w = self._w
+        out: list[Config] = []
+        misses = 0
+        state = self._optuna.trial.TrialState
+        while len(out) < n:
+            if misses >= _MISSES:
+                fresh = w.random_fresh(1)
+                if not fresh:
+                    break
+                self._study.enqueue_trial(dict(zip(w.space.names, fresh[0], strict=True)))
+                misses = 0
+            trial = self._study.ask(self._dists)
+            p = tuple(int(trial.params[name]) for name in w.space.names)
+            if not w.valid(p):
+                self._study.tell(trial, state=state.FAIL)
+                misses += 1
+                continue
+            known = w.scores.get(p, 0.0) if p in w.seen else None
+            if p in w.seen:
+                if known is None:
+                    self._study.tell(trial, state=state.FAIL)
+                else:
+                    self._study.tell(trial, math.log(max(known, 1e-300)) if known else None)
+                misses += 1
+                continue
+            (config,) = w.take([p])
+            self._pending[config] = trial
+            out.append(config)
+        return out
+
+    def observe(self, config: Config, score: float | None) -> None:
+        """Tell TPE the log time, or a failure."""
+        self._w.record(config, score)
+        trial = self._pending.pop(config, None)
+        if trial is None:
+            return
+        if score is None:
+            self._study.tell(trial, state=self._optuna.trial.TrialState.FAIL)
+        else:
+            self._study.tell(trial, math.log(max(score, 1e-300)))

@@ -1,0 +1,45 @@
+"""Exhaustive and random search: the baselines every other strategy must beat."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+
+from tunekit._space import Config, Space
+from tunekit._strategies._base import Walker
+
+__all__ = ["Exhaustive", "RandomSearch"]
+
+
+class Exhaustive:
+    """Every valid configuration in the space's order."""
+
+    def __init__(self, space: Space, rng: np.random.Generator) -> None:
+        self._configs: Iterator[Config] = iter(space)
+
+    def propose(self, n: int) -> list[Config]:
+        """The next ``n`` configurations in enumeration order."""
+        out = []
+        for config in self._configs:
+            out.append(config)
+            if len(out) == n:
+                break
+        return out
+
+    def observe(self, config: Config, score: float | None) -> None:
+        """Exhaustive search learns nothing."""
+
+
+class RandomSearch:
+    """Uniform random sampling without replacement."""
+
+    def __init__(self, space: Space, rng: np.random.Generator) -> None:
+        self._walker = Walker(space, rng)
+
+    def propose(self, n: int) -> list[Config]:
+        """``n`` configurations never proposed before, uniformly at random."""
+        return self._walker.take(self._walker.random_fresh(n))
+
+    def observe(self, config: Config, score: float | None) -> None:
+        """Random search learns nothing."""

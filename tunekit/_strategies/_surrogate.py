@@ -1,0 +1,187 @@
+"""Model-guided iterated local search: a cheap surrogate orders the climb.
+
+The surrogate is ridge regression of log(time) on one-hot parameter values: additive in
+log space, i.e. each value multiplies the time by a learned factor, which is how kernel
+parameters mostly act. It is refitted as observations grow by an eighth, costs
+microseconds to query, and only ever *orders* moves: every proposal is still a real
+neighbour of a real measured point, so a wrong model slows the climb but cannot trap it
+(half of the climbs ignore it anyway, and restarts go where nothing was measured yet).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from tunekit._space import Config, Space
+from tunekit._strategies._base import Positions, Walker
+
+__all__ = ["AdditiveModel", "ModelGuidedLocalSearch"]
+
+
+class AdditiveModel:
+    """Ridge regression on one-hot parameter values (solved in the smaller of primal and dual form)."""
+
+    def __init__(self, widths: tuple[int, ...], *, ridge: float = 1.0) -> None:
+        self._offsets = np.concatenate([[0], np.cumsum(widths)[:-1]]).astype(np.intp)
+        self._features = int(sum(widths))
+        self._ridge = ridge
+        self._weights: np.ndarray = np.zeros(self._features)
+        self._mean = 0.0
+
+    def fit(self, positions: np.ndarray, targets: np.ndarray) -> None:
+        """Fit to ``targets`` (log times) at ``positions`` (n x parameters)."""
+        n = len(positions)
+        x = np.zeros((n, self._features))
+        x[np.arange(n)[:, None], positions + self._offsets] = 1.0
+        self._mean = float(targets.mean())
+        centred = targets - self._mean
+        if n < self._features:
+            gram = x @ x.T
+            gram[np.diag_indices(n)] += self._ridge
+            self._weights = x.T @ np.linalg.solve(gram, centred)
+        else:
+            gram = x.T @ x
+            gram[np.diag_indices(self._features)] += self._ridge
+            self._weights = np.linalg.solve(gram, x.T @ centred)
+
+    def predict(self, positions: np.ndarray) -> np.ndarray:
+        """Predicted log times."""
+        return np.asarray(self._mean + self._weights[positions + self._offsets].sum(axis=1))
+
+
+class ModelGuidedLocalSearch:
+    """Iterated local search whose neighbour scan is ordered by an :class:`AdditiveModel`.
+
+    Climb: first improvement over one-parameter moves (any value), most promising first.
+    At a local optimum, kick the best point by ``kick`` random moves (the model picks
+    the most promising of ``kicks`` such kicks); after ``patience`` kicks without a new
+    best, restart from the random point farthest (in parameters changed) from the best
+    points so far, so a wrong model cannot keep the search in one basin.
+    """
+
+    def __init__(
+        self,
+        space: Space,
+        rng: np.random.Generator,
+        *,
+        initial: int = 20,
+        kick: int = 3,
+        kicks: int = 8,
+        mix: float = 0.5,
+        patience: int = 3,
+        diverse: int = 20,
+    ) -> None:
+        self._w = Walker(space, rng)
+        self._model = AdditiveModel(self._w.widths)
+        self._initial_left = initial
+        self._kick = kick
+        self._kicks = kicks
+        self._mix = mix
+        self._patience = patience
+        self._diverse = diverse
+        self._fitted_at = 0
+        self._xs: list[Positions] = []
+        self._ys: list[float] = []
+        self._current: tuple[Positions, float] | None = None
+        self._queue: list[Positions] | None = None
+        self._kicked: Positions | None = None
+        self._stale = 0
+        self._best = math.inf
+
+    def _refit(self) -> None:
+        n = len(self._ys)
+        if n >= 2 and n >= self._fitted_at + max(8, n // 8):
+            self._model.fit(np.array(self._xs), np.array(self._ys))
+            self._fitted_at = n
+
+    def _rank(self, ps: list[Positions]) -> list[Positions]:
+        rng = self._w.rng
+        if not ps or self._fitted_at == 0 or rng.random() < self._mix:
+            return [ps[int(i)] for i in rng.permutation(len(ps))]
+        return [ps[int(i)] for i in np.argsort(self._model.predict(np.array(ps)), kind="stable")]
+
+    def _restart(self) -> Positions | None:
+        w = self._w
+        candidates = w.random_fresh(self._diverse)
+        if not candidates:
+            return None
+        measured = sorted((s, p) for p, s in w.scores.items() if s is not None)[:10]
+        if not measured:
+            return candidates[0]
+        best = np.array([p for _, p in measured])
+        distance = (np.array(candidates)[:, None, :] != best[None, :, :]).sum(axis=2).min(axis=1)
+        return candidates[int(np.argmax(distance))]
+
+    def _kick_point(self) -> Positions | None:
+        w = self._w
+        best = w.best()
+        if best is None or self._stale >= self._patience:
+            self._stale = 0
+            return self._restart()
+        self._stale += 1
+        kicked: list[Positions] = []
+        for _ in range(4 * self._kicks):
+            p = best[0]
+            for _ in range(self._kick):
+                moves = [q for q in w.neighbours(p, far=True) if w.valid(q)]
+                if not moves:
+                    break
+                p = moves[int(w.rng.integers(len(moves)))]
+            if w.fresh(p) and p not in kicked:
+                kicked.append(p)
+                if len(kicked) == self._kicks:
+                    break
+        if not kicked:
+            return self._restart()
+        return self._rank(kicked)[0]
+
+    def propose(self, n: int) -> list[Config]:
+        """Random points first, then the climb's next moves (a kick ends a batch)."""
+        w = self._w
+        if self._initial_left > 0 or self._current is None:
+            k = min(n, self._initial_left) if self._initial_left > 0 else n
+            self._initial_left -= k
+            return w.take(w.random_fresh(k))
+        self._refit()
+        out: list[Positions] = []
+        while len(out) < n:
+            if self._queue is None:
+                self._queue = self._rank([q for q in w.neighbours(self._current[0], far=True) if w.fresh(q)])
+            move = None
+            while self._queue:
+                candidate = self._queue.pop(0)
+                if w.fresh(candidate):
+                    move = candidate
+                    break
+            if move is None:
+                move = self._kick_point()
+                if move is None:
+                    break
+                self._kicked = move
+            w.seen.add(move)
+            out.append(move)
+            if move == self._kicked:
+                break
+        return [w.space.from_positions(p) for p in out]
+
+    def observe(self, config: Config, score: float | None) -> None:
+        """Learn the score; move to an improvement, or to the kicked point."""
+        p = self._w.record(config, score)
+        if score is None:
+            if p == self._kicked:
+                self._kicked = None
+            return
+        self._xs.append(p)
+        self._ys.append(math.log(max(score, 1e-300)))
+        if score < self._best:
+            self._best = score
+            self._stale = 0
+        if p == self._kicked:
+            self._kicked = None
+            self._current = (p, score)
+            self._queue = None
+        elif self._current is None or score < self._current[1]:
+            self._current = (p, score)
+            self._queue = None

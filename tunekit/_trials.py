@@ -1,0 +1,195 @@
+"""The resumable trial log: one JSON line per measured configuration, under a header.
+
+The header names the tuner, the key, the space (and its hash) and the device: a log
+written for anything else is refused, because its timings would answer the wrong
+question. Each trial is one ``write`` of a whole line followed by a flush and fsync, so
+a killed process leaves at worst a half-written last line, which the next run cuts off.
+A file lock keeps a second concurrent search off the same log.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, Annotated, Literal
+
+import filelock
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from tunekit._errors import TunekitError
+from tunekit._space import Config, ParamValue, Space, SpaceModel
+from tunekit._version import __version__
+
+__all__ = ["TrialEntry", "TrialLog", "TrialLogError", "TrialLogHeader"]
+
+_log = logging.getLogger("tunekit.trials")
+
+JsonScalar = int | float | str | bool | None
+
+
+class TrialLogError(TunekitError):
+    """A trial log that cannot be resumed: written for another search, corrupt, or in use."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class TrialLogHeader(_Model):
+    """The first line: what the trials below were measured for."""
+
+    kind: Literal["header"] = "header"
+    schema_version: Literal[1] = 1
+    tuner: str
+    key: dict[str, JsonScalar] | None = None
+    device_id: str
+    space_hash: str
+    space: SpaceModel
+    tunekit_version: str = __version__
+    created: datetime = Field(default_factory=lambda: datetime.now(UTC))
+
+
+class TrialEntry(_Model):
+    """One evaluated configuration: its samples (ns) when measured, its reason when it failed."""
+
+    kind: Literal["trial"] = "trial"
+    schema_version: Literal[1] = 1
+    config: dict[str, ParamValue]
+    status: Literal["measured", "failed", "skipped"]
+    samples_ns: list[int] = Field(default_factory=list)
+    score_ns: float | None = Field(None, ge=0, description="Median sample: lower is better.")
+    stage: str | None = None
+    error: str | None = None
+    elapsed_s: float = Field(0.0, ge=0, description="Seconds since the search (or its first run) started.")
+
+
+_LINE: TypeAdapter[TrialLogHeader | TrialEntry] = TypeAdapter(
+    Annotated[TrialLogHeader | TrialEntry, Field(discriminator="kind")]
+)
+
+
+class TrialLog:
+    """An open, locked trial log; ``previous`` holds the trials of earlier runs by configuration."""
+
+    def __init__(
+        self,
+        path: Path,
+        header: TrialLogHeader,
+        previous: dict[Config, TrialEntry],
+        lock: filelock.BaseFileLock,
+        file: IO[bytes],
+    ) -> None:
+        self.path = path
+        self.header = header
+        self.previous = previous
+        self._lock = lock
+        self._file = file
+
+    @classmethod
+    def open(
+        cls,
+        path: str | Path,
+        *,
+        tuner: str,
+        space: Space,
+        device_id: str,
+        key: dict[str, JsonScalar] | None = None,
+    ) -> TrialLog:
+        """Open ``path`` for appending, resuming its trials, or start it with a header.
+
+        Raises TrialLogError when the log belongs to another tuner, key, space or device,
+        when a line other than the last is corrupt, or when another search holds it.
+        """
+        path = Path(path)
+        header = TrialLogHeader(
+            tuner=tuner, key=key, device_id=device_id, space_hash=space.hash, space=space.describe()
+        )
+        path.parent.mkdir(parents=True, exist_ok=True)
+        lock = filelock.FileLock(str(path) + ".lock")
+        try:
+            lock.acquire(timeout=0)
+        except filelock.Timeout:
+            raise TrialLogError(
+                f"trial log {path} is in use by another search (lock {path}.lock); wait for it"
+            ) from None
+        try:
+            previous = cls._resume(path, header, space)
+            file = open(path, "ab")  # noqa: SIM115 - owned by the TrialLog until close()
+            if file.tell() == 0:
+                file.write(header.model_dump_json().encode() + b"\n")
+                file.flush()
+                os.fsync(file.fileno())
+        except BaseException:
+            lock.release()
+            raise
+        return cls(path, header, previous, lock, file)
+
+    @staticmethod
+    def _resume(path: Path, header: TrialLogHeader, space: Space) -> dict[Config, TrialEntry]:
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return {}
+        complete = data[: data.rfind(b"\n") + 1]
+        if len(complete) < len(data):
+            _log.warning(
+                "%s: cutting off a half-written last line (%d bytes) from an interrupted run",
+                path,
+                len(data) - len(complete),
+            )
+            with open(path, "r+b") as f:
+                f.truncate(len(complete))
+                f.flush()
+                os.fsync(f.fileno())
+        lines = complete.splitlines()
+        if not lines:
+            return {}
+        try:
+            first = _LINE.validate_json(lines[0])
+        except ValidationError as exc:
+            raise TrialLogError(
+                f"{path}: the first line is not a tunekit trial-log header ({exc.errors()[0]['msg']}); use another path"
+            ) from None
+        if not isinstance(first, TrialLogHeader):
+            raise TrialLogError(f"{path}: the first line is not a trial-log header; use another path")
+        for field in ("tuner", "key", "device_id", "space_hash"):
+            theirs, ours = getattr(first, field), getattr(header, field)
+            if theirs != ours:
+                raise TrialLogError(
+                    f"{path} was written for {field}={theirs!r}, but this search has {field}={ours!r}: "
+                    "its trials do not apply here; give this search another log path (or delete the old log)"
+                )
+        previous: dict[Config, TrialEntry] = {}
+        for number, line in enumerate(lines[1:], start=2):
+            try:
+                entry = _LINE.validate_json(line)
+                if not isinstance(entry, TrialEntry):
+                    raise ValueError("a second header")
+                config = space.config(entry.config)
+            except (ValidationError, ValueError) as exc:
+                raise TrialLogError(
+                    f"{path}: line {number} is corrupt ({exc}); move the log aside to start over"
+                ) from None
+            previous[config] = entry
+        return previous
+
+    def append(self, entry: TrialEntry) -> None:
+        """Write one trial as one line, durably."""
+        self._file.write(entry.model_dump_json().encode() + b"\n")
+        self._file.flush()
+        os.fsync(self._file.fileno())
+
+    def close(self) -> None:
+        """Close the file and release the lock."""
+        try:
+            self._file.close()
+        finally:
+            self._lock.release()
+
+    def __enter__(self) -> TrialLog:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()

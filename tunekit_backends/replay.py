@@ -1,0 +1,241 @@
+"""Replay a GPU's measured landscape: Kernel Tuner cache files as a device with a virtual clock.
+
+A Kernel Tuner brute-force cache holds every configuration of a kernel's restricted space
+with its repeated timings on one real GPU. :func:`load_kernel_tuner_cache` reads one
+(``.json`` or ``.json.gz``) into a :class:`ReplayData` whose ``space`` is a ``tk.Space``;
+:class:`ReplayClient` then answers each configuration with one of its recorded samples, so
+a search runs against a real device's landscape in milliseconds.
+
+The format has no ``schema_version``: it is validated field by field on load, and
+anything else is refused with the file's name. Nothing loaded is executed.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import math
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+import tunekit as tk
+
+__all__ = [
+    "FAILURE_MARKERS",
+    "KernelTunerCacheFile",
+    "ReplayClient",
+    "ReplayData",
+    "ReplayFailure",
+    "load_kernel_tuner_cache",
+]
+
+T = TypeVar("T")
+
+FAILURE_MARKERS = ("CompilationFailedConfig", "RuntimeFailedConfig", "InvalidConfig", "ErrorConfig")
+"""Strings Kernel Tuner writes into ``time`` for a configuration that did not run."""
+
+_OLD_FAILURE = 1e20  # caches before Kernel Tuner 0.4.4 marked failures with this number
+
+
+class KernelTunerCacheFile(BaseModel):
+    """The top level of a Kernel Tuner cache file (extra fields are kept, not required)."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    device_name: str = ""
+    kernel_name: str
+    tune_params_keys: list[str]
+    tune_params: dict[str, list[int | float | str | bool]]
+    objective: str = "time"
+    cache: dict[str, dict[str, Any]]
+
+
+class ReplayFailure(RuntimeError):
+    """A configuration that failed on the real GPU fails again here, with the recorded reason."""
+
+
+class _KnownKeys:
+    """The restriction of a replayed space: exactly the configurations the file holds."""
+
+    def __init__(self, keys: frozenset[tuple[tk.ParamValue, ...]], fingerprint: str) -> None:
+        self.keys = keys
+        self.fingerprint = fingerprint
+
+    def __call__(self, config: tk.Config) -> bool:
+        return config.values_tuple in self.keys
+
+
+@dataclass(frozen=True)
+class ReplayData:
+    """A loaded cache file: the space, each valid configuration's samples (ms), and failures."""
+
+    path: Path
+    gpu: str
+    device_name: str
+    kernel_name: str
+    space: tk.Space
+    samples_ms: Mapping[tk.Config, tuple[float, ...]]
+    failures: Mapping[tk.Config, str]
+
+    @property
+    def best_ms(self) -> float:
+        """The fastest mean time of any valid configuration."""
+        return min(self.mean_ms(c) for c in self.samples_ms)
+
+    def mean_ms(self, config: tk.Config) -> float:
+        """Mean of the recorded samples (Kernel Tuner's ``time``)."""
+        samples = self.samples_ms[config]
+        return math.fsum(samples) / len(samples)
+
+
+def _read_json(path: Path) -> Any:
+    opener = gzip.open if path.name.endswith(".gz") else open
+    try:
+        with opener(path, "rt", encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, EOFError, json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path}: not a readable Kernel Tuner cache file ({type(exc).__name__}: {exc})") from exc
+
+
+def _gpu_name(path: Path) -> str:
+    """The GPU id from the file path (some files leave ``device_name`` empty)."""
+    stem = path.name.removesuffix(".gz").removesuffix(".json")
+    return f"{path.parent.name}/{stem}"
+
+
+def _entry_value(path: Path, key: str, entry: Mapping[str, Any]) -> tuple[float, ...] | str:
+    """The samples of a valid entry (ms), or the failure marker of a failed one."""
+    time = entry.get("time")
+    if isinstance(time, str):
+        if time not in FAILURE_MARKERS:
+            raise ValueError(f"{path}: entry {key!r} has time={time!r}, expected a number or one of {FAILURE_MARKERS}")
+        return time
+    if not isinstance(time, int | float) or isinstance(time, bool) or not math.isfinite(time) or time < 0:
+        raise ValueError(f"{path}: entry {key!r} has time={time!r}, expected a finite non-negative number")
+    if time >= _OLD_FAILURE:
+        return "RuntimeFailedConfig"
+    times = entry.get("times")
+    if times is None:
+        return (float(time),)
+    if (
+        not isinstance(times, list)
+        or not times
+        or not all(isinstance(t, int | float) and not isinstance(t, bool) and math.isfinite(t) for t in times)
+    ):
+        raise ValueError(f"{path}: entry {key!r} has a malformed 'times' list")
+    return tuple(float(t) for t in times)
+
+
+def load_kernel_tuner_cache(path: str | Path) -> ReplayData:
+    """Load a Kernel Tuner cache file (``.json`` or ``.json.gz``) for replay.
+
+    Configurations absent from the file are the restricted-out ones: the space's
+    restriction admits exactly the file's keys.
+    """
+    path = Path(path)
+    try:
+        data = KernelTunerCacheFile.model_validate(_read_json(path))
+    except ValidationError as exc:
+        raise ValueError(f"{path}: not a Kernel Tuner cache file: {exc}") from exc
+    names = data.tune_params_keys
+    if sorted(names) != sorted(data.tune_params):
+        raise ValueError(f"{path}: tune_params_keys {names} do not match tune_params {sorted(data.tune_params)}")
+    by_text = {name: {str(v): v for v in data.tune_params[name]} for name in names}
+    samples: dict[tuple[tk.ParamValue, ...], tuple[float, ...]] = {}
+    failures: dict[tuple[tk.ParamValue, ...], str] = {}
+    for key, entry in data.cache.items():
+        parts = key.split(",")
+        if len(parts) != len(names):
+            raise ValueError(f"{path}: cache key {key!r} has {len(parts)} values for {len(names)} parameters")
+        try:
+            values = tuple(by_text[name][part] for name, part in zip(names, parts, strict=True))
+        except KeyError as exc:
+            raise ValueError(f"{path}: cache key {key!r} holds a value outside tune_params ({exc})") from None
+        value = _entry_value(path, key, entry)
+        if isinstance(value, str):
+            failures[values] = value
+        else:
+            samples[values] = value
+    if not samples:
+        raise ValueError(f"{path}: no configuration has a valid time; nothing to replay")
+    keys = frozenset(samples) | frozenset(failures)
+    digest = hashlib.sha256("\n".join(sorted(",".join(map(str, k)) for k in keys)).encode()).hexdigest()[:32]
+    space = tk.Space(restrict=_KnownKeys(keys, f"replay-keys:{digest}"), **{n: data.tune_params[n] for n in names})
+    return ReplayData(
+        path=path,
+        gpu=_gpu_name(path),
+        device_name=data.device_name,
+        kernel_name=data.kernel_name,
+        space=space,
+        samples_ms={tk.Config(names, k): v for k, v in samples.items()},
+        failures={tk.Config(names, k): v for k, v in failures.items()},
+    )
+
+
+class ReplayClient:
+    """A ``tk.Client`` whose device is a recorded landscape, timed on a virtual clock.
+
+    ``kernel(config)`` is the configuration's "compiled kernel": calling it advances the
+    clock by one recorded sample of that configuration, drawn with a generator seeded by
+    ``(seed, configuration, how many times it ran)``, so a replay is reproducible whatever
+    order configurations run in. Recorded failures raise :class:`ReplayFailure`.
+    """
+
+    def __init__(self, data: ReplayData, *, seed: int = 0) -> None:
+        self.data = data
+        self.seed = seed
+        self._clock_ns = 0
+        self._runs: dict[tk.Config, int] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def device_id(self) -> str:
+        """``replay:<kernel folder>/<file stem>``: the GPU as named by the file's path."""
+        return f"replay:{self.data.gpu}"
+
+    @property
+    def clock_ns(self) -> int:
+        """Virtual time spent running kernels so far."""
+        return self._clock_ns
+
+    def profile(self, run: Callable[[], T]) -> tuple[T, int]:
+        """Run ``run`` and return the virtual time its kernels took."""
+        start = self._clock_ns
+        out = run()
+        return out, self._clock_ns - start
+
+    def sync(self) -> None:
+        """Nothing is ever in flight on a virtual device."""
+
+    def kernel(self, config: tk.Config) -> Callable[..., None]:
+        """The runnable for ``config``; building one for a compile failure raises here."""
+        if self.data.failures.get(config) == "CompilationFailedConfig":
+            raise ReplayFailure(f"{config.name}: CompilationFailedConfig (recorded on {self.data.gpu})")
+        if config not in self.data.samples_ms and config not in self.data.failures:
+            raise ValueError(f"{config.name} is not in {self.data.path.name}: it is restricted out of the space")
+
+        def run(*_: Any) -> None:
+            self.run(config)
+
+        return run
+
+    def run(self, config: tk.Config) -> None:
+        """Run ``config`` once: advance the clock by a recorded sample, or raise its recorded failure."""
+        failure = self.data.failures.get(config)
+        if failure is not None:
+            raise ReplayFailure(f"{config.name}: {failure} (recorded on {self.data.gpu})")
+        samples = self.data.samples_ms.get(config)
+        if samples is None:
+            raise ValueError(f"{config.name} is not in {self.data.path.name}: it is restricted out of the space")
+        with self._lock:
+            nth = self._runs.get(config, 0)
+            self._runs[config] = nth + 1
+            rng = np.random.default_rng([self.seed, self.data.space.index(config), nth])
+            self._clock_ns += round(samples[int(rng.integers(len(samples)))] * 1e6)
