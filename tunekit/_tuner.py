@@ -108,9 +108,9 @@ class Tuner:
     def _remember(self, tunables: TunableSet[Any, Any], key: object, ranking: tuple[int, ...]) -> None:
         with self._lock:
             self._rankings.setdefault(tunables, {})[key] = ranking
-            winners = dict(self.winners.get(tunables, {}))
-            winners[key] = tunables.tunables[ranking[0]].fn
-            self.winners[tunables] = winners
+            # One item assignment: atomic for the lock-free readers on the hot path, and O(1)
+            # however many keys a set has.
+            self.winners.setdefault(tunables, {})[key] = tunables.tunables[ranking[0]].fn
 
     def seed(self, tunables: TunableSet[Any, Any], key: object, ranking_names: Sequence[str]) -> None:
         """Install a known ranking (from a committed record) so ``key`` is never tuned here."""
@@ -293,7 +293,7 @@ class Tuner:
             if index not in planned:
                 outcomes[index] = Skipped("negative priority for this key")
         # Compiling and checking run in this process, before the runner times anything.
-        with open_runner(client, tunables, bench_inputs, settings) as opened:
+        with open_runner(client, tunables, bench_inputs, settings, key=key) as opened:
             runner = observation.runner(opened, tunables.names)
             for number, batch in enumerate(batches):
                 if number > 0:
