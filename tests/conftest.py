@@ -17,6 +17,8 @@ def isolated_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterat
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("TUNEKIT_CACHE_DIR", str(cache_dir))
     monkeypatch.setenv("TUNEKIT_SAMPLES", "3")
+    # The device warm-up really spins on the CPU client: keep it short so tests stay fast.
+    monkeypatch.setenv("TUNEKIT_WARMUP_MS", "5")
     monkeypatch.setenv("TUNEKIT_PROGRESS", "0")
     tk.configure()
     yield cache_dir

@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 from typing import Annotated
 
 import numpy as np
@@ -105,17 +106,17 @@ DETERMINISM = textwrap.dedent(
     tunables = tk.TunableSet(key=lambda n: K(n=n)).with_tunables(
         [candidate("a", 0.002), candidate("b", 0.002), candidate("c", 0.0)]
     )
-    if sys.argv[1] == "pin":
-        tuner.tuner(client.device_id).seed(tunables, K(n=1), ["b"])
+    if sys.argv[1] == "pin":  # the committed record, verified against these candidates and this device
+        tk.Record.load_verified(sys.argv[2], tunables, client.device_id).seed(tuner, tunables, K)
     tuner.execute(client.device_id, client, tunables, (1,))
     print(json.dumps(chosen[-1]))
     """
 )
 
 
-def _winners(mode: str, processes: int) -> list[str]:
+def _winners(mode: str, processes: int, record: Path | None = None) -> list[str]:
     procs = [
-        subprocess.Popen([sys.executable, "-c", DETERMINISM, mode], stdout=subprocess.PIPE, text=True)
+        subprocess.Popen([sys.executable, "-c", DETERMINISM, mode, str(record)], stdout=subprocess.PIPE, text=True)
         for _ in range(processes)
     ]
     outputs = [proc.communicate(timeout=120)[0] for proc in procs]
@@ -123,8 +124,12 @@ def _winners(mode: str, processes: int) -> list[str]:
     return [json.loads(line) for line in outputs]
 
 
-def test_autotune_off_gives_the_same_winner_in_every_process(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_autotune_off_gives_the_same_winner_in_every_process(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     assert _winners("tune", 1) == ["c"]  # the shared cache now holds c, measured fastest
+    same_candidates = tk.TunableSet(key=lambda n: n).with_tunables([tk.Tunable(n, len) for n in ("a", "b", "c")])
+    record = tk.Record("pinned", CLIENT.device_id, same_candidates.checksum())
+    record.entries['{"n":1}'] = tk.RecordEntry(key={"n": 1}, winner="b", ranking=["b", "c"], median_ns=1.0, samples=10)
+    record.save(tmp_path / "pinned.json")
     monkeypatch.setenv("TUNEKIT_AUTOTUNE", "0")
-    assert _winners("pin", 4) == ["b"] * 4  # a pinned winner beats whatever the cache says
+    assert _winners("pin", 4, tmp_path / "pinned.json") == ["b"] * 4  # the committed record beats the cache
     assert _winners("plan", 4) == ["a"] * 4  # nothing pinned: plan order, never a measurement

@@ -236,7 +236,7 @@ def test_other_devices_rows_are_never_used(isolated_settings: Path) -> None:
         _tune_keys("other", range(4, 5))
     finally:
         tk.remove_record_sink(sink)
-    assert records[0].events == []  # the other device's broken row was not even read
+    assert not [e for e in records[0].events if e.kind == "cache_recovered"]  # the other device's row was not read
 
 
 json_values = st.recursive(
@@ -337,7 +337,7 @@ def _tune_until_killed(report_fd: int, start: int) -> None:
 
 
 def test_thirty_kills_at_random_moments_leave_every_committed_entry(isolated_settings: Path) -> None:
-    tk.configure(samples=1, warmup=0)
+    tk.configure(samples=1, warmup=0, adaptive=False)  # fast tunes: many commits between kills
     rng = random.Random(7)
     committed: set[int] = set()
     for round_ in range(30):

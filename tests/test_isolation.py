@@ -138,7 +138,7 @@ def test_candidates_run_in_another_process_only_when_isolated() -> None:
     assert pids == [os.getpid()], "only the winner's real run may happen here; tuning runs happen in the worker"
     pids.clear()
     _tune(base.with_isolation("none"), "override-none")
-    assert set(pids) == {os.getpid()} and len(pids) == 1 + tk.settings().warmup + tk.settings().samples
+    assert set(pids) == {os.getpid()} and len(pids) >= 2  # tuning runs and the real run, all here
 
 
 def test_in_process_watchdog_interrupts_python_code() -> None:
@@ -167,7 +167,7 @@ def test_in_process_run_blocked_in_c_is_disqualified_when_it_returns() -> None:
 
 def test_watchdog_never_fires_into_runs_that_finish_in_time() -> None:
     # Regression guard for the async-exception hand-off: an interrupt must never land outside a candidate.
-    tk.configure(samples=200, warmup=0)
+    tk.configure(samples=200, warmup=0, adaptive=False)  # 200 runs of one candidate
     quick = tk.TunableSet(key=_key).with_tunable(tk.Tunable("quick", lambda n: n))
     tunables = quick.with_isolation("none", timeout_s=5)
     _, record = _tune(tunables, "quick")

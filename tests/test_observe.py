@@ -66,14 +66,16 @@ def test_a_tune_reports_start_batches_each_sample_outcomes_and_decision(seen: Co
     progress = [e for e in seen.events if isinstance(e, tk.CandidateProgress)]
     assert all(e.tune_id == started.tune_id for e in progress)
     samples = [e for e in progress if e.stage == "sample"]
-    assert len(samples) == 2 * tk.settings().samples
+    finished = seen.events[-1]
+    assert isinstance(finished, tk.TuneFinished) and finished.record is not None
+    record = finished.record
+    runoff_runs = sum(2 * len(e.pairs_ns) for e in record.events if isinstance(e, tk.Runoff))
+    assert len(samples) == sum(len(c.samples_ns) + len(c.discarded_ns) for c in record.candidates) + runoff_runs
     assert all(e.duration_ns is not None and e.duration_ns > 0 for e in samples)
     outcomes = {e.name: e for e in progress if e.stage in ("measured", "failed", "skipped")}
     assert outcomes["boom"].stage == "failed" and outcomes["boom"].detail == "RuntimeError: kernel exploded"
     assert outcomes["sleep0.0005"].stage == "measured" and outcomes["sleep0.0005"].duration_ns is not None
     assert {e.name for e in progress if e.stage == "compiled"} == {"sleep0.002", "sleep0.0005"}
-    finished = seen.events[-1]
-    assert isinstance(finished, tk.TuneFinished) and finished.record is not None
     fastest = min((e.duration_ns or 0.0, e.name) for e in outcomes.values() if e.stage == "measured")[1]
     assert finished.tune_id == started.tune_id and finished.record.winner == fastest
 

@@ -100,13 +100,17 @@ def test_a_tune_is_one_span_with_an_event_per_candidate(telemetry: Telemetry) ->
     assert json.loads(str(attributes["tunekit.key"])) == {"n": 128, "layout": "row"}
     assert attributes["tunekit.key.n"] == 128 and attributes["tunekit.key.layout"] == "row"
     assert attributes["tunekit.winner"] == record.winner and attributes["tunekit.decision"] == "tuned"
-    events = {e.attributes["tunekit.candidate"]: dict(e.attributes) for e in span.events if e.attributes}
+    events = {
+        e.attributes["tunekit.candidate"]: dict(e.attributes)
+        for e in span.events
+        if e.name == "tunekit.candidate" and e.attributes
+    }
     assert set(events) == {"sleep0.003", "sleep0.0005", "boom"}
     assert events["sleep0.0005"]["tunekit.status"] == "measured"
     for candidate in record.candidates:
         if candidate.stats is not None:
             assert events[candidate.name]["tunekit.median_ns"] == candidate.stats.median_ns
-            assert events[candidate.name]["tunekit.samples"] == tk.settings().samples
+            assert events[candidate.name]["tunekit.samples"] == candidate.stats.count
     assert float(events["sleep0.0005"]["tunekit.median_ns"]) >= 0.0005e9
     assert events["boom"]["tunekit.status"] == "failed"
     assert events["boom"]["tunekit.error"] == "RuntimeError: kernel exploded"
@@ -125,12 +129,19 @@ def test_cache_lookups_and_tunes_are_counted(telemetry: Telemetry) -> None:
 def test_spans_opened_by_a_candidate_nest_under_the_tune(telemetry: Telemetry) -> None:
     NESTED_PROVIDER[:] = [telemetry.tracer_provider]
     tunables = tk.TunableSet(key=lambda n: NKey(n=n, layout="col")).with_tunable(tk.Tunable("nested", _nested))
-    tk.LocalTuner[NKey, int]("otel_nested").execute(CLIENT.device_id, CLIENT, tunables, (7,))
+    records: list[tk.AutotuneRecord] = []
+    sink = tk.add_record_sink(records.append)
+    try:
+        tk.LocalTuner[NKey, int]("otel_nested").execute(CLIENT.device_id, CLIENT, tunables, (7,))
+    finally:
+        tk.remove_record_sink(sink)
     spans = telemetry.spans.get_finished_spans()
     tune = next(s for s in spans if s.name == "tunekit.tune")
     inner = [s for s in spans if s.name == "inside-candidate"]
     nested = [s for s in inner if s.parent is not None and s.parent.span_id == tune.context.span_id]
-    assert len(nested) == tk.settings().warmup + tk.settings().samples
+    (record,) = records
+    (candidate,) = record.candidates
+    assert len(nested) == max(tk.settings().warmup - 1, 0) + len(candidate.samples_ns) + len(candidate.discarded_ns)
     assert len(inner) == len(nested) + 1  # the call on the caller's inputs, after the tune
     assert trace.get_current_span() is trace.INVALID_SPAN  # the tune's context was detached again
 

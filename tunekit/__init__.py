@@ -29,10 +29,11 @@ to JSONL (``TUNEKIT_RECORD``), and ``TUNEKIT_AUTOTUNE=0`` turns measuring off.
 
 from tunekit._anchor import Anchor, anchor
 from tunekit._benchmark import BenchmarkDurations, tune_benchmark
+from tunekit._bounds import AutotuneBound, Bounds, Thresholds, Work, calculate_bounds
 from tunekit._cache import CacheRow, CacheValue, PersistentCache, default_cache_dir
 from tunekit._cache_state import CacheState, Hit, Miss, Pending, Unchecked
 from tunekit._check import SupportsCheckBuffers
-from tunekit._client import Client, DevicePeaks, SupportsCacheFlush, SupportsPeaks
+from tunekit._client import Client, DevicePeaks, SupportsCacheFlush, SupportsPeaks, SupportsWarmup
 from tunekit._errors import CandidateFailed, NoValidKernelFound, TunekitError
 from tunekit._isolation import Isolation
 from tunekit._key import autotune_key, is_autotune_key, key_to_json
@@ -54,7 +55,18 @@ from tunekit._outcome import Failed, Measured, Outcome, Skipped
 from tunekit._plan import plan_batches
 from tunekit._record_file import Record, RecordEntry, RecordFile, RecordMismatch
 from tunekit._record_reader import BadLine, RecordLine, read_records
-from tunekit._records import AutotuneRecord, CandidateRecord, SampleStats, SearchEnded
+from tunekit._records import (
+    AutotuneRecord,
+    CandidateRecord,
+    Eliminated,
+    Round,
+    Runoff,
+    SampleStats,
+    SamplingStopped,
+    SearchEnded,
+    ShortCircuit,
+    Warmup,
+)
 from tunekit._report import write_report
 from tunekit._search import SearchResult, Trial, search
 from tunekit._settings import Settings, configure
@@ -78,10 +90,12 @@ from tunekit._version import __version__
 
 __all__ = [
     "Anchor",
+    "AutotuneBound",
     "AutotuneRecord",
     "BadLine",
     "BatchStarted",
     "BenchmarkDurations",
+    "Bounds",
     "CacheLookup",
     "CacheRow",
     "CacheState",
@@ -93,6 +107,7 @@ __all__ = [
     "Client",
     "Config",
     "DevicePeaks",
+    "Eliminated",
     "Failed",
     "Hit",
     "InputGenerator",
@@ -115,11 +130,15 @@ __all__ = [
     "RecordLine",
     "RecordMismatch",
     "RecordSink",
+    "Round",
+    "Runoff",
     "STRATEGIES",
     "SampleStats",
+    "SamplingStopped",
     "SearchEnded",
     "SearchResult",
     "Settings",
+    "ShortCircuit",
     "Skipped",
     "Space",
     "SpaceModel",
@@ -129,6 +148,8 @@ __all__ = [
     "SupportsCacheFlush",
     "SupportsCheckBuffers",
     "SupportsPeaks",
+    "SupportsWarmup",
+    "Thresholds",
     "Trial",
     "TrialEntry",
     "TrialLogError",
@@ -143,11 +164,14 @@ __all__ = [
     "TunekitError",
     "Tuner",
     "Unchecked",
+    "Warmup",
+    "Work",
     "__version__",
     "add_observer",
     "add_record_sink",
     "anchor",
     "autotune_key",
+    "calculate_bounds",
     "configure",
     "default_cache_dir",
     "instrument_opentelemetry",

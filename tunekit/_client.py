@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, TypeVar, runtime_checkable
 
-__all__ = ["Client", "DevicePeaks", "SupportsCacheFlush", "SupportsPeaks"]
+__all__ = ["Client", "DevicePeaks", "SupportsCacheFlush", "SupportsPeaks", "SupportsWarmup"]
 
 T = TypeVar("T")
 
@@ -57,4 +57,18 @@ class SupportsPeaks(Protocol):
 
     def measure_peaks(self) -> DevicePeaks:
         """Measure (slowly, once); the tuner caches the result per device id."""
+        ...
+
+
+@runtime_checkable
+class SupportsWarmup(Protocol):
+    """Optional: keep the device busy for a while so its clocks ramp up before timing.
+
+    Without it the schedule warms the device by running the candidates untimed for the
+    same wall time. A simulated device implements it to advance its virtual clock instead
+    of costing real time.
+    """
+
+    def warm_up(self, duration_ns: int) -> None:
+        """Keep the device busy for at least ``duration_ns`` of its own time."""
         ...

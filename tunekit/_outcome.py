@@ -14,9 +14,14 @@ FailureStage = Literal["compile", "check", "run", "timeout", "crash"]
 
 @dataclass(frozen=True, slots=True)
 class Measured:
-    """The candidate ran; its timed samples."""
+    """The candidate ran; its timed samples.
+
+    ``discarded_ns`` are timed samples left out of the statistics (the first, warm-up-biased
+    one); they are kept so the record shows every sample taken.
+    """
 
     durations: BenchmarkDurations
+    discarded_ns: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import statistics
 from datetime import UTC, datetime
 from typing import Annotated, Literal
 
@@ -16,11 +17,18 @@ __all__ = [
     "CandidateRecord",
     "CheckResult",
     "Demoted",
+    "Eliminated",
     "FallbackBatch",
     "Prepared",
     "RecordEvent",
+    "Round",
+    "Runoff",
     "SampleStats",
+    "SamplingStopped",
     "SearchEnded",
+    "ShortCircuit",
+    "StopReason",
+    "Warmup",
 ]
 
 SCHEMA_VERSION: Literal[1] = 1
@@ -40,16 +48,23 @@ class SampleStats(_Model):
     median_ns: float = Field(ge=0)
     mean_ns: float = Field(ge=0)
     variance_ns2: float = Field(ge=0)
+    spread: float = Field(0.0, ge=0, description="Interquartile range over the median (0.05 = 5%).")
 
     @classmethod
     def of(cls, durations: BenchmarkDurations) -> SampleStats:
         """Summarise timed samples."""
+        samples = durations.samples_ns
+        spread = 0.0
+        if len(samples) >= 2 and durations.median_ns > 0:
+            quartiles = statistics.quantiles(samples, n=4, method="inclusive")
+            spread = (quartiles[2] - quartiles[0]) / durations.median_ns
         return cls(
-            count=len(durations.samples_ns),
+            count=len(samples),
             min_ns=durations.min_ns,
             median_ns=durations.median_ns,
             mean_ns=durations.mean_ns,
             variance_ns2=durations.variance_ns2,
+            spread=spread,
         )
 
 
@@ -61,6 +76,9 @@ class CandidateRecord(_Model):
     batch: int = Field(ge=0, description="Index of the plan batch the candidate belonged to.")
     stats: SampleStats | None = None
     samples_ns: list[int] = Field(default_factory=list)
+    discarded_ns: list[int] = Field(
+        default_factory=list, description="Timed samples left out of the statistics (the warm-up-biased first)."
+    )
     stage: str | None = Field(None, description="For a failure: compile, check, run, timeout or crash.")
     error: str | None = None
 
@@ -68,13 +86,14 @@ class CandidateRecord(_Model):
     def of(cls, name: str, batch: int, outcome: Outcome) -> CandidateRecord:
         """The record of ``outcome``."""
         match outcome:
-            case Measured(durations):
+            case Measured(durations, discarded):
                 return cls(
                     name=name,
                     status="measured",
                     batch=batch,
                     stats=SampleStats.of(durations),
                     samples_ns=list(durations.samples_ns),
+                    discarded_ns=list(discarded),
                 )
             case Failed(reason, stage):
                 return cls(name=name, status="failed", batch=batch, stage=stage, error=reason)
@@ -103,6 +122,76 @@ class CacheRecovered(_Model):
 
     kind: Literal["cache_recovered"] = "cache_recovered"
     detail: str
+
+
+class Warmup(_Model):
+    """The device was kept busy before the first timed sample so its clocks ramped up."""
+
+    kind: Literal["warmup"] = "warmup"
+    duration_ms: float = Field(ge=0)
+    method: Literal["device", "candidates"] = Field(
+        description="device: the client's own warm-up; candidates: the batch ran untimed for that wall time."
+    )
+
+
+class Round(_Model):
+    """One round of interleaved sampling: one timed sample of every live candidate."""
+
+    kind: Literal["round"] = "round"
+    number: int = Field(ge=1)
+    samples_ns: dict[str, int] = Field(description="Candidate name -> its sample this round, in sampling order.")
+
+
+class Eliminated(_Model):
+    """A candidate stopped being sampled because it cannot be the winner."""
+
+    kind: Literal["eliminated"] = "eliminated"
+    name: str
+    round: int = Field(ge=1)
+    reason: Literal["slower", "separated"] = Field(
+        description="slower: median above speed_factor x the leader's best sample; "
+        "separated: slower than the leader beyond the noise of both."
+    )
+    median_ns: float
+    leader: str
+    leader_best_ns: float
+    leader_median_ns: float
+
+
+class ShortCircuit(_Model):
+    """A candidate met the roofline time limit twice, so the rest of its batch was skipped."""
+
+    kind: Literal["short_circuit"] = "short_circuit"
+    name: str
+    limit_ns: float
+    samples_ns: list[int] = Field(description="The two samples that met the limit.")
+    skipped: list[str]
+
+
+StopReason = Literal["decided", "two_left", "one_left", "max_samples", "short_circuit"]
+
+
+class SamplingStopped(_Model):
+    """Why the rounds ended: one left after eliminations (decided), two close finalists left
+    (the runoff decides), a single candidate, ``max_samples`` reached, or a short circuit."""
+
+    kind: Literal["sampling_stopped"] = "sampling_stopped"
+    reason: StopReason
+    rounds: int = Field(ge=0)
+    survivors: list[str]
+
+
+class Runoff(_Model):
+    """Two close finalists timed A B, B A, ... in pairs; the median of the A/B ratios decided."""
+
+    kind: Literal["runoff"] = "runoff"
+    finalists: list[str] = Field(min_length=2, max_length=2)
+    pairs_ns: list[tuple[int, int]] = Field(description="(A, B) samples of each pair, in the finalists' order.")
+    ratio: float | None = Field(description="Median of the A/B ratios; None when a finalist forfeited first.")
+    margin: float = Field(ge=0, description="How far the ratio is from a tie (0.02 = 2%).")
+    winner: str
+    forfeit: str | None = Field(None, description="The finalist that raised during the runoff and lost by it.")
+    stopped_early: bool = Field(False, description="The decision was clear before the last pair.")
 
 
 class SearchEnded(_Model):
@@ -144,7 +233,19 @@ class Prepared(_Model):
 
 
 RecordEvent = Annotated[
-    FallbackBatch | Demoted | CacheRecovered | CheckResult | Prepared | SearchEnded, Field(discriminator="kind")
+    FallbackBatch
+    | Demoted
+    | CacheRecovered
+    | CheckResult
+    | Prepared
+    | Warmup
+    | Round
+    | Eliminated
+    | ShortCircuit
+    | SamplingStopped
+    | Runoff
+    | SearchEnded,
+    Field(discriminator="kind"),
 ]
 
 

@@ -11,7 +11,7 @@ import threading
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -20,10 +20,26 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-__all__ = ["AutotuneLevel", "IsolationMode", "Settings", "anchor_exponent", "configure", "current"]
+__all__ = [
+    "SHORT_CIRCUIT_THRESHOLDS",
+    "AutotuneLevel",
+    "IsolationMode",
+    "Settings",
+    "anchor_exponent",
+    "configure",
+    "current",
+]
 
 AutotuneLevel = Literal["minimal", "balanced", "extensive", "full"]
 IsolationMode = Literal["none", "process"]
+
+SHORT_CIRCUIT_THRESHOLDS: dict[AutotuneLevel, float | None] = {
+    "minimal": 0.6,
+    "balanced": 0.8,
+    "extensive": 0.95,
+    "full": None,
+}
+"""Fraction of the roofline a candidate must reach to end its batch early; ``full`` never does."""
 
 
 class Settings(BaseSettings):
@@ -44,8 +60,27 @@ class Settings(BaseSettings):
     autotune_level: AutotuneLevel = Field(
         "balanced", description="minimal squares every anchor base (fewer, coarser buckets)."
     )
-    warmup: int = Field(1, ge=0, description="Untimed runs of each candidate before its timed samples.")
-    samples: int = Field(10, ge=1, description="Timed samples per candidate.")
+    warmup: int = Field(
+        1,
+        ge=0,
+        description="Warm-up runs of each candidate before its samples; adaptive: the last one is timed "
+        "for the record and left out of the statistics.",
+    )
+    samples: int = Field(10, ge=1, description="Timed samples per candidate when ``adaptive`` is off.")
+    adaptive: bool = Field(
+        True, description="Interleaved rounds with elimination and a runoff; False: fixed samples, one after another."
+    )
+    warmup_ms: float = Field(
+        300.0, ge=0, description="Device warm-up before the first timed sample, in ms of device time (clocks ramp)."
+    )
+    min_samples: int = Field(3, ge=1, description="Kept samples every candidate gets before it can be eliminated.")
+    max_samples: int = Field(10, ge=1, description="Kept samples after which the rounds stop.")
+    speed_factor: float = Field(
+        1.5, gt=1, description="A candidate whose median exceeds this times the leader's best sample is eliminated."
+    )
+    runoff_pairs: int = Field(
+        60, ge=0, description="At most this many A/B pairs decide between two close finalists; 0: no runoff."
+    )
     compile_workers: int | None = Field(
         None, ge=1, description="Threads running candidates' prepare (compile) hooks at once; default: the CPU count."
     )
@@ -59,6 +94,20 @@ class Settings(BaseSettings):
     candidate_timeout_s: float = Field(
         60.0, gt=0, description="Longest one run of a candidate may take before it is disqualified; inf: no limit."
     )
+
+    @model_validator(mode="after")
+    def _samples_range(self) -> Settings:
+        if self.max_samples < self.min_samples:
+            raise ValueError(
+                f"max_samples ({self.max_samples}) must be at least min_samples ({self.min_samples}); "
+                "raise TUNEKIT_MAX_SAMPLES or lower TUNEKIT_MIN_SAMPLES"
+            )
+        return self
+
+    @property
+    def short_circuit_threshold(self) -> float | None:
+        """The roofline fraction that ends a batch early at this autotune level (None: never)."""
+        return SHORT_CIRCUIT_THRESHOLDS[self.autotune_level]
 
     @classmethod
     def settings_customise_sources(

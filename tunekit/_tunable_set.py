@@ -227,16 +227,27 @@ class TunableSet(Generic[K, Out]):
         new.extras[name] = value
         return new
 
-    def with_isolation(self, mode: IsolationMode, *, timeout_s: float | None = None) -> TunableSet[K, Out]:
+    def with_isolation(
+        self,
+        mode: IsolationMode,
+        *,
+        timeout_s: float | None = None,
+        worker: Callable[[dict[str, Any]], tuple[Any, TunableSet[Any, Any], tuple[Any, ...]]] | None = None,
+    ) -> TunableSet[K, Out]:
         """A new set tuned under its own isolation, whatever the global ``isolation`` setting says.
 
-        ``mode="process"`` times candidates in a forked worker so a crash or hang
+        ``mode="process"`` times candidates in a worker process so a crash or hang
         disqualifies only that candidate. ``timeout_s`` limits each run of a candidate
-        (None: the ``candidate_timeout_s`` setting; ``math.inf``: no limit).
+        (None: the ``candidate_timeout_s`` setting; ``math.inf``: no limit). ``worker``, a
+        module-level function ``(key fields) -> (client, tunable set, inputs)``, makes the
+        worker a fresh interpreter that builds its own device state: needed for OpenCL or
+        CUDA, whose state does not survive ``fork()``. It is checked here, not at tuning time.
         """
         from tunekit._isolation import Isolation
+        from tunekit._worker import worker_reference
 
-        return self.with_extra(_ISOLATION, Isolation(mode, timeout_s))
+        reference = worker_reference(worker) if worker is not None else None
+        return self.with_extra(_ISOLATION, Isolation(mode, timeout_s, reference))
 
     @property
     def isolation(self) -> Isolation | None:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from tunekit import _settings
+from tunekit._bounds import time_limit_ns
 from tunekit._cache import CacheValue, CandidateResult, PersistentCache, default_cache_dir
 from tunekit._cache_state import CacheState, Hit, Miss, Pending, Unchecked
 from tunekit._check import Gate
@@ -108,9 +109,9 @@ class Tuner:
     def _remember(self, tunables: TunableSet[Any, Any], key: object, ranking: tuple[int, ...]) -> None:
         with self._lock:
             self._rankings.setdefault(tunables, {})[key] = ranking
-            winners = dict(self.winners.get(tunables, {}))
-            winners[key] = tunables.tunables[ranking[0]].fn
-            self.winners[tunables] = winners
+            # One item assignment: atomic for the lock-free readers on the hot path, and O(1)
+            # however many keys a set has.
+            self.winners.setdefault(tunables, {})[key] = tunables.tunables[ranking[0]].fn
 
     def seed(self, tunables: TunableSet[Any, Any], key: object, ranking_names: Sequence[str]) -> None:
         """Install a known ranking (from a committed record) so ``key`` is never tuned here."""
@@ -200,14 +201,10 @@ class Tuner:
         started = time.perf_counter()
         observation = observe_tune(self.name, self.device_id, key_to_dict(key), tunables.names, settings)
         try:
-            outcomes, batch_of = self._tune(client, tunables, key, inputs, settings, events, observation)
+            outcomes, batch_of, ranking = self._tune(client, tunables, key, inputs, settings, events, observation)
         except BaseException as exc:
             observation.failed(exc)
             raise
-        measured = sorted(
-            (outcome.durations.score, index) for index, outcome in outcomes.items() if isinstance(outcome, Measured)
-        )
-        ranking = tuple(index for _, index in measured)
         winner = tunables.tunables[ranking[0]].name if ranking else None
         stored = False
         if winner is not None and cache is not None:
@@ -282,18 +279,25 @@ class Tuner:
         settings: Settings,
         events: list[RecordEvent],
         observation: TuneObservation,
-    ) -> tuple[dict[int, Outcome], dict[int, int]]:
+    ) -> tuple[dict[int, Outcome], dict[int, int], tuple[int, ...]]:
+        """Measure the plan's batches until one yields a measured candidate; the outcomes and ranking."""
         bench_inputs = self._benchmark_inputs(tunables, key, inputs)
         gate = Gate(client, bench_inputs, tunables.reference) if tunables.reference is not None else None
         batches = plan_batches(key, tunables.tunables)
+        limit_ns = None
+        if tunables.short_circuit:
+            limit_ns = time_limit_ns(
+                tunables.bounds, key, bench_inputs, client, settings.short_circuit_threshold, self.name
+            )
         outcomes: dict[int, Outcome] = {}
         batch_of: dict[int, int] = {}
+        ranking: tuple[int, ...] = ()
         planned = {i for batch in batches for i in batch}
         for index in range(len(tunables.tunables)):
             if index not in planned:
                 outcomes[index] = Skipped("negative priority for this key")
         # Compiling and checking run in this process, before the runner times anything.
-        with open_runner(client, tunables, bench_inputs, settings) as opened:
+        with open_runner(client, tunables, bench_inputs, settings, key=key) as opened:
             runner = observation.runner(opened, tunables.names)
             for number, batch in enumerate(batches):
                 if number > 0:
@@ -303,14 +307,24 @@ class Tuner:
                     self._prepare_and_check(tunables, batch, number, bench_inputs, gate, settings, events)
                 )
                 observation.prepared(tunables, batch, results, checked=gate is not None)
-                results.update(measure_batch(runner, [i for i in batch if i not in results], settings))
+                measured = measure_batch(
+                    runner,
+                    [i for i in batch if i not in results],
+                    settings,
+                    client=client,
+                    limit_ns=limit_ns,
+                    names=tunables.names,
+                )
+                results.update(measured)
+                events.extend(measured.events)
+                ranking = measured.ranking
                 observation.outcomes(results, tunables.names)
                 for index in batch:
                     batch_of[index] = number
                     outcomes[index] = results.get(index, Skipped("not measured"))
-                if any(isinstance(results.get(i), Measured) for i in batch):
+                if ranking:
                     break
-        return outcomes, batch_of
+        return outcomes, batch_of, ranking
 
     def _prepare_and_check(
         self,

@@ -11,6 +11,8 @@ from typing import TypeVar
 
 import numpy as np
 
+from tunekit import DevicePeaks
+
 __all__ = ["CpuClient"]
 
 T = TypeVar("T")
@@ -63,3 +65,43 @@ class CpuClient:
 
     def sync(self) -> None:
         """Nothing to wait for: numpy calls return when done."""
+
+    def warm_up(self, duration_ns: int) -> None:
+        """Keep the cores busy with small matrix products for ``duration_ns`` so clocks ramp up."""
+        a = np.ones((64, 64), np.float32)
+        deadline = time.perf_counter_ns() + duration_ns
+        while time.perf_counter_ns() < deadline:
+            a = (a @ a) * np.float32(1.0 / 64)
+
+    def measure_peaks(self) -> DevicePeaks:
+        """Best of a few runs of a float32 matrix product, a large copy, and an empty-ish call.
+
+        Best-of, because the roofline is what the machine can do at all, not what it usually does.
+        Takes a few tenths of a second; the tuner measures once per device per process.
+        """
+        n = 512
+        a = np.ones((n, n), np.float32)
+        b = np.ones((n, n), np.float32)
+        matmul_ns = _best_ns(lambda: a @ b, 5)
+        src = np.ones(64 << 20, np.uint8)  # larger than the last-level cache
+        dst = np.empty_like(src)
+        copy_ns = _best_ns(lambda: np.copyto(dst, src), 3)
+        one = np.ones(1, np.float32)
+        launch_ns = _best_ns(lambda: np.add(one, one), 200)
+        return DevicePeaks(
+            ops_per_s=2 * n**3 / (matmul_ns * 1e-9),
+            bytes_per_s=2 * src.nbytes / (copy_ns * 1e-9),  # read and write
+            launch_overhead_ns=float(launch_ns),
+        )
+
+
+def _best_ns(run: Callable[[], object], repeats: int) -> int:
+    run()
+    best = None
+    for _ in range(repeats):
+        start = time.perf_counter_ns()
+        run()
+        elapsed = max(time.perf_counter_ns() - start, 1)
+        best = elapsed if best is None else min(best, elapsed)
+    assert best is not None
+    return best

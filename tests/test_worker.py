@@ -1,0 +1,117 @@
+"""Isolated workers on a real OpenCL device: a kernel that never ends and a Python abort() are disqualified.
+
+OpenCL state does not survive fork(), so these candidates run in a *spawned* worker that
+rebuilds client, kernels and buffers with ``build`` below, imported by name.
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import os
+from typing import Any
+
+import numpy as np
+import pytest
+
+import tunekit as tk
+from tunekit_backends.opencl import OpenCLClient
+
+N = 1 << 14
+
+SOURCE = """
+__kernel void spin(__global float* out, __global const float* x, volatile __global const int* stop) {
+    int i = get_global_id(0);
+    while (stop[0] == 0) { out[i] += 1.0f; }   /* stop is 0 and nothing sets it: never ends */
+}
+__kernel void slow(__global float* out, __global const float* x, volatile __global const int* stop) {
+    int i = get_global_id(0);
+    float acc = x[i];
+    for (int k = 0; k < 4000; ++k) { acc = acc * 0.999f + 0.5f; }
+    out[i] = acc;
+}
+__kernel void fast(__global float* out, __global const float* x, volatile __global const int* stop) {
+    int i = get_global_id(0);
+    out[i] = x[i] * 0.5f;
+}
+"""
+
+
+@tk.autotune_key
+class SizeKey:
+    n: int
+
+
+def _abort(*args: Any) -> Any:
+    faulthandler.disable()  # pytest's faulthandler would print the worker's stack on the terminal
+    os.abort()
+
+
+def build(key: dict[str, Any]) -> tuple[OpenCLClient, tk.TunableSet[SizeKey, Any], tuple[Any, ...]]:
+    """The tune, built from the key's fields alone: in the caller and again in every worker."""
+    client = OpenCLClient()
+    cl = client._cl
+    program = cl.Program(client.context, SOURCE).build()
+    n = int(key["n"])
+    flags = cl.mem_flags
+
+    def fresh(*_: Any) -> tuple[Any, ...]:
+        return (
+            cl.Buffer(client.context, flags.READ_WRITE, 4 * n),
+            cl.Buffer(client.context, flags.READ_ONLY | flags.COPY_HOST_PTR, hostbuf=np.ones(n, np.float32)),
+            cl.Buffer(client.context, flags.READ_ONLY | flags.COPY_HOST_PTR, hostbuf=np.zeros(1, np.int32)),
+        )
+
+    def launcher(name: str) -> tk.Tunable[Any]:
+        kernel = cl.Kernel(program, name)
+        return tk.Tunable(name, lambda out, x, stop: kernel(client.queue, (n,), None, out, x, stop))
+
+    tunables = tk.TunableSet(key=lambda out, x, stop: SizeKey(n=n), inputs=fresh).with_tunables(
+        [launcher("spin"), tk.Tunable("abort", _abort), launcher("slow"), launcher("fast")]
+    )
+    return client, tunables, fresh()
+
+
+def test_opencl_infinite_loop_and_python_abort_are_disqualified_in_a_spawned_worker() -> None:
+    client, tunables, inputs = build({"n": N})
+    isolated = tunables.with_isolation("process", timeout_s=5, worker=build)
+    tuner: tk.LocalTuner[SizeKey, Any] = tk.LocalTuner("opencl-isolated")
+    records: list[tk.AutotuneRecord] = []
+    sink = tk.add_record_sink(records.append)
+    try:
+        event = tuner.execute(client.device_id, client, isolated, inputs)
+    finally:
+        tk.remove_record_sink(sink)
+    event.wait()
+    out = np.empty(N, np.float32)
+    client._cl.enqueue_copy(client.queue, out, inputs[0]).wait()
+    assert np.all(out == 0.5), "the winner ran on the caller's real buffers"
+    (record,) = records
+    outcome = {c.name: (c.status, c.stage, c.error) for c in record.candidates}
+    assert outcome["spin"] == ("failed", "timeout", "timeout after 5 s")
+    assert outcome["abort"] == ("failed", "crash", "crashed: signal 6 (SIGABRT)")
+    assert outcome["slow"][0] == outcome["fast"][0] == "measured"
+    assert record.winner == "fast"
+
+
+def test_a_worker_factory_must_be_importable_by_name() -> None:
+    _, tunables, _ = build({"n": 16})
+    with pytest.raises(ValueError, match="top level of an importable module"):
+        tunables.with_isolation("process", worker=lambda key: build(key))  # noqa: PLW0108 - a lambda is the point
+    with pytest.raises(ValueError, match="needs isolation mode 'process'"):
+        tunables.with_isolation("none", worker=build)
+
+
+def _mismatched(key: dict[str, Any]) -> tuple[OpenCLClient, tk.TunableSet[SizeKey, Any], tuple[Any, ...]]:
+    client, tunables, inputs = build(key)
+    return client, tk.TunableSet(key=tunables.key, inputs=tunables.inputs).with_tunables(tunables.tunables[2:]), inputs
+
+
+def test_a_worker_that_builds_other_candidates_fails_every_candidate_once_with_the_reason() -> None:
+    client, tunables, inputs = build({"n": 64})
+    safe = tk.TunableSet(key=tunables.key, inputs=tunables.inputs).with_tunables(tunables.tunables[2:])  # slow, fast
+    wrong = safe.with_isolation("process", timeout_s=30, worker=build)  # builds spin, abort, slow, fast
+    tuner: tk.LocalTuner[SizeKey, Any] = tk.LocalTuner("opencl-mismatch")
+    with pytest.raises(tk.NoValidKernelFound) as info:
+        tuner.execute(client.device_id, client, wrong, inputs)
+    reasons = {reason for _, reason in info.value.failures}
+    assert len(reasons) == 1 and "could not set up" in next(iter(reasons)) and "'spin'" in next(iter(reasons))

@@ -1,0 +1,289 @@
+"""The isolated worker process: candidates run there, so a crash or hang costs only that candidate.
+
+Two ways to start one. By default the worker is *forked* from the caller once the benchmark
+inputs exist: it inherits the tunable set and the inputs as they are, so candidates may be
+lambdas and closures; only candidate indices cross the pipe. Device runtimes whose state does
+not survive ``fork()`` (OpenCL, CUDA: their driver threads are not copied) instead get a
+*spawned* worker, a fresh interpreter that rebuilds its own client, tunable set and inputs
+by calling a module-level factory, named by ``module:qualname`` (``with_isolation(worker=)``).
+
+Either way the parent sends ``(op, index, flush)`` and the worker answers ``("ok", ns)`` or
+``("error", reason)``; a worker that dies or stops answering in time is killed, reported as
+``crashed: signal N (NAME)`` or ``timeout after T s``, and replaced for the next candidate.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import importlib
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from multiprocessing.connection import Connection, Pipe
+from typing import Any
+
+from tunekit._client import Client
+from tunekit._errors import CandidateFailed, TunekitError
+from tunekit._runner import InProcessRunner
+from tunekit._tunable_set import TunableSet
+
+__all__ = ["ProcessRunner", "describe_error", "resolve_reference", "timeout_reason", "worker_reference"]
+
+# The worker's exit status when its own loop failed (not the candidate): EX_SOFTWARE.
+_WORKER_BROKEN = 70
+# A spawned worker imports the user's modules and builds its device state before it is ready.
+SPAWN_SETUP_TIMEOUT_S = 300.0
+
+WorkerFactory = Callable[[dict[str, Any]], tuple[Client, TunableSet[Any, Any], tuple[Any, ...]]]
+"""Builds, in a spawned worker, ``(client, tunable set, benchmark inputs)`` from the key's fields."""
+
+
+def describe_error(exc: BaseException) -> str:
+    """One line naming the exception type and its message."""
+    message = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {message[0]}" if message else type(exc).__name__
+
+
+def timeout_reason(timeout_s: float) -> str:
+    """The reason a candidate that ran out of time is disqualified with."""
+    return f"timeout after {timeout_s:g} s"
+
+
+def worker_reference(factory: Callable[..., Any]) -> str:
+    """``module:qualname`` of a module-level function, checked to import back to the same object."""
+    module, qualname = getattr(factory, "__module__", None), getattr(factory, "__qualname__", "")
+    if not module or "<" in qualname or module == "__main__":
+        raise ValueError(
+            f"worker={factory!r} must be a function defined at the top level of an importable module "
+            "(not a lambda, a nested function or __main__): the worker process imports it by name"
+        )
+    reference = f"{module}:{qualname}"
+    if resolve_reference(reference) is not factory:
+        raise ValueError(f"worker={factory!r} does not import back as {reference}")
+    return reference
+
+
+def resolve_reference(reference: str) -> Any:
+    """The object ``module:qualname`` names."""
+    module, _, qualname = reference.partition(":")
+    target: Any = importlib.import_module(module)
+    for part in qualname.split("."):
+        target = getattr(target, part)
+    return target
+
+
+def _die_with_parent() -> None:
+    """Linux: have the kernel kill the worker when the caller dies, even mid-hang."""
+    if not sys.platform.startswith("linux"):
+        return
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        pr_set_pdeathsig = 1
+        libc.prctl(pr_set_pdeathsig, signal.SIGKILL)
+
+
+def _serve(conn: Connection, runner: InProcessRunner) -> None:
+    """The worker's loop: run what the parent asks, answer ("ok", ns) or ("error", reason)."""
+    while True:
+        try:
+            op, index, flush = conn.recv()
+        except EOFError:
+            return
+        reply: tuple[str, int | str]
+        try:
+            if op == "warmup":
+                runner.warmup(index)
+                reply = ("ok", 0)
+            else:
+                reply = ("ok", runner.sample(index, flush=flush))
+        except BaseException as exc:  # even SystemExit from a candidate disqualifies only that candidate
+            reply = ("error", describe_error(exc))
+        conn.send(reply)
+
+
+def _exit_reason(code: int) -> str:
+    """Why a worker ended, from its exit code (negative: the signal that killed it)."""
+    if code < 0:
+        try:
+            return f"crashed: signal {-code} ({signal.Signals(-code).name})"
+        except ValueError:
+            return f"crashed: signal {-code}"
+    return f"crashed: the worker exited with status {code}"
+
+
+@dataclass(slots=True)
+class _Worker:
+    pid: int
+    conn: Connection
+    process: subprocess.Popen[bytes] | None  # set for a spawned worker, None for a forked one
+
+    def stop(self, *, kill: bool) -> int:
+        """Reap the worker (killing it first when ``kill``); its exit code, negative for a signal."""
+        with contextlib.suppress(OSError):
+            self.conn.close()
+        if self.process is not None:
+            if kill:
+                self.process.kill()
+            return self.process.wait()
+        if kill:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)
+        _, status = os.waitpid(self.pid, 0)
+        return os.waitstatus_to_exitcode(status)
+
+
+@dataclass(frozen=True, slots=True)
+class SpawnRecipe:
+    """What a spawned worker needs to rebuild the tune: the factory's reference and the key's fields."""
+
+    factory: str
+    key: dict[str, Any]
+
+
+class ProcessRunner:
+    """Runs candidates in a worker process; a crash or hang disqualifies only that candidate.
+
+    The worker starts on first use and is replaced after every crash or timeout; :meth:`close`
+    kills it. With a ``recipe`` it is a fresh interpreter built by the recipe's factory,
+    otherwise a fork of this process.
+    """
+
+    def __init__(
+        self,
+        client: Client,
+        tunables: TunableSet[Any, Any],
+        inputs: tuple[Any, ...],
+        *,
+        timeout_s: float | None,
+        recipe: SpawnRecipe | None = None,
+    ) -> None:
+        if recipe is None and not hasattr(os, "fork"):
+            raise TunekitError(
+                "isolation='process' needs os.fork() on this platform, or a worker factory: "
+                "with_isolation('process', worker=build) with build(key_fields) -> (client, tunables, inputs)"
+            )
+        self.client = client
+        self.tunables = tunables
+        self.inputs = inputs
+        self.timeout_s = timeout_s
+        self.recipe = recipe
+        self._worker: _Worker | None = None
+        self._setup_error: str | None = None
+
+    def warmup(self, index: int) -> None:
+        """Run candidate ``index`` once in the worker, untimed."""
+        self._call("warmup", index, flush=False)
+
+    def sample(self, index: int, *, flush: bool = True) -> int:
+        """Time one run of candidate ``index`` in the worker, on the worker's clock."""
+        return self._call("sample", index, flush=flush)
+
+    def close(self) -> None:
+        """Kill the worker; nothing in it is worth a graceful exit."""
+        if self._worker is not None:
+            worker, self._worker = self._worker, None
+            worker.stop(kill=True)
+
+    def _start(self) -> _Worker:
+        if self._setup_error is not None:  # a factory that failed once fails again: do not respawn per candidate
+            raise CandidateFailed(self._setup_error, "run")
+        worker = self._fork() if self.recipe is None else self._spawn(self.recipe)
+        self._worker = worker
+        return worker
+
+    def _fork(self) -> _Worker:
+        parent_end, child_end = Pipe()
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - runs in the worker, reported through the pipe
+            code = 0
+            try:
+                parent_end.close()
+                signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is for the caller, who kills us
+                _die_with_parent()
+                _serve(child_end, InProcessRunner(self.client, self.tunables, self.inputs))
+            except BaseException:
+                code = _WORKER_BROKEN
+            finally:
+                os._exit(code)
+        child_end.close()
+        return _Worker(pid, parent_end, None)
+
+    def _spawn(self, recipe: SpawnRecipe) -> _Worker:
+        parent_end, child_end = Pipe()
+        process = subprocess.Popen(
+            [sys.executable, "-m", "tunekit._worker", str(child_end.fileno())], pass_fds=[child_end.fileno()]
+        )
+        child_end.close()
+        worker = _Worker(process.pid, parent_end, process)
+        setup = {
+            "sys_path": sys.path,
+            "factory": recipe.factory,
+            "key": recipe.key,
+            "names": list(self.tunables.names),
+            "device_id": self.client.device_id,
+        }
+        try:
+            parent_end.send_bytes(json.dumps(setup).encode())
+            if not parent_end.poll(SPAWN_SETUP_TIMEOUT_S):
+                worker.stop(kill=True)
+                raise CandidateFailed(f"the worker process was not ready within {SPAWN_SETUP_TIMEOUT_S:g} s", "crash")
+            status, value = parent_end.recv()
+        except (EOFError, OSError):
+            raise CandidateFailed(_exit_reason(worker.stop(kill=False)), "crash") from None
+        if status != "ready":
+            worker.stop(kill=True)
+            self._setup_error = f"the worker process could not set up ({recipe.factory}): {value}"
+            raise CandidateFailed(self._setup_error, "run")
+        return worker
+
+    def _call(self, op: str, index: int, *, flush: bool) -> int:
+        worker = self._worker or self._start()
+        try:
+            worker.conn.send((op, index, flush))
+            ready = worker.conn.poll(self.timeout_s)
+        except OSError:  # the worker died before it could read
+            self._worker = None
+            raise CandidateFailed(_exit_reason(worker.stop(kill=False)), "crash") from None
+        if not ready:
+            self._worker = None
+            worker.stop(kill=True)
+            assert self.timeout_s is not None
+            raise CandidateFailed(timeout_reason(self.timeout_s), "timeout")
+        try:
+            status, value = worker.conn.recv()
+        except (EOFError, OSError):
+            self._worker = None
+            raise CandidateFailed(_exit_reason(worker.stop(kill=False)), "crash") from None
+        if status == "error":
+            raise CandidateFailed(str(value), "run")
+        return int(value)
+
+
+def _spawned_main(fd: int) -> None:  # pragma: no cover - runs in the spawned worker
+    """A spawned worker: rebuild the tune from the factory, check it matches the caller's, then serve."""
+    conn = Connection(fd)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _die_with_parent()
+    setup = json.loads(conn.recv_bytes())
+    sys.path[:] = setup["sys_path"]
+    try:
+        factory: WorkerFactory = resolve_reference(setup["factory"])
+        client, tunables, inputs = factory(setup["key"])
+        if list(tunables.names) != setup["names"]:
+            raise TunekitError(f"it built the candidates {list(tunables.names)}, the caller has {setup['names']}")
+        if client.device_id != setup["device_id"]:
+            raise TunekitError(f"its client is {client.device_id!r}, the caller's {setup['device_id']!r}")
+    except BaseException as exc:
+        conn.send(("setup_error", describe_error(exc)))
+        return
+    conn.send(("ready", 0))
+    _serve(conn, InProcessRunner(client, tunables, inputs))
+
+
+if __name__ == "__main__":  # pragma: no cover - python -m tunekit._worker FD
+    _spawned_main(int(sys.argv[1]))
