@@ -21,10 +21,10 @@ from tunekit import _settings
 from tunekit._benchmark import BenchmarkDurations
 from tunekit._client import Client
 from tunekit._errors import TunekitError
+from tunekit._isolation import open_runner
 from tunekit._key import is_autotune_key, key_to_dict
 from tunekit._outcome import Failed, Measured, Outcome, Skipped
 from tunekit._records import AutotuneRecord, CandidateRecord, SearchEnded
-from tunekit._runner import InProcessRunner
 from tunekit._schedule import measure_batch
 from tunekit._sinks import RecordSink, emit, global_sinks, sink_from_setting
 from tunekit._space import Config, Space
@@ -39,6 +39,12 @@ StopReason = Literal["max_evals", "max_seconds", "exhausted", "objective_budget"
 
 Evaluate = Callable[[Sequence[Config]], Mapping[Config, Outcome]]
 """Measures a batch of configurations; one outcome per configuration."""
+
+
+class Ranked(dict[Config, Outcome]):
+    """Outcomes plus the schedule's decided order (a runoff can overrule the medians)."""
+
+    ranking: tuple[Config, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,8 +79,8 @@ class SearchResult:
 
     @property
     def ranking(self) -> tuple[Trial, ...]:
-        """Measured configurations, fastest first: the finalists by their final measurement, then the rest."""
-        final = sorted((t for t in self.finalists if t.score is not None), key=_score)
+        """Measured configurations, fastest first: the finalists as their final batch decided, then the rest."""
+        final = [t for t in self.finalists if t.score is not None]
         decided = {t.config for t in final}
         rest = sorted((t for t in self.trials if t.score is not None and t.config not in decided), key=_score)
         return (*final, *rest)
@@ -253,7 +259,12 @@ def run_search(
         # Re-measured side by side in one batch, so the schedule decides between close
         # candidates under the same conditions rather than across a long search's drift.
         outcomes = evaluate([t.config for t in leaders])
-        final = tuple(Trial(t.config, outcomes.get(t.config, Skipped("not measured"))) for t in leaders)
+        order = list(outcomes.ranking) if isinstance(outcomes, Ranked) and outcomes.ranking else []
+        by_score = sorted(
+            (t.config for t in leaders if t.config not in order),
+            key=lambda c: _score(Trial(c, outcomes.get(c, Skipped("not measured")))),
+        )
+        final = tuple(Trial(c, outcomes.get(c, Skipped("not measured"))) for c in [*order, *by_score])
     result = SearchResult(
         tuner=tuner,
         device_id=device_id,
@@ -344,9 +355,11 @@ def search(
         tunables: TunableSet[Any, Any] = TunableSet(key=lambda *_: None).with_tunables(
             [Tunable(c.name, LazyBuild(build, c)) for c in configs]
         )
-        runner = InProcessRunner(client, tunables, args)
-        outcomes = measure_batch(runner, range(len(configs)), settings)
-        return {c: outcomes.get(i, Skipped("not measured")) for i, c in enumerate(configs)}
+        with open_runner(client, tunables, args, settings, key=key) as runner:
+            measured = measure_batch(runner, range(len(configs)), settings, client=client, names=tunables.names)
+        ranked = Ranked({c: measured.get(i, Skipped("not measured")) for i, c in enumerate(configs)})
+        ranked.ranking = tuple(configs[i] for i in measured.ranking)
+        return ranked
 
     return run_search(
         space,
