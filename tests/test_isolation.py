@@ -6,6 +6,7 @@ import ctypes
 import faulthandler
 import math
 import os
+import threading
 import time
 from typing import Annotated
 
@@ -187,3 +188,34 @@ def test_isolation_policy_is_validated_when_the_set_is_built() -> None:
 def test_isolation_leaves_the_checksum_alone() -> None:
     base = tk.TunableSet(key=_key).with_tunable(_sleeper("a", 0))
     assert base.with_isolation("process").checksum() == base.checksum()
+
+
+def test_concurrent_isolated_tunes_each_see_their_own_crash() -> None:
+    # Each thread forks its own workers; a crash must read as a crash (not a timeout) and reach only its own tune.
+    results: dict[int, tk.AutotuneRecord] = {}
+    errors: list[BaseException] = []
+
+    def tune(n: int) -> None:
+        tunables = (
+            tk.TunableSet(key=_key)
+            .with_tunables([tk.Tunable("abort", _abort), _sleeper("ok", 0.0005)])
+            .with_isolation("process", timeout_s=20)
+        )
+        records: list[tk.AutotuneRecord] = []
+        tuner: tk.LocalTuner[NKey, int] = tk.LocalTuner(f"concurrent-{n}", sinks=[tk.CallbackSink(records.append)])
+        try:
+            assert tuner.execute(CLIENT.device_id, CLIENT, tunables, (n,)) == n
+            (results[n],) = records
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=tune, args=(n,)) for n in (3, 5, 9, 17)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    for record in results.values():
+        assert _candidate(record, "abort").error == "crashed: signal 6 (SIGABRT)"
+        assert record.winner == "ok"
+    assert _no_children_left()

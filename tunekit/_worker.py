@@ -22,6 +22,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, Pipe
@@ -36,6 +37,10 @@ __all__ = ["ProcessRunner", "describe_error", "resolve_reference", "timeout_reas
 
 # The worker's exit status when its own loop failed (not the candidate): EX_SOFTWARE.
 _WORKER_BROKEN = 70
+# Held from creating a forked worker's pipe until the parent closed the worker's end: a worker
+# forked meanwhile by another thread would inherit that end and hide the first worker's death
+# (its pipe would never reach EOF), turning a crash into a timeout.
+_FORK_LOCK = threading.Lock()
 # A spawned worker imports the user's modules and builds its device state before it is ready.
 SPAWN_SETUP_TIMEOUT_S = 300.0
 
@@ -197,8 +202,11 @@ class ProcessRunner:
         return worker
 
     def _fork(self) -> _Worker:
-        parent_end, child_end = Pipe()
-        pid = os.fork()
+        with _FORK_LOCK:  # no other runner may fork while this worker's end of the pipe is open here
+            parent_end, child_end = Pipe()
+            pid = os.fork()
+            if pid != 0:
+                child_end.close()
         if pid == 0:  # pragma: no cover - runs in the worker, reported through the pipe
             code = 0
             try:
@@ -210,7 +218,6 @@ class ProcessRunner:
                 code = _WORKER_BROKEN
             finally:
                 os._exit(code)
-        child_end.close()
         return _Worker(pid, parent_end, None)
 
     def _spawn(self, recipe: SpawnRecipe) -> _Worker:
