@@ -10,6 +10,7 @@ import threading
 import time
 from typing import Annotated
 
+import numpy as np
 import pytest
 
 import tunekit as tk
@@ -219,3 +220,76 @@ def test_concurrent_isolated_tunes_each_see_their_own_crash() -> None:
         assert _candidate(record, "abort").error == "crashed: signal 6 (SIGABRT)"
         assert record.winner == "ok"
     assert _no_children_left()
+
+
+def _times(factor: int) -> tk.Tunable[np.ndarray]:
+    return tk.Tunable(f"times{factor}", lambda x: x * factor)
+
+
+def _abort_array(x: np.ndarray) -> np.ndarray:
+    faulthandler.disable()
+    os.abort()
+
+
+def _spin_array(x: np.ndarray) -> np.ndarray:
+    while True:
+        x = x + 0
+
+
+@tk.autotune_key
+class LenKey:
+    n: int
+
+
+def _array_tune(tunables: tk.TunableSet[LenKey, np.ndarray], name: str) -> tk.AutotuneRecord:
+    records: list[tk.AutotuneRecord] = []
+    tuner: tk.LocalTuner[LenKey, np.ndarray] = tk.LocalTuner(name, sinks=[tk.CallbackSink(records.append)])
+    out = tuner.execute(CLIENT.device_id, CLIENT, tunables, (np.arange(8.0),))
+    assert np.array_equal(out, np.arange(8.0) * 2)
+    (record,) = records
+    return record
+
+
+def test_the_correctness_check_runs_in_the_worker_so_a_crash_there_is_contained() -> None:
+    tunables = (
+        tk.TunableSet(key=lambda x: LenKey(n=len(x)))
+        .with_tunables([tk.Tunable("abort", _abort_array), tk.Tunable("spin", _spin_array), _times(3), _times(2)])
+        .with_reference(lambda x: x * 2)
+        .with_isolation("process", timeout_s=0.5)
+    )
+    record = _array_tune(tunables, "checked-isolated")
+    outcome = {c.name: (c.stage, c.error) for c in record.candidates}
+    assert outcome["abort"] == ("crash", "crashed: signal 6 (SIGABRT)")
+    assert outcome["spin"] == ("timeout", "timeout after 0.5 s")
+    assert outcome["times3"][0] == "check"
+    assert record.winner == "times2"
+
+
+def test_a_baseline_from_a_worker_survives_the_workers_crash() -> None:
+    # Without a reference the first candidate is the baseline; it lives on in the caller, so the
+    # worker forked after abort()'s crash still rejects times3 instead of taking it as a new baseline.
+    tunables = (
+        tk.TunableSet(key=lambda x: LenKey(n=len(x)))
+        .with_tunables([_times(2), tk.Tunable("abort", _abort_array), _times(3), tk.Tunable("also2", lambda x: x + x)])
+        .with_reference()
+        .with_isolation("process")
+    )
+    record = _array_tune(tunables, "baseline-isolated")
+    outcome = {c.name: (c.status, c.stage) for c in record.candidates}
+    assert outcome == {
+        "times2": ("measured", None),
+        "abort": ("failed", "crash"),
+        "times3": ("failed", "check"),
+        "also2": ("measured", None),
+    }
+
+
+def test_the_in_process_time_limit_applies_to_the_correctness_check() -> None:
+    tunables = (
+        tk.TunableSet(key=lambda x: LenKey(n=len(x)))
+        .with_tunables([tk.Tunable("spin", _spin_array), _times(2)])
+        .with_reference(lambda x: x * 2)
+        .with_isolation("none", timeout_s=0.3)
+    )
+    record = _array_tune(tunables, "checked-watchdog")
+    assert {c.name: (c.stage, c.error) for c in record.candidates}["spin"] == ("timeout", "timeout after 0.3 s")
