@@ -197,3 +197,71 @@ def test_the_same_schedule_runs_on_the_cpu_client() -> None:
     assert len(loop.discarded_ns) == 1 and loop.stats is not None and loop.stats.count >= 1
     # The record (every sample, the rounds) survives a JSON round trip.
     assert tk.AutotuneRecord.model_validate_json(record.model_dump_json()) == record
+
+
+WORK = """
+__kernel void work(__global const float* x, __global float* y, const float a, const int n) {
+    int i = get_global_id(0);
+    if (i >= n) return;
+    float acc = x[i];
+    for (int r = 0; r < REPEAT; r++) acc = acc * 0.999f + 0.001f;
+    /* acc stays in [0, 1]: the branch never adds, but the compiler must keep the loop. */
+    y[i] = a * x[i] + (acc > 1e30f ? 1.0f : 0.0f);
+}
+"""
+
+
+def test_the_same_schedule_runs_on_the_opencl_client_and_the_record_shows_it() -> None:
+    cla = pytest.importorskip("pyopencl.array", reason="pip install 'tunekit[opencl]'")
+    from tunekit_backends.opencl import KernelTemplate, OpenCLClient
+
+    tk.configure(warmup_ms=20.0)
+    client = OpenCLClient()
+    # PAD changes nothing: the two REPEAT=4 variants are a true tie, REPEAT=64 is far slower.
+    template = KernelTemplate(
+        WORK, "work", {"REPEAT": [4, 64], "PAD": [0, 1]}, geometry=lambda config, key: ((key.n,), None)
+    )
+    n = 1 << 15
+
+    def inputs(key: SizeKey, *args: object) -> tuple[object, ...]:
+        x = np.random.default_rng(0).random(key.n, dtype=np.float32)
+        return (
+            cla.to_device(client.queue, x),
+            cla.empty(client.queue, key.n, np.float32),
+            np.float32(2),
+            np.int32(key.n),
+        )
+
+    tunables = template.tunable_set(
+        client, key=lambda x, y, a, n: SizeKey(n=int(n)), inputs=inputs, reference=lambda x, y, a, n: a * x, outputs=[1]
+    )
+    records: list[tk.AutotuneRecord] = []
+    sink = tk.add_record_sink(records.append)
+    x = cla.to_device(client.queue, np.linspace(0, 1, n, dtype=np.float32))
+    y = cla.zeros(client.queue, n, np.float32)
+    try:
+        tuner: tk.LocalTuner[SizeKey, Any] = tk.LocalTuner("schedule-opencl")
+        tuner.execute(client.device_id, client, tunables, (x, y, np.float32(2), np.int32(n))).wait()
+    finally:
+        tk.remove_record_sink(sink)
+    np.testing.assert_array_equal(y.get(), np.float32(2) * x.get())
+    (record,) = records
+    fast = {"work[REPEAT=4,PAD=0]", "work[REPEAT=4,PAD=1]"}
+    assert record.winner in fast
+    events = record.events
+    warmup = next(e for e in events if isinstance(e, tk.Warmup))
+    assert warmup.duration_ms == 20.0
+    rounds = [e for e in events if isinstance(e, tk.Round)]
+    assert rounds[0].number == 1 and len(rounds[0].samples_ns) == 4
+    eliminated = {e.name for e in events if isinstance(e, tk.Eliminated)}
+    assert eliminated >= {"work[REPEAT=64,PAD=0]", "work[REPEAT=64,PAD=1]"}
+    stopped = next(e for e in events if isinstance(e, tk.SamplingStopped))
+    runoffs = [e for e in events if isinstance(e, tk.Runoff)]
+    if len(stopped.survivors) >= 2:  # the tie was not separated by the rounds: the runoff decided it
+        (runoff_event,) = runoffs
+        assert set(runoff_event.finalists) == fast and runoff_event.winner == record.winner
+        assert len(runoff_event.pairs_ns) >= 10
+    else:
+        assert not runoffs and stopped.survivors == [record.winner]
+    for candidate in record.candidates:
+        assert candidate.status == "measured" and len(candidate.discarded_ns) == 1
