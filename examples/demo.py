@@ -21,6 +21,9 @@ from matmul import matmul
 from row_sum import TUNER as ROW_SUM_TUNER
 from row_sum import row_sum
 
+sys.path.insert(0, str(Path(__file__).resolve().parent / "opencl"))
+from demo_opencl import run_opencl_demo
+
 
 def _default_records_path() -> Path:
     configured = tk.settings().record
@@ -30,7 +33,7 @@ def _default_records_path() -> Path:
 
 
 def main() -> int:
-    """Tune every example on the CPU client and report; returns the exit code."""
+    """Tune every example on the CPU client, then the OpenCL ones, and report; returns the exit code."""
     console = Console()
     records_path = _default_records_path()
     if not tk.settings().record:
@@ -84,10 +87,11 @@ def main() -> int:
     console.print(f"{len(calls)} calls: {len(calls) - served} tuned now, {served} served from the persistent cache")
     console.print(f"cache:   {cache.path if cache is not None else 'memory only (TUNEKIT_CACHE=0)'}")
     console.print(f"records: {records_path}")
+    status = run_opencl_demo(console)
     if records_path.exists():
         report = tk.write_report(records_path, records_path.with_name("report.html"))
         console.print(f"report:  {report}  (tunekit report {records_path} -o FILE)")
-    return 0
+    return status
 
 
 if __name__ == "__main__":

@@ -1,0 +1,53 @@
+"""The OpenCL part of ``make demo``: tune the three OpenCL examples, winner vs worst vs numpy."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _report import ExampleResult
+
+
+def run_opencl_demo(console: Console) -> int:
+    """Tune bias+GELU, softmax and SGEMM on the default OpenCL device and print one table."""
+    try:
+        from tunekit_backends.opencl import OpenCLClient
+
+        client = OpenCLClient()
+    except (ImportError, RuntimeError) as exc:
+        console.print(f"[yellow]OpenCL examples skipped:[/] {exc}")
+        return 0
+    import bias_gelu
+    import sgemm
+    import softmax
+
+    started = time.perf_counter()
+    results: list[ExampleResult] = [bias_gelu.run(client), softmax.run(client), sgemm.run(client)]
+    platform = client.device.platform.version.split()
+    table = Table(title=f"OpenCL examples on {client.device.name} ({' '.join(platform[2:4])})")
+    for column in ("example", "n", "winner config", "winner", "worst", "numpy", "unit", "from"):
+        table.add_column(column, overflow="fold", no_wrap=column not in ("example", "winner config"))
+    for r in results:
+        table.add_row(
+            f"{r.example} {r.shape}",
+            f"{r.candidates}-{r.failed}" if r.failed else str(r.candidates),
+            r.winner.partition("[")[2].rstrip("]") or r.winner,
+            f"{r.rate(r.winner_ns):.1f}",
+            f"{r.rate(r.worst_ns):.1f}",
+            f"{r.rate(r.numpy_ns):.1f}",
+            r.unit,
+            "tuned" if r.tuned_now else "cache",
+        )
+    console.print(table)
+    console.print(
+        f"OpenCL part: {time.perf_counter() - started:.1f} s. Throughput of the winner, the slowest variant and "
+        "numpy on the host (n: variants); every variant was compiled (build + first launch) before any timing "
+        "and checked against numpy before it was timed."
+    )
+    return 0
