@@ -15,7 +15,7 @@ from tunekit import _settings
 from tunekit._bounds import time_limit_ns
 from tunekit._cache import CacheValue, CandidateResult, PersistentCache, default_cache_dir
 from tunekit._cache_state import CacheState, Hit, Miss, Pending, Unchecked
-from tunekit._check import Gate
+from tunekit._check import Gate, ReferenceFailed
 from tunekit._client import Client
 from tunekit._errors import NoValidKernelFound, TunekitError
 from tunekit._isolation import open_runner
@@ -350,6 +350,8 @@ class Tuner:
             name = tunables.tunables[index].name
             try:
                 check = gate.check(name, tunables.tunables[index].fn)
+            except ReferenceFailed:
+                raise
             except Exception as exc:  # a candidate that raises is out, like in measure_batch
                 failures[index] = Failed(describe_error(exc), "run")
                 continue
