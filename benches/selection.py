@@ -1,7 +1,8 @@
 """Does the schedule pick the truly fastest candidate, and at what cost? On the simulated device.
 
-Compares three schedules over many seeds and several noise levels, each tuning the same
-candidate sets (declared true times) through the public tuner:
+Compares three schedules over many seeds and several scenarios (noise levels, and candidate
+sets drawn from a real GPU's landscape when ../shared/tuning-data is there), each tuning the
+same candidate sets (declared true times) through the public tuner:
 
   (a) fixed sequential min-of-5  — the naive tuner: 1 warm-up run, 5 samples each, lowest sample wins
   (b) fixed median-of-10         — 1 warm-up run, 10 samples each, one candidate after another
@@ -23,6 +24,7 @@ import random
 import statistics
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -72,6 +74,26 @@ def true_times(seed: int, count: int) -> list[float]:
     return times
 
 
+LANDSCAPE = Path(__file__).resolve().parents[2] / "shared" / "tuning-data" / "pnpoly" / "RTX_3090.json.gz"
+
+
+def landscape_times(path: Path) -> Callable[[int, int], list[float]]:
+    """Candidate sets drawn from a real GPU's brute-force landscape (a Kernel Tuner cache file).
+
+    Each seed takes ``count`` random valid configurations; a configuration's true time is the
+    mean of its recorded samples. This is what a batch of a search over a real space looks like.
+    """
+    from tunekit_backends.replay import load_kernel_tuner_cache
+
+    data = load_kernel_tuner_cache(path)
+    means = sorted(data.mean_ms(c) * 1e6 for c in data.samples_ms)
+
+    def times(seed: int, count: int) -> list[float]:
+        return random.Random(seed * 7919 + 13).sample(means, count)
+
+    return times
+
+
 @dataclass
 class Tally:
     picked_best: int = 0
@@ -81,10 +103,12 @@ class Tally:
     warmup_ns: float = 0.0
 
 
-def tune_once(schedule: Schedule, noise: NoiseModel, seed: int, count: int) -> tuple[float, float, float]:
+def tune_once(
+    schedule: Schedule, noise: NoiseModel, times_of: Callable[[int, int], list[float]], seed: int, count: int
+) -> tuple[float, float, float]:
     """One tune; its regret, candidate-run cost and device warm-up, in virtual ns."""
     client = SimulatedClient(noise, seed=seed)
-    times = true_times(seed, count)
+    times = times_of(seed, count)
     kernels = [client.kernel(t) for t in times]
     tunables = tk.TunableSet(key=lambda n: BenchKey(n=n)).with_tunables(
         [tk.Tunable(f"c{i}", k) for i, k in enumerate(kernels)]
@@ -111,23 +135,37 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=int, default=300)
     parser.add_argument("--candidates", type=int, default=12)
+    parser.add_argument(
+        "--landscape",
+        type=Path,
+        default=LANDSCAPE,
+        help="a Kernel Tuner cache file whose configurations' times make one more scenario (skipped if missing)",
+    )
     args = parser.parse_args()
+    scenarios: list[tuple[str, NoiseModel, Callable[[int, int], list[float]]]] = [
+        (level, noise, true_times) for level, noise in LEVELS.items()
+    ]
+    if args.landscape.exists():
+        label = f"{args.landscape.parent.name}/{args.landscape.name.split('.')[0]}, typical"
+        scenarios.append((label, LEVELS["typical 5%+3%"], landscape_times(args.landscape)))
+    else:
+        print(f"(no {args.landscape}: the real-landscape scenario is skipped)", file=sys.stderr)
     console = Console(width=150)
     with tempfile.TemporaryDirectory() as cache_dir:
         table = Table(
-            title=f"Selection on the simulated device: {args.seeds} seeds x {args.candidates} candidates per level"
+            title=f"Selection on the simulated device: {args.seeds} seeds x {args.candidates} candidates per scenario"
         )
-        for column in ("noise level", "schedule", "picked best", "within 1%", "mean regret", "worst regret"):
-            table.add_column(column, justify="right" if column not in ("noise level", "schedule") else "left")
+        for column in ("scenario", "schedule", "picked best", "within 1%", "mean regret", "worst regret"):
+            table.add_column(column, justify="right" if column not in ("scenario", "schedule") else "left")
         table.add_column("cost vs (b)", justify="right")
         table.add_column("device warm-up", justify="right")
-        for level, noise in LEVELS.items():
+        for level, noise, times_of in scenarios:
             tallies: dict[str, Tally] = {}
             for schedule in SCHEDULES:
                 tk.configure(cache=False, cache_dir=Path(cache_dir), progress=False, **schedule.settings)
                 tally = tallies[schedule.label] = Tally(regrets=[])
                 for seed in range(args.seeds):
-                    regret, cost, warmup = tune_once(schedule, noise, seed, args.candidates)
+                    regret, cost, warmup = tune_once(schedule, noise, times_of, seed, args.candidates)
                     assert tally.regrets is not None
                     tally.regrets.append(regret)
                     tally.picked_best += regret == 0.0

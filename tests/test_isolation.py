@@ -6,9 +6,11 @@ import ctypes
 import faulthandler
 import math
 import os
+import threading
 import time
 from typing import Annotated
 
+import numpy as np
 import pytest
 
 import tunekit as tk
@@ -187,3 +189,107 @@ def test_isolation_policy_is_validated_when_the_set_is_built() -> None:
 def test_isolation_leaves_the_checksum_alone() -> None:
     base = tk.TunableSet(key=_key).with_tunable(_sleeper("a", 0))
     assert base.with_isolation("process").checksum() == base.checksum()
+
+
+def test_concurrent_isolated_tunes_each_see_their_own_crash() -> None:
+    # Each thread forks its own workers; a crash must read as a crash (not a timeout) and reach only its own tune.
+    results: dict[int, tk.AutotuneRecord] = {}
+    errors: list[BaseException] = []
+
+    def tune(n: int) -> None:
+        tunables = (
+            tk.TunableSet(key=_key)
+            .with_tunables([tk.Tunable("abort", _abort), _sleeper("ok", 0.0005)])
+            .with_isolation("process", timeout_s=20)
+        )
+        records: list[tk.AutotuneRecord] = []
+        tuner: tk.LocalTuner[NKey, int] = tk.LocalTuner(f"concurrent-{n}", sinks=[tk.CallbackSink(records.append)])
+        try:
+            assert tuner.execute(CLIENT.device_id, CLIENT, tunables, (n,)) == n
+            (results[n],) = records
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=tune, args=(n,)) for n in (3, 5, 9, 17)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    for record in results.values():
+        assert _candidate(record, "abort").error == "crashed: signal 6 (SIGABRT)"
+        assert record.winner == "ok"
+    assert _no_children_left()
+
+
+def _times(factor: int) -> tk.Tunable[np.ndarray]:
+    return tk.Tunable(f"times{factor}", lambda x: x * factor)
+
+
+def _abort_array(x: np.ndarray) -> np.ndarray:
+    faulthandler.disable()
+    os.abort()
+
+
+def _spin_array(x: np.ndarray) -> np.ndarray:
+    while True:
+        x = x + 0
+
+
+@tk.autotune_key
+class LenKey:
+    n: int
+
+
+def _array_tune(tunables: tk.TunableSet[LenKey, np.ndarray], name: str) -> tk.AutotuneRecord:
+    records: list[tk.AutotuneRecord] = []
+    tuner: tk.LocalTuner[LenKey, np.ndarray] = tk.LocalTuner(name, sinks=[tk.CallbackSink(records.append)])
+    out = tuner.execute(CLIENT.device_id, CLIENT, tunables, (np.arange(8.0),))
+    assert np.array_equal(out, np.arange(8.0) * 2)
+    (record,) = records
+    return record
+
+
+def test_the_correctness_check_runs_in_the_worker_so_a_crash_there_is_contained() -> None:
+    tunables = (
+        tk.TunableSet(key=lambda x: LenKey(n=len(x)))
+        .with_tunables([tk.Tunable("abort", _abort_array), tk.Tunable("spin", _spin_array), _times(3), _times(2)])
+        .with_reference(lambda x: x * 2)
+        .with_isolation("process", timeout_s=0.5)
+    )
+    record = _array_tune(tunables, "checked-isolated")
+    outcome = {c.name: (c.stage, c.error) for c in record.candidates}
+    assert outcome["abort"] == ("crash", "crashed: signal 6 (SIGABRT)")
+    assert outcome["spin"] == ("timeout", "timeout after 0.5 s")
+    assert outcome["times3"][0] == "check"
+    assert record.winner == "times2"
+
+
+def test_a_baseline_from_a_worker_survives_the_workers_crash() -> None:
+    # Without a reference the first candidate is the baseline; it lives on in the caller, so the
+    # worker forked after abort()'s crash still rejects times3 instead of taking it as a new baseline.
+    tunables = (
+        tk.TunableSet(key=lambda x: LenKey(n=len(x)))
+        .with_tunables([_times(2), tk.Tunable("abort", _abort_array), _times(3), tk.Tunable("also2", lambda x: x + x)])
+        .with_reference()
+        .with_isolation("process")
+    )
+    record = _array_tune(tunables, "baseline-isolated")
+    outcome = {c.name: (c.status, c.stage) for c in record.candidates}
+    assert outcome == {
+        "times2": ("measured", None),
+        "abort": ("failed", "crash"),
+        "times3": ("failed", "check"),
+        "also2": ("measured", None),
+    }
+
+
+def test_the_in_process_time_limit_applies_to_the_correctness_check() -> None:
+    tunables = (
+        tk.TunableSet(key=lambda x: LenKey(n=len(x)))
+        .with_tunables([tk.Tunable("spin", _spin_array), _times(2)])
+        .with_reference(lambda x: x * 2)
+        .with_isolation("none", timeout_s=0.3)
+    )
+    record = _array_tune(tunables, "checked-watchdog")
+    assert {c.name: (c.stage, c.error) for c in record.candidates}["spin"] == ("timeout", "timeout after 0.3 s")

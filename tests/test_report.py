@@ -44,12 +44,16 @@ def _records(tmp_path: Path) -> Path:
 
 
 def test_report_has_every_sample_the_margin_and_the_failures(tmp_path: Path) -> None:
-    html = tk.write_report(_records(tmp_path), tmp_path / "report.html").read_text()
+    path = _records(tmp_path)
+    records = [line.record for line in tk.read_records(path) if isinstance(line, tk.RecordLine)]
+    html = tk.write_report(path, tmp_path / "report.html").read_text()
     sections = html.split("<h2>")[2:]  # after the cost-over-time section
     assert len(sections) == 2
-    for section in sections:
-        assert section.count("<circle") == 2 * tk.settings().samples  # one dot per timed sample
-        assert "margin<b>+" in section and "winner<b" in section
+    for section, record in zip(sections, sorted(records, key=lambda r: r.key["n"]), strict=True):
+        timed = sum(len(c.samples_ns) + len(c.discarded_ns) for c in record.candidates)
+        assert section.count("<circle") == timed  # one dot per timed sample, discarded ones hollow
+        assert section.count('fill="none"') == sum(len(c.discarded_ns) for c in record.candidates)
+        assert re.search(r"margin( \(paired runoff\))?<b>\+", section) and "winner<b" in section
         assert "ValueError: &lt;script&gt;alert(1)&lt;/script&gt; &amp; more" in section
         assert "&lt;b&gt;hostile&lt;/b&gt;" in section
     assert "<script" not in html and "<b>hostile" not in html

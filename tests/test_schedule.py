@@ -265,3 +265,17 @@ def test_the_same_schedule_runs_on_the_opencl_client_and_the_record_shows_it() -
         assert not runoffs and stopped.survivors == [record.winner]
     for candidate in record.candidates:
         assert candidate.status == "measured" and len(candidate.discarded_ns) == 1
+
+
+def test_max_samples_below_min_samples_is_refused_naming_both() -> None:
+    with pytest.raises(ValueError, match=r"max_samples \(2\) must be at least min_samples \(4\)"):
+        tk.Settings(min_samples=4, max_samples=2)
+
+
+def test_a_single_candidate_is_measured_without_rounds_or_runoff() -> None:
+    client = SimulatedClient(NoiseModel(noise=0.05), seed=0)
+    kernel = client.kernel(1 * MS)
+    result = _batch(client, [kernel], _settings())
+    stopped = [e for e in result.events if isinstance(e, tk.SamplingStopped)]
+    assert result.ranking == (0,) and stopped[0].reason == "one_left"
+    assert kernel.calls == 2  # the timed warm-up run and one kept sample: nothing to compare it with

@@ -27,7 +27,7 @@ __kernel void slow(__global float* out, __global const float* x, volatile __glob
     int i = get_global_id(0);
     float acc = x[i];
     for (int k = 0; k < 4000; ++k) { acc = acc * 0.999f + 0.5f; }
-    out[i] = acc;
+    out[i] = x[i] * 0.5f + (acc > 1e30f ? 1.0f : 0.0f);   /* the same answer as fast, after busy work */
 }
 __kernel void fast(__global float* out, __global const float* x, volatile __global const int* stop) {
     int i = get_global_id(0);
@@ -46,24 +46,30 @@ def _abort(*args: Any) -> Any:
     os.abort()
 
 
+def build_checked(key: dict[str, Any]) -> tuple[OpenCLClient, tk.TunableSet[SizeKey, Any], tuple[Any, ...]]:
+    """``build`` with a correctness reference: out = x / 2."""
+    client, tunables, inputs = build(key)
+    return client, tunables.with_reference(lambda out, x, stop: x * np.float32(0.5), outputs=[0]), inputs
+
+
 def build(key: dict[str, Any]) -> tuple[OpenCLClient, tk.TunableSet[SizeKey, Any], tuple[Any, ...]]:
     """The tune, built from the key's fields alone: in the caller and again in every worker."""
     client = OpenCLClient()
     cl = client._cl
     program = cl.Program(client.context, SOURCE).build()
     n = int(key["n"])
-    flags = cl.mem_flags
 
     def fresh(*_: Any) -> tuple[Any, ...]:
+        queue = client.queue
         return (
-            cl.Buffer(client.context, flags.READ_WRITE, 4 * n),
-            cl.Buffer(client.context, flags.READ_ONLY | flags.COPY_HOST_PTR, hostbuf=np.ones(n, np.float32)),
-            cl.Buffer(client.context, flags.READ_ONLY | flags.COPY_HOST_PTR, hostbuf=np.zeros(1, np.int32)),
+            cl.array.zeros(queue, n, np.float32),
+            cl.array.to_device(queue, np.ones(n, np.float32)),
+            cl.array.to_device(queue, np.zeros(1, np.int32)),
         )
 
     def launcher(name: str) -> tk.Tunable[Any]:
         kernel = cl.Kernel(program, name)
-        return tk.Tunable(name, lambda out, x, stop: kernel(client.queue, (n,), None, out, x, stop))
+        return tk.Tunable(name, lambda out, x, stop: kernel(client.queue, (n,), None, out.data, x.data, stop.data))
 
     tunables = tk.TunableSet(key=lambda out, x, stop: SizeKey(n=n), inputs=fresh).with_tunables(
         [launcher("spin"), tk.Tunable("abort", _abort), launcher("slow"), launcher("fast")]
@@ -71,9 +77,11 @@ def build(key: dict[str, Any]) -> tuple[OpenCLClient, tk.TunableSet[SizeKey, Any
     return client, tunables, fresh()
 
 
-def test_opencl_infinite_loop_and_python_abort_are_disqualified_in_a_spawned_worker() -> None:
-    client, tunables, inputs = build({"n": N})
-    isolated = tunables.with_isolation("process", timeout_s=5, worker=build)
+@pytest.mark.parametrize("factory", [build, build_checked], ids=["timed", "checked"])
+def test_opencl_infinite_loop_and_python_abort_are_disqualified_in_a_spawned_worker(factory: Any) -> None:
+    # With a reference the two die in the correctness check, which runs in the worker too; without, when timed.
+    client, tunables, inputs = factory({"n": N})
+    isolated = tunables.with_isolation("process", timeout_s=5, worker=factory)
     tuner: tk.LocalTuner[SizeKey, Any] = tk.LocalTuner("opencl-isolated")
     records: list[tk.AutotuneRecord] = []
     sink = tk.add_record_sink(records.append)
@@ -82,15 +90,15 @@ def test_opencl_infinite_loop_and_python_abort_are_disqualified_in_a_spawned_wor
     finally:
         tk.remove_record_sink(sink)
     event.wait()
-    out = np.empty(N, np.float32)
-    client._cl.enqueue_copy(client.queue, out, inputs[0]).wait()
-    assert np.all(out == 0.5), "the winner ran on the caller's real buffers"
+    assert np.all(inputs[0].get() == 0.5), "the winner ran on the caller's real buffers"
     (record,) = records
     outcome = {c.name: (c.status, c.stage, c.error) for c in record.candidates}
     assert outcome["spin"] == ("failed", "timeout", "timeout after 5 s")
     assert outcome["abort"] == ("failed", "crash", "crashed: signal 6 (SIGABRT)")
     assert outcome["slow"][0] == outcome["fast"][0] == "measured"
     assert record.winner == "fast"
+    checked = {e.name: e.passed for e in record.events if e.kind == "check"}
+    assert checked == ({"slow": True, "fast": True} if factory is build_checked else {})
 
 
 def test_a_worker_factory_must_be_importable_by_name() -> None:

@@ -267,6 +267,24 @@ class Gate:
             return as_outputs(expected, len(self.reference.outputs), "the reference")
         return expected if isinstance(expected, tuple) else (expected,)
 
+    def prime(self) -> None:
+        """Compute the reference's expected outputs now, in this process (a no-op without a reference function).
+
+        An isolated tune primes the gate in the caller, so worker processes inherit (or are sent)
+        the expected outputs instead of re-running the reference, and a crash cannot lose them.
+        """
+        if self._expected is None and self.reference.fn is not None:
+            self._expected = self._reference_outputs(self.reference.fn)
+
+    @property
+    def baseline(self) -> tuple[tuple[Any, ...], str] | None:
+        """The expected outputs and what they came from, once known."""
+        return None if self._expected is None else (self._expected, self.against)
+
+    def adopt(self, expected: tuple[Any, ...], against: str) -> None:
+        """Take expected outputs computed in another process (an isolated worker's first candidate)."""
+        self._expected, self.against = expected, against
+
     def check(self, name: str, fn: Callable[..., Any]) -> CheckOutcome:
         """Run candidate ``name`` once and judge it; an exception from the candidate propagates."""
         if self._expected is None and self.reference.fn is not None:

@@ -58,7 +58,9 @@ def summary(args: argparse.Namespace) -> int:
                     s.key_json,
                     f"{s.winner or '-'} {format_duration_ns(s.winner_median_ns)}",
                     f"{s.runner_up} {format_duration_ns(s.runner_up_median_ns)}" if s.runner_up else "-",
-                    f"{s.margin:+.1%}" if s.margin is not None else "-",
+                    (f"{s.margin:+.1%}" + (" (runoff)" if s.decided_by == "runoff" else ""))
+                    if s.margin is not None
+                    else "-",
                     str(s.samples),
                     f"{s.tuning_time_s:.3g} s",
                     str(s.decisions),

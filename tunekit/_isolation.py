@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from tunekit._check import CheckOutcome, Gate
 from tunekit._client import Client
 from tunekit._errors import CandidateFailed
 from tunekit._key import key_to_dict
@@ -32,7 +33,7 @@ from tunekit._settings import IsolationMode, Settings
 from tunekit._tunable_set import TunableSet
 from tunekit._worker import ProcessRunner, SpawnRecipe, timeout_reason
 
-__all__ = ["Isolation", "WatchdogRunner", "open_runner"]
+__all__ = ["Isolation", "WatchdogRunner", "check_candidate", "open_runner"]
 
 T = TypeVar("T")
 
@@ -151,13 +152,14 @@ class WatchdogRunner:
 
     def warmup(self, index: int) -> None:
         """Run candidate ``index`` once, untimed, within the limit."""
-        self._guard(lambda: self.inner.warmup(index))
+        self.guard(lambda: self.inner.warmup(index))
 
     def sample(self, index: int, *, flush: bool = True) -> int:
         """Time one run of candidate ``index`` within the limit."""
-        return self._guard(lambda: self.inner.sample(index, flush=flush))
+        return self.guard(lambda: self.inner.sample(index, flush=flush))
 
-    def _guard(self, run: Callable[[], T]) -> T:
+    def guard(self, run: Callable[[], T]) -> T:
+        """Run ``run`` in this thread under the per-run limit; CandidateFailed(timeout) past it."""
         try:
             _WATCHDOG.arm(self.timeout_s)
             try:
@@ -171,9 +173,29 @@ class WatchdogRunner:
         return result
 
 
+def check_candidate(runner: CandidateRunner, gate: Gate, index: int, tunables: TunableSet[Any, Any]) -> CheckOutcome:
+    """Run the correctness gate on candidate ``index`` where the runner runs candidates.
+
+    Under process isolation the check runs in the worker (a crash or hang there is contained
+    like a timed run's); in-process it runs under the same per-run time limit.
+    """
+    tunable = tunables.tunables[index]
+    if isinstance(runner, ProcessRunner):
+        return runner.check(index)
+    if isinstance(runner, WatchdogRunner):
+        return runner.guard(lambda: gate.check(tunable.name, tunable.fn))
+    return gate.check(tunable.name, tunable.fn)
+
+
 @contextlib.contextmanager
 def open_runner(
-    client: Client, tunables: TunableSet[Any, Any], inputs: tuple[Any, ...], settings: Settings, *, key: object
+    client: Client,
+    tunables: TunableSet[Any, Any],
+    inputs: tuple[Any, ...],
+    settings: Settings,
+    *,
+    key: object,
+    gate: Gate | None = None,
 ) -> Iterator[CandidateRunner]:
     """The runner the settings (or the set's ``with_isolation``) ask for for ``key``, shut down on exit."""
     mode, timeout_s = _policy(tunables, settings)
@@ -181,7 +203,7 @@ def open_runner(
     if mode == "process":
         factory = tunables.isolation.worker if tunables.isolation is not None else None
         recipe = SpawnRecipe(factory, key_to_dict(key)) if factory is not None else None
-        runner = ProcessRunner(client, tunables, inputs, timeout_s=timeout_s, recipe=recipe)
+        runner = ProcessRunner(client, tunables, inputs, timeout_s=timeout_s, recipe=recipe, gate=gate)
     elif timeout_s is not None:
         runner = WatchdogRunner(InProcessRunner(client, tunables, inputs), timeout_s)
     else:

@@ -6,7 +6,7 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from tunekit._records import AutotuneRecord, CandidateRecord
+from tunekit._records import AutotuneRecord, CandidateRecord, Demoted, Runoff
 
 __all__ = ["Failure", "KeySummary", "summarise"]
 
@@ -42,10 +42,21 @@ class KeySummary:
     tuning_time_s: float = 0.0
     failures: list[Failure] = field(default_factory=list)
     latest: AutotuneRecord | None = None
+    runoff: Runoff | None = None
+    demoted: set[str] = field(default_factory=set)
+
+    @property
+    def decided_by(self) -> str:
+        """``runoff`` when a paired runoff chose the winner, else ``median``."""
+        if self.runoff is not None and self.runoff.winner == self.winner and self.runoff.forfeit is None:
+            return "runoff"
+        return "median"
 
     @property
     def margin(self) -> float | None:
-        """How much slower the runner-up's median is than the winner's (0.05 = 5 %)."""
+        """How far the winner is ahead (0.05 = 5 %): the paired runoff's margin when one decided, else medians'."""
+        if self.runoff is not None and self.decided_by == "runoff":
+            return self.runoff.margin
         if self.winner_median_ns is None or self.runner_up_median_ns is None or self.winner_median_ns <= 0:
             return None
         return self.runner_up_median_ns / self.winner_median_ns - 1.0
@@ -67,6 +78,7 @@ class KeySummary:
             "runner_up": self.runner_up,
             "runner_up_median_ns": self.runner_up_median_ns,
             "margin": self.margin,
+            "decided_by": self.decided_by,
             "samples": self.samples,
             "tuning_time_s": self.tuning_time_s,
             "failures": [
@@ -79,8 +91,8 @@ def _median(candidate: CandidateRecord) -> float | None:
     return candidate.stats.median_ns if candidate.stats is not None else None
 
 
-def _apply_tune(summary: KeySummary, record: AutotuneRecord, winner: str | None) -> None:
-    medians = {c.name: m for c in record.candidates if (m := _median(c)) is not None}
+def _apply_tune(summary: KeySummary, record: AutotuneRecord, winner: str | None, demoted: set[str]) -> None:
+    medians = {c.name: m for c in record.candidates if (m := _median(c)) is not None and c.name not in demoted}
     summary.winner = winner
     summary.winner_median_ns = medians.get(winner) if winner is not None else None
     others = sorted((m, name) for name, m in medians.items() if name != winner)
@@ -89,6 +101,7 @@ def _apply_tune(summary: KeySummary, record: AutotuneRecord, winner: str | None)
         Failure(c.name, c.status, c.stage, c.error or "") for c in record.candidates if c.status != "measured"
     ]
     summary.latest = record
+    summary.runoff = next((e for e in reversed(record.events) if isinstance(e, Runoff)), None)
 
 
 def summarise(records: Iterable[AutotuneRecord]) -> list[KeySummary]:
@@ -105,10 +118,22 @@ def summarise(records: Iterable[AutotuneRecord]) -> list[KeySummary]:
         summary.tuning_time_s += record.wall_time_s
         summary.samples += sum(len(c.samples_ns) for c in record.candidates)
         if record.decision == "tuned":
-            _apply_tune(summary, record, record.winner)
+            summary.demoted = set()
+            _apply_tune(summary, record, record.winner, set())
         elif record.decision == "demoted" and summary.latest is not None and summary.latest.decision == "tuned":
-            _apply_tune(summary, summary.latest, record.winner)  # the measured runner-up now leads
+            # The measured runner-up now leads; the demoted candidates failed on real inputs.
+            gone = {e.name for e in record.events if isinstance(e, Demoted)}
+            _apply_tune(summary, summary.latest, record.winner, gone | summary.demoted)
+            summary.demoted |= gone
         elif summary.latest is None:
             summary.winner = record.winner
             summary.latest = record
-    return [summaries[k] for k in sorted(summaries, key=lambda k: (k[0], k[2], k[1]))]
+    return sorted(summaries.values(), key=lambda s: (s.tuner, _key_order(s.key), s.device_id))
+
+
+def _key_order(key: dict[str, object]) -> tuple[tuple[str, int, float, str], ...]:
+    """Keys in natural order: numbers by value (n=4 before n=128), everything else by text."""
+    return tuple(
+        (name, 0, float(value), "") if isinstance(value, int | float) else (name, 1, 0.0, str(value))
+        for name, value in sorted(key.items())
+    )

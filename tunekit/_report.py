@@ -16,6 +16,7 @@ from html import escape
 from pathlib import Path
 
 from tunekit._cli_table import format_duration_ns
+from tunekit._event_text import describe_events
 from tunekit._record_reader import BadLine, read_records
 from tunekit._records import AutotuneRecord, CandidateRecord
 from tunekit._records_summary import KeySummary, summarise
@@ -80,7 +81,7 @@ def _distribution_svg(candidates: list[CandidateRecord], winner: str | None) -> 
     if not measured:
         return ""
     measured.sort(key=lambda c: c.stats.median_ns if c.stats else math.inf)
-    scale = _axis_scale([s for c in measured for s in c.samples_ns])
+    scale = _axis_scale([s for c in measured for s in (*c.samples_ns, *c.discarded_ns)])
     height = len(measured) * _ROW + 34
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{_WIDTH}" height="{height}" '
@@ -107,6 +108,11 @@ def _distribution_svg(candidates: list[CandidateRecord], winner: str | None) -> 
         for sample in candidate.samples_ns:
             parts.append(
                 f'<circle cx="{_x(sample, scale):.1f}" cy="{y:.1f}" r="3" fill="{colour}" fill-opacity=".45"/>'
+            )
+        for sample in candidate.discarded_ns:  # warm-up-biased: kept in the record, left out of the statistics
+            parts.append(
+                f'<circle cx="{_x(sample, scale):.1f}" cy="{y:.1f}" r="3" fill="none" stroke="{colour}">'
+                "<title>discarded (warm-up)</title></circle>"
             )
         if candidate.stats is not None:
             xm = _x(candidate.stats.median_ns, scale)
@@ -178,7 +184,7 @@ def _key_section(summary: KeySummary) -> str:
         '<div class="stats">',
         f'<div>winner<b class="win">{winner} {escape(format_duration_ns(summary.winner_median_ns))}</b></div>',
         f"<div>runner-up<b>{runner_up}</b></div>",
-        f"<div>margin<b>{margin}</b></div>",
+        f"<div>margin{' (paired runoff)' if summary.decided_by == 'runoff' else ''}<b>{margin}</b></div>",
         "</div>",
         _distribution_svg(candidates, summary.winner),
     ]
@@ -191,8 +197,8 @@ def _key_section(summary: KeySummary) -> str:
         )
         html.append("</table>")
     if record is not None and record.events:
-        html.append("<ul>")
-        html.extend(f"<li>{escape(event.kind)}: {escape(event.model_dump_json())}</li>" for event in record.events)
+        html.append('<ul class="events">')
+        html.extend(f"<li>{escape(line)}</li>" for line in describe_events(record.events))
         html.append("</ul>")
     return "\n".join(html)
 

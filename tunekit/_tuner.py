@@ -17,8 +17,8 @@ from tunekit._cache import CacheValue, CandidateResult, PersistentCache, default
 from tunekit._cache_state import CacheState, Hit, Miss, Pending, Unchecked
 from tunekit._check import Gate, ReferenceFailed
 from tunekit._client import Client
-from tunekit._errors import NoValidKernelFound, TunekitError
-from tunekit._isolation import open_runner
+from tunekit._errors import CandidateFailed, NoValidKernelFound, TunekitError
+from tunekit._isolation import check_candidate, open_runner
 from tunekit._key import is_autotune_key, key_to_dict, key_to_json
 from tunekit._observe import CacheLookup, TuneObservation, decision, notify, observe_tune
 from tunekit._outcome import Failed, Measured, Outcome, Skipped
@@ -34,6 +34,7 @@ from tunekit._records import (
     Prepared,
     RecordEvent,
 )
+from tunekit._runner import CandidateRunner
 from tunekit._schedule import describe_error, measure_batch
 from tunekit._settings import Settings
 from tunekit._sinks import RecordSink, emit, global_sinks, sink_from_setting
@@ -297,14 +298,14 @@ class Tuner:
             if index not in planned:
                 outcomes[index] = Skipped("negative priority for this key")
         # Compiling and checking run in this process, before the runner times anything.
-        with open_runner(client, tunables, bench_inputs, settings, key=key) as opened:
+        with open_runner(client, tunables, bench_inputs, settings, key=key, gate=gate) as opened:
             runner = observation.runner(opened, tunables.names)
             for number, batch in enumerate(batches):
                 if number > 0:
                     events.append(FallbackBatch(batch=number))
                 observation.batch(number, [tunables.tunables[i].name for i in batch])
                 results: dict[int, Outcome] = dict(
-                    self._prepare_and_check(tunables, batch, number, bench_inputs, gate, settings, events)
+                    self._prepare_and_check(tunables, batch, number, bench_inputs, gate, settings, events, opened)
                 )
                 observation.prepared(tunables, batch, results, checked=gate is not None)
                 measured = measure_batch(
@@ -335,8 +336,9 @@ class Tuner:
         gate: Gate | None,
         settings: Settings,
         events: list[RecordEvent],
+        runner: CandidateRunner,
     ) -> dict[int, Failed]:
-        """Compile every candidate of the batch (concurrently), then check each once: the failures."""
+        """Compile every candidate of the batch (concurrently), then check each once where the runner runs it."""
         failures, prepared, workers, wall_s = prepare_batch(tunables, batch, inputs, settings.compile_workers)
         if prepared:
             events.append(
@@ -349,9 +351,12 @@ class Tuner:
                 continue
             name = tunables.tunables[index].name
             try:
-                check = gate.check(name, tunables.tunables[index].fn)
+                check = check_candidate(runner, gate, index, tunables)
             except ReferenceFailed:
                 raise
+            except CandidateFailed as exc:  # crashed or timed out in its worker, or raised there
+                failures[index] = Failed(exc.reason, exc.stage)
+                continue
             except Exception as exc:  # a candidate that raises is out, like in measure_batch
                 failures[index] = Failed(describe_error(exc), "run")
                 continue

@@ -22,11 +22,13 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, Pipe
 from typing import Any
 
+from tunekit._check import CheckOutcome, Gate
 from tunekit._client import Client
 from tunekit._errors import CandidateFailed, TunekitError
 from tunekit._runner import InProcessRunner
@@ -36,6 +38,10 @@ __all__ = ["ProcessRunner", "describe_error", "resolve_reference", "timeout_reas
 
 # The worker's exit status when its own loop failed (not the candidate): EX_SOFTWARE.
 _WORKER_BROKEN = 70
+# Held from creating a forked worker's pipe until the parent closed the worker's end: a worker
+# forked meanwhile by another thread would inherit that end and hide the first worker's death
+# (its pipe would never reach EOF), turning a crash into a timeout.
+_FORK_LOCK = threading.Lock()
 # A spawned worker imports the user's modules and builds its device state before it is ready.
 SPAWN_SETUP_TIMEOUT_S = 300.0
 
@@ -87,20 +93,30 @@ def _die_with_parent() -> None:
         libc.prctl(pr_set_pdeathsig, signal.SIGKILL)
 
 
-def _serve(conn: Connection, runner: InProcessRunner) -> None:
-    """The worker's loop: run what the parent asks, answer ("ok", ns) or ("error", reason)."""
+def _serve(conn: Connection, runner: InProcessRunner, gate: Gate | None) -> None:
+    """The worker's loop: run what the parent asks, answer ("ok", value) or ("error", reason)."""
     while True:
         try:
-            op, index, flush = conn.recv()
+            op, index, arg = conn.recv()
         except EOFError:
             return
-        reply: tuple[str, int | str]
+        reply: tuple[str, Any]
         try:
             if op == "warmup":
                 runner.warmup(index)
                 reply = ("ok", 0)
+            elif op == "sample":
+                reply = ("ok", runner.sample(index, flush=bool(arg)))
+            elif op == "check" and gate is not None:
+                known = gate.baseline is not None
+                outcome = gate.check(runner.tunables.tunables[index].name, runner.tunables.tunables[index].fn)
+                # The first candidate's outputs become the baseline: the caller keeps them for later workers.
+                reply = ("ok", (outcome, None if known else gate.baseline))
+            elif op == "adopt" and gate is not None:
+                gate.adopt(*arg)
+                reply = ("ok", 0)
             else:
-                reply = ("ok", runner.sample(index, flush=flush))
+                reply = ("error", f"the worker cannot {op!r}")
         except BaseException as exc:  # even SystemExit from a candidate disqualifies only that candidate
             reply = ("error", describe_error(exc))
         conn.send(reply)
@@ -161,6 +177,7 @@ class ProcessRunner:
         *,
         timeout_s: float | None,
         recipe: SpawnRecipe | None = None,
+        gate: Gate | None = None,
     ) -> None:
         if recipe is None and not hasattr(os, "fork"):
             raise TunekitError(
@@ -172,16 +189,27 @@ class ProcessRunner:
         self.inputs = inputs
         self.timeout_s = timeout_s
         self.recipe = recipe
+        self.gate = gate
         self._worker: _Worker | None = None
         self._setup_error: str | None = None
 
     def warmup(self, index: int) -> None:
         """Run candidate ``index`` once in the worker, untimed."""
-        self._call("warmup", index, flush=False)
+        self._request("warmup", index, None)
 
     def sample(self, index: int, *, flush: bool = True) -> int:
         """Time one run of candidate ``index`` in the worker, on the worker's clock."""
-        return self._call("sample", index, flush=flush)
+        return int(self._request("sample", index, flush))
+
+    def check(self, index: int) -> CheckOutcome:
+        """Run the correctness gate on candidate ``index`` in the worker, so a crash there is contained too."""
+        if self.gate is None:
+            raise TunekitError("this runner has no correctness gate")
+        self.gate.prime()  # the trusted reference runs here, once; workers inherit or receive its outputs
+        outcome, baseline = self._request("check", index, None)
+        if baseline is not None and self.gate.baseline is None:
+            self.gate.adopt(*baseline)
+        return outcome  # type: ignore[no-any-return]
 
     def close(self) -> None:
         """Kill the worker; nothing in it is worth a graceful exit."""
@@ -197,26 +225,28 @@ class ProcessRunner:
         return worker
 
     def _fork(self) -> _Worker:
-        parent_end, child_end = Pipe()
-        pid = os.fork()
+        with _FORK_LOCK:  # no other runner may fork while this worker's end of the pipe is open here
+            parent_end, child_end = Pipe()
+            pid = os.fork()
+            if pid != 0:
+                child_end.close()
         if pid == 0:  # pragma: no cover - runs in the worker, reported through the pipe
             code = 0
             try:
                 parent_end.close()
                 signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is for the caller, who kills us
                 _die_with_parent()
-                _serve(child_end, InProcessRunner(self.client, self.tunables, self.inputs))
+                _serve(child_end, InProcessRunner(self.client, self.tunables, self.inputs), self.gate)
             except BaseException:
                 code = _WORKER_BROKEN
             finally:
                 os._exit(code)
-        child_end.close()
         return _Worker(pid, parent_end, None)
 
     def _spawn(self, recipe: SpawnRecipe) -> _Worker:
         parent_end, child_end = Pipe()
         process = subprocess.Popen(
-            [sys.executable, "-m", "tunekit._worker", str(child_end.fileno())], pass_fds=[child_end.fileno()]
+            [sys.executable, "-c", _SPAWNED, str(child_end.fileno())], pass_fds=[child_end.fileno()]
         )
         child_end.close()
         worker = _Worker(process.pid, parent_end, process)
@@ -226,6 +256,7 @@ class ProcessRunner:
             "key": recipe.key,
             "names": list(self.tunables.names),
             "device_id": self.client.device_id,
+            "gate": self.gate is not None,
         }
         try:
             parent_end.send_bytes(json.dumps(setup).encode())
@@ -239,12 +270,16 @@ class ProcessRunner:
             worker.stop(kill=True)
             self._setup_error = f"the worker process could not set up ({recipe.factory}): {value}"
             raise CandidateFailed(self._setup_error, "run")
+        baseline = self.gate.baseline if self.gate is not None else None
+        if baseline is not None:  # what a forked worker would inherit, a spawned one is sent
+            self._worker = worker
+            self._request("adopt", 0, baseline)
         return worker
 
-    def _call(self, op: str, index: int, *, flush: bool) -> int:
+    def _request(self, op: str, index: int, arg: Any) -> Any:
         worker = self._worker or self._start()
         try:
-            worker.conn.send((op, index, flush))
+            worker.conn.send((op, index, arg))
             ready = worker.conn.poll(self.timeout_s)
         except OSError:  # the worker died before it could read
             self._worker = None
@@ -261,7 +296,7 @@ class ProcessRunner:
             raise CandidateFailed(_exit_reason(worker.stop(kill=False)), "crash") from None
         if status == "error":
             raise CandidateFailed(str(value), "run")
-        return int(value)
+        return value
 
 
 def _spawned_main(fd: int) -> None:  # pragma: no cover - runs in the spawned worker
@@ -278,12 +313,14 @@ def _spawned_main(fd: int) -> None:  # pragma: no cover - runs in the spawned wo
             raise TunekitError(f"it built the candidates {list(tunables.names)}, the caller has {setup['names']}")
         if client.device_id != setup["device_id"]:
             raise TunekitError(f"its client is {client.device_id!r}, the caller's {setup['device_id']!r}")
+        if setup["gate"] and tunables.reference is None:
+            raise TunekitError("its tunable set has no with_reference(), the caller's has")
+        gate = Gate(client, inputs, tunables.reference) if setup["gate"] and tunables.reference else None
     except BaseException as exc:
         conn.send(("setup_error", describe_error(exc)))
         return
     conn.send(("ready", 0))
-    _serve(conn, InProcessRunner(client, tunables, inputs))
+    _serve(conn, InProcessRunner(client, tunables, inputs), gate)
 
 
-if __name__ == "__main__":  # pragma: no cover - python -m tunekit._worker FD
-    _spawned_main(int(sys.argv[1]))
+_SPAWNED = "import sys; from tunekit._worker import _spawned_main; _spawned_main(int(sys.argv[1]))"

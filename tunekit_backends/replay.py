@@ -214,6 +214,15 @@ class ReplayClient:
     def sync(self) -> None:
         """Nothing is ever in flight on a virtual device."""
 
+    def warm_up(self, duration_ns: int) -> None:
+        """Advance the virtual clock (``tk.SupportsWarmup``): no wall time, and no kernel runs.
+
+        Without it the schedule would warm up by running candidates for wall time, which
+        advances their sample counters by a machine-dependent amount and breaks replay.
+        """
+        with self._lock:
+            self._clock_ns += duration_ns
+
     def kernel(self, config: tk.Config) -> Callable[..., None]:
         """The runnable for ``config``; building one for a compile failure raises here."""
         if self.data.failures.get(config) == "CompilationFailedConfig":
