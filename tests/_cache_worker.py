@@ -17,7 +17,7 @@ class IKey:
 
 def main() -> None:
     cache_dir, start, count = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
-    tk.configure(cache_dir=cache_dir, samples=2, warmup=0, progress=False)
+    tk.configure(cache_dir=cache_dir, samples=2, warmup=0, adaptive=False, progress=False)
     client = CpuClient()
     stored: list[bool] = []
     tk.add_record_sink(lambda record: stored.append(record.stored))
