@@ -133,3 +133,15 @@ def test_full_level_never_short_circuits() -> None:
     record = _tune("full", 0)
     assert not any(isinstance(e, tk.ShortCircuit) for e in record.events)
     assert record.winner == "best"
+
+
+def test_opencl_client_measures_plausible_peaks_on_its_device() -> None:
+    pytest.importorskip("pyopencl", reason="pip install 'tunekit[opencl]'")
+    from tunekit_backends.opencl import OpenCLClient
+
+    client = OpenCLClient()
+    assert isinstance(client, tk.SupportsPeaks) and isinstance(client, tk.SupportsWarmup)
+    peaks = client.measure_peaks()
+    assert 1e8 < peaks.ops_per_s < 1e15
+    assert 1e8 < peaks.bytes_per_s < 1e13
+    assert 0 < peaks.launch_overhead_ns < 1e7

@@ -250,7 +250,7 @@ def test_the_same_schedule_runs_on_the_opencl_client_and_the_record_shows_it() -
     assert record.winner in fast
     events = record.events
     warmup = next(e for e in events if isinstance(e, tk.Warmup))
-    assert warmup.duration_ms == 20.0
+    assert warmup.duration_ms == 20.0 and warmup.method == "device"  # multiply-add kernels on the device
     rounds = [e for e in events if isinstance(e, tk.Round)]
     assert rounds[0].number == 1 and len(rounds[0].samples_ns) == 4
     eliminated = {e.name for e in events if isinstance(e, tk.Eliminated)}

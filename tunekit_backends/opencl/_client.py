@@ -9,9 +9,11 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from tunekit import DevicePeaks
 from tunekit._check import CheckBuffers
 from tunekit_backends.opencl._buffers import DeviceCheckBuffers
 from tunekit_backends.opencl._cl import INSTALL_HINT, first_error_line, pyopencl
+from tunekit_backends.opencl._peaks import busy_kernel, measure_device_peaks, warm_up_device
 
 __all__ = ["OpenCLClient", "describe_devices"]
 
@@ -104,6 +106,7 @@ class OpenCLClient:
         self._flush_lock = threading.Lock()
         self._flush_buffer: Any = None
         self._flush_count = 0
+        self._helpers: Any = None
         plat = self.device.platform
         self._device_id = (
             f"opencl:{plat.name}|{plat.version}|{self.device.name}|driver {self.device.driver_version}"
@@ -158,6 +161,20 @@ class OpenCLClient:
             buffer = self._flush_buffer
             pattern = np.uint8(self._flush_count % 251)
         self._cl.enqueue_fill_buffer(self.queue, buffer, pattern, 0, buffer.size).wait()
+
+    def warm_up(self, duration_ns: int) -> None:
+        """Keep the device busy with multiply-add kernels for ``duration_ns`` so its clocks ramp up."""
+        warm_up_device(self.queue, self._helper_kernels(), duration_ns)
+
+    def measure_peaks(self) -> DevicePeaks:
+        """Peak multiply-add rate, buffer-copy bandwidth and an empty kernel's time, on this device."""
+        return measure_device_peaks(self._cl, self.queue, self._helper_kernels())
+
+    def _helper_kernels(self) -> Any:
+        with self._flush_lock:
+            if self._helpers is None:
+                self._helpers = busy_kernel(self._cl, self.context, self.device)
+            return self._helpers
 
     def check_buffers(self, inputs: tuple[Any, ...], outputs: Sequence[int]) -> CheckBuffers:
         """Device-side copies of ``inputs``; each output buffer followed by canary bytes."""

@@ -1,0 +1,86 @@
+"""What an OpenCL device can do at best (the roofline's ceilings), and keeping it busy to warm it up.
+
+Measured with small kernels of our own, timed by event profiling on the device's clock like
+every candidate, so the limits and the candidates' times are in the same units.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from tunekit import DevicePeaks
+
+__all__ = ["busy_kernel", "measure_device_peaks", "warm_up_device"]
+
+# Four independent multiply-add chains per work item keep the ALUs' pipelines full; the
+# store at the end (never taken: the values stay finite) keeps the compiler from removing them.
+_SOURCE = """
+__kernel void tunekit_fma(__global float* out, const int iterations) {
+    float a = get_global_id(0) * 1e-9f, b = a + 1e-9f, c = a + 2e-9f, d = a + 3e-9f;
+    for (int i = 0; i < iterations; i++) {
+        a = a * 0.9999f + 1e-7f;
+        b = b * 0.9999f + 1e-7f;
+        c = c * 0.9999f + 1e-7f;
+        d = d * 0.9999f + 1e-7f;
+    }
+    float s = a + b + c + d;
+    if (s > 1e30f) out[get_global_id(0)] = s;
+}
+
+__kernel void tunekit_empty(__global float* out) {}
+"""
+
+_ITERATIONS = 512
+_FLOPS_PER_ITEM = 4 * 2 * _ITERATIONS  # four chains, a multiply and an add per step
+
+
+class _Kernels:
+    def __init__(self, cl: Any, context: Any, device: Any) -> None:
+        self.program = cl.Program(context, _SOURCE).build()
+        self.out = cl.Buffer(context, cl.mem_flags.WRITE_ONLY, 4)
+        units = int(device.max_compute_units)
+        self.items = max(units * int(device.max_work_group_size) * 4, 1 << 14)
+        self.fma = self.program.tunekit_fma
+        self.empty = self.program.tunekit_empty
+
+
+def busy_kernel(cl: Any, context: Any, device: Any) -> Any:
+    """The compiled helper kernels for one context (build once, reuse)."""
+    return _Kernels(cl, context, device)
+
+
+def _elapsed_ns(event: Any) -> int:
+    event.wait()
+    return max(int(event.profile.end - event.profile.start), 1)
+
+
+def measure_device_peaks(cl: Any, queue: Any, kernels: _Kernels) -> DevicePeaks:
+    """Best of a few runs: multiply-adds for compute, a large buffer copy for bandwidth, an empty kernel.
+
+    Best-of, because the roofline is what the device can do at all, not what it usually does.
+    """
+    fma_ns = min(
+        _elapsed_ns(kernels.fma(queue, (kernels.items,), None, kernels.out, np.int32(_ITERATIONS))) for _ in range(4)
+    )
+    device = queue.device
+    size = int(min(64 << 20, max(int(device.global_mem_size) // 16, 1 << 20), int(device.max_mem_alloc_size)))
+    src = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, size)
+    dst = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, size)
+    cl.enqueue_fill_buffer(queue, src, np.uint8(1), 0, size).wait()
+    copy_ns = min(_elapsed_ns(cl.enqueue_copy(queue, dst, src)) for _ in range(4))
+    launch_ns = min(_elapsed_ns(kernels.empty(queue, (1,), None, kernels.out)) for _ in range(20))
+    return DevicePeaks(
+        ops_per_s=kernels.items * _FLOPS_PER_ITEM / (fma_ns * 1e-9),
+        bytes_per_s=2 * size / (copy_ns * 1e-9),  # read and write
+        launch_overhead_ns=float(launch_ns),
+    )
+
+
+def warm_up_device(queue: Any, kernels: _Kernels, duration_ns: int) -> None:
+    """Run multiply-add kernels back to back for ``duration_ns`` so the device's clocks ramp up."""
+    deadline = time.perf_counter_ns() + duration_ns
+    while time.perf_counter_ns() < deadline:
+        kernels.fma(queue, (kernels.items,), None, kernels.out, np.int32(_ITERATIONS)).wait()
