@@ -75,3 +75,15 @@ def test_every_docs_page_is_in_the_nav() -> None:
     nav = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
     pages = sorted(p.name for p in (ROOT / "docs").glob("*.md"))
     assert [p for p in pages if f" {p}" not in nav] == []
+
+
+def test_every_logger_is_under_tunekit_and_documented() -> None:
+    page = (ROOT / "docs" / "observability.md").read_text(encoding="utf-8")
+    names = {
+        match.group(1)
+        for folder in ("tunekit", "tunekit_backends")
+        for source in (ROOT / folder).rglob("*.py")
+        for match in re.finditer(r"""getLogger\(["']([^"']+)["']\)""", source.read_text(encoding="utf-8"))
+    }
+    assert names and all(name.startswith("tunekit.") for name in names), names
+    assert sorted(name for name in names if f"`{name}`" not in page) == [], "add them to docs/observability.md"

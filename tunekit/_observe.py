@@ -13,14 +13,13 @@ import sys
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
 
 from tunekit._outcome import Failed, Measured, Outcome, Skipped
 from tunekit._records import AutotuneRecord
 from tunekit._runner import CandidateRunner
 from tunekit._schedule import describe_error
 from tunekit._settings import Settings
-from tunekit._tunable_set import TunableSet
 
 __all__ = [
     "BatchStarted",
@@ -178,17 +177,10 @@ class TuneObservation:
             self._compiled.add(index)
             notify(CandidateProgress(self.tune_id, name, "compiled"), self.observers)
 
-    def prepared(
-        self, tunables: TunableSet[Any, Any], batch: Sequence[int], failures: Mapping[int, Outcome], *, checked: bool
-    ) -> None:
-        """The prepare hooks and the correctness gate ran on ``batch``; ``failures`` are what they ruled out."""
-        for index in batch if self.observers else ():
-            candidate = tunables.tunables[index]
-            failure = failures.get(index)
-            if candidate.prepare is not None and not (isinstance(failure, Failed) and failure.stage == "compile"):
-                self.compiled(index, candidate.name)
-            if checked and failure is None:
-                notify(CandidateProgress(self.tune_id, candidate.name, "checked"), self.observers)
+    def checked(self, name: str) -> None:
+        """Candidate ``name`` passed the correctness gate."""
+        if self.observers:
+            notify(CandidateProgress(self.tune_id, name, "checked"), self.observers)
 
     def runner(self, inner: CandidateRunner, names: Sequence[str]) -> CandidateRunner:
         """``inner``, reporting each first launch and each timed sample."""

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Any
 
 from tunekit._outcome import Failed
@@ -21,11 +21,18 @@ __all__ = ["prepare_batch"]
 
 
 def prepare_batch(
-    tunables: TunableSet[Any, Any], batch: Sequence[int], inputs: tuple[Any, ...], workers: int | None
+    tunables: TunableSet[Any, Any],
+    batch: Sequence[int],
+    inputs: tuple[Any, ...],
+    workers: int | None,
+    *,
+    on_compiled: Callable[[int, str], None] = lambda index, name: None,
 ) -> tuple[dict[int, Failed], int, int, float]:
     """Run the ``prepare`` hook of every candidate in ``batch`` on a thread pool.
 
     Returns the failures (stage ``compile``), how many hooks ran, the pool size and the wall time.
+    ``on_compiled(index, name)`` is called on this thread as each hook succeeds, in completion
+    order, so a progress display advances while the slow ones are still compiling.
     The hooks run in threads because compilers release the GIL; a backend whose compiler
     serialises inside one process fans out to processes itself, from inside its hook.
     """
@@ -36,9 +43,12 @@ def prepare_batch(
     started = time.perf_counter()
     failures: dict[int, Failed] = {}
     with ThreadPoolExecutor(max_workers=size, thread_name_prefix="tunekit-prepare") as pool:
-        futures = {i: pool.submit(hook, *inputs) for i, hook in hooks.items()}
-        for index, future in futures.items():
+        futures = {pool.submit(hook, *inputs): i for i, hook in hooks.items()}
+        for future in as_completed(futures):
+            index = futures[future]
             error = future.exception()
             if error is not None:
                 failures[index] = Failed(describe_error(error), "compile")
+            else:
+                on_compiled(index, tunables.tunables[index].name)
     return failures, len(hooks), size, time.perf_counter() - started

@@ -305,9 +305,10 @@ class Tuner:
                     events.append(FallbackBatch(batch=number))
                 observation.batch(number, [tunables.tunables[i].name for i in batch])
                 results: dict[int, Outcome] = dict(
-                    self._prepare_and_check(tunables, batch, number, bench_inputs, gate, settings, events, opened)
+                    self._prepare_and_check(
+                        tunables, batch, number, bench_inputs, gate, settings, events, opened, observation
+                    )
                 )
-                observation.prepared(tunables, batch, results, checked=gate is not None)
                 measured = measure_batch(
                     runner,
                     [i for i in batch if i not in results],
@@ -337,9 +338,12 @@ class Tuner:
         settings: Settings,
         events: list[RecordEvent],
         runner: CandidateRunner,
+        observation: TuneObservation,
     ) -> dict[int, Failed]:
         """Compile every candidate of the batch (concurrently), then check each once where the runner runs it."""
-        failures, prepared, workers, wall_s = prepare_batch(tunables, batch, inputs, settings.compile_workers)
+        failures, prepared, workers, wall_s = prepare_batch(
+            tunables, batch, inputs, settings.compile_workers, on_compiled=observation.compiled
+        )
         if prepared:
             events.append(
                 Prepared(batch=number, candidates=prepared, failed=len(failures), workers=workers, wall_time_s=wall_s)
@@ -370,6 +374,8 @@ class Tuner:
             )
             if not check.passed:
                 failures[index] = Failed(check.detail, "check")
+            else:
+                observation.checked(name)
         return failures
 
     def _benchmark_inputs(
