@@ -197,3 +197,12 @@ def test_reference_options_are_validated_at_definition() -> None:
         base.with_reference(lambda x: x, rtol=-1)
     with pytest.raises(TypeError, match="callable"):
         base.with_reference(42)  # type: ignore[arg-type]
+
+
+def test_a_failing_reference_stops_the_tune_instead_of_blaming_candidates() -> None:
+    def broken_reference(x: np.ndarray) -> np.ndarray:
+        raise ZeroDivisionError("bad reference")
+
+    tunables = tk.TunableSet(key=_key).with_tunable(tk.Tunable("ok", lambda x: x)).with_reference(broken_reference)
+    with pytest.raises(tk.TunekitError, match="reference function .* raised ZeroDivisionError: bad reference"):
+        _tune(tunables, (np.zeros(3),))

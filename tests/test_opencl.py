@@ -188,3 +188,34 @@ def test_a_variant_that_fails_to_build_raises_the_compiler_message(client: OpenC
     (broken,) = [t for t in TEMPLATE.tunables(client, _key) if t.name == "scale[MODE=3,BLOCK=64]"]
     with pytest.raises(CompileError, match="build failed: .*error"):
         broken.fn.kernel()  # type: ignore[attr-defined]
+
+
+def test_compiling_in_worker_processes_reports_build_errors_and_tunes(isolated_settings: Path) -> None:
+    pooled = OpenCLClient(compile_in="process", compile_workers=2)
+    try:
+        template = KernelTemplate(
+            SCALE + "\n// process pool\n",
+            "scale",
+            {"MODE": [0, 3], "BLOCK": [32]},
+            geometry=_geometry,
+        )
+        records: list[tk.AutotuneRecord] = []
+        sink = tk.add_record_sink(records.append)
+        try:
+            tuner: tk.LocalTuner[ScaleKey, Any] = tk.LocalTuner("opencl-pool")
+            x = cla.to_device(pooled.queue, np.ones(100, np.float32))
+            y = cla.zeros(pooled.queue, 100, np.float32)
+            tunables = _tunables(pooled, template)
+            tuner.execute(pooled.device_id, pooled, tunables, (x, y, np.float32(3), np.int32(100))).wait()
+        finally:
+            tk.remove_record_sink(sink)
+        by_name = {c.name: c for c in records[-1].candidates}
+        broken = by_name["scale[MODE=3,BLOCK=32]"]
+        assert broken.stage == "compile" and broken.error is not None
+        assert "failed in a compile worker" in broken.error and "error" in broken.error.split("worker:")[1]
+        assert records[-1].winner == "scale[MODE=0,BLOCK=32]"
+        np.testing.assert_array_equal(y.get(), 3)
+    finally:
+        pooled.close()
+    with pytest.raises(ValueError, match="'thread' or 'process'"):
+        OpenCLClient(compile_in="fork")  # type: ignore[arg-type]

@@ -17,6 +17,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from tunekit._errors import TunekitError
+
 __all__ = [
     "CANARY_BYTES",
     "CheckBuffers",
@@ -218,6 +220,10 @@ def as_outputs(value: Any, count: int, what: str) -> tuple[Any, ...]:
     return value
 
 
+class ReferenceFailed(TunekitError):
+    """The set's reference function failed: the tune stops instead of blaming every candidate."""
+
+
 class Gate:
     """The check of one tune: computes the expected outputs once, then judges each candidate.
 
@@ -282,7 +288,13 @@ class Gate:
     def check(self, name: str, fn: Callable[..., Any]) -> CheckOutcome:
         """Run candidate ``name`` once and judge it; an exception from the candidate propagates."""
         if self._expected is None and self.reference.fn is not None:
-            self._expected = self._reference_outputs(self.reference.fn)
+            try:
+                self._expected = self._reference_outputs(self.reference.fn)
+            except Exception as exc:
+                # The reference is the user's, not a candidate's: no candidate is to blame.
+                raise ReferenceFailed(
+                    f"the reference function of with_reference() raised {type(exc).__name__}: {exc}"
+                ) from exc
         got, damaged = self._run(fn)
         if damaged:
             positions = ", ".join(f"argument {p}" for p in damaged)

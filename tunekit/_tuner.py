@@ -15,7 +15,7 @@ from tunekit import _settings
 from tunekit._bounds import time_limit_ns
 from tunekit._cache import CacheValue, CandidateResult, PersistentCache, default_cache_dir
 from tunekit._cache_state import CacheState, Hit, Miss, Pending, Unchecked
-from tunekit._check import Gate
+from tunekit._check import Gate, ReferenceFailed
 from tunekit._client import Client
 from tunekit._errors import CandidateFailed, NoValidKernelFound, TunekitError
 from tunekit._isolation import check_candidate, open_runner
@@ -356,6 +356,8 @@ class Tuner:
             name = tunables.tunables[index].name
             try:
                 check = check_candidate(runner, gate, index, tunables)
+            except ReferenceFailed:
+                raise
             except CandidateFailed as exc:  # crashed or timed out in its worker, or raised there
                 failures[index] = Failed(exc.reason, exc.stage)
                 continue

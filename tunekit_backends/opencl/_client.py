@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 
@@ -13,6 +13,7 @@ from tunekit import DevicePeaks
 from tunekit._check import CheckBuffers
 from tunekit_backends.opencl._buffers import DeviceCheckBuffers
 from tunekit_backends.opencl._cl import INSTALL_HINT, first_error_line, pyopencl
+from tunekit_backends.opencl._compile import WarmPool
 from tunekit_backends.opencl._peaks import busy_kernel, measure_device_peaks, warm_up_device
 
 __all__ = ["OpenCLClient", "describe_devices"]
@@ -87,7 +88,10 @@ class OpenCLClient:
     Picks the device by platform and device index or name substring; by default the first
     GPU, else the first device whose compiler works (PoCL's CPU device on a machine without
     a GPU). Durations come from event profiling on the device's clock, never the host's.
-    ``flush_cache=False`` times candidates with warm caches.
+    ``flush_cache=False`` times candidates with warm caches. ``compile_in="process"`` compiles
+    each variant first in a pool of worker processes (``compile_workers``, default the CPU
+    count), for drivers such as PoCL whose compiler runs one build at a time per process;
+    it relies on the driver's on-disk kernel cache to hand the result back.
     """
 
     def __init__(
@@ -96,13 +100,19 @@ class OpenCLClient:
         platform: int | str | None = None,
         device: int | str | None = None,
         flush_cache: bool = True,
+        compile_in: Literal["thread", "process"] = "thread",
+        compile_workers: int | None = None,
     ) -> None:
+        if compile_in not in ("thread", "process"):
+            raise ValueError(f"OpenCLClient(compile_in=...) takes 'thread' or 'process', got {compile_in!r}")
         cl = pyopencl()
         self._cl = cl
         self.device = _select(cl, platform, device)
         self.context = cl.Context([self.device])
         self.queue = cl.CommandQueue(self.context, properties=cl.command_queue_properties.PROFILING_ENABLE)
         self.flush_enabled = bool(flush_cache)
+        # Threads suit drivers that compile concurrently; PoCL serialises compiles per process.
+        self.warm_pool = WarmPool(compile_workers) if compile_in == "process" else None
         self._flush_lock = threading.Lock()
         self._flush_buffer: Any = None
         self._flush_count = 0
@@ -179,6 +189,11 @@ class OpenCLClient:
     def check_buffers(self, inputs: tuple[Any, ...], outputs: Sequence[int]) -> CheckBuffers:
         """Device-side copies of ``inputs``; each output buffer followed by canary bytes."""
         return DeviceCheckBuffers(self, inputs, outputs)
+
+    def close(self) -> None:
+        """Stop the compile worker processes, if any (they also stop at exit)."""
+        if self.warm_pool is not None:
+            self.warm_pool.close()
 
     def __repr__(self) -> str:
         return f"OpenCLClient({self.device.platform.name} / {self.device.name})"

@@ -15,6 +15,7 @@ from tunekit._tunable_set import KeyGenerator, TunableSet
 from tunekit_backends.opencl._buffers import kernel_arg
 from tunekit_backends.opencl._cl import CompileError, first_error_line, pyopencl
 from tunekit_backends.opencl._client import OpenCLClient
+from tunekit_backends.opencl._compile import launch_spec
 
 __all__ = ["Geometry", "KernelTemplate"]
 
@@ -199,9 +200,23 @@ class _Variant(Generic[K]):
         the first launch with a given local size.
         """
         cl = pyopencl()
-        kernel = self.kernel()
         global_size, local_size = self._shape(args)
         device = self.client.device
+        pool = self.client.warm_pool
+        if pool is not None and self._kernel is None:
+            spec = launch_spec(
+                device,
+                self.template.source,
+                self.template.build_options(self.config),
+                self.template.kernel_name,
+                global_size,
+                local_size,
+                args,
+            )
+            problem = pool.warm(spec)
+            if problem is not None:
+                raise CompileError(f"{self.name}: failed in a compile worker: {problem}")
+        kernel = self.kernel()
         if local_size is not None:
             limit = kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, device)
             if math.prod(local_size) > limit:
