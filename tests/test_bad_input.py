@@ -133,3 +133,44 @@ def test_autotune_off_gives_the_same_winner_in_every_process(monkeypatch: pytest
     monkeypatch.setenv("TUNEKIT_AUTOTUNE", "0")
     assert _winners("pin", 4, tmp_path / "pinned.json") == ["b"] * 4  # the committed record beats the cache
     assert _winners("plan", 4) == ["a"] * 4  # nothing pinned: plan order, never a measurement
+
+
+@tk.autotune_key
+class LenKey:
+    n: int
+
+
+def _in_place(x: np.ndarray, out: np.ndarray) -> None:
+    np.multiply(x, 2, out=out)
+
+
+def _check_records(tunables: tk.TunableSet[LenKey, object], name: str) -> tk.AutotuneRecord:
+    records: list[tk.AutotuneRecord] = []
+    tuner: tk.LocalTuner[LenKey, object] = tk.LocalTuner(name, sinks=[tk.CallbackSink(records.append)])
+    tuner.execute(CLIENT.device_id, CLIENT, tunables, (np.arange(4.0), np.zeros(4)))
+    (record,) = records
+    return record
+
+
+def test_a_candidate_returning_none_where_an_output_is_expected_is_told_why() -> None:
+    base = tk.TunableSet(key=lambda x, out: LenKey(n=len(x))).with_tunables(
+        [tk.Tunable("in_place", _in_place), tk.Tunable("returns", lambda x, out: x * 2)]
+    )
+    for name, tunables in (("with-fn", base.with_reference(lambda x, out: x * 2)), ("baseline", base.with_reference())):
+        record = _check_records(tunables, name)
+        in_place = next(c for c in record.candidates if c.name == "in_place")
+        assert in_place.stage == "check"
+        assert in_place.error is not None and in_place.error.startswith("returned None where an output was expected")
+        assert "outputs=[positions]" in in_place.error
+        assert record.winner == "returns", "a None must not become the baseline the others are held to"
+
+
+def test_a_reference_returning_none_names_the_tuner_and_the_fix() -> None:
+    tunables = (
+        tk.TunableSet(key=lambda x, out: LenKey(n=len(x)))
+        .with_tunables([tk.Tunable("returns", lambda x, out: x * 2)])
+        .with_reference(_in_place)
+    )
+    tuner: tk.LocalTuner[LenKey, object] = tk.LocalTuner("bad-reference")
+    with pytest.raises(tk.NoValidKernelFound, match=r"(?s)tuner 'bad-reference'.*the reference returned None"):
+        tuner.execute(CLIENT.device_id, CLIENT, tunables, (np.arange(4.0), np.zeros(4)))

@@ -36,6 +36,11 @@ CANARY_BYTES = 64
 
 CANARY_VALUE = 0xA5
 
+_RETURN_VALUES = (
+    "with_reference() without outputs= compares return values: return the output, or name the "
+    "arguments written in place with with_reference(..., outputs=[positions])"
+)
+
 
 @dataclass(frozen=True, slots=True)
 class Reference:
@@ -265,6 +270,8 @@ class Gate:
         expected = fn(*(buffers.read(p) for p in range(len(buffers.args))))
         if self.reference.outputs is not None:
             return as_outputs(expected, len(self.reference.outputs), "the reference")
+        if expected is None:
+            raise TypeError(f"the reference returned None; {_RETURN_VALUES}")
         return expected if isinstance(expected, tuple) else (expected,)
 
     def prime(self) -> None:
@@ -296,6 +303,8 @@ class Gate:
                     f"the reference function of with_reference() raised {type(exc).__name__}: {exc}"
                 ) from exc
         got, damaged = self._run(fn)
+        if self.reference.outputs is None and any(value is None for value in got):
+            return CheckOutcome(False, f"returned None where an output was expected; {_RETURN_VALUES}")
         if damaged:
             positions = ", ".join(f"argument {p}" for p in damaged)
             return CheckOutcome(False, f"wrote past the end of its output buffer ({positions}): canary overwritten")
