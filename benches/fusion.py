@@ -23,8 +23,7 @@ from rich.console import Console
 from rich.table import Table
 
 import tunekit as tk
-from tunekit_backends.opencl import OpenCLClient
-from tunekit_backends.opencl._fusion import FusedChain, fuse
+from tunekit_backends.opencl import FusedChain, OpenCLClient, fuse
 
 CHAINS = (("bias_add", "gelu"), ("bias_add", "gelu", "residual_add"))
 

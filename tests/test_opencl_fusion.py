@@ -8,8 +8,7 @@ import numpy as np
 import pytest
 
 import tunekit as tk
-from tunekit_backends.opencl import OpenCLClient
-from tunekit_backends.opencl._fusion import OPS, ElementwiseOp, fuse, register_op
+from tunekit_backends.opencl import OPS, ElementwiseOp, OpenCLClient, fuse, register_op
 
 cla = pytest.importorskip("pyopencl.array", reason="pip install 'tunekit[opencl]'")
 

@@ -356,8 +356,8 @@ class Tuner:
             name = tunables.tunables[index].name
             try:
                 check = check_candidate(runner, gate, index, tunables)
-            except ReferenceFailed:
-                raise
+            except ReferenceFailed as exc:
+                raise ReferenceFailed(f"tuner {self.name!r}: {exc}") from exc.__cause__
             except CandidateFailed as exc:  # crashed or timed out in its worker, or raised there
                 failures[index] = Failed(exc.reason, exc.stage)
                 continue

@@ -14,8 +14,7 @@ import numpy as np
 import pyopencl.array as cla
 
 import tunekit as tk
-from tunekit_backends.opencl import OpenCLClient
-from tunekit_backends.opencl._fusion import ElementwiseKey, fuse
+from tunekit_backends.opencl import ElementwiseKey, OpenCLClient, fuse
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import ExampleResult, print_result, summarize, time_host
