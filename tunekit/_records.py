@@ -204,7 +204,7 @@ class SearchEnded(_Model):
     evaluations: int = Field(ge=0, description="Distinct configurations evaluated, resumed ones included.")
     resumed: int = Field(ge=0, description="Trials answered from the trial log of an earlier run.")
     stopped_by: Literal["max_evals", "max_seconds", "exhausted", "objective_budget"]
-    strategy_seconds: float = Field(ge=0, description="Time the strategy itself took to propose and learn.")
+    strategy_seconds: float = Field(ge=0, description="CPU time the strategy itself took to propose and learn.")
 
 
 class CheckResult(_Model):

@@ -212,9 +212,9 @@ def run_search(
         if not isinstance(strat, Strategy):
             raise TypeError(f"strategy {name!r} built {type(strat).__name__}, which lacks propose(n) and observe()")
         for trial in measure(incumbents):
-            t0 = time.perf_counter()
+            t0 = time.thread_time()
             strat.observe(trial.config, trial.score)
-            spent += time.perf_counter() - t0
+            spent += time.thread_time() - t0
         proposed: set[Config] = set()
         stopped: StopReason = "exhausted"
         while True:
@@ -231,9 +231,9 @@ def run_search(
             want = batch if max_evals is None else min(batch, max_evals - len(done))
             if left is not None:
                 want = min(want, left)
-            t0 = time.perf_counter()
+            t0 = time.thread_time()
             proposals = strat.propose(want)
-            spent += time.perf_counter() - t0
+            spent += time.thread_time() - t0
             if not proposals:
                 break
             if len(proposals) > want:
@@ -246,10 +246,10 @@ def run_search(
                 proposed.add(config)
             new = [c for c in proposals if c not in done]
             measured = {t.config: t for t in measure(new)}
-            t0 = time.perf_counter()
+            t0 = time.thread_time()
             for config in proposals:
                 strat.observe(config, (measured.get(config) or done[config]).score)
-            spent += time.perf_counter() - t0
+            spent += time.thread_time() - t0
     finally:
         if trial_log is not None:
             trial_log.close()
