@@ -85,9 +85,10 @@ def main() -> int:
     console.print(table)
     served = sum(1 for _, source, _ in calls if source == "persistent cache")
     console.print(f"{len(calls)} calls: {len(calls) - served} tuned now, {served} served from the persistent cache")
+    status = run_opencl_demo(console)
+    # Where everything went, last, so it is what the terminal shows when the demo ends.
     console.print(f"cache:   {cache.path if cache is not None else 'memory only (TUNEKIT_CACHE=0)'}")
     console.print(f"records: {records_path}")
-    status = run_opencl_demo(console)
     if records_path.exists():
         report = tk.write_report(records_path, records_path.with_name("report.html"))
         console.print(f"report:  {report}  (tunekit report {records_path} -o FILE)")

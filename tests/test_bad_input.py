@@ -165,7 +165,7 @@ def test_a_candidate_returning_none_where_an_output_is_expected_is_told_why() ->
         assert record.winner == "returns", "a None must not become the baseline the others are held to"
 
 
-def test_a_reference_returning_none_names_the_tuner_and_the_fix() -> None:
+def test_a_reference_returning_none_stops_the_tune_naming_the_fix() -> None:
     tunables = (
         tk.TunableSet(key=lambda x, out: LenKey(n=len(x)))
         .with_tunables([tk.Tunable("returns", lambda x, out: x * 2)])

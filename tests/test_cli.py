@@ -189,3 +189,12 @@ def test_usage_errors_exit_2_without_traceback() -> None:
     done = run("cache", "list", check=2, env={"TUNEKIT_SAMPLES": "many"})
     assert done.stderr.startswith("tunekit: invalid setting samples (TUNEKIT_SAMPLES)")
     assert run("--version").stdout.startswith("tunekit ")
+
+
+def test_reading_commands_never_create_a_cache(tmp_path: Path) -> None:
+    empty = tmp_path / "nothing-here"
+    env = {"TUNEKIT_CACHE_DIR": str(empty)}
+    assert "no tuning cache at" in run("cache", "list", env=env).stderr
+    assert "nothing to verify" in run("cache", "verify", env=env).stdout
+    assert "nothing to export" in run("cache", "export", env=env, check=2).stderr
+    assert not empty.exists()

@@ -279,3 +279,15 @@ def test_a_single_candidate_is_measured_without_rounds_or_runoff() -> None:
     stopped = [e for e in result.events if isinstance(e, tk.SamplingStopped)]
     assert result.ranking == (0,) and stopped[0].reason == "one_left"
     assert kernel.calls == 2  # the timed warm-up run and one kept sample: nothing to compare it with
+
+
+def test_a_runner_verdict_keeps_its_stage_and_the_rest_still_run() -> None:
+    client = SimulatedClient(seed=0)
+
+    def hangs(*_: Any) -> None:
+        raise tk.CandidateFailed("timeout after 1 s", "timeout")
+
+    fast = client.kernel(1 * MS)
+    result = _batch(client, [hangs, fast, client.kernel(5 * MS)], _settings())
+    assert result[0] == tk.Failed("timeout after 1 s", "timeout")
+    assert result.ranking == (1, 2) and dict(result) == result.outcomes  # a Mapping of outcomes

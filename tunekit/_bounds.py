@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from tunekit._client import Client, DevicePeaks, SupportsPeaks
 from tunekit._errors import TunekitError
+from tunekit._tunable_set import BoundsFn
 
 __all__ = [
     "AutotuneBound",
@@ -147,7 +148,7 @@ def clear_peaks() -> None:
 
 
 def time_limit_ns(
-    bounds_fn: Any, key: object, inputs: tuple[Any, ...], client: Client, fraction: float | None, owner: str
+    bounds_fn: BoundsFn | None, key: object, inputs: tuple[Any, ...], client: Client, fraction: float | None, owner: str
 ) -> float | None:
     """The short-circuit limit for ``key`` in ns, or None when there is none.
 
