@@ -50,6 +50,15 @@ class ClientConformance:
             client.flush_cache()
             client.sync()
 
+    def test_warm_up_and_peaks_when_supported(self) -> None:
+        client = self.make()
+        if isinstance(client, tk.SupportsWarmup):
+            client.warm_up(1_000_000)  # what the schedule does before the first timed sample
+            client.sync()
+        if isinstance(client, tk.SupportsPeaks):
+            peaks = client.measure_peaks()
+            assert peaks.ops_per_s > 0 and peaks.bytes_per_s > 0 and peaks.launch_overhead_ns >= 0
+
     def test_tunes_end_to_end_and_records_its_device(self) -> None:
         client = self.make()
         tunables, inputs = self.candidates(client)
@@ -96,6 +105,29 @@ class TestOpenCLClient(ClientConformance):
             TWICE, "twice", {"BLOCK": [32, 64]}, geometry=lambda c, key: ((key.n,), (int(c.BLOCK),))
         )
         return template.tunables(client, lambda x, y, n: WorkKey(n=int(n))), inputs
+
+
+class TestSimulatedClient(ClientConformance):
+    def make(self) -> Any:
+        from tunekit_backends.simulated import NoiseModel, SimulatedClient
+
+        return SimulatedClient(NoiseModel(noise=0.05, drift=0.03, cold_factor=3.0), seed=0)
+
+    def candidates(self, client: Any) -> tuple[list[tk.Tunable[Any]], Callable[[WorkKey], tuple[Any, ...]]]:
+        fast, slow = client.kernel(100_000), client.kernel(300_000)
+
+        def inputs(key: WorkKey) -> tuple[Any, ...]:
+            return (np.arange(key.n, dtype=np.float64),)
+
+        def candidate(name: str, kernel: Callable[..., None]) -> tk.Tunable[Any]:
+            # A simulated kernel only occupies the virtual device; the candidate also computes a result.
+            def run(x: np.ndarray) -> np.ndarray:
+                kernel(x)
+                return 2 * x
+
+            return tk.Tunable(name, run)
+
+        return [candidate("fast", fast), candidate("slow", slow)], inputs
 
 
 TWICE = """
