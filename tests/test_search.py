@@ -118,3 +118,21 @@ def test_the_same_seed_gives_the_same_search(replay: tuple[ReplayData, ReplayCli
 
     assert run(1) == run(1)
     assert run(1) != run(2)
+
+
+def test_finalists_are_remeasured_together_and_decide_the_winner(replay: tuple[ReplayData, ReplayClient]) -> None:
+    data, client = replay
+    result = tk.search(data.space, client.kernel, client, (), tuner="t", max_evals=20, finalists=3, seed=2)
+    leaders = sorted((t for t in result.trials if t.score is not None), key=lambda t: t.score or 0)[:3]
+    assert {t.config for t in result.finalists} == {t.config for t in leaders}
+    assert all(t.score is not None for t in result.finalists)
+    assert result.best in result.finalists
+    assert result.evaluations == 20, "finalists do not count against the budget"
+    none = tk.search(data.space, client.kernel, client, (), tuner="t", max_evals=20, finalists=0, seed=2)
+    assert none.finalists == ()
+
+
+def test_a_factory_that_builds_no_strategy_is_refused(replay: tuple[ReplayData, ReplayClient]) -> None:
+    data, client = replay
+    with pytest.raises(TypeError, match="lacks propose"):
+        tk.search(data.space, client.kernel, client, (), tuner="t", strategy=lambda s, r: object(), max_evals=3)  # type: ignore[arg-type,return-value]

@@ -21,14 +21,14 @@ from tunekit import _settings
 from tunekit._benchmark import BenchmarkDurations
 from tunekit._client import Client
 from tunekit._errors import TunekitError
+from tunekit._isolation import open_runner
 from tunekit._key import is_autotune_key, key_to_dict
 from tunekit._outcome import Failed, Measured, Outcome, Skipped
 from tunekit._records import AutotuneRecord, CandidateRecord, SearchEnded
-from tunekit._runner import InProcessRunner
 from tunekit._schedule import measure_batch
 from tunekit._sinks import RecordSink, emit, global_sinks, sink_from_setting
 from tunekit._space import Config, Space
-from tunekit._strategies import StrategyFactory, StrategyName, make_strategy
+from tunekit._strategies import Strategy, StrategyFactory, StrategyName, make_strategy
 from tunekit._trials import TrialEntry, TrialLog
 from tunekit._tunable import Tunable
 from tunekit._tunable_set import LazyBuild, TunableSet
@@ -39,6 +39,12 @@ StopReason = Literal["max_evals", "max_seconds", "exhausted", "objective_budget"
 
 Evaluate = Callable[[Sequence[Config]], Mapping[Config, Outcome]]
 """Measures a batch of configurations; one outcome per configuration."""
+
+
+class Ranked(dict[Config, Outcome]):
+    """Outcomes plus the schedule's decided order (a runoff can overrule the medians)."""
+
+    ranking: tuple[Config, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,15 +75,19 @@ class SearchResult:
     strategy_seconds: float
     wall_seconds: float
 
+    finalists: tuple[Trial, ...] = ()
+
     @property
     def ranking(self) -> tuple[Trial, ...]:
-        """Measured trials, fastest first."""
-        measured = [t for t in self.trials if t.score is not None]
-        return tuple(sorted(measured, key=lambda t: t.score if t.score is not None else math.inf))
+        """Measured configurations, fastest first: the finalists as their final batch decided, then the rest."""
+        final = [t for t in self.finalists if t.score is not None]
+        decided = {t.config for t in final}
+        rest = sorted((t for t in self.trials if t.score is not None and t.config not in decided), key=_score)
+        return (*final, *rest)
 
     @property
     def best(self) -> Trial | None:
-        """The fastest measured trial, or None when nothing ran."""
+        """The fastest measured configuration (by the finalists' measurement when there was one)."""
         ranking = self.ranking
         return ranking[0] if ranking else None
 
@@ -85,6 +95,10 @@ class SearchResult:
     def evaluations(self) -> int:
         """Distinct configurations evaluated (resumed ones included)."""
         return len(self.trials)
+
+
+def _score(trial: Trial) -> float:
+    return trial.score if trial.score is not None else math.inf
 
 
 def _entry(config: Config, outcome: Outcome, elapsed: float) -> TrialEntry:
@@ -146,6 +160,7 @@ def run_search(
     log: str | Path | None = None,
     remaining: Callable[[], int | None] | None = None,
     batch: int = 8,
+    finalists: int = 0,
     sinks: Sequence[RecordSink] = (),
 ) -> SearchResult:
     """Search ``space`` with ``strategy`` until a budget ends it; see :func:`search`."""
@@ -194,6 +209,8 @@ def run_search(
 
         spent = 0.0
         strat = factory(space, np.random.default_rng(seed))
+        if not isinstance(strat, Strategy):
+            raise TypeError(f"strategy {name!r} built {type(strat).__name__}, which lacks propose(n) and observe()")
         for trial in measure(incumbents):
             t0 = time.perf_counter()
             strat.observe(trial.config, trial.score)
@@ -236,6 +253,18 @@ def run_search(
     finally:
         if trial_log is not None:
             trial_log.close()
+    final: tuple[Trial, ...] = ()
+    leaders = sorted((t for t in done.values() if t.score is not None), key=_score)[:finalists]
+    if len(leaders) > 1:
+        # Re-measured side by side in one batch, so the schedule decides between close
+        # candidates under the same conditions rather than across a long search's drift.
+        outcomes = evaluate([t.config for t in leaders])
+        order = list(outcomes.ranking) if isinstance(outcomes, Ranked) and outcomes.ranking else []
+        by_score = sorted(
+            (t.config for t in leaders if t.config not in order),
+            key=lambda c: _score(Trial(c, outcomes.get(c, Skipped("not measured")))),
+        )
+        final = tuple(Trial(c, outcomes.get(c, Skipped("not measured"))) for c in [*order, *by_score])
     result = SearchResult(
         tuner=tuner,
         device_id=device_id,
@@ -246,6 +275,7 @@ def run_search(
         stopped_by=stopped,
         strategy_seconds=spent,
         wall_seconds=time.monotonic() - started,
+        finalists=final,
     )
     _emit_record(result, key_dict, sinks)
     return result
@@ -299,6 +329,7 @@ def search(
     require: Sequence[Mapping[str, Any]] = (),
     log: str | Path | None = None,
     batch: int = 8,
+    finalists: int = 4,
     sinks: Sequence[RecordSink] = (),
 ) -> SearchResult:
     """Search a space of kernels too big to measure whole; every candidate timed on ``client``.
@@ -312,6 +343,8 @@ def search(
     ``require``: incumbent configurations measured first, whatever the budget, so the
     winner is never slower than them; one outside the space is an error. ``log``: a JSONL
     trial log; a rerun resumes it, skipping configurations it already measured.
+    ``finalists``: the fastest few are re-measured together in one batch at the end, and
+    that measurement picks the winner (not counted in the budget; not logged).
     ``strategy``: ``auto`` (exhaustive when the budget covers the space, else the best
     large-space strategy), a name from ``tk.STRATEGIES``, or a factory.
     """
@@ -322,9 +355,11 @@ def search(
         tunables: TunableSet[Any, Any] = TunableSet(key=lambda *_: None).with_tunables(
             [Tunable(c.name, LazyBuild(build, c)) for c in configs]
         )
-        runner = InProcessRunner(client, tunables, args)
-        outcomes = measure_batch(runner, range(len(configs)), settings)
-        return {c: outcomes.get(i, Skipped("not measured")) for i, c in enumerate(configs)}
+        with open_runner(client, tunables, args, settings, key=key) as runner:
+            measured = measure_batch(runner, range(len(configs)), settings, client=client, names=tunables.names)
+        ranked = Ranked({c: measured.get(i, Skipped("not measured")) for i, c in enumerate(configs)})
+        ranked.ranking = tuple(configs[i] for i in measured.ranking)
+        return ranked
 
     return run_search(
         space,
@@ -339,5 +374,6 @@ def search(
         require=require,
         log=log,
         batch=batch,
+        finalists=finalists,
         sinks=sinks,
     )

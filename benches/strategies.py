@@ -1,0 +1,291 @@
+"""Search strategies on real GPU landscapes: tunekit's against Kernel Tuner 1.5's, same files, same budget.
+
+For every Kernel Tuner cache file (all of ../shared/tuning-data/ by default, plus any given on
+the command line), every strategy runs for ``--seeds`` seeds with a budget of 10 % of the file's
+valid configurations (failed configurations use the budget too). Counted: the number of
+*distinct valid* configurations evaluated before the first one within 5 % (and 1 %) of the
+file's best mean time (unreached = budget + 1), the fraction of seeds that get there, and the
+strategy's own compute.
+
+tunekit's strategies run through ``tk.search`` on the replay client (candidates timed by the
+real schedule from recorded samples: they see noisy medians, not the file's means). Kernel
+Tuner's run in its simulation mode on a decompressed copy of the same file, with a restriction
+admitting exactly the file's keys. Its ``seed=`` reaches few strategies, so Python's ``random``
+and numpy's global state are seeded before each run, and the table says how many seeds gave
+distinct evaluation orders; its results list repeats revisits and failures, so only distinct
+valid configurations are counted.
+
+    .venv/bin/pip install -e '.[bench]'
+    .venv/bin/python benches/strategies.py                      # everything (long: gemm, dedispersion)
+    .venv/bin/python benches/strategies.py --seeds 5 --kt none  # tunekit only, quick
+
+Results are appended to ``--results`` (JSON lines) as they finish; a rerun skips finished runs,
+so a long run can be stopped and continued.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import gzip
+import hashlib
+import io
+import json
+import math
+import random
+import statistics
+import sys
+import tempfile
+import time
+import warnings
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = ROOT.parent / "shared" / "tuning-data"
+TUNEKIT = ["auto", "ils", "genetic", "random"]
+KERNEL_TUNER = [
+    "random_sample",
+    "genetic_algorithm",
+    "pso",
+    "greedy_ils",
+    "dual_annealing",
+    "basinhopping",
+    "bayes_opt",
+]
+
+
+def _budget(valid: int) -> int:
+    return max(1, math.ceil(0.1 * valid))
+
+
+def _score(order: list[tuple[str, float]], best: float, budget: int) -> dict[str, Any]:
+    """Evaluations (distinct valid) until within 5 % / 1 % of ``best``; ``order`` is (key, mean ms)."""
+    hit5 = hit1 = budget + 1
+    for n, (_, mean) in enumerate(order, start=1):
+        if hit5 > budget and mean <= best * 1.05:
+            hit5 = n
+        if mean <= best * 1.01:
+            hit1 = n
+            break
+    fingerprint = hashlib.sha256("|".join(k for k, _ in order[:50]).encode()).hexdigest()[:12]
+    return {"to5": hit5, "to1": hit1, "valid": len(order), "fingerprint": fingerprint}
+
+
+def run_tunekit(path: str, strategy: str, seed: int) -> dict[str, Any]:
+    """One tunekit search on the replayed file."""
+    sys.path.insert(0, str(ROOT))
+    import tunekit as tk
+    from tunekit_backends.replay import ReplayClient, load_kernel_tuner_cache
+
+    tk.configure(cache=False, record=None, progress=False, warmup=0, samples=5)
+    data = load_kernel_tuner_cache(path)
+    budget = _budget(len(data.samples_ms))
+    client = ReplayClient(data, seed=seed)
+    result = tk.search(
+        data.space, client.kernel, client, (), tuner="bench", strategy=strategy, seed=seed, max_evals=budget
+    )
+    order = [(t.config.name, data.mean_ms(t.config)) for t in result.trials if t.config in data.samples_ms]
+    return {
+        **_score(order, data.best_ms, budget),
+        "evals": result.evaluations,
+        "own_s": result.strategy_seconds,
+        "stopped_by": result.stopped_by,
+        "chosen": result.strategy,
+    }
+
+
+_KT_FILES: dict[str, tuple[str, dict[str, Any]]] = {}
+
+
+def _kt_file(path: str) -> tuple[str, dict[str, Any]]:
+    """Kernel Tuner reads only plain ``.json`` caches: a decompressed copy per worker."""
+    if path not in _KT_FILES:
+        opener = gzip.open if path.endswith(".gz") else open
+        with opener(path, "rt", encoding="utf-8") as f:
+            doc = json.load(f)
+        copy = Path(tempfile.mkdtemp(prefix="kt-cache-")) / "cache.json"
+        copy.write_text(json.dumps(doc))
+        _KT_FILES[path] = (str(copy), doc)
+    return _KT_FILES[path]
+
+
+def run_kernel_tuner(path: str, strategy: str, seed: int) -> dict[str, Any]:
+    """One Kernel Tuner simulation-mode run on the same file."""
+    import kernel_tuner
+
+    copy, doc = _kt_file(path)
+    names = doc["tune_params_keys"]
+    keys = set(doc["cache"])
+    valid_means = {k: e["time"] for k, e in doc["cache"].items() if isinstance(e["time"], int | float)}
+    best = min(valid_means.values())
+    budget = _budget(len(valid_means))
+
+    def restrict(p: dict[str, Any]) -> bool:
+        return ",".join(str(p[n]) for n in names) in keys
+
+    random.seed(seed)
+    np.random.seed(seed)
+    started = time.process_time()
+    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+        warnings.simplefilter("ignore")
+        results, _ = kernel_tuner.tune_kernel(
+            doc["kernel_name"],
+            "",
+            doc.get("problem_size", 1),
+            [],
+            {n: doc["tune_params"][n] for n in names},
+            strategy=strategy,
+            strategy_options={"max_fevals": budget},
+            cache=copy,
+            simulation_mode=True,
+            restrictions=restrict,
+            verbose=False,
+            quiet=True,
+        )
+    own = time.process_time() - started
+    seen: set[str] = set()
+    order = []
+    distinct = 0
+    for r in results:
+        key = ",".join(str(r[n]) for n in names)
+        if key in seen:
+            continue
+        seen.add(key)
+        distinct += 1
+        if key in valid_means:
+            order.append((key, valid_means[key]))
+    return {**_score(order, best, budget), "evals": distinct, "own_s": own, "stopped_by": "", "chosen": strategy}
+
+
+def _job(args: tuple[str, str, str, int]) -> dict[str, Any]:
+    tool, path, strategy, seed = args
+    runner = run_tunekit if tool == "tunekit" else run_kernel_tuner
+    started = time.perf_counter()
+    out = runner(path, strategy, seed)
+    return {
+        "tool": tool,
+        "file": path,
+        "strategy": strategy,
+        "seed": seed,
+        "wall_s": time.perf_counter() - started,
+        **out,
+    }
+
+
+def _label(path: str) -> str:
+    p = Path(path)
+    return f"{p.parent.name}/{p.name.removesuffix('.gz').removesuffix('.json')}"
+
+
+def _file_facts(path: str) -> tuple[int, float, int]:
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8") as f:
+        doc = json.load(f)
+    means = [e["time"] for e in doc["cache"].values() if isinstance(e["time"], int | float)]
+    best = min(means)
+    return len(means), best, sum(m <= best * 1.05 for m in means)
+
+
+def report(rows: list[dict[str, Any]], files: list[str], seeds: int) -> str:
+    """Tables per file and the summary, as text."""
+    out: list[str] = []
+    medians: dict[tuple[str, str], float] = {}
+    reached: dict[tuple[str, str], float] = {}
+    for path in files:
+        valid, _, near = _file_facts(path)
+        budget = _budget(valid)
+        out.append(f"\n{_label(path)}: {valid} valid configurations, {near} within 5 % of the best, budget {budget}")
+        header = (
+            "  strategy                 to 5% (median)  reached  to 1% (median)  reached  own CPU s  distinct orders"
+        )
+        out.append(header)
+        for tool, strategy in sorted({(r["tool"], r["strategy"]) for r in rows if r["file"] == path}):
+            runs = [r for r in rows if r["file"] == path and r["strategy"] == strategy and r["tool"] == tool]
+            runs = sorted(runs, key=lambda r: r["seed"])[:seeds]
+            if not runs:
+                continue
+            to5 = statistics.median(r["to5"] for r in runs)
+            to1 = statistics.median(r["to1"] for r in runs)
+            got5 = sum(r["to5"] <= budget for r in runs) / len(runs)
+            got1 = sum(r["to1"] <= budget for r in runs) / len(runs)
+            own = statistics.median(r["own_s"] for r in runs)
+            orders = len({r["fingerprint"] for r in runs})
+            name = f"{'tk' if tool == 'tunekit' else 'kt'}:{strategy}"
+            medians[(name, path)] = to5
+            reached[(name, path)] = got5
+            out.append(
+                f"  {name:24s} {to5:14.1f}  {got5:6.0%}  {to1:14.1f}  {got1:6.0%}  {own:9.3f}  {orders:3d}/{len(runs)}"
+            )
+    # Flatness is judged by tunekit's random search: its order is uniformly random by construction.
+    hard = [p for p in files if medians.get(("tk:random", p), medians.get(("kt:random_sample", p), 99)) >= 5]
+    out.append(
+        f"\nSummary: geometric mean over {len(hard)} files (leaving out those where random search reaches 5 % "
+        "in under 5 evaluations) of the median evaluations to 5 %; worst fraction of seeds reaching 5 % over all files"
+    )
+    out.append("  strategy                 geomean to 5%   worst reached")
+    names = sorted({n for n, _ in medians})
+    summary = []
+    for name in names:
+        values = [medians[(name, p)] for p in hard if (name, p) in medians]
+        if len(values) < len(hard) or not values:
+            continue
+        geo = math.exp(sum(math.log(v) for v in values) / len(values))
+        worst = min(reached[(name, p)] for p in files if (name, p) in reached)
+        summary.append((geo, name, worst))
+    for geo, name, worst in sorted(summary):
+        out.append(f"  {name:24s} {geo:13.1f}   {worst:8.0%}")
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run what is missing from the results file, then print the tables."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("files", nargs="*", help="more Kernel Tuner cache files (.json or .json.gz)")
+    parser.add_argument("--seeds", type=int, default=20)
+    parser.add_argument("--tunekit", default=",".join(TUNEKIT), help="tunekit strategies, comma-separated")
+    parser.add_argument("--kt", default=",".join(KERNEL_TUNER), help="Kernel Tuner strategies, or 'none'")
+    parser.add_argument("--only", default="", help="run only files whose path contains this")
+    parser.add_argument("--jobs", type=int, default=1)
+    parser.add_argument("--results", type=Path, default=ROOT / "benches" / "results" / "strategies.jsonl")
+    args = parser.parse_args(argv)
+    files = sorted(str(p) for p in SHARED.glob("*/*.json*")) if SHARED.exists() else []
+    files += [str(Path(f).resolve()) for f in args.files]
+    files = [f for f in files if args.only in f]
+    if not files:
+        print(f"no cache files: {SHARED} is missing and none were given", file=sys.stderr)
+        return 2
+    ours = [s for s in args.tunekit.split(",") if s]
+    theirs = [] if args.kt == "none" else [s for s in args.kt.split(",") if s]
+    args.results.parent.mkdir(parents=True, exist_ok=True)
+    rows = []
+    if args.results.exists():
+        rows = [json.loads(line) for line in args.results.read_text().splitlines() if line.strip()]
+    done = {(r["tool"], r["file"], r["strategy"], r["seed"]) for r in rows}
+    jobs = [
+        (tool, f, s, seed)
+        for f in files
+        for tool, names in (("tunekit", ours), ("kernel_tuner", theirs))
+        for s in names
+        for seed in range(args.seeds)
+        if (tool, f, s, seed) not in done
+    ]
+    print(f"{len(jobs)} runs to do, {len(done)} already in {args.results}", file=sys.stderr)
+    with args.results.open("a") as sink, ProcessPoolExecutor(max_workers=args.jobs) as pool:
+        finished = pool.map(_job, jobs, chunksize=1) if args.jobs > 1 else map(_job, jobs)
+        for n, row in enumerate(finished, start=1):
+            sink.write(json.dumps(row) + "\n")
+            sink.flush()
+            rows.append(row)
+            if n % 20 == 0:
+                print(f"  {n}/{len(jobs)} runs done", file=sys.stderr)
+    wanted = {(t, s) for t, names in (("tunekit", ours), ("kernel_tuner", theirs)) for s in names}
+    print(report([r for r in rows if r["file"] in files and (r["tool"], r["strategy"]) in wanted], files, args.seeds))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
