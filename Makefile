@@ -2,6 +2,7 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.tunekit-installed
+OPENCL := $(VENV)/.opencl-runtime-ok
 
 .PHONY: test demo lint typecheck pytest docs bench clean
 
@@ -11,7 +12,12 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev,docs,opencl]'
 	touch $(STAMP)
 
-demo: $(STAMP)
+# An OpenCL device that really compiles (Debian's PoCL where pip's cannot target this CPU).
+$(OPENCL): $(STAMP) scripts/ensure_opencl_runtime.py
+	$(PY) scripts/ensure_opencl_runtime.py
+	touch $(OPENCL)
+
+demo: $(OPENCL)
 	$(VENV)/bin/tunekit demo
 
 lint: $(STAMP)
@@ -21,7 +27,7 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy
 
-pytest: $(STAMP)
+pytest: $(OPENCL)
 	$(VENV)/bin/pytest
 
 docs: $(STAMP)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from typing import Annotated, Any
@@ -152,3 +154,20 @@ def test_a_tune_without_a_valid_candidate_is_an_error_span(telemetry: Telemetry)
         tk.LocalTuner[NKey, int]("otel_failing").execute(CLIENT.device_id, CLIENT, tunables, (7,))
     (span,) = telemetry.spans.get_finished_spans()
     assert not span.status.is_ok and span.status.description == "no valid candidate"
+
+
+def test_opentelemetry_and_the_live_display_load_only_when_used() -> None:
+    heavy = ("opentelemetry", "rich.live", "rich.progress")
+    code = f"import sys, tunekit; print(sorted(m for m in {heavy!r} if m in sys.modules))"
+    done = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True, timeout=120)
+    assert done.stdout.strip() == "[]"
+
+
+def test_a_missing_otel_extra_names_the_install_command() -> None:
+    code = (
+        "import sys; sys.modules['opentelemetry'] = None\n"
+        "import tunekit as tk\n"
+        "try:\n    tk.instrument_opentelemetry()\nexcept tk.TunekitError as exc:\n    print(exc)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True, timeout=120)
+    assert done.stdout.strip() == "OpenTelemetry export needs the otel extra: pip install 'tunekit[otel]'"
