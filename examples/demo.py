@@ -81,7 +81,10 @@ def main() -> int:
         tuned_now = any(
             r.tuner == tuner_name and json.dumps(r.key, sort_keys=True, separators=(",", ":")) == key for r in tuned
         )
-        table.add_row(tuner_name, key, medians, row.value.winner, "tuned now" if tuned_now else "persistent cache")
+        shown_key = " ".join(f"{name}={value}" for name, value in json.loads(key).items())
+        table.add_row(
+            tuner_name, shown_key, medians, row.value.winner, "tuned now" if tuned_now else "persistent cache"
+        )
     console.print(table)
     served = sum(1 for _, source, _ in calls if source == "persistent cache")
     console.print(f"{len(calls)} calls: {len(calls) - served} tuned now, {served} served from the persistent cache")
