@@ -18,6 +18,6 @@ def test_no_merge_conflict_markers_in_tracked_files() -> None:
         if path.suffix not in {".py", ".md", ".toml", ".yml", ".yaml", ".txt", ""} or not path.is_file():
             continue
         for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
-            if line.startswith(MARKERS) or line == "=======":
+            if line.startswith(MARKERS):
                 offenders.append(f"{name}:{number}")
     assert not offenders, f"merge-conflict markers: {offenders}"
