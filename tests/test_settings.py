@@ -1,8 +1,10 @@
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
+from _procs import drop_root, in_child
 
 import tunekit as tk
 
@@ -30,3 +32,16 @@ def test_unknown_key_in_config_file_is_refused(tmp_path: Path, monkeypatch: pyte
     (tmp_path / "tunekit.toml").write_text("sampels = 3\n")
     with pytest.raises(ValueError, match="sampels"):
         tk.configure()
+
+
+def test_working_directory_that_cannot_be_entered_is_not_an_error(tmp_path: Path) -> None:
+    """Regression: a dropped-privilege process in a root-only directory died reading tunekit.toml."""
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o700)
+
+    def child() -> dict[str, object]:
+        os.chdir(locked)
+        drop_root()
+        return {"samples": tk.configure(samples=4).samples}
+
+    assert in_child(child) == {"samples": 4}

@@ -7,6 +7,7 @@ environment variables, ``tunekit.toml`` in the working directory, then
 
 from __future__ import annotations
 
+import logging
 import threading
 from pathlib import Path
 from typing import Any, Literal
@@ -29,6 +30,8 @@ __all__ = [
     "configure",
     "current",
 ]
+
+_log = logging.getLogger("tunekit.settings")
 
 AutotuneLevel = Literal["minimal", "balanced", "extensive", "full"]
 IsolationMode = Literal["none", "process"]
@@ -118,12 +121,26 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        return (
-            init_settings,
-            env_settings,
-            TomlConfigSettingsSource(settings_cls),
-            PyprojectTomlConfigSettingsSource(settings_cls),
-        )
+        sources = [init_settings, env_settings]
+        # A process may run in a directory it cannot look into (a dropped-privilege worker, a
+        # locked-down service): then no config file there can be read, which is not an error.
+        if _visible("tunekit.toml"):
+            sources.append(TomlConfigSettingsSource(settings_cls))
+        if _visible("pyproject.toml"):
+            sources.append(PyprojectTomlConfigSettingsSource(settings_cls))
+        return tuple(sources)
+
+
+def _visible(name: str) -> bool:
+    """Whether ``name`` in the working directory can be looked at (it may still be absent)."""
+    try:
+        Path(name).stat()
+    except FileNotFoundError:
+        return True
+    except OSError as exc:
+        _log.info("not reading %s: %s", name, exc)
+        return False
+    return True
 
 
 _lock = threading.Lock()
