@@ -26,7 +26,7 @@ from tunekit._key import is_autotune_key, key_to_dict
 from tunekit._outcome import Failed, Measured, Outcome, Skipped
 from tunekit._records import AutotuneRecord, CandidateRecord, SearchEnded
 from tunekit._schedule import measure_batch
-from tunekit._sinks import RecordSink, emit, global_sinks, sink_from_setting
+from tunekit._sinks import RecordSink, emit_to_all
 from tunekit._space import Config, Space
 from tunekit._strategies import Strategy, StrategyFactory, StrategyName, make_strategy
 from tunekit._trials import TrialEntry, TrialLog
@@ -305,13 +305,7 @@ def _emit_record(result: SearchResult, key: dict[str, Any] | None, sinks: Sequen
             )
         ],
     )
-    targets = list(sinks) + list(global_sinks())
-    setting = _settings.current().record
-    if setting is not None:
-        sink = sink_from_setting(setting)
-        if sink is not None:
-            targets.append(sink)
-    emit(record, tuple(targets))
+    emit_to_all(record, sinks)
 
 
 def search(

@@ -6,10 +6,11 @@ import logging
 import os
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Protocol, TextIO, runtime_checkable
 
+from tunekit import _settings
 from tunekit._records import AutotuneRecord
 
 __all__ = [
@@ -136,6 +137,25 @@ def sink_from_setting(value: str | None) -> RecordSink | None:
     if value == "stderr":
         return StreamSink(sys.stderr)
     return JsonlSink(value)
+
+
+_setting_sinks: dict[str, RecordSink | None] = {}
+
+
+def emit_to_all(record: AutotuneRecord, sinks: Sequence[RecordSink] = ()) -> None:
+    """Send ``record`` to ``sinks``, every global sink, and the sink ``TUNEKIT_RECORD`` names.
+
+    The setting's sink is made once per value, so a stream sink keeps one lock for every writer.
+    """
+    setting = _settings.current().record
+    targets = [*sinks, *global_sinks()]
+    if setting is not None:
+        if setting not in _setting_sinks:
+            _setting_sinks[setting] = sink_from_setting(setting)
+        configured = _setting_sinks[setting]
+        if configured is not None:
+            targets.append(configured)
+    emit(record, tuple(targets))
 
 
 def emit(record: AutotuneRecord, sinks: tuple[RecordSink, ...]) -> None:

@@ -37,7 +37,7 @@ from tunekit._records import (
 from tunekit._runner import CandidateRunner
 from tunekit._schedule import describe_error, measure_batch
 from tunekit._settings import Settings
-from tunekit._sinks import RecordSink, emit, global_sinks, sink_from_setting
+from tunekit._sinks import RecordSink, emit_to_all
 from tunekit._tunable_set import TunableSet
 
 __all__ = ["Tuner", "persistent_cache"]
@@ -46,7 +46,6 @@ _log = logging.getLogger("tunekit.tuner")
 
 _caches_lock = threading.Lock()
 _caches: dict[Path, PersistentCache] = {}
-_setting_sinks: dict[str, RecordSink | None] = {}
 
 
 def persistent_cache(settings: Settings | None = None) -> PersistentCache | None:
@@ -60,14 +59,6 @@ def persistent_cache(settings: Settings | None = None) -> PersistentCache | None
         if cache is None:
             cache = _caches[directory] = PersistentCache(directory)
     return cache
-
-
-def _setting_sink(value: str | None) -> RecordSink | None:
-    if value is None:
-        return None
-    if value not in _setting_sinks:
-        _setting_sinks[value] = sink_from_setting(value)
-    return _setting_sinks[value]
 
 
 class Tuner:
@@ -487,11 +478,7 @@ class Tuner:
             decision(record)
         else:
             observation.finished(record)
-        sinks = list(self._sinks) + list(global_sinks())
-        setting = _setting_sink(_settings.current().record)
-        if setting is not None:
-            sinks.append(setting)
-        emit(record, tuple(sinks))
+        emit_to_all(record, self._sinks)
 
 
 def _reason(outcome: Outcome) -> str:
