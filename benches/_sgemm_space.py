@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import itertools
 import math
+import sys
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -17,40 +19,15 @@ import tunekit as tk
 from tunekit_backends.opencl import KernelTemplate
 from tunekit_backends.opencl._vector import VECTOR_PREAMBLE
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples" / "opencl"))
+from sgemm import KERNEL as SGEMM_KERNEL
+
+# The example's kernel, with the tile and rows-per-item derived from Kernel Tuner's names.
 SOURCE = (
     VECTOR_PREAMBLE
-    + """
-#define TS (block_size_x * VEC)
-#define WPT (TS / block_size_y)
-#define RTS block_size_y
-#define CTS block_size_x
-__kernel void sgemm(const int M, const int N, const int K,
-                    __global const float* restrict A, __global const float* restrict B, __global float* restrict C) {
-    __local float As[TS][TS];
-    __local float Bs[TS][TS];
-    const int tx = get_local_id(0);
-    const int ty = get_local_id(1);
-    const int row0 = get_group_id(1) * TS;
-    const int col0 = get_group_id(0) * TS;
-    const int lid = ty * CTS + tx;
-    vt acc[WPT];
-    for (int w = 0; w < WPT; ++w) acc[w] = (vt)(0.0f);
-    for (int t = 0; t < K; t += TS) {
-        for (int l = lid; l < TS * TS; l += RTS * CTS) {
-            const int r = l / TS, c = l % TS;
-            As[r][c] = A[(row0 + r) * K + t + c];
-            Bs[r][c] = B[(t + r) * N + col0 + c];
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
-        for (int k = 0; k < TS; ++k) {
-            const vt b = LOADV(tx, &Bs[k][0]);
-            for (int w = 0; w < WPT; ++w) acc[w] += As[ty + w * RTS][k] * b;
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    for (int w = 0; w < WPT; ++w) STOREV(acc[w], 0, &C[(row0 + ty + w * RTS) * N + col0 + tx * VEC]);
-}
-"""
+    + "#define TS (block_size_x * VEC)\n#define WPT (TS / block_size_y)\n"
+    + "#define RTS block_size_y\n#define CTS block_size_x\n"
+    + SGEMM_KERNEL
 )
 
 PARAMS: dict[str, list[int]] = {"block_size_x": [4, 8, 16, 32], "block_size_y": [2, 4, 8, 16, 32], "VEC": [1, 2, 4]}

@@ -20,11 +20,7 @@ from tunekit_backends.opencl._vector import VECTOR_PREAMBLE
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import ExampleResult, print_result, summarize, time_host
 
-SOURCE = (
-    VECTOR_PREAMBLE
-    + """
-#define RTS (TS / WPT)
-#define CTS (TS / VEC)
+KERNEL = """
 __kernel void sgemm(const int M, const int N, const int K,
                     __global const float* restrict A, __global const float* restrict B, __global float* restrict C) {
     __local float As[TS][TS];
@@ -52,7 +48,9 @@ __kernel void sgemm(const int M, const int N, const int K,
     for (int w = 0; w < WPT; ++w) STOREV(acc[w], 0, &C[(row0 + ty + w * RTS) * N + col0 + tx * VEC]);
 }
 """
-)
+"""The kernel body; it expects TS, WPT, VEC, RTS (rows of work-items) and CTS (columns) defined."""
+
+SOURCE = VECTOR_PREAMBLE + "#define RTS (TS / WPT)\n#define CTS (TS / VEC)\n" + KERNEL
 
 
 @tk.autotune_key
