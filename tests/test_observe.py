@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import logging
-import time
 from typing import Annotated
 
 import pytest
+from _tunables import sleeping as _sleep
 
 import tunekit as tk
 from tunekit_backends.cpu import CpuClient
@@ -17,14 +17,6 @@ CLIENT = CpuClient()
 @tk.autotune_key
 class NKey:
     n: Annotated[int, tk.Anchor()]
-
-
-def _sleep(seconds: float) -> tk.Tunable[int]:
-    def run(n: int) -> int:
-        time.sleep(seconds)
-        return n
-
-    return tk.Tunable(f"sleep{seconds}", run)
 
 
 def _boom(n: int) -> int:

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from typing import Annotated, Any
 
 import pytest
+from _tunables import sleeping as _sleep
 from opentelemetry import trace
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
@@ -58,14 +58,6 @@ def telemetry() -> Iterator[Telemetry]:
     )
     yield collected
     tk.remove_observer(observer)
-
-
-def _sleep(seconds: float) -> tk.Tunable[int]:
-    def run(n: int) -> int:
-        time.sleep(seconds)
-        return n
-
-    return tk.Tunable(f"sleep{seconds}", run)
 
 
 def _boom(n: int) -> int:

@@ -7,10 +7,10 @@ import os
 import pty
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Annotated
 
+from _tunables import sleeping as _sleep
 from rich.console import Console
 
 import tunekit as tk
@@ -44,14 +44,6 @@ print("result", tk.LocalTuner("progress_script").execute(client.device_id, clien
 @tk.autotune_key
 class NKey:
     n: Annotated[int, tk.Anchor()]
-
-
-def _sleep(seconds: float) -> tk.Tunable[int]:
-    def run(n: int) -> int:
-        time.sleep(seconds)
-        return n
-
-    return tk.Tunable(f"sleep{seconds}", run)
 
 
 def _tune_with(progress: TerminalProgress, name: str) -> None:

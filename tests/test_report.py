@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import re
-import time
 from pathlib import Path
 from typing import Annotated
+
+from _tunables import sleeping as _sleep
 
 import tunekit as tk
 from tunekit._report import render_report
@@ -17,14 +18,6 @@ CLIENT = CpuClient()
 @tk.autotune_key
 class NKey:
     n: Annotated[int, tk.Anchor()]
-
-
-def _sleep(seconds: float) -> tk.Tunable[int]:
-    def run(n: int) -> int:
-        time.sleep(seconds)
-        return n
-
-    return tk.Tunable(f"sleep{seconds}", run)
 
 
 def _hostile(n: int) -> int:

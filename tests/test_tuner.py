@@ -7,6 +7,7 @@ from typing import Annotated
 
 import numpy as np
 import pytest
+from _tunables import sleeping as _slow
 
 import tunekit as tk
 from tunekit_backends.cpu import CpuClient
@@ -18,14 +19,6 @@ class NKey:
 
 
 CLIENT = CpuClient()
-
-
-def _slow(seconds: float) -> tk.Tunable[int]:
-    def run(n: int) -> int:
-        time.sleep(seconds)
-        return n
-
-    return tk.Tunable(f"sleep{seconds}", run)
 
 
 def _boom(n: int) -> int:
