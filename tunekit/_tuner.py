@@ -91,12 +91,12 @@ class Tuner:
             if future is not None:
                 return Pending(future)
         cache = persistent_cache()
-        if cache is None:
-            return Miss()
-        got = cache.get(self.device_id, self.name, key_to_json(key))
-        if isinstance(got, tuple):
-            return Unchecked(*got)
-        return Miss(got)
+        return Miss() if cache is None else self._stored(cache, key_to_json(key))
+
+    def _stored(self, cache: PersistentCache, key_json: str) -> Unchecked | Miss:
+        """The persistent row of ``key_json``: unchecked, or a miss saying why a row was unreadable."""
+        got = cache.get(self.device_id, self.name, key_json)
+        return Unchecked(*got) if isinstance(got, tuple) else Miss(got)
 
     def _remember(self, tunables: TunableSet[Any, Any], key: object, ranking: tuple[int, ...]) -> None:
         with self._lock:
@@ -176,19 +176,15 @@ class Tuner:
         cache = persistent_cache(settings)
         key_json = key_to_json(key)
         if cache is not None:
-            state: CacheState = Miss()
-            got = cache.get(self.device_id, self.name, key_json)
-            if isinstance(got, tuple):
-                state = Unchecked(*got)
-            elif isinstance(got, str):
-                events.append(CacheRecovered(detail=got))
-            match state:
+            match self._stored(cache, key_json):
                 case Unchecked(checksum, value):
                     ranking = self._check(tunables, checksum, value)
                     notify(CacheLookup(self.name, self.device_id, key_to_dict(key), "hit" if ranking else "stale"))
                     if ranking is not None:
                         return ranking
-                case _:
+                case Miss(reason):
+                    if reason is not None:
+                        events.append(CacheRecovered(detail=reason))
                     notify(CacheLookup(self.name, self.device_id, key_to_dict(key), "miss"))
         started = time.perf_counter()
         observation = observe_tune(self.name, self.device_id, key_to_dict(key), tunables.names, settings)
