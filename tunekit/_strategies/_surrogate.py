@@ -1,11 +1,17 @@
-"""Model-guided iterated local search: a cheap surrogate orders the climb.
+"""Model-guided iterated local search: a cheap surrogate orders the climb, a richer one jumps.
 
-The surrogate is ridge regression of log(time) on one-hot parameter values: additive in
-log space, i.e. each value multiplies the time by a learned factor, which is how kernel
-parameters mostly act. It is refitted as observations grow by an eighth, costs
-microseconds to query, and only ever *orders* moves: every proposal is still a real
-neighbour of a real measured point, so a wrong model slows the climb but cannot trap it
-(half of the climbs ignore it anyway, and restarts go where nothing was measured yet).
+Two surrogates, both ridge regression of log(time). The additive one (one weight per
+parameter value: each value multiplies the time by a learned factor, which is how kernel
+parameters mostly act) is refitted as observations grow by an eighth, costs microseconds to
+query, and only ever *orders* the climb's moves: every such proposal is a real neighbour of a
+real measured point, so a wrong model slows the climb but cannot trap it (half of the climbs
+ignore it anyway, and restarts go where nothing was measured yet).
+
+The pairwise one (:class:`PairwiseModel`: values and pairs of values) learns interactions and
+ranks a pool of unmeasured configurations (all of them when the space is small, else a large
+random sample); every few evaluations the search measures its few best predictions, wherever
+they lie. That exploitation step, as in Bayesian optimisation, is what reaches an isolated
+best basin that no neighbour move leads into; when a prediction wins, the climb moves there.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ import numpy as np
 
 from tunekit._space import Config, Space
 from tunekit._strategies._base import Positions, Walker
+from tunekit._strategies._pairwise import PairwiseModel
 
 __all__ = ["AdditiveModel", "ModelGuidedLocalSearch"]
 
@@ -59,6 +66,10 @@ class ModelGuidedLocalSearch:
     the most promising of ``kicks`` such kicks); after ``patience`` kicks without a new
     best, restart from the random point farthest (in parameters changed) from the best
     points so far, so a wrong model cannot keep the search in one basin.
+
+    Every ``exploit_every`` observations (or a 32nd of them, when more), the next batch is the
+    ``exploit_top`` best predictions of a :class:`PairwiseModel` fitted to the ``fit_max`` best
+    observations, over a pool of up to ``pool_max`` unmeasured valid configurations.
     """
 
     def __init__(
@@ -72,6 +83,10 @@ class ModelGuidedLocalSearch:
         mix: float = 0.5,
         patience: int = 3,
         diverse: int = 20,
+        exploit_every: int = 8,
+        exploit_top: int = 4,
+        fit_max: int = 384,
+        pool_max: int = 4096,
     ) -> None:
         self._w = Walker(space, rng)
         self._model = AdditiveModel(self._w.widths)
@@ -89,6 +104,16 @@ class ModelGuidedLocalSearch:
         self._kicked: Positions | None = None
         self._stale = 0
         self._best = math.inf
+        self._exploit_every = exploit_every
+        self._exploit_top = exploit_top
+        self._fit_max = fit_max
+        self._pool_max = pool_max
+        self._exploit_at = initial + exploit_every
+        self._pool: np.ndarray | None = None
+        self._pool_rows: dict[Positions, int] = {}
+        self._pool_fresh: np.ndarray = np.zeros(0, dtype=bool)
+        self._pairwise = PairwiseModel(self._w.widths)
+        self._failed: list[Positions] = []
 
     def _refit(self) -> None:
         n = len(self._ys)
@@ -137,13 +162,55 @@ class ModelGuidedLocalSearch:
             return self._restart()
         return self._rank(kicked)[0]
 
+    def _pool_positions(self) -> np.ndarray:
+        """Unmeasured candidates for the pairwise model to rank (the pool is drawn once)."""
+        w = self._w
+        if self._pool is None:
+            space = w.space
+            small = space.cartesian_size <= 8 * self._pool_max
+            configs = list(space) if small else space.sample(self._pool_max, w.rng)
+            rows = [space.positions(c) for c in configs]
+            self._pool = np.array(rows, dtype=np.intp).reshape(len(rows), len(w.widths))
+            self._pool_rows = {p: i for i, p in enumerate(rows)}
+            self._pool_fresh = np.array([p not in w.seen for p in rows], dtype=bool)
+        return np.asarray(self._pool[self._pool_fresh])
+
+    def _exploit(self, n: int) -> list[Positions]:
+        """The pairwise model's ``n`` best predictions among unmeasured configurations."""
+        candidates = self._pool_positions()
+        if len(candidates) == 0 or len(self._ys) < 2:
+            return []
+        ys = np.array(self._ys)
+        xs = np.array(self._xs, dtype=np.intp)
+        if len(ys) > self._fit_max:
+            keep = np.argsort(ys, kind="stable")[: self._fit_max]
+            xs, ys = xs[keep], ys[keep]
+        elif self._failed:
+            # A failure is evidence too: fitted as a little worse than the worst time seen.
+            xs = np.concatenate([xs, np.array(self._failed, dtype=np.intp)])
+            ys = np.concatenate([ys, np.full(len(self._failed), ys.max() + 1.0)])
+        self._pairwise.fit(xs, ys)
+        order = np.argsort(self._pairwise.predict(candidates), kind="stable")[:n]
+        return [tuple(int(v) for v in candidates[i]) for i in order]
+
+    def _mark(self, p: Positions) -> None:
+        row = self._pool_rows.get(p)
+        if row is not None:
+            self._pool_fresh[row] = False
+
     def propose(self, n: int) -> list[Config]:
-        """Random points first, then the climb's next moves (a kick ends a batch)."""
+        """Random points first, then the climb's next moves (a kick ends a batch), or the model's best guesses."""
         w = self._w
         if self._initial_left > 0 or self._current is None:
             k = min(n, self._initial_left) if self._initial_left > 0 else n
             self._initial_left -= k
-            return w.take(w.random_fresh(k))
+            return self._take(w.random_fresh(k))
+        observed = len(w.scores)
+        if observed >= self._exploit_at:
+            self._exploit_at = observed + max(self._exploit_every, observed // 32)
+            guesses = self._exploit(min(n, self._exploit_top))
+            if guesses:
+                return self._take(guesses)
         self._refit()
         out: list[Positions] = []
         while len(out) < n:
@@ -161,15 +228,23 @@ class ModelGuidedLocalSearch:
                     break
                 self._kicked = move
             w.seen.add(move)
+            self._mark(move)
             out.append(move)
             if move == self._kicked:
                 break
         return [w.space.from_positions(p) for p in out]
 
+    def _take(self, ps: list[Positions]) -> list[Config]:
+        for p in ps:
+            self._mark(p)
+        return self._w.take(ps)
+
     def observe(self, config: Config, score: float | None) -> None:
         """Learn the score; move to an improvement, or to the kicked point."""
         p = self._w.record(config, score)
+        self._mark(p)
         if score is None:
+            self._failed.append(p)
             if p == self._kicked:
                 self._kicked = None
             return

@@ -1,0 +1,55 @@
+"""The pairwise surrogate: exact ridge regression on values and value pairs, and why the search needs it."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from tunekit._strategies._pairwise import PairwiseModel
+from tunekit._strategies._surrogate import AdditiveModel
+
+
+def features(positions: np.ndarray, widths: tuple[int, ...]) -> np.ndarray:
+    """The primal design matrix: a constant, one-hot values, one-hot value pairs."""
+    cols = [np.ones(len(positions))]
+    active = [k for k, w in enumerate(widths) if w > 1]
+    for k in active:
+        cols += [positions[:, k] == v for v in range(widths[k])]
+    for i, j in itertools.combinations(active, 2):
+        cols += [(positions[:, i] == a) & (positions[:, j] == b) for a in range(widths[i]) for b in range(widths[j])]
+    return np.array(cols, dtype=float).T
+
+
+def test_the_dual_fit_predicts_what_primal_ridge_regression_does() -> None:
+    widths = (4, 1, 3, 5)
+    rng = np.random.default_rng(0)
+    xs = np.stack([rng.integers(w, size=40) for w in widths], axis=1)
+    ys = rng.normal(size=40)
+    model = PairwiseModel(widths, ridge=0.5)
+    model.fit(xs, ys)
+    x = features(xs, widths)
+    # Ridge on the centred targets with an unpenalised mean, as the dual form solves it.
+    weights = np.linalg.solve(x.T @ x + 0.5 * np.eye(x.shape[1]), x.T @ (ys - ys.mean()))
+    grid = np.array(list(itertools.product(*(range(w) for w in widths))))
+    np.testing.assert_allclose(model.predict(grid), ys.mean() + features(grid, widths) @ weights, atol=1e-9)
+
+
+def test_an_interaction_the_additive_model_averages_away_is_learned() -> None:
+    # Shared memory off (S=0) is 100x slower unless the block is a power of two, where it is best.
+    widths = (6, 2, 4)
+    grid = np.array(list(itertools.product(*(range(w) for w in widths))))
+
+    def log_time(p: np.ndarray) -> np.ndarray:
+        off, pow2 = p[:, 1] == 0, p[:, 0] < 2
+        return np.where(off & ~pow2, np.log(100.0), np.where(off, 0.0, np.log(1.5))) + 0.1 * p[:, 2]
+
+    best = int(np.argmin(log_time(grid)))
+    train = np.delete(grid, best, axis=0)
+    pairwise = PairwiseModel(widths, ridge=0.1)
+    pairwise.fit(train, log_time(train))
+    additive = AdditiveModel(widths, ridge=0.1)
+    additive.fit(train, log_time(train))
+    shmem_on_pow2 = np.array([[0, 1, 0]])
+    assert pairwise.predict(grid[best : best + 1])[0] < pairwise.predict(shmem_on_pow2)[0]
+    assert additive.predict(grid[best : best + 1])[0] > additive.predict(shmem_on_pow2)[0]
