@@ -97,6 +97,12 @@ class Settings(BaseSettings):
     candidate_timeout_s: float = Field(
         60.0, gt=0, description="Longest one run of a candidate may take before it is disqualified; inf: no limit."
     )
+    tune_lock_timeout_s: float = Field(
+        600.0,
+        ge=0,
+        description="How long a process waits for another process tuning the same key (then reads its winner) "
+        "before tuning the key itself.",
+    )
 
     @model_validator(mode="after")
     def _samples_range(self) -> Settings:
