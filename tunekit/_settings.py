@@ -138,9 +138,14 @@ class Settings(BaseSettings):
 
 
 def _visible(name: str) -> bool:
-    """Whether ``name`` in the working directory can be looked at (it may still be absent)."""
+    """Whether ``name`` in the working directory can be looked at (it may still be absent).
+
+    By its absolute path, as pydantic-settings opens it: a directory the process is in but
+    whose parent it may not search (a 0700 temporary directory, after dropping privileges)
+    answers a relative look and refuses the absolute one.
+    """
     try:
-        Path(name).stat()
+        (Path.cwd() / name).stat()
     except FileNotFoundError:
         return True
     except OSError as exc:
