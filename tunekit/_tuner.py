@@ -40,6 +40,7 @@ from tunekit._settings import Settings
 from tunekit._sinks import RecordSink, emit_to_all
 from tunekit._tunable_set import TunableSet
 from tunekit._tune_lock import tune_lock
+from tunekit._tuner_search import search_tune
 
 __all__ = ["Tuner", "persistent_cache"]
 
@@ -332,6 +333,23 @@ class Tuner:
         # Compiling and checking run in this process, before the runner times anything.
         with open_runner(client, tunables, bench_inputs, settings, key=key, gate=gate) as opened:
             runner = observation.runner(opened, tunables.names)
+            if tunables.search is not None:
+                found = search_tune(
+                    tuner=self.name,
+                    client=client,
+                    tunables=tunables,
+                    key=key,
+                    spec=tunables.search,
+                    planned=planned,
+                    runner=runner,
+                    prepare_and_check=lambda batch, number: self._prepare_and_check(
+                        tunables, batch, number, bench_inputs, gate, settings, events, opened, observation
+                    ),
+                    settings=settings,
+                    events=events,
+                    on_outcomes=lambda results: observation.outcomes(results, tunables.names),
+                )
+                return found
             for number, batch in enumerate(batches):
                 if number > 0:
                     events.append(FallbackBatch(batch=number))

@@ -143,6 +143,8 @@ class KernelTemplate:
             TunableSet(key=key, inputs=inputs)
             .with_tunables(self.tunables(client, key))
             .with_extra("checksum:source", self.source_hash)
+            .with_extra("space", self.space)
+            .with_extra("space_name_of", self.name_of)
         )
         if reference is not None or outputs is not None:
             tunables = tunables.with_reference(reference, outputs=outputs, rtol=rtol, atol=atol)
