@@ -206,6 +206,7 @@ def run_search(
         def measure(configs: Sequence[Config]) -> list[Trial]:
             fresh = [c for c in configs if c not in previous]
             outcomes = evaluate(fresh) if fresh else {}
+            number = trial_log.take_batch() if trial_log is not None and fresh else 0
             trials = []
             for config in configs:
                 if config in previous:
@@ -213,7 +214,8 @@ def run_search(
                     continue
                 outcome = outcomes.get(config, Skipped("not measured"))
                 if trial_log is not None:
-                    trial_log.append(_entry(config, outcome, offset + time.monotonic() - started))
+                    entry = _entry(config, outcome, offset + time.monotonic() - started)
+                    trial_log.append(entry.model_copy(update={"batch": number, "batch_size": len(fresh)}))
                 trials.append(Trial(config, outcome))
             for trial in trials:
                 done[trial.config] = trial
