@@ -6,10 +6,12 @@ Each mode tunes the 29-configuration SGEMM space in its own fresh process with a
 ``POCL_CACHE_DIR`` (cold: every variant compiles). "compile" is the prepare phase: build and
 first launch of every variant (PoCL compiles the work-group function at the first launch).
 
-- serial: one prepare at a time (``TUNEKIT_COMPILE_WORKERS=1``);
-- threads: prepare hooks on a thread pool of ``--workers`` threads (pyopencl releases the GIL);
-- processes: each variant first compiled in one of ``--workers`` worker processes, whose
-  results reach the parent through PoCL's on-disk kernel cache.
+- one program per variant, serial: what tunekit did before batching (one prepare at a time,
+  ``TUNEKIT_COMPILE_WORKERS=1``, every variant its own program);
+- one program, threads: the variants built as one program in this process, then the first
+  launches on ``--workers`` threads (``compile_in="thread"``);
+- one program, processes: built and first-launched in ``--workers`` worker processes, handed
+  back through PoCL's on-disk kernel cache (``compile_in="process"``, the default on PoCL).
 """
 
 from __future__ import annotations
@@ -35,10 +37,14 @@ def main() -> int:
     from rich.console import Console
     from rich.table import Table
 
+    workers = str(options.workers)
     modes = {
-        "serial": ("tunekit", {"TUNEKIT_COMPILE_WORKERS": "1"}),
-        "threads": ("tunekit", {"TUNEKIT_COMPILE_WORKERS": str(options.workers)}),
-        "processes": ("tunekit-process", {"TUNEKIT_COMPILE_WORKERS": str(options.workers)}),
+        "one program per variant, serial": (
+            "tunekit-thread",
+            {"TUNEKIT_COMPILE_WORKERS": "1", "BENCH_ONE_PROGRAM_PER_VARIANT": "1"},
+        ),
+        "one program, threads": ("tunekit-thread", {"TUNEKIT_COMPILE_WORKERS": workers}),
+        "one program, processes": ("tunekit", {"TUNEKIT_COMPILE_WORKERS": workers}),
     }
     runs: dict[str, list[dict[str, object]]] = {mode: [] for mode in modes}
     for round_ in range(options.rounds):
@@ -46,7 +52,7 @@ def main() -> int:
             tool, env = modes[mode]
             runs[mode].append(run_tool(tool, options.size, **env))
             print(f"{mode}: compile {runs[mode][-1]['compile_s']:.1f} s", file=sys.stderr)
-    serial = statistics.median(float(r["compile_s"]) for r in runs["serial"])  # type: ignore[arg-type]
+    serial = statistics.median(float(r["compile_s"]) for r in runs["one program per variant, serial"])  # type: ignore[arg-type]
     table = Table(title=f"Compiling {len(space.configs())} SGEMM variants ({options.size}^3), cold PoCL cache")
     for column in ("mode", "compile (prepare) s", "vs serial", "whole tune s", "winner"):
         table.add_column(column)

@@ -37,8 +37,14 @@ def tune_tunekit(size: int, compile_in: str) -> dict[str, Any]:
     import tunekit as tk
     from tunekit_backends.opencl import OpenCLClient
 
+    if os.environ.get("BENCH_ONE_PROGRAM_PER_VARIANT") == "1":  # benches/compile.py's baseline
+        import tunekit_backends.opencl._together as together
+
+        together.batchable = lambda source: False
+
     started = time.perf_counter()
     client = OpenCLClient(compile_in=compile_in)  # type: ignore[arg-type]
+    chosen = client.compile_in
     a, b, expected = space.host_inputs(size)
 
     def inputs(key: space.GemmKey, *caller: Any) -> tuple[Any, ...]:
@@ -72,6 +78,7 @@ def tune_tunekit(size: int, compile_in: str) -> dict[str, Any]:
         "own_ns": winner.stats.median_ns if winner.stats else None,
         "device": client.device_id,
         "samples": tk.settings().samples,
+        "compile_in": chosen,
         "compile_s": sum(e.wall_time_s for e in record.events if e.kind == "prepare"),  # type: ignore[union-attr]
     }
 
@@ -182,20 +189,20 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--size", type=int, default=512)
     parser.add_argument("--rounds", type=int, default=1, help="tunes per tool (alternating order)")
-    parser.add_argument("--child", choices=["tunekit", "tunekit-process", "kernel_tuner"])
+    parser.add_argument("--child", choices=["tunekit", "tunekit-thread", "kernel_tuner"])
     options = parser.parse_args()
     if options.child == "kernel_tuner":
         print(json.dumps(_tune_kernel_tuner(options.size)))
         return 0
     if options.child is not None:
-        compile_in = "process" if options.child == "tunekit-process" else "thread"
+        compile_in = "thread" if options.child == "tunekit-thread" else "auto"
         print(json.dumps(tune_tunekit(options.size, compile_in)))
         return 0
 
     from rich.console import Console
     from rich.table import Table
 
-    tools = ["kernel_tuner", "tunekit", "tunekit-process"]
+    tools = ["kernel_tuner", "tunekit", "tunekit-thread"]
     runs: dict[str, list[dict[str, Any]]] = {tool: [] for tool in tools}
     for round_ in range(options.rounds):
         for tool in tools if round_ % 2 == 0 else reversed(tools):
@@ -206,13 +213,23 @@ def main() -> int:
     kt_wall = statistics.median(r["wall_s"] for r in runs["kernel_tuner"])
     console = Console(width=140)
     table = Table(title=f"SGEMM {options.size}^3, {len(space.configs())} configurations, cold PoCL cache per tool")
-    for column in ("tool", "tune wall s", "vs KT", "measured", "rejected", "winner", "winner (common timer)"):
+    for column in (
+        "tool",
+        "compile in",
+        "tune wall s",
+        "vs KT",
+        "measured",
+        "rejected",
+        "winner",
+        "winner (common timer)",
+    ):
         table.add_column(column)
     for tool in tools:
         wall = statistics.median(r["wall_s"] for r in runs[tool])
         last = runs[tool][-1]
         table.add_row(
             tool,
+            last.get("compile_in", "-"),
             f"{wall:.1f}",
             f"{wall / kt_wall:.2f}x",
             str(last["measured"]),

@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -60,8 +61,10 @@ TEMPLATE = KernelTemplate(
 
 
 @pytest.fixture(scope="module")
-def client() -> OpenCLClient:
-    return OpenCLClient()
+def client() -> Iterator[OpenCLClient]:
+    client = OpenCLClient()
+    yield client
+    client.close()
 
 
 def _tunables(client: OpenCLClient, template: KernelTemplate = TEMPLATE) -> tk.TunableSet[ScaleKey, Any]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,8 +20,10 @@ from tunekit_backends.opencl import OpenCLClient
 
 
 @pytest.fixture(scope="module")
-def client() -> OpenCLClient:
-    return OpenCLClient()
+def client() -> Iterator[OpenCLClient]:
+    client = OpenCLClient()
+    yield client
+    client.close()
 
 
 @pytest.mark.parametrize(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -14,8 +15,10 @@ cla = pytest.importorskip("pyopencl.array", reason="pip install 'tunekit[opencl]
 
 
 @pytest.fixture(scope="module")
-def client() -> OpenCLClient:
-    return OpenCLClient()
+def client() -> Iterator[OpenCLClient]:
+    client = OpenCLClient()
+    yield client
+    client.close()
 
 
 def test_fused_chain_matches_the_eager_numpy_chain_and_skips_vectors_that_do_not_divide(

@@ -40,6 +40,7 @@ EXPECTED = {
     "ParamValue",
     "Pending",
     "PersistentCache",
+    "PreparesTogether",
     "Record",
     "RecordEntry",
     "RecordFile",

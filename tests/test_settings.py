@@ -45,3 +45,20 @@ def test_working_directory_that_cannot_be_entered_is_not_an_error(tmp_path: Path
         return {"samples": tk.configure(samples=4).samples}
 
     assert in_child(child) == {"samples": 4}
+
+
+def test_working_directory_under_a_parent_that_cannot_be_searched_is_not_an_error(tmp_path: Path) -> None:
+    """Regression: CI in a clone inside a 0700 mktemp directory died stat-ing pyproject.toml by absolute path."""
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o700)
+    inner = locked / "project"
+    inner.mkdir(mode=0o755)
+    (inner / "pyproject.toml").write_text("[tool.tunekit]\nsamples = 7\n")
+    (inner / "pyproject.toml").chmod(0o644)
+
+    def child() -> dict[str, object]:
+        os.chdir(inner)
+        drop_root()
+        return {"samples": tk.configure(samples=4).samples}
+
+    assert in_child(child) == {"samples": 4}

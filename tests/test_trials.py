@@ -31,6 +31,8 @@ def test_the_log_is_a_header_and_one_line_per_trial(data: ReplayData, tmp_path: 
     header = tk.TrialLogHeader.model_validate_json(lines[0])
     assert (header.tuner, header.device_id, header.space_hash) == ("t", "replay:" + data.gpu, data.space.hash)
     assert header.schema_version == 1
+    entries = [tk.TrialEntry.model_validate_json(line) for line in lines[1:]]
+    assert [(e.batch, e.batch_size) for e in entries[:4]] == [(0, 3), (0, 3), (0, 3), (1, 3)]
     trials = [tk.TrialEntry.model_validate_json(line) for line in lines[1:]]
     assert [t.config for t in trials] == [t.config.to_dict() for t in result.trials]
     assert {t.status for t in trials} <= {"measured", "failed"}
@@ -39,21 +41,22 @@ def test_the_log_is_a_header_and_one_line_per_trial(data: ReplayData, tmp_path: 
 def test_resume_after_a_kill_mid_line_skips_measured_trials_and_reaches_the_same_winner(
     data: ReplayData, tmp_path: Path
 ) -> None:
-    # A configuration's samples must not depend on its batchmates for a resumed run (other batches)
-    # to repeat the first one exactly: the fixed schedule; the adaptive one eliminates against the batch.
-    tk.configure(adaptive=False)
+    # The default, adaptive schedule eliminates against batchmates: the batch the kill cut (trials
+    # 10-12, batch=3; only trial 10 was written whole) is re-measured whole, with the same batchmates,
+    # so the resumed run repeats the first one exactly.
+    assert tk.settings().adaptive
     full = tmp_path / "full.jsonl"
     reference = run(data, full)
     killed = tmp_path / "killed.jsonl"
     lines = full.read_bytes().splitlines(keepends=True)
     killed.write_bytes(b"".join(lines[:11]) + lines[11][: len(lines[11]) // 2])
     resumed = run(data, killed)
-    assert sum(t.resumed for t in resumed.trials) == 10
+    assert sum(t.resumed for t in resumed.trials) == 9
     assert [t.config for t in resumed.trials] == [t.config for t in reference.trials]
     assert resumed.best is not None and reference.best is not None
     assert resumed.best.config == reference.best.config
     assert resumed.evaluations == 25 and resumed.stopped_by == "max_evals"
-    assert len(killed.read_text().splitlines()) == 26, "the half line was cut, the rest appended"
+    assert len(killed.read_text().splitlines()) == 1 + 10 + 16, "the half line was cut, the rest appended"
     for line in killed.read_text().splitlines():
         json.loads(line)
 
@@ -116,3 +119,17 @@ def test_two_searches_cannot_write_one_log(data: ReplayData, tmp_path: Path) -> 
     finally:
         holder.close()
     assert run(data, log).evaluations == 25, "usable once the other search is done"
+
+
+def test_a_version_1_log_without_batches_is_resumed_whole(data: ReplayData, tmp_path: Path) -> None:
+    log = tmp_path / "v1.jsonl"
+    reference = run(data, log)
+    lines = log.read_text().splitlines()
+    old = [lines[0]]
+    for line in lines[1:]:
+        entry = json.loads(line)
+        del entry["batch"], entry["batch_size"]
+        old.append(json.dumps(entry | {"schema_version": 1}))
+    log.write_text("\n".join(old) + "\n")
+    again = run(data, log)
+    assert all(t.resumed for t in again.trials) and len(again.trials) == len(reference.trials)

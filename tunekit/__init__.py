@@ -61,6 +61,7 @@ if TYPE_CHECKING:
     from tunekit._otel import instrument_opentelemetry
     from tunekit._outcome import Failed, Measured, Outcome, Skipped
     from tunekit._plan import plan_batches
+    from tunekit._prepare import PreparesTogether
     from tunekit._record_file import Record, RecordEntry, RecordFile, RecordMismatch
     from tunekit._record_reader import BadLine, RecordLine, read_records
     from tunekit._records import (
@@ -159,6 +160,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "SupportsCheckBuffers": ("tunekit._check", "SupportsCheckBuffers"),
     "SupportsPeaks": ("tunekit._client", "SupportsPeaks"),
     "SupportsWarmup": ("tunekit._client", "SupportsWarmup"),
+    "PreparesTogether": ("tunekit._prepare", "PreparesTogether"),
     "Thresholds": ("tunekit._bounds", "Thresholds"),
     "Trial": ("tunekit._search", "Trial"),
     "TrialEntry": ("tunekit._trials", "TrialEntry"),
@@ -235,6 +237,7 @@ __all__ = [
     "ParamValue",
     "Pending",
     "PersistentCache",
+    "PreparesTogether",
     "Record",
     "RecordEntry",
     "RecordFile",

@@ -69,6 +69,9 @@ class SupportsWarmup(Protocol):
     of costing real time.
     """
 
-    def warm_up(self, duration_ns: int) -> None:
-        """Keep the device busy for at least ``duration_ns`` of its own time."""
+    def warm_up(self, duration_ns: int) -> int | None:
+        """Keep the device busy for up to ``duration_ns``; it may stop early once its speed is steady.
+
+        Returns the time it spent in ns, or None for the whole ``duration_ns``.
+        """
         ...

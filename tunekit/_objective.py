@@ -15,7 +15,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from tunekit._outcome import Failed, Measured, Outcome, Skipped
 from tunekit._schedule import describe_error
-from tunekit._search import SearchResult, run_search
+from tunekit._search import SearchResult, emit_search_record, run_search
 from tunekit._sinks import RecordSink
 from tunekit._space import Config, Space
 from tunekit._strategies import StrategyFactory, StrategyName
@@ -87,7 +87,7 @@ def tune_objective(
             outcomes[config] = outcome
         return outcomes
 
-    return run_search(
+    result = run_search(
         space,
         evaluate,
         tuner=tuner,
@@ -101,5 +101,6 @@ def tune_objective(
         log=log,
         remaining=objective.remaining,
         batch=1,
-        sinks=sinks,
     )
+    emit_search_record(result, key, sinks)
+    return result

@@ -209,8 +209,9 @@ class _Adaptive:
         if duration_ns <= 0 or not self.batch:
             return
         if isinstance(self.client, SupportsWarmup):
-            self.client.warm_up(duration_ns)
-            self.events.append(Warmup(duration_ms=self.settings.warmup_ms, method="device"))
+            spent_ns = self.client.warm_up(duration_ns)
+            spent_ms = self.settings.warmup_ms if spent_ns is None else spent_ns / 1e6
+            self.events.append(Warmup(duration_ms=spent_ms, method="device"))
             return
         # No device warm-up of its own: keep it busy with the batch itself, for wall time.
         deadline = time.perf_counter_ns() + duration_ns

@@ -33,7 +33,17 @@ from tunekit._trials import TrialEntry, TrialLog
 from tunekit._tunable import Tunable
 from tunekit._tunable_set import LazyBuild, TunableSet
 
-__all__ = ["Evaluate", "SearchResult", "StopReason", "Trial", "run_search", "search"]
+__all__ = [
+    "Evaluate",
+    "Ranked",
+    "SearchResult",
+    "StopReason",
+    "Trial",
+    "emit_search_record",
+    "run_search",
+    "search",
+    "search_ended",
+]
 
 StopReason = Literal["max_evals", "max_seconds", "exhausted", "objective_budget"]
 
@@ -161,9 +171,11 @@ def run_search(
     remaining: Callable[[], int | None] | None = None,
     batch: int = 8,
     finalists: int = 0,
-    sinks: Sequence[RecordSink] = (),
 ) -> SearchResult:
-    """Search ``space`` with ``strategy`` until a budget ends it; see :func:`search`."""
+    """Search ``space`` with ``strategy`` until a budget ends it; see :func:`search`.
+
+    The caller records the result (:func:`emit_search_record`, or as part of its own record).
+    """
     if max_evals is not None and max_evals < 1:
         raise ValueError(f"max_evals must be >= 1, got {max_evals}")
     if max_seconds is not None and max_seconds <= 0:
@@ -194,6 +206,7 @@ def run_search(
         def measure(configs: Sequence[Config]) -> list[Trial]:
             fresh = [c for c in configs if c not in previous]
             outcomes = evaluate(fresh) if fresh else {}
+            number = trial_log.take_batch() if trial_log is not None and fresh else 0
             trials = []
             for config in configs:
                 if config in previous:
@@ -201,7 +214,8 @@ def run_search(
                     continue
                 outcome = outcomes.get(config, Skipped("not measured"))
                 if trial_log is not None:
-                    trial_log.append(_entry(config, outcome, offset + time.monotonic() - started))
+                    entry = _entry(config, outcome, offset + time.monotonic() - started)
+                    trial_log.append(entry.model_copy(update={"batch": number, "batch_size": len(fresh)}))
                 trials.append(Trial(config, outcome))
             for trial in trials:
                 done[trial.config] = trial
@@ -277,33 +291,36 @@ def run_search(
         wall_seconds=time.monotonic() - started,
         finalists=final,
     )
-    _emit_record(result, key_dict, sinks)
     return result
 
 
-def _emit_record(result: SearchResult, key: dict[str, Any] | None, sinks: Sequence[RecordSink]) -> None:
+def search_ended(result: SearchResult) -> SearchEnded:
+    """The record event that says how a search went."""
+    return SearchEnded(
+        strategy=result.strategy,
+        seed=result.seed,
+        space_hash=result.space.hash,
+        evaluations=result.evaluations,
+        resumed=sum(t.resumed for t in result.trials),
+        stopped_by=result.stopped_by,
+        strategy_seconds=result.strategy_seconds,
+    )
+
+
+def emit_search_record(result: SearchResult, key: object, sinks: Sequence[RecordSink]) -> None:
+    """The record of a search run on its own (``tk.search``, ``tk.tune_objective``), to every sink."""
     best = result.best
     record = AutotuneRecord(
         tuner=result.tuner,
         device_id=result.device_id,
-        key=key or {},
+        key=key_to_dict(key) if key is not None else {},
         checksum=result.space.hash,
         decision="tuned",
         candidates=[CandidateRecord.of(t.config.name, 0, t.outcome) for t in result.trials],
         winner=best.config.name if best else None,
         stored=False,
         wall_time_s=result.wall_seconds,
-        events=[
-            SearchEnded(
-                strategy=result.strategy,
-                seed=result.seed,
-                space_hash=result.space.hash,
-                evaluations=result.evaluations,
-                resumed=sum(t.resumed for t in result.trials),
-                stopped_by=result.stopped_by,
-                strategy_seconds=result.strategy_seconds,
-            )
-        ],
+        events=[search_ended(result)],
     )
     emit_to_all(record, sinks)
 
@@ -355,7 +372,7 @@ def search(
         ranked.ranking = tuple(configs[i] for i in measured.ranking)
         return ranked
 
-    return run_search(
+    result = run_search(
         space,
         evaluate,
         tuner=tuner,
@@ -369,5 +386,6 @@ def search(
         log=log,
         batch=batch,
         finalists=finalists,
-        sinks=sinks,
     )
+    emit_search_record(result, key, sinks)
+    return result

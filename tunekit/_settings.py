@@ -97,6 +97,12 @@ class Settings(BaseSettings):
     candidate_timeout_s: float = Field(
         60.0, gt=0, description="Longest one run of a candidate may take before it is disqualified; inf: no limit."
     )
+    tune_lock_timeout_s: float = Field(
+        600.0,
+        ge=0,
+        description="How long a process waits for another process tuning the same key (then reads its winner) "
+        "before tuning the key itself.",
+    )
 
     @model_validator(mode="after")
     def _samples_range(self) -> Settings:
@@ -132,9 +138,14 @@ class Settings(BaseSettings):
 
 
 def _visible(name: str) -> bool:
-    """Whether ``name`` in the working directory can be looked at (it may still be absent)."""
+    """Whether ``name`` in the working directory can be looked at (it may still be absent).
+
+    By its absolute path, as pydantic-settings opens it: a directory the process is in but
+    whose parent it may not search (a 0700 temporary directory, after dropping privileges)
+    answers a relative look and refuses the absolute one.
+    """
     try:
-        Path(name).stat()
+        (Path.cwd() / name).stat()
     except FileNotFoundError:
         return True
     except OSError as exc:

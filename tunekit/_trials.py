@@ -52,10 +52,16 @@ class TrialLogHeader(_Model):
 
 
 class TrialEntry(_Model):
-    """One evaluated configuration: its samples (ns) when measured, its reason when it failed."""
+    """One evaluated configuration: its samples (ns) when measured, its reason when it failed.
+
+    Version 2 adds the batch the trial was measured in and that batch's size: the adaptive
+    schedule eliminates candidates against their batchmates, so a resume re-measures a batch
+    the kill left unfinished as a whole, with the same batchmates, rather than the part that
+    was not written. Version 1 entries (no batch) are read as finished.
+    """
 
     kind: Literal["trial"] = "trial"
-    schema_version: Literal[1] = 1
+    schema_version: Literal[1, 2] = 2
     config: dict[str, ParamValue]
     status: Literal["measured", "failed", "skipped"]
     samples_ns: list[int] = Field(default_factory=list)
@@ -63,6 +69,8 @@ class TrialEntry(_Model):
     stage: str | None = None
     error: str | None = None
     elapsed_s: float = Field(0.0, ge=0, description="Seconds since the search (or its first run) started.")
+    batch: int | None = Field(None, ge=0, description="Which measured batch of this log the trial was in.")
+    batch_size: int | None = Field(None, ge=1, description="How many trials that batch measured.")
 
 
 _LINE: TypeAdapter[TrialLogHeader | TrialEntry] = TypeAdapter(
@@ -78,12 +86,14 @@ class TrialLog:
         path: Path,
         header: TrialLogHeader,
         previous: dict[Config, TrialEntry],
+        next_batch: int,
         lock: filelock.BaseFileLock,
         file: IO[bytes],
     ) -> None:
         self.path = path
         self.header = header
         self.previous = previous
+        self.next_batch = next_batch
         self._lock = lock
         self._file = file
 
@@ -115,7 +125,7 @@ class TrialLog:
                 f"trial log {path} is in use by another search (lock {path}.lock); wait for it"
             ) from None
         try:
-            previous = cls._resume(path, header, space)
+            previous, next_batch = cls._resume(path, header, space)
             file = open(path, "ab")  # noqa: SIM115 - owned by the TrialLog until close()
             if file.tell() == 0:
                 file.write(header.model_dump_json().encode() + b"\n")
@@ -124,14 +134,15 @@ class TrialLog:
         except BaseException:
             lock.release()
             raise
-        return cls(path, header, previous, lock, file)
+        return cls(path, header, previous, next_batch, lock, file)
 
     @staticmethod
-    def _resume(path: Path, header: TrialLogHeader, space: Space) -> dict[Config, TrialEntry]:
+    def _resume(path: Path, header: TrialLogHeader, space: Space) -> tuple[dict[Config, TrialEntry], int]:
+        """The finished trials of earlier runs, and the number the next batch written takes."""
         try:
             data = path.read_bytes()
         except FileNotFoundError:
-            return {}
+            return {}, 0
         complete = data[: data.rfind(b"\n") + 1]
         if len(complete) < len(data):
             _log.warning(
@@ -145,7 +156,7 @@ class TrialLog:
                 os.fsync(f.fileno())
         lines = complete.splitlines()
         if not lines:
-            return {}
+            return {}, 0
         try:
             first = _LINE.validate_json(lines[0])
         except ValidationError as exc:
@@ -161,7 +172,7 @@ class TrialLog:
                     f"{path} was written for {field}={theirs!r}, but this search has {field}={ours!r}: "
                     "its trials do not apply here; give this search another log path (or delete the old log)"
                 )
-        previous: dict[Config, TrialEntry] = {}
+        entries: list[tuple[Config, TrialEntry]] = []
         for number, line in enumerate(lines[1:], start=2):
             try:
                 entry = _LINE.validate_json(line)
@@ -172,8 +183,31 @@ class TrialLog:
                 raise TrialLogError(
                     f"{path}: line {number} is corrupt ({exc}); move the log aside to start over"
                 ) from None
+            entries.append((config, entry))
+        written: dict[int, int] = {}
+        for _, entry in entries:
+            if entry.batch is not None:
+                written[entry.batch] = written.get(entry.batch, 0) + 1
+        previous: dict[Config, TrialEntry] = {}
+        unfinished = 0
+        for config, entry in entries:
+            if entry.batch is not None and entry.batch_size is not None and written[entry.batch] < entry.batch_size:
+                unfinished += 1
+                continue
             previous[config] = entry
-        return previous
+        if unfinished:
+            _log.info(
+                "%s: %d trials of a batch the interrupted run did not finish are measured again with their batchmates",
+                path,
+                unfinished,
+            )
+        return previous, max(written, default=-1) + 1
+
+    def take_batch(self) -> int:
+        """The number of the next batch of trials written to this log."""
+        number = self.next_batch
+        self.next_batch += 1
+        return number
 
     def append(self, entry: TrialEntry) -> None:
         """Write one trial as one line, durably."""

@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from tunekit._check import Reference
+from tunekit._search_spec import SearchSpec, config_name
 from tunekit._space import Config, Space
 from tunekit._tunable import Tunable
 
@@ -59,6 +60,7 @@ class InputGenerator(Protocol):
     def __call__(self, *key_and_inputs: Any, **kwargs: Any) -> tuple[Any, ...]: ...
 
 
+_SEARCH = "search"
 _ISOLATION = "tunekit:isolation"
 
 BoundsFn = Callable[[Any, tuple[Any, ...]], Any]
@@ -248,6 +250,56 @@ class TunableSet(Generic[K, Out]):
 
         reference = worker_reference(worker) if worker is not None else None
         return self.with_extra(_ISOLATION, Isolation(mode, timeout_s, reference))
+
+    def with_search(
+        self,
+        *,
+        strategy: str | Callable[..., object] = "auto",
+        max_evals: int | None = None,
+        max_seconds: float | None = None,
+        seed: int = 0,
+        batch: int = 8,
+        finalists: int = 4,
+    ) -> TunableSet[K, Out]:
+        """A new set whose keys are tuned by searching its space within a budget, not by measuring all of it.
+
+        Only for a set made from a ``tk.Space`` (``TunableSet.from_space``, or an OpenCL
+        ``KernelTemplate(...).tunable_set``). Each new key runs the same search as
+        ``tk.search`` (``strategy``, ``seed``, ``max_evals``/``max_seconds``, ``batch``,
+        ``finalists``), measuring candidates like any tune (prepare, correctness check,
+        schedule); the winner is cached and recorded like any other, and the record carries a
+        ``search`` event saying which limit ended it.
+        """
+        space = self.extras.get("space")
+        if not isinstance(space, Space):
+            raise ValueError(
+                "TunableSet.with_search(...) needs a set made from a tk.Space: build it with "
+                "TunableSet.from_space(space, build, key=...) or KernelTemplate(...).tunable_set(...)"
+            )
+        if max_evals is not None and max_evals < 1:
+            raise ValueError(f"TunableSet.with_search(max_evals=...) must be at least 1, got {max_evals}")
+        if max_seconds is not None and max_seconds <= 0:
+            raise ValueError(f"TunableSet.with_search(max_seconds=...) must be positive, got {max_seconds}")
+        if batch < 1 or finalists < 0:
+            raise ValueError(f"TunableSet.with_search: batch must be >= 1 and finalists >= 0, got {batch}, {finalists}")
+        if isinstance(strategy, str):
+            from tunekit._strategies import STRATEGIES
+
+            if strategy not in STRATEGIES:
+                raise ValueError(
+                    f"TunableSet.with_search: unknown strategy {strategy!r}; choose one of {list(STRATEGIES)}"
+                )
+        elif not callable(strategy):
+            raise TypeError("TunableSet.with_search(strategy=...) takes a strategy name or a strategy factory")
+        name_of = self.extras.get("space_name_of", config_name)
+        spec = SearchSpec(space, name_of, strategy, max_evals, max_seconds, seed, batch, finalists)
+        return self.with_extra(_SEARCH, spec)
+
+    @property
+    def search(self) -> SearchSpec | None:
+        """How keys of this set are searched (:meth:`with_search`), or None to measure every candidate."""
+        spec: SearchSpec | None = self.extras.get(_SEARCH)
+        return spec
 
     @property
     def isolation(self) -> Isolation | None:

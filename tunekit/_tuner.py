@@ -39,6 +39,8 @@ from tunekit._schedule import describe_error, measure_batch
 from tunekit._settings import Settings
 from tunekit._sinks import RecordSink, emit_to_all
 from tunekit._tunable_set import TunableSet
+from tunekit._tune_lock import tune_lock
+from tunekit._tuner_search import search_tune
 
 __all__ = ["Tuner", "persistent_cache"]
 
@@ -175,17 +177,61 @@ class Tuner:
             return self._untuned(tunables, key)
         cache = persistent_cache(settings)
         key_json = key_to_json(key)
-        if cache is not None:
-            match self._stored(cache, key_json):
-                case Unchecked(checksum, value):
-                    ranking = self._check(tunables, checksum, value)
-                    notify(CacheLookup(self.name, self.device_id, key_to_dict(key), "hit" if ranking else "stale"))
+        if cache is None:
+            return self._tune_and_store(client, tunables, key, inputs, settings, events, None)
+        ranking = self._cached(cache, tunables, key, events)
+        if ranking is not None:
+            return ranking
+        with tune_lock(cache, self.device_id, self.name, key_json, settings.tune_lock_timeout_s) as held:
+            if held:  # another process may have tuned this key while this one waited for the lock
+                ranking = self._cached(cache, tunables, key, events, after_wait=True)
+                if ranking is not None:
+                    return ranking
+            return self._tune_and_store(client, tunables, key, inputs, settings, events, cache)
+
+    def _cached(
+        self,
+        cache: PersistentCache,
+        tunables: TunableSet[Any, Any],
+        key: object,
+        events: list[RecordEvent],
+        *,
+        after_wait: bool = False,
+    ) -> tuple[int, ...] | None:
+        """The usable stored ranking of ``key``, or None (a miss, a stale or an unreadable row).
+
+        The second look, after waiting for another process's tune, tells observers nothing more:
+        they saw this resolve's lookup the first time.
+        """
+        match self._stored(cache, key_to_json(key)):
+            case Unchecked(checksum, value):
+                ranking = self._check(tunables, checksum, value)
+                if after_wait:
                     if ranking is not None:
-                        return ranking
-                case Miss(reason):
+                        _log.info(
+                            "%s: another process tuned %s while this one waited; using its winner", self.name, key
+                        )
+                    return ranking
+                notify(CacheLookup(self.name, self.device_id, key_to_dict(key), "hit" if ranking else "stale"))
+                return ranking
+            case Miss(reason):
+                if not after_wait:
                     if reason is not None:
                         events.append(CacheRecovered(detail=reason))
                     notify(CacheLookup(self.name, self.device_id, key_to_dict(key), "miss"))
+                return None
+
+    def _tune_and_store(
+        self,
+        client: Client,
+        tunables: TunableSet[Any, Any],
+        key: object,
+        inputs: tuple[Any, ...],
+        settings: Settings,
+        events: list[RecordEvent],
+        cache: PersistentCache | None,
+    ) -> tuple[int, ...]:
+        key_json = key_to_json(key)
         started = time.perf_counter()
         observation = observe_tune(self.name, self.device_id, key_to_dict(key), tunables.names, settings)
         try:
@@ -287,6 +333,23 @@ class Tuner:
         # Compiling and checking run in this process, before the runner times anything.
         with open_runner(client, tunables, bench_inputs, settings, key=key, gate=gate) as opened:
             runner = observation.runner(opened, tunables.names)
+            if tunables.search is not None:
+                found = search_tune(
+                    tuner=self.name,
+                    client=client,
+                    tunables=tunables,
+                    key=key,
+                    spec=tunables.search,
+                    planned=planned,
+                    runner=runner,
+                    prepare_and_check=lambda batch, number: self._prepare_and_check(
+                        tunables, batch, number, bench_inputs, gate, settings, events, opened, observation
+                    ),
+                    settings=settings,
+                    events=events,
+                    on_outcomes=lambda results: observation.outcomes(results, tunables.names),
+                )
+                return found
             for number, batch in enumerate(batches):
                 if number > 0:
                     events.append(FallbackBatch(batch=number))

@@ -12,6 +12,7 @@ from typing import TypeVar
 import numpy as np
 
 from tunekit import DevicePeaks
+from tunekit._steady import warm_until_steady
 
 __all__ = ["CpuClient"]
 
@@ -66,12 +67,18 @@ class CpuClient:
     def sync(self) -> None:
         """Nothing to wait for: numpy calls return when done."""
 
-    def warm_up(self, duration_ns: int) -> None:
-        """Keep the cores busy with small matrix products for ``duration_ns`` so clocks ramp up."""
+    def warm_up(self, duration_ns: int) -> int:
+        """Keep the cores busy with small matrix products until their speed is steady (at most ``duration_ns``)."""
         a = np.ones((64, 64), np.float32)
-        deadline = time.perf_counter_ns() + duration_ns
-        while time.perf_counter_ns() < deadline:
-            a = (a @ a) * np.float32(1.0 / 64)
+
+        def chunk() -> int:
+            nonlocal a
+            start = time.perf_counter_ns()
+            for _ in range(16):
+                a = (a @ a) * np.float32(1.0 / 64)
+            return time.perf_counter_ns() - start
+
+        return warm_until_steady(chunk, duration_ns)
 
     def measure_peaks(self) -> DevicePeaks:
         """Best of a few runs of a float32 matrix product, a large copy, and an empty-ish call.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["CompileError", "first_error_line", "pyopencl"]
+__all__ = ["CompileError", "build_log", "first_error_line", "pyopencl"]
 
 INSTALL_HINT = "pip install 'tunekit[opencl]'"
 
@@ -34,3 +34,10 @@ def first_error_line(log: str) -> str:
         if "error" in line.lower():
             return line
     return lines[0] if lines else "no compiler output"
+
+
+def build_log(exc: BaseException) -> str:
+    """The build log inside a pyopencl build error (after its 'Build on <device>:' line)."""
+    text = str(exc)
+    _, _, log = text.partition("Build on")
+    return log.partition("\n")[2] if log else text

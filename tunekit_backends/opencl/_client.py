@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import logging
+import os
 import threading
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, TypeVar
 
@@ -13,7 +15,7 @@ from tunekit import DevicePeaks
 from tunekit._check import CheckBuffers
 from tunekit_backends.opencl._buffers import DeviceCheckBuffers
 from tunekit_backends.opencl._cl import INSTALL_HINT, first_error_line, pyopencl
-from tunekit_backends.opencl._compile import WarmPool
+from tunekit_backends.opencl._compile import CompilePool
 from tunekit_backends.opencl._peaks import busy_kernel, measure_device_peaks, warm_up_device
 
 __all__ = ["OpenCLClient", "describe_devices"]
@@ -25,6 +27,24 @@ _log = logging.getLogger("tunekit.opencl")
 _PROBE = "__kernel void tunekit_probe(__global int* x) { x[get_global_id(0)] = 1; }"
 
 _MIN_FLUSH_BYTES = 8 << 20
+
+
+def _usable_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def _compiles_faster_in_processes(device: Any) -> bool:
+    """PoCL compiles one program at a time per process; other processes reach it through its disk cache.
+
+    ``POCL_KERNEL_CACHE=0`` is PoCL's own switch for that cache: without it a worker's build
+    is lost, so compiling in workers would only double the work.
+    """
+    is_pocl = "portable computing language" in device.platform.name.lower()
+    cache_on = os.environ.get("POCL_KERNEL_CACHE", "1") != "0"
+    return is_pocl and cache_on and _usable_cpus() >= 2
 
 
 def _matches(wanted: int | str, index: int, name: str) -> bool:
@@ -43,17 +63,21 @@ def describe_devices() -> list[str]:
     ]
 
 
-def _probe(cl: Any, device: Any) -> str | None:
-    """None when ``device``'s compiler builds a trivial kernel, else the compiler's first error line."""
+def _probe(cl: Any, context: Any) -> str | None:
+    """None when the compiler builds a trivial kernel in ``context``, else the compiler's first error line.
+
+    The probe builds in the context the client then keeps: PoCL loads its kernel library once
+    per context (0.4 s measured), so probing in a throw-away context paid for it twice.
+    """
     try:
-        cl.Program(cl.Context([device]), _PROBE).build()
+        cl.Program(context, _PROBE).build()
     except cl.Error as exc:
         return first_error_line(str(exc))
     return None
 
 
-def _select(cl: Any, platform: int | str | None, device: int | str | None) -> Any:
-    """The device asked for; by default the first GPU, else the first device whose compiler works."""
+def _select(cl: Any, platform: int | str | None, device: int | str | None) -> tuple[Any, Any]:
+    """The device asked for and a context on it; by default the first GPU, else the first whose compiler works."""
     candidates = [
         (p, d, plat, dev)
         for p, plat in enumerate(cl.get_platforms())
@@ -66,15 +90,16 @@ def _select(cl: Any, platform: int | str | None, device: int | str | None) -> An
             f"no OpenCL device matches platform={platform!r}, device={device!r}; this process sees: {seen}"
         )
     if platform is not None or device is not None:
-        return candidates[0][3]
+        return candidates[0][3], cl.Context([candidates[0][3]])
     # GPUs first; among equals, platform order. A device whose compiler cannot build a trivial
     # kernel (e.g. a PoCL whose LLVM does not know this CPU) is skipped with its reason.
     ordered = sorted(candidates, key=lambda c: (not bool(c[3].type & cl.device_type.GPU), c[0], c[1]))
     refused = []
     for p, d, plat, dev in ordered:
-        problem = _probe(cl, dev)
+        context = cl.Context([dev])
+        problem = _probe(cl, context)
         if problem is None:
-            return dev
+            return dev, context
         refused.append(f"{p}:{d} {plat.name} / {dev.name}: {problem}")
         _log.warning(
             "skipping OpenCL device %s / %s: its compiler fails a trivial build (%s)", plat.name, dev.name, problem
@@ -88,10 +113,14 @@ class OpenCLClient:
     Picks the device by platform and device index or name substring; by default the first
     GPU, else the first device whose compiler works (PoCL's CPU device on a machine without
     a GPU). Durations come from event profiling on the device's clock, never the host's.
-    ``flush_cache=False`` times candidates with warm caches. ``compile_in="process"`` compiles
-    each variant first in a pool of worker processes (``compile_workers``, default the CPU
-    count), for drivers such as PoCL whose compiler runs one build at a time per process;
-    it relies on the driver's on-disk kernel cache to hand the result back.
+    ``flush_cache=False`` times candidates with warm caches.
+
+    ``compile_in`` says where variants compile before they are timed: ``"process"`` in a pool
+    of ``compile_workers`` worker processes (default: the usable CPUs), for drivers such as
+    PoCL whose compiler runs one build at a time per process, handing the result back through
+    the driver's on-disk kernel cache; ``"thread"`` in this process. ``"auto"`` (the default)
+    picks processes for PoCL when at least two CPUs are usable and its kernel cache is on,
+    threads otherwise.
     """
 
     def __init__(
@@ -100,19 +129,27 @@ class OpenCLClient:
         platform: int | str | None = None,
         device: int | str | None = None,
         flush_cache: bool = True,
-        compile_in: Literal["thread", "process"] = "thread",
+        compile_in: Literal["auto", "thread", "process"] = "auto",
         compile_workers: int | None = None,
     ) -> None:
-        if compile_in not in ("thread", "process"):
-            raise ValueError(f"OpenCLClient(compile_in=...) takes 'thread' or 'process', got {compile_in!r}")
+        if compile_in not in ("auto", "thread", "process"):
+            raise ValueError(f"OpenCLClient(compile_in=...) takes 'auto', 'thread' or 'process', got {compile_in!r}")
+        if compile_workers is not None and compile_workers < 1:
+            raise ValueError(f"OpenCLClient(compile_workers=...) must be at least 1, got {compile_workers}")
         cl = pyopencl()
         self._cl = cl
-        self.device = _select(cl, platform, device)
-        self.context = cl.Context([self.device])
+        self.device, self.context = _select(cl, platform, device)
         self.queue = cl.CommandQueue(self.context, properties=cl.command_queue_properties.PROFILING_ENABLE)
         self.flush_enabled = bool(flush_cache)
-        # Threads suit drivers that compile concurrently; PoCL serialises compiles per process.
-        self.warm_pool = WarmPool(compile_workers) if compile_in == "process" else None
+        if compile_in == "auto":
+            compile_in = "process" if _compiles_faster_in_processes(self.device) else "thread"
+        self.compile_in: Literal["thread", "process"] = compile_in
+        self.compile_pool: CompilePool | None = None
+        if compile_in == "process":
+            # Workers start at the first compile, so a client that only runs cached winners starts none.
+            pool = CompilePool(compile_workers or _usable_cpus(), self.device.platform.name, self.device.name)
+            self.compile_pool = pool
+            weakref.finalize(self, pool.close)
         self._flush_lock = threading.Lock()
         self._flush_buffer: Any = None
         self._flush_count = 0
@@ -172,9 +209,9 @@ class OpenCLClient:
             pattern = np.uint8(self._flush_count % 251)
         self._cl.enqueue_fill_buffer(self.queue, buffer, pattern, 0, buffer.size).wait()
 
-    def warm_up(self, duration_ns: int) -> None:
-        """Keep the device busy with multiply-add kernels for ``duration_ns`` so its clocks ramp up."""
-        warm_up_device(self.queue, self._helper_kernels(), duration_ns)
+    def warm_up(self, duration_ns: int) -> int:
+        """Keep the device busy with multiply-add kernels until its clocks are steady (at most ``duration_ns``)."""
+        return warm_up_device(self.queue, self._helper_kernels(), duration_ns)
 
     def measure_peaks(self) -> DevicePeaks:
         """Peak multiply-add rate, buffer-copy bandwidth and an empty kernel's time, on this device."""
@@ -191,9 +228,9 @@ class OpenCLClient:
         return DeviceCheckBuffers(self, inputs, outputs)
 
     def close(self) -> None:
-        """Stop the compile worker processes, if any (they also stop at exit)."""
-        if self.warm_pool is not None:
-            self.warm_pool.close()
+        """Stop the compile worker processes, if any (they also stop when the client is collected, or at exit)."""
+        if self.compile_pool is not None:
+            self.compile_pool.close()
 
     def __repr__(self) -> str:
         return f"OpenCLClient({self.device.platform.name} / {self.device.name})"

@@ -2,127 +2,135 @@
 
 Measured on PoCL: pyopencl releases the GIL while building and launching, yet two threads
 build no faster than one, because PoCL holds one lock around its LLVM work per process.
-A worker process has its own lock. It builds the variant and launches it once on zeroed
-scratch buffers, which leaves the compiled program and work-group function in PoCL's
-on-disk kernel cache (``POCL_CACHE_DIR``, on by default); the parent's own build and first
-launch are then cache hits. Only picklable values cross the process boundary.
+A worker process has its own lock. It builds a program and launches each of its kernels once
+on zeroed scratch buffers, which leaves the compiled program and work-group functions in
+PoCL's on-disk kernel cache (``POCL_CACHE_DIR``, on by default); the parent's own build and
+first launch are then cache hits. A worker that dies (a crashing compiler) costs that request,
+never the caller's process.
 """
 
 from __future__ import annotations
 
-import multiprocessing
 import os
+import queue
+import subprocess
+import sys
 import threading
-from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Sequence
+from typing import IO, Any
 
 import numpy as np
 
-from tunekit._check import CANARY_BYTES
-from tunekit_backends.opencl._cl import first_error_line, pyopencl
+from tunekit_backends.opencl._cl import pyopencl
+from tunekit_backends.opencl._compile_wire import KernelArg, Launch, ProgramReply, ProgramRequest
 
-__all__ = ["LaunchSpec", "WarmPool", "launch_spec"]
-
-
-@dataclass(frozen=True, slots=True)
-class LaunchSpec:
-    """Everything a worker needs to compile and first-launch one variant."""
-
-    platform: str
-    device: str
-    source: str
-    options: tuple[str, ...]
-    kernel_name: str
-    global_size: tuple[int, ...]
-    local_size: tuple[int, ...] | None
-    args: tuple[tuple[str, int | float, str], ...]
-    """("buffer", nbytes, "") or ("scalar", value, numpy dtype string), in argument order."""
+__all__ = ["CompilePool", "WorkerDied", "describe_launch"]
 
 
-def launch_spec(
-    device: Any,
-    source: str,
-    options: list[str],
-    kernel_name: str,
-    global_size: tuple[int, ...],
-    local_size: tuple[int, ...] | None,
-    args: tuple[Any, ...],
-) -> LaunchSpec:
-    """The spec of a launch with ``args``: buffers by size, scalars by value and dtype."""
+class WorkerDied(RuntimeError):
+    """A compile worker exited while handling a request (the compiler crashed, or was killed)."""
+
+
+def describe_launch(
+    kernel: str, global_size: tuple[int, ...], local_size: tuple[int, ...] | None, args: Sequence[Any]
+) -> Launch:
+    """A launch with ``args`` as a worker can replay it: buffers by size, scalars by value and dtype."""
     cl = pyopencl()
-    described: list[tuple[str, int | float, str]] = []
+    described: list[KernelArg] = []
     for value in args:
         if isinstance(value, cl.array.Array):
-            described.append(("buffer", int(value.nbytes), ""))
+            described.append(KernelArg(kind="buffer", nbytes=int(value.nbytes)))
         elif isinstance(value, cl.Buffer):
-            described.append(("buffer", int(value.size), ""))
+            described.append(KernelArg(kind="buffer", nbytes=int(value.size)))
         elif isinstance(value, np.generic):
-            described.append(("scalar", value.item(), value.dtype.str))
+            described.append(KernelArg(kind="scalar", value=value.item(), dtype=value.dtype.str))
         else:
             raise TypeError(f"kernel argument of type {type(value).__name__} cannot be sent to a compile worker")
-    return LaunchSpec(
-        device.platform.name,
-        device.name,
-        source,
-        tuple(options),
-        kernel_name,
-        global_size,
-        local_size,
-        tuple(described),
-    )
+    return Launch(kernel=kernel, global_size=global_size, local_size=local_size, args=tuple(described))
 
 
-_worker_contexts: dict[tuple[str, str], tuple[Any, Any]] = {}
-
-
-def _warm(spec: LaunchSpec) -> str | None:
-    """In a worker: build and launch once; None on success, else the first line of the error."""
-    cl = pyopencl()
-    where = (spec.platform, spec.device)
-    if where not in _worker_contexts:
-        device = next(
-            d for p in cl.get_platforms() if p.name == spec.platform for d in p.get_devices() if d.name == spec.device
+class _Worker:
+    def __init__(self, platform: str, device: str) -> None:
+        # The parent's sys.path, so a worker imports the same tunekit even from an uninstalled checkout.
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "tunekit_backends.opencl._compile_worker", platform, device],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
+            text=True,
         )
-        context = cl.Context([device])
-        _worker_contexts[where] = (context, cl.CommandQueue(context))
-    context, queue = _worker_contexts[where]
-    try:
-        program = cl.Program(context, spec.source).build(options=list(spec.options))
-        kernel = cl.Kernel(program, spec.kernel_name)
-        launch_args: list[Any] = []
-        for kind, value, dtype in spec.args:
-            if kind == "buffer":
-                buffer = cl.Buffer(context, cl.mem_flags.READ_WRITE, max(int(value) + CANARY_BYTES, 1))
-                cl.enqueue_fill_buffer(queue, buffer, np.uint8(0), 0, buffer.size)
-                launch_args.append(buffer)
-            else:
-                launch_args.append(np.dtype(dtype).type(value))
-        kernel(queue, spec.global_size, spec.local_size, *launch_args).wait()
-    except cl.Error as exc:
-        return first_error_line(str(exc))
-    return None
+
+    def ask(self, request: ProgramRequest) -> ProgramReply:
+        stdin: IO[str] | None = self.process.stdin
+        stdout: IO[str] | None = self.process.stdout
+        assert stdin is not None and stdout is not None
+        try:
+            stdin.write(request.model_dump_json() + "\n")
+            stdin.flush()
+            line = stdout.readline()
+        except (BrokenPipeError, OSError):
+            line = ""
+        if not line:
+            code = self.process.wait()
+            reason = f"signal {-code}" if code < 0 else f"exit status {code}"
+            raise WorkerDied(f"the compile worker died ({reason})")
+        return ProgramReply.model_validate_json(line)
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def stop(self) -> None:
+        if self.process.stdin is not None:
+            self.process.stdin.close()
+        try:
+            self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        if self.process.stdout is not None:
+            self.process.stdout.close()
 
 
-class WarmPool:
-    """A lazily started pool of compile worker processes (spawned: no fork of an OpenCL context)."""
+class CompilePool:
+    """``workers`` compile processes for one device, kept for the client's lifetime."""
 
-    def __init__(self, workers: int | None = None) -> None:
-        self.workers = workers or os.cpu_count() or 1
+    def __init__(self, workers: int, platform: str, device: str) -> None:
+        self.workers = max(1, workers)
+        self._where = (platform, device)
+        self._idle: queue.SimpleQueue[_Worker] = queue.SimpleQueue()
         self._lock = threading.Lock()
-        self._pool: ProcessPoolExecutor | None = None
+        self._started: list[_Worker] = []
 
-    def warm(self, spec: LaunchSpec) -> str | None:
-        """Compile and first-launch ``spec`` in a worker; blocks the calling thread only."""
+    def start(self) -> None:
+        """Start every worker now, so their interpreters boot while the caller does other work."""
         with self._lock:
-            if self._pool is None:
-                self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"))
-            pool = self._pool
-        return pool.submit(_warm, spec).result()
+            while len(self._started) < self.workers:
+                worker = _Worker(*self._where)
+                self._started.append(worker)
+                self._idle.put(worker)
+
+    def run(self, request: ProgramRequest) -> ProgramReply:
+        """Serve ``request`` on the next idle worker (blocks the calling thread only)."""
+        self.start()
+        worker = self._idle.get()
+        try:
+            return worker.ask(request)
+        except WorkerDied:
+            with self._lock:
+                self._started.remove(worker)
+            worker = _Worker(*self._where)
+            with self._lock:
+                self._started.append(worker)
+            raise
+        finally:
+            self._idle.put(worker)
 
     def close(self) -> None:
         """Stop the workers."""
         with self._lock:
-            pool, self._pool = self._pool, None
-        if pool is not None:
-            pool.shutdown(cancel_futures=True)
+            started, self._started = self._started, []
+        for worker in started:
+            worker.stop()
+        self._idle = queue.SimpleQueue()

@@ -6,12 +6,12 @@ every candidate, so the limits and the candidates' times are in the same units.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import numpy as np
 
 from tunekit import DevicePeaks
+from tunekit._steady import warm_until_steady
 
 __all__ = ["busy_kernel", "measure_device_peaks", "warm_up_device"]
 
@@ -34,6 +34,7 @@ __kernel void tunekit_empty(__global float* out) {}
 """
 
 _ITERATIONS = 512
+_CHUNK_NS = 2_000_000
 _FLOPS_PER_ITEM = 4 * 2 * _ITERATIONS  # four chains, a multiply and an add per step
 
 
@@ -79,8 +80,13 @@ def measure_device_peaks(cl: Any, queue: Any, kernels: _Kernels) -> DevicePeaks:
     )
 
 
-def warm_up_device(queue: Any, kernels: _Kernels, duration_ns: int) -> None:
-    """Run multiply-add kernels back to back for ``duration_ns`` so the device's clocks ramp up."""
-    deadline = time.perf_counter_ns() + duration_ns
-    while time.perf_counter_ns() < deadline:
-        kernels.fma(queue, (kernels.items,), None, kernels.out, np.int32(_ITERATIONS)).wait()
+def warm_up_device(queue: Any, kernels: _Kernels, duration_ns: int) -> int:
+    """Run multiply-add kernels back to back until the device's speed is steady (at most ``duration_ns``).
+
+    Each chunk is sized to about 2 ms of device time, so that a ramp shows up over many chunks.
+    """
+    first = _elapsed_ns(kernels.fma(queue, (kernels.items,), None, kernels.out, np.int32(_ITERATIONS)))
+    iterations = np.int32(min(max(_ITERATIONS * _CHUNK_NS // first, 1), 1 << 20))
+    return warm_until_steady(
+        lambda: _elapsed_ns(kernels.fma(queue, (kernels.items,), None, kernels.out, iterations)), duration_ns
+    )

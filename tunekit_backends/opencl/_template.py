@@ -13,9 +13,9 @@ from tunekit._space import Config, ParamValue, Restriction, Space
 from tunekit._tunable import Tunable, TuneGroup
 from tunekit._tunable_set import KeyGenerator, TunableSet
 from tunekit_backends.opencl._buffers import kernel_arg
-from tunekit_backends.opencl._cl import CompileError, first_error_line, pyopencl
+from tunekit_backends.opencl._cl import CompileError, build_log, first_error_line, pyopencl
 from tunekit_backends.opencl._client import OpenCLClient
-from tunekit_backends.opencl._compile import launch_spec
+from tunekit_backends.opencl._together import compile_one_in_worker, compile_together
 
 __all__ = ["Geometry", "KernelTemplate"]
 
@@ -27,12 +27,12 @@ Geometry = Callable[[Config, Any], tuple[Sequence[int], Sequence[int] | None]]
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-def _define(name: str, value: ParamValue) -> str:
+def _define_value(value: ParamValue) -> str:
     if isinstance(value, bool):
-        return f"-D{name}={int(value)}"
+        return str(int(value))
     if isinstance(value, float):
-        return f"-D{name}={value!r}f"
-    return f"-D{name}={value}"
+        return f"{value!r}f"
+    return str(value)
 
 
 class KernelTemplate:
@@ -94,7 +94,11 @@ class KernelTemplate:
 
     def build_options(self, config: Config) -> list[str]:
         """Compiler options of ``config``: one ``-D`` per parameter, then the template's options."""
-        return [_define(name, value) for name, value in config.items()] + list(self.options)
+        return [f"-D{name}={_define_value(value)}" for name, value in config.items()] + list(self.options)
+
+    def define_value(self, value: ParamValue) -> str:
+        """How a parameter value is spelled in C (``-DNAME=<this>``, or ``#define NAME <this>``)."""
+        return _define_value(value)
 
     def compiled(self) -> list[str]:
         """Names of the variants built in this process so far (any client)."""
@@ -112,7 +116,7 @@ class KernelTemplate:
         for config in self.space:
             variant = _Variant(self, client, config, key)
             tunable: Tunable[Any] = Tunable(
-                self.name_of(config), variant, version=self.source_hash, prepare=variant.prepare
+                self.name_of(config), variant, version=self.source_hash, prepare=_PrepareHook(variant)
             )
             if group is not None:
                 tunable = tunable.group(group, variant.priority)
@@ -139,6 +143,8 @@ class KernelTemplate:
             TunableSet(key=key, inputs=inputs)
             .with_tunables(self.tunables(client, key))
             .with_extra("checksum:source", self.source_hash)
+            .with_extra("space", self.space)
+            .with_extra("space_name_of", self.name_of)
         )
         if reference is not None or outputs is not None:
             tunables = tunables.with_reference(reference, outputs=outputs, rtol=rtol, atol=atol)
@@ -159,11 +165,30 @@ class _Variant(Generic[K]):
         self.name = template.name_of(config)
         self._lock = threading.Lock()
         self._kernel: Any = None
+        self.failure: str | None = None
+        """Why compiling this variant with others failed; its prepare hook raises it."""
+        self.launched_in_worker = False
+        """A compile worker has launched it once: the driver's cache holds its lazily compiled code."""
 
     def priority(self, key: object) -> int:
         """0 when this variant can handle ``key``, -1 (skipped for that key) otherwise."""
         applies = self.template.applies
         return 0 if applies is None or applies(self.config, key) else -1
+
+    def unbuilt(self) -> bool:
+        """Neither built nor known to fail."""
+        return self._kernel is None and self.failure is None
+
+    def fail(self, reason: str) -> None:
+        """Record why this variant cannot run (from compiling it together with others)."""
+        self.failure = reason
+
+    def adopt(self, kernel: Any) -> None:
+        """Take ``kernel``, built for this variant inside a program shared with other variants."""
+        with self._lock:
+            if self._kernel is None:
+                self._kernel = kernel
+                self.template._mark_built(self.name)
 
     def kernel(self) -> Any:
         """The built kernel; the first call compiles (thread-safe)."""
@@ -177,18 +202,21 @@ class _Variant(Generic[K]):
                 try:
                     program = cl.Program(self.client.context, self.template.source).build(options=options)
                 except cl.Error as exc:
-                    raise CompileError(f"{self.name}: build failed: {first_error_line(_log_of(exc))}\n{exc}") from None
+                    raise CompileError(
+                        f"{self.name}: build failed: {first_error_line(build_log(exc))}\n{exc}"
+                    ) from None
                 self._kernel = cl.Kernel(program, self.template.kernel_name)
                 self.template._mark_built(self.name)
             return self._kernel
 
-    def _shape(self, args: tuple[Any, ...]) -> tuple[tuple[int, ...], tuple[int, ...] | None]:
+    def shape(self, args: tuple[Any, ...]) -> tuple[tuple[int, ...], tuple[int, ...] | None]:
+        """The launch's global and local sizes for these arguments."""
         global_size, local_size = self.template.geometry(self.config, self.key(*args))
         return tuple(int(g) for g in global_size), None if local_size is None else tuple(int(x) for x in local_size)
 
     def __call__(self, *args: Any) -> Any:
         kernel = self._kernel if self._kernel is not None else self.kernel()
-        global_size, local_size = self._shape(args)
+        global_size, local_size = self.shape(args)
         launch_args = [kernel_arg(a) for a in args]
         with self._lock:  # clSetKernelArg on one kernel object is not thread-safe
             return kernel(self.client.queue, global_size, local_size, *launch_args)
@@ -200,22 +228,12 @@ class _Variant(Generic[K]):
         the first launch with a given local size.
         """
         cl = pyopencl()
-        global_size, local_size = self._shape(args)
+        global_size, local_size = self.shape(args)
         device = self.client.device
-        pool = self.client.warm_pool
-        if pool is not None and self._kernel is None:
-            spec = launch_spec(
-                device,
-                self.template.source,
-                self.template.build_options(self.config),
-                self.template.kernel_name,
-                global_size,
-                local_size,
-                args,
-            )
-            problem = pool.warm(spec)
-            if problem is not None:
-                raise CompileError(f"{self.name}: failed in a compile worker: {problem}")
+        if self.unbuilt() and self.client.compile_pool is not None:
+            compile_one_in_worker(self.client.compile_pool, self, args)
+        if self.failure is not None:
+            raise CompileError(f"{self.name}: {self.failure}")
         kernel = self.kernel()
         if local_size is not None:
             limit = kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, device)
@@ -235,6 +253,8 @@ class _Variant(Generic[K]):
                 f"{self.name}: refused by the device: needs {local_mem} bytes of local memory, "
                 f"{device.name} has {device.local_mem_size}"
             )
+        if self.launched_in_worker:
+            return  # its first launch here finds the work-group code in the driver's cache
         positions = [i for i, a in enumerate(args) if isinstance(a, cl.array.Array | cl.Buffer)]
         scratch = self.client.check_buffers(args, positions)
         try:
@@ -245,8 +265,16 @@ class _Variant(Generic[K]):
             raise CompileError(f"{self.name}: refused by the device at launch: {first_error_line(str(exc))}") from None
 
 
-def _log_of(exc: BaseException) -> str:
-    """The build log inside a pyopencl build error (after its 'Build on <device>:' line)."""
-    text = str(exc)
-    _, _, log = text.partition("Build on")
-    return log.partition("\n")[2] if log else text
+class _PrepareHook:
+    """A variant's prepare hook; the tuner hands the hooks of one template and client over together."""
+
+    def __init__(self, variant: _Variant[Any]) -> None:
+        self.variant = variant
+        self.together = (id(variant.template), id(variant.client))
+
+    def __call__(self, *inputs: Any) -> None:
+        self.variant.prepare(*inputs)
+
+    def prepare_together(self, hooks: Sequence[object], inputs: tuple[Any, ...]) -> None:
+        """Compile these hooks' variants as few programs (in worker processes when the client has them)."""
+        compile_together([h.variant for h in hooks if isinstance(h, _PrepareHook)], inputs)

@@ -1,0 +1,98 @@
+"""Tuning a key by searching the set's space (TunableSet.with_search) inside execute: budget, record, cache."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from kt_cache import write_cache
+
+import tunekit as tk
+from tunekit_backends.replay import ReplayClient, load_kernel_tuner_cache
+
+
+@tk.autotune_key
+class OneKey:
+    n: int
+
+
+def _records() -> tuple[list[tk.AutotuneRecord], tk.RecordSink]:
+    records: list[tk.AutotuneRecord] = []
+    return records, tk.add_record_sink(records.append)
+
+
+def test_execute_searches_within_the_budget_and_caches_the_winner(tmp_path: Path) -> None:
+    data = load_kernel_tuner_cache(write_cache(tmp_path / "c.json"))
+    client = ReplayClient(data, seed=3)
+    tunables = tk.TunableSet.from_space(data.space, client.kernel, key=lambda: OneKey(n=1)).with_search(
+        strategy="random", max_evals=10, seed=7, batch=4
+    )
+    records, sink = _records()
+    try:
+        tuner: tk.LocalTuner[OneKey, Any] = tk.LocalTuner("searched")
+        tuner.execute(client.device_id, client, tunables, ())
+        tuner.execute(client.device_id, client, tunables, ())  # the winner is reused: no second search
+    finally:
+        tk.remove_record_sink(sink)
+    (record,) = records
+    (ended,) = [e for e in record.events if isinstance(e, tk.SearchEnded)]
+    assert (ended.stopped_by, ended.evaluations, ended.strategy, ended.seed) == ("max_evals", 10, "random", 7)
+    evaluated = {c.name for c in record.candidates}
+    assert len(evaluated) == 10 < data.space.size  # only what the search proposed was measured
+    measured = {c.name: c.stats.median_ns for c in record.candidates if c.stats is not None}
+    assert record.winner in measured and record.stored
+    # The same seed proposes the same configurations as tk.search does on its own.
+    alone = tk.search(
+        data.space, client.kernel, client, (), tuner="alone", strategy="random", max_evals=10, seed=7, batch=4
+    )
+    assert {t.config.name for t in alone.trials} == evaluated
+
+
+def test_with_search_is_refused_early_where_it_cannot_work() -> None:
+    plain = tk.TunableSet(key=lambda: OneKey(n=1)).with_tunable(tk.Tunable("a", lambda: 1))
+    with pytest.raises(ValueError, match="needs a set made from a tk.Space"):
+        plain.with_search(max_evals=5)
+    spaced = tk.TunableSet.from_space(tk.Space(A=[1, 2, 3]), lambda c: lambda: c.A, key=lambda: OneKey(n=1))
+    with pytest.raises(ValueError, match="unknown strategy 'anneal'"):
+        spaced.with_search(strategy="anneal")
+    with pytest.raises(ValueError, match="max_evals"):
+        spaced.with_search(max_evals=0)
+    assert spaced.with_search(max_evals=2).checksum() == spaced.checksum()  # the budget does not re-tune
+
+
+SOURCE = """
+__kernel void fill(__global float* y, const int n) {
+    int i = get_global_id(0);
+    if (i < n) y[i] = (float)(BLOCK * UNROLL);
+}
+"""
+
+
+def test_an_opencl_template_compiles_only_the_variants_the_search_measures(isolated_settings: Path) -> None:
+    cla = pytest.importorskip("pyopencl.array", reason="pip install 'tunekit[opencl]'")
+    from tunekit_backends.opencl import KernelTemplate, OpenCLClient
+
+    client = OpenCLClient(compile_in="thread")
+    template = KernelTemplate(
+        SOURCE,
+        "fill",
+        {"BLOCK": [8, 16, 32, 64], "UNROLL": [1, 2, 3, 4, 5, 6]},
+        geometry=lambda config, key: ((64,), (int(config.BLOCK),)),
+    )
+    tunables = template.tunable_set(
+        client,
+        key=lambda y, n: OneKey(n=int(n)),
+        inputs=lambda key, y, n: (cla.zeros(client.queue, 64, np.float32), n),
+    ).with_search(max_evals=5, seed=2, batch=5)
+    y = cla.zeros(client.queue, 64, np.float32)
+    records, sink = _records()
+    try:
+        tk.LocalTuner[OneKey, Any]("opencl-searched").execute(client.device_id, client, tunables, (y, np.int32(64)))
+    finally:
+        tk.remove_record_sink(sink)
+    (record,) = records
+    assert len(record.candidates) == 5 and record.winner is not None
+    assert set(template.compiled()) == {c.name for c in record.candidates}  # 5 of 24 variants compiled
+    assert len(set(y.get().tolist())) == 1

@@ -1,0 +1,57 @@
+"""What the parent and a compile worker say to each other: one JSON line each way per program.
+
+A worker process is started with ``python -m tunekit_backends.opencl._compile_worker`` (not
+``multiprocessing``), so it never re-imports the user's ``__main__``: a script without an
+``if __name__ == "__main__":`` guard compiles in processes as safely as one with it.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["WIRE_VERSION", "KernelArg", "Launch", "ProgramReply", "ProgramRequest"]
+
+WIRE_VERSION: Literal[1] = 1
+
+
+class _Wire(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class KernelArg(_Wire):
+    """One kernel argument: a buffer of ``nbytes`` (zeroed scratch), or a scalar of a numpy dtype."""
+
+    kind: Literal["buffer", "scalar"]
+    nbytes: int = Field(0, ge=0)
+    value: int | float = 0
+    dtype: str = ""
+
+
+class Launch(_Wire):
+    """One kernel of the program, launched once so that lazily compiling drivers compile it now."""
+
+    kernel: str
+    global_size: tuple[int, ...]
+    local_size: tuple[int, ...] | None
+    args: tuple[KernelArg, ...]
+
+
+class ProgramRequest(_Wire):
+    """Build ``source`` with ``options`` on the named device, then run each launch once."""
+
+    schema_version: Literal[1] = WIRE_VERSION
+    platform: str
+    device: str
+    source: str
+    options: tuple[str, ...]
+    launches: tuple[Launch, ...]
+
+
+class ProgramReply(_Wire):
+    """The build's error (then no launch ran), else one error or None per launch, in order."""
+
+    schema_version: Literal[1] = WIRE_VERSION
+    build_error: str | None = None
+    launch_errors: tuple[str | None, ...] = ()
