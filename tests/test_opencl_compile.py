@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
@@ -60,29 +61,77 @@ def _run(client: OpenCLClient, program: Any, name: str, x: np.ndarray) -> np.nda
     return np.asarray(y_d.get())
 
 
+def _same_as_alone(
+    client: OpenCLClient, source: str, kernel: str, configs: list[list[tuple[str, str]]], options: list[str]
+) -> list[np.ndarray]:
+    """Each variant's output from the batched program, asserted equal to its own one-variant build's."""
+    batch = batched_program(source, kernel, configs)
+    together = cl.Program(client.context, batch.source).build(options=options)
+    x = np.arange(10, dtype=np.float32)
+    outputs = []
+    for pairs, name in zip(configs, batch.kernel_names, strict=True):
+        alone = cl.Program(client.context, source).build(options=[f"-D{k}={v}" for k, v in pairs] + options)
+        outputs.append(_run(client, together, name, x))
+        np.testing.assert_array_equal(outputs[-1], _run(client, alone, kernel, x), err_msg=str(pairs))
+    return outputs
+
+
 def test_variants_in_one_program_compute_what_their_own_builds_compute(client: OpenCLClient) -> None:
     configs = [
         [("FACTOR", "2.0f"), ("WIDE", "0")],
         [("FACTOR", "3.0f"), ("WIDE", "1")],
         [("FACTOR", "1.0f"), ("WIDE", "1")],
     ]
-    options = ["-DOFFSET=0.5f"]
-    batch = batched_program(SHAPES, "shapes", configs, options)
-    together = cl.Program(client.context, batch.source).build(options=options)
-    x = np.arange(10, dtype=np.float32)
-    for pairs, name in zip(configs, batch.kernel_names, strict=True):
-        alone = cl.Program(client.context, SHAPES).build(options=[f"-D{k}={v}" for k, v in pairs] + options)
-        expected = _run(client, alone, "shapes", x)
-        np.testing.assert_array_equal(_run(client, together, name, x), expected)
-    factor, wide = 3.0, 2  # the second variant by hand: float2 sums both lanes, OFFSET from the options
-    np.testing.assert_allclose(
-        _run(client, together, batch.kernel_names[1], x), wide * (x * factor + 0.5) * np.array([1, 2, 3] * 4)[:10]
-    )
+    outputs = _same_as_alone(client, SHAPES, "shapes", configs, ["-cl-mad-enable -DOFFSET=0.5f"])
+    x = np.arange(10, dtype=np.float32)  # the second variant by hand: float2 sums both lanes, OFFSET from the options
+    np.testing.assert_allclose(outputs[1], 2 * (x * 3.0 + 0.5) * np.array([1, 2, 3] * 4)[:10])
 
 
-def test_a_source_that_includes_a_header_is_built_variant_by_variant() -> None:
-    assert batchable(SHAPES)
+# Found in review: each of these made a batched copy compute something its own build does not.
+OPTION_MACRO_REDEFINED = """
+#if VEC == 4
+#undef SCALE
+#define SCALE 4.0f
+#endif
+__kernel void k(__global const float* x, __global float* y, const int n) {
+    int i = get_global_id(0); y[i] = x[i] * SCALE;
+}
+"""
+HEADER_MACRO_FALLBACK = """
+#ifndef FLT_EPSILON
+#define FLT_EPSILON 1e-3f
+#endif
+__kernel void k(__global const float* x, __global float* y, const int n) {
+    int i = get_global_id(0); y[i] = x[i] + FLT_EPSILON * 1000.0f * VEC;
+}
+"""
+# Batched before only by luck of the regexes: an inline attribute, enumerators, a static table.
+DECLARATIONS = """
+enum mode { PLAIN = 1, DOUBLED = 2 };
+static __constant float bias[2] = {0.5f, 0.25f};
+inline float __attribute__((overloadable)) twice(float v) { return 2.0f * v; }
+__kernel void k(__global const float* x, __global float* y, const int n) {
+    int i = get_global_id(0);
+    y[i] = (VEC == DOUBLED ? twice(x[i]) : x[i] * PLAIN) + bias[i % 2];
+}
+"""
+
+
+@pytest.mark.parametrize(
+    ("source", "options"),
+    [(OPTION_MACRO_REDEFINED, ["-DSCALE=1.0f"]), (HEADER_MACRO_FALLBACK, []), (DECLARATIONS, [])],
+    ids=["option-macro-redefined", "header-macro-fallback", "declarations"],
+)
+def test_a_copy_neither_sees_nor_changes_what_the_others_define(
+    client: OpenCLClient, source: str, options: list[str]
+) -> None:
+    _same_as_alone(client, source, "k", [[("VEC", "4")], [("VEC", "2")], [("VEC", "1")]], options)
+
+
+def test_a_source_with_an_include_or_a_state_changing_pragma_is_built_variant_by_variant() -> None:
+    assert batchable(SHAPES) and batchable("#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" + SHAPES)
     assert not batchable('#include "common.h"\n' + SHAPES)
+    assert not batchable("#if PRECISE\n#pragma OPENCL FP_CONTRACT OFF\n#endif\n" + SHAPES)
 
 
 CRASHY = """
@@ -185,3 +234,182 @@ def test_a_script_without_a_main_guard_compiles_in_processes(tmp_path: Path) -> 
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.count("compiled 3 winner output") == 1, done.stdout
+
+
+def _tune_in_process_mode(
+    source: str, kernel: str, space: dict[str, list[int]], args: tuple[Any, ...], pooled: OpenCLClient, name: str
+) -> tk.AutotuneRecord:
+    template = KernelTemplate(source, kernel, space, geometry=lambda config, key: ((key.n,), (int(config.BLOCK),)))
+    host = [a.get() if isinstance(a, cla.Array) else a for a in args]
+
+    def inputs(key: SizeKey, *caller: Any) -> tuple[Any, ...]:
+        return tuple(cla.to_device(pooled.queue, h) if isinstance(h, np.ndarray) else h for h in host)
+
+    tunables = template.tunable_set(pooled, key=lambda *a: SizeKey(n=int(a[-1])), inputs=inputs)
+    records: list[tk.AutotuneRecord] = []
+    sink = tk.add_record_sink(records.append)
+    try:
+        tk.LocalTuner[SizeKey, Any](name).execute(pooled.device_id, pooled, tunables, args).wait()
+    finally:
+        tk.remove_record_sink(sink)
+    record: tk.AutotuneRecord = records[-1]
+    return record
+
+
+@pytest.fixture
+def pooled(isolated_settings: Path) -> Iterator[OpenCLClient]:
+    client = OpenCLClient(compile_in="process", compile_workers=2)
+    yield client
+    client.close()
+
+
+LINKED = """
+__kernel void walk(__global const int* next, __global float* y, const int n) {
+    int i = get_global_id(0);
+    if (i >= n) return;
+    int steps = 0;
+    for (int k = next[i]; k != -1; k = next[k]) steps += STEP;   /* on zeros: 0 -> 0 -> ... forever */
+    y[i] = (float)steps;
+}
+"""
+
+
+def test_workers_first_launch_on_the_tunes_own_inputs(pooled: OpenCLClient) -> None:
+    """Regression: workers launched on zero-filled buffers, where this kernel never ends (found in review)."""
+    n = 64
+    chain = np.append(np.arange(1, n, dtype=np.int32), np.int32(-1))  # i -> i+1 -> ... -> -1
+    args = (cla.to_device(pooled.queue, chain), cla.zeros(pooled.queue, n, np.float32), np.int32(n))
+    record = _tune_in_process_mode(LINKED, "walk", {"STEP": [1, 2], "BLOCK": [8, 16]}, args, pooled, "linked")
+    assert all(c.status == "measured" for c in record.candidates), [c.error for c in record.candidates]
+
+
+PRINTING = """
+__kernel void pk(__global float* y, const float low, const int n) {
+    int i = get_global_id(0);
+    if (i >= n) return;
+#if MODE == 1
+    if (i == 0) printf("hello from the kernel\\n");
+#endif
+#if MODE == 2
+    this does not compile;
+#endif
+    y[i] = fmax((float)(MODE + BLOCK), low);
+}
+"""
+
+
+def test_a_kernel_that_prints_and_an_infinite_scalar_do_not_confuse_the_workers(pooled: OpenCLClient) -> None:
+    """Regression: printf output broke the reply stream; a -inf argument killed every worker (found in review)."""
+    args = (cla.zeros(pooled.queue, 64, np.float32), np.float32(-np.inf), np.int32(64))
+    record = _tune_in_process_mode(PRINTING, "pk", {"MODE": [0, 1, 2], "BLOCK": [8, 16]}, args, pooled, "printing")
+    by_name = {c.name: c for c in record.candidates}
+    for block in (8, 16):
+        assert by_name[f"pk[MODE=0,BLOCK={block}]"].status == "measured"
+        assert by_name[f"pk[MODE=1,BLOCK={block}]"].status == "measured"
+        broken = by_name[f"pk[MODE=2,BLOCK={block}]"]
+        assert broken.stage == "compile" and "undeclared identifier" in (broken.error or "")
+
+
+SCALE = """
+__kernel void scale(__global float* y, const int n) {
+    int i = get_global_id(0);
+    if (i < n) y[i] = (float)BLOCK;
+}
+"""
+
+
+@tk.autotune_key
+class ExactKey:
+    n: int
+
+
+def test_a_launch_shape_refused_for_one_key_is_tried_again_for_the_next(pooled: OpenCLClient) -> None:
+    """Regression: a failure for one key stuck to the variant for every later key (found in review)."""
+    template = KernelTemplate(
+        SCALE, "scale", {"BLOCK": [16, 48]}, geometry=lambda config, key: ((key.n,), (int(config.BLOCK),))
+    )
+    tunables = template.tunable_set(
+        pooled,
+        key=lambda y, n: ExactKey(n=int(n)),
+        inputs=lambda key, *caller: (cla.zeros(pooled.queue, key.n, np.float32), np.int32(key.n)),
+    )
+    records: list[tk.AutotuneRecord] = []
+    sink = tk.add_record_sink(records.append)
+    try:
+        tuner: tk.LocalTuner[ExactKey, Any] = tk.LocalTuner("sticky")
+        for n in (64, 96):
+            tuner.execute(pooled.device_id, pooled, tunables, (cla.zeros(pooled.queue, n, np.float32), np.int32(n)))
+    finally:
+        tk.remove_record_sink(sink)
+    first, second = ({c.name: c for c in r.candidates} for r in records)
+    assert "is not a multiple of local size" in (first["scale[BLOCK=48]"].error or "")  # 64 % 48: the clear message
+    assert second["scale[BLOCK=48]"].status == "measured"  # 96 % 48 == 0
+
+
+SPIN = """
+__kernel void spin(__global float* y, const int n) {
+    int i = get_global_id(0);
+    if (i >= n) return;
+#if MODE == 1
+    while (y[i] >= 0.0f) y[i] += 1.0f;   /* never ends on these inputs: 0, 1, 2, ... up to 2^24, then stuck */
+#endif
+    y[i] = (float)(MODE + BLOCK);
+}
+"""
+
+
+def test_a_variant_that_hangs_its_worker_fails_after_the_candidate_timeout(pooled: OpenCLClient) -> None:
+    tk.configure(candidate_timeout_s=3.0)
+    args = (cla.zeros(pooled.queue, 64, np.float32), np.int32(64))
+    record = _tune_in_process_mode(SPIN, "spin", {"MODE": [0, 1], "BLOCK": [8]}, args, pooled, "spin")
+    by_name = {c.name: c for c in record.candidates}
+    assert "hung a compile worker" in (by_name["spin[MODE=1,BLOCK=8]"].error or "")
+    assert "within 3 s" in (by_name["spin[MODE=1,BLOCK=8]"].error or "")
+    assert record.winner == "spin[MODE=0,BLOCK=8]"
+
+
+def test_compile_workers_exit_when_their_parent_dies(tmp_path: Path) -> None:
+    script = tmp_path / "dies.py"
+    script.write_text(
+        textwrap.dedent(
+            f"""
+            import os, signal, sys
+            import numpy as np, pyopencl.array as cla
+            import tunekit as tk
+            from tunekit_backends.opencl import KernelTemplate, OpenCLClient
+
+            @tk.autotune_key
+            class K:
+                n: int
+
+            client = OpenCLClient(compile_in="process", compile_workers=2)
+            template = KernelTemplate({SCALE!r}, "scale", {{"BLOCK": [8, 16]}},
+                                      geometry=lambda c, key: ((key.n,), (int(c.BLOCK),)))
+            tunables = template.tunable_set(client, key=lambda y, n: K(n=int(n)),
+                                            inputs=lambda key, y, n: (cla.zeros(client.queue, 64, np.float32), n))
+            y = cla.zeros(client.queue, 64, np.float32)
+            tk.LocalTuner("dies").execute(client.device_id, client, tunables, (y, np.int32(64))).wait()
+            print(" ".join(str(w.process.pid) for w in client.compile_pool._alive), flush=True)
+            os.kill(os.getpid(), signal.SIGKILL)
+            """
+        )
+    )
+    env = dict(os.environ, TUNEKIT_CACHE_DIR=str(tmp_path / "cache"), TUNEKIT_PROGRESS="0")
+    done = subprocess.run(
+        [sys.executable, str(script)], check=False, capture_output=True, text=True, env=env, timeout=300
+    )
+    assert done.returncode == -9, done.stderr[-2000:]
+    pids = [int(p) for p in done.stdout.split()]
+    assert pids
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and any(_alive(pid) for pid in pids):
+        time.sleep(0.2)
+    assert not any(_alive(pid) for pid in pids), "orphaned compile workers kept running"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(") ")[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False

@@ -49,4 +49,4 @@ def test_the_floor_is_always_spent() -> None:
             yield 1000
 
     spent = warm_until_steady(_chunks(flat(), []), 60_000_000)  # type: ignore[arg-type]
-    assert spent >= 10_000_000  # a sixth of 60 ms
+    assert spent >= 20_000_000  # a third of 60 ms

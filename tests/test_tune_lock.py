@@ -118,3 +118,31 @@ def test_a_waiter_that_runs_out_of_patience_tunes_the_key_itself(tmp_path: Path)
 @pytest.fixture(autouse=True)
 def _no_leftover_go_file(tmp_path: Path) -> None:
     (tmp_path / "go").unlink(missing_ok=True)
+
+
+def test_a_tune_nested_in_a_tune_of_the_same_key_does_not_wait_on_itself(caplog: pytest.LogCaptureFixture) -> None:
+    """Regression: two sets of one tuner name and key, the inner tuned from an outer candidate, waited 600 s."""
+    import logging
+
+    import tunekit as tk
+    from tunekit_backends.cpu import CpuClient
+
+    @tk.autotune_key
+    class Key:
+        n: int
+
+    client = CpuClient()
+    inner_set = tk.TunableSet(key=lambda n: Key(n=n)).with_tunables(
+        [tk.Tunable("a", lambda n: n), tk.Tunable("b", lambda n: (time.sleep(0.001), n)[1])]
+    )
+    inner: tk.LocalTuner[Key, int] = tk.LocalTuner("ops")
+    outer_set = tk.TunableSet(key=lambda n: Key(n=n)).with_tunables(
+        [
+            tk.Tunable("via_inner", lambda n: inner.execute(client.device_id, client, inner_set, (n,)) + 1),
+            tk.Tunable("direct", lambda n: (time.sleep(0.002), n + 1)[1]),
+        ]
+    )
+    tk.configure(tune_lock_timeout_s=30)
+    with caplog.at_level(logging.INFO, logger="tunekit.tuner"):
+        assert tk.LocalTuner[Key, int]("ops").execute(client.device_id, client, outer_set, (7,)) == 8
+    assert "waiting for its winner" not in caplog.text and "waited" not in caplog.text

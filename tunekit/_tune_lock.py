@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import filelock
 
@@ -24,19 +26,49 @@ __all__ = ["tune_lock"]
 _log = logging.getLogger("tunekit.tuner")
 
 
+_held = threading.local()
+"""Lock paths this thread holds: a tune nested inside a tune of the same key must not wait on itself."""
+
+
 @contextmanager
 def tune_lock(cache: PersistentCache, device_id: str, tuner: str, key_json: str, timeout_s: float) -> Iterator[bool]:
     """Hold the lock on (device, tuner, key) while the block runs; yields whether it is held.
 
     Not held (False) when the cache directory takes no lock file, or after ``timeout_s`` of
-    waiting: the caller then tunes without it, as it would have without this lock.
+    waiting: the caller then tunes without it, as it would have without this lock. A thread
+    that already holds it (a candidate that tunes the same key through another tunable set of
+    the same tuner name) goes on at once.
     """
     digest = hashlib.sha256("\x00".join((device_id, tuner, key_json)).encode()).hexdigest()[:40]
     path = cache.directory / "locks" / f"{digest}.lock"
+    held: set[Path] = _held.__dict__.setdefault("paths", set())
+    if path in held:
+        yield True
+        return
+    lock = _acquire(path, tuner, key_json, device_id, timeout_s)
+    if lock is None:
+        yield False
+        return
+    held.add(path)
+    try:
+        yield True
+    finally:
+        held.discard(path)
+        lock.release()
+
+
+def _acquire(path: Path, tuner: str, key_json: str, device_id: str, timeout_s: float) -> filelock.FileLock | None:
+    """The lock, taken; None when it cannot be made or another process kept it past ``timeout_s``."""
     try:
         path.parent.mkdir(exist_ok=True)
-        lock = filelock.FileLock(str(path), timeout=timeout_s)
-        lock.acquire()
+        lock = filelock.FileLock(str(path))
+        try:
+            lock.acquire(timeout=0)
+            return lock
+        except filelock.Timeout:
+            _log.info("%s: another process is tuning key %s on %s; waiting for its winner", tuner, key_json, device_id)
+        lock.acquire(timeout=timeout_s)
+        return lock
     except filelock.Timeout:
         _log.warning(
             "%s: waited %.0f s for another process tuning key %s on %s; tuning it here too",
@@ -45,13 +77,6 @@ def tune_lock(cache: PersistentCache, device_id: str, tuner: str, key_json: str,
             key_json,
             device_id,
         )
-        yield False
-        return
     except OSError as exc:
         _log.info("%s: no cross-process tune lock (%s); tuning without it", tuner, exc)
-        yield False
-        return
-    try:
-        yield True
-    finally:
-        lock.release()
+    return None

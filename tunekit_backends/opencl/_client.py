@@ -28,6 +28,8 @@ _PROBE = "__kernel void tunekit_probe(__global int* x) { x[get_global_id(0)] = 1
 
 _MIN_FLUSH_BYTES = 8 << 20
 
+_MAX_DEFAULT_WORKERS = 8
+
 
 def _usable_cpus() -> int:
     try:
@@ -116,7 +118,7 @@ class OpenCLClient:
     ``flush_cache=False`` times candidates with warm caches.
 
     ``compile_in`` says where variants compile before they are timed: ``"process"`` in a pool
-    of ``compile_workers`` worker processes (default: the usable CPUs), for drivers such as
+    of ``compile_workers`` worker processes (default: the usable CPUs, at most 8), for drivers such as
     PoCL whose compiler runs one build at a time per process, handing the result back through
     the driver's on-disk kernel cache; ``"thread"`` in this process. ``"auto"`` (the default)
     picks processes for PoCL when at least two CPUs are usable and its kernel cache is on,
@@ -147,7 +149,9 @@ class OpenCLClient:
         self.compile_pool: CompilePool | None = None
         if compile_in == "process":
             # Workers start at the first compile, so a client that only runs cached winners starts none.
-            pool = CompilePool(compile_workers or _usable_cpus(), self.device.platform.name, self.device.name)
+            # Each worker holds a driver and its compiler (150-280 MB measured on PoCL): a few suffice.
+            workers = compile_workers or min(_usable_cpus(), _MAX_DEFAULT_WORKERS)
+            pool = CompilePool(workers, self.device.platform.name, self.device.name)
             self.compile_pool = pool
             weakref.finalize(self, pool.close)
         self._flush_lock = threading.Lock()

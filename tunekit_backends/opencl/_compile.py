@@ -3,134 +3,250 @@
 Measured on PoCL: pyopencl releases the GIL while building and launching, yet two threads
 build no faster than one, because PoCL holds one lock around its LLVM work per process.
 A worker process has its own lock. It builds a program and launches each of its kernels once
-on zeroed scratch buffers, which leaves the compiled program and work-group functions in
-PoCL's on-disk kernel cache (``POCL_CACHE_DIR``, on by default); the parent's own build and
-first launch are then cache hits. A worker that dies (a crashing compiler) costs that request,
-never the caller's process.
+on copies of the benchmark inputs, which leaves the compiled program and work-group functions
+in PoCL's on-disk kernel cache (``POCL_CACHE_DIR``, on by default); the parent's own build and
+first launch are then cache hits. A worker that dies, hangs past its deadline or answers
+garbage costs that request and is replaced, never the caller's process.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
+import signal
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Sequence
 from typing import IO, Any
 
 import numpy as np
+from pydantic import ValidationError
 
 from tunekit_backends.opencl._cl import pyopencl
 from tunekit_backends.opencl._compile_wire import KernelArg, Launch, ProgramReply, ProgramRequest
 
-__all__ = ["CompilePool", "WorkerDied", "describe_launch"]
+__all__ = ["CompilePool", "InputsFile", "WorkerDied", "launch_of"]
+
+_STDERR_TAIL = 2000
 
 
 class WorkerDied(RuntimeError):
-    """A compile worker exited while handling a request (the compiler crashed, or was killed)."""
+    """A compile worker stopped answering: killed by a signal, exited, hung past its deadline, or spoke garbage."""
+
+    def __init__(self, reason: str, *, signal_number: int | None = None, timed_out: bool = False) -> None:
+        super().__init__(reason)
+        self.signal_number = signal_number
+        self.timed_out = timed_out
+
+    @property
+    def crashed(self) -> bool:
+        """Killed by a signal (a segfault in the compiler or the kernel), not a Python error in the worker."""
+        return self.signal_number is not None
 
 
-def describe_launch(
-    kernel: str, global_size: tuple[int, ...], local_size: tuple[int, ...] | None, args: Sequence[Any]
+class InputsFile:
+    """The benchmark inputs' buffers copied to one temporary file, and how each argument reads from it."""
+
+    def __init__(self, inputs: Sequence[Any]) -> None:
+        cl = pyopencl()
+        self.args: list[KernelArg] | None = []
+        handle, self.path = tempfile.mkstemp(prefix="tunekit-inputs-", suffix=".bin")
+        offset = 0
+        with os.fdopen(handle, "wb") as out:
+            for value in inputs:
+                if isinstance(value, cl.array.Array | cl.Buffer):
+                    data = value.get() if isinstance(value, cl.array.Array) else _read(cl, value)
+                    raw = np.ascontiguousarray(data).view(np.uint8).reshape(-1)
+                    out.write(raw.tobytes())
+                    self.args.append(KernelArg(kind="buffer", nbytes=raw.size, offset=offset))
+                    offset += raw.size
+                elif isinstance(value, np.generic):
+                    self.args.append(KernelArg(kind="scalar", value=value.item(), dtype=value.dtype.str))
+                else:  # say, cl.LocalMemory: such a launch compiles in the caller's process
+                    self.args = None
+                    break
+
+    def close(self) -> None:
+        """Delete the file."""
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.path)
+
+
+def _read(cl: Any, buffer: Any) -> np.ndarray:
+    queue_ = cl.CommandQueue(buffer.context)
+    host = np.empty(buffer.size, np.uint8)
+    cl.enqueue_copy(queue_, host, buffer).wait()
+    return host
+
+
+def launch_of(
+    kernel: str, global_size: tuple[int, ...], local_size: tuple[int, ...] | None, inputs: InputsFile
 ) -> Launch:
-    """A launch with ``args`` as a worker can replay it: buffers by size, scalars by value and dtype."""
-    cl = pyopencl()
-    described: list[KernelArg] = []
-    for value in args:
-        if isinstance(value, cl.array.Array):
-            described.append(KernelArg(kind="buffer", nbytes=int(value.nbytes)))
-        elif isinstance(value, cl.Buffer):
-            described.append(KernelArg(kind="buffer", nbytes=int(value.size)))
-        elif isinstance(value, np.generic):
-            described.append(KernelArg(kind="scalar", value=value.item(), dtype=value.dtype.str))
-        else:
-            raise TypeError(f"kernel argument of type {type(value).__name__} cannot be sent to a compile worker")
-    return Launch(kernel=kernel, global_size=global_size, local_size=local_size, args=tuple(described))
+    """The launch of ``kernel`` on the inputs in ``inputs`` (whose ``args`` must be set)."""
+    assert inputs.args is not None
+    return Launch(kernel=kernel, global_size=global_size, local_size=local_size, args=tuple(inputs.args))
 
 
 class _Worker:
     def __init__(self, platform: str, device: str) -> None:
         # The parent's sys.path, so a worker imports the same tunekit even from an uninstalled checkout.
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+        self.stderr = tempfile.TemporaryFile()  # noqa: SIM115 - the worker's stderr, kept for its last words
         self.process = subprocess.Popen(
             [sys.executable, "-m", "tunekit_backends.opencl._compile_worker", platform, device],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
+            stderr=self.stderr,
             env=env,
             text=True,
         )
+        self.replies: queue.SimpleQueue[str] = queue.SimpleQueue()
+        self.busy = False
+        threading.Thread(target=self._read, daemon=True, name="tunekit-compile-reader").start()
 
-    def ask(self, request: ProgramRequest) -> ProgramReply:
-        stdin: IO[str] | None = self.process.stdin
-        stdout: IO[str] | None = self.process.stdout
-        assert stdin is not None and stdout is not None
+    def _read(self) -> None:
+        stdout = self.process.stdout
+        assert stdout is not None
+        for line in stdout:
+            self.replies.put(line)
+        self.replies.put("")  # end of stream: the worker is gone
+
+    def ask(self, request: ProgramRequest, timeout_s: float) -> ProgramReply:
+        stdin = self.process.stdin
+        assert stdin is not None
+        self.busy = True
+        try:
+            return self._ask(stdin, request, timeout_s)
+        finally:
+            self.busy = False
+
+    def _ask(self, stdin: IO[str], request: ProgramRequest, timeout_s: float) -> ProgramReply:
         try:
             stdin.write(request.model_dump_json() + "\n")
             stdin.flush()
-            line = stdout.readline()
-        except (BrokenPipeError, OSError):
-            line = ""
+        except (BrokenPipeError, OSError, ValueError):
+            pass  # the reader sees the end of the stream
+        try:
+            line = self.replies.get(timeout=timeout_s)
+        except queue.Empty:
+            self.kill()
+            raise WorkerDied(
+                f"no answer from the compile worker within {timeout_s:.0f} s (build and first launch)",
+                timed_out=True,
+            ) from None
         if not line:
             code = self.process.wait()
-            reason = f"signal {-code}" if code < 0 else f"exit status {code}"
-            raise WorkerDied(f"the compile worker died ({reason})")
-        return ProgramReply.model_validate_json(line)
+            if code < 0:
+                name = signal.Signals(-code).name if -code in signal.Signals._value2member_map_ else str(-code)
+                raise WorkerDied(f"the compile worker was killed by signal {-code} ({name})", signal_number=-code)
+            raise WorkerDied(f"the compile worker exited with status {code}: {self.stderr_tail()}")
+        try:
+            return ProgramReply.model_validate_json(line)
+        except ValidationError as exc:
+            self.kill()
+            raise WorkerDied(f"the compile worker answered something unreadable ({exc.errors()[0]['msg']})") from None
 
-    def alive(self) -> bool:
-        return self.process.poll() is None
+    def stderr_tail(self) -> str:
+        try:
+            self.stderr.seek(0, os.SEEK_END)
+            size = self.stderr.tell()
+            self.stderr.seek(max(0, size - _STDERR_TAIL))
+            text = self.stderr.read().decode(errors="replace").strip()
+        except (OSError, ValueError):
+            return ""
+        lines = text.splitlines()
+        return lines[-1] if lines else "no error output"
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+        self.stderr.close()
 
     def stop(self) -> None:
+        if self.process.poll() is not None:
+            self.stderr.close()
+            return
         if self.process.stdin is not None:
-            self.process.stdin.close()
+            with contextlib.suppress(OSError):
+                self.process.stdin.close()
         try:
             self.process.wait(timeout=5)
         except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-        if self.process.stdout is not None:
-            self.process.stdout.close()
+            self.kill()
+        self.stderr.close()
 
 
 class CompilePool:
-    """``workers`` compile processes for one device, kept for the client's lifetime."""
+    """Up to ``workers`` compile processes for one device, started as requests need them."""
 
     def __init__(self, workers: int, platform: str, device: str) -> None:
         self.workers = max(1, workers)
         self._where = (platform, device)
-        self._idle: queue.SimpleQueue[_Worker] = queue.SimpleQueue()
-        self._lock = threading.Lock()
-        self._started: list[_Worker] = []
+        self._ready = threading.Condition()
+        self._idle: list[_Worker] = []
+        self._alive: set[_Worker] = set()
+        self._starting = 0
+        self._closed = False
 
-    def start(self) -> None:
-        """Start every worker now, so their interpreters boot while the caller does other work."""
-        with self._lock:
-            while len(self._started) < self.workers:
-                worker = _Worker(*self._where)
-                self._started.append(worker)
-                self._idle.put(worker)
-
-    def run(self, request: ProgramRequest) -> ProgramReply:
-        """Serve ``request`` on the next idle worker (blocks the calling thread only)."""
-        self.start()
-        worker = self._idle.get()
+    def _take(self) -> _Worker:
+        with self._ready:
+            while True:
+                if self._closed:
+                    raise WorkerDied("the compile pool is closed")
+                if self._idle:
+                    return self._idle.pop()
+                if len(self._alive) + self._starting < self.workers:
+                    self._starting += 1
+                    break
+                self._ready.wait()
+        worker: _Worker | None = None
         try:
-            return worker.ask(request)
-        except WorkerDied:
-            with self._lock:
-                self._started.remove(worker)
-            worker = _Worker(*self._where)
-            with self._lock:
-                self._started.append(worker)
-            raise
+            worker = _Worker(*self._where)  # started outside the lock: it takes a moment
         finally:
-            self._idle.put(worker)
+            with self._ready:
+                self._starting -= 1
+                if worker is not None:
+                    self._alive.add(worker)
+                self._ready.notify()
+        return worker
+
+    def _give_back(self, worker: _Worker, *, usable: bool) -> None:
+        with self._ready:
+            keep = usable and not self._closed
+            if keep:
+                self._idle.append(worker)
+            else:
+                self._alive.discard(worker)
+            self._ready.notify()
+        if not keep:
+            worker.stop()
+
+    def run(self, request: ProgramRequest, timeout_s: float) -> ProgramReply:
+        """Serve ``request`` on an idle worker (blocks the calling thread only); a failed worker is replaced."""
+        worker = self._take()
+        try:
+            reply = worker.ask(request, timeout_s)
+        except BaseException:
+            worker.kill()
+            self._give_back(worker, usable=False)
+            raise
+        self._give_back(worker, usable=True)
+        return reply
 
     def close(self) -> None:
-        """Stop the workers."""
-        with self._lock:
-            started, self._started = self._started, []
-        for worker in started:
-            worker.stop()
-        self._idle = queue.SimpleQueue()
+        """Stop the workers; requests in flight end with WorkerDied."""
+        with self._ready:
+            self._closed = True
+            workers = list(self._alive)
+            self._alive.clear()
+            self._idle.clear()
+            self._ready.notify_all()
+        threads = [threading.Thread(target=w.kill if w.busy else w.stop) for w in workers]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()

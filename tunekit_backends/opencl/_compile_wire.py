@@ -1,4 +1,4 @@
-"""What the parent and a compile worker say to each other: one JSON line each way per program.
+"""What the parent and a compile worker say to each other: one JSON line each way per request.
 
 A worker process is started with ``python -m tunekit_backends.opencl._compile_worker`` (not
 ``multiprocessing``), so it never re-imports the user's ``__main__``: a script without an
@@ -17,14 +17,22 @@ WIRE_VERSION: Literal[1] = 1
 
 
 class _Wire(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # A scalar argument may be a clamp bound of -inf, or NaN: JSON has no word for them.
+    model_config = ConfigDict(extra="forbid", frozen=True, ser_json_inf_nan="constants")
 
 
 class KernelArg(_Wire):
-    """One kernel argument: a buffer of ``nbytes`` (zeroed scratch), or a scalar of a numpy dtype."""
+    """One kernel argument: a buffer, or a scalar of a numpy dtype.
+
+    A buffer's contents are ``nbytes`` at ``offset`` of the request's ``data_file`` (a copy of
+    the caller's benchmark inputs), so the worker's first launch runs on the data the tune
+    runs on: a kernel whose loops follow its data (a linked list ended by -1) must not meet
+    zeros it would never see. Canary bytes follow, as in the parent's own first launch.
+    """
 
     kind: Literal["buffer", "scalar"]
     nbytes: int = Field(0, ge=0)
+    offset: int = Field(0, ge=0)
     value: int | float = 0
     dtype: str = ""
 
@@ -46,6 +54,7 @@ class ProgramRequest(_Wire):
     device: str
     source: str
     options: tuple[str, ...]
+    data_file: str = ""
     launches: tuple[Launch, ...]
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import math
 import re
@@ -15,7 +16,7 @@ from tunekit._tunable_set import KeyGenerator, TunableSet
 from tunekit_backends.opencl._buffers import kernel_arg
 from tunekit_backends.opencl._cl import CompileError, build_log, first_error_line, pyopencl
 from tunekit_backends.opencl._client import OpenCLClient
-from tunekit_backends.opencl._together import compile_one_in_worker, compile_together
+from tunekit_backends.opencl._together import compile_together
 
 __all__ = ["Geometry", "KernelTemplate"]
 
@@ -23,6 +24,8 @@ K = TypeVar("K")
 
 Geometry = Callable[[Config, Any], tuple[Sequence[int], Sequence[int] | None]]
 """(configuration, key) -> (global size, local size or None): the launch shape of a variant."""
+
+Shape = tuple[tuple[int, ...], tuple[int, ...] | None]
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -166,9 +169,12 @@ class _Variant(Generic[K]):
         self._lock = threading.Lock()
         self._kernel: Any = None
         self.failure: str | None = None
-        """Why compiling this variant with others failed; its prepare hook raises it."""
-        self.launched_in_worker = False
-        """A compile worker has launched it once: the driver's cache holds its lazily compiled code."""
+        """Why this variant does not build (found while compiling it with others); its hook raises it."""
+        self._launched: dict[Shape, tuple[str, bool] | None] = {}
+        """Launch shapes this variant was first launched at (in a worker or here): None, or the error and
+        whether it took its worker down (then this process must not even build it)."""
+        self._offered: set[Shape] = set()
+        """Launch shapes a compile of this variant together with others was tried at."""
 
     def priority(self, key: object) -> int:
         """0 when this variant can handle ``key``, -1 (skipped for that key) otherwise."""
@@ -176,12 +182,33 @@ class _Variant(Generic[K]):
         return 0 if applies is None or applies(self.config, key) else -1
 
     def unbuilt(self) -> bool:
-        """Neither built nor known to fail."""
+        """Neither built nor known not to build."""
         return self._kernel is None and self.failure is None
 
+    def needs_first_launch(self, inputs: tuple[Any, ...]) -> bool:
+        """Buildable, and not yet launched at the shape ``inputs`` give (PoCL compiles per local size)."""
+        if self.failure is not None:
+            return False
+        try:
+            return self.shape(inputs) not in self._launched
+        except Exception:  # its own hook reports the geometry error
+            return False
+
+    def offered(self, inputs: tuple[Any, ...]) -> None:
+        """Compiling together has tried this variant for ``inputs``: its own hook need not try again."""
+        with contextlib.suppress(Exception):  # its own hook reports a geometry error
+            self._offered.add(self.shape(inputs))
+
     def fail(self, reason: str) -> None:
-        """Record why this variant cannot run (from compiling it together with others)."""
+        """Record why this variant does not build."""
         self.failure = reason
+
+    def worker_launched(self, inputs: tuple[Any, ...], error: str | None, *, fatal: bool = False) -> None:
+        """A compile worker built this variant and first-launched it on ``inputs``: fine, or ``error``.
+
+        ``fatal``: the variant crashed or hung its worker, so this process never builds or runs it.
+        """
+        self._launched[self.shape(inputs)] = None if error is None else (error, fatal)
 
     def adopt(self, kernel: Any) -> None:
         """Take ``kernel``, built for this variant inside a program shared with other variants."""
@@ -230,10 +257,14 @@ class _Variant(Generic[K]):
         cl = pyopencl()
         global_size, local_size = self.shape(args)
         device = self.client.device
-        if self.unbuilt() and self.client.compile_pool is not None:
-            compile_one_in_worker(self.client.compile_pool, self, args)
+        shape = (global_size, local_size)
+        if self.client.compile_pool is not None and shape not in self._offered and self.needs_first_launch(args):
+            compile_together([self], args)  # a hook called on its own still compiles in a worker
         if self.failure is not None:
             raise CompileError(f"{self.name}: {self.failure}")
+        worker_error = self._launched.get(shape)
+        if worker_error is not None and worker_error[1]:
+            raise CompileError(f"{self.name}: {worker_error[0]}")
         kernel = self.kernel()
         if local_size is not None:
             limit = kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, device)
@@ -253,8 +284,10 @@ class _Variant(Generic[K]):
                 f"{self.name}: refused by the device: needs {local_mem} bytes of local memory, "
                 f"{device.name} has {device.local_mem_size}"
             )
-        if self.launched_in_worker:
-            return  # its first launch here finds the work-group code in the driver's cache
+        if worker_error is not None:  # after the checks above, whose messages say more
+            raise CompileError(f"{self.name}: refused by the device at launch in a compile worker: {worker_error[0]}")
+        if shape in self._launched:
+            return  # a worker launched it at this shape: the driver's cache holds its work-group code
         positions = [i for i, a in enumerate(args) if isinstance(a, cl.array.Array | cl.Buffer)]
         scratch = self.client.check_buffers(args, positions)
         try:
@@ -263,6 +296,7 @@ class _Variant(Generic[K]):
             event.wait()
         except cl.Error as exc:
             raise CompileError(f"{self.name}: refused by the device at launch: {first_error_line(str(exc))}") from None
+        self._launched[shape] = None
 
 
 class _PrepareHook:

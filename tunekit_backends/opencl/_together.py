@@ -1,157 +1,193 @@
 """Compiling a batch of one template's variants together: few programs, in parallel where it pays.
 
 The tuner hands every variant of a batch to :func:`compile_together` before the per-variant
-prepare hooks run. Variants are dealt round-robin into programs of at most ``_MAX_PER_PROGRAM``
-(see ``_batch.py`` for why one program beats many). With a compile pool, each program is built
-and each kernel first-launched in a worker process, programs in parallel, and the parent then
-builds the same programs from the driver's kernel cache; without one, the parent builds them.
-Either way the per-variant hook afterwards finds its kernel built, checks the device's limits
-and launches it once, so only its error, if any, is reported against it.
+prepare hooks run. Variants go into programs of at most ``_MAX_PER_PROGRAM`` (see ``_batch.py``
+for why one program beats many). With a compile pool, each program is built and each kernel
+first-launched (on a copy of the benchmark inputs) in a worker process, one kernel per request
+to whichever worker is free, and the parent then builds the same programs from the driver's
+kernel cache; without one, the parent builds them. Either way the per-variant hook afterwards
+finds its kernel built, checks the device's limits and launches it once unless a worker already
+did at that launch shape, so each failure is reported against its own variant.
 """
 
 from __future__ import annotations
 
+import itertools
+import logging
 import math
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
+from tunekit import _settings
 from tunekit_backends.opencl._batch import Batch, batchable, batched_program
 from tunekit_backends.opencl._cl import pyopencl
-from tunekit_backends.opencl._compile import CompilePool, WorkerDied, describe_launch
-from tunekit_backends.opencl._compile_wire import ProgramReply, ProgramRequest
+from tunekit_backends.opencl._compile import CompilePool, InputsFile, WorkerDied, launch_of
+from tunekit_backends.opencl._compile_wire import ProgramRequest
 
 if TYPE_CHECKING:
     from tunekit_backends.opencl._template import _Variant
 
-__all__ = ["compile_one_in_worker", "compile_together"]
+__all__ = ["compile_together"]
+
+_log = logging.getLogger("tunekit.opencl")
 
 _MAX_PER_PROGRAM = 32
 """A program that fails to build is retried variant by variant: keep that retry bounded."""
 
 
 def compile_together(variants: Sequence[_Variant[Any]], inputs: tuple[Any, ...]) -> None:
-    """Build every not-yet-built variant in few programs; failures are left on each variant."""
-    todo = [v for v in variants if v.unbuilt()]
+    """Build, and where a pool exists first-launch, every variant not yet launched at its shape for ``inputs``."""
+    todo = [v for v in variants if v.needs_first_launch(inputs)]
+    for variant in todo:
+        variant.offered(inputs)
     if not todo:
         return
     template, client = todo[0].template, todo[0].client
     pool = client.compile_pool
-    if len(todo) == 1 or not batchable(template.source):
-        if pool is not None:
-            _each_in_workers(pool, todo, inputs)
+    unbuilt = [v for v in todo if v.unbuilt()]
+    if pool is None:
+        if len(unbuilt) > 1 and batchable(template.source):
+            count = math.ceil(len(unbuilt) / _MAX_PER_PROGRAM)
+            for group in (unbuilt[start::count] for start in range(count)):
+                _build_here(group, _program_of(group))
         return
-    count = math.ceil(len(todo) / _MAX_PER_PROGRAM)
-    groups = [todo[start::count] for start in range(count)]
-    if pool is not None:
-        _in_workers(pool, groups, inputs)
-    else:
-        for group in groups:
-            _build_here(group, _program_of(group))
+    files = InputsFile(inputs)
+    try:
+        if files.args is None:
+            _log.info("%s: an argument cannot be sent to a compile worker; compiling in this process", template)
+            return
+        # A variant's build and first launch in a worker are held to the same limit as one run.
+        timeout_s = _settings.current().candidate_timeout_s
+        if len(todo) > 1 and batchable(template.source):
+            count = math.ceil(len(todo) / _MAX_PER_PROGRAM)
+            _in_workers(pool, [todo[start::count] for start in range(count)], inputs, files, timeout_s)
+        else:
+            _on_threads(pool, lambda v: compile_one_in_worker(pool, v, inputs, files, timeout_s), todo)
+    finally:
+        files.close()
 
 
 def _program_of(group: Sequence[_Variant[Any]]) -> Batch:
     template = group[0].template
     defines = [[(name, template.define_value(value)) for name, value in v.config.items()] for v in group]
-    return batched_program(template.source, template.kernel_name, defines, template.options)
+    return batched_program(template.source, template.kernel_name, defines)
 
 
-def _in_workers(pool: CompilePool, groups: list[list[_Variant[Any]]], inputs: tuple[Any, ...]) -> None:
+Job = tuple["_Variant[Any]", ProgramRequest | None, list["_Variant[Any]"]]
+
+
+def _in_workers(
+    pool: CompilePool,
+    groups: list[list[_Variant[Any]]],
+    inputs: tuple[Any, ...],
+    files: InputsFile,
+    timeout_s: float,
+) -> None:
     """Every kernel of every program first-launched in whichever worker is free, then each program built here.
 
     One request per kernel, not per program: compile times differ by 5x between variants, so
-    handing out whole programs leaves a worker idle at the end. Each worker builds a program
-    the first time one of its kernels reaches it (a duplicated build is cheap next to the
-    first launches), and the first launch compiles only that kernel.
+    handing out whole programs leaves a worker idle at the end. A worker builds a program the
+    first time one of its kernels reaches it, and the first launch compiles only that kernel.
     """
-    jobs: list[tuple[_Variant[Any], ProgramRequest | None, list[_Variant[Any]]]] = []
+    per_program: list[list[Job]] = []
     batches = [_program_of(group) for group in groups]
     for group, batch in zip(groups, batches, strict=True):
         options = list(group[0].template.options)
-        for variant, name in zip(group, batch.kernel_names, strict=True):
-            jobs.append((variant, _request([variant], batch.source, options, [name], inputs), group))
+        per_program.append(
+            [
+                (variant, _request(variant, batch.source, options, name, inputs, files), group)
+                for variant, name in zip(group, batch.kernel_names, strict=True)
+            ]
+        )
+    jobs = [job for round_ in itertools.zip_longest(*per_program) for job in round_ if job is not None]
     broken: set[int] = set()
 
-    def one(job: tuple[_Variant[Any], ProgramRequest | None, list[_Variant[Any]]]) -> None:
+    def one(job: Job) -> None:
         variant, request, group = job
         if request is None or id(group) in broken:
             return
         try:
-            reply = pool.run(request)
+            reply = pool.run(request, timeout_s)
         except WorkerDied:
-            reply = ProgramReply(build_error="worker died")
+            broken.add(id(group))  # which variant did it is found one by one below
+            return
         if reply.build_error is not None:
+            _log.debug("%s: the batched program failed (%s); one program per variant", variant.name, reply.build_error)
             broken.add(id(group))
-        elif reply.launch_errors and reply.launch_errors[0] is not None:
-            variant.fail(f"refused by the device at launch in a compile worker: {reply.launch_errors[0]}")
         else:
-            variant.launched_in_worker = True
+            variant.worker_launched(inputs, reply.launch_errors[0] if reply.launch_errors else None)
 
     _on_threads(pool, one, jobs)
-    # A program that failed as a whole (one variant does not compile, or crashes the compiler)
-    # is retried one variant per program, so each failure is found and costs only itself.
     retry = [v for group in groups if id(group) in broken for v in group]
-    if retry:
-        _each_in_workers(pool, retry, inputs)
+    _on_threads(pool, lambda v: compile_one_in_worker(pool, v, inputs, files, timeout_s), retry)
     for group, batch in zip(groups, batches, strict=True):
         if id(group) not in broken:
             _build_here(group, batch)
 
 
-def _each_in_workers(pool: CompilePool, variants: Sequence[_Variant[Any]], inputs: tuple[Any, ...]) -> None:
-    _on_threads(pool, lambda variant: compile_one_in_worker(pool, variant, inputs), list(variants))
-
-
 def _on_threads(pool: CompilePool, work: Callable[[Any], None], items: list[Any]) -> None:
     """``work`` on every item, as many at once as the pool has workers."""
+    if not items:
+        return
     with ThreadPoolExecutor(max_workers=pool.workers, thread_name_prefix="tunekit-compile") as threads:
         for future in [threads.submit(work, item) for item in items]:
             future.result()
 
 
-def compile_one_in_worker(pool: CompilePool, variant: _Variant[Any], inputs: tuple[Any, ...]) -> None:
-    """One variant alone in a worker, built exactly as its own lazy build will be (so that is a cache hit)."""
+def compile_one_in_worker(
+    pool: CompilePool, variant: _Variant[Any], inputs: tuple[Any, ...], files: InputsFile, timeout_s: float
+) -> None:
+    """One variant alone in a worker, built exactly as its own lazy build will be (so that is a cache hit).
+
+    A worker killed by a signal or past its deadline fails the variant at that launch shape;
+    any other trouble with the worker leaves the variant to compile in this process.
+    """
     template = variant.template
     request = _request(
-        [variant], template.source, template.build_options(variant.config), [template.kernel_name], inputs
+        variant, template.source, template.build_options(variant.config), template.kernel_name, inputs, files
     )
     if request is None:
         return
     try:
-        reply = pool.run(request)
+        reply = pool.run(request, timeout_s)
     except WorkerDied as exc:
-        variant.fail(f"crashed a compile worker while building or first launching it: {exc}")
+        if exc.crashed:
+            message = f"crashed a compile worker while building or first launching it: {exc}"
+            variant.worker_launched(inputs, message, fatal=True)
+        elif exc.timed_out:
+            variant.worker_launched(
+                inputs, f"hung a compile worker while building or first launching it: {exc}", fatal=True
+            )
+        else:
+            _log.warning("%s: compiling in this process instead: %s", variant.name, exc)
         return
     if reply.build_error is not None:
         variant.fail(f"build failed in a compile worker: {reply.build_error}")
-    elif reply.launch_errors and reply.launch_errors[0] is not None:
-        variant.fail(f"refused by the device at launch in a compile worker: {reply.launch_errors[0]}")
     else:
-        variant.launched_in_worker = True
+        variant.worker_launched(inputs, reply.launch_errors[0] if reply.launch_errors else None)
 
 
 def _request(
-    group: Sequence[_Variant[Any]],
-    source: str,
-    options: list[str],
-    kernel_names: Sequence[str],
-    inputs: tuple[Any, ...],
+    variant: _Variant[Any], source: str, options: list[str], kernel: str, inputs: tuple[Any, ...], files: InputsFile
 ) -> ProgramRequest | None:
-    """The worker request for ``group``, or None when an argument cannot be described to a worker."""
-    client = group[0].client
+    """The worker request for one kernel, or None when the variant's own hook should report its launch shape."""
     try:
-        launches = []
-        for variant, name in zip(group, kernel_names, strict=True):
-            global_size, local_size = variant.shape(inputs)
-            launches.append(describe_launch(name, global_size, local_size, inputs))
-    except Exception:  # the variant's own hook reports a bad geometry or argument, in its own words
+        global_size, local_size = variant.shape(inputs)
+    except Exception:  # the variant's own hook reports a bad geometry, in its own words
         return None
+    if local_size is not None and (
+        len(local_size) != len(global_size) or any(g % max(x, 1) for g, x in zip(global_size, local_size, strict=True))
+    ):
+        return None
+    client = variant.client
     return ProgramRequest(
         platform=client.device.platform.name,
         device=client.device.name,
         source=source,
         options=tuple(options),
-        launches=tuple(launches),
+        data_file=files.path,
+        launches=(launch_of(kernel, global_size, local_size, files),),
     )
 
 
@@ -164,7 +200,8 @@ def _build_here(group: Sequence[_Variant[Any]], batch: Batch) -> None:
     cl = pyopencl()
     try:
         program = cl.Program(group[0].client.context, batch.source).build(options=list(group[0].template.options))
-    except cl.Error:
+    except cl.Error as exc:
+        _log.debug("%s: the batched program failed to build here (%s)", group[0].template, str(exc)[:200])
         return
     for variant, name in zip(group, batch.kernel_names, strict=True):
         if variant.failure is None:
