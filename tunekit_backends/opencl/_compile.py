@@ -54,7 +54,15 @@ class InputsFile:
         cl = pyopencl()
         self.args: list[KernelArg] | None = []
         handle, self.path = tempfile.mkstemp(prefix="tunekit-inputs-", suffix=".bin")
+        try:
+            self._write(cl, handle, inputs)
+        except BaseException:
+            self.close()
+            raise
+
+    def _write(self, cl: Any, handle: int, inputs: Sequence[Any]) -> None:
         offset = 0
+        assert self.args is not None
         with os.fdopen(handle, "wb") as out:
             for value in inputs:
                 if isinstance(value, cl.array.Array | cl.Buffer):

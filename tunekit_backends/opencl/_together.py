@@ -52,7 +52,13 @@ def compile_together(variants: Sequence[_Variant[Any]], inputs: tuple[Any, ...])
             for group in (unbuilt[start::count] for start in range(count)):
                 _build_here(group, _program_of(group))
         return
-    files = InputsFile(inputs)
+    try:
+        files = InputsFile(inputs)
+    except OSError as exc:  # no room for the copy of the inputs (a full or read-only temp directory)
+        _log.warning("%s: cannot hand the inputs to compile workers (%s); compiling in this process", template, exc)
+        for variant in todo:
+            variant.offered(inputs)
+        return
     try:
         if files.args is None:
             _log.info("%s: an argument cannot be sent to a compile worker; compiling in this process", template)
