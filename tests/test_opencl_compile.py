@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import subprocess
 import sys
@@ -356,6 +357,14 @@ __kernel void spin(__global float* y, const int n) {
     y[i] = (float)(MODE + BLOCK);
 }
 """
+
+
+def test_no_time_limit_means_workers_wait_as_long_as_a_compile_takes(pooled: OpenCLClient) -> None:
+    """Regression: candidate_timeout_s=inf (documented as "no limit") overflowed the reply wait."""
+    tk.configure(candidate_timeout_s=math.inf)
+    args = (cla.zeros(pooled.queue, 64, np.float32), np.int32(64))
+    record = _tune_in_process_mode(SPIN, "spin", {"MODE": [0], "BLOCK": [8, 16]}, args, pooled, "no-limit")
+    assert all(c.status == "measured" for c in record.candidates), [c.error for c in record.candidates]
 
 
 def test_a_variant_that_hangs_its_worker_fails_after_the_candidate_timeout(pooled: OpenCLClient) -> None:

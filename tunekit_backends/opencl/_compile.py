@@ -12,6 +12,7 @@ garbage costs that request and is replaced, never the caller's process.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import queue
 import signal
@@ -138,7 +139,7 @@ class _Worker:
         except (BrokenPipeError, OSError, ValueError):
             pass  # the reader sees the end of the stream
         try:
-            line = self.replies.get(timeout=timeout_s)
+            line = self.replies.get(timeout=None if math.isinf(timeout_s) else timeout_s)
         except queue.Empty:
             self.kill()
             raise WorkerDied(

@@ -56,14 +56,12 @@ def compile_together(variants: Sequence[_Variant[Any]], inputs: tuple[Any, ...])
         files = InputsFile(inputs)
     except OSError as exc:  # no room for the copy of the inputs (a full or read-only temp directory)
         _log.warning("%s: cannot hand the inputs to compile workers (%s); compiling in this process", template, exc)
-        for variant in todo:
-            variant.offered(inputs)
         return
     try:
         if files.args is None:
             _log.info("%s: an argument cannot be sent to a compile worker; compiling in this process", template)
             return
-        # A variant's build and first launch in a worker are held to the same limit as one run.
+        # A variant's build and first launch in a worker are held to the same limit as one run (inf: none).
         timeout_s = _settings.current().candidate_timeout_s
         if len(todo) > 1 and batchable(template.source):
             count = math.ceil(len(todo) / _MAX_PER_PROGRAM)
