@@ -422,3 +422,35 @@ def _alive(pid: int) -> bool:
             return stat.read().split(") ")[1].split()[0] != "Z"
     except FileNotFoundError:
         return False
+
+
+LOCAL = """
+__kernel void stage(__global const float* x, __global float* y, __local float* tile, const int n) {
+    int i = get_global_id(0), l = get_local_id(0);
+    tile[l] = i < n ? x[i] * (float)SCALE : 0.0f;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (i < n) y[i] = tile[l];
+}
+"""
+
+
+def test_an_argument_a_worker_cannot_take_compiles_in_the_tuning_process(
+    pooled: OpenCLClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    template = KernelTemplate(
+        LOCAL, "stage", {"SCALE": [1, 2], "BLOCK": [8, 16]}, geometry=lambda c, key: ((key.n,), (int(c.BLOCK),))
+    )
+    x = cla.to_device(pooled.queue, np.arange(64, dtype=np.float32))
+
+    def inputs(key: SizeKey, *caller: Any) -> tuple[Any, ...]:
+        return x, cla.zeros(pooled.queue, 64, np.float32), cl.LocalMemory(4 * 16), np.int32(64)
+
+    tunables = template.tunable_set(pooled, key=lambda *a: SizeKey(n=int(a[-1])), inputs=inputs)
+    y = cla.zeros(pooled.queue, 64, np.float32)
+    with caplog.at_level("INFO", logger="tunekit.opencl"):
+        tk.LocalTuner[SizeKey, Any]("local-memory").execute(
+            pooled.device_id, pooled, tunables, (x, y, cl.LocalMemory(4 * 16), np.int32(64))
+        ).wait()
+    assert "cannot be sent to a compile worker; compiling in this process" in caplog.text
+    assert len(template.compiled()) == 4
+    assert any(np.array_equal(y.get(), x.get() * scale) for scale in (1, 2))
