@@ -10,6 +10,8 @@ first launch of every variant (PoCL compiles the work-group function at the firs
   ``TUNEKIT_COMPILE_WORKERS=1``, every variant its own program);
 - one program, threads: the variants built as one program in this process, then the first
   launches on ``--workers`` threads (``compile_in="thread"``);
+- one program, 1 worker process: the same with a single worker, to show how the compile divides
+  among workers (the default is one per usable CPU);
 - one program, processes: built and first-launched in ``--workers`` worker processes, handed
   back through PoCL's on-disk kernel cache (``compile_in="process"``, the default on PoCL).
 """
@@ -44,7 +46,8 @@ def main() -> int:
             {"TUNEKIT_COMPILE_WORKERS": "1", "BENCH_ONE_PROGRAM_PER_VARIANT": "1"},
         ),
         "one program, threads": ("tunekit-thread", {"TUNEKIT_COMPILE_WORKERS": workers}),
-        "one program, processes": ("tunekit", {"TUNEKIT_COMPILE_WORKERS": workers}),
+        "one program, 1 worker process": ("tunekit", {"BENCH_COMPILE_WORKERS": "1"}),
+        "one program, processes": ("tunekit", {"TUNEKIT_COMPILE_WORKERS": workers, "BENCH_COMPILE_WORKERS": workers}),
     }
     runs: dict[str, list[dict[str, object]]] = {mode: [] for mode in modes}
     for round_ in range(options.rounds):

@@ -43,7 +43,8 @@ def tune_tunekit(size: int, compile_in: str) -> dict[str, Any]:
         together.batchable = lambda source: False
 
     started = time.perf_counter()
-    client = OpenCLClient(compile_in=compile_in)  # type: ignore[arg-type]
+    workers = os.environ.get("BENCH_COMPILE_WORKERS")  # benches/compile.py's scaling rows
+    client = OpenCLClient(compile_in=compile_in, compile_workers=int(workers) if workers else None)  # type: ignore[arg-type]
     chosen = client.compile_in
     a, b, expected = space.host_inputs(size)
 
