@@ -155,40 +155,21 @@ class SizeKey:
     n: Annotated[int, tk.Anchor()]
 
 
-def test_a_variant_that_crashes_its_compile_worker_is_failed_and_the_rest_tune(isolated_settings: Path) -> None:
-    pooled = OpenCLClient(compile_in="process", compile_workers=2)
-    try:
-        template = KernelTemplate(
-            CRASHY,
-            "crashy",
-            {"MODE": [0, 1, 2], "BLOCK": [16, 32]},
-            geometry=lambda config, key: ((key.n,), (int(config.BLOCK),)),
-        )
-        tunables = template.tunable_set(
-            pooled,
-            key=lambda y, n: SizeKey(n=int(n)),
-            inputs=lambda key, *caller: (cla.zeros(pooled.queue, key.n, np.float32), np.int32(key.n)),
-        )
-        records: list[tk.AutotuneRecord] = []
-        sink = tk.add_record_sink(records.append)
-        try:
-            tuner: tk.LocalTuner[SizeKey, Any] = tk.LocalTuner("opencl-crashy")
-            y = cla.zeros(pooled.queue, 64, np.float32)
-            tuner.execute(pooled.device_id, pooled, tunables, (y, np.int32(64))).wait()
-        finally:
-            tk.remove_record_sink(sink)
-        by_name = {c.name: c for c in records[-1].candidates}
-        for block in (16, 32):
-            crashed = by_name[f"crashy[MODE=2,BLOCK={block}]"]
-            assert crashed.stage == "compile" and "crashed a compile worker" in (crashed.error or "")
-            broken = by_name[f"crashy[MODE=1,BLOCK={block}]"]
-            assert broken.stage == "compile" and "build failed in a compile worker" in (broken.error or "")
-            assert "error" in (broken.error or "").split("worker:")[1]
-            assert by_name[f"crashy[MODE=0,BLOCK={block}]"].status == "measured"
-        assert records[-1].winner is not None and records[-1].winner.startswith("crashy[MODE=0,")
-        assert set(np.unique(y.get())) <= {16.0, 32.0}
-    finally:
-        pooled.close()
+def test_a_variant_that_crashes_its_compile_worker_is_failed_and_the_rest_tune(pooled: OpenCLClient) -> None:
+    y = cla.zeros(pooled.queue, 64, np.float32)
+    record = _tune_in_process_mode(
+        CRASHY, "crashy", {"MODE": [0, 1, 2], "BLOCK": [16, 32]}, (y, np.int32(64)), pooled, "opencl-crashy"
+    )
+    by_name = {c.name: c for c in record.candidates}
+    for block in (16, 32):
+        crashed = by_name[f"crashy[MODE=2,BLOCK={block}]"]
+        assert crashed.stage == "compile" and "crashed a compile worker" in (crashed.error or "")
+        broken = by_name[f"crashy[MODE=1,BLOCK={block}]"]
+        assert broken.stage == "compile" and "build failed in a compile worker" in (broken.error or "")
+        assert "error" in (broken.error or "").split("worker:")[1]
+        assert by_name[f"crashy[MODE=0,BLOCK={block}]"].status == "measured"
+    assert record.winner is not None and record.winner.startswith("crashy[MODE=0,")
+    assert set(np.unique(y.get())) <= {16.0, 32.0}
 
 
 def test_auto_compiles_in_processes_on_pocl_with_cores_and_its_kernel_cache(monkeypatch: pytest.MonkeyPatch) -> None:
