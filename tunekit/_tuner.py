@@ -178,22 +178,23 @@ class Tuner:
         cache = persistent_cache(settings)
         key_json = key_to_json(key)
         if cache is None:
-            return self._tune_and_store(client, tunables, key, inputs, settings, events, None)
-        ranking = self._cached(cache, tunables, key, events)
+            return self._tune_and_store(client, tunables, key, key_json, inputs, settings, events, None)
+        ranking = self._cached(cache, tunables, key, key_json, events)
         if ranking is not None:
             return ranking
         with tune_lock(cache, self.device_id, self.name, key_json, settings.tune_lock_timeout_s) as held:
             if held:  # another process may have tuned this key while this one waited for the lock
-                ranking = self._cached(cache, tunables, key, events, after_wait=True)
+                ranking = self._cached(cache, tunables, key, key_json, events, after_wait=True)
                 if ranking is not None:
                     return ranking
-            return self._tune_and_store(client, tunables, key, inputs, settings, events, cache)
+            return self._tune_and_store(client, tunables, key, key_json, inputs, settings, events, cache)
 
     def _cached(
         self,
         cache: PersistentCache,
         tunables: TunableSet[Any, Any],
         key: object,
+        key_json: str,
         events: list[RecordEvent],
         *,
         after_wait: bool = False,
@@ -203,7 +204,7 @@ class Tuner:
         The second look, after waiting for another process's tune, tells observers nothing more:
         they saw this resolve's lookup the first time.
         """
-        match self._stored(cache, key_to_json(key)):
+        match self._stored(cache, key_json):
             case Unchecked(checksum, value):
                 ranking = self._check(tunables, checksum, value)
                 if after_wait:
@@ -226,12 +227,12 @@ class Tuner:
         client: Client,
         tunables: TunableSet[Any, Any],
         key: object,
+        key_json: str,
         inputs: tuple[Any, ...],
         settings: Settings,
         events: list[RecordEvent],
         cache: PersistentCache | None,
     ) -> tuple[int, ...]:
-        key_json = key_to_json(key)
         started = time.perf_counter()
         observation = observe_tune(self.name, self.device_id, key_to_dict(key), tunables.names, settings)
         try:
@@ -334,7 +335,7 @@ class Tuner:
         with open_runner(client, tunables, bench_inputs, settings, key=key, gate=gate) as opened:
             runner = observation.runner(opened, tunables.names)
             if tunables.search is not None:
-                found = search_tune(
+                return search_tune(
                     tuner=self.name,
                     client=client,
                     tunables=tunables,
@@ -349,7 +350,6 @@ class Tuner:
                     events=events,
                     on_outcomes=lambda results: observation.outcomes(results, tunables.names),
                 )
-                return found
             for number, batch in enumerate(batches):
                 if number > 0:
                     events.append(FallbackBatch(batch=number))

@@ -8,6 +8,7 @@ would, and its winner is cached and recorded like any other.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -45,36 +46,35 @@ def search_tune(
     """Search the set's space for ``key``; the outcomes and batch of every evaluated candidate, and the ranking."""
     outcomes: dict[int, Outcome] = {}
     batch_of: dict[int, int] = {}
-    index_of: dict[Config, int | None] = {}
-    numbers = iter(range(1 << 62))
+    index_of: dict[Config, int] = {}
+    numbers = itertools.count()
 
     def evaluate(configs: Sequence[Config]) -> Mapping[Config, Outcome]:
         number = next(numbers)
-        results: dict[int, Outcome] = {}
         ranked = Ranked()
-        batch: list[int] = []
+        config_at: dict[int, Config] = {}
         for config in configs:
             index = tunables.index_of(spec.name_of(config))
-            index_of[config] = index
             if index is None:
                 ranked[config] = Skipped(f"the set has no candidate named {spec.name_of(config)!r}")
             elif index not in planned:
                 ranked[config] = Skipped("negative priority for this key")
             else:
-                batch.append(index)
-        results.update(prepare_and_check(batch, number))
+                index_of[config] = index
+                config_at[index] = config
+        batch = list(config_at)
+        results: dict[int, Outcome] = dict(prepare_and_check(batch, number))
         measured = measure_batch(
             runner, [i for i in batch if i not in results], settings, client=client, names=tunables.names
         )
         results.update(measured)
         events.extend(measured.events)
         on_outcomes(results)
-        config_at = {index: config for config, index in index_of.items() if index is not None}
-        for index in batch:
+        for index, config in config_at.items():
             outcome = results.get(index, Skipped("not measured"))
             outcomes[index] = outcome
             batch_of[index] = number
-            ranked[config_at[index]] = outcome
+            ranked[config] = outcome
         ranked.ranking = tuple(config_at[i] for i in measured.ranking)
         return ranked
 
@@ -92,7 +92,5 @@ def search_tune(
         finalists=spec.finalists,
     )
     events.append(search_ended(result))
-    ranking = tuple(
-        index for trial in result.ranking if (index := index_of.get(trial.config)) is not None and index in outcomes
-    )
+    ranking = tuple(index_of[trial.config] for trial in result.ranking if trial.config in index_of)
     return outcomes, batch_of, ranking
