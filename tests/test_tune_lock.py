@@ -132,17 +132,27 @@ def test_a_tune_nested_in_a_tune_of_the_same_key_does_not_wait_on_itself(caplog:
         n: int
 
     client = CpuClient()
+    # Two sets may share a tuner name only when their candidates are the same (one checksum): two
+    # objects built from the same definition, one reached from inside the other's candidate.
     inner_set = tk.TunableSet(key=lambda n: Key(n=n)).with_tunables(
         [tk.Tunable("a", lambda n: n), tk.Tunable("b", lambda n: (time.sleep(0.001), n)[1])]
     )
     inner: tk.LocalTuner[Key, int] = tk.LocalTuner("ops")
     outer_set = tk.TunableSet(key=lambda n: Key(n=n)).with_tunables(
         [
-            tk.Tunable("via_inner", lambda n: inner.execute(client.device_id, client, inner_set, (n,)) + 1),
-            tk.Tunable("direct", lambda n: (time.sleep(0.002), n + 1)[1]),
+            tk.Tunable("a", lambda n: inner.execute(client.device_id, client, inner_set, (n,)) + 1),
+            tk.Tunable("b", lambda n: (time.sleep(0.002), n + 1)[1]),
         ]
     )
+    assert inner_set.checksum() == outer_set.checksum()
+    records: list[tk.AutotuneRecord] = []
+    sink = tk.add_record_sink(records.append)
     tk.configure(tune_lock_timeout_s=30)
-    with caplog.at_level(logging.INFO, logger="tunekit.tuner"):
-        assert tk.LocalTuner[Key, int]("ops").execute(client.device_id, client, outer_set, (7,)) == 8
+    try:
+        with caplog.at_level(logging.INFO, logger="tunekit.tuner"):
+            assert tk.LocalTuner[Key, int]("ops").execute(client.device_id, client, outer_set, (7,)) == 8
+    finally:
+        tk.remove_record_sink(sink)
     assert "waiting for its winner" not in caplog.text and "waited" not in caplog.text
+    assert len(records) == 2  # the inner tune, then the outer one, neither failing a candidate
+    assert all(c.status == "measured" for r in records for c in r.candidates), records

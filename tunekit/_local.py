@@ -21,7 +21,10 @@ class LocalTuner(Generic[K, Out]):
     """Builds an operation's tunable set once and dispatches each call to the tuned winner.
 
     ``K`` is the key class and ``Out`` the output type every tunable must return, so a
-    candidate returning the wrong type is a type error in the user's code.
+    candidate returning the wrong type is a type error in the user's code. ``name`` names the
+    operation in the cache, records and reports: on one device, a process refuses a second,
+    different tunable set under a name that a live set already uses (the two would overwrite
+    each other's cached winners).
     """
 
     def __init__(self, name: str, *, sinks: Sequence[RecordSink] = ()) -> None:
@@ -97,7 +100,11 @@ class LocalTuner(Generic[K, Out]):
             return tuner.recover(tunables, key, inputs, exc)  # type: ignore[no-any-return]
 
     def clear(self) -> None:
-        """Forget the built sets and every in-memory winner; the persistent cache is kept."""
+        """Forget the built sets and every in-memory winner; the persistent cache is kept.
+
+        Once the old sets are gone, a different set may run under this tuner's name (a set
+        redefined in a running process, e.g. a notebook cell run again).
+        """
         with self._lock:
             self._sets.clear()
             for tuner in self._tuners.values():

@@ -88,6 +88,7 @@ class TunableSet(Generic[K, Out]):
     """
 
     __slots__ = (
+        "__weakref__",  # a tuner name's claim holds its set weakly (_tuner_names.py)
         "_bounds",
         "_checksum",
         "_names",
@@ -350,7 +351,9 @@ class TunableSet(Generic[K, Out]):
     def describe_key_fn(self) -> str:
         """Where the key generator was defined, for error messages."""
         try:
-            return f"{self.key.__qualname__} ({inspect.getsourcefile(self.key)})"  # type: ignore[attr-defined]
+            where = inspect.getsourcefile(self.key)
+            line = getattr(getattr(self.key, "__code__", None), "co_firstlineno", None)
+            return f"{self.key.__qualname__} ({where}{'' if line is None else f':{line}'})"  # type: ignore[attr-defined]
         except (TypeError, AttributeError):
             return repr(self.key)
 

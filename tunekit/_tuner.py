@@ -40,6 +40,7 @@ from tunekit._settings import Settings
 from tunekit._sinks import RecordSink, emit_to_all
 from tunekit._tunable_set import TunableSet
 from tunekit._tune_lock import tune_lock
+from tunekit._tuner_names import claim_name
 from tunekit._tuner_search import search_tune
 
 __all__ = ["Tuner", "persistent_cache"]
@@ -55,12 +56,16 @@ def persistent_cache(settings: Settings | None = None) -> PersistentCache | None
     settings = settings or _settings.current()
     if not settings.cache:
         return None
-    directory = (settings.cache_dir or default_cache_dir()).expanduser().resolve()
+    directory = _cache_dir(settings)
     with _caches_lock:
         cache = _caches.get(directory)
         if cache is None:
             cache = _caches[directory] = PersistentCache(directory)
     return cache
+
+
+def _cache_dir(settings: Settings) -> Path:
+    return (settings.cache_dir or default_cache_dir()).expanduser().resolve()
 
 
 class Tuner:
@@ -109,6 +114,7 @@ class Tuner:
 
     def seed(self, tunables: TunableSet[Any, Any], key: object, ranking_names: Sequence[str]) -> None:
         """Install a known ranking (from a committed record) so ``key`` is never tuned here."""
+        self._claim(tunables, _settings.current())
         ranking = tuple(i for i in (tunables.index_of(n) for n in ranking_names) if i is not None)
         if not ranking:
             raise ValueError(f"tuner {self.name!r}: none of {list(ranking_names)} is a member of {tunables!r}")
@@ -129,12 +135,22 @@ class Tuner:
             self.winners.clear()
             self._rankings.clear()
 
+    def _claim(self, tunables: TunableSet[Any, Any], settings: Settings) -> None:
+        """Refuse a second, different set under this name, whose rows would overwrite the first's.
+
+        Checked whether or not the cache is enabled, so that a program does not start failing
+        when its cache is switched on.
+        """
+        claim_name(_cache_dir(settings), self.device_id, self.name, tunables)
+
     # -- the slow path ---------------------------------------------------------------
 
     def resolve(
         self, client: Client, tunables: TunableSet[Any, Any], key: object, inputs: tuple[Any, ...]
     ) -> tuple[int, ...]:
         """The ranking for ``key``: from memory, from disk, from another thread's tune, or tuned now."""
+        settings = _settings.current()
+        self._claim(tunables, settings)
         if not is_autotune_key(key):
             raise TypeError(
                 f"tuner {self.name!r}: the key generator {tunables.describe_key_fn()} returned "
@@ -157,7 +173,7 @@ class Tuner:
         if not owner:
             return future.result()
         try:
-            ranking = self._decide(client, tunables, key, inputs, _settings.current())
+            ranking = self._decide(client, tunables, key, inputs, settings)
         except BaseException as exc:
             with self._lock:
                 del self._pending[(tunables, key)]
