@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 import math
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from collections.abc import Iterator
@@ -435,3 +438,82 @@ def test_an_argument_a_worker_cannot_take_compiles_in_the_tuning_process(
     assert "cannot be sent to a compile worker; compiling in this process" in caplog.text
     assert len(template.compiled()) == 4
     assert any(np.array_equal(y.get(), x.get() * scale) for scale in (1, 2))
+
+
+WORK = """
+__kernel void work(__global float* y, const int n) {
+    int i = get_global_id(0);
+    if (i >= n) return;
+    float acc = 0.0f;
+    for (int k = 0; k < REPEAT; ++k) acc = sin(acc + (float)k);   /* REPEAT=1 wins by far, on any device */
+    y[i] = (float)REPEAT + acc * 0.0f;
+}
+"""
+
+
+def _tune_work(client: OpenCLClient, name: str) -> list[tk.AutotuneRecord]:
+    """Two tunes (two keys) of a space whose winner is not a matter of timing noise; each output checked."""
+    template = KernelTemplate(WORK, "work", {"REPEAT": [1, 1000, 3000]}, geometry=lambda c, key: ((key.n,), None))
+    tunables = template.tunable_set(
+        client,
+        key=lambda y, n: SizeKey(n=int(n)),
+        inputs=lambda key, y, n: (cla.zeros(client.queue, key.n, np.float32), np.int32(key.n)),
+    )
+    records: list[tk.AutotuneRecord] = []
+    sink = tk.add_record_sink(records.append)
+    try:
+        tuner: tk.LocalTuner[SizeKey, Any] = tk.LocalTuner(name)
+        for n in (64, 128):
+            y = cla.zeros(client.queue, n, np.float32)
+            tuner.execute(client.device_id, client, tunables, (y, np.int32(n))).wait()
+            assert set(y.get().tolist()) == {1.0}, name
+    finally:
+        tk.remove_record_sink(sink)
+    for record in records:
+        assert all(c.status == "measured" for c in record.candidates), [c.error for c in record.candidates]
+    assert len(template.compiled()) == 3
+    return records
+
+
+def _warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [f"{r.name}: {r.getMessage()}" for r in caplog.records if r.levelno >= logging.WARNING]
+
+
+def test_an_unwritable_temporary_directory_compiles_in_the_tuning_process_and_warns_once(
+    client: OpenCLClient,
+    pooled: OpenCLClient,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The workers' copy of the inputs cannot be written: same winners as compile_in='thread', one warning."""
+    threaded = [r.winner for r in _tune_work(client, "fallback-thread")]
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("")
+    monkeypatch.setattr(tempfile, "tempdir", str(blocker))  # what TMPDIR sets; Python caches it here
+    with caplog.at_level("INFO"):
+        records = _tune_work(pooled, "fallback-process")
+    assert [r.winner for r in records] == threaded == ["work[REPEAT=1]"] * 2
+    warnings = _warnings(caplog)
+    assert len(warnings) == 1, warnings  # not once per tune, and no traceback from the prepare phase
+    assert warnings[0].startswith("tunekit.opencl: ") and "Not a directory" in warnings[0]
+    assert "TMPDIR" in warnings[0] and "compile_in='thread'" in warnings[0]
+
+
+@pytest.mark.parametrize(
+    "executable",
+    ["", "/nonexistent/bin/python", shutil.which("false") or "/bin/false"],
+    ids=["empty", "missing", "exits-at-once"],
+)
+def test_a_compile_worker_that_cannot_start_compiles_in_the_tuning_process_and_warns_once(
+    pooled: OpenCLClient, executable: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Regression: a worker that could not start raised through the prepare phase, with a traceback per tune."""
+    monkeypatch.setattr(sys, "executable", executable)  # embedded interpreters: '' or the host program
+    with caplog.at_level("INFO"):
+        records = _tune_work(pooled, "no-worker")
+    assert [r.winner for r in records] == ["work[REPEAT=1]"] * 2
+    warnings = _warnings(caplog)
+    assert len(warnings) == 1, warnings
+    assert "compile worker" in warnings[0] and "compiling in this process" in warnings[0]
+    assert "compile_in='thread'" in warnings[0]

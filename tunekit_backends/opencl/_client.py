@@ -122,7 +122,9 @@ class OpenCLClient:
     PoCL whose compiler runs one build at a time per process, handing the result back through
     the driver's on-disk kernel cache; ``"thread"`` in this process. ``"auto"`` (the default)
     picks processes for PoCL when at least two CPUs are usable and its kernel cache is on,
-    threads otherwise.
+    threads otherwise. When workers cannot be used (the temporary directory cannot take the copy
+    of the inputs they launch on, or no worker starts), variants compile in this process as with
+    ``"thread"``, and the first such failure is logged once as a warning saying what to do.
     """
 
     def __init__(

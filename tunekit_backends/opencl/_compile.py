@@ -6,15 +6,18 @@ A worker process has its own lock. It builds a program and launches each of its 
 on copies of the benchmark inputs, which leaves the compiled program and work-group functions
 in PoCL's on-disk kernel cache (``POCL_CACHE_DIR``, on by default); the parent's own build and
 first launch are then cache hits. A worker that dies, hangs past its deadline or answers
-garbage costs that request and is replaced, never the caller's process.
+garbage costs that request and is replaced, never the caller's process; when no worker can
+start at all, the caller compiles in its own process (see ``_together.py``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import math
 import os
 import queue
+import shlex
 import signal
 import subprocess
 import sys
@@ -31,16 +34,26 @@ from tunekit_backends.opencl._compile_wire import KernelArg, Launch, ProgramRepl
 
 __all__ = ["CompilePool", "InputsFile", "WorkerDied", "launch_of"]
 
+_log = logging.getLogger("tunekit.opencl")
+
 _STDERR_TAIL = 2000
 
 
 class WorkerDied(RuntimeError):
-    """A compile worker stopped answering: killed by a signal, exited, hung past its deadline, or spoke garbage."""
+    """A compile worker stopped answering: killed by a signal, exited, hung past its deadline, or spoke garbage.
 
-    def __init__(self, reason: str, *, signal_number: int | None = None, timed_out: bool = False) -> None:
+    ``started`` is False when no worker got going at all: it could not be launched, or it exited
+    before answering anything. That is this machine's trouble, not the request's, and the next
+    worker would most likely fare no better.
+    """
+
+    def __init__(
+        self, reason: str, *, signal_number: int | None = None, timed_out: bool = False, started: bool = True
+    ) -> None:
         super().__init__(reason)
         self.signal_number = signal_number
         self.timed_out = timed_out
+        self.started = started
 
     @property
     def crashed(self) -> bool:
@@ -103,17 +116,27 @@ class _Worker:
     def __init__(self, platform: str, device: str) -> None:
         # The parent's sys.path, so a worker imports the same tunekit even from an uninstalled checkout.
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-        self.stderr = tempfile.TemporaryFile()  # noqa: SIM115 - the worker's stderr, kept for its last words
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "tunekit_backends.opencl._compile_worker", platform, device],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self.stderr,
-            env=env,
-            text=True,
-        )
+        if not sys.executable:  # an embedded interpreter may not know its own executable
+            raise WorkerDied("cannot start a compile worker: sys.executable is empty", started=False)
+        command = [sys.executable, "-m", "tunekit_backends.opencl._compile_worker", platform, device]
+        try:
+            self.stderr = tempfile.TemporaryFile()  # noqa: SIM115 - the worker's stderr, kept for its last words
+        except OSError as exc:
+            raise WorkerDied(
+                f"cannot start a compile worker: no temporary file for its stderr ({exc})", started=False
+            ) from None
+        try:
+            self.process = subprocess.Popen(
+                command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr, env=env, text=True
+            )
+        except OSError as exc:
+            self.stderr.close()
+            raise WorkerDied(
+                f"cannot start a compile worker ({shlex.join(command[:3])}): {exc}", started=False
+            ) from None
         self.replies: queue.SimpleQueue[str] = queue.SimpleQueue()
         self.busy = False
+        self.answered = False
         threading.Thread(target=self._read, daemon=True, name="tunekit-compile-reader").start()
 
     def _read(self) -> None:
@@ -151,7 +174,12 @@ class _Worker:
             if code < 0:
                 name = signal.Signals(-code).name if -code in signal.Signals._value2member_map_ else str(-code)
                 raise WorkerDied(f"the compile worker was killed by signal {-code} ({name})", signal_number=-code)
+            if not self.answered:
+                raise WorkerDied(
+                    f"a compile worker exited with status {code} before answering: {self.stderr_tail()}", started=False
+                )
             raise WorkerDied(f"the compile worker exited with status {code}: {self.stderr_tail()}")
+        self.answered = True
         try:
             return ProgramReply.model_validate_json(line)
         except ValidationError as exc:
@@ -200,6 +228,7 @@ class CompilePool:
         self._alive: set[_Worker] = set()
         self._starting = 0
         self._closed = False
+        self._warned: set[str] = set()
 
     def _take(self) -> _Worker:
         with self._ready:
@@ -245,6 +274,16 @@ class CompilePool:
             raise
         self._give_back(worker, usable=True)
         return reply
+
+    def warn_once(self, kind: str, message: str) -> None:
+        """Log ``message`` as a warning the first time this pool meets trouble of this ``kind``, later at debug level.
+
+        The fallback it announces repeats for every batch of every tune; the advice need not.
+        """
+        with self._ready:
+            first = kind not in self._warned
+            self._warned.add(kind)
+        _log.log(logging.WARNING if first else logging.DEBUG, "%s", message)
 
     def close(self) -> None:
         """Stop the workers; requests in flight end with WorkerDied."""

@@ -8,6 +8,10 @@ to whichever worker is free, and the parent then builds the same programs from t
 kernel cache; without one, the parent builds them. Either way the per-variant hook afterwards
 finds its kernel built, checks the device's limits and launches it once unless a worker already
 did at that launch shape, so each failure is reported against its own variant.
+
+When workers cannot be used at all (the temporary directory cannot take the copy of the
+inputs, or no worker can start), the batch compiles here exactly as without a pool, and the
+pool warns once, saying what failed and what to do; the tune goes on either way.
 """
 
 from __future__ import annotations
@@ -45,21 +49,24 @@ def compile_together(variants: Sequence[_Variant[Any]], inputs: tuple[Any, ...])
         return
     template, client = todo[0].template, todo[0].client
     pool = client.compile_pool
-    unbuilt = [v for v in todo if v.unbuilt()]
     if pool is None:
-        if len(unbuilt) > 1 and batchable(template.source):
-            count = math.ceil(len(unbuilt) / _MAX_PER_PROGRAM)
-            for group in (unbuilt[start::count] for start in range(count)):
-                _build_here(group, _program_of(group))
+        _build_all_here(todo)
         return
     try:
         files = InputsFile(inputs)
-    except OSError as exc:  # no room for the copy of the inputs (a full or read-only temp directory)
-        _log.warning("%s: cannot hand the inputs to compile workers (%s); compiling in this process", template, exc)
+    except OSError as exc:  # a full, missing or read-only temporary directory
+        pool.warn_once(
+            "inputs",
+            f"{template}: compile workers need a copy of the benchmark inputs in the temporary directory, which "
+            f"cannot be written ({exc}); compiling in this process instead (slower on PoCL). Free space there or "
+            "point TMPDIR at a writable directory, or pass OpenCLClient(compile_in='thread') to compile here.",
+        )
+        _build_all_here(todo)
         return
     try:
         if files.args is None:
             _log.info("%s: an argument cannot be sent to a compile worker; compiling in this process", template)
+            _build_all_here(todo)
             return
         # A variant's build and first launch in a worker are held to the same limit as one run (inf: none).
         timeout_s = _settings.current().candidate_timeout_s
@@ -70,6 +77,24 @@ def compile_together(variants: Sequence[_Variant[Any]], inputs: tuple[Any, ...])
             _on_threads(pool, lambda v: compile_one_in_worker(pool, v, inputs, files, timeout_s), todo)
     finally:
         files.close()
+
+
+def _build_all_here(variants: Sequence[_Variant[Any]]) -> None:
+    """Build the unbuilt ones here as few programs, where the source allows (else each builds in its own hook)."""
+    unbuilt = [v for v in variants if v.unbuilt()]
+    if len(unbuilt) > 1 and batchable(unbuilt[0].template.source):
+        count = math.ceil(len(unbuilt) / _MAX_PER_PROGRAM)
+        for group in (unbuilt[start::count] for start in range(count)):
+            _build_here(group, _program_of(group))
+
+
+def _cannot_start(pool: CompilePool, exc: WorkerDied) -> None:
+    pool.warn_once(
+        "start",
+        f"{exc}; compiling in this process instead (slower on PoCL). A worker runs "
+        "`sys.executable -m tunekit_backends.opencl._compile_worker`: make that a Python that imports tunekit and "
+        "pyopencl, or pass OpenCLClient(compile_in='thread') to compile here.",
+    )
 
 
 def _program_of(group: Sequence[_Variant[Any]]) -> Batch:
@@ -106,15 +131,19 @@ def _in_workers(
         )
     jobs = [job for round_ in itertools.zip_longest(*per_program) for job in round_ if job is not None]
     broken: set[int] = set()
+    unstarted: list[WorkerDied] = []
 
     def one(job: Job) -> None:
         variant, request, group = job
-        if request is None or id(group) in broken:
+        if request is None or id(group) in broken or unstarted:
             return
         try:
             reply = pool.run(request, timeout_s)
-        except WorkerDied:
-            broken.add(id(group))  # which variant did it is found one by one below
+        except WorkerDied as exc:
+            if not exc.started:  # no fault of this program's: the rest builds here, below
+                unstarted.append(exc)
+            else:
+                broken.add(id(group))  # which variant did it is found one by one below
             return
         if reply.build_error is not None:
             _log.debug("%s: the batched program failed (%s); one program per variant", variant.name, reply.build_error)
@@ -123,6 +152,8 @@ def _in_workers(
             variant.worker_launched(inputs, reply.launch_errors[0] if reply.launch_errors else None)
 
     _on_threads(pool, one, jobs)
+    if unstarted:
+        _cannot_start(pool, unstarted[0])
     retry = [v for group in groups if id(group) in broken for v in group]
     _on_threads(pool, lambda v: compile_one_in_worker(pool, v, inputs, files, timeout_s), retry)
     for group, batch in zip(groups, batches, strict=True):
@@ -145,7 +176,7 @@ def compile_one_in_worker(
     """One variant alone in a worker, built exactly as its own lazy build will be (so that is a cache hit).
 
     A worker killed by a signal or past its deadline fails the variant at that launch shape;
-    any other trouble with the worker leaves the variant to compile in this process.
+    any other trouble with the worker leaves the variant to compile in this process (its own hook).
     """
     template = variant.template
     request = _request(
@@ -156,7 +187,9 @@ def compile_one_in_worker(
     try:
         reply = pool.run(request, timeout_s)
     except WorkerDied as exc:
-        if exc.crashed:
+        if not exc.started:
+            _cannot_start(pool, exc)
+        elif exc.crashed:
             message = f"crashed a compile worker while building or first launching it: {exc}"
             variant.worker_launched(inputs, message, fatal=True)
         elif exc.timed_out:
@@ -164,7 +197,7 @@ def compile_one_in_worker(
                 inputs, f"hung a compile worker while building or first launching it: {exc}", fatal=True
             )
         else:
-            _log.warning("%s: compiling in this process instead: %s", variant.name, exc)
+            pool.warn_once("exited", f"{variant.name}: compiling in this process instead: {exc}")
         return
     if reply.build_error is not None:
         variant.fail(f"build failed in a compile worker: {reply.build_error}")
