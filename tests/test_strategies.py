@@ -154,3 +154,25 @@ def test_model_guided_search_on_a_sampled_pool_stays_new_inside_and_reproducible
 
     assert run(2) == run(2)
     assert run(2) != run(3)
+
+
+def test_a_restarted_climb_moves_to_a_model_guess_only_when_it_beats_every_measurement() -> None:
+    # Regression (W6600 convolution): guesses on a wide plateau at 1.2x the best took over every restarted
+    # climb before it could reach the isolated best basin; a climb that is not a restart still follows them.
+    space = tk.Space(A=range(6), B=range(6))
+    configs = list(space)
+    strategy = ModelGuidedLocalSearch(space, np.random.default_rng(0), initial=0)
+    for i, c in enumerate(configs[:12]):
+        strategy.observe(c, 1.0 + i)
+    plateau, better, other = strategy._exploit(3)
+    start = space.positions(configs[20])
+
+    strategy._restarted, strategy._current = True, (start, 30.0)
+    strategy.observe(space.from_positions(plateau), 2.5)
+    assert strategy._current == (start, 30.0)
+    strategy.observe(space.from_positions(better), 0.5)
+    assert strategy._current == (better, 0.5)
+
+    strategy._restarted, strategy._current = False, (start, 30.0)
+    strategy.observe(space.from_positions(other), 2.0)
+    assert strategy._current == (other, 2.0)

@@ -12,6 +12,12 @@ ranks a pool of unmeasured configurations (all of them when the space is small, 
 random sample); every few evaluations the search measures its few best predictions, wherever
 they lie. That exploitation step, as in Bayesian optimisation, is what reaches an isolated
 best basin that no neighbour move leads into; when a prediction wins, the climb moves there.
+
+Except into a climb that a restart began: until it first reaches a local optimum, only a
+prediction that beats every measurement so far may take it over. On a landscape with a wide
+plateau just above an isolated best basin (a W6600 convolution: hundreds of configurations at
+1.2x the best, four at the best), the model's guesses land on the plateau and would pull every
+restart back onto it before the restart's own climb could find the basin.
 """
 
 from __future__ import annotations
@@ -64,8 +70,9 @@ class ModelGuidedLocalSearch:
     Climb: first improvement over one-parameter moves (any value), most promising first.
     At a local optimum, kick the best point by ``kick`` random moves (the model picks
     the most promising of ``kicks`` such kicks); after ``patience`` kicks without a new
-    best, restart from the random point farthest (in parameters changed) from the best
-    points so far, so a wrong model cannot keep the search in one basin.
+    best better by ``gain`` (relative: smaller gains are what noise finds on a plateau),
+    restart from the random point farthest (in parameters changed) from the best points so
+    far, so a wrong model cannot keep the search in one basin.
 
     Every ``exploit_every`` observations (or a 32nd of them, when more), the next batch is the
     ``exploit_top`` best predictions of a :class:`PairwiseModel` fitted to the ``fit_max`` best
@@ -81,7 +88,8 @@ class ModelGuidedLocalSearch:
         kick: int = 3,
         kicks: int = 8,
         mix: float = 0.5,
-        patience: int = 3,
+        patience: int = 1,
+        gain: float = 0.03,
         diverse: int = 20,
         exploit_every: int = 8,
         exploit_top: int = 4,
@@ -95,6 +103,7 @@ class ModelGuidedLocalSearch:
         self._kicks = kicks
         self._mix = mix
         self._patience = patience
+        self._gain = gain
         self._diverse = diverse
         self._fitted_at = 0
         self._xs: list[Positions] = []
@@ -114,6 +123,9 @@ class ModelGuidedLocalSearch:
         self._pool_fresh: np.ndarray = np.zeros(0, dtype=bool)
         self._pairwise = PairwiseModel(self._w.widths)
         self._failed: list[Positions] = []
+        self._guesses: set[Positions] = set()
+        # The current climb began at a restart and has not reached a local optimum yet.
+        self._restarted = False
 
     def _refit(self) -> None:
         n = len(self._ys)
@@ -142,9 +154,10 @@ class ModelGuidedLocalSearch:
     def _kick_point(self) -> Positions | None:
         w = self._w
         best = w.best()
+        self._restarted = False
         if best is None or self._stale >= self._patience:
             self._stale = 0
-            return self._restart()
+            return self._fresh_climb()
         self._stale += 1
         kicked: list[Positions] = []
         for _ in range(4 * self._kicks):
@@ -159,8 +172,13 @@ class ModelGuidedLocalSearch:
                 if len(kicked) == self._kicks:
                     break
         if not kicked:
-            return self._restart()
+            return self._fresh_climb()
         return self._rank(kicked)[0]
+
+    def _fresh_climb(self) -> Positions | None:
+        start = self._restart()
+        self._restarted = start is not None
+        return start
 
     def _pool_positions(self) -> np.ndarray:
         """Unmeasured candidates for the pairwise model to rank (the pool is drawn once)."""
@@ -191,7 +209,9 @@ class ModelGuidedLocalSearch:
             ys = np.concatenate([ys, np.full(len(self._failed), ys.max() + 1.0)])
         self._pairwise.fit(xs, ys)
         order = np.argsort(self._pairwise.predict(candidates), kind="stable")[:n]
-        return [tuple(int(v) for v in candidates[i]) for i in order]
+        guesses = [tuple(int(v) for v in candidates[i]) for i in order]
+        self._guesses.update(guesses)
+        return guesses
 
     def _mark(self, p: Positions) -> None:
         row = self._pool_rows.get(p)
@@ -250,13 +270,16 @@ class ModelGuidedLocalSearch:
             return
         self._xs.append(p)
         self._ys.append(math.log(max(score, 1e-300)))
-        if score < self._best:
-            self._best = score
+        new_best = score < self._best
+        if score < self._best * (1.0 - self._gain):
             self._stale = 0
+        self._best = min(self._best, score)
         if p == self._kicked:
             self._kicked = None
             self._current = (p, score)
             self._queue = None
         elif self._current is None or score < self._current[1]:
+            if self._restarted and p in self._guesses and not new_best:
+                return
             self._current = (p, score)
             self._queue = None
