@@ -365,6 +365,7 @@ class Tuner:
                     settings=settings,
                     events=events,
                     on_outcomes=lambda results: observation.outcomes(results, tunables.names),
+                    limit_ns=limit_ns,
                 )
             for number, batch in enumerate(batches):
                 if number > 0:
