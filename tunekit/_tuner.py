@@ -128,7 +128,7 @@ class Tuner:
 
     def seed(self, tunables: TunableSet[Any, Any], key: object, ranking_names: Sequence[str]) -> None:
         """Install a known ranking (from a committed record) so ``key`` is never tuned here."""
-        self._claim(tunables, _settings.current())
+        self._claim(tunables, key_to_json(key), _settings.current())
         ranking = tuple(i for i in (tunables.index_of(n) for n in ranking_names) if i is not None)
         if not ranking:
             raise ValueError(f"tuner {self.name!r}: none of {list(ranking_names)} is a member of {tunables!r}")
@@ -149,13 +149,13 @@ class Tuner:
             self.winners.clear()
             self._rankings.clear()
 
-    def _claim(self, tunables: TunableSet[Any, Any], settings: Settings) -> None:
-        """Refuse a second, different set under this name, whose rows would overwrite the first's.
+    def _claim(self, tunables: TunableSet[Any, Any], key_json: str, settings: Settings) -> None:
+        """Refuse a second, different set for this name and key, whose row would overwrite the first's.
 
         Checked whether or not the cache is enabled, so that a program does not start failing
         when its cache is switched on.
         """
-        claim_name(_cache_dir(settings), self.device_id, self.name, tunables)
+        claim_name(_cache_dir(settings), self.device_id, self.name, key_json, tunables)
 
     # -- the slow path ---------------------------------------------------------------
 
@@ -164,7 +164,6 @@ class Tuner:
     ) -> tuple[int, ...]:
         """The ranking for ``key``: from memory, from disk, from another thread's tune, or tuned now."""
         settings = _settings.current()
-        self._claim(tunables, settings)
         if not is_autotune_key(key):
             raise TypeError(
                 f"tuner {self.name!r}: the key generator {tunables.describe_key_fn()} returned "
@@ -172,10 +171,11 @@ class Tuner:
             )
         try:  # refuse here, before any tuning, a key that can be neither looked up nor stored
             hash(key)
-            key_to_json(key)
+            key_json = key_to_json(key)
         except TypeError as exc:
             exc.add_note(f"tunekit: tuner {self.name!r} {tunables!r}: the key comes from {tunables.describe_key_fn()}")
             raise
+        self._claim(tunables, key_json, settings)
         with self._lock:
             ranking = self._rankings.get(tunables, {}).get(key)
             if ranking is not None:
