@@ -17,7 +17,7 @@ from tunekit._cache import CacheValue, CandidateResult, PersistentCache, default
 from tunekit._cache_state import CacheState, Hit, Miss, Pending, Unchecked
 from tunekit._check import Gate, ReferenceFailed
 from tunekit._client import Client
-from tunekit._errors import CandidateFailed, NoValidKernelFound, TunekitError
+from tunekit._errors import CandidateFailed, NoValidKernelFound, TunekitError, TuneRecursionError
 from tunekit._isolation import check_candidate, open_runner
 from tunekit._key import is_autotune_key, key_to_dict, key_to_json
 from tunekit._observe import CacheLookup, TuneObservation, decision, notify, observe_tune
@@ -50,6 +50,19 @@ _log = logging.getLogger("tunekit.tuner")
 _caches_lock = threading.Lock()
 _caches: dict[Path, PersistentCache] = {}
 
+_tuning = threading.local()
+"""The futures of the tunes this thread is running: waiting on one of them would wait forever.
+
+Per thread, not per tuner: another thread asking for a key being tuned rightly waits for the
+tune. A worker forked by the tuning thread inherits the set, so a candidate that calls its own
+operation there fails the same way instead of hanging until its timeout.
+"""
+
+
+def _tunes_in_this_thread() -> set[Future[tuple[int, ...]]]:
+    futures: set[Future[tuple[int, ...]]] = _tuning.__dict__.setdefault("futures", set())
+    return futures
+
 
 def persistent_cache(settings: Settings | None = None) -> PersistentCache | None:
     """The persistent cache the settings point at (shared per directory), or None when disabled."""
@@ -72,7 +85,8 @@ class Tuner:
     """Tunes and remembers winners for one tuner name on one device.
 
     Concurrent calls with the same new key tune it once: the first caller tunes, the others
-    wait on its future. No lock is held while a candidate runs.
+    wait on its future. No lock is held while a candidate runs. A candidate that executes its
+    own operation for the key being tuned raises ``TuneRecursionError`` and fails.
     """
 
     def __init__(self, name: str, device_id: str, *, sinks: Sequence[RecordSink] = ()) -> None:
@@ -170,8 +184,12 @@ class Tuner:
             owner = future is None
             if future is None:
                 future = self._pending[(tunables, key)] = Future()
+        running = _tunes_in_this_thread()
         if not owner:
+            if future in running:  # a candidate of this very tune, run by this thread
+                raise TuneRecursionError(self.name, key)
             return future.result()
+        running.add(future)
         try:
             ranking = self._decide(client, tunables, key, inputs, settings)
         except BaseException as exc:
@@ -179,6 +197,8 @@ class Tuner:
                 del self._pending[(tunables, key)]
             future.set_exception(exc)
             raise
+        finally:
+            running.discard(future)
         self._remember(tunables, key, ranking)
         with self._lock:
             del self._pending[(tunables, key)]
