@@ -77,6 +77,7 @@ EXPECTED = {
     "TuneFinished",
     "TuneGroup",
     "TuneObserver",
+    "TuneRecursionError",
     "TuneStarted",
     "TunekitError",
     "Tuner",

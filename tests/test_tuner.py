@@ -1,9 +1,11 @@
 from __future__ import annotations
 
+import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal, TypeVar
 
 import numpy as np
 import pytest
@@ -19,6 +21,7 @@ class NKey:
 
 
 CLIENT = CpuClient()
+T = TypeVar("T")
 
 
 def _boom(n: int) -> int:
@@ -301,3 +304,150 @@ def test_inputs_must_be_a_tuple() -> None:
     tunables = tk.TunableSet(key=_key).with_tunable(_slow(0.0))
     with pytest.raises(TypeError, match=r"as a tuple, e.g. \(x,\)"):
         tuner.execute(CLIENT.device_id, CLIENT, tunables, 3)  # type: ignore[arg-type]
+
+
+# -- a candidate that executes its own operation for the key being tuned -----------------------
+
+
+def _within(seconds: float, call: Callable[[], T]) -> T:
+    """``call()`` in a daemon thread: a regression that hangs fails this test instead of the whole suite."""
+    box: list[T] = []
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            box.append(call())
+        except BaseException as exc:
+            errors.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), f"still running after {seconds} s: the call waits on itself"
+    if errors:
+        raise errors[0]
+    return box[0]
+
+
+def _self_calling_set(
+    tuner: tk.LocalTuner[NKey, int],
+    raised: list[BaseException],
+    *,
+    plain: bool,
+    isolation: Literal["none", "process"] = "none",
+) -> tk.TunableSet[NKey, int]:
+    """A set whose candidate "selfish" executes the set's own operation for its key; "sleep0.001" does not."""
+    own: list[tk.TunableSet[NKey, int]] = []
+
+    def selfish(n: int) -> int:
+        try:
+            return tuner.execute(CLIENT.device_id, CLIENT, own[0], (n,))
+        except BaseException as exc:
+            raised.append(exc)
+            raise
+
+    candidates = [tk.Tunable("selfish", selfish), *([_slow(0.001)] if plain else [])]
+    own.append(tk.TunableSet(key=_key).with_tunables(candidates).with_isolation(isolation, timeout_s=30))
+    return own[0]
+
+
+def test_a_candidate_executing_its_own_key_fails_and_the_tune_goes_on() -> None:
+    """Regression: a candidate calling execute() on its own set for the key being tuned hung forever."""
+    tuner: tk.LocalTuner[NKey, int] = tk.LocalTuner("self-call")
+    raised: list[BaseException] = []
+    tunables = _self_calling_set(tuner, raised, plain=True)
+    records: list[tk.AutotuneRecord] = []
+    sink = tk.add_record_sink(records.append)
+    try:
+        assert _within(60, lambda: tuner.execute(CLIENT.device_id, CLIENT, tunables, (5,))) == 5
+    finally:
+        tk.remove_record_sink(sink)
+    assert raised and all(isinstance(exc, tk.TuneRecursionError) for exc in raised), raised
+    assert isinstance(raised[0], RuntimeError)
+    message = str(raised[0])
+    assert "'self-call'" in message and "NKey(n=8)" in message, message  # the tuner, and the (anchored) key
+    assert "must not execute its own operation for the key being tuned" in message
+    assert "call the kernel directly" in message
+    (record,) = records
+    assert record.winner == "sleep0.001"
+    selfish = next(c for c in record.candidates if c.name == "selfish")
+    assert selfish.status == "failed"
+    assert selfish.error is not None and selfish.error.startswith("TuneRecursionError: tuner 'self-call'")
+    # Once tuned, the same call from a candidate's position is an ordinary cache hit.
+    assert tuner.execute(CLIENT.device_id, CLIENT, tunables, (5,)) == 5
+
+
+def test_when_every_candidate_executes_its_own_key_the_tune_fails_saying_why() -> None:
+    tuner: tk.LocalTuner[NKey, int] = tk.LocalTuner("self-call-only")
+    tunables = _self_calling_set(tuner, [], plain=False)
+    with pytest.raises(tk.NoValidKernelFound, match="must not execute its own operation") as caught:
+        _within(60, lambda: tuner.execute(CLIENT.device_id, CLIENT, tunables, (5,)))
+    assert [name for name, _ in caught.value.failures] == ["selfish"]
+
+
+def test_a_candidate_executing_its_own_key_in_a_forked_worker_fails_the_same_way() -> None:
+    """Regression: under process isolation the forked worker waited on its copy of the tune until its timeout."""
+    tuner: tk.LocalTuner[NKey, int] = tk.LocalTuner("self-call-worker")
+    tunables = _self_calling_set(tuner, [], plain=True, isolation="process")
+    records: list[tk.AutotuneRecord] = []
+    sink = tk.add_record_sink(records.append)
+    try:
+        assert _within(60, lambda: tuner.execute(CLIENT.device_id, CLIENT, tunables, (5,))) == 5
+    finally:
+        tk.remove_record_sink(sink)
+    selfish = next(c for c in records[0].candidates if c.name == "selfish")
+    assert selfish.status == "failed" and selfish.stage == "run", selfish
+    assert selfish.error is not None and selfish.error.startswith("TuneRecursionError:"), selfish.error
+
+
+def _waiting_on_a_future(thread: threading.Thread) -> bool:
+    frame = sys._current_frames().get(thread.ident or -1)
+    while frame is not None:
+        if frame.f_code.co_name == "result" and "concurrent" in frame.f_code.co_filename:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def test_another_thread_asking_for_a_key_being_tuned_waits_for_the_winner() -> None:
+    """Only the tuning thread's own call is refused: any other thread still waits for the tune."""
+    tuner: tk.LocalTuner[NKey, int] = tk.LocalTuner("self-call-other-thread")
+    started, release = threading.Event(), threading.Event()
+
+    def held(n: int) -> int:
+        started.set()
+        release.wait(30)  # the tune stays in flight until the second thread is waiting on it
+        return n
+
+    tunables = tk.TunableSet(key=_key).with_tunables([tk.Tunable("held", held), _slow(0.005)])
+    records: list[tk.AutotuneRecord] = []
+    sink = tk.add_record_sink(records.append)
+    results: dict[str, int] = {}
+    errors: list[BaseException] = []
+
+    def call(name: str) -> None:
+        try:
+            results[name] = tuner.execute(CLIENT.device_id, CLIENT, tunables, (5,))
+        except BaseException as exc:
+            errors.append(exc)
+
+    tuning = threading.Thread(target=call, args=("tuning",), daemon=True)
+    waiting = threading.Thread(target=call, args=("waiting",), daemon=True)
+    try:
+        tuning.start()
+        assert started.wait(30)
+        waiting.start()
+        deadline = time.monotonic() + 30
+        while not _waiting_on_a_future(waiting) and waiting.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert _waiting_on_a_future(waiting), errors
+        release.set()
+        tuning.join(60)
+        waiting.join(60)
+    finally:
+        release.set()
+        tk.remove_record_sink(sink)
+    assert not tuning.is_alive() and not waiting.is_alive()
+    assert not errors, errors
+    assert results == {"tuning": 5, "waiting": 5}
+    assert [r.decision for r in records] == ["tuned"]

@@ -1,4 +1,4 @@
-"""One tuner name, one tunable set: a second, different set under the name is refused with the fix."""
+"""One key of a tuner name, one tunable set: a second, different set for that key is refused with the fix."""
 
 from __future__ import annotations
 
@@ -69,9 +69,9 @@ def test_a_second_set_under_one_name_is_refused_and_the_first_keeps_its_row() ->
     assert cache is not None
     stored = cache.get(CLIENT.device_id, "matmul", tk.key_to_json(NKey(n=5)))
     assert isinstance(stored, tuple) and stored[0] == first_set.checksum()
-    # The refusal is not a one-off: the second set stays refused while the first is in use.
-    with pytest.raises(ValueError, match="already used in this process"):
-        second.execute(CLIENT.device_id, CLIENT, second_set, (9,))
+    # The refusal is not a one-off: the second set stays refused for that key while the first is in use.
+    with pytest.raises(ValueError, match="already runs key"):
+        second.execute(CLIENT.device_id, CLIENT, second_set, (5,))
 
 
 def test_two_sets_of_one_local_tuner_are_refused_with_the_cache_off_too() -> None:
@@ -80,7 +80,9 @@ def test_two_sets_of_one_local_tuner_are_refused_with_the_cache_off_too() -> Non
     first_set = tuner.init(_first_set)
     second_set = tuner.init(_second_set)
     tuner.execute(CLIENT.device_id, CLIENT, first_set, (3,))
-    with pytest.raises(ValueError, match=r"tuner 'softmax' on device .* is already used in this process"):
+    with pytest.raises(
+        ValueError, match=r"tuner 'softmax' on device .* already runs key \{\"n\": ?3\} in this process"
+    ):
         tuner.execute(CLIENT.device_id, CLIENT, second_set, (3,))
 
 
@@ -95,6 +97,21 @@ def test_the_same_set_twice_and_an_equal_set_under_the_name_tune_once(records: l
     assert tuner.execute(CLIENT.device_id, CLIENT, tunables, (5,)) == 5  # 5 is a new key: tuned
     assert [r.decision for r in records] == ["tuned", "tuned"]
     assert [r.key for r in records] == [{"n": 4}, {"n": 5}]
+
+
+def test_sets_of_one_name_whose_keys_never_meet_both_stay_cached(records: list[tk.AutotuneRecord]) -> None:
+    """One set per dtype under one tuner (the dtype in the key, as CubeCL does) shares no row: allowed."""
+    tuner: tk.LocalTuner[NKey, int] = tk.LocalTuner("per_dtype")
+    first_set, second_set = tuner.init(_first_set), tuner.init(_second_set)
+    for _ in range(2):
+        assert tuner.execute(CLIENT.device_id, CLIENT, first_set, (16,)) == 16
+        assert tuner.execute(CLIENT.device_id, CLIENT, second_set, (32,)) == 32
+    assert [(r.decision, r.key) for r in records] == [("tuned", {"n": 16}), ("tuned", {"n": 32})]
+    cache = tk.persistent_cache()
+    assert cache is not None
+    for n, tunables in ((16, first_set), (32, second_set)):
+        stored = cache.get(CLIENT.device_id, "per_dtype", tk.key_to_json(NKey(n=n)))
+        assert isinstance(stored, tuple) and stored[0] == tunables.checksum()
 
 
 def test_sets_of_one_name_may_differ_between_devices() -> None:

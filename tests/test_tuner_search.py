@@ -11,6 +11,7 @@ from kt_cache import write_cache
 
 import tunekit as tk
 from tunekit_backends.replay import ReplayClient, load_kernel_tuner_cache
+from tunekit_backends.simulated import SimulatedClient
 
 
 @tk.autotune_key
@@ -96,3 +97,31 @@ def test_an_opencl_template_compiles_only_the_variants_the_search_measures(isola
     assert len(record.candidates) == 5 and record.winner is not None
     assert set(template.compiled()) == {c.name for c in record.candidates}  # 5 of 24 variants compiled
     assert len(set(y.get().tolist())) == 1
+
+
+def test_a_search_ends_at_the_batch_where_a_candidate_meets_the_roofline() -> None:
+    """With bounds, a search inside execute short-circuits like a tune, and stops searching there."""
+    tk.configure(autotune_level="balanced", warmup_ms=1.0)
+    client = SimulatedClient(
+        peaks=tk.DevicePeaks(ops_per_s=1e12, bytes_per_s=1e11, launch_overhead_ns=5_000.0), device_id="search-roof"
+    )
+    # 1e8 bytes at 1e11 B/s: 1 ms at peak; at 0.8 the limit is 1.25 ms + 5 us. Only T=13 meets it.
+    space = tk.Space(T=range(40))
+    kernels = {t: client.kernel((1.1 if t == 13 else 3.0) * 1e6) for t in space.domains["T"]}
+    tunables = (
+        tk.TunableSet.from_space(space, lambda c: kernels[c.T], key=lambda: OneKey(n=1))
+        .with_bounds(lambda key, inputs: tk.Bounds(tk.Work(compute_ops=1e9, bytes=1e8)))
+        .with_search(strategy="random", max_evals=40, seed=0, batch=4)
+    )
+    records, sink = _records()
+    try:
+        tk.LocalTuner[OneKey, Any]("searched-roofline").execute(client.device_id, client, tunables, ())
+    finally:
+        tk.remove_record_sink(sink)
+    (record,) = records
+    (ended,) = [e for e in record.events if isinstance(e, tk.SearchEnded)]
+    assert ended.stopped_by == "roofline"
+    assert record.winner == "T=13"
+    assert any(isinstance(e, tk.ShortCircuit) and e.name == "T=13" for e in record.events)
+    # Batches of 4 up to the one holding T=13, nothing after it: fewer than the budget of 40.
+    assert ended.evaluations < 40 and ended.evaluations % 4 == 0

@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from tunekit._cache_state import CacheState, Hit, Miss, Pending, Unchecked
     from tunekit._check import SupportsCheckBuffers
     from tunekit._client import Client, DevicePeaks, SupportsCacheFlush, SupportsPeaks, SupportsWarmup
-    from tunekit._errors import CandidateFailed, NoValidKernelFound, TunekitError
+    from tunekit._errors import CandidateFailed, NoValidKernelFound, TunekitError, TuneRecursionError
     from tunekit._isolation import Isolation
     from tunekit._key import autotune_key, is_autotune_key, key_to_json
     from tunekit._local import LocalTuner
@@ -172,6 +172,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "TuneFinished": ("tunekit._observe", "TuneFinished"),
     "TuneGroup": ("tunekit._tunable", "TuneGroup"),
     "TuneObserver": ("tunekit._observe", "TuneObserver"),
+    "TuneRecursionError": ("tunekit._errors", "TuneRecursionError"),
     "TuneStarted": ("tunekit._observe", "TuneStarted"),
     "TunekitError": ("tunekit._errors", "TunekitError"),
     "Tuner": ("tunekit._tuner", "Tuner"),
@@ -274,6 +275,7 @@ __all__ = [
     "TuneFinished",
     "TuneGroup",
     "TuneObserver",
+    "TuneRecursionError",
     "TuneStarted",
     "TunekitError",
     "Tuner",

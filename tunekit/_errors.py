@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from tunekit._outcome import FailureStage
 
-__all__ = ["CandidateFailed", "NoValidKernelFound", "TunekitError"]
+__all__ = ["CandidateFailed", "NoValidKernelFound", "TuneRecursionError", "TunekitError"]
 
 
 class TunekitError(Exception):
@@ -45,3 +45,24 @@ class CandidateFailed(TunekitError):
 
     def __reduce__(self) -> tuple[type[CandidateFailed], tuple[str, FailureStage]]:
         return (type(self), (self.reason, self.stage))
+
+
+class TuneRecursionError(TunekitError, RuntimeError):
+    """A candidate executed its own operation for the key being tuned, in the thread tuning it.
+
+    That call would wait for the very tune that is running it, forever; it raises instead, so
+    the candidate fails like any candidate that raises and the tune goes on with the others.
+    """
+
+    def __init__(self, tuner: str, key: object) -> None:
+        self.tuner = tuner
+        self.key = key
+        # One line: a failed candidate's reason is the first line of what it raised.
+        super().__init__(
+            f"tuner {tuner!r}: a candidate executed this operation for key {key!r} while that key is being tuned "
+            "in the same thread; a candidate must not execute its own operation for the key being tuned "
+            "(it would wait on its own tune forever): call the kernel directly instead"
+        )
+
+    def __reduce__(self) -> tuple[type[TuneRecursionError], tuple[str, object]]:
+        return (type(self), (self.tuner, self.key))

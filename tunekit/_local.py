@@ -23,8 +23,8 @@ class LocalTuner(Generic[K, Out]):
     ``K`` is the key class and ``Out`` the output type every tunable must return, so a
     candidate returning the wrong type is a type error in the user's code. ``name`` names the
     operation in the cache, records and reports: on one device, a process refuses a second,
-    different tunable set under a name that a live set already uses (the two would overwrite
-    each other's cached winners).
+    different tunable set asking for a key that a live set already runs under the name (the two
+    would overwrite each other's cached winner for it).
     """
 
     def __init__(self, name: str, *, sinks: Sequence[RecordSink] = ()) -> None:

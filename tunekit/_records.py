@@ -203,7 +203,7 @@ class SearchEnded(_Model):
     space_hash: str
     evaluations: int = Field(ge=0, description="Distinct configurations evaluated, resumed ones included.")
     resumed: int = Field(ge=0, description="Trials answered from the trial log of an earlier run.")
-    stopped_by: Literal["max_evals", "max_seconds", "exhausted", "objective_budget"]
+    stopped_by: Literal["max_evals", "max_seconds", "exhausted", "objective_budget", "roofline"]
     strategy_seconds: float = Field(ge=0, description="CPU time the strategy itself took to propose and learn.")
 
 

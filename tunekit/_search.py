@@ -45,16 +45,21 @@ __all__ = [
     "search_ended",
 ]
 
-StopReason = Literal["max_evals", "max_seconds", "exhausted", "objective_budget"]
+StopReason = Literal["max_evals", "max_seconds", "exhausted", "objective_budget", "roofline"]
 
 Evaluate = Callable[[Sequence[Config]], Mapping[Config, Outcome]]
 """Measures a batch of configurations; one outcome per configuration."""
 
 
 class Ranked(dict[Config, Outcome]):
-    """Outcomes plus the schedule's decided order (a runoff can overrule the medians)."""
+    """Outcomes plus the schedule's decided order (a runoff can overrule the medians).
+
+    ``met_limit``: a candidate met the roofline limit (a short circuit), so nothing the search
+    could still find would be much faster; the search stops there.
+    """
 
     ranking: tuple[Config, ...] = ()
+    met_limit: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,9 +208,13 @@ def run_search(
         done: dict[Config, Trial] = {}
         offset = max((e.elapsed_s for e in previous.values()), default=0.0)
 
+        met_limit = False
+
         def measure(configs: Sequence[Config]) -> list[Trial]:
+            nonlocal met_limit
             fresh = [c for c in configs if c not in previous]
             outcomes = evaluate(fresh) if fresh else {}
+            met_limit = met_limit or (isinstance(outcomes, Ranked) and outcomes.met_limit)
             number = trial_log.take_batch() if trial_log is not None and fresh else 0
             trials = []
             for config in configs:
@@ -232,6 +241,9 @@ def run_search(
         proposed: set[Config] = set()
         stopped: StopReason = "exhausted"
         while True:
+            if met_limit:
+                stopped = "roofline"
+                break
             if max_evals is not None and len(done) >= max_evals:
                 stopped = "max_evals"
                 break

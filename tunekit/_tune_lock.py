@@ -37,7 +37,7 @@ def tune_lock(cache: PersistentCache, device_id: str, tuner: str, key_json: str,
     Not held (False) when the cache directory takes no lock file, or after ``timeout_s`` of
     waiting: the caller then tunes without it, as it would have without this lock. A thread
     that already holds it (a candidate that tunes the same key through another tunable set of
-    the same tuner name, which must have the same candidates) goes on at once.
+    the same tuner name, which for one key must have the same candidates) goes on at once.
     """
     digest = hashlib.sha256("\x00".join((device_id, tuner, key_json)).encode()).hexdigest()[:40]
     path = cache.directory / "locks" / f"{digest}.lock"

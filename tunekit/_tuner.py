@@ -17,7 +17,7 @@ from tunekit._cache import CacheValue, CandidateResult, PersistentCache, default
 from tunekit._cache_state import CacheState, Hit, Miss, Pending, Unchecked
 from tunekit._check import Gate, ReferenceFailed
 from tunekit._client import Client
-from tunekit._errors import CandidateFailed, NoValidKernelFound, TunekitError
+from tunekit._errors import CandidateFailed, NoValidKernelFound, TunekitError, TuneRecursionError
 from tunekit._isolation import check_candidate, open_runner
 from tunekit._key import is_autotune_key, key_to_dict, key_to_json
 from tunekit._observe import CacheLookup, TuneObservation, decision, notify, observe_tune
@@ -50,6 +50,19 @@ _log = logging.getLogger("tunekit.tuner")
 _caches_lock = threading.Lock()
 _caches: dict[Path, PersistentCache] = {}
 
+_tuning = threading.local()
+"""The futures of the tunes this thread is running: waiting on one of them would wait forever.
+
+Per thread, not per tuner: another thread asking for a key being tuned rightly waits for the
+tune. A worker forked by the tuning thread inherits the set, so a candidate that calls its own
+operation there fails the same way instead of hanging until its timeout.
+"""
+
+
+def _tunes_in_this_thread() -> set[Future[tuple[int, ...]]]:
+    futures: set[Future[tuple[int, ...]]] = _tuning.__dict__.setdefault("futures", set())
+    return futures
+
 
 def persistent_cache(settings: Settings | None = None) -> PersistentCache | None:
     """The persistent cache the settings point at (shared per directory), or None when disabled."""
@@ -72,7 +85,8 @@ class Tuner:
     """Tunes and remembers winners for one tuner name on one device.
 
     Concurrent calls with the same new key tune it once: the first caller tunes, the others
-    wait on its future. No lock is held while a candidate runs.
+    wait on its future. No lock is held while a candidate runs. A candidate that executes its
+    own operation for the key being tuned raises ``TuneRecursionError`` and fails.
     """
 
     def __init__(self, name: str, device_id: str, *, sinks: Sequence[RecordSink] = ()) -> None:
@@ -114,7 +128,7 @@ class Tuner:
 
     def seed(self, tunables: TunableSet[Any, Any], key: object, ranking_names: Sequence[str]) -> None:
         """Install a known ranking (from a committed record) so ``key`` is never tuned here."""
-        self._claim(tunables, _settings.current())
+        self._claim(tunables, key_to_json(key), _settings.current())
         ranking = tuple(i for i in (tunables.index_of(n) for n in ranking_names) if i is not None)
         if not ranking:
             raise ValueError(f"tuner {self.name!r}: none of {list(ranking_names)} is a member of {tunables!r}")
@@ -135,13 +149,13 @@ class Tuner:
             self.winners.clear()
             self._rankings.clear()
 
-    def _claim(self, tunables: TunableSet[Any, Any], settings: Settings) -> None:
-        """Refuse a second, different set under this name, whose rows would overwrite the first's.
+    def _claim(self, tunables: TunableSet[Any, Any], key_json: str, settings: Settings) -> None:
+        """Refuse a second, different set for this name and key, whose row would overwrite the first's.
 
         Checked whether or not the cache is enabled, so that a program does not start failing
         when its cache is switched on.
         """
-        claim_name(_cache_dir(settings), self.device_id, self.name, tunables)
+        claim_name(_cache_dir(settings), self.device_id, self.name, key_json, tunables)
 
     # -- the slow path ---------------------------------------------------------------
 
@@ -150,7 +164,6 @@ class Tuner:
     ) -> tuple[int, ...]:
         """The ranking for ``key``: from memory, from disk, from another thread's tune, or tuned now."""
         settings = _settings.current()
-        self._claim(tunables, settings)
         if not is_autotune_key(key):
             raise TypeError(
                 f"tuner {self.name!r}: the key generator {tunables.describe_key_fn()} returned "
@@ -158,10 +171,11 @@ class Tuner:
             )
         try:  # refuse here, before any tuning, a key that can be neither looked up nor stored
             hash(key)
-            key_to_json(key)
+            key_json = key_to_json(key)
         except TypeError as exc:
             exc.add_note(f"tunekit: tuner {self.name!r} {tunables!r}: the key comes from {tunables.describe_key_fn()}")
             raise
+        self._claim(tunables, key_json, settings)
         with self._lock:
             ranking = self._rankings.get(tunables, {}).get(key)
             if ranking is not None:
@@ -170,8 +184,12 @@ class Tuner:
             owner = future is None
             if future is None:
                 future = self._pending[(tunables, key)] = Future()
+        running = _tunes_in_this_thread()
         if not owner:
+            if future in running:  # a candidate of this very tune, run by this thread
+                raise TuneRecursionError(self.name, key)
             return future.result()
+        running.add(future)
         try:
             ranking = self._decide(client, tunables, key, inputs, settings)
         except BaseException as exc:
@@ -179,6 +197,8 @@ class Tuner:
                 del self._pending[(tunables, key)]
             future.set_exception(exc)
             raise
+        finally:
+            running.discard(future)
         self._remember(tunables, key, ranking)
         with self._lock:
             del self._pending[(tunables, key)]
@@ -365,6 +385,7 @@ class Tuner:
                     settings=settings,
                     events=events,
                     on_outcomes=lambda results: observation.outcomes(results, tunables.names),
+                    limit_ns=limit_ns,
                 )
             for number, batch in enumerate(batches):
                 if number > 0:

@@ -1,11 +1,14 @@
-"""One tuner name, one tunable set: two sets under one name would re-tune over each other forever.
+"""One key of a tuner name, one tunable set: two sets tuning one key would re-tune over each other forever.
 
 The persistent cache keeps one row per (device, tuner name, key), with the checksum of the set
-that measured it. Two sets with different candidates under one name would each find the other's
-row stale, re-tune and overwrite it, and nothing would stay cached; the cross-process tune lock,
-keyed the same way, would also make each wait for the other. So within a process the first set
-that runs claims its name on its device, and a different set (another checksum) refused while the
-first is still alive, with an error naming both and the fix.
+that measured it. Two sets with different candidates tuning one key under one name would each
+find the other's row stale, re-tune and overwrite it, and nothing would stay cached; the
+cross-process tune lock, keyed the same way, would also make each wait for the other. So within a
+process the first set that runs a key claims it (with the name, on its device), and a different
+set (another checksum) asking for that key is refused while the first is still alive, with an
+error naming both and the fix. Claims are per key, not per name: sets whose keys never meet (one
+set per dtype under one tuner, the dtype in the key, as CubeCL's kernels do) share no row and are
+allowed.
 
 Rows are not keyed by checksum as well, which would let both sets work: every edit of a set would
 then leave its old rows behind for good (nothing tells an abandoned checksum from one in use in
@@ -41,12 +44,12 @@ class _Claim:
 
 _lock = threading.Lock()
 # Keyed by the cache directory too: rows only collide within one cache (and each test has its own).
-_claims: dict[tuple[Path, str, str], _Claim] = {}
+_claims: dict[tuple[Path, str, str, str], _Claim] = {}
 
 
-def claim_name(cache_dir: Path, device_id: str, name: str, tunables: TunableSet[Any, Any]) -> None:
-    """Let ``tunables`` use tuner ``name`` on ``device_id``; ValueError when a different live set has it."""
-    scope = (cache_dir, device_id, name)
+def claim_name(cache_dir: Path, device_id: str, name: str, key_json: str, tunables: TunableSet[Any, Any]) -> None:
+    """Let ``tunables`` tune ``key_json`` under ``name`` on ``device_id``; ValueError when a different live set has."""
+    scope = (cache_dir, device_id, name, key_json)
     other = _claim(scope, tunables)
     if other is None:
         return
@@ -57,8 +60,9 @@ def claim_name(cache_dir: Path, device_id: str, name: str, tunables: TunableSet[
     if other is None:
         return
     raise ValueError(
-        f"tuner {name!r} on device {device_id!r} is already used in this process by another tunable set: "
-        f"{other}; now {_describe(tunables)} runs under the same name. They would overwrite each other's "
+        f"tuner {name!r} on device {device_id!r} already runs key {key_json} in this process with another tunable "
+        f"set: {other}; now {_describe(tunables)} asks for the same key under the same name. They would overwrite "
+        "each other's "
         "cached winners and re-tune forever. Give each operation its own name, e.g. "
         f'tk.LocalTuner("{name}") for one and tk.LocalTuner("{name}_2") for the other. '
         "(To replace a set in a running process, e.g. a notebook cell run again, call .clear() on its "
@@ -66,7 +70,7 @@ def claim_name(cache_dir: Path, device_id: str, name: str, tunables: TunableSet[
     )
 
 
-def _claim(scope: tuple[Path, str, str], tunables: TunableSet[Any, Any]) -> str | None:
+def _claim(scope: tuple[Path, str, str, str], tunables: TunableSet[Any, Any]) -> str | None:
     """Take or keep the claim for ``tunables``; the live other set's description when it cannot."""
     checksum = tunables.checksum()
     with _lock:

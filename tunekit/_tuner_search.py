@@ -14,7 +14,7 @@ from typing import Any
 
 from tunekit._client import Client
 from tunekit._outcome import Failed, Outcome, Skipped
-from tunekit._records import RecordEvent
+from tunekit._records import RecordEvent, ShortCircuit
 from tunekit._runner import CandidateRunner
 from tunekit._schedule import measure_batch
 from tunekit._search import Ranked, run_search, search_ended
@@ -42,8 +42,13 @@ def search_tune(
     settings: Settings,
     events: list[RecordEvent],
     on_outcomes: Callable[[Mapping[int, Outcome]], None],
+    limit_ns: float | None = None,
 ) -> tuple[dict[int, Outcome], dict[int, int], tuple[int, ...]]:
-    """Search the set's space for ``key``; the outcomes and batch of every evaluated candidate, and the ranking."""
+    """Search the set's space for ``key``; the outcomes and batch of every evaluated candidate, and the ranking.
+
+    With a roofline ``limit_ns`` (the set's bounds), a batch in which a candidate meets it is
+    short-circuited as in an ordinary tune, and the search ends there (``stopped_by="roofline"``).
+    """
     outcomes: dict[int, Outcome] = {}
     batch_of: dict[int, int] = {}
     index_of: dict[Config, int] = {}
@@ -65,7 +70,12 @@ def search_tune(
         batch = list(config_at)
         results: dict[int, Outcome] = dict(prepare_and_check(batch, number))
         measured = measure_batch(
-            runner, [i for i in batch if i not in results], settings, client=client, names=tunables.names
+            runner,
+            [i for i in batch if i not in results],
+            settings,
+            client=client,
+            limit_ns=limit_ns,
+            names=tunables.names,
         )
         results.update(measured)
         events.extend(measured.events)
@@ -76,6 +86,7 @@ def search_tune(
             batch_of[index] = number
             ranked[config] = outcome
         ranked.ranking = tuple(config_at[i] for i in measured.ranking)
+        ranked.met_limit = any(isinstance(event, ShortCircuit) for event in measured.events)
         return ranked
 
     result = run_search(
