@@ -35,7 +35,7 @@ from tunekit._records import (
     RecordEvent,
 )
 from tunekit._runner import CandidateRunner
-from tunekit._schedule import describe_error, measure_batch
+from tunekit._schedule import BatchResult, describe_error, measure_batch
 from tunekit._settings import Settings
 from tunekit._sinks import RecordSink, emit_to_all
 from tunekit._tunable_set import TunableSet
@@ -370,27 +370,9 @@ class Tuner:
         # Compiling and checking run in this process, before the runner times anything.
         with open_runner(client, tunables, bench_inputs, settings, key=key, gate=gate) as opened:
             runner = observation.runner(opened, tunables.names)
-            if tunables.search is not None:
-                return search_tune(
-                    tuner=self.name,
-                    client=client,
-                    tunables=tunables,
-                    key=key,
-                    spec=tunables.search,
-                    planned=planned,
-                    runner=runner,
-                    prepare_and_check=lambda batch, number: self._prepare_and_check(
-                        tunables, batch, number, bench_inputs, gate, settings, events, opened, observation
-                    ),
-                    settings=settings,
-                    events=events,
-                    on_outcomes=lambda results: observation.outcomes(results, tunables.names),
-                    limit_ns=limit_ns,
-                )
-            for number, batch in enumerate(batches):
-                if number > 0:
-                    events.append(FallbackBatch(batch=number))
-                observation.batch(number, [tunables.tunables[i].name for i in batch])
+
+            def run_batch(batch: list[int], number: int) -> tuple[dict[int, Outcome], BatchResult]:
+                """Compile, check and time one batch; every outcome, and the schedule's result."""
                 results: dict[int, Outcome] = dict(
                     self._prepare_and_check(
                         tunables, batch, number, bench_inputs, gate, settings, events, opened, observation
@@ -406,8 +388,26 @@ class Tuner:
                 )
                 results.update(measured)
                 events.extend(measured.events)
-                ranking = measured.ranking
                 observation.outcomes(results, tunables.names)
+                return results, measured
+
+            if tunables.search is not None:
+                return search_tune(
+                    tuner=self.name,
+                    device_id=client.device_id,
+                    tunables=tunables,
+                    key=key,
+                    spec=tunables.search,
+                    planned=planned,
+                    run_batch=run_batch,
+                    events=events,
+                )
+            for number, batch in enumerate(batches):
+                if number > 0:
+                    events.append(FallbackBatch(batch=number))
+                observation.batch(number, [tunables.tunables[i].name for i in batch])
+                results, measured = run_batch(batch, number)
+                ranking = measured.ranking
                 for index in batch:
                     batch_of[index] = number
                     outcomes[index] = results.get(index, Skipped("not measured"))

@@ -12,42 +12,36 @@ import itertools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from tunekit._client import Client
-from tunekit._outcome import Failed, Outcome, Skipped
+from tunekit._outcome import Outcome, Skipped
 from tunekit._records import RecordEvent, ShortCircuit
-from tunekit._runner import CandidateRunner
-from tunekit._schedule import measure_batch
+from tunekit._schedule import BatchResult
 from tunekit._search import Ranked, run_search, search_ended
 from tunekit._search_spec import SearchSpec
-from tunekit._settings import Settings
 from tunekit._space import Config
 from tunekit._tunable_set import TunableSet
 
 __all__ = ["search_tune"]
 
-PrepareAndCheck = Callable[[list[int], int], dict[int, Failed]]
-"""(batch indices, batch number) -> failures: the tuner's compile-and-check step for one batch."""
+RunBatch = Callable[[list[int], int], tuple[dict[int, Outcome], BatchResult]]
+"""(batch indices, batch number) -> (every outcome, the schedule's result): the tuner's own step
+for one batch (compile, check, time; roofline short circuit included), shared with plan batches."""
 
 
 def search_tune(
     *,
     tuner: str,
-    client: Client,
+    device_id: str,
     tunables: TunableSet[Any, Any],
     key: object,
     spec: SearchSpec,
     planned: set[int],
-    runner: CandidateRunner,
-    prepare_and_check: PrepareAndCheck,
-    settings: Settings,
+    run_batch: RunBatch,
     events: list[RecordEvent],
-    on_outcomes: Callable[[Mapping[int, Outcome]], None],
-    limit_ns: float | None = None,
 ) -> tuple[dict[int, Outcome], dict[int, int], tuple[int, ...]]:
     """Search the set's space for ``key``; the outcomes and batch of every evaluated candidate, and the ranking.
 
-    With a roofline ``limit_ns`` (the set's bounds), a batch in which a candidate meets it is
-    short-circuited as in an ordinary tune, and the search ends there (``stopped_by="roofline"``).
+    A batch in which a candidate meets the set's roofline limit is short-circuited as in an
+    ordinary tune, and the search ends there (``stopped_by="roofline"``).
     """
     outcomes: dict[int, Outcome] = {}
     batch_of: dict[int, int] = {}
@@ -67,19 +61,7 @@ def search_tune(
             else:
                 index_of[config] = index
                 config_at[index] = config
-        batch = list(config_at)
-        results: dict[int, Outcome] = dict(prepare_and_check(batch, number))
-        measured = measure_batch(
-            runner,
-            [i for i in batch if i not in results],
-            settings,
-            client=client,
-            limit_ns=limit_ns,
-            names=tunables.names,
-        )
-        results.update(measured)
-        events.extend(measured.events)
-        on_outcomes(results)
+        results, measured = run_batch(list(config_at), number)
         for index, config in config_at.items():
             outcome = results.get(index, Skipped("not measured"))
             outcomes[index] = outcome
@@ -93,7 +75,7 @@ def search_tune(
         spec.space,
         evaluate,
         tuner=tuner,
-        device_id=client.device_id,
+        device_id=device_id,
         key=key,
         strategy=spec.strategy,  # type: ignore[arg-type]
         seed=spec.seed,
