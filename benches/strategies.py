@@ -282,7 +282,9 @@ def report(rows: list[dict[str, Any]], files: list[str], seeds: int) -> str:
 def main(argv: list[str] | None = None) -> int:
     """Run what is missing from the results file, then print the tables."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("files", nargs="*", help="more Kernel Tuner cache files (.json or .json.gz)")
+    parser.add_argument(
+        "files", nargs="*", help="more Kernel Tuner cache files (.json or .json.gz); --only PATH runs just these"
+    )
     parser.add_argument("--seeds", type=int, default=20)
     parser.add_argument("--tunekit", default=",".join(TUNEKIT), help="tunekit strategies, comma-separated")
     parser.add_argument("--kt", default=",".join(KERNEL_TUNER), help="Kernel Tuner strategies, or 'none'")
@@ -302,6 +304,9 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     if args.results.exists():
         rows = [json.loads(line) for line in args.results.read_text().splitlines() if line.strip()]
+    # A row stands for the file's content, not its path: an edited or replaced file is run again.
+    digests = {f: hashlib.sha256(Path(f).read_bytes()).hexdigest()[:16] for f in files}
+    rows = [r for r in rows if r["file"] in digests and r.get("digest") == digests[r["file"]]]
     done = {(r["tool"], r["file"], r["strategy"], r["seed"]) for r in rows}
     jobs = [
         (tool, f, s, seed)
@@ -315,13 +320,14 @@ def main(argv: list[str] | None = None) -> int:
     with args.results.open("a") as sink, ProcessPoolExecutor(max_workers=args.jobs) as pool:
         finished = pool.map(_job, jobs, chunksize=1) if args.jobs > 1 else map(_job, jobs)
         for n, row in enumerate(finished, start=1):
+            row["digest"] = digests[row["file"]]
             sink.write(json.dumps(row) + "\n")
             sink.flush()
             rows.append(row)
             if n % 20 == 0:
                 print(f"  {n}/{len(jobs)} runs done", file=sys.stderr)
     wanted = {(t, s) for t, names in (("tunekit", ours), ("kernel_tuner", theirs)) for s in names}
-    print(report([r for r in rows if r["file"] in files and (r["tool"], r["strategy"]) in wanted], files, args.seeds))
+    print(report([r for r in rows if (r["tool"], r["strategy"]) in wanted], files, args.seeds))
     return 0
 
 

@@ -37,6 +37,11 @@ def test_the_strategy_bench_runs_on_a_given_file_and_resumes(
     assert f"{tmp_path.name}/tiny: 55 valid configurations" in out and "tk:auto" in out
     assert bench.main([*args, "--results", str(results)]) == 0
     assert len(results.read_text().splitlines()) == 6, "a rerun skips finished runs"
+    doc = json.loads(cache.read_text())
+    doc["cache"]["4,32,1"]["times"] = [t * 3 for t in doc["cache"]["4,32,1"]["times"]]
+    cache.write_text(json.dumps(doc))
+    assert bench.main([*args, "--results", str(results)]) == 0
+    assert len(results.read_text().splitlines()) == 12, "an edited file is run again, not read from stale rows"
 
 
 def test_old_1e20_failures_are_not_counted_as_valid_configurations(tmp_path: Path) -> None:
