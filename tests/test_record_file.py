@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import stat
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -113,3 +114,16 @@ def test_seeding_another_tuner_is_refused(data: ReplayData, tmp_path: Path) -> N
     record, tunables = committed(data, tmp_path / "r.json")
     with pytest.raises(tk.RecordMismatch, match="tuner 'replayed'"):
         record.seed(tk.LocalTuner("other"), tunables, Shape)
+
+
+def test_a_saved_record_is_readable_by_others_and_keeps_its_mode(tmp_path: Path) -> None:
+    """Regression: Record.save wrote 0600 (mkstemp) and reset a replaced file to it: CI could not read it."""
+    path = tmp_path / "tuning" / "r.json"
+    tk.Record("gemm", "cpu:test", "abc").save(path)
+    plain = tmp_path / "plain.json"
+    plain.write_text("{}")
+    assert stat.S_IMODE(path.stat().st_mode) == stat.S_IMODE(plain.stat().st_mode)
+    path.chmod(0o664)
+    tk.Record("gemm", "cpu:test", "abc").save(path)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o664
+    assert tk.Record.load(path).checksum == "abc"

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from tunekit._atomic import write_atomic
 from tunekit._bundle import BundleEntry, CacheBundle
 from tunekit._cache import CacheRow, CacheValue, PersistentCache, default_cache_dir
 from tunekit._cli import CliError
@@ -179,10 +180,8 @@ def export(args: argparse.Namespace) -> int:
         sys.stdout.write(text)
     else:
         target = Path(args.output)
-        temporary = target.with_name(f".{target.name}.tmp")
         try:
-            temporary.write_text(text, encoding="utf-8")
-            temporary.replace(target)  # a reader never sees half a bundle
+            write_atomic(target, text)  # a reader never sees half a bundle
         except OSError as exc:
             raise CliError(f"cannot write {target}: {exc.strerror or exc}") from exc
         print(f"exported {len(rows)} winners to {target}", file=sys.stderr)

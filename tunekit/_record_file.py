@@ -12,8 +12,6 @@ so production never re-tunes those keys.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -22,6 +20,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from tunekit import _settings
+from tunekit._atomic import write_atomic
 from tunekit._errors import TunekitError
 from tunekit._key import is_autotune_key, key_to_json
 from tunekit._local import LocalTuner
@@ -136,20 +135,14 @@ class Record:
         )
 
     def save(self, path: str | Path) -> None:
-        """Write atomically (temp file + rename): a crash leaves the old file or the new, never half."""
+        """Write atomically (temp file + rename): a crash leaves the old file or the new, never half.
+
+        The file keeps the mode of the one it replaces; a new one gets the mode of a plain
+        ``open(path, "w")``, so a committed record is readable wherever it is checked out.
+        """
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        text = self.model().model_dump_json(indent=2) + "\n"
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(text)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_atomic(path, self.model().model_dump_json(indent=2) + "\n")
 
     @classmethod
     def load(cls, path: str | Path) -> Record:
