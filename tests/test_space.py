@@ -63,6 +63,21 @@ def test_enumeration_is_lazy_on_a_million_point_space() -> None:
     assert calls < 1000, "sampling must not walk the whole space"
 
 
+def test_sampling_a_sparse_space_finishes_by_rejection_rather_than_walking_it() -> None:
+    """At 1 % valid, 500 samples gave up on rejection and walked all 10^5 points."""
+    calls = 0
+
+    def restrict(c: tk.Config) -> bool:
+        nonlocal calls
+        calls += 1
+        return bool((c.A * 1000 + c.B) % 100 == 0)
+
+    space = tk.Space(A=range(100), B=range(1000), restrict=restrict)
+    picked = space.sample(500, np.random.default_rng(0))
+    assert len(set(picked)) == 500
+    assert calls < space.cartesian_size
+
+
 def test_sampling_covers_a_heavily_restricted_space_exactly() -> None:
     space = tk.Space(A=range(100), B=range(100), restrict=lambda c: c.A == 7 and c.B < 3)
     picked = space.sample(10, np.random.default_rng(1))

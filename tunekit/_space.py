@@ -8,18 +8,17 @@ and rejects restricted-out ones, so a 10^6-point space costs nothing until it is
 from __future__ import annotations
 
 import hashlib
-import inspect
 import json
 import keyword
 import math
-import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, ValuesView
 from collections.abc import Set as AbstractSet
-from types import CodeType
 from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
+
+from tunekit._restriction_id import restriction_identity
 
 __all__ = ["Config", "ParamValue", "Restriction", "Space", "SpaceModel", "pow2"]
 
@@ -217,32 +216,6 @@ class SpaceModel(BaseModel):
     hash: str
 
 
-def _code_fingerprint(code: CodeType) -> str:
-    """Constants and names of a code object, recursively: what a one-line source cannot tell apart."""
-    consts = [_code_fingerprint(c) if isinstance(c, CodeType) else repr(c) for c in code.co_consts]
-    return f"{code.co_names!r}{consts!r}"
-
-
-def _restriction_source(fn: Restriction) -> str:
-    """Source text of a restriction (whitespace collapsed, so reformatting keeps the hash).
-
-    Two lambdas on one line share their source, so the constants and names they use are
-    added; bytecode itself is left out because it changes with the Python version. A
-    callable object may name its own identity with a ``fingerprint`` string attribute
-    (a restriction that is a lookup table, say, whose source says nothing of the table).
-    """
-    fingerprint_attr = getattr(fn, "fingerprint", None)
-    if isinstance(fingerprint_attr, str):
-        return f"fingerprint:{fingerprint_attr}"
-    code = getattr(fn, "__code__", None)
-    fingerprint = _code_fingerprint(code) if isinstance(code, CodeType) else ""
-    try:
-        text = inspect.getsource(fn)
-    except (OSError, TypeError):
-        text = getattr(fn, "__qualname__", type(fn).__qualname__)
-    return re.sub(r"\s+", " ", text).strip() + (f" {fingerprint}" if fingerprint else "")
-
-
 class Space:
     """A declared search space: ``tk.Space(BLOCK=tk.pow2(64, 1024), VEC=[1, 2, 4], restrict=...)``.
 
@@ -251,7 +224,7 @@ class Space:
     :class:`Config`, or a list of them, all of which must hold.
     """
 
-    __slots__ = ("_domains", "_hash", "_names", "_restrictions", "_size", "_strides")
+    __slots__ = ("_cartesian", "_domains", "_hash", "_names", "_restrictions", "_size", "_strides")
 
     def __init__(
         self,
@@ -272,6 +245,7 @@ class Space:
             strides.append(stride)
             stride *= len(domains[name])
         self._strides = tuple(reversed(strides))
+        self._cartesian = stride
         self._size: int | None = None if restrictions else self.cartesian_size
         self._hash = self._compute_hash()
 
@@ -295,7 +269,7 @@ class Space:
     @property
     def cartesian_size(self) -> int:
         """Number of points before restrictions (free to compute)."""
-        return math.prod(len(d) for d in self._domains.values())
+        return self._cartesian
 
     @property
     def size(self) -> int:
@@ -312,7 +286,7 @@ class Space:
     def _compute_hash(self) -> str:
         payload = {
             "params": [[n, [[type(v).__name__, v] for v in self._domains[n]]] for n in self._names],
-            "restrictions": [_restriction_source(fn) for fn in self._restrictions],
+            "restrictions": [restriction_identity(fn) for fn in self._restrictions],
         }
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:32]
 
@@ -320,7 +294,7 @@ class Space:
         """The space as a pydantic model (restrictions by their source text)."""
         return SpaceModel(
             params={n: list(d) for n, d in self._domains.items()},
-            restrictions=[_restriction_source(fn) for fn in self._restrictions],
+            restrictions=[restriction_identity(fn) for fn in self._restrictions],
             hash=self._hash,
         )
 
@@ -403,13 +377,16 @@ class Space:
         """Up to ``n`` distinct valid configurations drawn uniformly at random.
 
         Rejection sampling over Cartesian indices: nothing is materialised. When the
-        restrictions reject almost everything, the space is walked once instead.
+        restrictions reject so much that finishing by rejection would cost more than half a
+        walk of the space, the space is walked once instead.
         """
-        total = self.cartesian_size
+        total = self._cartesian
         picked: dict[int, Config] = {}
         rejected: set[int] = set()
         tries = 0
-        while len(picked) < n and len(picked) + len(rejected) < total and tries < 64 * n + 1024:
+        while len(picked) < n and len(picked) + len(rejected) < total:
+            if tries >= 64 * n + 1024 and (n - len(picked)) * tries > len(picked) * (total // 2):
+                break
             tries += 1
             index = int(rng.integers(total))
             if index in picked or index in rejected:
