@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import keyword
 import math
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, ValuesView
+from collections.abc import Set as AbstractSet
 from typing import Any, Literal
 
 import numpy as np
@@ -119,6 +121,90 @@ class Config(Mapping[str, Any]):
         return dict(zip(self._names, self._values, strict=True))
 
 
+_CONFIG_ATTRIBUTES = tuple(sorted(n for n in dir(Config) if not n.startswith("_")))
+"""What ``c.<name>`` already means on a Config, so a parameter of that name would be shadowed."""
+
+
+def _check_name(name: str) -> str:
+    """Refuse a parameter name that ``c.<name>`` in a restriction could not read back."""
+    if not name.isidentifier() or keyword.iskeyword(name) or name.startswith("_"):
+        raise ValueError(
+            f"tk.Space parameter name {name!r} is not usable: a parameter is read as c.<name>, so its name must be "
+            "a Python identifier that is not a keyword and does not start with '_'; rename it (e.g. BLOCK_M)"
+        )
+    if name in _CONFIG_ATTRIBUTES:
+        raise ValueError(
+            f"tk.Space parameter name {name!r} is already an attribute of tk.Config, so c.{name} would not read "
+            f"the parameter; rename it (Config's attributes: {', '.join(_CONFIG_ATTRIBUTES)})"
+        )
+    return name
+
+
+def _domain(name: str, values: Iterable[ParamValue]) -> tuple[ParamValue, ...]:
+    """A parameter's values, checked: ordered, scalar, distinct and distinctly named."""
+    if isinstance(values, str | bytes) or not isinstance(values, Iterable):
+        raise TypeError(f"tk.Space parameter {name!r}: give its values as a list, tuple or range, got {values!r}")
+    if isinstance(values, AbstractSet):
+        # A set's iteration order changes with PYTHONHASHSEED, and with it the space's hash,
+        # its enumeration order and every neighbourhood.
+        raise TypeError(
+            f"tk.Space parameter {name!r}: a {type(values).__name__} has no stable order (it changes between runs); "
+            "give its values as a list in the order you want"
+        )
+    if isinstance(values, Mapping | ValuesView):
+        raise TypeError(
+            f"tk.Space parameter {name!r}: a {type(values).__name__} is ambiguous here (its keys or its values?); "
+            "give its values as a list in the order you want"
+        )
+    domain = tuple(values)
+    if not domain:
+        raise ValueError(f"tk.Space parameter {name!r} has no values")
+    by_value: dict[ParamValue, ParamValue] = {}
+    by_text: dict[str, ParamValue] = {}
+    for value in domain:
+        if not isinstance(value, _SCALARS) or (isinstance(value, float) and not math.isfinite(value)):
+            raise TypeError(f"tk.Space parameter {name!r}: value {value!r} is not an int, finite float, str or bool")
+        if isinstance(value, str) and ("," in value or "=" in value):
+            raise ValueError(
+                f"tk.Space parameter {name!r}: value {value!r} contains ',' or '=', which would make configuration "
+                f"names ({name}=...,...) ambiguous; use another character, such as ':' or '_'"
+            )
+        if value in by_value:
+            # 1, 1.0 and True are equal (and hash alike), so their Configs would be one configuration.
+            other = by_value[value]
+            if type(other) is type(value):
+                raise ValueError(f"tk.Space parameter {name!r} repeats a value: {list(domain)}")
+            raise ValueError(
+                f"tk.Space parameter {name!r}: values {other!r} and {value!r} compare equal in Python, so their "
+                "configurations would be the same one; keep one of them, or use distinct values of one type"
+            )
+        if str(value) in by_text:
+            raise ValueError(
+                f"tk.Space parameter {name!r}: values {by_text[str(value)]!r} and {value!r} would both be named "
+                f"{name}={value}, and names identify candidates; keep values of one type"
+            )
+        by_value[value] = value
+        by_text[str(value)] = value
+    return domain
+
+
+def _restrictions(restrict: Restriction | Sequence[Restriction] | None) -> tuple[Restriction, ...]:
+    """The restriction predicates, refusing anything else (a string, a bool, a generator)."""
+    if restrict is None:
+        return ()
+    if callable(restrict):
+        return (restrict,)
+    bad: object = restrict
+    if isinstance(restrict, list | tuple):
+        bad = next((fn for fn in restrict if not callable(fn)), None)
+        if bad is None:
+            return tuple(restrict)
+    raise TypeError(
+        f"tk.Space(restrict=...) takes a predicate (config -> bool) or a list of them, got {bad!r}; "
+        "e.g. restrict=lambda c: c.BLOCK * c.VEC <= 1024"
+    )
+
+
 class SpaceModel(BaseModel):
     """A space as JSON: its parameters and the source of its restrictions (for logs and records)."""
 
@@ -148,32 +234,8 @@ class Space:
     ) -> None:
         if not params:
             raise ValueError("tk.Space needs at least one parameter, e.g. tk.Space(BLOCK=tk.pow2(64, 1024))")
-        domains: dict[str, tuple[ParamValue, ...]] = {}
-        for name, values in params.items():
-            if isinstance(values, str | bytes) or not isinstance(values, Iterable):
-                raise TypeError(
-                    f"tk.Space parameter {name!r}: give its values as a list, tuple or range, got {values!r}"
-                )
-            domain = tuple(values)
-            if not domain:
-                raise ValueError(f"tk.Space parameter {name!r} has no values")
-            for value in domain:
-                if not isinstance(value, _SCALARS) or (isinstance(value, float) and not math.isfinite(value)):
-                    raise TypeError(
-                        f"tk.Space parameter {name!r}: value {value!r} is not an int, finite float, str or bool"
-                    )
-            if len({(type(v), v) for v in domain}) != len(domain):
-                raise ValueError(f"tk.Space parameter {name!r} repeats a value: {list(domain)}")
-            domains[name] = domain
-        if restrict is None:
-            restrictions: tuple[Restriction, ...] = ()
-        elif callable(restrict):
-            restrictions = (restrict,)
-        else:
-            restrictions = tuple(restrict)
-        for fn in restrictions:
-            if not callable(fn):
-                raise TypeError(f"tk.Space(restrict=...) takes predicates (config -> bool), got {fn!r}")
+        domains = {_check_name(name): _domain(name, values) for name, values in params.items()}
+        restrictions = _restrictions(restrict)
         self._names = tuple(domains)
         self._domains = domains
         self._restrictions = restrictions
