@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from tunekit._check import Reference
-from tunekit._search_spec import SearchSpec, config_name
+from tunekit._search_spec import SearchSpec, check_search_args, config_name
 from tunekit._space import Config, Space
 from tunekit._tunable import Tunable
 
@@ -278,12 +278,14 @@ class TunableSet(Generic[K, Out]):
                 "TunableSet.with_search(...) needs a set made from a tk.Space: build it with "
                 "TunableSet.from_space(space, build, key=...) or KernelTemplate(...).tunable_set(...)"
             )
-        if max_evals is not None and max_evals < 1:
-            raise ValueError(f"TunableSet.with_search(max_evals=...) must be at least 1, got {max_evals}")
-        if max_seconds is not None and max_seconds <= 0:
-            raise ValueError(f"TunableSet.with_search(max_seconds=...) must be positive, got {max_seconds}")
-        if batch < 1 or finalists < 0:
-            raise ValueError(f"TunableSet.with_search: batch must be >= 1 and finalists >= 0, got {batch}, {finalists}")
+        check_search_args(
+            "TunableSet.with_search",
+            seed=seed,
+            max_evals=max_evals,
+            max_seconds=max_seconds,
+            batch=batch,
+            finalists=finalists,
+        )
         if isinstance(strategy, str):
             from tunekit._strategies import STRATEGIES
 
