@@ -263,3 +263,12 @@ def test_configuration_names_are_unique() -> None:
     space = tk.Space(A=[2, 2.5, "x", True], B=["1", "y:z", "a b"], C=[0.1, 10])
     names = [c.name for c in space]
     assert len(set(names)) == len(names) == space.size
+
+
+def test_numpy_values_are_taken_as_the_python_values_they_hold() -> None:
+    """np.arange values were refused as 'not an int', though they are the first thing many users write."""
+    space = tk.Space(B=np.arange(1, 5), F=np.array([0.5, 1.0]), S=np.array(["a", "b"]), T=np.array([True, False]))
+    plain = tk.Space(B=[1, 2, 3, 4], F=[0.5, 1.0], S=["a", "b"], T=[True, False])
+    assert space.hash == plain.hash
+    assert all(type(v) in (int, float, str, bool) for vs in space.domains.values() for v in vs)
+    assert next(iter(space)).name == "B=1,F=0.5,S=a,T=True"

@@ -156,7 +156,8 @@ def _domain(name: str, values: Iterable[ParamValue]) -> tuple[ParamValue, ...]:
             f"tk.Space parameter {name!r}: a {type(values).__name__} is ambiguous here (its keys or its values?); "
             "give its values as a list in the order you want"
         )
-    domain = tuple(values)
+    # numpy scalars (np.arange, np.linspace) become Python ones: the same values, names and hash as a list.
+    domain = tuple(v.item() if isinstance(v, np.generic) else v for v in values)
     if not domain:
         raise ValueError(f"tk.Space parameter {name!r} has no values")
     by_value: dict[ParamValue, ParamValue] = {}
