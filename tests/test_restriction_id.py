@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import functools
+import os
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
+
+import numpy as np
+import pytest
 
 import tunekit as tk
 
@@ -17,11 +22,26 @@ def bounded(limit: int) -> tk.Space:
     return tk.Space(B=tk.pow2(64, 4096), restrict=lambda c: limit >= c.B)
 
 
+def bounded_reflowed(limit: int) -> tk.Space:
+    space = tk.Space(
+        B=tk.pow2(64, 4096),
+        restrict=lambda c: (
+            limit  # the largest block
+            >= c.B
+        ),
+    )
+    return space
+
+
 def test_a_bound_held_in_a_closure_variable_enters_the_hash() -> None:
     """Spaces restricted to B <= 1024 and B <= 2048 through a variable had one hash, so caches mixed them."""
     assert bounded(1024).hash == bounded(1024).hash
     assert bounded(1024).hash != bounded(2048).hash
     assert bounded(1024).size != bounded(2048).size
+    # Compiled on its own a closure lambda reads `limit` as a global: it must still be found, not
+    # fall back to its whole source line (which made reflowing change the hash).
+    assert bounded_reflowed(1024).hash == bounded(1024).hash
+    assert bounded(1024).describe().restrictions == ["lambda c: limit >= c.B with limit=1024"]
 
 
 def test_a_bound_held_in_a_module_constant_enters_the_hash(tmp_path: Path) -> None:
@@ -107,3 +127,90 @@ def test_restrictions_without_source_text_are_told_apart_by_their_code() -> None
 def test_module_constant_in_this_file_is_shown_with_its_value() -> None:
     space = tk.Space(B=tk.pow2(64, 4096), restrict=lambda c: c.B <= LIMIT)
     assert space.describe().restrictions == ["lambda c: c.B <= LIMIT with LIMIT=1024"]
+
+
+def test_the_hash_does_not_depend_on_the_hash_seed(tmp_path: Path) -> None:
+    """A set literal in a closure lambda gave a different hash under each PYTHONHASHSEED."""
+    module = tmp_path / "seeded.py"
+    module.write_text(
+        "import tunekit as tk\n"
+        "def space(limit):\n"
+        "    return tk.Space(M=['ab', 'cd', 'ef'], A=[1, 2], restrict=lambda c: c.M in {'ab', 'cd'} and c.A <= limit)\n"
+        "print(space(2).hash)\n"
+    )
+    hashes = {
+        subprocess.run(
+            [sys.executable, str(module)],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+        ).stdout
+        for seed in ("1", "2", "3")
+    }
+    assert len(hashes) == 1, hashes
+
+
+def test_alike_lambdas_on_one_line_are_told_apart_by_their_code() -> None:
+    """c.A < c.B and c.A > c.B on one line had one hash: names and constants alone are equal."""
+    below, above = (lambda c: c.A < c.B), (lambda c: c.A > c.B)
+    one = tk.Space(A=range(4), B=range(4), restrict=below)
+    other = tk.Space(A=range(4), B=range(4), restrict=above)
+    assert one.hash != other.hash
+    assert one.hash == tk.Space(A=range(4), B=range(4), restrict=below).hash
+
+
+BLOCK = 128
+
+
+def test_a_global_named_like_a_parameter_is_not_read_data() -> None:
+    """c.BLOCK put the unrelated global BLOCK into the hash: attribute names share co_names with globals."""
+    space = tk.Space(BLOCK=tk.pow2(64, 512), restrict=lambda c: c.BLOCK <= 256)
+    assert space.describe().restrictions == ["lambda c: c.BLOCK <= 256"]
+
+
+def _below_limit(c: tk.Config) -> bool:
+    return bool(c.A < LIMIT // 256)
+
+
+class Limit:
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def check(self, c: tk.Config) -> bool:
+        return bool(self.n > c.A)
+
+
+def test_helpers_bound_objects_decorators_and_arrays_enter_the_hash(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A helper's global, a bound method's object, a decorated function's global and a numpy table were not seen."""
+    # A lambda that calls a helper is the case under test, not a lambda to inline.
+    via_helper = tk.Space(A=range(8), restrict=lambda c: _below_limit(c))  # noqa: PLW0108
+    monkeypatch.setattr(sys.modules[__name__], "LIMIT", 2048)
+    assert tk.Space(A=range(8), restrict=lambda c: _below_limit(c)).hash != via_helper.hash  # noqa: PLW0108
+    assert tk.Space(A=range(8), restrict=Limit(1).check).hash != tk.Space(A=range(8), restrict=Limit(4).check).hash
+
+    def decorate(fn: Callable[[tk.Config], bool]) -> Callable[[tk.Config], bool]:
+        @functools.wraps(fn)
+        def wrapper(c: tk.Config) -> bool:
+            return fn(c)
+
+        return wrapper
+
+    def make(table: np.ndarray) -> tk.Space:
+        @decorate
+        def allowed(c: tk.Config) -> bool:
+            return bool(table[c.A])
+
+        return tk.Space(A=range(4), restrict=allowed)
+
+    assert make(np.array([1, 1, 0, 0])).hash != make(np.array([1, 0, 1, 0])).hash
+    assert make(np.array([1, 1, 0, 0])).hash == make(np.array([1, 1, 0, 0])).hash
+
+
+def test_a_huge_table_enters_as_a_digest() -> None:
+    """A global set of a million entries was copied into describe() and every trial-log header."""
+    table = set(range(10**5))
+    one = tk.Space(A=range(8), restrict=lambda c: c.A in table)
+    assert len(one.describe().restrictions[0]) < 200
+    table.add(-1)
+    assert tk.Space(A=range(8), restrict=lambda c: c.A in table).hash != one.hash

@@ -173,6 +173,23 @@ def test_bad_search_arguments_are_refused_before_anything_is_measured(
     assert built == []
 
 
+def test_numpy_numbers_are_accepted_as_seed_and_limits(replay: tuple[ReplayData, ReplayClient]) -> None:
+    """The up-front checks refused seed=np.int64(0), which the search itself had always taken."""
+    data, client = replay
+    plain = tk.search(data.space, client.kernel, client, (), tuner="t", seed=3, max_evals=6)
+    numpy_args = tk.search(
+        data.space,
+        client.kernel,
+        client,
+        (),
+        tuner="t",
+        seed=np.int64(3),
+        max_evals=np.int64(6),
+        max_seconds=np.float32(60),
+    )
+    assert [t.config for t in numpy_args.trials] == [t.config for t in plain.trials]
+
+
 class ProposesDicts:
     def __init__(self, space: tk.Space, rng: np.random.Generator) -> None:
         self.first = next(iter(space))

@@ -78,6 +78,20 @@ def test_sampling_a_sparse_space_finishes_by_rejection_rather_than_walking_it() 
     assert calls < space.cartesian_size
 
 
+def test_one_rare_valid_point_is_found_by_rejection_not_a_walk() -> None:
+    """With 225 valid points in 10^6, sample(1) gave up on rejection after ~1,000 tries and walked everything."""
+    calls = 0
+
+    def restrict(c: tk.Config) -> bool:
+        nonlocal calls
+        calls += 1
+        return bool(c.A % 70 == 0 and c.B % 70 == 0)
+
+    space = tk.Space(A=range(1000), B=range(1000), restrict=restrict)
+    assert len(space.sample(1, np.random.default_rng(0))) == 1
+    assert calls < space.cartesian_size // 2
+
+
 def test_sampling_covers_a_heavily_restricted_space_exactly() -> None:
     space = tk.Space(A=range(100), B=range(100), restrict=lambda c: c.A == 7 and c.B < 3)
     picked = space.sample(10, np.random.default_rng(1))

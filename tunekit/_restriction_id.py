@@ -3,14 +3,16 @@
 A restriction is code, so the hash cannot hold the predicate itself; it holds what decides its
 answers instead. The source goes through the AST, so comments, spacing, line breaks and the
 statement a lambda sits in do not count. The values of the plain-data names it reads (closure
-variables, module constants, default arguments) are added, because a bound kept in a variable
-decides the answers as much as one written inline. Without source text (``python -c``, a REPL)
-the compiled code stands in, and the hash then holds for one Python version only.
+variables, module globals, default arguments, a bound method's object, ``partial`` arguments)
+are added, because a bound kept in a variable decides the answers as much as one written inline;
+so are the identities of the module's own functions it calls. Without source text (``python -c``,
+a REPL) the compiled code stands in, and the hash then holds for one Python version only.
 """
 
 from __future__ import annotations
 
 import ast
+import dis
 import functools
 import hashlib
 import inspect
@@ -18,47 +20,140 @@ import numbers
 import re
 import textwrap
 from collections.abc import Callable, Iterator
-from types import CodeType
+from types import CodeType, FunctionType, MethodType
 from typing import Any
+
+import numpy as np
 
 __all__ = ["restriction_identity"]
 
-# A lambda's source line is searched for the lambda's own text by parsing prefixes; a
-# generated line of megabytes is not worth that, and falls back to its collapsed text.
-_MAX_SEARCHED = 4000
+# Finding a lambda's own text parses prefixes of its source line: bounded, so a generated line of
+# megabytes, or a line of many lambdas, costs milliseconds before falling back to the code itself.
+_MAX_PARSES = 2000
 _MAX_LINES = 20
+# A value whose text is longer enters the identity as a digest (a table of a million entries
+# would otherwise be copied into every trial-log header).
+_MAX_VALUE_TEXT = 256
+_MAX_DEPTH = 3
 
 
 def restriction_identity(fn: Callable[..., Any]) -> str:
     """What a restriction contributes to the space hash (also shown by ``space.describe()``)."""
+    return _identity(fn, depth=0, seen=set())
+
+
+def _identity(fn: Callable[..., Any], *, depth: int, seen: set[int]) -> str:
     declared = getattr(fn, "fingerprint", None)
     if isinstance(declared, str):
         # A callable object may name its own identity (a lookup table, say, whose source says nothing of the table).
         return f"fingerprint:{declared}"
     if isinstance(fn, functools.partial):
         bound = {f"arg{i}": v for i, v in enumerate(fn.args)} | dict(fn.keywords)
-        values: dict[str, str] = {}
-        for name, value in bound.items():
-            _add(values, name, value)
-        data = ", ".join(f"{name}={value}" for name, value in sorted(values.items()))
-        return f"partial({restriction_identity(fn.func)}) with {data}"
+        return _with(f"partial({_identity(fn.func, depth=depth, seen=seen)})", _data(bound))
+    owner = {"self": fn.__self__} if isinstance(fn, MethodType) else {}
+    fn = inspect.unwrap(fn.__func__ if isinstance(fn, MethodType) else fn)
     code = getattr(fn, "__code__", None)
     if not isinstance(code, CodeType):
         return _object_identity(fn)
+    seen.add(id(fn))
     source = _normalised_source(fn, code)
     text = source if source is not None else f"{fn.__qualname__} code:{_code_digest(code)}"
-    data = _data_read(fn, code)
+    values: dict[str, object] = {}
+    for name, cell in zip(code.co_freevars, getattr(fn, "__closure__", None) or (), strict=False):
+        try:
+            values[name] = cell.cell_contents
+        except ValueError:  # an empty cell: assigned after the function was made
+            continue
+    module = getattr(fn, "__globals__", {})
+    helpers = []
+    for name in sorted(_globals_read(code)):
+        if name not in module:
+            continue
+        value = module[name]
+        if isinstance(value, FunctionType) and value.__module__ == fn.__module__:
+            # A helper of the same module decides the answers too; others (numpy, math) are libraries.
+            if depth < _MAX_DEPTH and id(value) not in seen:
+                helpers.append(f"{name}: {_identity(value, depth=depth + 1, seen=seen)}")
+            continue
+        values[name] = value
+    for i, value in enumerate(getattr(fn, "__defaults__", None) or ()):
+        values[f"default{i}"] = value
+    values |= getattr(fn, "__kwdefaults__", None) or {}
+    for name, obj in owner.items():
+        values |= {f"{name}.{k}": v for k, v in getattr(obj, "__dict__", {}).items()}
+    data = _data(values)
+    return _with(text, ", ".join([*helpers, data] if data else helpers))
+
+
+def _with(text: str, data: str) -> str:
     return f"{text} with {data}" if data else text
 
 
-def _code_shape(code: CodeType) -> str:
-    """Constants and names, recursively: enough to tell which lambda of a line is ``code``."""
-    consts = [_code_shape(c) if isinstance(c, CodeType) else repr(c) for c in code.co_consts]
-    return f"{code.co_names!r}{consts!r}"
+def _data(values: dict[str, object]) -> str:
+    """``name=value`` for every plain-data value, sorted; anything else is left out."""
+    out = []
+    for name, value in sorted(values.items()):
+        text = _data_repr(value, 0)
+        if text is not None:
+            if len(text) > _MAX_VALUE_TEXT:
+                text = f"<sha256:{hashlib.sha256(text.encode()).hexdigest()[:16]}>"
+            out.append(f"{name}={text}")
+    return ", ".join(out)
+
+
+def _data_repr(value: object, depth: int) -> str | None:
+    """A stable text of plain data (numbers, strings, arrays and containers of them); None for anything else."""
+    if value is None or isinstance(value, bool | str | bytes | numbers.Number | range):
+        return repr(value)
+    if isinstance(value, np.ndarray):
+        if value.dtype.hasobject:
+            return None
+        digest = hashlib.sha256(np.ascontiguousarray(value).tobytes()).hexdigest()[:16]
+        return f"array({value.dtype.str}, {value.shape}, {digest})"
+    if depth >= _MAX_DEPTH or not isinstance(value, tuple | list | set | frozenset | dict):
+        return None
+    if isinstance(value, dict):
+        items = [(_data_repr(k, depth + 1), _data_repr(v, depth + 1)) for k, v in value.items()]
+        if any(k is None or v is None for k, v in items):
+            return None
+        return "{" + ", ".join(sorted(f"{k}: {v}" for k, v in items)) + "}"
+    parts = [_data_repr(v, depth + 1) for v in value]
+    texts = [p for p in parts if p is not None]
+    if len(texts) < len(parts):
+        return None
+    if isinstance(value, set | frozenset):
+        texts.sort()  # a set's order changes with the hash seed
+    return f"{type(value).__name__}({', '.join(texts)})"
+
+
+def _globals_read(code: CodeType) -> set[str]:
+    """Names loaded as globals (not attribute names, which share ``co_names``), nested code included."""
+    names = {i.argval for i in dis.get_instructions(code) if i.opname in ("LOAD_GLOBAL", "LOAD_NAME")}
+    for const in code.co_consts:
+        if isinstance(const, CodeType):
+            names |= _globals_read(const)
+    return {n for n in names if isinstance(n, str)}
+
+
+def _shape(code: CodeType) -> str:
+    """Names and constants, recursively, free variables counted as names.
+
+    Enough to tell which lambda of a line is ``code``: compiled on its own, a lambda reads its
+    closure variables as globals. Sets are sorted: their order changes with the hash seed.
+    """
+    consts = []
+    for c in code.co_consts:
+        if isinstance(c, CodeType):
+            consts.append(_shape(c))
+        elif isinstance(c, frozenset):
+            consts.append("frozenset(" + ", ".join(sorted(map(repr, c))) + ")")
+        else:
+            consts.append(repr(c))
+    return f"{sorted(set(code.co_names) | set(code.co_freevars))!r}{consts!r}"
 
 
 def _code_digest(code: CodeType) -> str:
-    parts = [code.co_code.hex(), _code_shape(code)]
+    parts = [code.co_code.hex(), _shape(code)]
     parts += [_code_digest(c) for c in code.co_consts if isinstance(c, CodeType)]
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
 
@@ -77,24 +172,31 @@ def _normalised_source(fn: Callable[..., Any], code: CodeType) -> str | None:
         lines, first = inspect.findsource(fn)
     except (OSError, TypeError):
         lines, first = text.splitlines(keepends=True), 0
+    budget = [_MAX_PARSES]
+    want = _shape(code)
     # inspect gives a lambda's first line only; one that runs over more lines needs the next ones.
     for extra in range(_MAX_LINES):
         window = "".join(lines[first : first + 1 + extra])
-        found = [node for node in _lambdas_in(window) if _compiles_to(node, code)]
-        if found:
-            return ast.unparse(found[0])
-        if first + 1 + extra >= len(lines):
+        found = sorted({ast.unparse(node) for node in _lambdas_in(window, budget) if _shape_of(node) == want})
+        if len(found) == 1:
+            return found[0]
+        if found:  # alike lambdas on one line (c.A < c.B, c.A > c.B): only the code tells them apart
+            return " | ".join(found) + f" code:{_code_digest(code)}"
+        if first + 1 + extra >= len(lines) or budget[0] <= 0:
             break
-    return re.sub(r"\s+", " ", text).strip() + " " + _code_shape(code)
+    return f"{fn.__qualname__} code:{_code_digest(code)}"
 
 
-def _lambdas_in(text: str) -> Iterator[ast.Lambda]:
+def _lambdas_in(text: str, budget: list[int]) -> Iterator[ast.Lambda]:
     """Each lambda expression in ``text``: the longest text from a ``lambda`` keyword that parses as one."""
-    if len(text) > _MAX_SEARCHED:
-        return
     for match in re.finditer(r"\blambda\b", text):
         fragment = text[match.start() :]
-        for end in range(len(fragment), 0, -1):
+        # A lambda's text ends where a delimiter, a space, a comment or the line's end follows it.
+        ends = [len(fragment), *(i for i in range(len(fragment) - 1, 0, -1) if fragment[i] in " ,)]};#\n")]
+        for end in ends:
+            if budget[0] <= 0:
+                return
+            budget[0] -= 1
             try:
                 # In brackets, as in the call it came from, the lambda may run over several lines.
                 tree = ast.parse(f"({fragment[:end]}\n)", mode="eval")
@@ -105,66 +207,10 @@ def _lambdas_in(text: str) -> Iterator[ast.Lambda]:
                 break
 
 
-def _compiles_to(node: ast.Lambda, code: CodeType) -> bool:
+def _shape_of(node: ast.Lambda) -> str:
     compiled = compile(ast.fix_missing_locations(ast.Expression(body=node)), "<restriction>", "eval")
     inner = [c for c in compiled.co_consts if isinstance(c, CodeType)]
-    return bool(inner) and _code_shape(inner[0]) == _code_shape(code)
-
-
-def _data_read(fn: Callable[..., Any], code: CodeType) -> str:
-    """``name=value`` for every plain-data value the function reads, sorted."""
-    values: dict[str, str] = {}
-    closure = getattr(fn, "__closure__", None) or ()
-    for name, cell in zip(code.co_freevars, closure, strict=False):
-        try:
-            _add(values, name, cell.cell_contents)
-        except ValueError:  # an empty cell: assigned after the function was made
-            continue
-    module = getattr(fn, "__globals__", {})
-    for name in sorted(_names_read(code)):
-        if name in module:
-            _add(values, name, module[name])
-    for i, value in enumerate(getattr(fn, "__defaults__", None) or ()):
-        _add(values, f"default{i}", value)
-    for name, value in (getattr(fn, "__kwdefaults__", None) or {}).items():
-        _add(values, name, value)
-    return ", ".join(f"{name}={value}" for name, value in sorted(values.items()))
-
-
-def _names_read(code: CodeType) -> set[str]:
-    names = set(code.co_names)
-    for const in code.co_consts:
-        if isinstance(const, CodeType):
-            names |= _names_read(const)
-    return names
-
-
-def _add(values: dict[str, str], name: str, value: object) -> None:
-    text = _data_repr(value)
-    if text is not None:
-        values[name] = text
-
-
-def _data_repr(value: object, depth: int = 0) -> str | None:
-    """A stable text of plain data (numbers, strings, and containers of them); None for anything else."""
-    if value is None or isinstance(value, bool | str | bytes | numbers.Number):
-        return repr(value)
-    if depth > 3 or not isinstance(value, tuple | list | set | frozenset | dict | range):
-        return None
-    if isinstance(value, range):
-        return repr(value)
-    if isinstance(value, dict):
-        items = [(_data_repr(k, depth + 1), _data_repr(v, depth + 1)) for k, v in value.items()]
-        if any(k is None or v is None for k, v in items):
-            return None
-        return "{" + ", ".join(f"{k}: {v}" for k, v in sorted(items, key=str)) + "}"
-    parts = [_data_repr(v, depth + 1) for v in value]
-    if any(p is None for p in parts):
-        return None
-    texts = [p for p in parts if p is not None]
-    if isinstance(value, set | frozenset):
-        texts.sort()  # a set's order changes with the hash seed
-    return f"{type(value).__name__}({', '.join(texts)})"
+    return _shape(inner[0]) if inner else ""
 
 
 def _object_identity(fn: Callable[..., Any]) -> str:
@@ -174,8 +220,4 @@ def _object_identity(fn: Callable[..., Any]) -> str:
         text = ast.unparse(ast.parse(textwrap.dedent(inspect.getsource(cls))))
     except (OSError, TypeError, SyntaxError):
         text = getattr(fn, "__qualname__", cls.__qualname__)
-    values: dict[str, str] = {}
-    for name, value in sorted(getattr(fn, "__dict__", {}).items()):
-        _add(values, name, value)
-    data = ", ".join(f"{name}={value}" for name, value in values.items())
-    return f"{text} with {data}" if data else text
+    return _with(text, _data(dict(getattr(fn, "__dict__", {}))))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TypeGuard
@@ -36,7 +37,8 @@ class SearchSpec:
 
 
 def _is_int(value: object) -> TypeGuard[int]:
-    return isinstance(value, int) and not isinstance(value, bool)
+    # numbers.Integral: numpy integers (a seed drawn from a Generator) are ints here too.
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
 def check_search_args(
@@ -64,7 +66,7 @@ def check_search_args(
             f"{where}(max_evals=...) must be a positive int (configurations to evaluate) or None, got {max_evals!r}"
         )
     if max_seconds is not None and not (
-        isinstance(max_seconds, int | float) and not isinstance(max_seconds, bool) and max_seconds > 0
+        isinstance(max_seconds, numbers.Real) and not isinstance(max_seconds, bool) and float(max_seconds) > 0
     ):
         raise ValueError(f"{where}(max_seconds=...) must be a positive number of seconds or None, got {max_seconds!r}")
     if not (_is_int(batch) and batch >= 1):

@@ -386,7 +386,9 @@ class Space:
         rejected: set[int] = set()
         tries = 0
         while len(picked) < n and len(picked) + len(rejected) < total:
-            if tries >= 64 * n + 1024 and (n - len(picked)) * tries > len(picked) * (total // 2):
+            # Expected tries left at the rate so far (none picked yet counts as one, so a rare valid point
+            # is still looked for by rejection up to half a walk).
+            if tries >= 64 * n + 1024 and (n - len(picked)) * tries > max(len(picked), 1) * (total // 2):
                 break
             tries += 1
             index = int(rng.integers(total))
