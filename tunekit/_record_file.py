@@ -219,15 +219,26 @@ def _entry_key(entry: RecordEntry) -> str:
     return json.dumps(entry.key, sort_keys=True, separators=(",", ":"))
 
 
+def _required_samples(settings: _settings.Settings) -> tuple[int, str]:
+    """The kept samples the schedule in force gives a winner, and the setting that says so.
+
+    Only the fixed schedule takes ``samples``; the adaptive one keeps between ``min_samples``
+    and ``max_samples``, so comparing its records with ``samples`` warned on every one.
+    """
+    if settings.adaptive:
+        return settings.min_samples, "the adaptive schedule's min_samples"
+    return settings.samples, "the fixed schedule's samples"
+
+
 def _drift(record: Record, path: Path) -> list[str]:
     out = []
     if record.tunekit_version != __version__:
         out.append(f"{path}: written by tunekit {record.tunekit_version}, running {__version__}")
-    samples = _settings.current().samples
+    samples, setting = _required_samples(_settings.current())
     now = datetime.now(UTC)
     for entry in record.entries.values():
         if entry.samples < samples:
-            out.append(f"{path}: {entry.key} was measured with {entry.samples} samples (< {samples} configured)")
+            out.append(f"{path}: {entry.key} was measured with {entry.samples} samples (< {samples}, {setting})")
         if now - entry.measured_at > _STALE_AFTER:
             out.append(f"{path}: {entry.key} was measured on {entry.measured_at:%Y-%m-%d}, over a year ago")
     return out
