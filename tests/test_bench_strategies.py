@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kt_cache import write_cache
@@ -12,13 +13,18 @@ from kt_cache import write_cache
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_the_strategy_bench_runs_on_a_given_file_and_resumes(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def load_bench() -> Any:
     spec = importlib.util.spec_from_file_location("bench_strategies", ROOT / "benches" / "strategies.py")
     assert spec is not None and spec.loader is not None
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
+    return bench
+
+
+def test_the_strategy_bench_runs_on_a_given_file_and_resumes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bench = load_bench()
     cache = write_cache(tmp_path / "tiny.json")
     results = tmp_path / "results.jsonl"
     args = [str(cache), "--only", str(tmp_path), "--seeds", "3", "--kt", "none", "--tunekit", "auto,random"]
@@ -31,3 +37,29 @@ def test_the_strategy_bench_runs_on_a_given_file_and_resumes(
     assert f"{tmp_path.name}/tiny: 55 valid configurations" in out and "tk:auto" in out
     assert bench.main([*args, "--results", str(results)]) == 0
     assert len(results.read_text().splitlines()) == 6, "a rerun skips finished runs"
+    doc = json.loads(cache.read_text())
+    doc["cache"]["4,32,1"]["times"] = [t * 3 for t in doc["cache"]["4,32,1"]["times"]]
+    cache.write_text(json.dumps(doc))
+    assert bench.main([*args, "--results", str(results)]) == 0
+    assert len(results.read_text().splitlines()) == 12, "an edited file is run again, not read from stale rows"
+
+
+def test_old_1e20_failures_are_not_counted_as_valid_configurations(tmp_path: Path) -> None:
+    """The bench counted 1e20 entries as valid, so its budget and 'reached' disagreed with tunekit's."""
+    bench = load_bench()
+    path = write_cache(tmp_path / "old.json")
+    doc = json.loads(path.read_text())
+    doc["cache"]["1,32,0"]["time"] = 1e20
+    path.write_text(json.dumps(doc))
+    valid, best, near = bench._file_facts(str(path))
+    assert valid == 54 and "1,32,0" not in bench._valid_means(str(path))
+    assert (best, near) == (bench._file_facts(str(write_cache(tmp_path / "new.json")))[1], 1)
+
+
+def test_flatness_is_the_exact_median_of_random_search_whatever_ran() -> None:
+    """Flatness came from the random strategy's budget-capped median, so an unreached 3.0 read as 'flat'."""
+    bench = load_bench()
+    assert bench._random_median_to_hit(15, 2) == 5  # vector_add: not flat, though a budget of 2 rarely reaches it
+    assert bench._random_median_to_hit(10, 1) == 5  # P(miss in k) = (10 - k) / 10
+    assert bench._random_median_to_hit(100, 50) == 1
+    assert bench._random_median_to_hit(10, 10) == 1

@@ -94,3 +94,21 @@ def test_the_example_runs_end_to_end_and_resumes(tmp_path: Path, capsys: pytest.
     winner = SPACE.config(entry.config)
     x = np.random.default_rng(1).standard_normal((4, 2048))
     np.testing.assert_allclose(pipeline(x, np.ones(15), winner), pipeline(x, np.ones(15), next(iter(SPACE))), rtol=1e-3)
+
+
+def test_bad_search_arguments_are_refused_before_the_objective_measures() -> None:
+    """seed=None failed only after the whole search had run, losing its result."""
+    measured: list[tk.Config] = []
+
+    class Counting(PipelineObjective):
+        def measure(self, config: tk.Config) -> tk.Outcome:
+            measured.append(config)
+            return super().measure(config)
+
+    rng = np.random.default_rng(0)
+    counting = Counting(rng.standard_normal((4, 2048)), rng.standard_normal(15), budget=10, samples=2)
+    with pytest.raises(TypeError, match=r"tk.tune_objective\(seed=...\) must be an int, got None"):
+        tk.tune_objective(counting, tuner="pipe", device_id="cpu", max_evals=3, seed=None)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"tk.tune_objective\(max_evals=...\) must be a positive int"):
+        tk.tune_objective(counting, tuner="pipe", device_id="cpu", max_evals=2.5)  # type: ignore[arg-type]
+    assert measured == []

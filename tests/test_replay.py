@@ -106,3 +106,13 @@ def test_a_real_gpu_file_matches_its_readme_statistics() -> None:
     assert len(data.failures) == 318
     assert data.best_ms == pytest.approx(8.714, rel=1e-3)
     assert data.space.size == 4092
+
+
+def test_tune_params_that_make_no_space_are_refused_naming_the_file(tmp_path: Path) -> None:
+    """A repeated tune_params value raised the Space's error without saying which file."""
+    path = write_cache(tmp_path / "repeat.json")
+    doc = json.loads(path.read_text())
+    doc["tune_params"]["Z"] = [0, 1, 2, 2]
+    path.write_text(json.dumps(doc))
+    with pytest.raises(ValueError, match=r"repeat\.json: its tune_params do not make a search space.*repeats a value"):
+        load_kernel_tuner_cache(path)

@@ -136,3 +136,56 @@ def test_a_factory_that_builds_no_strategy_is_refused(replay: tuple[ReplayData, 
     data, client = replay
     with pytest.raises(TypeError, match="lacks propose"):
         tk.search(data.space, client.kernel, client, (), tuner="t", strategy=lambda s, r: object(), max_evals=3)  # type: ignore[arg-type,return-value]
+
+
+@pytest.mark.parametrize(
+    ("argument", "message"),
+    [
+        ({"seed": None}, r"tk.search\(seed=...\) must be an int, got None"),
+        ({"seed": 1.5}, r"seed=...\) must be an int"),
+        ({"max_evals": 2.5}, r"tk.search\(max_evals=...\) must be a positive int .* got 2.5"),
+        ({"max_evals": 0}, r"max_evals=...\) must be a positive int"),
+        ({"max_evals": True}, r"max_evals=...\) must be a positive int"),
+        ({"max_seconds": 0}, r"tk.search\(max_seconds=...\) must be a positive number"),
+        ({"max_seconds": "10"}, r"max_seconds=...\) must be a positive number"),
+        ({"batch": 0}, r"tk.search\(batch=...\) must be a positive int"),
+        ({"finalists": -1}, r"tk.search\(finalists=...\) must be an int >= 0"),
+        (
+            {"require": {"block_size_x": 16}},
+            r"tk.search\(require=...\) takes a list of configurations.*require=\[config\]",
+        ),
+        ({"require": ["block_size_x=16"]}, r"require=...\) takes a list of configurations"),
+    ],
+)
+def test_bad_search_arguments_are_refused_before_anything_is_measured(
+    replay: tuple[ReplayData, ReplayClient], argument: dict[str, object], message: str
+) -> None:
+    """seed=None failed after the whole search ran; max_evals=2.5 blamed the strategy; a require dict was unpacked."""
+    data, client = replay
+    built: list[tk.Config] = []
+
+    def build(config: tk.Config) -> object:
+        built.append(config)
+        return client.kernel(config)
+
+    with pytest.raises((TypeError, ValueError), match=message):
+        tk.search(data.space, build, client, (), tuner="t", **{"max_evals": 5, **argument})  # type: ignore[arg-type]
+    assert built == []
+
+
+class ProposesDicts:
+    def __init__(self, space: tk.Space, rng: np.random.Generator) -> None:
+        self.first = next(iter(space))
+
+    def propose(self, n: int) -> list[tk.Config]:
+        return [self.first.to_dict()]  # type: ignore[list-item]
+
+    def observe(self, config: tk.Config, score: float | None) -> None:
+        pass
+
+
+def test_a_strategy_that_proposes_dicts_is_told_to_propose_configs(replay: tuple[ReplayData, ReplayClient]) -> None:
+    """A strategy proposing dicts failed with "unhashable type: 'dict'"."""
+    data, client = replay
+    with pytest.raises(tk.TunekitError, match=r"ProposesDicts.*a dict, not a tk.Config"):
+        tk.search(data.space, client.kernel, client, (), tuner="t", strategy=ProposesDicts, max_evals=3)

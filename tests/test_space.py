@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 import subprocess
 import sys
 from typing import Annotated, Any
@@ -62,6 +63,21 @@ def test_enumeration_is_lazy_on_a_million_point_space() -> None:
     assert calls < 1000, "sampling must not walk the whole space"
 
 
+def test_sampling_a_sparse_space_finishes_by_rejection_rather_than_walking_it() -> None:
+    """At 1 % valid, 500 samples gave up on rejection and walked all 10^5 points."""
+    calls = 0
+
+    def restrict(c: tk.Config) -> bool:
+        nonlocal calls
+        calls += 1
+        return bool((c.A * 1000 + c.B) % 100 == 0)
+
+    space = tk.Space(A=range(100), B=range(1000), restrict=restrict)
+    picked = space.sample(500, np.random.default_rng(0))
+    assert len(set(picked)) == 500
+    assert calls < space.cartesian_size
+
+
 def test_sampling_covers_a_heavily_restricted_space_exactly() -> None:
     space = tk.Space(A=range(100), B=range(100), restrict=lambda c: c.A == 7 and c.B < 3)
     picked = space.sample(10, np.random.default_rng(1))
@@ -118,7 +134,7 @@ def test_bad_declarations_are_refused_at_definition() -> None:
         tk.Space(A=[None])  # type: ignore[list-item]
     with pytest.raises(TypeError, match="list, tuple or range"):
         tk.Space(A="abc")
-    with pytest.raises(TypeError, match="predicates"):
+    with pytest.raises(TypeError, match="takes a predicate"):
         tk.Space(A=[1], restrict=[3])  # type: ignore[list-item]
 
 
@@ -189,3 +205,70 @@ def test_from_space_builds_lazily_and_tunes_to_a_valid_configuration() -> None:
     np.testing.assert_array_equal(out, np.arange(256.0) * 2)
     winner = tuner.tuner(client.device_id).winners[tunables][AxpyKey(n=256)]
     assert "MODE=slice" in winner.config.name  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("values", [{"a", "b", "c"}, frozenset({1, 2}), {1: "a"}, {1: "a"}.keys(), {1: "a"}.values()])
+def test_unordered_values_are_refused(values: Any) -> None:
+    """A set was accepted, so the space's order and hash changed with PYTHONHASHSEED."""
+    with pytest.raises(TypeError, match="as a list in the order you want"):
+        tk.Space(X=values)
+
+
+@pytest.mark.parametrize("values", [[0, 1, True], [1, 1.0], [0, False], [2, 2.0]])
+def test_values_that_compare_equal_across_types_are_refused(values: list[Any]) -> None:
+    """1 and True were both accepted, then an exhaustive search proposed X=True twice."""
+    with pytest.raises(ValueError, match="compare equal"):
+        tk.Space(X=values)
+
+
+@pytest.mark.parametrize("values", [[1, "1"], [True, "True"], [1.5, "1.5"]])
+def test_values_with_the_same_name_are_refused(values: list[Any]) -> None:
+    """Two values printing alike gave two configurations one name, a duplicate tunable."""
+    with pytest.raises(ValueError, match="both be named"):
+        tk.Space(X=values)
+
+
+@pytest.mark.parametrize("restrict", [5, True, "c.X > 1", (f for f in [lambda c: True]), [lambda c: True, "x"]])
+def test_a_restrict_that_is_no_predicate_is_refused(restrict: Any) -> None:
+    """restrict=5 said "'int' object is not iterable" and restrict="c.X>1" blamed the character 'c'."""
+    with pytest.raises(TypeError, match=r"takes a predicate \(config -> bool\) or a list of them, got"):
+        tk.Space(X=[1, 2], restrict=restrict)
+
+
+@pytest.mark.parametrize("name", ["not id", "1x", "class", "a,b", "_private"])
+def test_parameter_names_that_are_no_identifier_are_refused(name: str) -> None:
+    """Names no restriction can read as c.<name> were accepted."""
+    with pytest.raises(ValueError, match="Python identifier"):
+        tk.Space(**{name: [1, 2]})
+
+
+@pytest.mark.parametrize("name", ["name", "values", "keys", "items", "get", "to_dict", "values_tuple"])
+def test_parameter_names_that_shadow_config_attributes_are_refused(name: str) -> None:
+    """A parameter called `values` was shadowed: c.values in a restriction was a bound method."""
+    with pytest.raises(ValueError, match="rename it") as raised:
+        tk.Space(**{name: [1, 2]})
+    public = sorted(n for n in dir(tk.Config) if not n.startswith("_"))
+    assert all(attribute in str(raised.value) for attribute in public)
+
+
+@pytest.mark.parametrize("value", ["1,B=2", "a=b", "x,y"])
+def test_string_values_with_separators_are_refused(value: str) -> None:
+    """'1,B=2' made configuration names ambiguous, so from_space failed on a duplicate tunable name."""
+    with pytest.raises(ValueError, match=re.escape(f"parameter 'A': value {value!r} contains ',' or '='")):
+        tk.Space(A=[value, "1"], B=["3"])
+
+
+def test_configuration_names_are_unique() -> None:
+    """What the checks above guarantee: every configuration of a space has its own name."""
+    space = tk.Space(A=[2, 2.5, "x", True], B=["1", "y:z", "a b"], C=[0.1, 10])
+    names = [c.name for c in space]
+    assert len(set(names)) == len(names) == space.size
+
+
+def test_numpy_values_are_taken_as_the_python_values_they_hold() -> None:
+    """np.arange values were refused as 'not an int', though they are the first thing many users write."""
+    space = tk.Space(B=np.arange(1, 5), F=np.array([0.5, 1.0]), S=np.array(["a", "b"]), T=np.array([True, False]))
+    plain = tk.Space(B=[1, 2, 3, 4], F=[0.5, 1.0], S=["a", "b"], T=[True, False])
+    assert space.hash == plain.hash
+    assert all(type(v) in (int, float, str, bool) for vs in space.domains.values() for v in vs)
+    assert next(iter(space)).name == "B=1,F=0.5,S=a,T=True"

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import tunekit as tk
-from tunekit._strategies import ModelGuidedLocalSearch, make_strategy
+from tunekit._strategies import ModelGuidedLocalSearch, Walker, make_strategy
 from tunekit._strategies._pairwise import PairwiseModel
 
 OWN = [s for s in tk.STRATEGIES if s not in ("auto", "optuna_tpe")]
@@ -176,3 +176,38 @@ def test_a_restarted_climb_moves_to_a_model_guess_only_when_it_beats_every_measu
     strategy._restarted, strategy._current = False, (start, 30.0)
     strategy.observe(space.from_positions(other), 2.0)
     assert strategy._current == (other, 2.0)
+
+
+def test_a_walker_walks_a_space_that_rejection_cannot_sample_once() -> None:
+    """Every restart on a nearly empty space walked the whole Cartesian space again."""
+    calls = 0
+
+    def restrict(c: tk.Config) -> bool:
+        nonlocal calls
+        calls += 1
+        return bool(c.A == 7 and c.B < 40)
+
+    space = tk.Space(A=range(100), B=range(1000), restrict=restrict)
+    walker = Walker(space, np.random.default_rng(0))
+    first = walker.random_fresh(5)
+    walker.take(first)
+    before = calls
+    second = walker.random_fresh(5)
+    assert len(first) == len(second) == 5 and not set(first) & set(second)
+    assert calls - before < space.cartesian_size // 10
+
+
+def test_the_walkers_best_follows_observations_and_rescoring() -> None:
+    """best() scanned every observation at every kick; kept as observations come, it must still be the minimum."""
+    space = landscape()
+    walker = Walker(space, np.random.default_rng(0))
+    rng = np.random.default_rng(1)
+    configs = list(space)[:40]
+    for step in range(200):
+        config = configs[int(rng.integers(len(configs)))]
+        score = None if step % 7 == 0 else float(rng.integers(5))  # ties on purpose
+        walker.record(config, score)
+        measured = [(s, p) for p, s in walker.scores.items() if s is not None]
+        expected = min(measured) if measured else None
+        got = walker.best()
+        assert (got[1], got[0]) == expected if got is not None else expected is None

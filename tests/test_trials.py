@@ -133,3 +133,10 @@ def test_a_version_1_log_without_batches_is_resumed_whole(data: ReplayData, tmp_
     log.write_text("\n".join(old) + "\n")
     again = run(data, log)
     assert all(t.resumed for t in again.trials) and len(again.trials) == len(reference.trials)
+
+
+def test_a_log_that_is_a_directory_is_refused_with_a_file_to_use(data: ReplayData, tmp_path: Path) -> None:
+    """log= pointing at a directory raised a raw IsADirectoryError."""
+    with pytest.raises(tk.TrialLogError, match=r"is a directory; give a file path, e.g. log='.*trials.jsonl'"):
+        run(data, tmp_path)
+    assert not (tmp_path.parent / f"{tmp_path.name}.lock").exists()

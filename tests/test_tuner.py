@@ -1,11 +1,10 @@
 from __future__ import annotations
 
-import sys
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 import numpy as np
 import pytest
@@ -400,13 +399,14 @@ def test_a_candidate_executing_its_own_key_in_a_forked_worker_fails_the_same_way
     assert selfish.error is not None and selfish.error.startswith("TuneRecursionError:"), selfish.error
 
 
-def _waiting_on_a_future(thread: threading.Thread) -> bool:
-    frame = sys._current_frames().get(thread.ident or -1)
-    while frame is not None:
-        if frame.f_code.co_name == "result" and "concurrent" in frame.f_code.co_filename:
-            return True
-        frame = frame.f_back
-    return False
+def _threads_waiting_on_tunes(tuner: tk.LocalTuner[Any, Any]) -> int:
+    """Threads blocked on a tune in flight.
+
+    Read from the futures' conditions: walking another running thread's frames (the way this was
+    first checked) can crash CPython with a segmentation fault.
+    """
+    futures = list(tuner.tuner(CLIENT.device_id)._pending.values())
+    return sum(len(f._condition._waiters) for f in futures)  # type: ignore[attr-defined]
 
 
 def test_another_thread_asking_for_a_key_being_tuned_waits_for_the_winner() -> None:
@@ -438,9 +438,9 @@ def test_another_thread_asking_for_a_key_being_tuned_waits_for_the_winner() -> N
         assert started.wait(30)
         waiting.start()
         deadline = time.monotonic() + 30
-        while not _waiting_on_a_future(waiting) and waiting.is_alive() and time.monotonic() < deadline:
+        while not _threads_waiting_on_tunes(tuner) and waiting.is_alive() and time.monotonic() < deadline:
             time.sleep(0.01)
-        assert _waiting_on_a_future(waiting), errors
+        assert _threads_waiting_on_tunes(tuner) == 1, errors
         release.set()
         tuning.join(60)
         waiting.join(60)

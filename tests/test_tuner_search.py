@@ -60,6 +60,8 @@ def test_with_search_is_refused_early_where_it_cannot_work() -> None:
         spaced.with_search(strategy="anneal")
     with pytest.raises(ValueError, match="max_evals"):
         spaced.with_search(max_evals=0)
+    with pytest.raises(TypeError, match=r"TunableSet.with_search\(seed=...\) must be an int"):
+        spaced.with_search(max_evals=2, seed=None)  # type: ignore[arg-type]  # was refused only after the search ran
     assert spaced.with_search(max_evals=2).checksum() == spaced.checksum()  # the budget does not re-tune
 
 

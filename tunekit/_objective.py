@@ -16,6 +16,7 @@ from typing import Any, Protocol, runtime_checkable
 from tunekit._outcome import Failed, Measured, Outcome, Skipped
 from tunekit._schedule import describe_error
 from tunekit._search import SearchResult, emit_search_record, run_search
+from tunekit._search_spec import check_search_args
 from tunekit._sinks import RecordSink
 from tunekit._space import Config, Space
 from tunekit._strategies import StrategyFactory, StrategyName
@@ -74,6 +75,15 @@ def tune_objective(
         raise TypeError(
             f"tune_objective() takes a tk.Objective (space, measure, remaining), got {type(objective).__name__}"
         )
+    check_search_args(
+        "tk.tune_objective",
+        seed=seed,
+        max_evals=max_evals,
+        max_seconds=max_seconds,
+        batch=1,
+        finalists=0,
+        require=require,
+    )
     space = objective.space
     if not isinstance(space, Space):
         raise TypeError(f"objective.space must be a tk.Space, got {type(space).__name__}")

@@ -26,6 +26,7 @@ from tunekit._key import is_autotune_key, key_to_dict
 from tunekit._outcome import Failed, Measured, Outcome, Skipped
 from tunekit._records import AutotuneRecord, CandidateRecord, SearchEnded
 from tunekit._schedule import measure_batch
+from tunekit._search_spec import check_search_args
 from tunekit._sinks import RecordSink, emit_to_all
 from tunekit._space import Config, Space
 from tunekit._strategies import Strategy, StrategyFactory, StrategyName, make_strategy
@@ -179,14 +180,9 @@ def run_search(
 ) -> SearchResult:
     """Search ``space`` with ``strategy`` until a budget ends it; see :func:`search`.
 
-    The caller records the result (:func:`emit_search_record`, or as part of its own record).
+    The caller records the result (:func:`emit_search_record`, or as part of its own record)
+    and has checked the arguments (``check_search_args``), naming its own call in the errors.
     """
-    if max_evals is not None and max_evals < 1:
-        raise ValueError(f"max_evals must be >= 1, got {max_evals}")
-    if max_seconds is not None and max_seconds <= 0:
-        raise ValueError(f"max_seconds must be > 0, got {max_seconds}")
-    if batch < 1:
-        raise ValueError(f"batch must be >= 1, got {batch}")
     key_dict: dict[str, Any] | None = None
     if key is not None:
         if not is_autotune_key(key):
@@ -265,6 +261,11 @@ def run_search(
             if len(proposals) > want:
                 raise TunekitError(f"strategy {name!r} proposed {len(proposals)} configurations when asked for {want}")
             for config in proposals:
+                if not isinstance(config, Config):
+                    raise TunekitError(
+                        f"strategy {name!r} proposed {config!r}, a {type(config).__name__}, not a tk.Config; "
+                        "make it propose points of the space (space.at(i), space.sample(...), space.config(...))"
+                    )
                 if config in proposed:
                     raise TunekitError(f"strategy {name!r} proposed {config.name} twice")
                 if config not in space:
@@ -371,6 +372,15 @@ def search(
     ``strategy``: ``auto`` (exhaustive when the budget covers the space, else the best
     large-space strategy), a name from ``tk.STRATEGIES``, or a factory.
     """
+    check_search_args(
+        "tk.search",
+        seed=seed,
+        max_evals=max_evals,
+        max_seconds=max_seconds,
+        batch=batch,
+        finalists=finalists,
+        require=require,
+    )
     args = tuple(inputs)
     settings = _settings.current()
 

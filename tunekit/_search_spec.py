@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TypeGuard
 
 from tunekit._space import Config, Space
 
-__all__ = ["SearchSpec", "config_name"]
+__all__ = ["SearchSpec", "check_search_args", "config_name"]
 
 
 def config_name(config: Config) -> str:
@@ -32,3 +33,46 @@ class SearchSpec:
     seed: int
     batch: int
     finalists: int
+
+
+def _is_int(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def check_search_args(
+    where: str,
+    *,
+    seed: object,
+    max_evals: object,
+    max_seconds: object,
+    batch: object,
+    finalists: object,
+    require: object = (),
+) -> None:
+    """Refuse a search's arguments before anything is measured, naming ``where`` (the call).
+
+    Checked up front because a bad value used to surface only at the end (a ``seed=None``
+    failed the record after the whole search ran) or as another part's fault (``max_evals=2.5``
+    blamed the strategy).
+    """
+    if not _is_int(seed):
+        raise TypeError(
+            f"{where}(seed=...) must be an int, got {seed!r}; pass seed=0 (or any int) to reproduce a search"
+        )
+    if max_evals is not None and not (_is_int(max_evals) and max_evals >= 1):
+        raise ValueError(
+            f"{where}(max_evals=...) must be a positive int (configurations to evaluate) or None, got {max_evals!r}"
+        )
+    if max_seconds is not None and not (
+        isinstance(max_seconds, int | float) and not isinstance(max_seconds, bool) and max_seconds > 0
+    ):
+        raise ValueError(f"{where}(max_seconds=...) must be a positive number of seconds or None, got {max_seconds!r}")
+    if not (_is_int(batch) and batch >= 1):
+        raise ValueError(f"{where}(batch=...) must be a positive int (configurations per batch), got {batch!r}")
+    if not (_is_int(finalists) and finalists >= 0):
+        raise ValueError(f"{where}(finalists=...) must be an int >= 0 (0: no final re-measurement), got {finalists!r}")
+    if not isinstance(require, list | tuple) or not all(isinstance(given, Mapping) for given in require):
+        raise TypeError(
+            f"{where}(require=...) takes a list of configurations (tk.Config or dicts name -> value), got {require!r}; "
+            "a single configuration goes in a list: require=[config]"
+        )

@@ -8,16 +8,17 @@ and rejects restricted-out ones, so a 10^6-point space costs nothing until it is
 from __future__ import annotations
 
 import hashlib
-import inspect
 import json
+import keyword
 import math
-import re
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from types import CodeType
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, ValuesView
+from collections.abc import Set as AbstractSet
 from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
+
+from tunekit._restriction_id import restriction_identity
 
 __all__ = ["Config", "ParamValue", "Restriction", "Space", "SpaceModel", "pow2"]
 
@@ -120,6 +121,91 @@ class Config(Mapping[str, Any]):
         return dict(zip(self._names, self._values, strict=True))
 
 
+_CONFIG_ATTRIBUTES = tuple(sorted(n for n in dir(Config) if not n.startswith("_")))
+"""What ``c.<name>`` already means on a Config, so a parameter of that name would be shadowed."""
+
+
+def _check_name(name: str) -> str:
+    """Refuse a parameter name that ``c.<name>`` in a restriction could not read back."""
+    if not name.isidentifier() or keyword.iskeyword(name) or name.startswith("_"):
+        raise ValueError(
+            f"tk.Space parameter name {name!r} is not usable: a parameter is read as c.<name>, so its name must be "
+            "a Python identifier that is not a keyword and does not start with '_'; rename it (e.g. BLOCK_M)"
+        )
+    if name in _CONFIG_ATTRIBUTES:
+        raise ValueError(
+            f"tk.Space parameter name {name!r} is already an attribute of tk.Config, so c.{name} would not read "
+            f"the parameter; rename it (Config's attributes: {', '.join(_CONFIG_ATTRIBUTES)})"
+        )
+    return name
+
+
+def _domain(name: str, values: Iterable[ParamValue]) -> tuple[ParamValue, ...]:
+    """A parameter's values, checked: ordered, scalar, distinct and distinctly named."""
+    if isinstance(values, str | bytes) or not isinstance(values, Iterable):
+        raise TypeError(f"tk.Space parameter {name!r}: give its values as a list, tuple or range, got {values!r}")
+    if isinstance(values, AbstractSet):
+        # A set's iteration order changes with PYTHONHASHSEED, and with it the space's hash,
+        # its enumeration order and every neighbourhood.
+        raise TypeError(
+            f"tk.Space parameter {name!r}: a {type(values).__name__} has no stable order (it changes between runs); "
+            "give its values as a list in the order you want"
+        )
+    if isinstance(values, Mapping | ValuesView):
+        raise TypeError(
+            f"tk.Space parameter {name!r}: a {type(values).__name__} is ambiguous here (its keys or its values?); "
+            "give its values as a list in the order you want"
+        )
+    # numpy scalars (np.arange, np.linspace) become Python ones: the same values, names and hash as a list.
+    domain = tuple(v.item() if isinstance(v, np.generic) else v for v in values)
+    if not domain:
+        raise ValueError(f"tk.Space parameter {name!r} has no values")
+    by_value: dict[ParamValue, ParamValue] = {}
+    by_text: dict[str, ParamValue] = {}
+    for value in domain:
+        if not isinstance(value, _SCALARS) or (isinstance(value, float) and not math.isfinite(value)):
+            raise TypeError(f"tk.Space parameter {name!r}: value {value!r} is not an int, finite float, str or bool")
+        if isinstance(value, str) and ("," in value or "=" in value):
+            raise ValueError(
+                f"tk.Space parameter {name!r}: value {value!r} contains ',' or '=', which would make configuration "
+                f"names ({name}=...,...) ambiguous; use another character, such as ':' or '_'"
+            )
+        if value in by_value:
+            # 1, 1.0 and True are equal (and hash alike), so their Configs would be one configuration.
+            other = by_value[value]
+            if type(other) is type(value):
+                raise ValueError(f"tk.Space parameter {name!r} repeats a value: {list(domain)}")
+            raise ValueError(
+                f"tk.Space parameter {name!r}: values {other!r} and {value!r} compare equal in Python, so their "
+                "configurations would be the same one; keep one of them, or use distinct values of one type"
+            )
+        if str(value) in by_text:
+            raise ValueError(
+                f"tk.Space parameter {name!r}: values {by_text[str(value)]!r} and {value!r} would both be named "
+                f"{name}={value}, and names identify candidates; keep values of one type"
+            )
+        by_value[value] = value
+        by_text[str(value)] = value
+    return domain
+
+
+def _restrictions(restrict: Restriction | Sequence[Restriction] | None) -> tuple[Restriction, ...]:
+    """The restriction predicates, refusing anything else (a string, a bool, a generator)."""
+    if restrict is None:
+        return ()
+    if callable(restrict):
+        return (restrict,)
+    bad: object = restrict
+    if isinstance(restrict, list | tuple):
+        bad = next((fn for fn in restrict if not callable(fn)), None)
+        if bad is None:
+            return tuple(restrict)
+    raise TypeError(
+        f"tk.Space(restrict=...) takes a predicate (config -> bool) or a list of them, got {bad!r}; "
+        "e.g. restrict=lambda c: c.BLOCK * c.VEC <= 1024"
+    )
+
+
 class SpaceModel(BaseModel):
     """A space as JSON: its parameters and the source of its restrictions (for logs and records)."""
 
@@ -131,32 +217,6 @@ class SpaceModel(BaseModel):
     hash: str
 
 
-def _code_fingerprint(code: CodeType) -> str:
-    """Constants and names of a code object, recursively: what a one-line source cannot tell apart."""
-    consts = [_code_fingerprint(c) if isinstance(c, CodeType) else repr(c) for c in code.co_consts]
-    return f"{code.co_names!r}{consts!r}"
-
-
-def _restriction_source(fn: Restriction) -> str:
-    """Source text of a restriction (whitespace collapsed, so reformatting keeps the hash).
-
-    Two lambdas on one line share their source, so the constants and names they use are
-    added; bytecode itself is left out because it changes with the Python version. A
-    callable object may name its own identity with a ``fingerprint`` string attribute
-    (a restriction that is a lookup table, say, whose source says nothing of the table).
-    """
-    fingerprint_attr = getattr(fn, "fingerprint", None)
-    if isinstance(fingerprint_attr, str):
-        return f"fingerprint:{fingerprint_attr}"
-    code = getattr(fn, "__code__", None)
-    fingerprint = _code_fingerprint(code) if isinstance(code, CodeType) else ""
-    try:
-        text = inspect.getsource(fn)
-    except (OSError, TypeError):
-        text = getattr(fn, "__qualname__", type(fn).__qualname__)
-    return re.sub(r"\s+", " ", text).strip() + (f" {fingerprint}" if fingerprint else "")
-
-
 class Space:
     """A declared search space: ``tk.Space(BLOCK=tk.pow2(64, 1024), VEC=[1, 2, 4], restrict=...)``.
 
@@ -165,7 +225,7 @@ class Space:
     :class:`Config`, or a list of them, all of which must hold.
     """
 
-    __slots__ = ("_domains", "_hash", "_names", "_restrictions", "_size", "_strides")
+    __slots__ = ("_cartesian", "_domains", "_hash", "_names", "_restrictions", "_size", "_strides")
 
     def __init__(
         self,
@@ -175,32 +235,8 @@ class Space:
     ) -> None:
         if not params:
             raise ValueError("tk.Space needs at least one parameter, e.g. tk.Space(BLOCK=tk.pow2(64, 1024))")
-        domains: dict[str, tuple[ParamValue, ...]] = {}
-        for name, values in params.items():
-            if isinstance(values, str | bytes) or not isinstance(values, Iterable):
-                raise TypeError(
-                    f"tk.Space parameter {name!r}: give its values as a list, tuple or range, got {values!r}"
-                )
-            domain = tuple(values)
-            if not domain:
-                raise ValueError(f"tk.Space parameter {name!r} has no values")
-            for value in domain:
-                if not isinstance(value, _SCALARS) or (isinstance(value, float) and not math.isfinite(value)):
-                    raise TypeError(
-                        f"tk.Space parameter {name!r}: value {value!r} is not an int, finite float, str or bool"
-                    )
-            if len({(type(v), v) for v in domain}) != len(domain):
-                raise ValueError(f"tk.Space parameter {name!r} repeats a value: {list(domain)}")
-            domains[name] = domain
-        if restrict is None:
-            restrictions: tuple[Restriction, ...] = ()
-        elif callable(restrict):
-            restrictions = (restrict,)
-        else:
-            restrictions = tuple(restrict)
-        for fn in restrictions:
-            if not callable(fn):
-                raise TypeError(f"tk.Space(restrict=...) takes predicates (config -> bool), got {fn!r}")
+        domains = {_check_name(name): _domain(name, values) for name, values in params.items()}
+        restrictions = _restrictions(restrict)
         self._names = tuple(domains)
         self._domains = domains
         self._restrictions = restrictions
@@ -210,6 +246,7 @@ class Space:
             strides.append(stride)
             stride *= len(domains[name])
         self._strides = tuple(reversed(strides))
+        self._cartesian = stride
         self._size: int | None = None if restrictions else self.cartesian_size
         self._hash = self._compute_hash()
 
@@ -233,7 +270,7 @@ class Space:
     @property
     def cartesian_size(self) -> int:
         """Number of points before restrictions (free to compute)."""
-        return math.prod(len(d) for d in self._domains.values())
+        return self._cartesian
 
     @property
     def size(self) -> int:
@@ -250,7 +287,7 @@ class Space:
     def _compute_hash(self) -> str:
         payload = {
             "params": [[n, [[type(v).__name__, v] for v in self._domains[n]]] for n in self._names],
-            "restrictions": [_restriction_source(fn) for fn in self._restrictions],
+            "restrictions": [restriction_identity(fn) for fn in self._restrictions],
         }
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:32]
 
@@ -258,7 +295,7 @@ class Space:
         """The space as a pydantic model (restrictions by their source text)."""
         return SpaceModel(
             params={n: list(d) for n, d in self._domains.items()},
-            restrictions=[_restriction_source(fn) for fn in self._restrictions],
+            restrictions=[restriction_identity(fn) for fn in self._restrictions],
             hash=self._hash,
         )
 
@@ -341,13 +378,16 @@ class Space:
         """Up to ``n`` distinct valid configurations drawn uniformly at random.
 
         Rejection sampling over Cartesian indices: nothing is materialised. When the
-        restrictions reject almost everything, the space is walked once instead.
+        restrictions reject so much that finishing by rejection would cost more than half a
+        walk of the space, the space is walked once instead.
         """
-        total = self.cartesian_size
+        total = self._cartesian
         picked: dict[int, Config] = {}
         rejected: set[int] = set()
         tries = 0
-        while len(picked) < n and len(picked) + len(rejected) < total and tries < 64 * n + 1024:
+        while len(picked) < n and len(picked) + len(rejected) < total:
+            if tries >= 64 * n + 1024 and (n - len(picked)) * tries > len(picked) * (total // 2):
+                break
             tries += 1
             index = int(rng.integers(total))
             if index in picked or index in rejected:

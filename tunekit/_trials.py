@@ -113,6 +113,10 @@ class TrialLog:
         when a line other than the last is corrupt, or when another search holds it.
         """
         path = Path(path)
+        if path.is_dir():
+            raise TrialLogError(
+                f"trial log {path} is a directory; give a file path, e.g. log={str(path / 'trials.jsonl')!r}"
+            )
         header = TrialLogHeader(
             tuner=tuner, key=key, device_id=device_id, space_hash=space.hash, space=space.describe()
         )

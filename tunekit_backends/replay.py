@@ -167,7 +167,10 @@ def load_kernel_tuner_cache(path: str | Path) -> ReplayData:
         raise ValueError(f"{path}: no configuration has a valid time; nothing to replay")
     keys = frozenset(samples) | frozenset(failures)
     digest = hashlib.sha256("\n".join(sorted(",".join(map(str, k)) for k in keys)).encode()).hexdigest()[:32]
-    space = tk.Space(restrict=_KnownKeys(keys, f"replay-keys:{digest}"), **{n: data.tune_params[n] for n in names})
+    try:
+        space = tk.Space(restrict=_KnownKeys(keys, f"replay-keys:{digest}"), **{n: data.tune_params[n] for n in names})
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{path}: its tune_params do not make a search space: {exc}") from exc
     return ReplayData(
         path=path,
         gpu=_gpu_name(path),

@@ -22,6 +22,7 @@ restart back onto it before the restart's own climb could find the basin.
 
 from __future__ import annotations
 
+import heapq
 import math
 
 import numpy as np
@@ -144,7 +145,7 @@ class ModelGuidedLocalSearch:
         candidates = w.random_fresh(self._diverse)
         if not candidates:
             return None
-        measured = sorted((s, p) for p, s in w.scores.items() if s is not None)[:10]
+        measured = heapq.nsmallest(10, ((s, p) for p, s in w.scores.items() if s is not None))
         if not measured:
             return candidates[0]
         best = np.array([p for _, p in measured])

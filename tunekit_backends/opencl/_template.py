@@ -63,15 +63,16 @@ class KernelTemplate:
             raise ValueError("KernelTemplate needs the kernel's OpenCL C source as a non-empty str")
         if not re.search(rf"\b(__kernel|kernel)\s+void\s+{re.escape(kernel_name)}\s*\(", source):
             raise ValueError(f"KernelTemplate: the source defines no '__kernel void {kernel_name}(...)'")
+        # Names are checked before tk.Space checks them, so the error says why C needs them so.
+        for name in space.names if isinstance(space, Space) else space:
+            if not _IDENTIFIER.fullmatch(name):
+                raise ValueError(f"KernelTemplate: parameter {name!r} is not a C identifier, so it cannot be -D{name}")
         if isinstance(space, Space):
             if restrict is not None:
                 raise ValueError("KernelTemplate: give restrict= to tk.Space(...), not alongside a Space")
             self.space = space
         else:
-            self.space = Space(restrict=restrict, **{name: list(values) for name, values in space.items()})
-        for name in self.space.names:
-            if not _IDENTIFIER.fullmatch(name):
-                raise ValueError(f"KernelTemplate: parameter {name!r} is not a C identifier, so it cannot be -D{name}")
+            self.space = Space(restrict=restrict, **dict(space))
         if not callable(geometry):
             raise TypeError("KernelTemplate(geometry=...) takes a callable (config, key) -> (global, local)")
         self.source = source
