@@ -102,9 +102,70 @@ def test_timing_only_drift_is_a_warning_not_a_refusal(data: ReplayData, tmp_path
     assert "tunekit 0.0.9" in text and "1 samples" in text and "over a year ago" in text
 
 
+def test_a_record_made_and_loaded_under_the_default_schedule_has_no_warning(
+    data: ReplayData, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Regression: load_verified compared the adaptive schedule's 3-10 kept samples with ``samples`` (10)."""
+    monkeypatch.delenv("TUNEKIT_SAMPLES")
+    tk.configure()
+    assert tk.settings().adaptive and tk.settings().samples == 10
+    _, tunables = committed(data, tmp_path / "r.json")
+    kept = [e["samples"] for e in json.loads((tmp_path / "r.json").read_text())["entries"]]
+    assert min(kept) >= tk.settings().min_samples and min(kept) < 10, kept
+    assert tk.Record.load_verified(tmp_path / "r.json", tunables, ReplayClient(data).device_id).warnings == ()
+
+
+def test_fewer_samples_than_the_schedule_in_force_requires_is_a_warning(data: ReplayData, tmp_path: Path) -> None:
+    _, tunables = committed(data, tmp_path / "r.json")
+    doc = json.loads((tmp_path / "r.json").read_text())
+    doc["entries"][0]["samples"] = 2
+    doc["entries"][1]["samples"] = 5
+    (tmp_path / "r.json").write_text(json.dumps(doc))
+    device_id = ReplayClient(data).device_id
+    tk.configure(min_samples=3)
+    (adaptive,) = tk.Record.load_verified(tmp_path / "r.json", tunables, device_id).warnings
+    assert "2 samples (< 3, the adaptive schedule's min_samples)" in adaptive
+    tk.configure(adaptive=False, samples=10)
+    fixed = tk.Record.load_verified(tmp_path / "r.json", tunables, device_id).warnings
+    assert [w.split(" was measured with ")[1] for w in fixed] == [
+        "2 samples (< 10, the fixed schedule's samples)",
+        "5 samples (< 10, the fixed schedule's samples)",
+    ]
+
+
+def test_a_winner_that_is_not_first_in_its_ranking_is_refused(data: ReplayData, tmp_path: Path) -> None:
+    """Regression: a hand-edited winner passed load while seed silently installed ranking[0] instead."""
+    _, tunables = committed(data, tmp_path / "r.json")
+    doc = json.loads((tmp_path / "r.json").read_text())
+    entry = doc["entries"][0]
+    entry["winner"] = entry["ranking"][1]
+    (tmp_path / "r.json").write_text(json.dumps(doc))
+    pattern = rf"winner '{entry['ranking'][1]}' must be ranking\[0\], which is '{entry['ranking'][0]}'"
+    with pytest.raises(tk.RecordMismatch, match=pattern):
+        tk.Record.load_verified(tmp_path / "r.json", tunables, ReplayClient(data).device_id)
+    with pytest.raises(ValueError, match="must be ranking"):
+        tk.RecordEntry(key={"n": 8}, winner="a", ranking=[], median_ns=1.0, samples=3)
+
+
+def test_ranking_names_that_are_not_candidates_are_refused(data: ReplayData, tmp_path: Path) -> None:
+    """Regression: runners-up that are not candidates of the tunables were accepted and dropped silently."""
+    record, tunables = committed(data, tmp_path / "r.json")
+    doc = json.loads((tmp_path / "r.json").read_text())
+    doc["entries"][0]["ranking"][1:] = ["X=3,Y=32,Z=1", "nonsense"]
+    (tmp_path / "r.json").write_text(json.dumps(doc))
+    named = r"\['X=3,Y=32,Z=1', 'nonsense'\] in its rankings are not candidates"
+    with pytest.raises(tk.RecordMismatch, match=named):
+        tk.Record.load_verified(tmp_path / "r.json", tunables, ReplayClient(data).device_id)
+    unverified = tk.Record.load(tmp_path / "r.json")
+    tuner: tk.LocalTuner[Shape, None] = tk.LocalTuner("replayed")
+    with pytest.raises(tk.RecordMismatch, match="'nonsense'\\] in this record's rankings are not candidates"):
+        unverified.seed(tuner, tunables, Shape)
+    assert tuner.tuner(record.device_id).winners_names() == [], "nothing was seeded"
+
+
 def test_a_file_that_is_not_a_record_is_refused(tmp_path: Path) -> None:
     (tmp_path / "r.json").write_text('{"schema_version": 7}')
-    with pytest.raises(tk.RecordMismatch, match="not a tunekit record"):
+    with pytest.raises(tk.RecordMismatch, match="not a valid tunekit record"):
         tk.Record.load(tmp_path / "r.json")
     with pytest.raises(FileNotFoundError, match="no committed record"):
         tk.Record.load(tmp_path / "missing.json")

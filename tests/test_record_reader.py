@@ -59,6 +59,14 @@ def test_each_bad_line_is_named_with_its_number(tmp_path: Path) -> None:
     assert [x.line for x in lines if isinstance(x, RecordLine)] == [1, 7]
 
 
+def test_a_newline_in_a_bad_key_stays_out_of_the_reason(tmp_path: Path) -> None:
+    """Regression: a key holding a newline, named in the validation error, split the BadLine reason over two lines."""
+    line = _record("bad").model_dump_json().replace('"key":{', '"key":{"a\\nb":[1],', 1)
+    (tmp_path / "r.jsonl").write_text(line + "\n")
+    (bad,) = read_records(tmp_path / "r.jsonl")
+    assert isinstance(bad, BadLine) and "\n" not in bad.reason and "a\\x0ab" in bad.reason, bad.reason
+
+
 def test_follow_yields_only_complete_lines_as_they_arrive(tmp_path: Path) -> None:
     path = tmp_path / "live.jsonl"
     path.write_text(_record("old").model_dump_json() + "\n")

@@ -67,6 +67,9 @@ def tune_objective(
 
     Arguments mean what they mean for ``tk.search``; the search also stops with
     ``stopped_by == "objective_budget"`` once ``objective.remaining()`` reaches 0.
+    The incumbents (``require``) are measured whatever the budget, as for ``tk.search``:
+    even when ``remaining()`` is already 0, so the engine's budget can be overrun by up
+    to ``len(require)`` measurements.
     """
     if not isinstance(objective, Objective):
         raise TypeError(

@@ -12,12 +12,13 @@ so production never re-tunes those keys.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from tunekit import _settings
 from tunekit._atomic import write_atomic
@@ -57,6 +58,18 @@ class RecordEntry(BaseModel):
     evaluations: int | None = Field(None, ge=0)
     stopped_by: str | None = None
     measured_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+
+    @model_validator(mode="after")
+    def _winner_leads(self) -> RecordEntry:
+        # seed() installs the ranking as it stands, so a winner other than ranking[0] would be
+        # checked on load and then silently replaced by ranking[0] in production.
+        if not self.ranking or self.ranking[0] != self.winner:
+            first = repr(self.ranking[0]) if self.ranking else "nothing (it is empty)"
+            raise ValueError(
+                f"entry {self.key}: winner {self.winner!r} must be ranking[0], which is {first}; "
+                "put the winner first in its ranking (or re-tune)"
+            )
+        return self
 
 
 class RecordFile(BaseModel):
@@ -153,7 +166,9 @@ class Record:
         except FileNotFoundError:
             raise FileNotFoundError(f"no committed record at {path}; create one with tk.Record(...).save()") from None
         except ValidationError as exc:
-            raise RecordMismatch(f"{path} is not a tunekit record file (schema_version 1): {exc}") from None
+            raise RecordMismatch(
+                f"{path} is not a valid tunekit record file (schema_version 1): {_describe(exc)}"
+            ) from None
         return cls(
             tuner=data.tuner,
             device_id=data.device_id,
@@ -168,7 +183,7 @@ class Record:
         """Load ``path`` and check its provenance against ``tunables`` and ``device_id``.
 
         Raises RecordMismatch when the device, the candidates (checksum), the space or
-        tunekit's major version differ, or a winner is no longer a candidate. Drift that
+        tunekit's major version differ, or a winner or runner-up is not a candidate. Drift that
         only shifts timings is returned in ``record.warnings``.
         """
         record = cls.load(path)
@@ -186,9 +201,8 @@ class Record:
         major = record.tunekit_version.split(".")[0]
         if major != str(MAJOR):
             problems.append(f"it was written by tunekit {record.tunekit_version}, this is {__version__}")
-        missing = sorted({e.winner for e in record.entries.values() if tunables.index_of(e.winner) is None})
-        if missing:
-            problems.append(f"winners {missing[:5]} are no longer candidates")
+        if strangers := _not_candidates(record.entries.values(), tunables):
+            problems.append(f"{strangers} in its rankings are not candidates of the running TunableSet")
         if problems:
             raise RecordMismatch(
                 f"{path} does not apply here: " + "; ".join(problems) + "; re-tune and commit a new record"
@@ -205,6 +219,11 @@ class Record:
                 f"this record is for tuner {self.tuner!r} on {self.device_id!r}, "
                 f"not tuner {tuner.name!r} on {tuner.device_id!r}"
             )
+        if strangers := _not_candidates(self.entries.values(), tunables):
+            raise RecordMismatch(
+                f"{strangers} in this record's rankings are not candidates of {tunables!r}; "
+                "re-tune and commit a new record"
+            )
         for entry in self.entries.values():
             try:
                 key = key_type(**entry.key)
@@ -219,15 +238,38 @@ def _entry_key(entry: RecordEntry) -> str:
     return json.dumps(entry.key, sort_keys=True, separators=(",", ":"))
 
 
+def _describe(exc: ValidationError) -> str:
+    """The first validation errors on one line, without pydantic's dump of the input."""
+    errors = exc.errors(include_url=False)
+    parts = [f"{'.'.join(map(str, e['loc'])) or 'file'}: {e['msg']}" for e in errors[:3]]
+    return "; ".join(parts) + (f"; and {len(errors) - 3} more" if len(errors) > 3 else "")
+
+
+def _not_candidates(entries: Iterable[RecordEntry], tunables: TunableSet[Any, Any]) -> list[str]:
+    """Names in the entries' rankings (winners included) that ``tunables`` does not hold."""
+    return sorted({name for e in entries for name in e.ranking if tunables.index_of(name) is None})
+
+
+def _required_samples(settings: _settings.Settings) -> tuple[int, str]:
+    """The kept samples the schedule in force gives a winner, and the setting that says so.
+
+    Only the fixed schedule takes ``samples``; the adaptive one keeps between ``min_samples``
+    and ``max_samples``, so comparing its records with ``samples`` warned on every one.
+    """
+    if settings.adaptive:
+        return settings.min_samples, "the adaptive schedule's min_samples"
+    return settings.samples, "the fixed schedule's samples"
+
+
 def _drift(record: Record, path: Path) -> list[str]:
     out = []
     if record.tunekit_version != __version__:
         out.append(f"{path}: written by tunekit {record.tunekit_version}, running {__version__}")
-    samples = _settings.current().samples
+    samples, setting = _required_samples(_settings.current())
     now = datetime.now(UTC)
     for entry in record.entries.values():
         if entry.samples < samples:
-            out.append(f"{path}: {entry.key} was measured with {entry.samples} samples (< {samples} configured)")
+            out.append(f"{path}: {entry.key} was measured with {entry.samples} samples (< {samples}, {setting})")
         if now - entry.measured_at > _STALE_AFTER:
             out.append(f"{path}: {entry.key} was measured on {entry.measured_at:%Y-%m-%d}, over a year ago")
     return out

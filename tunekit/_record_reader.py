@@ -39,9 +39,13 @@ class BadLine:
     reason: str
 
 
+_CONTROL_ESCAPES = {code: f"\\x{code:02x}" for code in (*range(0x20), 0x7F)}
+
+
 def _validation_reason(exc: ValidationError) -> str:
     error = exc.errors()[0]
-    where = ".".join(str(part) for part in error["loc"])
+    # A loc part can be a key from the file itself ("\n" included): escaped, the reason stays one line.
+    where = ".".join(str(part) for part in error["loc"]).translate(_CONTROL_ESCAPES)
     more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
     return f"{where}: {error['msg']}{more}" if where else f"{error['msg']}{more}"
 
