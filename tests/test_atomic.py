@@ -63,3 +63,15 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path: Path) -> 
         write_atomic(target, "\ud800")  # a lone surrogate cannot be encoded
     assert target.read_text(encoding="utf-8") == "old"
     assert sorted(os.listdir(tmp_path)) == ["r.json"]
+
+
+def test_a_symlink_is_written_through_not_replaced(tmp_path: Path) -> None:
+    """Renaming over a symlinked record replaced the link with a regular file and left its target stale."""
+    target = tmp_path / "shared" / "record.json"
+    target.parent.mkdir()
+    target.write_text("old")
+    link = tmp_path / "record.json"
+    link.symlink_to(target)
+    write_atomic(link, "new")
+    assert link.is_symlink()
+    assert target.read_text() == "new"

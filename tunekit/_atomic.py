@@ -19,7 +19,8 @@ def write_atomic(path: str | os.PathLike[str], text: str) -> None:
     less the umask): ``tempfile.mkstemp`` would leave it 0600, unreadable to the CI container
     or the colleague a committed file is for.
     """
-    path = Path(path)
+    # Through a symlink, as open(path, "w") writes: renaming over the link would replace it with a file.
+    path = Path(os.path.realpath(path))
     tmp, fd = _create_beside(path)
     try:
         with os.fdopen(fd, "wb") as f:
