@@ -51,7 +51,8 @@ class JsonlSink:
         line = (record.model_dump_json() + "\n").encode()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            # 0666 less the umask (the kernel applies it), as open(path, "a") would create it.
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
             try:
                 os.write(fd, line)
             finally:
