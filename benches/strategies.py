@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import gzip
 import hashlib
 import io
@@ -192,7 +193,15 @@ def _valid_means(path: str) -> dict[str, float]:
     Validity is the replay loader's, for both tools: failure strings and the ``1e20`` of old
     caches are failures, so both count the same valid configurations and budget.
     """
-    sys.path.insert(0, str(ROOT))
+    stat = Path(path).stat()
+    return _load_valid_means(path, stat.st_mtime_ns, stat.st_size)
+
+
+@functools.cache
+def _load_valid_means(path: str, mtime_ns: int, size: int) -> dict[str, float]:
+    # Loaded once per file version and process: every Kernel Tuner run and the report ask again.
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
     from tunekit_backends.replay import load_kernel_tuner_cache
 
     data = load_kernel_tuner_cache(path)
