@@ -51,3 +51,10 @@ def test_anchor_marker_validates_at_declaration() -> None:
         tk.Anchor(base=1)
     with pytest.raises(ValueError, match="min"):
         tk.Anchor(min=128, max=4)
+
+
+@pytest.mark.parametrize("kwargs", [{"base": 2.5}, {"max": 1.5}, {"min": 2.0}, {"base": "2"}, {"max": True}])
+def test_anchor_marker_takes_only_int_bounds(kwargs: dict[str, object]) -> None:
+    """Anchor(base=2.5) made K(n=1000) hold 1525.87...; Anchor(base='2') failed with a bare comparison error."""
+    with pytest.raises(TypeError, match=r"needs an int"):
+        tk.Anchor(**kwargs)  # type: ignore[arg-type]

@@ -103,6 +103,10 @@ def test_import_refuses_a_malformed_bundle(tmp_path: Path) -> None:
     done = run("cache", "import", str(bad), check=2)
     assert "is not a tunekit cache bundle: entries.0" in done.stderr
     assert "cannot read" in run("cache", "import", str(tmp_path / "missing.json"), check=2).stderr
+    # "{}" validated as an empty bundle: "imported 0 winners", exit 0.
+    bad.write_text("{}")
+    done = run("cache", "import", str(bad), check=2)
+    assert "is not a tunekit cache bundle: it lacks entries, schema_version, tunekit_major" in done.stderr
 
 
 def test_verify_reports_each_invalid_row(records: Path, isolated_settings: Path) -> None:

@@ -55,6 +55,7 @@ EXPECTED = {
     "SearchEnded",
     "SearchResult",
     "Settings",
+    "SettingsError",
     "ShortCircuit",
     "Skipped",
     "Space",

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Annotated
 
 import pytest
 from _procs import drop_root, in_child
@@ -62,3 +63,34 @@ def test_working_directory_under_a_parent_that_cannot_be_searched_is_not_an_erro
         return {"samples": tk.configure(samples=4).samples}
 
     assert in_child(child) == {"samples": 4}
+
+
+def test_a_bad_variable_is_named_with_its_value_and_not_blamed_on_the_key_generator(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """TUNEKIT_SAMPLES=abc gave pydantic's traceback, unnamed, with a note blaming the user's key generator."""
+    monkeypatch.setenv("TUNEKIT_SAMPLES", "abc")
+    with pytest.raises(
+        tk.SettingsError, match=r"samples = 'abc' from TUNEKIT_SAMPLES: Input should be a valid integer"
+    ):
+        tk.configure()
+    with pytest.raises(tk.SettingsError, match=r"warmup_ms = 'inf' from tk.configure\(warmup_ms=...\)"):
+        tk.configure(warmup_ms="inf", samples=3)
+    monkeypatch.delenv("TUNEKIT_SAMPLES")
+    monkeypatch.setenv("TUNEKIT_WARMUP_MS", "inf")  # accepted by a float field, it crashed the first tune
+    with pytest.raises(tk.SettingsError, match="TUNEKIT_WARMUP_MS"):
+        tk.configure()
+    monkeypatch.setenv("TUNEKIT_WARMUP_MS", "0")
+    monkeypatch.setenv("TUNEKIT_SAMPLES", "0")
+    tk._settings._current = None  # as in a fresh process: the first anchored key reads the settings
+
+    @tk.autotune_key
+    class Key:
+        n: Annotated[int, tk.Anchor()]
+
+    with pytest.raises(tk.SettingsError) as raised:
+        Key(n=5)
+    assert "TUNEKIT_SAMPLES" in str(raised.value)
+    monkeypatch.delenv("TUNEKIT_SAMPLES")
+    monkeypatch.delenv("TUNEKIT_WARMUP_MS")
+    tk.configure()

@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from tunekit._cache_state import CacheState, Hit, Miss, Pending, Unchecked
     from tunekit._check import SupportsCheckBuffers
     from tunekit._client import Client, DevicePeaks, SupportsCacheFlush, SupportsPeaks, SupportsWarmup
-    from tunekit._errors import CandidateFailed, NoValidKernelFound, TunekitError, TuneRecursionError
+    from tunekit._errors import CandidateFailed, NoValidKernelFound, SettingsError, TunekitError, TuneRecursionError
     from tunekit._isolation import Isolation
     from tunekit._key import autotune_key, is_autotune_key, key_to_json
     from tunekit._local import LocalTuner
@@ -149,6 +149,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "SearchEnded": ("tunekit._records", "SearchEnded"),
     "SearchResult": ("tunekit._search", "SearchResult"),
     "Settings": ("tunekit._settings", "Settings"),
+    "SettingsError": ("tunekit._errors", "SettingsError"),
     "ShortCircuit": ("tunekit._records", "ShortCircuit"),
     "Skipped": ("tunekit._outcome", "Skipped"),
     "Space": ("tunekit._space", "Space"),
@@ -253,6 +254,7 @@ __all__ = [
     "SearchEnded",
     "SearchResult",
     "Settings",
+    "SettingsError",
     "ShortCircuit",
     "Skipped",
     "Space",

@@ -49,6 +49,10 @@ class Anchor:
     base: int = 2
 
     def __post_init__(self) -> None:
+        for label, value in (("base", self.base), ("max", self.max), ("min", self.min)):
+            # A float base or bound would put a float into an int key field (base=2.5: n=1525.87...).
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+                raise TypeError(f"Anchor({label}={value!r}) needs an int; anchored key fields hold ints")
         if self.base <= 1:
             raise ValueError(f"Anchor(base={self.base}) needs base >= 2")
         if self.max is not None and self.min is not None and self.min > self.max:

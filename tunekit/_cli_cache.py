@@ -203,6 +203,10 @@ def import_bundle(args: argparse.Namespace) -> int:
         error = exc.errors()[0]
         where = ".".join(str(p) for p in error["loc"]) or "the file"
         raise CliError(f"{source} is not a tunekit cache bundle: {where}: {error['msg']}") from exc
+    # Every field has a default (for export), so "{}" would validate as an empty bundle and import nothing.
+    missing = sorted({"schema_version", "tunekit_major", "entries"} - bundle.model_fields_set)
+    if missing:
+        raise CliError(f"{source} is not a tunekit cache bundle: it lacks {', '.join(missing)}")
     if bundle.tunekit_major != MAJOR:
         raise CliError(
             f"{source} was exported by tunekit {bundle.tunekit_version}; its rows only load into tunekit "

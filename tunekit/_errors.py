@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from tunekit._outcome import FailureStage
 
-__all__ = ["CandidateFailed", "NoValidKernelFound", "TuneRecursionError", "TunekitError"]
+__all__ = ["CandidateFailed", "NoValidKernelFound", "SettingsError", "TuneRecursionError", "TunekitError"]
 
 
 class TunekitError(Exception):
@@ -66,3 +66,10 @@ class TuneRecursionError(TunekitError, RuntimeError):
 
     def __reduce__(self) -> tuple[type[TuneRecursionError], tuple[str, object]]:
         return (type(self), (self.tuner, self.key))
+
+
+class SettingsError(TunekitError, ValueError):
+    """A setting (``TUNEKIT_*`` variable, ``tunekit.toml``, ``[tool.tunekit]`` or ``tk.configure``) is invalid.
+
+    Names each bad setting, where it came from, its value and what it accepts.
+    """

@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Generic, TypeVar
 
 from tunekit._client import Client
+from tunekit._errors import SettingsError
 from tunekit._sinks import RecordSink
 from tunekit._tunable_set import TunableSet
 from tunekit._tuner import Tuner
@@ -73,6 +74,8 @@ class LocalTuner(Generic[K, Out]):
         tuner = self._tuners.get(device_id) or self.tuner(device_id)
         try:
             key = tunables.key(*inputs)
+        except SettingsError:  # settings are first read by an anchored key: not the key generator's fault
+            raise
         except Exception as exc:  # the user's own exception, with where it came from
             exc.add_note(
                 f"tunekit: raised by the key generator {tunables.describe_key_fn()} of tuner {self.name!r} "

@@ -8,11 +8,12 @@ environment variables, ``tunekit.toml`` in the working directory, then
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationError, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -20,6 +21,8 @@ from pydantic_settings import (
     SettingsConfigDict,
     TomlConfigSettingsSource,
 )
+
+from tunekit._errors import SettingsError
 
 __all__ = [
     "SHORT_CIRCUIT_THRESHOLDS",
@@ -54,6 +57,8 @@ class Settings(BaseSettings):
         pyproject_toml_table_header=("tool", "tunekit"),
         extra="forbid",
         frozen=True,
+        # An infinite warm-up or timeout is accepted by a float field and fails deep in a tune.
+        allow_inf_nan=False,
     )
 
     autotune: bool = Field(True, description="False: run the first candidate in plan order, measure and write nothing.")
@@ -170,11 +175,34 @@ def current() -> Settings:
 def configure(**overrides: Any) -> Settings:
     """Re-read the environment and config files, apply ``overrides``, and make the result current."""
     global _current, _anchor_exponent
-    settings = Settings(**overrides)
+    try:
+        settings = Settings(**overrides)
+    except ValidationError as exc:
+        raise SettingsError(_describe(exc, overrides)) from None
     with _lock:
         _current = settings
         _anchor_exponent = 2 if settings.autotune_level == "minimal" else 1
     return settings
+
+
+def _describe(exc: ValidationError, overrides: dict[str, Any]) -> str:
+    """Each bad setting with where it came from, read when settings are first needed (a key, a tune)."""
+    parts = []
+    for error in exc.errors(include_url=False):
+        name = str(error["loc"][0]) if error["loc"] else ""
+        if not name:  # a check across settings: its message names them
+            parts.append(error["msg"])
+            continue
+        variable = f"TUNEKIT_{name.upper()}"
+        source = (
+            f"tk.configure({name}=...)"
+            if name in overrides
+            else variable
+            if variable in os.environ
+            else "tunekit.toml or [tool.tunekit]"
+        )
+        parts.append(f"{name} = {error.get('input')!r} from {source}: {error['msg']}")
+    return "invalid tunekit settings: " + "; ".join(parts) + " (fix or unset them; docs/configuration.md lists each)"
 
 
 def anchor_exponent() -> int:
