@@ -191,7 +191,7 @@ def test_usage_errors_exit_2_without_traceback() -> None:
     assert "invalid choice: 'frobnicate'" in run("frobnicate", check=2).stderr
     assert run(check=2).stdout.startswith("usage: tunekit")
     done = run("cache", "list", check=2, env={"TUNEKIT_SAMPLES": "many"})
-    assert done.stderr.startswith("tunekit: invalid setting samples (TUNEKIT_SAMPLES)")
+    assert done.stderr.startswith("tunekit: invalid tunekit settings: samples = 'many' from TUNEKIT_SAMPLES")
     assert run("--version").stdout.startswith("tunekit ")
 
 

@@ -13,6 +13,8 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+from tunekit._errors import SettingsError
+
 __all__ = ["CliError", "main"]
 
 
@@ -121,15 +123,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # `tunekit ... | head` closed the pipe: not an error
         sys.stderr.close()
         return 0
-    except Exception as exc:
-        from pydantic import ValidationError
-
-        if isinstance(exc, ValidationError) and exc.title == "Settings":
-            first = exc.errors()[0]
-            where = ".".join(str(part) for part in first["loc"])
-            print(f"tunekit: invalid setting {where} (TUNEKIT_{where.upper()}): {first['msg']}", file=sys.stderr)
-            return 2
-        raise
+    except SettingsError as error:  # it names each bad setting and where it came from
+        print(f"tunekit: {error}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":
