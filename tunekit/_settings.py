@@ -57,8 +57,6 @@ class Settings(BaseSettings):
         pyproject_toml_table_header=("tool", "tunekit"),
         extra="forbid",
         frozen=True,
-        # An infinite warm-up or timeout is accepted by a float field and fails deep in a tune.
-        allow_inf_nan=False,
     )
 
     autotune: bool = Field(True, description="False: run the first candidate in plan order, measure and write nothing.")
@@ -78,8 +76,11 @@ class Settings(BaseSettings):
     adaptive: bool = Field(
         True, description="Interleaved rounds with elimination and a runoff; False: fixed samples, one after another."
     )
-    warmup_ms: float = Field(
-        300.0, ge=0, description="Device warm-up before the first timed sample, in ms of device time (clocks ramp)."
+    warmup_ms: float = Field(  # finite: an infinite warm-up was accepted and crashed the first tune
+        300.0,
+        ge=0,
+        allow_inf_nan=False,
+        description="Device warm-up before the first timed sample, in ms of device time (clocks ramp).",
     )
     min_samples: int = Field(3, ge=1, description="Kept samples every candidate gets before it can be eliminated.")
     max_samples: int = Field(10, ge=1, description="Kept samples after which the rounds stop.")
