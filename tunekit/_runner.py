@@ -7,6 +7,8 @@ two apart lets every schedule run under every isolation mode.
 
 from __future__ import annotations
 
+import math
+import numbers
 from typing import Any, Protocol, runtime_checkable
 
 from tunekit._client import Client, SupportsCacheFlush
@@ -49,4 +51,16 @@ class InProcessRunner:
         fn = self.tunables.tunables[index].fn
         inputs = self.inputs
         _, duration_ns = self.client.profile(lambda: fn(*inputs))
+        # A client's bug, not the candidate's, but caught here it fails the candidate with a reason
+        # instead of a negative median failing the record's validation after the whole tune.
+        if (
+            not isinstance(duration_ns, numbers.Real)
+            or isinstance(duration_ns, bool)
+            or not math.isfinite(duration_ns)
+            or duration_ns < 0
+        ):
+            raise ValueError(
+                f"{type(self.client).__name__}.profile() returned a duration of {duration_ns!r}; "
+                "it must be a finite number of nanoseconds >= 0"
+            )
         return int(duration_ns)
