@@ -350,17 +350,23 @@ def _self_calling_set(
     return own[0]
 
 
-def test_a_candidate_executing_its_own_key_fails_and_the_tune_goes_on() -> None:
-    """Regression: a candidate calling execute() on its own set for the key being tuned hung forever."""
-    tuner: tk.LocalTuner[NKey, int] = tk.LocalTuner("self-call")
-    raised: list[BaseException] = []
-    tunables = _self_calling_set(tuner, raised, plain=True)
+def _tune_recorded(tuner: tk.LocalTuner[NKey, int], tunables: tk.TunableSet[NKey, int]) -> list[tk.AutotuneRecord]:
+    """Execute key n=5 (it must return 5, within a minute) and return the records it emitted."""
     records: list[tk.AutotuneRecord] = []
     sink = tk.add_record_sink(records.append)
     try:
         assert _within(60, lambda: tuner.execute(CLIENT.device_id, CLIENT, tunables, (5,))) == 5
     finally:
         tk.remove_record_sink(sink)
+    return records
+
+
+def test_a_candidate_executing_its_own_key_fails_and_the_tune_goes_on() -> None:
+    """Regression: a candidate calling execute() on its own set for the key being tuned hung forever."""
+    tuner: tk.LocalTuner[NKey, int] = tk.LocalTuner("self-call")
+    raised: list[BaseException] = []
+    tunables = _self_calling_set(tuner, raised, plain=True)
+    records = _tune_recorded(tuner, tunables)
     assert raised and all(isinstance(exc, tk.TuneRecursionError) for exc in raised), raised
     assert isinstance(raised[0], RuntimeError)
     message = str(raised[0])
@@ -388,12 +394,7 @@ def test_a_candidate_executing_its_own_key_in_a_forked_worker_fails_the_same_way
     """Regression: under process isolation the forked worker waited on its copy of the tune until its timeout."""
     tuner: tk.LocalTuner[NKey, int] = tk.LocalTuner("self-call-worker")
     tunables = _self_calling_set(tuner, [], plain=True, isolation="process")
-    records: list[tk.AutotuneRecord] = []
-    sink = tk.add_record_sink(records.append)
-    try:
-        assert _within(60, lambda: tuner.execute(CLIENT.device_id, CLIENT, tunables, (5,))) == 5
-    finally:
-        tk.remove_record_sink(sink)
+    records = _tune_recorded(tuner, tunables)
     selfish = next(c for c in records[0].candidates if c.name == "selfish")
     assert selfish.status == "failed" and selfish.stage == "run", selfish
     assert selfish.error is not None and selfish.error.startswith("TuneRecursionError:"), selfish.error
