@@ -8,7 +8,7 @@ A negative priority, of a group or within it, skips the candidate for that key.
 
 from __future__ import annotations
 
-import operator
+import numbers
 from collections.abc import Iterator, Sequence
 
 from tunekit._tunable import Tunable
@@ -54,11 +54,8 @@ def _priority(value: object, what: str) -> int:
     became 5, and "high" failed as "invalid literal for int()", naming no group. A bool is
     refused too: False reads as "skip" but is priority 0, which runs.
     """
-    if not isinstance(value, bool):
-        try:
-            return operator.index(value)  # an int or a numpy integer; never a float or str
-        except TypeError:
-            pass
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):  # an int or a numpy integer
+        return int(value)
     raise TypeError(
         f"{what} returned {value!r} ({type(value).__name__}), not an int: "
         "return a higher int to run first, a negative one (-1) to skip the candidate for this key"
