@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import tunekit as tk
+from tunekit._client import require_client
 from tunekit_backends.cpu import CpuClient
 
 
@@ -34,6 +35,9 @@ class ClientConformance:
         assert isinstance(client, tk.Client)
         assert isinstance(client.device_id, str) and len(client.device_id) > 8
         assert self.make().device_id == client.device_id
+
+    def test_passes_the_up_front_client_check_of_execute(self) -> None:
+        require_client(self.make(), "conformance")  # raises TypeError naming what a client lacks
 
     def test_profile_returns_the_output_and_a_device_duration(self) -> None:
         client = self.make()

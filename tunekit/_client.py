@@ -6,7 +6,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, TypeVar, runtime_checkable
 
-__all__ = ["Client", "DevicePeaks", "SupportsCacheFlush", "SupportsPeaks", "SupportsWarmup"]
+__all__ = [
+    "CHECKED_CLIENT_TYPES",
+    "Client",
+    "DevicePeaks",
+    "SupportsCacheFlush",
+    "SupportsPeaks",
+    "SupportsWarmup",
+    "require_client",
+]
 
 T = TypeVar("T")
 
@@ -31,6 +39,54 @@ class Client(Protocol):
     def sync(self) -> None:
         """Block until all work submitted to the device has finished."""
         ...
+
+
+_MEMBERS = ("device_id", "profile", "sync")
+
+CHECKED_CLIENT_TYPES: set[type] = set()
+"""Classes that carry every client member themselves, so each of their instances is a client.
+
+``execute`` tests membership here on every call (a set lookup) and runs the full check only
+for a class it has not seen, or one whose members live on the instance.
+"""
+
+
+def require_client(client: object, where: str) -> None:
+    """Refuse, before any tuning or cache access, an object that is not a ``tk.Client``.
+
+    Checked structurally, like ``isinstance(client, tk.Client)``, but naming what is missing:
+    without it a string or a class passed as the client failed every candidate one by one with
+    an ``AttributeError`` and the tune ended in ``NoValidKernelFound``.
+    """
+    cls = type(client)
+    if cls in CHECKED_CLIENT_TYPES:
+        return
+    if isinstance(client, type):
+        raise TypeError(
+            f"{where}: the client is the class {client.__name__}, not an instance of it; "
+            f"pass {client.__name__}(...) (a tk.Client instance)"
+        )
+    missing = []
+    for name in _MEMBERS:
+        if not hasattr(client, name):
+            missing.append(name)
+        elif name != "device_id" and not callable(getattr(client, name)):
+            missing.append(f"a callable {name} (its {name} is {type(getattr(client, name)).__name__})")
+    if missing:
+        shown = repr(client)
+        shown = shown if len(shown) <= 80 else shown[:77] + "..."
+        raise TypeError(
+            f"{where}: the client must be a tk.Client, e.g. tunekit_backends.cpu.CpuClient(); got "
+            f"{cls.__name__} {shown}, which lacks {_listed(missing)}. A client provides: device_id (a property: "
+            "a stable str naming the device and its software stack), profile(run) -> (output, duration_ns) "
+            "and sync() -> None (docs/clients.md)"
+        )
+    if hasattr(cls, "device_id") and callable(getattr(cls, "profile", None)) and callable(getattr(cls, "sync", None)):
+        CHECKED_CLIENT_TYPES.add(cls)
+
+
+def _listed(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
 @runtime_checkable

@@ -6,7 +6,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any, Generic, TypeVar
 
-from tunekit._client import Client
+from tunekit._client import CHECKED_CLIENT_TYPES, Client, require_client
 from tunekit._errors import SettingsError
 from tunekit._sinks import RecordSink
 from tunekit._tunable_set import TunableSet
@@ -65,7 +65,13 @@ class LocalTuner(Generic[K, Out]):
         return tuner
 
     def execute(self, device_id: str, client: Client, tunables: TunableSet[K, Out], inputs: tuple[Any, ...]) -> Out:
-        """Run the winner for these inputs' key on the real inputs, tuning first on a miss."""
+        """Run the winner for these inputs' key on the real inputs, tuning first on a miss.
+
+        Raises TypeError at once, before any tuning or cache access, when ``client`` is not a
+        ``tk.Client`` (it names the members it lacks).
+        """
+        if type(client) not in CHECKED_CLIENT_TYPES:  # a set lookup on the hot path; the full check once per class
+            require_client(client, f"tuner {self.name!r}: execute()")
         if type(inputs) is not tuple:
             raise TypeError(
                 f"tuner {self.name!r}: execute() takes the inputs as a tuple, e.g. (x,) or (a, b); "

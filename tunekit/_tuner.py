@@ -16,7 +16,7 @@ from tunekit._bounds import time_limit_ns
 from tunekit._cache import CacheValue, CandidateResult, PersistentCache, default_cache_dir
 from tunekit._cache_state import CacheState, Hit, Miss, Pending, Unchecked
 from tunekit._check import Gate, ReferenceFailed
-from tunekit._client import Client
+from tunekit._client import Client, require_client
 from tunekit._errors import CandidateFailed, NoValidKernelFound, TunekitError, TuneRecursionError
 from tunekit._isolation import check_candidate, open_runner
 from tunekit._key import is_autotune_key, key_to_dict, key_to_json
@@ -173,7 +173,11 @@ class Tuner:
     def resolve(
         self, client: Client, tunables: TunableSet[Any, Any], key: object, inputs: tuple[Any, ...]
     ) -> tuple[int, ...]:
-        """The ranking for ``key``: from memory, from disk, from another thread's tune, or tuned now."""
+        """The ranking for ``key``: from memory, from disk, from another thread's tune, or tuned now.
+
+        Raises TypeError before anything else when ``client`` is not a ``tk.Client``.
+        """
+        require_client(client, f"tuner {self.name!r}: resolve()")
         settings = _settings.current()
         if not is_autotune_key(key):
             raise TypeError(
