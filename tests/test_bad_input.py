@@ -54,7 +54,7 @@ class ScaleKey:
 
 
 def test_a_key_field_that_is_not_json_is_refused_before_tuning() -> None:
-    tuner: tk.LocalTuner[ScaleKey, int] = tk.LocalTuner("scale")
+    tuner: tk.LocalTuner[ScaleKey, None] = tk.LocalTuner("scale")
     ran: list[int] = []
     tunables = tk.TunableSet(key=lambda s: ScaleKey(scale=s)).with_tunable(tk.Tunable("a", lambda s: ran.append(1)))
     with pytest.raises(TypeError) as info:
@@ -67,7 +67,7 @@ def test_a_key_field_that_is_not_json_is_refused_before_tuning() -> None:
 @pytest.mark.parametrize("label", [b"\xff bytes", ["a", "list"]])
 def test_a_key_field_of_the_wrong_type_is_refused_by_the_key_naming_the_tuner(label: object) -> None:
     """Bytes reached the JSON check and a list the hash check; now the key refuses them when built."""
-    tuner: tk.LocalTuner[LabelKey, int] = tk.LocalTuner("label")
+    tuner: tk.LocalTuner[LabelKey, None] = tk.LocalTuner("label")
     ran: list[int] = []
     tunables = tk.TunableSet(key=lambda s: LabelKey(label=s)).with_tunable(tk.Tunable("a", lambda s: ran.append(1)))
     assert tuner.execute(CLIENT.device_id, CLIENT, tunables, ("ok",)) is None
