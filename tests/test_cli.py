@@ -118,6 +118,15 @@ def test_verify_reports_each_invalid_row(records: Path, isolated_settings: Path)
     assert "2 rows checked, 1 problem" in done.stdout
 
 
+def test_export_leaves_out_a_row_that_is_no_valid_bundle_entry(records: Path, isolated_settings: Path) -> None:
+    # A hand-edited key out of canonical form crashed `cache export` with a pydantic traceback.
+    with sqlite3.connect(isolated_settings / tk.PersistentCache.FILENAME) as connection:
+        connection.execute("""UPDATE winners SET key='{"n": 1024}' WHERE key='{"n":1024}'""")
+    done = run("cache", "export")
+    assert [e["key"] for e in json.loads(done.stdout)["entries"]] == ['{"n":131072}']
+    assert 'cli_sum/{"n": 1024}' in done.stderr and "canonical form" in done.stderr
+
+
 def test_records_summary_reports_a_corrupt_line_and_summarises_the_rest(records: Path) -> None:
     text = records.read_text()
     lines = text.splitlines()

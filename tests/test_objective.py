@@ -111,4 +111,9 @@ def test_bad_search_arguments_are_refused_before_the_objective_measures() -> Non
         tk.tune_objective(counting, tuner="pipe", device_id="cpu", max_evals=3, seed=None)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=r"tk.tune_objective\(max_evals=...\) must be a positive int"):
         tk.tune_objective(counting, tuner="pipe", device_id="cpu", max_evals=2.5)  # type: ignore[arg-type]
+    # An empty device id or tuner was written into the record and the trial log.
+    with pytest.raises(ValueError, match=r"tk.tune_objective\(device_id=...\) must be a non-empty str, got ''"):
+        tk.tune_objective(counting, tuner="pipe", device_id="", max_evals=3)
+    with pytest.raises(TypeError, match=r"tk.tune_objective\(tuner=...\) must be a non-empty str, got None"):
+        tk.tune_objective(counting, tuner=None, device_id="cpu", max_evals=3)  # type: ignore[arg-type]
     assert measured == []

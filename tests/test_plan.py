@@ -3,6 +3,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+import pytest
+
 import tunekit as tk
 
 
@@ -56,3 +59,21 @@ def test_tunable_in_two_groups_is_planned_once() -> None:
     g1, g2 = tk.TuneGroup("g1", _const(2)), tk.TuneGroup("g2", _const(1))
     tunables = [_t("both").group(g1, _const(0)).group(g2, _const(0)), _t("only2").group(g2, _const(0))]
     assert _names(tunables, None) == [["both"], ["only2"]]
+
+
+@pytest.mark.parametrize("returned", [-0.5, "5", "high", None, False, 1.0])
+def test_a_priority_that_is_not_an_int_is_refused_naming_the_group(returned: object) -> None:
+    # int() converted it: -0.5 became 0, so a candidate meant to be skipped ran; "high" failed naming no group.
+    grouped = _t("g").group(tk.TuneGroup("wide", _const(1)), lambda _key: returned)  # type: ignore[arg-type,return-value]
+    with pytest.raises(
+        TypeError, match=r"tunable 'g'.*group 'wide' returned .*not an int.*negative one \(-1\) to skip"
+    ):
+        tk.plan_batches(None, [grouped])
+    lost = _t("h").group(tk.TuneGroup("lost", lambda _key: returned), _const(0))  # type: ignore[arg-type,return-value]
+    with pytest.raises(TypeError, match=r"TuneGroup 'lost''s priority returned"):
+        tk.plan_batches(None, [lost])
+
+
+def test_a_numpy_integer_priority_is_an_int() -> None:
+    grouped = _t("g").group(tk.TuneGroup("np", lambda _key: np.int64(-1)), _const(0))
+    assert _names([_t("a"), grouped], None) == [["a"]]

@@ -173,6 +173,32 @@ def test_bad_search_arguments_are_refused_before_anything_is_measured(
     assert built == []
 
 
+def test_a_bad_space_build_inputs_or_tuner_is_refused_before_anything_is_built(
+    replay: tuple[ReplayData, ReplayClient],
+) -> None:
+    """A bare array as inputs was split into one argument per element and failed every candidate; a list as the
+    space blamed the strategy; a non-callable build failed every candidate; an empty tuner was recorded."""
+    data, client = replay
+    built: list[tk.Config] = []
+
+    def build(config: tk.Config) -> object:
+        built.append(config)
+        return client.kernel(config)
+
+    with pytest.raises(TypeError, match=r"tk.search\(\) takes the inputs as a tuple, e.g. \(x,\).*got ndarray"):
+        tk.search(data.space, build, client, np.ones(3), tuner="t", max_evals=2)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"tk.search\(\) takes a tk.Space first, got list"):
+        tk.search([1, 2], build, client, (), tuner="t", max_evals=2)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"tk.search\(build=...\) takes a callable config -> runnable, got int"):
+        tk.search(data.space, 5, client, (), tuner="t", max_evals=2)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"tk.search\(tuner=...\) must be a non-empty str, got ''"):
+        tk.search(data.space, build, client, (), tuner="", max_evals=2)
+    with pytest.raises(TypeError, match=r"tk.search\(tuner=...\) must be a non-empty str, got 5"):
+        tk.search(data.space, build, client, (), tuner=5, max_evals=2)  # type: ignore[arg-type]
+    assert built == []
+    assert tk.search(data.space, build, client, [], tuner="t", max_evals=2).evaluations == 2  # a list is fine
+
+
 def test_numpy_numbers_are_accepted_as_seed_and_limits(replay: tuple[ReplayData, ReplayClient]) -> None:
     """The up-front checks refused seed=np.int64(0), which the search itself had always taken."""
     data, client = replay

@@ -56,3 +56,26 @@ def test_with_tunables_refuses_duplicates_and_non_tunables() -> None:
     with pytest.raises(TypeError, match="takes a tk.Tunable"):
         base.with_tunable(lambda: 1)  # type: ignore[arg-type]
     assert base.names == ("a",) and base.index_of("b") is None
+
+
+def test_with_short_circuit_takes_only_a_bool() -> None:
+    # bool("false") is True: the string switched the short circuit on.
+    base = tk.TunableSet(key=_key).with_tunable(tk.Tunable("a", lambda: 1))
+    with pytest.raises(TypeError, match=r"with_short_circuit\(\) takes True or False, got 'false'"):
+        base.with_short_circuit("false")  # type: ignore[arg-type]
+    assert base.with_short_circuit(False).short_circuit is False
+
+
+def test_a_checksum_extra_without_a_stable_text_is_refused() -> None:
+    # object()'s text holds its address, so the checksum changed every process and every key was re-tuned.
+    base = tk.TunableSet(key=_key).with_tunable(tk.Tunable("a", lambda: 1))
+    with pytest.raises(TypeError, match=r"with_extra\('checksum:model', ...\): a checksum extra must be a str.*object"):
+        base.with_extra("checksum:model", object())
+    assert base.with_extra("checksum:model", "v2").checksum() != base.with_extra("checksum:model", "v3").checksum()
+    assert base.with_extra("anything", object()).checksum() == base.checksum()  # not hashed: any value
+
+
+def test_a_tunable_version_must_be_a_str() -> None:
+    # It is hashed as text: version=3 and version="3" were the same version, an object a new one per process.
+    with pytest.raises(TypeError, match=r"Tunable 'a': version must be a str, got 3"):
+        tk.Tunable("a", lambda: 1, version=3)  # type: ignore[arg-type]

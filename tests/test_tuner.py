@@ -452,3 +452,15 @@ def test_another_thread_asking_for_a_key_being_tuned_waits_for_the_winner() -> N
     assert not errors, errors
     assert results == {"tuning": 5, "waiting": 5}
     assert [r.decision for r in records] == ["tuned"]
+
+
+@pytest.mark.parametrize(("device_id", "error"), [(5, TypeError), ("", ValueError), (None, TypeError)])
+def test_a_device_id_that_is_not_a_non_empty_str_is_refused_at_execute(device_id: Any, error: type[Exception]) -> None:
+    # An int device id failed deep in the tune lock ("sequence item 0: expected str"); "" was stored
+    # as a cache row that `tunekit cache verify` flagged and `cache export` crashed on.
+    tuner: tk.LocalTuner[NKey, int] = tk.LocalTuner("bad_device")
+    tunables = tk.TunableSet(key=_key).with_tunable(tk.Tunable("same", lambda n: n))
+    with pytest.raises(error, match=r"tuner 'bad_device': the device id must be a non-empty str.*client\.device_id"):
+        tuner.execute(device_id, CLIENT, tunables, (4,))
+    cache = tk.persistent_cache()
+    assert cache is not None and not list(cache.rows())

@@ -12,7 +12,7 @@ import json
 from datetime import UTC, datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from tunekit._cache import CacheRow, CacheValue
 from tunekit._version import MAJOR, __version__
@@ -65,7 +65,20 @@ class CacheBundle(BaseModel):
     entries: list[BundleEntry] = Field(default_factory=list, max_length=1_000_000)
 
     @classmethod
-    def of(cls, rows: list[CacheRow]) -> CacheBundle:
-        """A bundle of ``rows``, sorted for stable diffs."""
-        entries = sorted((BundleEntry.of(r) for r in rows), key=lambda e: (e.tuner, e.device_id, e.key))
-        return cls(entries=entries)
+    def of(cls, rows: list[CacheRow]) -> tuple[CacheBundle, list[str]]:
+        """A bundle of ``rows``, sorted for stable diffs, and why each row left out could not be exported.
+
+        A row the cache reads can still be no valid entry (a hand-edited key out of canonical
+        form, an empty device id): it is left out, named, rather than failing the whole export.
+        """
+        entries: list[BundleEntry] = []
+        left_out: list[str] = []
+        for row in rows:
+            try:
+                entries.append(BundleEntry.of(row))
+            except ValidationError as exc:
+                error = exc.errors()[0]
+                where = ".".join(str(p) for p in error["loc"])
+                left_out.append(f"{row.tuner}/{row.key} on {row.device_id!r}: {where}: {error['msg']}")
+        entries.sort(key=lambda e: (e.tuner, e.device_id, e.key))
+        return cls(entries=entries), left_out

@@ -175,7 +175,9 @@ def export(args: argparse.Namespace) -> int:
     if cache is None:
         raise CliError(f"no tuning cache at {_cache_file()}: nothing to export")
     rows, bad = _select(cache, args.tuner, args.device, args.key)
-    text = CacheBundle.of(rows).model_dump_json(indent=2) + "\n"
+    bundle, left_out = CacheBundle.of(rows)
+    bad.extend(left_out)
+    text = bundle.model_dump_json(indent=2) + "\n"
     if args.output is None:
         sys.stdout.write(text)
     else:
@@ -184,7 +186,7 @@ def export(args: argparse.Namespace) -> int:
             write_atomic(target, text)  # a reader never sees half a bundle
         except OSError as exc:
             raise CliError(f"cannot write {target}: {exc.strerror or exc}") from exc
-        print(f"exported {len(rows)} winners to {target}", file=sys.stderr)
+        print(f"exported {len(bundle.entries)} winners to {target}", file=sys.stderr)
     for reason in bad:
         print(f"skipped unreadable row: {reason}", file=sys.stderr)
     return 0

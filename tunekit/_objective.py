@@ -16,7 +16,7 @@ from typing import Any, Protocol, runtime_checkable
 from tunekit._outcome import Failed, Measured, Outcome, Skipped
 from tunekit._schedule import describe_error
 from tunekit._search import SearchResult, emit_search_record, run_search
-from tunekit._search_spec import check_search_args
+from tunekit._search_spec import check_search_args, check_search_names
 from tunekit._sinks import RecordSink
 from tunekit._space import Config, Space
 from tunekit._strategies import StrategyFactory, StrategyName
@@ -75,6 +75,7 @@ def tune_objective(
         raise TypeError(
             f"tune_objective() takes a tk.Objective (space, measure, remaining), got {type(objective).__name__}"
         )
+    check_search_names("tk.tune_objective", tuner=tuner, device_id=device_id)
     check_search_args(
         "tk.tune_objective",
         seed=seed,

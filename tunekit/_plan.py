@@ -8,6 +8,7 @@ A negative priority, of a group or within it, skips the candidate for that key.
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Iterator, Sequence
 
 from tunekit._tunable import Tunable
@@ -25,8 +26,8 @@ def plan_batches(key: object, tunables: Sequence[Tunable[object]]) -> list[list[
             ungrouped.append(index)
             continue
         for group, within in tunable.groups:
-            group_priority = int(group.priority(key))
-            within_priority = int(within(key))
+            group_priority = _priority(group.priority(key), f"TuneGroup {group.name!r}'s priority")
+            within_priority = _priority(within(key), f"tunable {tunable.name!r}'s priority within group {group.name!r}")
             if group_priority < 0 or within_priority < 0:
                 continue
             tiers.setdefault(group_priority, {}).setdefault(within_priority, []).append(index)
@@ -44,6 +45,21 @@ def plan_batches(key: object, tunables: Sequence[Tunable[object]]) -> list[list[
     if first and ungrouped:
         batches.append(ungrouped)
     return batches
+
+
+def _priority(value: object, what: str) -> int:
+    """``value`` as an int priority; anything else is the priority function's mistake, named.
+
+    int() used to convert it: -0.5 became 0 (so a candidate meant to be skipped ran), "5"
+    became 5, and "high" failed as "invalid literal for int()", naming no group. A bool is
+    refused too: False reads as "skip" but is priority 0, which runs.
+    """
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):  # an int or a numpy integer
+        return int(value)
+    raise TypeError(
+        f"{what} returned {value!r} ({type(value).__name__}), not an int: "
+        "return a higher int to run first, a negative one (-1) to skip the candidate for this key"
+    )
 
 
 def plan_order(key: object, tunables: Sequence[Tunable[object]]) -> Iterator[int]:

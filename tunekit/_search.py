@@ -26,7 +26,7 @@ from tunekit._key import is_autotune_key, key_to_dict
 from tunekit._outcome import Failed, Measured, Outcome, Skipped
 from tunekit._records import AutotuneRecord, CandidateRecord, SearchEnded
 from tunekit._schedule import measure_batch
-from tunekit._search_spec import check_search_args
+from tunekit._search_spec import check_search_args, check_search_names
 from tunekit._sinks import RecordSink, emit_to_all
 from tunekit._space import Config, Space
 from tunekit._strategies import Strategy, StrategyFactory, StrategyName, make_strategy
@@ -372,6 +372,16 @@ def search(
     ``strategy``: ``auto`` (exhaustive when the budget covers the space, else the best
     large-space strategy), a name from ``tk.STRATEGIES``, or a factory.
     """
+    if not isinstance(space, Space):
+        raise TypeError(
+            f"tk.search() takes a tk.Space first, got {type(space).__name__}; e.g. tk.Space(BLOCK=[64, 128])"
+        )
+    if not callable(build):
+        raise TypeError(f"tk.search(build=...) takes a callable config -> runnable, got {type(build).__name__}")
+    # A bare array was iterated into one argument per row, so every candidate failed on arity.
+    if not isinstance(inputs, tuple | list):
+        raise TypeError(f"tk.search() takes the inputs as a tuple, e.g. (x,) or (a, b); got {type(inputs).__name__}")
+    check_search_names("tk.search", tuner=tuner, device_id=client.device_id)
     check_search_args(
         "tk.search",
         seed=seed,

@@ -9,7 +9,7 @@ from typing import TypeGuard
 
 from tunekit._space import Config, Space
 
-__all__ = ["SearchSpec", "check_search_args", "config_name"]
+__all__ = ["SearchSpec", "check_search_args", "check_search_names", "config_name"]
 
 
 def config_name(config: Config) -> str:
@@ -78,3 +78,16 @@ def check_search_args(
             f"{where}(require=...) takes a list of configurations (tk.Config or dicts name -> value), got {require!r}; "
             "a single configuration goes in a list: require=[config]"
         )
+
+
+def check_search_names(where: str, *, tuner: object, device_id: object) -> None:
+    """Refuse a tuner name or device id that is not a non-empty str, naming ``where``.
+
+    They name the search's record and trial log: an empty tuner was recorded as ``""``, and
+    a non-str one failed only after the whole search, when its record was built.
+    """
+    for argument, value in (("tuner", tuner), ("device_id", device_id)):
+        if not isinstance(value, str) or not value:
+            raise (TypeError if not isinstance(value, str) else ValueError)(
+                f"{where}({argument}=...) must be a non-empty str, got {value!r}"
+            )

@@ -194,8 +194,10 @@ class TunableSet(Generic[K, Out]):
 
     def with_short_circuit(self, enabled: bool) -> TunableSet[K, Out]:
         """A new set with the roofline short circuit switched on or off."""
+        if not isinstance(enabled, bool):  # bool("false") is True: a string would switch it on
+            raise TypeError(f"with_short_circuit() takes True or False, got {enabled!r}")
         new = self._copy()
-        new._short_circuit = bool(enabled)
+        new._short_circuit = enabled
         return new
 
     def with_reference(
@@ -226,7 +228,17 @@ class TunableSet(Generic[K, Out]):
         return self._reference
 
     def with_extra(self, name: str, value: Any) -> TunableSet[K, Out]:
-        """A new set carrying an extension's option (correctness reference, source hash, ...)."""
+        """A new set carrying an extension's option (correctness reference, source hash, ...).
+
+        A ``checksum:`` extra enters :meth:`checksum` as its text, so it must be a str, int,
+        float or bool: another object's text (``<object at 0x7f...>``) changes every process,
+        and each process would re-tune every key.
+        """
+        if name.startswith("checksum:") and not isinstance(value, str | int | float | bool):
+            raise TypeError(
+                f"with_extra({name!r}, ...): a checksum extra must be a str, int, float or bool (its text is hashed), "
+                f"got {type(value).__name__}; pass a stable digest of it, e.g. hashlib.sha256(data).hexdigest()"
+            )
         new = self._copy()
         new.extras[name] = value
         return new

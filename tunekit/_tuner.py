@@ -90,6 +90,17 @@ class Tuner:
     """
 
     def __init__(self, name: str, device_id: str, *, sinks: Sequence[RecordSink] = ()) -> None:
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"Tuner needs a non-empty str name, got {name!r}")
+        # Checked here, at the first execute on a device, because a device id that is not a
+        # non-empty str used to fail only deep in the tune lock (an int) or be stored as a
+        # cache row that `tunekit cache verify` and `export` then refused (an empty str).
+        if not isinstance(device_id, str) or not device_id:
+            error = TypeError if not isinstance(device_id, str) else ValueError
+            raise error(
+                f"tuner {name!r}: the device id must be a non-empty str, got {device_id!r}; "
+                "pass client.device_id, e.g. TUNER.execute(client.device_id, client, tunables, inputs)"
+            )
         self.name = name
         self.device_id = device_id
         self._sinks = tuple(sinks)
