@@ -48,24 +48,37 @@ def test_inputs_of_the_wrong_shape_name_the_tuner_the_set_and_the_inputs() -> No
     assert "_row_key" in note and "ndarray(shape=(8,), dtype=float32)" in note
 
 
+@tk.autotune_key
+class ScaleKey:
+    scale: float
+
+
 def test_a_key_field_that_is_not_json_is_refused_before_tuning() -> None:
-    tuner: tk.LocalTuner[LabelKey, int] = tk.LocalTuner("label")
+    tuner: tk.LocalTuner[ScaleKey, None] = tk.LocalTuner("scale")
     ran: list[int] = []
-    tunables = tk.TunableSet(key=lambda s: LabelKey(label=s)).with_tunable(tk.Tunable("a", lambda s: ran.append(1)))
+    tunables = tk.TunableSet(key=lambda s: ScaleKey(scale=s)).with_tunable(tk.Tunable("a", lambda s: ran.append(1)))
     with pytest.raises(TypeError) as info:
-        tuner.execute(CLIENT.device_id, CLIENT, tunables, (b"\xff bytes",))
+        tuner.execute(CLIENT.device_id, CLIENT, tunables, (float("nan"),))
     assert "not JSON-serialisable" in str(info.value)
-    assert "tuner 'label' TunableSet(a)" in "\n".join(info.value.__notes__)
+    assert "tuner 'scale' TunableSet(a)" in "\n".join(info.value.__notes__)
     assert ran == [], "nothing may run for a key that cannot be stored"
 
 
-def test_an_unhashable_key_field_names_the_tuner() -> None:
-    tuner: tk.LocalTuner[LabelKey, int] = tk.LocalTuner("unhashable")
-    tunables = tk.TunableSet(key=lambda s: LabelKey(label=s)).with_tunable(tk.Tunable("a", len))
-    assert tuner.execute(CLIENT.device_id, CLIENT, tunables, ("ok",)) == 2
-    with pytest.raises(TypeError, match="unhashable") as info:
-        tuner.execute(CLIENT.device_id, CLIENT, tunables, (["a", "list"],))
-    assert "tuner 'unhashable' TunableSet(a)" in "\n".join(info.value.__notes__)
+@pytest.mark.parametrize("label", [b"\xff bytes", ["a", "list"]])
+def test_a_key_field_of_the_wrong_type_is_refused_by_the_key_naming_the_tuner(label: object) -> None:
+    """Bytes reached the JSON check and a list the hash check; now the key refuses them when built."""
+    tuner: tk.LocalTuner[LabelKey, None] = tk.LocalTuner("label")
+    ran: list[int] = []
+    tunables = tk.TunableSet(key=lambda s: LabelKey(label=s)).with_tunable(tk.Tunable("a", lambda s: ran.append(1)))
+    assert tuner.execute(CLIENT.device_id, CLIENT, tunables, ("ok",)) is None
+    runs = len(ran)
+    with pytest.raises(
+        TypeError, match=f"autotune key LabelKey: field label expects str, got {type(label).__name__}"
+    ) as info:
+        tuner.execute(CLIENT.device_id, CLIENT, tunables, (label,))
+    assert "key generator" in "\n".join(info.value.__notes__)
+    assert "tuner 'label' TunableSet(a)" in "\n".join(info.value.__notes__)
+    assert len(ran) == runs, "nothing may run for a refused key"
 
 
 def test_a_raising_input_generator_names_the_tuner_and_the_set() -> None:

@@ -3,6 +3,7 @@ from __future__ import annotations
 import enum
 from typing import Annotated, Literal
 
+import numpy as np
 import pytest
 
 import tunekit as tk
@@ -42,7 +43,7 @@ def test_key_is_frozen() -> None:
 
 
 def test_anchored_field_needs_an_int() -> None:
-    with pytest.raises(TypeError, match="anchored"):
+    with pytest.raises(TypeError, match=r"field n expects int \(not bool\), anchored, got str '12'"):
         Key(n="12", rows=1, batch=1, dtype="f")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="x >= 1"):
         Key(n=0, rows=1, batch=1, dtype="f")
@@ -98,3 +99,125 @@ def test_defaults_are_anchored_too() -> None:
         n: Annotated[int, tk.Anchor()] = 100
 
     assert WithDefault(dtype="f").n == 128
+
+
+@tk.autotune_key
+class Typed:
+    n: int
+    size: Annotated[int, tk.Anchor()]
+    alpha: float
+    dtype: str
+    transpose: bool
+
+
+def _typed(**overrides: object) -> Typed:
+    fields: dict[str, object] = {"n": 5, "size": 1000, "alpha": 1.5, "dtype": "f32", "transpose": False}
+    return Typed(**{**fields, **overrides})  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "expected"),
+    [
+        ("n", "5", "int (not bool)"),
+        ("n", 5.0, "int (not bool)"),
+        ("n", True, "int (not bool)"),
+        ("n", None, "int (not bool)"),
+        ("n", np.float64(5.0), "int (not bool)"),
+        ("size", "1000", "int (not bool), anchored"),
+        ("size", False, "int (not bool), anchored"),
+        ("alpha", "1.5", "float (an int is converted)"),
+        ("alpha", True, "float (an int is converted)"),
+        ("dtype", 32, "str"),
+        ("transpose", 1, "bool"),
+        ("transpose", "yes", "bool"),
+    ],
+)
+def test_a_value_of_the_wrong_type_is_refused_naming_key_field_type_and_value(
+    field: str, value: object, expected: str
+) -> None:
+    """Regression: a plain int field took "5", so the key was tuned and stored under {"n":"5"}."""
+    with pytest.raises(TypeError) as caught:
+        _typed(**{field: value})
+    assert str(caught.value) == (
+        f"autotune key Typed: field {field} expects {expected}, got {type(value).__name__} {value!r}; "
+        "convert the value before building the key"
+    )
+
+
+def test_numpy_scalars_count_as_the_python_values_they_hold() -> None:
+    """Regression: an np.int64 field value built the key, then failed at lookup as not JSON-serialisable."""
+    key = _typed(n=np.int64(5), size=np.uint16(1000), alpha=np.float32(1.5), dtype=np.str_("f32"), transpose=np.True_)
+    assert key == _typed(transpose=True)
+    assert [type(getattr(key, f)) for f in ("n", "size", "alpha", "dtype", "transpose")] == [int, int, float, str, bool]
+    assert tk.key_to_json(key) == tk.key_to_json(_typed(transpose=True))
+    with pytest.raises(TypeError, match="field n expects int"):
+        _typed(n=np.array([5]))  # an array is not a scalar, even of one element
+
+
+def test_an_int_for_a_float_field_is_stored_as_a_float_so_both_share_one_cache_row() -> None:
+    key = _typed(alpha=2)
+    assert type(key.alpha) is float
+    assert tk.key_to_json(key) == tk.key_to_json(_typed(alpha=2.0))
+
+
+def test_subclasses_of_int_and_str_are_stored_as_plain_values() -> None:
+    class Size(enum.IntEnum):
+        BIG = 4096
+
+    class Dtype(enum.StrEnum):
+        F32 = "f32"
+
+    key = _typed(n=Size.BIG, dtype=Dtype.F32)
+    assert (type(key.n), key.n, type(key.dtype), key.dtype) == (int, 4096, str, "f32")
+
+
+def test_enum_fields_take_a_member_or_its_value_and_literals_their_exact_values() -> None:
+    @tk.autotune_key
+    class Choice:
+        layout: Layout
+        mode: Literal["fast", "exact"]
+        level: Literal[1, 2] = 1
+
+    assert Choice(layout="col", mode="fast").layout is Layout.COL  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"field layout expects a Layout member \(or its value\), got str 'diag'"):
+        Choice(layout="diag", mode="fast")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"field mode expects one of 'fast', 'exact', got str 'slow'"):
+        Choice(layout=Layout.ROW, mode="slow")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"field level expects one of 1, 2, got bool True"):
+        Choice(layout=Layout.ROW, mode="fast", level=True)  # type: ignore[arg-type]
+
+
+def test_defaults_and_inherited_fields_are_checked_too() -> None:
+    with pytest.raises(TypeError, match=r"autotune key WithBadDefault: field n expects int"):
+
+        @tk.autotune_key
+        class WithBadDefault:
+            n: int = "8"  # type: ignore[assignment]
+
+        WithBadDefault()
+
+    @tk.autotune_key
+    class Child(Typed):
+        extra: int = 0
+
+    with pytest.raises(TypeError, match=r"autotune key Child: field n expects int"):
+        Child(n="5", size=1, alpha=1.0, dtype="f", transpose=False)  # type: ignore[arg-type]
+
+
+def test_a_post_init_of_the_users_own_runs_after_the_checks_and_anchoring() -> None:
+    """Anchoring used to replace a key's own __post_init__, which then never ran."""
+    seen: list[int] = []
+
+    @tk.autotune_key
+    class Checked:
+        n: Annotated[int, tk.Anchor()]
+
+        def __post_init__(self) -> None:
+            seen.append(self.n)
+            if self.n > 1 << 20:
+                raise ValueError("n too large for this operation")
+
+    assert Checked(n=np.int32(1000)).n == 1024  # type: ignore[arg-type]
+    assert seen == [1024]
+    with pytest.raises(ValueError, match="too large"):
+        Checked(n=(1 << 20) + 1)

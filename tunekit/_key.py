@@ -6,6 +6,7 @@ import dataclasses
 import enum
 import json
 import typing
+from collections.abc import Callable
 from typing import Any, Literal, TypeVar, dataclass_transform, get_args, get_origin
 
 from tunekit import _settings
@@ -15,6 +16,7 @@ __all__ = ["autotune_key", "is_autotune_key", "key_fields", "key_to_json", "key_
 
 _KEY_MARK = "__tunekit_key__"
 _ANCHORS = "__tunekit_anchors__"
+_USER_HOOK = "__tunekit_user_post_init__"
 _SCALARS = (int, float, str, bool)
 
 C = TypeVar("C", bound=type)
@@ -34,12 +36,116 @@ def _check_field_type(cls_name: str, name: str, hint: object) -> None:
     )
 
 
+class _Wrong(Exception):
+    """A field value of the wrong type (the caller names the key, the field and the value)."""
+
+
+Coerce = Callable[[object], object]
+"""Turns a value that is not already of the field's exact type into one, or raises _Wrong."""
+
+
+def _to_int(value: object) -> object:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return int(value)  # an int subclass (IntEnum) is stored as the plain int it stands for
+    raise _Wrong
+
+
+def _to_float(value: object) -> object:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        # 2 and 2.0 are equal keys but write different JSON: stored as 2.0 they share a cache row.
+        return float(value)
+    raise _Wrong
+
+
+def _to_str(value: object) -> object:
+    if isinstance(value, str):
+        return str.__str__(value)
+    raise _Wrong
+
+
+def _to_bool(value: object) -> object:
+    if type(value) is bool:  # a numpy bool, once unwrapped; 0, 1 and "yes" are not bools here
+        return value
+    raise _Wrong
+
+
+def _to_member(enum_cls: type[enum.Enum]) -> Coerce:
+    def coerce(value: object) -> object:
+        # A member's value is what the cache and committed records store: a key is rebuilt from it.
+        for member in enum_cls:
+            if type(member.value) is type(value) and member.value == value:
+                return member
+        raise _Wrong
+
+    return coerce
+
+
+def _to_literal(allowed: tuple[object, ...]) -> Coerce:
+    # By type as well as value: True == 1, and 1.0 == 1, yet each writes other JSON.
+    pairs = {(type(arg), arg) for arg in allowed}
+
+    def coerce(value: object) -> object:
+        if (type(value), value) in pairs:
+            return value
+        raise _Wrong
+
+    return coerce
+
+
+_SCALAR_COERCE: dict[type, tuple[Coerce, str]] = {
+    int: (_to_int, "int (not bool)"),
+    float: (_to_float, "float (an int is converted)"),
+    str: (_to_str, "str"),
+    bool: (_to_bool, "bool"),
+}
+
+
+def _field_check(hint: object) -> tuple[type | None, Coerce, str]:
+    """The field's exact type (the fast path; None: always coerce), its coercion and its description."""
+    if get_origin(hint) is typing.Annotated:
+        hint = get_args(hint)[0]
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        return hint, _to_member(hint), f"a {hint.__name__} member (or its value)"
+    if get_origin(hint) is Literal:
+        allowed = get_args(hint)
+        return None, _to_literal(allowed), f"one of {', '.join(map(repr, allowed))}"
+    assert isinstance(hint, type)  # _check_field_type let only scalars, enums and literals through
+    coerce, text = _SCALAR_COERCE[hint]
+    return hint, coerce, text
+
+
+def _coerce(cls_name: str, name: str, coerce: Coerce, expected: str, value: object) -> object:
+    """The slow path of a field whose value is not of its exact type: convert it, or refuse it."""
+    plain = value
+    if type(value).__module__ == "numpy" and getattr(value, "ndim", None) == 0:
+        plain = value.item()  # type: ignore[attr-defined]  # a numpy scalar counts as the Python value it holds
+    try:
+        return coerce(plain)
+    except _Wrong:
+        raise TypeError(
+            f"autotune key {cls_name}: field {name} expects {expected}, got {type(value).__name__} {value!r}; "
+            "convert the value before building the key"
+        ) from None
+
+
+def _set_by_init(cls: type, name: str) -> bool:
+    """False for a ``field(init=False)``: its value is not the caller's, so it is not checked."""
+    default = cls.__dict__.get(name)
+    return not (isinstance(default, dataclasses.Field) and not default.init)
+
+
 @dataclass_transform(frozen_default=True)
 def autotune_key(cls: C) -> C:
     """Turn a class into a frozen, hashable autotune key dataclass.
 
     Fields annotated ``Annotated[int, tk.Anchor(...)]`` are anchored when the key is built,
     so ``SumKey(n=1000)`` holds ``n == 1024``. Other fields are part of the key as given.
+
+    Each value is checked against its field's type when the key is built: ``n: int`` refuses
+    ``"5"``, ``5.0`` and ``True`` with a TypeError naming the key, the field and the value. A
+    numpy scalar counts as the Python value it holds (``np.int64(5)`` is stored as ``5``), an
+    int given to a float field is stored as a float, and an Enum field also takes a member's
+    value (as the cache stores it).
     """
     if not isinstance(cls, type):
         raise TypeError(f"@autotune_key decorates a class, got {cls!r}")
@@ -49,11 +155,15 @@ def autotune_key(cls: C) -> C:
         raise TypeError(f"@autotune_key cannot resolve the annotations of {cls.__name__}: {exc}") from exc
     # Inherited fields count too: a key subclass keeps its parent's anchors.
     anchors: list[tuple[str, Anchor]] = []
-    for name in hints:
-        hint = hints[name]
+    checks: list[tuple[str, type | None, Coerce, str]] = []
+    for name, hint in hints.items():
         if get_origin(hint) is typing.ClassVar:
             continue
         _check_field_type(cls.__name__, name, hint)
+        if _set_by_init(cls, name):
+            exact, coerce, expected = _field_check(hint)
+            anchored = get_origin(hint) is typing.Annotated and any(isinstance(a, Anchor) for a in get_args(hint))
+            checks.append((name, exact, coerce, expected + ", anchored" if anchored else expected))
         if get_origin(hint) is typing.Annotated:
             base, *extras = get_args(hint)
             for extra in extras:
@@ -62,22 +172,29 @@ def autotune_key(cls: C) -> C:
                         raise TypeError(f"{cls.__name__}.{name}: tk.Anchor() applies to int fields, not {base!r}")
                     anchors.append((name, extra))
     frozen_anchors = tuple(anchors)
+    exact_types = tuple((name, exact) for name, exact, _, _ in checks)
+    slow: dict[str, tuple[Coerce, str]] = {name: (coerce, expected) for name, _, coerce, expected in checks}
+    inherited = getattr(cls, "__post_init__", None)
+    user_hook: Callable[[Any], None] | None = getattr(inherited, _USER_HOOK, inherited)
 
     def __post_init__(self: Any) -> None:
-        exponent = _settings.anchor_exponent()
         # Writing through __dict__ skips the frozen dataclass's __setattr__ guard, which is
-        # meant for users; this runs on every dispatch, so it has to be cheap.
+        # meant for users; this runs on every dispatch, so a well-typed value costs one
+        # type() comparison per field.
         fields = self.__dict__
-        for field_name, marker in frozen_anchors:
-            value = fields[field_name]
-            if type(value) is not int:
-                raise TypeError(
-                    f"{type(self).__name__}.{field_name} is anchored and needs an int, "
-                    f"got {type(value).__name__} {value!r}"
-                )
-            fields[field_name] = marker.apply(value, exponent)
+        for field_name, exact in exact_types:
+            if type(fields[field_name]) is not exact:
+                coerce, expected = slow[field_name]
+                fields[field_name] = _coerce(type(self).__name__, field_name, coerce, expected, fields[field_name])
+        if frozen_anchors:
+            exponent = _settings.anchor_exponent()
+            for field_name, marker in frozen_anchors:
+                fields[field_name] = marker.apply(fields[field_name], exponent)
+        if user_hook is not None:
+            user_hook(self)
 
-    if frozen_anchors:
+    setattr(__post_init__, _USER_HOOK, user_hook)
+    if checks or user_hook is not None:
         cls.__post_init__ = __post_init__  # type: ignore[attr-defined]
     data_cls: Any = dataclasses.dataclass(frozen=True, slots=False)(cls)
     setattr(data_cls, _KEY_MARK, True)
