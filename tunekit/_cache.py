@@ -42,6 +42,9 @@ CREATE TABLE IF NOT EXISTS winners (
     PRIMARY KEY (tunekit_major, device_id, tuner, key)
 )
 """
+# A key whose tune found no valid candidate: the JSON of a tk._tune_failure.FailedTune, kept
+# apart from the winners so that readers of winners (older versions included) never see one.
+_FAILURES_SCHEMA = _SCHEMA.replace("winners", "failed_tunes", 1)
 
 
 class CandidateResult(BaseModel):
@@ -144,6 +147,7 @@ class PersistentCache:
             _retry_busy(lambda: connection.execute("PRAGMA journal_mode = WAL").fetchone(), patience_s=patience)
             connection.execute("PRAGMA synchronous = NORMAL")
             _retry_busy(lambda: connection.execute(_SCHEMA), patience_s=patience)
+            _retry_busy(lambda: connection.execute(_FAILURES_SCHEMA), patience_s=patience)
             connection.execute(f"SELECT {_COLUMNS} FROM winners LIMIT 0").fetchall()
         except BaseException:
             connection.close()
@@ -248,12 +252,58 @@ class PersistentCache:
             return False
         return True
 
+    def get_failure(self, device_id: str, tuner: str, key: str) -> tuple[str, str] | None:
+        """The (checksum, JSON) of the key's recorded failed tune; None when absent or unreadable."""
+        if not self.available:
+            return None
+        try:
+            row = (
+                self._connection()
+                .execute(
+                    f"SELECT {_RAW_CHECKSUM}, {_RAW_VALUE} FROM failed_tunes "
+                    "WHERE tunekit_major=? AND device_id=? AND tuner=? AND key=?",
+                    (self.MAX_VALUE_BYTES, MAJOR, device_id, tuner, key),
+                )
+                .fetchone()
+            )
+        except sqlite3.Error as exc:
+            self._failed(exc, "reading a failed tune")
+            return None
+        if row is None or not isinstance(row[0], bytes) or not isinstance(row[1], bytes):
+            return None
+        return row[0].decode("utf-8", errors="replace"), row[1].decode("utf-8", errors="replace")
+
+    def put_failure(self, device_id: str, tuner: str, key: str, checksum: str, payload: str | None) -> bool:
+        """Record a failed tune of the key (one transaction), or forget it when ``payload`` is None."""
+        if not self.available:
+            return False
+        try:
+            if payload is None:
+                self._connection().execute(
+                    "DELETE FROM failed_tunes WHERE tunekit_major=? AND device_id=? AND tuner=? AND key=?",
+                    (MAJOR, device_id, tuner, key),
+                )
+            else:
+                self._connection().execute(
+                    "INSERT OR REPLACE INTO failed_tunes VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (MAJOR, device_id, tuner, key, checksum, payload, time.time()),
+                )
+        except sqlite3.Error as exc:
+            self._failed(exc, "recording a failed tune")
+            return False
+        return True
+
     def delete(self, device_id: str | None = None, tuner: str | None = None) -> int:
-        """Remove rows of this major version, optionally only one device's or one tuner's."""
+        """Remove rows of this major version, optionally only one device's or one tuner's.
+
+        Recorded failed tunes go too, so their keys are tuned again at the next call; the
+        count is of winners.
+        """
         if not self.available:
             return 0
         clauses, params = self._filters(device_id, tuner)
         cursor = self._connection().execute(f"DELETE FROM winners WHERE {clauses}", params)
+        self._connection().execute(f"DELETE FROM failed_tunes WHERE {clauses}", params)
         return int(cursor.rowcount)
 
     def rows(self, device_id: str | None = None, tuner: str | None = None) -> Iterator[CacheRow | str]:

@@ -156,7 +156,7 @@ def show(args: argparse.Namespace) -> int:
 
 
 def clear(args: argparse.Namespace) -> int:
-    """Delete stored winners: all of them, or those matching the filters."""
+    """Delete stored winners and recorded failed tunes: all of them, or those matching the filters."""
     cache = _open_existing()
     if cache is None:
         print(f"no tuning cache at {_cache_file()}: nothing to clear")

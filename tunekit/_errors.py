@@ -16,17 +16,23 @@ class TunekitError(Exception):
 
 
 class NoValidKernelFound(TunekitError):
-    """Every candidate failed or was skipped for a key; lists each one and why."""
+    """Every candidate failed or was skipped for a key; lists each one and why.
 
-    def __init__(self, tuner: str, key: object, failures: Sequence[tuple[str, str]]) -> None:
+    ``recorded`` is empty when this process tuned the key, and otherwise says which process's
+    failed tune this error repeats, when, and when the key will be tuned again.
+    """
+
+    def __init__(self, tuner: str, key: object, failures: Sequence[tuple[str, str]], recorded: str = "") -> None:
         self.tuner = tuner
         self.key = key
         self.failures = tuple(failures)
+        self.recorded = recorded
         lines = "\n".join(f"  - {name}: {reason}" for name, reason in self.failures) or "  (no candidate was planned)"
-        super().__init__(f"tuner {tuner!r}: no valid candidate for key {key!r}:\n{lines}")
+        after = f"\n{recorded}" if recorded else ""
+        super().__init__(f"tuner {tuner!r}: no valid candidate for key {key!r}:\n{lines}{after}")
 
-    def __reduce__(self) -> tuple[type[NoValidKernelFound], tuple[str, object, tuple[tuple[str, str], ...]]]:
-        return (type(self), (self.tuner, self.key, self.failures))
+    def __reduce__(self) -> tuple[type[NoValidKernelFound], tuple[str, object, tuple[tuple[str, str], ...], str]]:
+        return (type(self), (self.tuner, self.key, self.failures, self.recorded))
 
 
 class CandidateFailed(TunekitError):

@@ -110,6 +110,12 @@ class Settings(BaseSettings):
         description="How long a process waits for another process tuning the same key (then reads its winner) "
         "before tuning the key itself.",
     )
+    failed_tune_retry_s: float = Field(
+        60.0,
+        ge=0,
+        description="After a key's tune finds no valid candidate, other processes sharing the cache raise the same "
+        "error for this long instead of tuning it again; 0: they tune it again at once.",
+    )
 
     @model_validator(mode="after")
     def _samples_range(self) -> Settings:

@@ -39,6 +39,7 @@ from tunekit._schedule import BatchResult, describe_error, measure_batch
 from tunekit._settings import Settings
 from tunekit._sinks import RecordSink, emit_to_all
 from tunekit._tunable_set import TunableSet
+from tunekit._tune_failure import forget_failure, record_failure, repeat_failure
 from tunekit._tune_lock import tune_lock
 from tunekit._tuner_names import claim_name
 from tunekit._tuner_search import search_tune
@@ -238,6 +239,10 @@ class Tuner:
                 ranking = self._cached(cache, tunables, key, key_json, events, after_wait=True)
                 if ranking is not None:
                     return ranking
+                # ... or found that it cannot be tuned: that tune would only be repeated here.
+                failed = repeat_failure(cache, self.device_id, self.name, key, key_json, tunables.checksum(), settings)
+                if failed is not None:
+                    raise failed
             return self._tune_and_store(client, tunables, key, key_json, inputs, settings, events, cache)
 
     def _cached(
@@ -297,6 +302,8 @@ class Tuner:
             stored = cache.put(
                 self.device_id, self.name, key_json, tunables.checksum(), _cache_value(tunables, ranking, outcomes)
             )
+            if stored:
+                forget_failure(cache, self.device_id, self.name, key_json)
         self._emit(
             AutotuneRecord(
                 tuner=self.name,
@@ -315,11 +322,10 @@ class Tuner:
             observation,
         )
         if not ranking:
-            raise NoValidKernelFound(
-                self.name,
-                key,
-                [(tunables.tunables[i].name, _reason(o)) for i, o in outcomes.items()],
-            )
+            failures = [(tunables.tunables[i].name, _reason(o)) for i, o in outcomes.items()]
+            if cache is not None:  # still under the tune lock: a waiter reads it before it could tune
+                record_failure(cache, self.device_id, self.name, key_json, tunables.checksum(), failures, settings)
+            raise NoValidKernelFound(self.name, key, failures)
         return ranking
 
     def _check(self, tunables: TunableSet[Any, Any], checksum: str, value: CacheValue) -> tuple[int, ...] | None:

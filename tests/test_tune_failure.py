@@ -1,0 +1,181 @@
+"""A key whose tune finds no valid candidate is not tuned again by each process waiting for it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from _procs import in_child
+
+import tunekit as tk
+from tunekit._tune_failure import FailedCandidate, FailedTune
+from tunekit._tuner import persistent_cache
+from tunekit_backends.cpu import CpuClient
+
+CLIENT = CpuClient()
+
+SCRIPT = textwrap.dedent(
+    """
+    import json, os, sys, time
+    import tunekit as tk
+    from tunekit_backends.cpu import CpuClient
+
+    @tk.autotune_key
+    class Key:
+        n: int
+
+    def candidate(name):
+        def run(n):
+            with open(os.environ["ATTEMPTS"], "a") as log:
+                log.write(f"{os.getpid()} {name}\\n")
+            time.sleep(0.2)  # long enough for the other processes to be waiting on the tune lock
+            raise RuntimeError(f"{name} cannot run on this device")
+        return tk.Tunable(name, run)
+
+    tunables = tk.TunableSet(key=lambda n: Key(n=n)).with_tunables([candidate("a"), candidate("b")])
+    while not os.path.exists(sys.argv[1]):  # every process starts tuning at the same moment
+        time.sleep(0.005)
+    client = CpuClient()
+    try:
+        tk.LocalTuner("doomed").execute(client.device_id, client, tunables, (1,))
+    except tk.NoValidKernelFound as exc:
+        print(json.dumps({"failures": exc.failures, "recorded": exc.recorded}))
+    """
+)
+
+
+def test_processes_waiting_on_a_failing_tune_repeat_its_error_instead_of_tuning_again(tmp_path: Path) -> None:
+    """Regression: when the tune holding the lock failed, each waiting process tuned the key again in turn."""
+    script = tmp_path / "doomed.py"
+    script.write_text(SCRIPT)
+    attempts = tmp_path / "attempts.txt"
+    env = dict(os.environ, ATTEMPTS=str(attempts), TUNEKIT_RECORD=str(tmp_path / "records.jsonl"))
+    go = tmp_path / "go"
+    processes = [
+        subprocess.Popen(
+            [sys.executable, str(script), str(go)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for _ in range(3)
+    ]
+    time.sleep(0.5)  # all three are running and polling for the go file
+    go.touch()
+    results = []
+    for process in processes:
+        out, err = process.communicate(timeout=120)
+        assert process.returncode == 0, err[-2000:]
+        results.append(json.loads(out))
+    tuners = {line.split()[0] for line in attempts.read_text().splitlines()}
+    assert len(tuners) == 1, f"the key was tuned by {len(tuners)} processes"
+    decisions = [json.loads(line)["decision"] for line in (tmp_path / "records.jsonl").read_text().splitlines()]
+    assert decisions == ["tuned"]
+    expected = [["a", "RuntimeError: a cannot run on this device"], ["b", "RuntimeError: b cannot run on this device"]]
+    assert [r["failures"] for r in results] == [expected] * 3
+    repeated = [r["recorded"] for r in results if r["recorded"]]
+    assert len(repeated) == 2, results
+    for text in repeated:
+        assert f"not tuned again here: process {os.uname().nodename}:" in text
+        assert "found no valid candidate" in text and "failed_tune_retry_s = 60 s" in text
+
+
+@tk.autotune_key
+class Key:
+    n: int
+
+
+def _set(ran: list[str], *, working: bool = False, version: str = "") -> tk.TunableSet[Key, int]:
+    def candidate(name: str) -> tk.Tunable[int]:
+        def run(n: int) -> int:
+            ran.append(name)
+            if not working:
+                raise RuntimeError(f"{name} cannot run on this device")
+            return n
+
+        return tk.Tunable(name, run, version=version)
+
+    return tk.TunableSet(key=lambda n: Key(n=n)).with_tunables([candidate("a"), candidate("b")])
+
+
+def _outcome(tunables: tk.TunableSet[Key, int]) -> str:
+    """What one call does: 'winner', 'tuned' (its own tune failed) or 'recorded' (another's failure repeated)."""
+    tuner: tk.LocalTuner[Key, int] = tk.LocalTuner("doomed")
+    try:
+        tuner.execute(CLIENT.device_id, CLIENT, tunables, (1,))
+    except tk.NoValidKernelFound as exc:
+        return "recorded" if exc.recorded else "tuned"
+    return "winner"
+
+
+def test_another_process_tunes_again_once_the_set_changes_or_the_retry_time_has_passed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    ran: list[str] = []
+    assert _outcome(_set(ran)) == "tuned"
+    runs = len(ran)
+    assert in_child(lambda: (_outcome(_set(ran)), len(ran))) == ["recorded", runs]  # nothing ran in the child
+    assert in_child(lambda: _outcome(_set([], version="2"))) == "tuned"  # another checksum: tuned again
+    monkeypatch.setenv("TUNEKIT_FAILED_TUNE_RETRY_S", "0.2")
+    tk.configure()
+    assert _outcome(_set([], version="3")) == "tuned"
+    time.sleep(0.3)
+    assert in_child(lambda: _outcome(_set([], version="3"))) == "tuned"
+
+
+def test_the_process_whose_tune_failed_tunes_again_on_its_next_call() -> None:
+    """Its failure may have come from its own inputs, or a candidate it has just fixed."""
+    ran: list[str] = []
+    tunables = _set(ran)
+    assert [_outcome(tunables), _outcome(tunables)] == ["tuned", "tuned"]
+    assert ran.count("a") == 2
+
+
+def test_a_successful_tune_removes_the_record_and_clearing_the_cache_forgets_one() -> None:
+    cache = persistent_cache()
+    assert cache is not None
+    key_json = tk.key_to_json(Key(n=1))
+    assert _outcome(_set([])) == "tuned"
+    assert cache.get_failure(CLIENT.device_id, "doomed", key_json) is not None
+    assert _outcome(_set([], working=True)) == "winner"
+    assert cache.get_failure(CLIENT.device_id, "doomed", key_json) is None
+    assert in_child(lambda: _outcome(_set([], version="2"))) == "tuned"
+    assert cache.get_failure(CLIENT.device_id, "doomed", key_json) is not None
+    cache.delete()
+    assert cache.get_failure(CLIENT.device_id, "doomed", key_json) is None
+
+
+def test_an_unreadable_record_is_ignored_and_the_key_tuned(caplog: pytest.LogCaptureFixture) -> None:
+    cache = persistent_cache()
+    assert cache is not None
+    tunables = _set([], working=True)
+    key_json = tk.key_to_json(Key(n=1))
+    cache.put_failure(CLIENT.device_id, "doomed", key_json, tunables.checksum(), '{"schema_version": 99}')
+    assert _outcome(tunables) == "winner"
+    assert "unreadable failed-tune record" in caplog.text
+
+
+def test_retry_zero_records_nothing() -> None:
+    tk.configure(failed_tune_retry_s=0)
+    assert _outcome(_set([])) == "tuned"
+    assert in_child(lambda: _outcome(_set([]))) == "tuned"
+    cache = persistent_cache()
+    assert cache is not None
+    assert cache.get_failure(CLIENT.device_id, "doomed", tk.key_to_json(Key(n=1))) is None
+
+
+def test_the_record_is_a_versioned_json_document() -> None:
+    assert _outcome(_set([])) == "tuned"
+    cache = persistent_cache()
+    assert cache is not None
+    got = cache.get_failure(CLIENT.device_id, "doomed", tk.key_to_json(Key(n=1)))
+    assert got is not None
+    record = FailedTune.model_validate_json(got[1])
+    assert record.schema_version == 1 and record.process == f"{os.uname().nodename}:{os.getpid()}"
+    assert record.failures == [
+        FailedCandidate(name="a", reason="RuntimeError: a cannot run on this device"),
+        FailedCandidate(name="b", reason="RuntimeError: b cannot run on this device"),
+    ]
