@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import dataclasses
 import enum
 from typing import Annotated, Literal
 
@@ -221,3 +222,15 @@ def test_a_post_init_of_the_users_own_runs_after_the_checks_and_anchoring() -> N
     assert seen == [1024]
     with pytest.raises(ValueError, match="too large"):
         Checked(n=(1 << 20) + 1)
+
+
+@pytest.mark.parametrize("frozen", [False, True])
+def test_a_class_that_is_already_a_dataclass_is_refused_at_definition(frozen: bool) -> None:
+    # Over @dataclass the first key raised FrozenInstanceError (and skipped checks and anchors);
+    # over @dataclass(frozen=True), "Cannot overwrite attribute __setattr__".
+    with pytest.raises(TypeError, match=r"Plain is already a @dataclass; remove its @dataclass decorator"):
+
+        @tk.autotune_key
+        @dataclasses.dataclass(frozen=frozen)
+        class Plain:
+            n: Annotated[int, tk.Anchor()]
