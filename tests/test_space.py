@@ -286,3 +286,12 @@ def test_numpy_values_are_taken_as_the_python_values_they_hold() -> None:
     assert space.hash == plain.hash
     assert all(type(v) in (int, float, str, bool) for vs in space.domains.values() for v in vs)
     assert next(iter(space)).name == "B=1,F=0.5,S=a,T=True"
+
+
+def test_a_configuration_given_with_numpy_values_is_the_python_one() -> None:
+    """space.config(B=np.int64(2)) was refused: "B=np.int64(2) is not one of [1, 2, 3, 4]" (so was such a require=)."""
+    space = tk.Space(B=np.arange(1, 5), S=["a", "b"])
+    assert space.config(B=np.int64(2), S=np.str_("b")) == space.config(B=2, S="b")
+    assert {"B": np.int32(3), "S": "a"} in space
+    with pytest.raises(ValueError, match=r"B=7 is not one of \[1, 2, 3, 4\]"):
+        space.config(B=np.int64(7), S="a")

@@ -140,3 +140,17 @@ def test_a_log_that_is_a_directory_is_refused_with_a_file_to_use(data: ReplayDat
     with pytest.raises(tk.TrialLogError, match=r"is a directory; give a file path, e.g. log='.*trials.jsonl'"):
         run(data, tmp_path)
     assert not (tmp_path.parent / f"{tmp_path.name}.lock").exists()
+
+
+def test_a_corrupt_line_is_described_on_one_line(data: ReplayData, tmp_path: Path) -> None:
+    """The error carried pydantic's multi-line dump of the input and its documentation URL."""
+    log = tmp_path / "t.jsonl"
+    run(data, log)
+    lines = log.read_text().splitlines()
+    lines[2] = "{bad"
+    log.write_text("\n".join(lines) + "\n")
+    with pytest.raises(tk.TrialLogError) as raised:
+        run(data, log)
+    message = str(raised.value)
+    assert "\n" not in message and "errors.pydantic.dev" not in message and "input_value" not in message
+    assert message.startswith(f"{log}: line 3 is corrupt (") and "Invalid JSON" in message

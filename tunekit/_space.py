@@ -341,7 +341,8 @@ class Space:
         Raises ValueError naming the missing or unknown parameter, the value outside its
         domain, or the restriction that excludes it.
         """
-        given = dict(values or {}, **kw)
+        # As when the space is declared: a numpy scalar (from np.arange, a DataFrame row) is the value it holds.
+        given = {n: v.item() if isinstance(v, np.generic) else v for n, v in dict(values or {}, **kw).items()}
         unknown = sorted(set(given) - set(self._names))
         if unknown:
             raise ValueError(f"configuration {given!r} names unknown parameters {unknown}; the space has {self._names}")

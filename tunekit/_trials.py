@@ -185,7 +185,7 @@ class TrialLog:
                 config = space.config(entry.config)
             except (ValidationError, ValueError) as exc:
                 raise TrialLogError(
-                    f"{path}: line {number} is corrupt ({exc}); move the log aside to start over"
+                    f"{path}: line {number} is corrupt ({_one_line(exc)}); move the log aside to start over"
                 ) from None
             entries.append((config, entry))
         written: dict[int, int] = {}
@@ -231,3 +231,12 @@ class TrialLog:
 
     def __exit__(self, *_: object) -> None:
         self.close()
+
+
+def _one_line(exc: ValueError) -> str:
+    """A validation error as one line: each field and what is wrong, without pydantic's input dump and URL."""
+    if isinstance(exc, ValidationError):
+        return "; ".join(
+            f"{'.'.join(str(p) for p in error['loc']) or 'the line'}: {error['msg']}" for error in exc.errors()[:3]
+        )
+    return str(exc)
