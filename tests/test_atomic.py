@@ -75,3 +75,13 @@ def test_a_symlink_is_written_through_not_replaced(tmp_path: Path) -> None:
     write_atomic(link, "new")
     assert link.is_symlink()
     assert target.read_text() == "new"
+
+
+def test_a_directory_is_refused_naming_it_and_nothing_is_written_beside_it(tmp_path: Path) -> None:
+    """Record.save('/tmp') wrote a temporary file in '/' and failed naming that file: "'/.tmp.1f2e.tmp' -> '/tmp'"."""
+    target = tmp_path / "tuning"
+    target.mkdir()
+    with pytest.raises(IsADirectoryError, match=r"give a file path in it") as raised:
+        write_atomic(target, "{}")
+    assert raised.value.filename == str(target)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tuning"] and not list(target.iterdir())

@@ -188,3 +188,14 @@ def test_a_saved_record_is_readable_by_others_and_keeps_its_mode(tmp_path: Path)
     tk.Record("gemm", "cpu:test", "abc").save(path)
     assert stat.S_IMODE(path.stat().st_mode) == 0o664
     assert tk.Record.load(path).checksum == "abc"
+
+
+def test_adding_something_other_than_a_search_result_is_refused(data: ReplayData) -> None:
+    """record.add(key, result.best) failed as "'Trial' object has no attribute 'tuner'"."""
+    client = ReplayClient(data)
+    tunables = tk.TunableSet.from_space(data.space, client.kernel, key=key_of)
+    record = tk.Record.for_tunables("replayed", client.device_id, tunables)
+    result = tk.search(data.space, client.kernel, client, (), tuner="replayed", max_evals=2)
+    with pytest.raises(TypeError, match=r"Record.add\(\) takes the tk.SearchResult .* got Trial"):
+        record.add(Shape(n=8), result.best)  # type: ignore[arg-type]
+    assert record.entries == {}

@@ -94,3 +94,19 @@ def test_a_bad_variable_is_named_with_its_value_and_not_blamed_on_the_key_genera
     monkeypatch.delenv("TUNEKIT_SAMPLES")
     monkeypatch.delenv("TUNEKIT_WARMUP_MS")
     tk.configure()
+
+
+def test_a_misspelt_variable_is_named_once_with_the_setting_it_resembles(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """TUNEKIT_SAMPLE=3 was ignored without a word: the default applied and nobody knew why."""
+    monkeypatch.setenv("TUNEKIT_MIN_SAMPLE", "5")
+    monkeypatch.setenv("TUNEKIT_NOT_A_THING_AT_ALL", "1")
+    with caplog.at_level("WARNING", logger="tunekit.settings"):
+        assert tk.configure().min_samples == 3
+        tk.configure()
+    assert sorted(r.getMessage() for r in caplog.records) == [
+        "TUNEKIT_MIN_SAMPLE is not a tunekit setting and is ignored; did you mean TUNEKIT_MIN_SAMPLES? "
+        "(docs/configuration.md lists them)",
+        "TUNEKIT_NOT_A_THING_AT_ALL is not a tunekit setting and is ignored (docs/configuration.md lists them)",
+    ]

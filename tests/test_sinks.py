@@ -6,6 +6,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+import tunekit as tk
+from tunekit_backends.cpu import CpuClient
+
 
 def test_a_new_records_file_gets_the_mode_a_plain_open_would(tmp_path: Path) -> None:
     """The file was created 0644 whatever the umask, so a group-writable setup (umask 002) could not share it."""
@@ -24,3 +29,31 @@ def test_a_new_records_file_gets_the_mode_a_plain_open_would(tmp_path: Path) -> 
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == oct(0o664)
     assert path.read_text().count("\n") == 1
+
+
+def test_something_that_is_no_sink_is_refused_where_it_is_given() -> None:
+    """A non-callable was accepted and then failed at every record, each failure only logged: the records were lost."""
+    with pytest.raises(TypeError, match=r"add_record_sink\(\) takes a record sink .* got int"):
+        tk.add_record_sink(5)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"LocalTuner 'x': sinks= takes a record sink .* got str"):
+        tk.LocalTuner("x", sinks=["records.jsonl"])  # type: ignore[list-item]
+    with pytest.raises(TypeError, match=r"LocalTuner 'x': sinks= takes a list of sinks, got builtin_function"):
+        tk.LocalTuner("x", sinks=print)  # type: ignore[arg-type]
+    space = tk.Space(A=[1, 2])
+    with pytest.raises(TypeError, match=r"tk.search\(sinks=...\) takes a record sink"):
+        tk.search(space, lambda c: lambda: c.A, CpuClient(), (), tuner="t", sinks=[None])  # type: ignore[list-item]
+
+
+@tk.autotune_key
+class _Key:
+    n: int
+
+
+def test_a_plain_callable_in_a_tuners_sinks_receives_its_records() -> None:
+    """LocalTuner(sinks=[records.append]) logged "no attribute 'emit'" at every decision instead of recording it."""
+    records: list[tk.AutotuneRecord] = []
+    tuner: tk.LocalTuner[_Key, int] = tk.LocalTuner("callable_sink", sinks=[records.append])
+    tunables = tk.TunableSet(key=_Key).with_tunable(tk.Tunable("same", lambda n: n))
+    client = CpuClient()
+    assert tuner.execute(client.device_id, client, tunables, (3,)) == 3
+    assert [(r.tuner, r.winner) for r in records] == [("callable_sink", "same")]

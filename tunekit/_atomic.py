@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import secrets
 import stat
@@ -21,6 +22,8 @@ def write_atomic(path: str | os.PathLike[str], text: str) -> None:
     """
     # Through a symlink, as open(path, "w") writes: renaming over the link would replace it with a file.
     path = Path(os.path.realpath(path))
+    if path.is_dir():  # else a temporary file is written in its parent and the rename fails naming it
+        raise IsADirectoryError(errno.EISDIR, f"{os.strerror(errno.EISDIR)}; give a file path in it", str(path))
     tmp, fd = _create_beside(path)
     try:
         with os.fdopen(fd, "wb") as f:

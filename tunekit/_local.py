@@ -8,7 +8,8 @@ from typing import Any, Generic, TypeVar
 
 from tunekit._client import CHECKED_CLIENT_TYPES, Client, require_client
 from tunekit._errors import SettingsError
-from tunekit._sinks import RecordSink
+from tunekit._records import AutotuneRecord
+from tunekit._sinks import RecordSink, as_sink
 from tunekit._tunable_set import TunableSet
 from tunekit._tuner import Tuner
 
@@ -28,11 +29,13 @@ class LocalTuner(Generic[K, Out]):
     would overwrite each other's cached winner for it).
     """
 
-    def __init__(self, name: str, *, sinks: Sequence[RecordSink] = ()) -> None:
+    def __init__(self, name: str, *, sinks: Sequence[RecordSink | Callable[[AutotuneRecord], object]] = ()) -> None:
         if not isinstance(name, str) or not name:
             raise ValueError(f"LocalTuner needs a non-empty name, got {name!r}")
+        if not isinstance(sinks, list | tuple):
+            raise TypeError(f"LocalTuner {name!r}: sinks= takes a list of sinks, got {type(sinks).__name__}")
         self.name = name
-        self._sinks = tuple(sinks)
+        self._sinks = tuple(as_sink(sink, f"LocalTuner {name!r}: sinks=") for sink in sinks)
         self._lock = threading.Lock()
         self._sets: dict[object, TunableSet[K, Out]] = {}
         self._tuners: dict[str, Tuner] = {}

@@ -9,15 +9,16 @@ log and result as kernel tuning, so its winner can go into a committed ``tk.Reco
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from tunekit._outcome import Failed, Measured, Outcome, Skipped
+from tunekit._records import AutotuneRecord
 from tunekit._schedule import describe_error
 from tunekit._search import SearchResult, emit_search_record, run_search
 from tunekit._search_spec import check_search_args, check_search_names
-from tunekit._sinks import RecordSink
+from tunekit._sinks import RecordSink, as_sink
 from tunekit._space import Config, Space
 from tunekit._strategies import StrategyFactory, StrategyName
 
@@ -61,7 +62,7 @@ def tune_objective(
     max_seconds: float | None = None,
     require: Sequence[Mapping[str, Any]] = (),
     log: str | Path | None = None,
-    sinks: Sequence[RecordSink] = (),
+    sinks: Sequence[RecordSink | Callable[[AutotuneRecord], object]] = (),
 ) -> SearchResult:
     """Search ``objective.space``, measuring one configuration at a time through the objective.
 
@@ -75,6 +76,8 @@ def tune_objective(
         raise TypeError(
             f"tune_objective() takes a tk.Objective (space, measure, remaining), got {type(objective).__name__}"
         )
+    # Checked before the search: a sink that is not one failed only at the end, losing the record.
+    resolved_sinks = [as_sink(sink, "tk.tune_objective(sinks=...)") for sink in sinks]
     check_search_names("tk.tune_objective", tuner=tuner, device_id=device_id)
     check_search_args(
         "tk.tune_objective",
@@ -116,5 +119,5 @@ def tune_objective(
         remaining=objective.remaining,
         batch=1,
     )
-    emit_search_record(result, key, sinks)
+    emit_search_record(result, key, resolved_sinks)
     return result

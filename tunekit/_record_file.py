@@ -108,6 +108,11 @@ class Record:
         """Record ``result``'s winner for ``key``'s bucket (replacing an earlier one)."""
         if not is_autotune_key(key):
             raise TypeError(f"Record.add() takes an @tk.autotune_key instance, got {type(key).__name__}")
+        if not isinstance(result, SearchResult):  # result.best (a Trial) failed as "no attribute 'tuner'"
+            raise TypeError(
+                f"Record.add() takes the tk.SearchResult that tk.search or tk.tune_objective returned, "
+                f"got {type(result).__name__}"
+            )
         if result.tuner != self.tuner or result.device_id != self.device_id:
             raise RecordMismatch(
                 f"the search ran for tuner {result.tuner!r} on {result.device_id!r}; "

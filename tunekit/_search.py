@@ -27,7 +27,7 @@ from tunekit._outcome import Failed, Measured, Outcome, Skipped
 from tunekit._records import AutotuneRecord, CandidateRecord, SearchEnded
 from tunekit._schedule import measure_batch
 from tunekit._search_spec import check_search_args, check_search_names
-from tunekit._sinks import RecordSink, emit_to_all
+from tunekit._sinks import RecordSink, as_sink, emit_to_all
 from tunekit._space import Config, Space
 from tunekit._strategies import Strategy, StrategyFactory, StrategyName, make_strategy
 from tunekit._trials import TrialEntry, TrialLog
@@ -354,7 +354,7 @@ def search(
     log: str | Path | None = None,
     batch: int = 8,
     finalists: int = 4,
-    sinks: Sequence[RecordSink] = (),
+    sinks: Sequence[RecordSink | Callable[[AutotuneRecord], object]] = (),
 ) -> SearchResult:
     """Search a space of kernels too big to measure whole; every candidate timed on ``client``.
 
@@ -381,6 +381,8 @@ def search(
     # A bare array was iterated into one argument per row, so every candidate failed on arity.
     if not isinstance(inputs, tuple | list):
         raise TypeError(f"tk.search() takes the inputs as a tuple, e.g. (x,) or (a, b); got {type(inputs).__name__}")
+    # Checked before the search: a sink that is not one failed only at the end, losing the record.
+    resolved_sinks = [as_sink(sink, "tk.search(sinks=...)") for sink in sinks]
     check_search_names("tk.search", tuner=tuner, device_id=client.device_id)
     check_search_args(
         "tk.search",
@@ -419,5 +421,5 @@ def search(
         batch=batch,
         finalists=finalists,
     )
-    emit_search_record(result, key, sinks)
+    emit_search_record(result, key, resolved_sinks)
     return result

@@ -7,6 +7,7 @@ environment variables, ``tunekit.toml`` in the working directory, then
 
 from __future__ import annotations
 
+import difflib
 import logging
 import os
 import threading
@@ -189,7 +190,28 @@ def configure(**overrides: Any) -> Settings:
     with _lock:
         _current = settings
         _anchor_exponent = 2 if settings.autotune_level == "minimal" else 1
+    _warn_unknown_variables()
     return settings
+
+
+_warned_unknown: set[str] = set()
+
+
+def _warn_unknown_variables() -> None:
+    """Warn once per process about each ``TUNEKIT_*`` variable that names no setting.
+
+    The environment source reads only the variables of known settings, so a misspelt one
+    (``TUNEKIT_SAMPLE=3``) was ignored without a word and the default silently applied.
+    """
+    names = sorted(Settings.model_fields)
+    for variable in os.environ:
+        prefix, name = variable[:8].lower(), variable[8:].lower()
+        if prefix != "tunekit_" or name in names or variable in _warned_unknown:
+            continue
+        _warned_unknown.add(variable)
+        close = difflib.get_close_matches(name, names, n=1)
+        hint = f"; did you mean TUNEKIT_{close[0].upper()}?" if close else ""
+        _log.warning("%s is not a tunekit setting and is ignored%s (docs/configuration.md lists them)", variable, hint)
 
 
 def _describe(exc: ValidationError, overrides: dict[str, Any]) -> str:

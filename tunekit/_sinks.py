@@ -20,6 +20,7 @@ __all__ = [
     "RecordSink",
     "StreamSink",
     "add_record_sink",
+    "as_sink",
     "remove_record_sink",
     "sink_from_setting",
 ]
@@ -98,6 +99,8 @@ class CallbackSink:
     """Calls ``fn(record)`` for each record."""
 
     def __init__(self, fn: Callable[[AutotuneRecord], object]) -> None:
+        if not callable(fn):
+            raise TypeError(f"CallbackSink takes a callable record -> None, got {type(fn).__name__}")
         self.fn = fn
 
     def emit(self, record: AutotuneRecord) -> None:
@@ -109,9 +112,25 @@ _global_lock = threading.Lock()
 _global_sinks: list[RecordSink] = []
 
 
+def as_sink(sink: RecordSink | Callable[[AutotuneRecord], object], where: str) -> RecordSink:
+    """``sink`` itself, or a plain callable wrapped as one; anything else is refused, naming ``where``.
+
+    Refused here because a non-sink used to be accepted and then fail at every record, each
+    failure only logged, so the records it was meant to keep were lost.
+    """
+    if isinstance(sink, RecordSink):
+        return sink
+    if not callable(sink):
+        raise TypeError(
+            f"{where} takes a record sink (an object with emit(record), e.g. tk.JsonlSink(path)) "
+            f"or a callable record -> None, got {type(sink).__name__}"
+        )
+    return CallbackSink(sink)
+
+
 def add_record_sink(sink: RecordSink | Callable[[AutotuneRecord], object]) -> RecordSink:
     """Send every future record of every tuner to ``sink`` (a sink or a plain callable)."""
-    resolved: RecordSink = sink if isinstance(sink, RecordSink) else CallbackSink(sink)
+    resolved = as_sink(sink, "add_record_sink()")
     with _global_lock:
         _global_sinks.append(resolved)
     return resolved
