@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import dataclasses
 import enum
 import json
 from typing import Annotated, Literal
@@ -238,3 +239,15 @@ def test_a_key_rebuilt_from_its_stored_json_is_the_same_key() -> None:
     key = Stored(n=1000, alpha=2, layout=Layout.COL, mode="fast", flag=True)
     rebuilt = Stored(**json.loads(tk.key_to_json(key)))
     assert rebuilt == key and hash(rebuilt) == hash(key)
+
+
+@pytest.mark.parametrize("frozen", [False, True])
+def test_a_class_that_is_already_a_dataclass_is_refused_at_definition(frozen: bool) -> None:
+    # Over @dataclass the first key raised FrozenInstanceError (and skipped checks and anchors);
+    # over @dataclass(frozen=True), "Cannot overwrite attribute __setattr__".
+    with pytest.raises(TypeError, match=r"Plain is already a @dataclass; remove its @dataclass decorator"):
+
+        @tk.autotune_key
+        @dataclasses.dataclass(frozen=frozen)
+        class Plain:
+            n: Annotated[int, tk.Anchor()]

@@ -132,6 +132,23 @@ def test_finalists_are_remeasured_together_and_decide_the_winner(replay: tuple[R
     assert none.finalists == ()
 
 
+def test_the_record_shows_the_finalists_remeasurement_that_decided_the_winner(
+    replay: tuple[ReplayData, ReplayClient],
+) -> None:
+    """The record kept the search-phase medians: `records summary` could show the winner slower than its runner-up."""
+    data, client = replay
+    records: list[tk.AutotuneRecord] = []
+    result = tk.search(
+        data.space, client.kernel, client, (), tuner="t", max_evals=20, finalists=3, seed=2, sinks=[records.append]
+    )
+    (record,) = records
+    medians = {c.name: c.stats.median_ns for c in record.candidates if c.stats is not None}
+    assert result.best is not None and record.winner == result.best.config.name
+    for finalist in result.finalists:
+        assert medians[finalist.config.name] == finalist.score
+    assert len(record.candidates) == 20
+
+
 def test_a_factory_that_builds_no_strategy_is_refused(replay: tuple[ReplayData, ReplayClient]) -> None:
     data, client = replay
     with pytest.raises(TypeError, match="lacks propose"):

@@ -156,6 +156,14 @@ def autotune_key(cls: C) -> C:
     """
     if not isinstance(cls, type):
         raise TypeError(f"@autotune_key decorates a class, got {cls!r}")
+    # Its own, not inherited: a subclass of a key is decorated again on purpose. Over @dataclass,
+    # the old __init__ assigned to the now frozen fields (FrozenInstanceError at the first key) and
+    # skipped the checks and anchors; over @dataclass(frozen=True), dataclasses refused cryptically.
+    if "__dataclass_fields__" in cls.__dict__:
+        raise TypeError(
+            f"@autotune_key: {cls.__name__} is already a @dataclass; remove its @dataclass decorator, "
+            "@tk.autotune_key makes it a frozen dataclass itself"
+        )
     try:
         hints = typing.get_type_hints(cls, include_extras=True)
     except NameError as exc:

@@ -323,13 +323,16 @@ def search_ended(result: SearchResult) -> SearchEnded:
 def emit_search_record(result: SearchResult, key: object, sinks: Sequence[RecordSink]) -> None:
     """The record of a search run on its own (``tk.search``, ``tk.tune_objective``), to every sink."""
     best = result.best
+    # The finalists' re-measurement decided the winner, so it is what the record shows for them:
+    # with the search-phase medians, a summary could show the winner slower than its runner-up.
+    final = {t.config: t.outcome for t in result.finalists}
     record = AutotuneRecord(
         tuner=result.tuner,
         device_id=result.device_id,
         key=key_to_dict(key) if key is not None else {},
         checksum=result.space.hash,
         decision="tuned",
-        candidates=[CandidateRecord.of(t.config.name, 0, t.outcome) for t in result.trials],
+        candidates=[CandidateRecord.of(t.config.name, 0, final.get(t.config, t.outcome)) for t in result.trials],
         winner=best.config.name if best else None,
         stored=False,
         wall_time_s=result.wall_seconds,
