@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import json
 from typing import Annotated, Literal
 
 import numpy as np
@@ -222,6 +223,22 @@ def test_a_post_init_of_the_users_own_runs_after_the_checks_and_anchoring() -> N
     assert seen == [1024]
     with pytest.raises(ValueError, match="too large"):
         Checked(n=(1 << 20) + 1)
+
+
+def test_a_key_rebuilt_from_its_stored_json_is_the_same_key() -> None:
+    """Regression: an Enum field rebuilt from its stored value (as record seeding does) held the raw value."""
+
+    @tk.autotune_key
+    class Stored:
+        n: Annotated[int, tk.Anchor()]
+        alpha: float
+        layout: Layout
+        mode: Literal["fast", "exact"]
+        flag: bool
+
+    key = Stored(n=1000, alpha=2, layout=Layout.COL, mode="fast", flag=True)
+    rebuilt = Stored(**json.loads(tk.key_to_json(key)))
+    assert rebuilt == key and hash(rebuilt) == hash(key)
 
 
 @pytest.mark.parametrize("frozen", [False, True])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import json
+import operator
 import typing
 from collections.abc import Callable
 from typing import Any, Literal, TypeVar, dataclass_transform, get_args, get_origin
@@ -45,9 +46,12 @@ Coerce = Callable[[object], object]
 
 
 def _to_int(value: object) -> object:
-    if isinstance(value, int) and not isinstance(value, bool):
-        return int(value)  # an int subclass (IntEnum) is stored as the plain int it stands for
-    raise _Wrong
+    if isinstance(value, bool):
+        raise _Wrong
+    try:  # an int subclass (IntEnum) or a numpy integer, as the plain int it stands for
+        return operator.index(value)  # type: ignore[arg-type]  # anything that is not raises TypeError
+    except TypeError:
+        raise _Wrong from None
 
 
 def _to_float(value: object) -> object:
@@ -116,16 +120,19 @@ def _field_check(hint: object) -> tuple[type | None, Coerce, str]:
 
 def _coerce(cls_name: str, name: str, coerce: Coerce, expected: str, value: object) -> object:
     """The slow path of a field whose value is not of its exact type: convert it, or refuse it."""
-    plain = value
-    if type(value).__module__ == "numpy" and getattr(value, "ndim", None) == 0:
-        plain = value.item()  # type: ignore[attr-defined]  # a numpy scalar counts as the Python value it holds
     try:
-        return coerce(plain)
+        return coerce(value)
     except _Wrong:
-        raise TypeError(
-            f"autotune key {cls_name}: field {name} expects {expected}, got {type(value).__name__} {value!r}; "
-            "convert the value before building the key"
-        ) from None
+        pass
+    if type(value).__module__ == "numpy" and getattr(value, "ndim", None) == 0:
+        try:  # a numpy scalar counts as the Python value it holds
+            return coerce(value.item())  # type: ignore[attr-defined]
+        except _Wrong:
+            pass
+    raise TypeError(
+        f"autotune key {cls_name}: field {name} expects {expected}, got {type(value).__name__} {value!r}; "
+        "convert the value before building the key"
+    )
 
 
 def _set_by_init(cls: type, name: str) -> bool:
