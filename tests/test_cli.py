@@ -85,6 +85,14 @@ def test_unknown_tuner_is_one_line_and_exit_code_2(records: Path) -> None:
     assert run("cache", "list", "--key", "n", check=2).stderr.startswith("tunekit: --key takes FIELD=VALUE")
 
 
+def test_a_key_field_no_stored_key_has_is_a_usage_error(records: Path) -> None:
+    # A misspelt --key field matched nothing: `cache list` printed an empty table with exit code 0.
+    for args in (("cache", "list"), ("cache", "show", "cli_sum"), ("cache", "export")):
+        done = run(*args, "--key", "size=1024", check=2)
+        assert done.stderr == "tunekit: no stored key has a field named 'size' (key fields there: n)\n"
+    assert "no stored key matching" in run("cache", "show", "cli_sum", "--key", "n=7", check=2).stderr
+
+
 def test_export_clear_import_round_trip(records: Path, tmp_path: Path) -> None:
     bundle = tmp_path / "winners.json"
     run("cache", "export", "-o", str(bundle))

@@ -227,6 +227,14 @@ def test_init_builds_once_per_call_site() -> None:
     assert built == [1]
 
 
+def test_init_given_the_set_itself_says_to_pass_a_function() -> None:
+    # TUNER.init(tunable_set) failed as "'TunableSet' object is not callable", naming neither the tuner nor the fix.
+    tuner: tk.LocalTuner[NKey, int] = tk.LocalTuner("init_set")
+    tunables = tk.TunableSet(key=_key).with_tunable(_slow(0.0))
+    with pytest.raises(TypeError, match=r"tuner .init_set.: init\(\) takes a function that builds the set"):
+        tuner.init(tunables)  # type: ignore[arg-type]
+
+
 def test_definition_time_errors() -> None:
     with pytest.raises(ValueError, match="duplicate tunable name 'a'"):
         tk.TunableSet(key=_key).with_tunable(tk.Tunable("a", _boom)).with_tunable(tk.Tunable("a", _boom))

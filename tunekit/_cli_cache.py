@@ -76,6 +76,13 @@ def _select(
         if value is not None and value not in present:
             known = ", ".join(present) if present else "none: the cache is empty"
             raise CliError(f"no {label} named {value!r} in the cache at {_cache_file()} ({label}s there: {known})")
+    in_scope = [r for r in valid if (tuner is None or r.tuner == tuner) and (device is None or r.device_id == device)]
+    fields = sorted({name for r in in_scope for name in _key_fields(r.key)})
+    unknown = [name for name in wanted if name not in fields]
+    if unknown and in_scope:  # a misspelt field matched nothing and listed an empty table, exit 0
+        raise CliError(
+            f"no stored key has a field named {unknown[0]!r} (key fields there: {', '.join(fields) or 'none'})"
+        )
     for row in everything:
         if isinstance(row, str):
             bad.append(row)
@@ -86,6 +93,14 @@ def _select(
         ):
             rows.append(row)
     return rows, bad
+
+
+def _key_fields(key_json: str) -> list[str]:
+    try:
+        fields = json.loads(key_json)
+    except json.JSONDecodeError:
+        return []
+    return list(fields) if isinstance(fields, dict) else []
 
 
 def path(_: argparse.Namespace) -> int:

@@ -46,6 +46,11 @@ class LocalTuner(Generic[K, Out]):
         Sets are remembered by the factory's code object, so a fresh lambda written at the
         same place in the source finds the set built the first time.
         """
+        if not callable(factory):  # the set itself, passed instead of a function that builds it
+            raise TypeError(
+                f"tuner {self.name!r}: init() takes a function that builds the set, e.g. "
+                f"TUNER.init(lambda: tk.TunableSet(key=...).with_tunable(...)), got {type(factory).__name__}"
+            )
         identity = getattr(factory, "__code__", factory)
         tunables = self._sets.get(identity)
         if tunables is not None:
