@@ -137,3 +137,10 @@ def test_a_client_failing_at_run_time_still_fails_each_candidate_with_its_reason
         tuner.execute(client.device_id, client, _counting_set([]), (3,))
     assert [name for name, _ in caught.value.failures] == ["a", "b"]
     assert all("device lost" in reason for _, reason in caught.value.failures)
+
+
+def test_tune_benchmark_refuses_a_non_client_before_running_anything() -> None:
+    ran: list[int] = []
+    with pytest.raises(TypeError, match=r"tune_benchmark\(\): the client must be a tk.Client.*lacks device_id"):
+        tk.tune_benchmark(lambda: ran.append(1), (), "cpu")  # type: ignore[arg-type]
+    assert ran == []

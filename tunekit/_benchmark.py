@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tunekit._client import Client, SupportsCacheFlush
+from tunekit._client import Client, SupportsCacheFlush, require_client
 
 __all__ = ["BenchmarkDurations", "tune_benchmark"]
 
@@ -65,6 +65,7 @@ def tune_benchmark(
     An exception from ``fn`` propagates: the tuner turns it into a failed outcome.
     The cache is flushed before each timed sample when the client can and ``flush`` is set.
     """
+    require_client(client, "tune_benchmark()")
     if samples < 1:
         raise ValueError(f"tune_benchmark needs samples >= 1, got {samples}")
     if warmup < 0:
