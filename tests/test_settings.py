@@ -110,3 +110,18 @@ def test_a_misspelt_variable_is_named_once_with_the_setting_it_resembles(
         "(docs/configuration.md lists them)",
         "TUNEKIT_NOT_A_THING_AT_ALL is not a tunekit setting and is ignored (docs/configuration.md lists them)",
     ]
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [("tunekit.toml", "samples = \n"), ("pyproject.toml", "[tool.tunekit\n"), ("tunekit.toml", "\udcff")],
+)
+def test_a_config_file_that_is_not_toml_is_a_settings_error_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, text: str
+) -> None:
+    """A bare TOMLDecodeError naming no file escaped (the CLI printed a traceback)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / name).write_bytes(text.encode("utf-8", "surrogateescape"))
+    message = rf"{name} in {tmp_path} is not valid TOML \(.*\); fix it or move it aside"
+    with pytest.raises(tk.SettingsError, match=message):
+        tk.configure()

@@ -11,6 +11,7 @@ import difflib
 import logging
 import os
 import threading
+import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
@@ -187,6 +188,14 @@ def configure(**overrides: Any) -> Settings:
         settings = Settings(**overrides)
     except ValidationError as exc:
         raise SettingsError(_describe(exc, overrides)) from None
+    except (
+        tomllib.TOMLDecodeError,
+        UnicodeDecodeError,
+    ) as exc:  # raised bare, naming no file: the CLI printed a traceback
+        raise SettingsError(
+            f"invalid tunekit settings: {_unparsable_toml()} in {Path.cwd()} is not valid TOML ({exc}); "
+            "fix it or move it aside"
+        ) from None
     with _lock:
         _current = settings
         _anchor_exponent = 2 if settings.autotune_level == "minimal" else 1
@@ -212,6 +221,18 @@ def _warn_unknown_variables() -> None:
         close = difflib.get_close_matches(name, names, n=1)
         hint = f"; did you mean TUNEKIT_{close[0].upper()}?" if close else ""
         _log.warning("%s is not a tunekit setting and is ignored%s (docs/configuration.md lists them)", variable, hint)
+
+
+def _unparsable_toml() -> str:
+    """Which config file of the working directory failed to parse (pydantic-settings does not say)."""
+    for name in ("tunekit.toml", "pyproject.toml"):
+        try:
+            tomllib.loads((Path.cwd() / name).read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError):
+            return name
+        except OSError:
+            continue
+    return "tunekit.toml or pyproject.toml"
 
 
 def _describe(exc: ValidationError, overrides: dict[str, Any]) -> str:
