@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 import tunekit as tk
+from tunekit._sinks import sink_from_setting
 from tunekit_backends.cpu import CpuClient
 
 
@@ -57,3 +58,13 @@ def test_a_plain_callable_in_a_tuners_sinks_receives_its_records() -> None:
     client = CpuClient()
     assert tuner.execute(client.device_id, client, tunables, (3,)) == 3
     assert [(r.tuner, r.winner) for r in records] == [("callable_sink", "same")]
+
+
+def test_a_records_path_setting_starting_with_a_tilde_is_under_home(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """TUNEKIT_RECORD='~/records.jsonl' (quoted, or from tunekit.toml) created a directory named '~' in the cwd."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    sink = sink_from_setting("~/records/r.jsonl")
+    assert isinstance(sink, tk.JsonlSink) and sink.path == tmp_path / "home" / "records" / "r.jsonl"

@@ -156,7 +156,8 @@ def sink_from_setting(value: str | None) -> RecordSink | None:
         return StreamSink(sys.stdout)
     if value == "stderr":
         return StreamSink(sys.stderr)
-    return JsonlSink(value)
+    # "~" expanded as for cache_dir: unexpanded (quoted, or from tunekit.toml), it made a directory named "~".
+    return JsonlSink(Path(value).expanduser())
 
 
 _setting_sinks: dict[str, RecordSink | None] = {}
