@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -74,6 +75,39 @@ def test_an_exception_from_measure_fails_only_that_configuration() -> None:
     failed = [t for t in result.trials if isinstance(t.outcome, tk.Failed)]
     assert len(failed) == 3 and "engine crashed" in failed[0].outcome.reason  # type: ignore[union-attr]
     assert result.best is not None and result.best.config.A == 0
+
+
+class BadSamples:
+    """Returns, per configuration, samples no record or trial log can hold, or a Measured of no durations."""
+
+    space = tk.Space(A=range(5))
+
+    def measure(self, config: tk.Config) -> tk.Outcome:
+        bad: list[Any] = [(-100,), (float("nan"),), (12.5,), ("12",)]
+        if len(bad) > config.A:
+            return tk.Measured(tk.BenchmarkDurations(bad[config.A]))
+        return tk.Measured([100])  # type: ignore[arg-type]
+
+    def remaining(self) -> int | None:
+        return None
+
+
+def test_samples_that_are_not_ints_ge_0_fail_their_configuration_with_a_reason(tmp_path: Path) -> None:
+    """A negative, NaN or fractional sample ran the whole search, then failed the record's validation (result lost)."""
+    records: list[tk.AutotuneRecord] = []
+    result = tk.tune_objective(
+        BadSamples(), tuner="bad", device_id="cpu", log=tmp_path / "t.jsonl", sinks=[records.append]
+    )
+    reasons = [t.outcome.reason for t in result.trials if isinstance(t.outcome, tk.Failed)]
+    assert len(reasons) == 5 and result.best is None and len(records) == 1
+    assert all("samples must be ints >= 0" in r for r in reasons[:4]), reasons
+    assert "-100 (int)" in reasons[0] and "12.5 (float)" in reasons[2] and "'12' (str)" in reasons[3]
+    assert "not of tk.BenchmarkDurations" in reasons[4]
+
+
+def test_numpy_integer_samples_are_stored_as_plain_ints() -> None:
+    durations = tk.BenchmarkDurations((np.int64(5), np.uint32(7)))
+    assert durations.samples_ns == (5, 7) and all(type(s) is int for s in durations.samples_ns)
 
 
 def test_something_that_is_not_an_objective_is_refused() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -24,6 +25,16 @@ class BenchmarkDurations:
     def __post_init__(self) -> None:
         if not self.samples_ns:
             raise ValueError("BenchmarkDurations needs at least one sample")
+        # Checked here, where an objective's measure() builds them: a negative, NaN or fractional
+        # sample was accepted and failed the record's or the trial log's validation after the search.
+        for sample in self.samples_ns:
+            if not isinstance(sample, numbers.Integral) or isinstance(sample, bool) or sample < 0:
+                raise ValueError(
+                    f"BenchmarkDurations samples must be ints >= 0 (ns, or a lower-is-better cost scaled to "
+                    f"integers), got {sample!r} ({type(sample).__name__}) in {self.samples_ns!r}"
+                )
+        if not all(type(sample) is int for sample in self.samples_ns):  # numpy ints: plain ones, as JSON needs
+            object.__setattr__(self, "samples_ns", tuple(int(sample) for sample in self.samples_ns))
 
     @property
     def min_ns(self) -> int:

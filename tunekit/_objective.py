@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from tunekit._benchmark import BenchmarkDurations
 from tunekit._outcome import Failed, Measured, Outcome, Skipped
 from tunekit._records import AutotuneRecord
 from tunekit._schedule import describe_error
@@ -101,6 +102,12 @@ def tune_objective(
                 outcome = Failed(describe_error(exc), "run")
             if not isinstance(outcome, Measured | Failed | Skipped):
                 outcome = Failed(f"measure() returned {type(outcome).__name__}, not tk.Measured or tk.Failed", "run")
+            elif isinstance(outcome, Measured) and not isinstance(outcome.durations, BenchmarkDurations):
+                outcome = Failed(
+                    f"measure() returned tk.Measured of {type(outcome.durations).__name__}, "
+                    "not of tk.BenchmarkDurations(samples_ns)",
+                    "run",
+                )
             outcomes[config] = outcome
         return outcomes
 
