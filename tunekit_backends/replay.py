@@ -151,7 +151,7 @@ def load_kernel_tuner_cache(path: str | Path) -> ReplayData:
     try:
         # Checked before the keys are parsed: a value the space refuses (a string holding ',')
         # would otherwise surface as a key with too many values.
-        tk.Space(**params)
+        tk.Space(restrict=None, **params)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{path}: its tune_params do not make a search space: {exc}") from exc
     by_text = {name: {str(v): v for v in data.tune_params[name]} for name in names}
