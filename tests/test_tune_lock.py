@@ -70,6 +70,10 @@ def _decisions(tmp_path: Path, name: str) -> list[str]:
     return [json.loads(line)["decision"] for line in path.read_text().splitlines() if line.strip()]
 
 
+def _lock_files(tmp_path: Path) -> list[str]:
+    return sorted(p.name for p in (tmp_path / "cache" / "locks").glob("*"))
+
+
 def _finish(process: subprocess.Popen[str]) -> str:
     out, err = process.communicate(timeout=120)
     assert process.returncode == 0, err[-2000:]
@@ -84,6 +88,7 @@ def test_two_processes_missing_one_key_tune_it_once_and_agree_on_the_winner(tmp_
     decisions = _decisions(tmp_path, "first") + _decisions(tmp_path, "second")
     assert decisions == ["tuned"], decisions  # the waiter found the winner in the cache: no record of its own
     assert outputs[0] == outputs[1] == "winner fast\n"
+    assert _lock_files(tmp_path) == []  # regression: one lock file per key ever tuned stayed behind
 
 
 def test_a_process_killed_while_it_tunes_leaves_the_key_to_the_waiter(tmp_path: Path) -> None:
@@ -97,6 +102,7 @@ def test_a_process_killed_while_it_tunes_leaves_the_key_to_the_waiter(tmp_path: 
     owner.wait(timeout=30)
     assert _finish(waiter) == "winner fast\n"
     assert _decisions(tmp_path, "waiter") == ["tuned"]
+    assert _lock_files(tmp_path) == []  # the waiter took over the dead owner's file and removed it
 
 
 def test_a_waiter_that_runs_out_of_patience_tunes_the_key_itself(tmp_path: Path) -> None:
@@ -156,3 +162,158 @@ def test_a_tune_nested_in_a_tune_of_the_same_key_does_not_wait_on_itself(caplog:
     assert "waiting for its winner" not in caplog.text and "waited" not in caplog.text
     assert len(records) == 2  # the inner tune, then the outer one, neither failing a candidate
     assert all(c.status == "measured" for r in records for c in r.candidates), records
+
+
+# Each process takes the lock of one key over and over; inside it, it creates a marker file that
+# must not exist (O_EXCL), so two holders at once fail loudly. The lock file is removed at every
+# release, so the processes keep racing on files being removed and created again.
+HAMMER = textwrap.dedent(
+    """
+    import os, sys, time
+    from pathlib import Path
+    from tunekit._cache import PersistentCache
+    from tunekit._tune_lock import tune_lock
+
+    cache_dir, marker, go, rounds = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3]), int(sys.argv[4])
+    cache = PersistentCache(cache_dir)
+    while not go.exists():
+        time.sleep(0.005)
+    for _ in range(rounds):
+        with tune_lock(cache, "dev", "hammer", '{"n":1}', timeout_s=60) as held:
+            assert held
+            fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)  # FileExistsError: two holders
+            time.sleep(0.001)
+            os.close(fd)
+            marker.unlink()
+    print("done")
+    """
+)
+
+
+def test_processes_racing_on_removed_lock_files_never_hold_one_key_together(tmp_path: Path) -> None:
+    script = tmp_path / "hammer.py"
+    script.write_text(HAMMER)
+    cache_dir, marker, go = tmp_path / "cache", tmp_path / "inside", tmp_path / "go"
+    processes = [
+        subprocess.Popen(
+            [sys.executable, str(script), str(cache_dir), str(marker), str(go), "40"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(4)
+    ]
+    time.sleep(0.5)
+    go.touch()
+    assert [_finish(p) for p in processes] == ["done\n"] * 4
+    assert _lock_files(tmp_path) == []
+
+
+HOLD = textwrap.dedent(
+    """
+    import sys, time
+    from pathlib import Path
+    from tunekit._cache import PersistentCache
+    from tunekit._tune_lock import tune_lock
+
+    with tune_lock(PersistentCache(Path(sys.argv[1])), "dev", "hold", sys.argv[2], timeout_s=60) as held:
+        print("held" if held else "not held", flush=True)
+        time.sleep(600)
+    """
+)
+
+
+def _hold(tmp_path: Path, key_json: str, script_name: str = "hold.py") -> subprocess.Popen[str]:
+    script = tmp_path / script_name
+    script.write_text(HOLD)
+    process = subprocess.Popen(
+        [sys.executable, str(script), str(tmp_path / "cache"), key_json],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    assert process.stdout.readline() == "held\n", process.stderr
+    return process
+
+
+def test_cache_clear_removes_the_lock_file_of_a_killed_tune_and_keeps_a_held_one(tmp_path: Path) -> None:
+    from tunekit._cache import PersistentCache
+    from tunekit._tune_lock import tune_lock
+
+    killed = _hold(tmp_path, '{"n":1}')
+    killed.kill()
+    killed.wait(timeout=30)
+    assert len(_lock_files(tmp_path)) == 1  # SIGKILL: the file stays behind
+    running = _hold(tmp_path, '{"n":2}')
+    try:
+        assert len(_lock_files(tmp_path)) == 2
+        done = subprocess.run(
+            [sys.executable, "-m", "tunekit._cli", "cache", "clear"],
+            check=False,
+            env=dict(os.environ, TUNEKIT_CACHE_DIR=str(tmp_path / "cache")),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr
+        assert "removed 1 lock file left by killed processes" in done.stdout, done.stdout
+        assert len(_lock_files(tmp_path)) == 1
+        # The running tune still holds its key: this process cannot take it.
+        cache = PersistentCache(tmp_path / "cache")
+        with tune_lock(cache, "dev", "hold", '{"n":2}', timeout_s=0.2) as held:
+            assert not held
+        with tune_lock(cache, "dev", "hold", '{"n":1}', timeout_s=0.2) as held:
+            assert held
+    finally:
+        running.kill()
+        running.wait(timeout=30)
+
+
+RELEASE_ON_ENTER = textwrap.dedent(
+    """
+    import sys
+    from pathlib import Path
+    from tunekit._cache import PersistentCache
+    from tunekit._tune_lock import tune_lock
+
+    with tune_lock(PersistentCache(Path(sys.argv[1])), "dev", "hold", sys.argv[2], timeout_s=60) as held:
+        print("held" if held else "not held", flush=True)
+        sys.stdin.readline()
+    """
+)
+
+
+def test_a_process_that_opened_the_file_before_its_holder_removed_it_does_not_take_the_lock(tmp_path: Path) -> None:
+    """The race that makes filelock keep its Unix lock files (tox-dev/filelock#574), played step by step."""
+    import fcntl
+
+    from tunekit._tune_lock import _lock_opened
+
+    script = tmp_path / "release_on_enter.py"
+    script.write_text(RELEASE_ON_ENTER)
+    first = subprocess.Popen(
+        [sys.executable, str(script), str(tmp_path / "cache"), '{"n":1}'],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert first.stdout is not None and first.stdin is not None
+    assert first.stdout.readline() == "held\n"
+    [path] = (tmp_path / "cache" / "locks").glob("*.lock")
+    late = os.open(path, os.O_RDWR)  # this process opened the file while the first held it ...
+    first.stdin.write("\n")
+    first.stdin.flush()
+    assert first.wait(timeout=30) == 0  # ... the first removed it as it released it ...
+    second = _hold(tmp_path, '{"n":1}', script_name="hold_second.py")  # ... and a third made a new one and holds it
+    try:
+        assert _lock_opened(path, late) == "removed"  # locking the removed file must not count as holding the key
+        probe = os.open(path, os.O_RDWR)
+        try:
+            with pytest.raises(BlockingIOError):  # the lock at the path is the second holder's
+                fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        finally:
+            os.close(probe)
+    finally:
+        second.kill()
+        second.wait(timeout=30)

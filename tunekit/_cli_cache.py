@@ -16,6 +16,7 @@ from tunekit._cache import CacheRow, CacheValue, PersistentCache, default_cache_
 from tunekit._cli import CliError
 from tunekit._cli_table import format_duration_ns, print_table
 from tunekit._settings import current
+from tunekit._tune_lock import sweep_lock_files
 from tunekit._version import MAJOR
 
 __all__ = ["clear", "export", "import_bundle", "list_rows", "path", "show", "verify"]
@@ -171,13 +172,20 @@ def show(args: argparse.Namespace) -> int:
 
 
 def clear(args: argparse.Namespace) -> int:
-    """Delete stored winners and recorded failed tunes: all of them, or those matching the filters."""
+    """Delete stored winners and recorded failed tunes: all of them, or those matching the filters.
+
+    Lock files left by processes killed while tuning go too, whatever the filters: they hold no
+    data, and the one of a tune running now is held, so it stays.
+    """
+    if args.key:
+        raise CliError("cache clear filters by --tuner and --device only")
     cache = _open_existing()
+    swept = sweep_lock_files(_cache_file().parent)
+    if swept:
+        print(f"removed {swept} lock file{'s' if swept != 1 else ''} left by killed processes")
     if cache is None:
         print(f"no tuning cache at {_cache_file()}: nothing to clear")
         return 0
-    if args.key:
-        raise CliError("cache clear filters by --tuner and --device only")
     _select(cache, args.tuner, args.device, [])
     removed = cache.delete(device_id=args.device, tuner=args.tuner)
     print(f"removed {removed} stored winner{'s' if removed != 1 else ''} from {cache.path}")

@@ -4,30 +4,50 @@ Eight serving processes started together on a fresh machine would otherwise all 
 key at once: eight times the start-up time, each process's timings skewed by the other seven
 running on the same device, and eight possibly different winners stored one over another.
 With this lock the first one tunes; each of the others, once the lock is free, finds the winner
-in the persistent cache. The lock is an OS file lock (``filelock``): a process killed while it
+in the persistent cache. The lock is an OS file lock (``flock``): a process killed while it
 holds it releases it, so a waiter never waits on a dead owner.
+
+The lock file is removed when the tune ends, so ``locks/`` holds one file per tune running now
+(plus those of processes killed while tuning, which the next tune of the key or
+``tunekit cache clear`` removes), not one per key ever tuned. Removing a locked path is unsafe
+done naively (``filelock`` keeps its Unix files for that reason, tox-dev/filelock#574): a process
+that opened the file before it was removed can lock the removed file while a third process
+creates and locks a new one at the same path, and both would tune. So the holder removes the
+path *before* it unlocks, and a process that has just locked a file checks that the path still
+names that very file (same device and inode); when it does not, it tries again on the file the
+path names now. Only a holder ever removes the path, so a verified holder is the only one.
+Waiting polls a non-blocking lock, opening the path anew each time, rather than blocking on a
+file that may be removed under it. On Windows, where an open file cannot be removed, ``filelock``
+does the same job (it removes the file on release when no other process has it open).
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import logging
+import os
+import sys
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
-
-import filelock
+from typing import Literal
 
 from tunekit._cache import PersistentCache
 
-__all__ = ["tune_lock"]
+__all__ = ["sweep_lock_files", "tune_lock"]
 
 _log = logging.getLogger("tunekit.tuner")
 
+_POLL_S = 0.05
+"""How often a waiter tries the lock again (filelock's default poll interval)."""
 
 _held = threading.local()
 """Lock paths this thread holds: a tune nested inside a tune of the same key must not wait on itself."""
+
+Release = Callable[[], None]
 
 
 @contextmanager
@@ -40,13 +60,13 @@ def tune_lock(cache: PersistentCache, device_id: str, tuner: str, key_json: str,
     the same tuner name, which for one key must have the same candidates) goes on at once.
     """
     digest = hashlib.sha256("\x00".join((device_id, tuner, key_json)).encode()).hexdigest()[:40]
-    path = cache.directory / "locks" / f"{digest}.lock"
+    path = lock_directory(cache.directory) / f"{digest}.lock"
     held: set[Path] = _held.__dict__.setdefault("paths", set())
     if path in held:
         yield True
         return
-    lock = _acquire(path, tuner, key_json, device_id, timeout_s)
-    if lock is None:
+    release = _acquire(path, tuner, key_json, device_id, timeout_s)
+    if release is None:
         yield False
         return
     held.add(path)
@@ -54,22 +74,51 @@ def tune_lock(cache: PersistentCache, device_id: str, tuner: str, key_json: str,
         yield True
     finally:
         held.discard(path)
-        lock.release()
+        release()
 
 
-def _acquire(path: Path, tuner: str, key_json: str, device_id: str, timeout_s: float) -> filelock.FileLock | None:
-    """The lock, taken; None when it cannot be made or another process kept it past ``timeout_s``."""
+def lock_directory(cache_directory: Path) -> Path:
+    """Where the tune locks of a cache directory live."""
+    return cache_directory / "locks"
+
+
+def sweep_lock_files(cache_directory: Path) -> int:
+    """Remove the lock files no process holds (left by processes killed while tuning); how many.
+
+    A file some process holds is left alone: taking it without waiting fails. The ``locks``
+    directory itself stays: a process that has just made it would otherwise fail to create its
+    lock file there and tune without one.
+    """
+    directory = lock_directory(cache_directory)
+    if not directory.is_dir():
+        return 0
+    removed = 0
+    for path in sorted(directory.glob("*.lock")):
+        try:
+            release = _try_lock(path, create=False)
+        except OSError as exc:
+            _log.warning("cannot remove the lock file %s: %s", path, exc)
+            continue
+        if release is not None:
+            release()
+            removed += 1
+    return removed
+
+
+def _acquire(path: Path, tuner: str, key_json: str, device_id: str, timeout_s: float) -> Release | None:
+    """The lock, taken (its release function); None when it cannot be made or stays held past ``timeout_s``."""
     try:
         path.parent.mkdir(exist_ok=True)
-        lock = filelock.FileLock(str(path))
-        try:
-            lock.acquire(timeout=0)
-            return lock
-        except filelock.Timeout:
-            _log.info("%s: another process is tuning key %s on %s; waiting for its winner", tuner, key_json, device_id)
-        lock.acquire(timeout=timeout_s)
-        return lock
-    except filelock.Timeout:
+        release = _try_lock(path)
+        if release is not None:
+            return release
+        _log.info("%s: another process is tuning key %s on %s; waiting for its winner", tuner, key_json, device_id)
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            time.sleep(min(_POLL_S, max(deadline - time.monotonic(), 0.0)))
+            release = _try_lock(path)
+            if release is not None:
+                return release
         _log.warning(
             "%s: waited %.0f s for another process tuning key %s on %s; tuning it here too",
             tuner,
@@ -80,3 +129,79 @@ def _acquire(path: Path, tuner: str, key_json: str, device_id: str, timeout_s: f
     except OSError as exc:
         _log.info("%s: no cross-process tune lock (%s); tuning without it", tuner, exc)
     return None
+
+
+if sys.platform == "win32":  # pragma: no cover - tested on POSIX only
+    import filelock
+
+    def _try_lock(path: Path, *, create: bool = True) -> Release | None:
+        """Take the lock without waiting; None while another process holds it."""
+        if not create and not path.exists():
+            return None
+        lock = filelock.FileLock(str(path))
+        try:
+            lock.acquire(timeout=0)
+        except filelock.Timeout:
+            return None
+        return lock.release  # removes the file when no other process has it open
+
+else:
+    import fcntl
+
+    _CONTENDED = frozenset({errno.EACCES, errno.EAGAIN, errno.EWOULDBLOCK})
+
+    def _try_lock(path: Path, *, create: bool = True) -> Release | None:
+        """Take the lock without waiting; None while another process holds it (or, unless ``create``, no file)."""
+        while True:
+            try:
+                fd = os.open(path, os.O_RDWR | os.O_CLOEXEC | (os.O_CREAT if create else 0), 0o644)
+            except FileNotFoundError:
+                if create:
+                    raise
+                return None
+            match _lock_opened(path, fd):
+                case "held":
+                    return lambda: _release(path, fd)
+                case "busy":
+                    return None
+                case "removed":
+                    if not create:
+                        return None
+
+    def _lock_opened(path: Path, fd: int) -> Literal["held", "busy", "removed"]:
+        """Lock ``fd``, opened from ``path``: held, busy (another process holds it) or removed; closed unless held.
+
+        Removed: the holder before this process removed the file as it released it, after this
+        process had opened it. Its lock is worth nothing (whoever opens the path now creates a
+        new file and locks that one), so the caller opens the path again.
+        """
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            os.close(fd)
+            if exc.errno in _CONTENDED:
+                return "busy"
+            raise
+        if _names(path, fd):
+            return "held"
+        os.close(fd)
+        return "removed"
+
+    def _names(path: Path, fd: int) -> bool:
+        """Whether ``path`` still names the file open as ``fd``."""
+        try:
+            at_path = os.stat(path)
+        except FileNotFoundError:
+            return False
+        opened = os.fstat(fd)
+        return (at_path.st_dev, at_path.st_ino) == (opened.st_dev, opened.st_ino)
+
+    def _release(path: Path, fd: int) -> None:
+        # Remove the path while still holding the lock: a process that opens it from now on
+        # creates a new file, and one that locks this file afterwards sees it is no longer at the path.
+        with suppress(OSError):
+            path.unlink()
+        try:
+            fcntl.flock(fd, fcntl.LOCK_UN)  # a forked child holding a copy of fd must not keep it locked
+        finally:
+            os.close(fd)
