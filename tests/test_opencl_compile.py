@@ -5,7 +5,9 @@ from __future__ import annotations
 import logging
 import math
 import os
+import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -19,8 +21,10 @@ import numpy as np
 import pytest
 
 import tunekit as tk
+from tunekit._records import Prepared
 from tunekit_backends.opencl import KernelTemplate, OpenCLClient
 from tunekit_backends.opencl._batch import batchable, batched_program
+from tunekit_backends.opencl._compile_worker import kernel_cache_problem
 
 cla = pytest.importorskip("pyopencl.array", reason="pip install 'tunekit[opencl]'")
 cl = pytest.importorskip("pyopencl")
@@ -517,3 +521,76 @@ def test_a_compile_worker_that_cannot_start_compiles_in_the_tuning_process_and_w
     assert len(warnings) == 1, warnings
     assert "compile worker" in warnings[0] and "compiling in this process" in warnings[0]
     assert "compile_in='thread'" in warnings[0]
+
+
+def _wrapper(tmp_path: Path, body: str) -> str:
+    """An executable standing in for sys.executable: ``body`` runs first (sh), then the real Python."""
+    script = tmp_path / "python-wrapper"
+    script.write_text(f'#!/bin/sh\n{body}\nexec {shlex.quote(sys.executable)} "$@"\n')
+    script.chmod(0o755)
+    return str(script)
+
+
+def _compiled_in_process(records: list[tk.AutotuneRecord]) -> list[str | None]:
+    return [e.compiled_in_process for r in records for e in r.events if isinstance(e, Prepared)]
+
+
+def test_a_worker_killed_before_it_is_ready_is_not_blamed_on_the_variant(
+    pooled: OpenCLClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Regression: a worker killed by a signal at start-up failed the variant sent to it as 'crashed a worker'."""
+    monkeypatch.setattr(sys, "executable", _wrapper(tmp_path, "kill -KILL $$"))
+    with caplog.at_level("INFO"):
+        records = _tune_work(pooled, "killed-at-start")  # asserts every variant measured
+    assert [r.winner for r in records] == ["work[REPEAT=1]"] * 2
+    warnings = _warnings(caplog)
+    assert len(warnings) == 1 and "killed by signal 9 (SIGKILL) before it was ready" in warnings[0], warnings
+    notes = _compiled_in_process(records)
+    assert len(notes) == 2 and all(n and n.startswith("no compile worker could start: ") for n in notes), notes
+
+
+def test_a_worker_killed_once_at_start_up_is_replaced_and_the_batch_still_compiles_in_workers(
+    pooled: OpenCLClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    marker = tmp_path / "killed-once"
+    monkeypatch.setattr(sys, "executable", _wrapper(tmp_path, f"mkdir {shlex.quote(str(marker))} && kill -KILL $$"))
+    with caplog.at_level("INFO"):
+        records = _tune_work(pooled, "killed-once")
+    assert marker.is_dir(), "the first worker should have been killed"
+    assert _warnings(caplog) == []
+    assert _compiled_in_process(records) == [None, None]
+
+
+def test_a_worker_killed_while_idle_is_replaced_without_blaming_the_next_variant(pooled: OpenCLClient) -> None:
+    _tune_work(pooled, "idle-kill-first")
+    assert pooled.compile_pool is not None
+    for worker in list(pooled.compile_pool._alive):
+        worker.process.send_signal(signal.SIGKILL)
+        worker.process.wait()
+    records = _tune_work(pooled, "idle-kill-again")  # new keys: asserts every variant measured
+    assert _compiled_in_process(records) == [None, None]
+
+
+def test_workers_that_cannot_fill_pocls_kernel_cache_warn_once(
+    pooled: OpenCLClient, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Regression: with PoCL's kernel cache off, every worker build was wasted without a word."""
+    monkeypatch.setenv("POCL_KERNEL_CACHE", "0")  # read by the workers started from here on
+    with caplog.at_level("INFO"):
+        _tune_work(pooled, "no-kernel-cache")
+    warnings = _warnings(caplog)
+    assert len(warnings) == 1, warnings
+    assert "POCL_KERNEL_CACHE=0" in warnings[0] and "compile_in='thread'" in warnings[0]
+
+
+def test_the_kernel_cache_probe_writes_where_pocl_would(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pocl = "Portable Computing Language"
+    monkeypatch.delenv("POCL_KERNEL_CACHE", raising=False)
+    monkeypatch.setenv("POCL_CACHE_DIR", str(tmp_path / "kcache"))
+    assert kernel_cache_problem(pocl) is None and (tmp_path / "kcache").is_dir()
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    monkeypatch.setenv("POCL_CACHE_DIR", str(blocker / "kcache"))  # unwritable even for root
+    problem = kernel_cache_problem(pocl)
+    assert problem is not None and str(blocker / "kcache") in problem and "not writable" in problem, problem
+    assert kernel_cache_problem("NVIDIA CUDA") is None  # its cache is not ours to check

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 import tunekit as tk
+from tunekit._event_text import describe_events
 from tunekit_backends.cpu import CpuClient
 
 CLIENT = CpuClient()
@@ -23,8 +24,9 @@ class Key:
 class SharedBuild:
     """A backend's shared compile step, as a compiler that builds many candidates in one go would have."""
 
-    def __init__(self, *, fail: bool = False) -> None:
+    def __init__(self, *, fail: bool = False, note: str | None = None) -> None:
         self.fail = fail
+        self.note = note
         self.log: list[tuple[str, ...]] = []
         self.lock = threading.Lock()
 
@@ -38,11 +40,12 @@ class Hook:
     def together(self) -> SharedBuild:
         return self.shared
 
-    def prepare_together(self, hooks: Sequence[object], inputs: tuple[Any, ...]) -> None:
+    def prepare_together(self, hooks: Sequence[object], inputs: tuple[Any, ...]) -> str | None:
         with self.shared.lock:
             self.shared.log.append(("together", *sorted(h.name for h in hooks if isinstance(h, Hook))))
         if self.shared.fail:
             raise RuntimeError("the shared compiler is down")
+        return self.shared.note
 
     def __call__(self, *inputs: Any) -> None:
         with self.shared.lock:
@@ -71,3 +74,17 @@ def test_a_failing_shared_step_leaves_each_hook_to_prepare_alone(caplog: pytest.
         assert tk.LocalTuner[Key, int]("together-broken").execute(CLIENT.device_id, CLIENT, tunables, (1,)) in (1, 2)
     assert sorted(broken.log[1:]) == [("alone", "a"), ("alone", "b")]
     assert "preparing 2 candidates together failed; each prepares alone" in caplog.text
+
+
+def test_why_a_shared_step_took_a_slower_path_goes_on_the_record() -> None:
+    slow, fine = SharedBuild(note="no worker process could start: it exited with status 1"), SharedBuild()
+    tunables = tk.TunableSet(key=lambda n: Key(n=n)).with_tunables([_tunable("a", slow, 1), _tunable("b", fine, 2)])
+    records: list[tk.AutotuneRecord] = []
+    sink = tk.add_record_sink(records.append)
+    try:
+        tk.LocalTuner[Key, int]("together-noted").execute(CLIENT.device_id, CLIENT, tunables, (1,))
+    finally:
+        tk.remove_record_sink(sink)
+    (prepared,) = [e for e in records[0].events if e.kind == "prepare"]
+    assert prepared.compiled_in_process == "no worker process could start: it exited with status 1"
+    assert "compiled in the tuning process: no worker process" in "\n".join(describe_events(records[0].events))

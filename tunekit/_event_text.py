@@ -41,7 +41,8 @@ def _one(event: RecordEvent) -> str | None:
             return f"{name} failed its correctness check against {against}: {detail}"
         case Prepared(batch=batch, candidates=count, failed=failed, workers=workers, wall_time_s=wall):
             broken = f", {failed} failed" if failed else ""
-            return f"batch {batch}: {count} candidates compiled on {workers} workers in {wall:.3g} s{broken}"
+            here = f"; compiled in the tuning process: {event.compiled_in_process}" if event.compiled_in_process else ""
+            return f"batch {batch}: {count} candidates compiled on {workers} workers in {wall:.3g} s{broken}{here}"
         case Warmup(duration_ms=ms, method=method):
             return f"device warm-up: {ms:.0f} ms ({method})"
         case Eliminated(name=name, round=number, reason=reason, median_ns=median, leader=leader, leader_median_ns=lm):

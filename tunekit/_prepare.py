@@ -12,13 +12,14 @@ import os
 import time
 from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from tunekit._outcome import Failed
 from tunekit._schedule import describe_error
 from tunekit._tunable_set import TunableSet
 
-__all__ = ["PreparesTogether", "prepare_batch"]
+__all__ = ["PreparedBatch", "PreparesTogether", "prepare_batch"]
 
 _log = logging.getLogger("tunekit.tuner")
 
@@ -32,6 +33,8 @@ class PreparesTogether(Protocol):
     backend can then compile many kernel variants as one program, or spread them over
     worker processes. It should not raise for one candidate's failure; it leaves that for
     the candidate's own hook to raise, so the failure is recorded against that candidate.
+    It returns None, or one line saying why it took a slower path than it could have (worker
+    processes unusable, say), which goes on the tune's record; the tune goes on either way.
     """
 
     @property
@@ -39,13 +42,25 @@ class PreparesTogether(Protocol):
         """Hooks with equal values are prepared together."""
         ...
 
-    def prepare_together(self, hooks: Sequence[object], inputs: tuple[Any, ...]) -> None:
-        """Do the shared work for ``hooks`` (all with this hook's ``together``) on ``inputs``."""
+    def prepare_together(self, hooks: Sequence[object], inputs: tuple[Any, ...]) -> str | None:
+        """Do the shared work for ``hooks`` (all with this ``together``) on ``inputs``; why it was slow, or None."""
         ...
 
     def __call__(self, *inputs: Any) -> object:
         """This candidate's own preparation; it runs after the shared work."""
         ...
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedBatch:
+    """What the prepare phase of a batch did: its failures (stage ``compile``), how many hooks ran, on how many
+    threads, in what wall time, and why a shared step took a slower path (None when none did)."""
+
+    failures: dict[int, Failed]
+    hooks: int
+    threads: int
+    wall_time_s: float
+    slower_path: str | None = None
 
 
 def prepare_batch(
@@ -55,10 +70,9 @@ def prepare_batch(
     workers: int | None,
     *,
     on_compiled: Callable[[int, str], None] = lambda index, name: None,
-) -> tuple[dict[int, Failed], int, int, float]:
+) -> PreparedBatch:
     """Run the ``prepare`` hook of every candidate in ``batch`` on a thread pool.
 
-    Returns the failures (stage ``compile``), how many hooks ran, the pool size and the wall time.
     ``on_compiled(index, name)`` is called on this thread as each hook succeeds, in completion
     order, so a progress display advances while the slow ones are still compiling.
     The hooks run in threads because compilers release the GIL; a backend whose compiler
@@ -66,7 +80,7 @@ def prepare_batch(
     """
     hooks = {i: hook for i in batch if (hook := tunables.tunables[i].prepare) is not None}
     if not hooks:
-        return {}, 0, 1, 0.0
+        return PreparedBatch({}, 0, 1, 0.0)
     size = max(1, min(workers or os.cpu_count() or 1, len(hooks)))
     started = time.perf_counter()
     failures: dict[int, Failed] = {}
@@ -75,8 +89,8 @@ def prepare_batch(
         if isinstance(hook, PreparesTogether):
             groups.setdefault(hook.together, []).append(hook)
     with ThreadPoolExecutor(max_workers=size, thread_name_prefix="tunekit-prepare") as pool:
-        for shared in [pool.submit(_prepare_group, members, inputs) for members in groups.values()]:
-            shared.result()
+        shared = [pool.submit(_prepare_group, members, inputs) for members in groups.values()]
+        notes = [note for note in (future.result() for future in shared) if note is not None]
         futures = {pool.submit(hook, *inputs): i for i, hook in hooks.items()}
         for future in as_completed(futures):
             index = futures[future]
@@ -85,12 +99,15 @@ def prepare_batch(
                 failures[index] = Failed(describe_error(error), "compile")
             else:
                 on_compiled(index, tunables.tunables[index].name)
-    return failures, len(hooks), size, time.perf_counter() - started
+    wall_s = time.perf_counter() - started
+    return PreparedBatch(failures, len(hooks), size, wall_s, "; ".join(notes) if notes else None)
 
 
-def _prepare_group(hooks: list[PreparesTogether], inputs: tuple[Any, ...]) -> None:
+def _prepare_group(hooks: list[PreparesTogether], inputs: tuple[Any, ...]) -> str | None:
     """The shared step; if it fails, every hook still runs on its own and reports its own error."""
     try:
-        hooks[0].prepare_together(hooks, inputs)
+        note = hooks[0].prepare_together(hooks, inputs)
     except Exception:
         _log.warning("preparing %d candidates together failed; each prepares alone", len(hooks), exc_info=True)
+        return None
+    return note if isinstance(note, str) and note else None

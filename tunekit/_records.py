@@ -230,6 +230,11 @@ class Prepared(_Model):
     failed: int = Field(ge=0)
     workers: int = Field(ge=1)
     wall_time_s: float = Field(ge=0)
+    compiled_in_process: str | None = Field(
+        None,
+        description="Why the backend compiled some or all of the batch in the tuning process although it has "
+        "worker processes for that (they could not start, or could not take an input); None when it did not.",
+    )
 
 
 RecordEvent = Annotated[

@@ -462,12 +462,18 @@ class Tuner:
         observation: TuneObservation,
     ) -> dict[int, Failed]:
         """Compile every candidate of the batch (concurrently), then check each once where the runner runs it."""
-        failures, prepared, workers, wall_s = prepare_batch(
-            tunables, batch, inputs, settings.compile_workers, on_compiled=observation.compiled
-        )
-        if prepared:
+        phase = prepare_batch(tunables, batch, inputs, settings.compile_workers, on_compiled=observation.compiled)
+        failures = phase.failures
+        if phase.hooks:
             events.append(
-                Prepared(batch=number, candidates=prepared, failed=len(failures), workers=workers, wall_time_s=wall_s)
+                Prepared(
+                    batch=number,
+                    candidates=phase.hooks,
+                    failed=len(failures),
+                    workers=phase.threads,
+                    wall_time_s=phase.wall_time_s,
+                    compiled_in_process=phase.slower_path,
+                )
             )
         if gate is None:
             return failures

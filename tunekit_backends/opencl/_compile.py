@@ -6,8 +6,14 @@ A worker process has its own lock. It builds a program and launches each of its 
 on copies of the benchmark inputs, which leaves the compiled program and work-group functions
 in PoCL's on-disk kernel cache (``POCL_CACHE_DIR``, on by default); the parent's own build and
 first launch are then cache hits. A worker that dies, hangs past its deadline or answers
-garbage costs that request and is replaced, never the caller's process; when no worker can
-start at all, the caller compiles in its own process (see ``_together.py``).
+garbage costs that request and is replaced, never the caller's process.
+
+A worker announces itself ready (its device open, a first build through its compiler) before
+it takes a request. One that dies or hangs before that (killed at start-up, a Python that
+cannot import pyopencl) is no evidence against the variant it was sent: the request goes to a
+fresh worker once, and when that one cannot start either, the caller compiles in its own
+process (see ``_together.py``). One that dies after it, while building or first launching a
+variant, blames that variant: a compiler crash on that source is real evidence.
 """
 
 from __future__ import annotations
@@ -30,7 +36,7 @@ import numpy as np
 from pydantic import ValidationError
 
 from tunekit_backends.opencl._cl import pyopencl
-from tunekit_backends.opencl._compile_wire import KernelArg, Launch, ProgramReply, ProgramRequest
+from tunekit_backends.opencl._compile_wire import KernelArg, Launch, ProgramReply, ProgramRequest, WorkerReady
 
 __all__ = ["CompilePool", "InputsFile", "WorkerDied", "launch_of"]
 
@@ -38,13 +44,15 @@ _log = logging.getLogger("tunekit.opencl")
 
 _STDERR_TAIL = 2000
 
+READY_TIMEOUT_S = 120.0
+"""How long a new worker may take to import pyopencl, open its device and load its compiler."""
+
 
 class WorkerDied(RuntimeError):
     """A compile worker stopped answering: killed by a signal, exited, hung past its deadline, or spoke garbage.
 
-    ``started`` is False when no worker got going at all: it could not be launched, or it exited
-    before answering anything. That is this machine's trouble, not the request's, and the next
-    worker would most likely fare no better.
+    ``started`` is False when no worker got going: it could not be launched, or it died, hung or
+    spoke garbage before it said it was ready. That is this machine's trouble, not the request's.
     """
 
     def __init__(
@@ -136,7 +144,7 @@ class _Worker:
             ) from None
         self.replies: queue.SimpleQueue[str] = queue.SimpleQueue()
         self.busy = False
-        self.answered = False
+        self.kernel_cache: str | None = None
         threading.Thread(target=self._read, daemon=True, name="tunekit-compile-reader").start()
 
     def _read(self) -> None:
@@ -145,6 +153,34 @@ class _Worker:
         for line in stdout:
             self.replies.put(line)
         self.replies.put("")  # end of stream: the worker is gone
+
+    def wait_ready(self, timeout_s: float) -> None:
+        """Wait for the worker's ready line; WorkerDied(started=False) if it dies, hangs or says something else."""
+        try:
+            line = self.replies.get(timeout=timeout_s)
+        except queue.Empty:
+            self.kill()
+            raise WorkerDied(
+                f"a compile worker was not ready within {timeout_s:.0f} s", timed_out=True, started=False
+            ) from None
+        if not line:
+            ended = self.ended()
+            raise WorkerDied(f"a compile worker {ended} before it was ready: {self.stderr_tail()}", started=False)
+        try:
+            self.kernel_cache = WorkerReady.model_validate_json(line).kernel_cache
+        except ValidationError as exc:
+            self.kill()
+            raise WorkerDied(
+                f"a compile worker said something else than ready ({exc.errors()[0]['msg']})", started=False
+            ) from None
+
+    def ended(self) -> str:
+        """How the worker process ended (it has or is about to)."""
+        code = self.process.wait()
+        if code < 0:
+            name = signal.Signals(-code).name if -code in signal.Signals._value2member_map_ else str(-code)
+            return f"was killed by signal {-code} ({name})"
+        return f"exited with status {code}"
 
     def ask(self, request: ProgramRequest, timeout_s: float) -> ProgramReply:
         stdin = self.process.stdin
@@ -170,16 +206,10 @@ class _Worker:
                 timed_out=True,
             ) from None
         if not line:
-            code = self.process.wait()
-            if code < 0:
-                name = signal.Signals(-code).name if -code in signal.Signals._value2member_map_ else str(-code)
-                raise WorkerDied(f"the compile worker was killed by signal {-code} ({name})", signal_number=-code)
-            if not self.answered:
-                raise WorkerDied(
-                    f"a compile worker exited with status {code} before answering: {self.stderr_tail()}", started=False
-                )
-            raise WorkerDied(f"the compile worker exited with status {code}: {self.stderr_tail()}")
-        self.answered = True
+            ended = self.ended()
+            if self.process.returncode < 0:
+                raise WorkerDied(f"the compile worker {ended}", signal_number=-self.process.returncode)
+            raise WorkerDied(f"the compile worker {ended}: {self.stderr_tail()}")
         try:
             return ProgramReply.model_validate_json(line)
         except ValidationError as exc:
@@ -235,8 +265,14 @@ class CompilePool:
             while True:
                 if self._closed:
                     raise WorkerDied("the compile pool is closed")
-                if self._idle:
-                    return self._idle.pop()
+                while self._idle:
+                    idle = self._idle.pop()
+                    if idle.process.poll() is None:
+                        return idle
+                    # Killed while idle (the OOM killer, say): no fault of the request about to be sent to it.
+                    _log.debug("a compile worker %s while idle; starting another", idle.ended())
+                    self._alive.discard(idle)
+                    idle.stop()
                 if len(self._alive) + self._starting < self.workers:
                     self._starting += 1
                     break
@@ -244,12 +280,25 @@ class CompilePool:
         worker: _Worker | None = None
         try:
             worker = _Worker(*self._where)  # started outside the lock: it takes a moment
+            worker.wait_ready(READY_TIMEOUT_S)
+        except BaseException:
+            if worker is not None:
+                worker.kill()
+                worker = None
+            raise
         finally:
             with self._ready:
                 self._starting -= 1
                 if worker is not None:
                     self._alive.add(worker)
                 self._ready.notify()
+        if worker.kernel_cache is not None:
+            self.warn_once(
+                "kernel-cache",
+                f"{worker.kernel_cache}: compile workers' builds cannot reach this process, which builds every "
+                "variant again. Point POCL_CACHE_DIR at a writable directory (and leave POCL_KERNEL_CACHE unset), "
+                "or pass OpenCLClient(compile_in='thread') to compile here only.",
+            )
         return worker
 
     def _give_back(self, worker: _Worker, *, usable: bool) -> None:
@@ -264,8 +313,18 @@ class CompilePool:
             worker.stop()
 
     def run(self, request: ProgramRequest, timeout_s: float) -> ProgramReply:
-        """Serve ``request`` on an idle worker (blocks the calling thread only); a failed worker is replaced."""
-        worker = self._take()
+        """Serve ``request`` on an idle worker (blocks the calling thread only); a failed worker is replaced.
+
+        A worker that does not get ready is replaced once for this request; a second one that
+        does not either raises WorkerDied(started=False).
+        """
+        try:
+            worker = self._take()
+        except WorkerDied as exc:
+            if exc.started:
+                raise
+            _log.debug("%s; starting another", exc)
+            worker = self._take()
         try:
             reply = worker.ask(request, timeout_s)
         except BaseException:

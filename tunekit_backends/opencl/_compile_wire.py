@@ -1,8 +1,12 @@
-"""What the parent and a compile worker say to each other: one JSON line each way per request.
+"""What the parent and a compile worker say to each other: a ready line, then one JSON line each way per request.
 
 A worker process is started with ``python -m tunekit_backends.opencl._compile_worker`` (not
 ``multiprocessing``), so it never re-imports the user's ``__main__``: a script without an
 ``if __name__ == "__main__":`` guard compiles in processes as safely as one with it.
+
+The worker's first line is :class:`WorkerReady`, sent once its device is open and its compiler
+loaded: a worker that dies before it is no fault of the request it was sent, while one that dies
+after it died on that request (a compiler crash on that source is real evidence).
 """
 
 from __future__ import annotations
@@ -11,9 +15,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["WIRE_VERSION", "KernelArg", "Launch", "ProgramReply", "ProgramRequest"]
+__all__ = ["WIRE_VERSION", "KernelArg", "Launch", "ProgramReply", "ProgramRequest", "WorkerReady"]
 
-WIRE_VERSION: Literal[1] = 1
+WIRE_VERSION: Literal[2] = 2
+"""2: the worker announces itself with a WorkerReady line before its first reply."""
 
 
 class _Wire(BaseModel):
@@ -49,7 +54,7 @@ class Launch(_Wire):
 class ProgramRequest(_Wire):
     """Build ``source`` with ``options`` on the named device, then run each launch once."""
 
-    schema_version: Literal[1] = WIRE_VERSION
+    schema_version: Literal[2] = WIRE_VERSION
     platform: str
     device: str
     source: str
@@ -61,6 +66,18 @@ class ProgramRequest(_Wire):
 class ProgramReply(_Wire):
     """The build's error (then no launch ran), else one error or None per launch, in order."""
 
-    schema_version: Literal[1] = WIRE_VERSION
+    schema_version: Literal[2] = WIRE_VERSION
     build_error: str | None = None
     launch_errors: tuple[str | None, ...] = ()
+
+
+class WorkerReady(_Wire):
+    """The worker's first line: its device is open and a first build went through its compiler.
+
+    ``kernel_cache`` says why the worker's builds will not reach the parent through the driver's
+    on-disk kernel cache (off, or not writable there); None when they will or the driver has none.
+    """
+
+    schema_version: Literal[2] = WIRE_VERSION
+    ready: Literal[True] = True
+    kernel_cache: str | None = None

@@ -1,6 +1,7 @@
 """A compile worker: reads ProgramRequest lines on stdin, answers one ProgramReply line each.
 
 Run by the parent as ``python -m tunekit_backends.opencl._compile_worker PLATFORM DEVICE``.
+Its first line says it is ready (and whether its builds can reach PoCL's kernel cache).
 Each worker has its own driver, so PoCL's per-process compiler lock no longer serialises the
 variants; the compiled program and its work-group functions land in PoCL's on-disk kernel
 cache, where the parent's identical build and first launch find them.
@@ -15,18 +16,20 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import tempfile
 import threading
 import time
 from collections import OrderedDict
+from pathlib import Path
 from typing import IO, Any
 
 import numpy as np
 
 from tunekit._check import CANARY_BYTES
 from tunekit_backends.opencl._cl import build_log, first_error_line, pyopencl
-from tunekit_backends.opencl._compile_wire import ProgramReply, ProgramRequest
+from tunekit_backends.opencl._compile_wire import ProgramReply, ProgramRequest, WorkerReady
 
-__all__ = ["main", "serve"]
+__all__ = ["kernel_cache_problem", "main", "serve"]
 
 _KEEP_PROGRAMS = 8
 """Requests for one tune's programs come close together; older programs are let go."""
@@ -37,7 +40,11 @@ class _Worker:
 
     def __init__(self, platform: str, device: str) -> None:
         cl = pyopencl()
-        found = next(d for p in cl.get_platforms() if p.name == platform for d in p.get_devices() if d.name == device)
+        found = next(
+            (d for p in cl.get_platforms() if p.name == platform for d in p.get_devices() if d.name == device), None
+        )
+        if found is None:
+            raise SystemExit(f"no OpenCL device {device!r} on a platform {platform!r} in the compile worker")
         self.context = cl.Context([found])
         self.queue = cl.CommandQueue(self.context)
         self.built: OrderedDict[tuple[str, tuple[str, ...]], Any] = OrderedDict()
@@ -86,6 +93,39 @@ def serve(request: ProgramRequest, worker: _Worker) -> ProgramReply:
     return ProgramReply(launch_errors=tuple(errors))
 
 
+def kernel_cache_problem(platform: str) -> str | None:
+    """Why this process's builds will not land in PoCL's on-disk kernel cache; None when they will (or not PoCL).
+
+    The directory is PoCL's own choice (``POCL_CACHE_DIR``, else the XDG cache directory), and
+    it is probed by writing a file: a permission bit says nothing on a read-only mount or to root.
+    """
+    if "Portable Computing Language" not in platform:
+        return None
+    if os.environ.get("POCL_KERNEL_CACHE", "1") == "0":
+        return "PoCL's kernel cache is off in the compile workers (POCL_KERNEL_CACHE=0)"
+    directory = _pocl_cache_dir()
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        handle, probe = tempfile.mkstemp(dir=directory, prefix=".tunekit-probe-")
+        os.close(handle)
+        os.unlink(probe)
+    except OSError as exc:
+        return f"PoCL's kernel cache {directory} is not writable in the compile workers ({exc.strerror or exc})"
+    return None
+
+
+def _pocl_cache_dir() -> Path:
+    """Where PoCL keeps its kernel cache on Linux (``pocl_cache.c``)."""
+    explicit = os.environ.get("POCL_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    if xdg:
+        return Path(xdg) / "pocl" / "kcache"
+    home = os.environ.get("HOME")
+    return Path(home) / ".cache" / "pocl" / "kcache" if home else Path(tempfile.gettempdir()) / "POCL_CACHE"
+
+
 def _exit_with_parent() -> None:
     parent = os.getppid()
     while True:
@@ -115,6 +155,8 @@ def main(argv: list[str] | None = None) -> int:
     # a failure here shows again, with its message, in the first request's reply.
     with contextlib.suppress(pyopencl().Error):
         pyopencl().Program(worker.context, "__kernel void tunekit_boot(__global int* x) { x[0] = 0; }").build()
+    replies.write(WorkerReady(kernel_cache=kernel_cache_problem(argv[0])).model_dump_json() + "\n")
+    replies.flush()
     for line in sys.stdin:
         if line.strip():
             replies.write(serve(ProgramRequest.model_validate_json(line), worker).model_dump_json() + "\n")

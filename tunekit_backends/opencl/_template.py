@@ -310,6 +310,6 @@ class _PrepareHook:
     def __call__(self, *inputs: Any) -> None:
         self.variant.prepare(*inputs)
 
-    def prepare_together(self, hooks: Sequence[object], inputs: tuple[Any, ...]) -> None:
+    def prepare_together(self, hooks: Sequence[object], inputs: tuple[Any, ...]) -> str | None:
         """Compile these hooks' variants as few programs (in worker processes when the client has them)."""
-        compile_together([h.variant for h in hooks if isinstance(h, _PrepareHook)], inputs)
+        return compile_together([h.variant for h in hooks if isinstance(h, _PrepareHook)], inputs)

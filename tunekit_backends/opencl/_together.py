@@ -11,7 +11,8 @@ did at that launch shape, so each failure is reported against its own variant.
 
 When workers cannot be used at all (the temporary directory cannot take the copy of the
 inputs, or no worker can start), the batch compiles here exactly as without a pool, and the
-pool warns once, saying what failed and what to do; the tune goes on either way.
+pool warns once, saying what failed and what to do; the tune goes on either way, and the
+reason goes on the tune's record (the ``compiled_in_process`` of its ``prepare`` event).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import logging
 import math
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from tunekit import _settings
 from tunekit_backends.opencl._batch import Batch, batchable, batched_program
@@ -36,22 +37,28 @@ __all__ = ["compile_together"]
 
 _log = logging.getLogger("tunekit.opencl")
 
+T = TypeVar("T")
+
 _MAX_PER_PROGRAM = 32
 """A program that fails to build is retried variant by variant: keep that retry bounded."""
 
 
-def compile_together(variants: Sequence[_Variant[Any]], inputs: tuple[Any, ...]) -> None:
-    """Build, and where a pool exists first-launch, every variant not yet launched at its shape for ``inputs``."""
+def compile_together(variants: Sequence[_Variant[Any]], inputs: tuple[Any, ...]) -> str | None:
+    """Build, and where a pool exists first-launch, every variant not yet launched at its shape for ``inputs``.
+
+    Returns why some or all of them compiled in this process although the client has compile
+    workers (for the tune's record); None when they did not.
+    """
     todo = [v for v in variants if v.needs_first_launch(inputs)]
     for variant in todo:
         variant.offered(inputs)
     if not todo:
-        return
+        return None
     template, client = todo[0].template, todo[0].client
     pool = client.compile_pool
     if pool is None:
         _build_all_here(todo)
-        return
+        return None
     try:
         files = InputsFile(inputs)
     except OSError as exc:  # a full, missing or read-only temporary directory
@@ -62,21 +69,25 @@ def compile_together(variants: Sequence[_Variant[Any]], inputs: tuple[Any, ...])
             "point TMPDIR at a writable directory, or pass OpenCLClient(compile_in='thread') to compile here.",
         )
         _build_all_here(todo)
-        return
+        return f"the temporary directory cannot take the compile workers' copy of the inputs ({exc})"
     try:
         if files.args is None:
             _log.info("%s: an argument cannot be sent to a compile worker; compiling in this process", template)
             _build_all_here(todo)
-            return
+            return "an argument cannot be sent to a compile worker (local memory, say)"
         # A variant's build and first launch in a worker are held to the same limit as one run (inf: none).
         timeout_s = _settings.current().candidate_timeout_s
         if len(todo) > 1 and batchable(template.source):
             count = math.ceil(len(todo) / _MAX_PER_PROGRAM)
-            _in_workers(pool, [todo[start::count] for start in range(count)], inputs, files, timeout_s)
-        else:
-            _on_threads(pool, lambda v: compile_one_in_worker(pool, v, inputs, files, timeout_s), todo)
+            return _in_workers(pool, [todo[start::count] for start in range(count)], inputs, files, timeout_s)
+        notes = _on_threads(pool, lambda v: compile_one_in_worker(pool, v, inputs, files, timeout_s), todo)
+        return _first(notes)
     finally:
         files.close()
+
+
+def _first(notes: list[str | None]) -> str | None:
+    return next((note for note in notes if note is not None), None)
 
 
 def _build_all_here(variants: Sequence[_Variant[Any]]) -> None:
@@ -88,13 +99,14 @@ def _build_all_here(variants: Sequence[_Variant[Any]]) -> None:
             _build_here(group, _program_of(group))
 
 
-def _cannot_start(pool: CompilePool, exc: WorkerDied) -> None:
+def _cannot_start(pool: CompilePool, exc: WorkerDied) -> str:
     pool.warn_once(
         "start",
         f"{exc}; compiling in this process instead (slower on PoCL). A worker runs "
         "`sys.executable -m tunekit_backends.opencl._compile_worker`: make that a Python that imports tunekit and "
         "pyopencl, or pass OpenCLClient(compile_in='thread') to compile here.",
     )
+    return f"no compile worker could start: {exc}"
 
 
 def _program_of(group: Sequence[_Variant[Any]]) -> Batch:
@@ -112,7 +124,7 @@ def _in_workers(
     inputs: tuple[Any, ...],
     files: InputsFile,
     timeout_s: float,
-) -> None:
+) -> str | None:
     """Every kernel of every program first-launched in whichever worker is free, then each program built here.
 
     One request per kernel, not per program: compile times differ by 5x between variants, so
@@ -152,44 +164,44 @@ def _in_workers(
             variant.worker_launched(inputs, reply.launch_errors[0] if reply.launch_errors else None)
 
     _on_threads(pool, one, jobs)
-    if unstarted:
-        _cannot_start(pool, unstarted[0])
+    note = _cannot_start(pool, unstarted[0]) if unstarted else None
     retry = [v for group in groups if id(group) in broken for v in group]
-    _on_threads(pool, lambda v: compile_one_in_worker(pool, v, inputs, files, timeout_s), retry)
+    notes = _on_threads(pool, lambda v: compile_one_in_worker(pool, v, inputs, files, timeout_s), retry)
     for group, batch in zip(groups, batches, strict=True):
         if id(group) not in broken:
             _build_here(group, batch)
+    return note or _first(notes)
 
 
-def _on_threads(pool: CompilePool, work: Callable[[Any], None], items: list[Any]) -> None:
-    """``work`` on every item, as many at once as the pool has workers."""
+def _on_threads(pool: CompilePool, work: Callable[[Any], T], items: list[Any]) -> list[T]:
+    """``work`` on every item, as many at once as the pool has workers; the results in order."""
     if not items:
-        return
+        return []
     with ThreadPoolExecutor(max_workers=pool.workers, thread_name_prefix="tunekit-compile") as threads:
-        for future in [threads.submit(work, item) for item in items]:
-            future.result()
+        return [future.result() for future in [threads.submit(work, item) for item in items]]
 
 
 def compile_one_in_worker(
     pool: CompilePool, variant: _Variant[Any], inputs: tuple[Any, ...], files: InputsFile, timeout_s: float
-) -> None:
+) -> str | None:
     """One variant alone in a worker, built exactly as its own lazy build will be (so that is a cache hit).
 
-    A worker killed by a signal or past its deadline fails the variant at that launch shape;
-    any other trouble with the worker leaves the variant to compile in this process (its own hook).
+    A ready worker killed by a signal or past its deadline fails the variant at that launch shape;
+    any other trouble with the worker leaves the variant to compile in this process (its own hook),
+    and returns why (for the tune's record).
     """
     template = variant.template
     request = _request(
         variant, template.source, template.build_options(variant.config), template.kernel_name, inputs, files
     )
     if request is None:
-        return
+        return None
     try:
         reply = pool.run(request, timeout_s)
     except WorkerDied as exc:
         if not exc.started:
-            _cannot_start(pool, exc)
-        elif exc.crashed:
+            return _cannot_start(pool, exc)
+        if exc.crashed:
             message = f"crashed a compile worker while building or first launching it: {exc}"
             variant.worker_launched(inputs, message, fatal=True)
         elif exc.timed_out:
@@ -198,11 +210,13 @@ def compile_one_in_worker(
             )
         else:
             pool.warn_once("exited", f"{variant.name}: compiling in this process instead: {exc}")
-        return
+            return f"{variant.name}: {exc}"
+        return None
     if reply.build_error is not None:
         variant.fail(f"build failed in a compile worker: {reply.build_error}")
     else:
         variant.worker_launched(inputs, reply.launch_errors[0] if reply.launch_errors else None)
+    return None
 
 
 def _request(
