@@ -219,3 +219,16 @@ def test_reading_commands_never_create_a_cache(tmp_path: Path) -> None:
     assert "nothing to verify" in run("cache", "verify", env=env).stdout
     assert "nothing to export" in run("cache", "export", env=env, check=2).stderr
     assert not empty.exists()
+
+
+def test_cache_clear_of_a_tuner_with_only_failed_tunes_forgets_them(isolated_settings: Path) -> None:
+    """Regression: `cache clear --tuner T` said no tuner T existed when T had only recorded failed tunes."""
+    tunables = tk.TunableSet(key=lambda x: SumKey(n=x.shape[0])).with_tunable(tk.Tunable("boom", _boom))
+    with pytest.raises(tk.NoValidKernelFound):
+        tk.LocalTuner[SumKey, np.ndarray]("cli_doomed").execute(CLIENT.device_id, CLIENT, tunables, (np.ones(8),))
+    cache = tk.PersistentCache(isolated_settings)
+    assert [f[1] for f in cache.failed_keys()] == ["cli_doomed"]
+    done = run("cache", "clear", "--tuner", "cli_doomed", "--device", CLIENT.device_id)
+    assert "removed 0 stored winners and 1 recorded failed tune from" in done.stdout
+    assert cache.failed_keys() == []
+    assert "no tuner named 'cli_doomed'" in run("cache", "clear", "--tuner", "cli_doomed", check=2).stderr

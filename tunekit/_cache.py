@@ -293,6 +293,26 @@ class PersistentCache:
             return False
         return True
 
+    def failed_keys(self, device_id: str | None = None, tuner: str | None = None) -> list[tuple[str, str, str]]:
+        """The (device id, tuner, key) of every recorded failed tune of this major version."""
+        if not self.available:
+            return []
+        clauses, params = self._filters(device_id, tuner)
+        try:
+            fetched = (
+                self._connection()
+                .execute(
+                    "SELECT CAST(device_id AS BLOB), CAST(tuner AS BLOB), CAST(key AS BLOB) FROM failed_tunes "
+                    f"WHERE {clauses} ORDER BY tuner, key",
+                    params,
+                )
+                .fetchall()
+            )
+        except sqlite3.Error as exc:
+            self._failed(exc, "listing failed tunes")
+            return []
+        return [(_text(device, "?"), _text(name, "?"), _text(key, "?")) for device, name, key in fetched]
+
     def delete(self, device_id: str | None = None, tuner: str | None = None) -> int:
         """Remove rows of this major version, optionally only one device's or one tuner's.
 

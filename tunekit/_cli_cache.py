@@ -6,6 +6,7 @@ import argparse
 import json
 import sqlite3
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -62,17 +63,25 @@ def _scalar_text(value: object) -> str:
 
 
 def _select(
-    cache: PersistentCache | None, tuner: str | None, device: str | None, keys: list[str]
+    cache: PersistentCache | None,
+    tuner: str | None,
+    device: str | None,
+    keys: list[str],
+    *,
+    failed: Sequence[tuple[str, str, str]] = (),
 ) -> tuple[list[CacheRow], list[str]]:
-    """Rows matching the filters, and unreadable rows' reasons; an unknown tuner or device is a usage error."""
+    """Rows matching the filters, and unreadable rows' reasons; an unknown tuner or device is a usage error.
+
+    The tuners and devices of ``failed`` (recorded failed tunes, as (device, tuner, key)) count as known.
+    """
     wanted = _key_filter(keys)
     rows: list[CacheRow] = []
     bad: list[str] = []
     everything = list(cache.rows()) if cache is not None else []
     valid = [r for r in everything if not isinstance(r, str)]
     for label, value, present in (
-        ("tuner", tuner, sorted({r.tuner for r in valid})),
-        ("device", device, sorted({r.device_id for r in valid})),
+        ("tuner", tuner, sorted({r.tuner for r in valid} | {f[1] for f in failed})),
+        ("device", device, sorted({r.device_id for r in valid} | {f[0] for f in failed})),
     ):
         if value is not None and value not in present:
             known = ", ".join(present) if present else "none: the cache is empty"
@@ -186,9 +195,12 @@ def clear(args: argparse.Namespace) -> int:
     if cache is None:
         print(f"no tuning cache at {_cache_file()}: nothing to clear")
         return 0
-    _select(cache, args.tuner, args.device, [])
+    # A tuner whose every key failed to tune has only failed tunes: clearing them is the point.
+    _select(cache, args.tuner, args.device, [], failed=cache.failed_keys())
+    failures = len(cache.failed_keys(device_id=args.device, tuner=args.tuner))
     removed = cache.delete(device_id=args.device, tuner=args.tuner)
-    print(f"removed {removed} stored winner{'s' if removed != 1 else ''} from {cache.path}")
+    also = f" and {failures} recorded failed tune{'s' if failures != 1 else ''}" if failures else ""
+    print(f"removed {removed} stored winner{'s' if removed != 1 else ''}{also} from {cache.path}")
     return 0
 
 
