@@ -307,6 +307,13 @@ def main(argv: list[str] | None = None) -> int:
     if not files:
         print(f"no cache files: {SHARED} is missing and none were given", file=sys.stderr)
         return 2
+    for f in files:
+        try:
+            _valid_means(f)
+        except (OSError, ValueError) as exc:
+            # Checked before any run: a file that cannot be replayed would fail every run the same way.
+            print(f"cannot replay {f}: {exc}", file=sys.stderr)
+            return 2
     ours = [s for s in args.tunekit.split(",") if s]
     theirs = [] if args.kt == "none" else [s for s in args.kt.split(",") if s]
     args.results.parent.mkdir(parents=True, exist_ok=True)

@@ -63,3 +63,17 @@ def test_flatness_is_the_exact_median_of_random_search_whatever_ran() -> None:
     assert bench._random_median_to_hit(10, 1) == 5  # P(miss in k) = (10 - k) / 10
     assert bench._random_median_to_hit(100, 50) == 1
     assert bench._random_median_to_hit(10, 10) == 1
+
+
+def test_a_file_that_cannot_be_replayed_stops_the_bench_before_any_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each run recorded the same load error, then the report crashed with a traceback."""
+    bench = load_bench()
+    cache = tmp_path / "broken.json"
+    cache.write_text('{"kernel_name": "k"}')
+    results = tmp_path / "results.jsonl"
+    args = [str(cache), "--only", str(tmp_path), "--seeds", "2", "--kt", "none", "--results", str(results)]
+    assert bench.main(args) == 2
+    assert f"cannot replay {cache}: {cache}: not a Kernel Tuner cache file" in capsys.readouterr().err
+    assert not results.exists()

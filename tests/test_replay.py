@@ -116,3 +116,14 @@ def test_tune_params_that_make_no_space_are_refused_naming_the_file(tmp_path: Pa
     path.write_text(json.dumps(doc))
     with pytest.raises(ValueError, match=r"repeat\.json: its tune_params do not make a search space.*repeats a value"):
         load_kernel_tuner_cache(path)
+
+
+def test_a_string_value_holding_a_comma_is_refused_as_a_value_not_as_a_key_miscount(tmp_path: Path) -> None:
+    """A tune_params string with ',' was reported as a cache key with too many values."""
+    path = write_cache(tmp_path / "comma.json")
+    doc = json.loads(path.read_text())
+    doc["tune_params"]["Z"] = [*doc["tune_params"]["Z"], "a,b"]
+    doc["cache"][f"{PARAMS['X'][0]},{PARAMS['Y'][0]},a,b"] = {"time": 1.0, "times": [1.0]}
+    path.write_text(json.dumps(doc))
+    with pytest.raises(ValueError, match=r"comma\.json: its tune_params do not make a search space.*'a,b'"):
+        load_kernel_tuner_cache(path)

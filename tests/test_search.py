@@ -249,3 +249,16 @@ def test_a_strategy_that_proposes_dicts_is_told_to_propose_configs(replay: tuple
     data, client = replay
     with pytest.raises(tk.TunekitError, match=r"ProposesDicts.*a dict, not a tk.Config"):
         tk.search(data.space, client.kernel, client, (), tuner="t", strategy=ProposesDicts, max_evals=3)
+
+
+def test_a_small_budget_starts_climbing_after_a_quarter_of_it(replay: tuple[ReplayData, ReplayClient]) -> None:
+    """auto spent its first 20 evaluations on random points, so a budget of 12 was random search."""
+    data, _ = replay
+    for seed in range(3):
+        client = ReplayClient(data, seed=seed)
+        result = tk.search(data.space, client.kernel, client, (), tuner="t", max_evals=12, seed=seed)
+        assert result.strategy == "model_ils"
+        first = [t for t in result.trials[:4] if t.score is not None]
+        start = min(first, key=lambda t: t.score or 0.0).config
+        changed = [n for n in data.space.names if result.trials[4].config[n] != start[n]]
+        assert len(changed) == 1, (seed, start, result.trials[4].config)

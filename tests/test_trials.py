@@ -41,22 +41,26 @@ def test_the_log_is_a_header_and_one_line_per_trial(data: ReplayData, tmp_path: 
 def test_resume_after_a_kill_mid_line_skips_measured_trials_and_reaches_the_same_winner(
     data: ReplayData, tmp_path: Path
 ) -> None:
-    # The default, adaptive schedule eliminates against batchmates: the batch the kill cut (trials
-    # 10-12, batch=3; only trial 10 was written whole) is re-measured whole, with the same batchmates,
-    # so the resumed run repeats the first one exactly.
+    # The default, adaptive schedule eliminates against batchmates: the batch the kill cuts (its
+    # first trial written whole, its second half written) is re-measured whole, with the same
+    # batchmates, so the resumed run repeats the first one exactly.
     assert tk.settings().adaptive
     full = tmp_path / "full.jsonl"
     reference = run(data, full)
-    killed = tmp_path / "killed.jsonl"
     lines = full.read_bytes().splitlines(keepends=True)
-    killed.write_bytes(b"".join(lines[:11]) + lines[11][: len(lines[11]) // 2])
+    batches = [json.loads(line)["batch"] for line in lines[1:]]
+    # The first batch of three after the first four trials: lines[1 + first] opens it.
+    first = next(i for i in range(4, len(batches) - 2) if batches[i - 1] != batches[i] == batches[i + 2])
+    killed = tmp_path / "killed.jsonl"
+    killed.write_bytes(b"".join(lines[: 2 + first]) + lines[2 + first][: len(lines[2 + first]) // 2])
     resumed = run(data, killed)
-    assert sum(t.resumed for t in resumed.trials) == 9
+    assert sum(t.resumed for t in resumed.trials) == first
     assert [t.config for t in resumed.trials] == [t.config for t in reference.trials]
     assert resumed.best is not None and reference.best is not None
     assert resumed.best.config == reference.best.config
     assert resumed.evaluations == 25 and resumed.stopped_by == "max_evals"
-    assert len(killed.read_text().splitlines()) == 1 + 10 + 16, "the half line was cut, the rest appended"
+    kept, appended = first + 1, 25 - first
+    assert len(killed.read_text().splitlines()) == 1 + kept + appended, "the half line was cut, the rest appended"
     for line in killed.read_text().splitlines():
         json.loads(line)
 

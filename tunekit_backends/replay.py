@@ -147,6 +147,13 @@ def load_kernel_tuner_cache(path: str | Path) -> ReplayData:
     names = data.tune_params_keys
     if sorted(names) != sorted(data.tune_params):
         raise ValueError(f"{path}: tune_params_keys {names} do not match tune_params {sorted(data.tune_params)}")
+    params = {n: data.tune_params[n] for n in names}
+    try:
+        # Checked before the keys are parsed: a value the space refuses (a string holding ',')
+        # would otherwise surface as a key with too many values.
+        tk.Space(restrict=None, **params)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{path}: its tune_params do not make a search space: {exc}") from exc
     by_text = {name: {str(v): v for v in data.tune_params[name]} for name in names}
     samples: dict[tuple[tk.ParamValue, ...], tuple[float, ...]] = {}
     failures: dict[tuple[tk.ParamValue, ...], str] = {}
@@ -167,10 +174,7 @@ def load_kernel_tuner_cache(path: str | Path) -> ReplayData:
         raise ValueError(f"{path}: no configuration has a valid time; nothing to replay")
     keys = frozenset(samples) | frozenset(failures)
     digest = hashlib.sha256("\n".join(sorted(",".join(map(str, k)) for k in keys)).encode()).hexdigest()[:32]
-    try:
-        space = tk.Space(restrict=_KnownKeys(keys, f"replay-keys:{digest}"), **{n: data.tune_params[n] for n in names})
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{path}: its tune_params do not make a search space: {exc}") from exc
+    space = tk.Space(restrict=_KnownKeys(keys, f"replay-keys:{digest}"), **params)
     return ReplayData(
         path=path,
         gpu=_gpu_name(path),

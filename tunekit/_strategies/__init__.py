@@ -8,7 +8,7 @@ from tunekit._strategies._base import Strategy, StrategyFactory, Walker
 from tunekit._strategies._genetic import Genetic
 from tunekit._strategies._local import IteratedLocalSearch
 from tunekit._strategies._simple import Exhaustive, RandomSearch
-from tunekit._strategies._surrogate import ModelGuidedLocalSearch
+from tunekit._strategies._surrogate import ModelGuidedLocalSearch, initial_points
 
 __all__ = [
     "STRATEGIES",
@@ -21,6 +21,7 @@ __all__ = [
     "StrategyFactory",
     "StrategyName",
     "Walker",
+    "initial_points",
     "make_strategy",
 ]
 
