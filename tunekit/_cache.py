@@ -24,6 +24,7 @@ import filelock
 import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from tunekit._set_origin import SetOrigin
 from tunekit._version import MAJOR, __version__
 
 __all__ = ["CacheRow", "CacheValue", "CandidateResult", "PersistentCache", "default_cache_dir"]
@@ -75,6 +76,10 @@ class CacheValue(BaseModel):
     results: list[CandidateResult] = Field(default_factory=list, max_length=100_000)
     tunekit_version: str = __version__
     tuned_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+    origin: SetOrigin | None = None
+    """Where the set that measured the row was defined. Never used to pick a winner: it tells a
+    process whose set has another checksum whether the set was edited or another operation shares
+    the tuner name (``_set_origin.py``). None in rows stored before it was kept."""
 
 
 @dataclass(frozen=True, slots=True)

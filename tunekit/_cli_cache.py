@@ -160,6 +160,8 @@ def show(args: argparse.Namespace) -> int:
         print(f"{row.tuner} {row.key}")
         print(f"  device:   {row.device_id}")
         print(f"  checksum: {row.checksum}")
+        if row.value.origin is not None:
+            print(f"  set:      {row.value.origin.describe()}")
         print(f"  tuned at: {row.value.tuned_at.isoformat()} by tunekit {row.value.tunekit_version}")
         print(f"  ranking:  {' > '.join(row.value.ranking)}")
         ranked = {name: i for i, name in enumerate(row.value.ranking)}

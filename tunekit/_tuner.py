@@ -36,6 +36,7 @@ from tunekit._records import (
 )
 from tunekit._runner import CandidateRunner
 from tunekit._schedule import BatchResult, describe_error, measure_batch
+from tunekit._set_origin import SetOrigin, report_stale
 from tunekit._settings import Settings
 from tunekit._sinks import RecordSink, emit_to_all
 from tunekit._tunable_set import TunableSet
@@ -262,7 +263,7 @@ class Tuner:
         """
         match self._stored(cache, key_json):
             case Unchecked(checksum, value):
-                ranking = self._check(tunables, checksum, value)
+                ranking = self._check(tunables, key, checksum, value)
                 if after_wait:
                     if ranking is not None:
                         _log.info(
@@ -328,10 +329,12 @@ class Tuner:
             raise NoValidKernelFound(self.name, key, failures)
         return ranking
 
-    def _check(self, tunables: TunableSet[Any, Any], checksum: str, value: CacheValue) -> tuple[int, ...] | None:
+    def _check(
+        self, tunables: TunableSet[Any, Any], key: object, checksum: str, value: CacheValue
+    ) -> tuple[int, ...] | None:
         """A stored ranking usable with ``tunables``, or None when it must be re-tuned."""
         if checksum != tunables.checksum():
-            _log.info("%s: the tunable set changed since this key was tuned; re-tuning", self.name)
+            report_stale(self.name, self.device_id, key, value.origin, tunables)
             return None
         if tunables.index_of(value.winner) is None:
             _log.info("%s: stored winner %r is no longer a candidate; re-tuning", self.name, value.winner)
@@ -628,4 +631,4 @@ def _cache_value(tunables: TunableSet[Any, Any], ranking: tuple[int, ...], outco
             case Skipped(reason):
                 results.append(CandidateResult(name=name, status="skipped", error=reason[:10_000]))
     names = [tunables.tunables[i].name for i in ranking]
-    return CacheValue(winner=names[0], ranking=names, results=results)
+    return CacheValue(winner=names[0], ranking=names, results=results, origin=SetOrigin.of(tunables))

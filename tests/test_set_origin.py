@@ -1,0 +1,115 @@
+"""Two programs sharing a cache and a tuner name: an edited set re-tunes quietly, a different set warns."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import tunekit as tk
+from tunekit._set_origin import SetOrigin
+
+# Two programs of one service: "matmul" and "conv" are different operations that both ended up
+# named "shared". EDIT=1 is the matmul program after an edit (one candidate's version bumped).
+PROGRAM = textwrap.dedent(
+    """
+    import os, sys
+    import tunekit as tk
+    from tunekit_backends.cpu import CpuClient
+
+    @tk.autotune_key
+    class Key:
+        n: int
+
+    def matmul_key(n):
+        return Key(n=n)
+
+    def conv_key(n):
+        return Key(n=n)
+
+    if sys.argv[1] == "matmul":
+        version = "2" if os.environ.get("EDIT") == "1" else ""
+        tunables = tk.TunableSet(key=matmul_key).with_tunables(
+            [tk.Tunable("naive", lambda n: n, version=version), tk.Tunable("tiled", lambda n: n + 0)]
+        )
+    else:
+        tunables = tk.TunableSet(key=conv_key).with_tunables(
+            [tk.Tunable("direct", lambda n: n), tk.Tunable("winograd", lambda n: n + 0)]
+        )
+    client = CpuClient()
+    tuner = tk.LocalTuner("shared")
+    for n in sys.argv[2:]:
+        tuner.execute(client.device_id, client, tunables, (int(n),))
+    """
+)
+
+
+def _run(tmp_path: Path, program: str, *keys: int, **env: str) -> tuple[str, list[str]]:
+    """Run one program over ``keys``; its stderr and the decisions of its records."""
+    script = tmp_path / "program.py"
+    script.write_text(PROGRAM)
+    records = tmp_path / "records.jsonl"
+    records.unlink(missing_ok=True)
+    done = subprocess.run(
+        [sys.executable, str(script), program, *map(str, keys)],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=dict(
+            os.environ,
+            TUNEKIT_CACHE_DIR=str(tmp_path / "cache"),
+            TUNEKIT_RECORD=str(records),
+            TUNEKIT_PROGRESS="0",
+            **env,
+        ),
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    decisions = [json.loads(line)["decision"] for line in records.read_text().splitlines()] if records.exists() else []
+    return done.stderr, decisions
+
+
+def test_a_different_set_under_the_same_name_in_another_process_warns_once_naming_both(tmp_path: Path) -> None:
+    """Regression: across processes a different set under one name looked like an edit, re-tuned silently each start."""
+    assert _run(tmp_path, "matmul", 1, 2)[1] == ["tuned", "tuned"]
+    err, decisions = _run(tmp_path, "conv", 1, 2)
+    assert decisions == ["tuned", "tuned"]  # it still tunes: its candidates have no stored winner
+    assert err.count("was tuned by a different tunable set under the same tuner name") == 1, err  # once, not per key
+    assert "key generator __main__:matmul_key with candidates naive, tiled" in err
+    assert "uses key generator __main__:conv_key with candidates direct, winograd" in err
+    assert 'tk.LocalTuner("shared_2")' in err
+    # ... and the matmul program, run again, is told the same from its side.
+    err, decisions = _run(tmp_path, "matmul", 1)
+    assert decisions == ["tuned"]
+    assert "(key generator __main__:conv_key with candidates direct, winograd)" in err
+
+
+def test_an_edited_set_in_another_process_re_tunes_without_a_warning(tmp_path: Path) -> None:
+    assert _run(tmp_path, "matmul", 1)[1] == ["tuned"]
+    err, decisions = _run(tmp_path, "matmul", 1, EDIT="1")
+    assert decisions == ["tuned"]  # the checksum changed: re-tuned, as before
+    assert "different tunable set" not in err, err
+    assert _run(tmp_path, "matmul", 1, EDIT="1")[1] == []  # and its winner is reused from then on
+
+
+def test_a_row_stored_before_origins_were_kept_counts_as_an_edit() -> None:
+    value = tk.CacheValue.model_validate_json('{"schema_version": 1, "winner": "a", "ranking": ["a"]}')
+    assert value.origin is None
+
+
+def test_an_origin_keeps_a_bounded_sample_of_a_large_set() -> None:
+    @tk.autotune_key
+    class Key:
+        n: int
+
+    tunables = tk.TunableSet(key=lambda n: Key(n=n)).with_tunables(
+        [tk.Tunable(f"c{i}", lambda n: n) for i in range(40)]
+    )
+    origin = SetOrigin.of(tunables)
+    assert origin.key_fn.endswith(":test_an_origin_keeps_a_bounded_sample_of_a_large_set.<locals>.<lambda>")
+    assert len(origin.candidates) == 16 and origin.candidate_count == 40
+    assert origin.describe().endswith("c15, ... 24 more")
+    assert SetOrigin.model_validate_json(origin.model_dump_json()) == origin
