@@ -77,3 +77,10 @@ def test_a_priority_that_is_not_an_int_is_refused_naming_the_group(returned: obj
 def test_a_numpy_integer_priority_is_an_int() -> None:
     grouped = _t("g").group(tk.TuneGroup("np", lambda _key: np.int64(-1)), _const(0))
     assert _names([_t("a"), grouped], None) == [["a"]]
+
+
+def test_the_plan_of_a_tunable_set_is_the_plan_of_its_tunables() -> None:
+    """tk.plan_batches(key, tunable_set), as the docs write it, failed: "'TunableSet' object is not iterable"."""
+    late = _t("late").group(tk.TuneGroup("later", _const(0)), _const(0))
+    tunables = tk.TunableSet(key=lambda: None).with_tunables([_t("a"), late])
+    assert tk.plan_batches(None, tunables) == tk.plan_batches(None, tunables.tunables) == [[0, 1]]

@@ -72,6 +72,23 @@ def test_a_verified_record_seeds_the_tuner_so_nothing_is_tuned(data: ReplayData,
     assert tuner.tuner(client.device_id).winners[tunables][Shape(n=1000)].config.values_tuple == BEST  # type: ignore[attr-defined]
 
 
+def test_a_record_seeded_with_one_set_serves_an_equal_set_built_elsewhere(data: ReplayData, tmp_path: Path) -> None:
+    """Seeding with one set object and executing with another (TUNER.init's) tuned the seeded keys afresh."""
+    client = ReplayClient(data)
+    _, tunables = committed(data, tmp_path / "r.json", client)
+    decisions: list[tk.AutotuneRecord] = []
+    tuner: tk.LocalTuner[Shape, None] = tk.LocalTuner("replayed", sinks=[decisions.append])
+    tk.Record.load_verified(tmp_path / "r.json", tunables, client.device_id).seed(tuner, tunables, Shape)
+    in_use = tuner.init(lambda: tk.TunableSet.from_space(data.space, client.kernel, key=key_of))
+    assert in_use is not tunables and in_use.checksum() == tunables.checksum()
+    tuner.execute(client.device_id, client, in_use, (np.zeros(1000),))
+    assert decisions == [], "a seeded key is never tuned"
+    assert tuner.tuner(client.device_id).winners[in_use][Shape(n=1000)].config.values_tuple == BEST  # type: ignore[attr-defined]
+    tuner.clear()
+    tuner.execute(client.device_id, client, in_use, (np.zeros(1000),))
+    assert [d.decision for d in decisions] in (["tuned"], ["cached"]), "clear() forgets seeded winners too"
+
+
 def test_a_record_from_another_device_is_refused(data: ReplayData, tmp_path: Path) -> None:
     _, tunables = committed(data, tmp_path / "r.json")
     with pytest.raises(tk.RecordMismatch, match="measured on device"):

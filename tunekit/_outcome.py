@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 from tunekit._benchmark import BenchmarkDurations
 
 __all__ = ["Failed", "Measured", "Outcome", "Skipped"]
 
 FailureStage = Literal["compile", "check", "run", "timeout", "crash"]
+_STAGES: tuple[str, ...] = get_args(FailureStage)
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +31,12 @@ class Failed:
 
     reason: str
     stage: FailureStage = "run"
+
+    def __post_init__(self) -> None:
+        # An objective's Failed("too slow", "slow") was recorded as stage 'slow', then read back
+        # from its trial log as 'run': refused where it is made, naming the stages there are.
+        if self.stage not in _STAGES:
+            raise ValueError(f"tk.Failed stage must be one of {', '.join(map(repr, _STAGES))}, got {self.stage!r}")
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,14 +10,18 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 from tunekit._tunable import Tunable
+from tunekit._tunable_set import TunableSet
 
 __all__ = ["plan_batches", "plan_order"]
 
 
-def plan_batches(key: object, tunables: Sequence[Tunable[object]]) -> list[list[int]]:
-    """Indices of ``tunables`` grouped in the order batches are tried; skipped ones are absent."""
+def plan_batches(key: object, tunables: Sequence[Tunable[object]] | TunableSet[Any, Any]) -> list[list[int]]:
+    """Indices of ``tunables`` (a set, or its tunables) grouped in the order batches are tried; skipped ones absent."""
+    if isinstance(tunables, TunableSet):  # the set itself failed as "'TunableSet' object is not iterable"
+        tunables = tunables.tunables
     ungrouped: list[int] = []
     # group priority -> within-group priority -> indices, in declaration order
     tiers: dict[int, dict[int, list[int]]] = {}

@@ -112,6 +112,9 @@ class Tuner:
         self.winners: dict[TunableSet[Any, Any], dict[object, Callable[..., Any]]] = {}
         self._rankings: dict[TunableSet[Any, Any], dict[object, tuple[int, ...]]] = {}
         self._pending: dict[tuple[TunableSet[Any, Any], object], Future[tuple[int, ...]]] = {}
+        # Seeded rankings by (checksum, key), as names: a record seeded with one set object also
+        # serves an equal set built elsewhere (TUNER.init's), which was otherwise tuned afresh.
+        self._seeded: dict[tuple[str, object], tuple[str, ...]] = {}
 
     # -- cache state -----------------------------------------------------------------
 
@@ -145,6 +148,8 @@ class Tuner:
         ranking = tuple(i for i in (tunables.index_of(n) for n in ranking_names) if i is not None)
         if not ranking:
             raise ValueError(f"tuner {self.name!r}: none of {list(ranking_names)} is a member of {tunables!r}")
+        with self._lock:
+            self._seeded[(tunables.checksum(), key)] = tuple(tunables.tunables[i].name for i in ranking)
         self._remember(tunables, key, ranking)
 
     def winners_names(self) -> list[str]:
@@ -161,6 +166,7 @@ class Tuner:
         with self._lock:
             self.winners.clear()
             self._rankings.clear()
+            self._seeded.clear()
 
     def _claim(self, tunables: TunableSet[Any, Any], key_json: str, settings: Settings) -> None:
         """Refuse a second, different set for this name and key, whose row would overwrite the first's.
@@ -193,9 +199,16 @@ class Tuner:
             exc.add_note(f"tunekit: tuner {self.name!r} {tunables!r}: the key comes from {tunables.describe_key_fn()}")
             raise
         self._claim(tunables, key_json, settings)
+        checksum = tunables.checksum()
         with self._lock:
             ranking = self._rankings.get(tunables, {}).get(key)
             if ranking is not None:
+                return ranking
+            seeded = self._seeded.get((checksum, key))
+            if seeded is not None:  # same names in the same order: the seeded indices hold for this set
+                ranking = tuple(i for i in map(tunables.index_of, seeded) if i is not None)
+                self._rankings.setdefault(tunables, {})[key] = ranking
+                self.winners.setdefault(tunables, {})[key] = tunables.tunables[ranking[0]].fn
                 return ranking
             future = self._pending.get((tunables, key))
             owner = future is None
