@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
-import gzip
 import hashlib
 import io
 import json
@@ -105,9 +104,11 @@ _KT_FILES: dict[str, tuple[str, dict[str, Any]]] = {}
 def _kt_file(path: str) -> tuple[str, dict[str, Any]]:
     """Kernel Tuner reads only plain ``.json`` caches: a decompressed copy per worker."""
     if path not in _KT_FILES:
-        opener = gzip.open if path.endswith(".gz") else open
-        with opener(path, "rt", encoding="utf-8") as f:
-            doc = json.load(f)
+        if str(ROOT) not in sys.path:
+            sys.path.insert(0, str(ROOT))
+        from tunekit_backends.replay import read_cache_document
+
+        doc = read_cache_document(path)  # closed, if a stopped Kernel Tuner run left it open
         copy = Path(tempfile.mkdtemp(prefix="kt-cache-")) / "cache.json"
         copy.write_text(json.dumps(doc))
         _KT_FILES[path] = (str(copy), doc)

@@ -127,3 +127,23 @@ def test_a_string_value_holding_a_comma_is_refused_as_a_value_not_as_a_key_misco
     path.write_text(json.dumps(doc))
     with pytest.raises(ValueError, match=r"comma\.json: its tune_params do not make a search space.*'a,b'"):
         load_kernel_tuner_cache(path)
+
+
+def test_a_cache_left_open_by_a_stopped_kernel_tuner_run_is_read_like_kernel_tuner_reads_it(tmp_path: Path) -> None:
+    """A stopped Kernel Tuner run leaves the JSON unclosed; the loader refused such a file as unreadable."""
+    closed = write_cache(tmp_path / "closed.json")
+    whole = load_kernel_tuner_cache(closed)
+    # As Kernel Tuner writes it while tuning: one entry per line, each followed by a comma.
+    text = json.dumps(json.loads(closed.read_text())).replace('}, "', '},\n"')
+    assert text.endswith("}}}")
+    opened = tmp_path / "open.json"
+    opened.write_text(text[:-2] + ",\n")
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(opened.read_text())
+    assert load_kernel_tuner_cache(opened).samples_ms == whole.samples_ms
+    # A kill in the middle of writing an entry: the entries before it are read.
+    lines = text[:-2].splitlines()
+    cut = tmp_path / "cut.json"
+    cut.write_text("\n".join(lines[:-1]) + "\n" + lines[-1][: len(lines[-1]) // 2])
+    read = load_kernel_tuner_cache(cut)
+    assert len(read.samples_ms) + len(read.failures) == len(whole.samples_ms) + len(whole.failures) - 1

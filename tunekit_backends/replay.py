@@ -34,6 +34,7 @@ __all__ = [
     "ReplayData",
     "ReplayFailure",
     "load_kernel_tuner_cache",
+    "read_cache_document",
 ]
 
 T = TypeVar("T")
@@ -95,11 +96,28 @@ class ReplayData:
         return math.fsum(samples) / len(samples)
 
 
-def _read_json(path: Path) -> Any:
+def read_cache_document(path: str | Path) -> Any:
+    """The JSON document of a Kernel Tuner cache file (``.json`` or ``.json.gz``), closed if left open.
+
+    Kernel Tuner appends each result to the file while it tunes and closes the JSON only when
+    the run ends, so a stopped run leaves an open file (and a kill mid-write, a half-written
+    last entry). Such a file is read as Kernel Tuner reads it: closed after its last whole entry.
+    """
+    path = Path(path)
     opener = gzip.open if path.name.endswith(".gz") else open
     try:
         with opener(path, "rt", encoding="utf-8") as f:
-            return json.load(f)
+            text = f.read()
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            body = text.rstrip()
+            for whole in (body, body[: body.rfind("\n")].rstrip()):
+                try:
+                    return json.loads(whole.removesuffix(",") + "}\n}")
+                except json.JSONDecodeError:
+                    continue
+            raise exc from None
     except (OSError, EOFError, json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ValueError(f"{path}: not a readable Kernel Tuner cache file ({type(exc).__name__}: {exc})") from exc
 
@@ -141,7 +159,7 @@ def load_kernel_tuner_cache(path: str | Path) -> ReplayData:
     """
     path = Path(path)
     try:
-        data = KernelTunerCacheFile.model_validate(_read_json(path))
+        data = KernelTunerCacheFile.model_validate(read_cache_document(path))
     except ValidationError as exc:
         raise ValueError(f"{path}: not a Kernel Tuner cache file: {exc}") from exc
     names = data.tune_params_keys
