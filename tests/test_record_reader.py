@@ -52,7 +52,7 @@ def test_each_bad_line_is_named_with_its_number(tmp_path: Path) -> None:
     ]
     reasons = {x.line: x.reason for x in lines if isinstance(x, BadLine)}
     assert reasons[2].startswith("not valid JSON")
-    assert reasons[4].startswith("not a valid AutotuneRecord: tuner: Field required (and")
+    assert reasons[4].startswith("not a valid AutotuneRecord: tuner: Field required; and")
     assert reasons[5].startswith("not UTF-8")
     assert reasons[6].startswith("not a valid AutotuneRecord: schema_version")
     assert reasons[8].startswith("last line is cut short")

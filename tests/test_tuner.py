@@ -408,6 +408,44 @@ def test_a_candidate_executing_its_own_key_in_a_forked_worker_fails_the_same_way
     assert selfish.error is not None and selfish.error.startswith("TuneRecursionError:"), selfish.error
 
 
+def test_a_candidate_executing_its_own_key_in_a_spawned_worker_fails_at_once_naming_the_self_call() -> None:
+    """Regression: the spawned worker waited on its parent's tune lock until the candidate timeout (a 'timeout')."""
+    import _self_calling
+
+    isolated = _self_calling.SET.with_isolation("process", timeout_s=20, worker=_self_calling.build)
+    records: list[tk.AutotuneRecord] = []
+    sink = tk.add_record_sink(records.append)
+    try:
+        assert _within(60, lambda: _self_calling.TUNER.execute(CLIENT.device_id, CLIENT, isolated, (5,))) == 5
+    finally:
+        tk.remove_record_sink(sink)
+    (record,) = records
+    assert record.winner == "plain"
+    selfish = next(c for c in record.candidates if c.name == "selfish")
+    assert selfish.status == "failed" and selfish.stage == "run", selfish
+    error = selfish.error or ""
+    assert error.startswith("TuneRecursionError: tuner 'self-call-spawned'"), error
+    assert "by the process that started this worker" in error and "NKey(n=5)" in error, error
+
+
+def test_a_prepare_hook_executing_its_own_key_fails_its_candidate_instead_of_deadlocking() -> None:
+    """Regression: the hook, on a prepare thread, waited on the tune that was waiting for the hook."""
+    import _self_calling
+
+    records: list[tk.AutotuneRecord] = []
+    sink = tk.add_record_sink(records.append)
+    try:
+        tuner = _self_calling.PREPARE_TUNER
+        assert _within(60, lambda: tuner.execute(CLIENT.device_id, CLIENT, _self_calling.PREPARE_SET, (5,))) == 5
+    finally:
+        tk.remove_record_sink(sink)
+    (record,) = records
+    assert record.winner == "plain"
+    hooked = next(c for c in record.candidates if c.name == "prepares-selfishly")
+    assert hooked.status == "failed" and hooked.stage == "compile", hooked
+    assert (hooked.error or "").startswith("TuneRecursionError: tuner 'self-call-prepare'"), hooked.error
+
+
 def _threads_waiting_on_tunes(tuner: tk.LocalTuner[Any, Any]) -> int:
     """Threads blocked on a tune in flight.
 

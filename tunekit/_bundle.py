@@ -15,6 +15,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from tunekit._cache import CacheRow, CacheValue
+from tunekit._validation_text import validation_text
 from tunekit._version import MAJOR, __version__
 
 __all__ = ["BundleEntry", "CacheBundle"]
@@ -77,8 +78,6 @@ class CacheBundle(BaseModel):
             try:
                 entries.append(BundleEntry.of(row))
             except ValidationError as exc:
-                error = exc.errors()[0]
-                where = ".".join(str(p) for p in error["loc"])
-                left_out.append(f"{row.tuner}/{row.key} on {row.device_id!r}: {where}: {error['msg']}")
+                left_out.append(f"{row.tuner}/{row.key} on {row.device_id!r}: {validation_text(exc, limit=1)}")
         entries.sort(key=lambda e: (e.tuner, e.device_id, e.key))
         return cls(entries=entries), left_out

@@ -18,6 +18,7 @@ from tunekit._cli import CliError
 from tunekit._cli_table import format_duration_ns, print_table
 from tunekit._settings import current
 from tunekit._tune_lock import sweep_lock_files
+from tunekit._validation_text import validation_text
 from tunekit._version import MAJOR
 
 __all__ = ["clear", "export", "import_bundle", "list_rows", "path", "show", "verify"]
@@ -239,9 +240,7 @@ def import_bundle(args: argparse.Namespace) -> int:
     try:
         bundle = CacheBundle.model_validate_json(raw)
     except ValidationError as exc:
-        error = exc.errors()[0]
-        where = ".".join(str(p) for p in error["loc"]) or "the file"
-        raise CliError(f"{source} is not a tunekit cache bundle: {where}: {error['msg']}") from exc
+        raise CliError(f"{source} is not a tunekit cache bundle: {validation_text(exc, whole='the file')}") from exc
     # Every field has a default (for export), so "{}" would validate as an empty bundle and import nothing.
     missing = sorted({"schema_version", "tunekit_major", "entries"} - bundle.model_fields_set)
     if missing:
@@ -314,8 +313,7 @@ def _row_problem(device_id: object, tuner: object, key: object, checksum: object
             {"device_id": device_id, "tuner": tuner, "key": key, "checksum": checksum, "value": parsed}
         )
     except ValidationError as exc:
-        error = exc.errors()[0]
-        return f"{'.'.join(str(p) for p in error['loc'])}: {error['msg']}"
+        return validation_text(exc, limit=1)
     if entry.value.winner not in entry.value.ranking:
         return f"winner {entry.value.winner!r} is not in the ranking"
     return None

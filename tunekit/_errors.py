@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from tunekit._outcome import FailureStage
@@ -54,24 +54,31 @@ class CandidateFailed(TunekitError):
 
 
 class TuneRecursionError(TunekitError, RuntimeError):
-    """A candidate executed its own operation for the key being tuned, in the thread tuning it.
+    """A candidate executed its own operation for the key being tuned, from inside that tune.
 
-    That call would wait for the very tune that is running it, forever; it raises instead, so
-    the candidate fails like any candidate that raises and the tune goes on with the others.
+    From the tuning thread, one of its prepare hooks, or a worker process running its
+    candidates: that call would wait for the very tune that is running it, forever (or, in a
+    worker, until the candidate's time limit). It raises instead, so the candidate fails like
+    any candidate that raises and the tune goes on with the others.
     """
 
-    def __init__(self, tuner: str, key: object) -> None:
+    def __init__(self, tuner: str, key: object, *, where: str = "by the tune running this candidate") -> None:
         self.tuner = tuner
         self.key = key
+        self.where = where
         # One line: a failed candidate's reason is the first line of what it raised.
         super().__init__(
             f"tuner {tuner!r}: a candidate executed this operation for key {key!r} while that key is being tuned "
-            "in the same thread; a candidate must not execute its own operation for the key being tuned "
+            f"{where}; a candidate must not execute its own operation for the key being tuned "
             "(it would wait on its own tune forever): call the kernel directly instead"
         )
 
-    def __reduce__(self) -> tuple[type[TuneRecursionError], tuple[str, object]]:
-        return (type(self), (self.tuner, self.key))
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild_recursion_error, (self.tuner, self.key, self.where))
+
+
+def _rebuild_recursion_error(tuner: str, key: object, where: str) -> TuneRecursionError:
+    return TuneRecursionError(tuner, key, where=where)
 
 
 class SettingsError(TunekitError, ValueError):

@@ -12,6 +12,7 @@ import os
 import time
 from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
+from contextvars import copy_context
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -89,9 +90,10 @@ def prepare_batch(
         if isinstance(hook, PreparesTogether):
             groups.setdefault(hook.together, []).append(hook)
     with ThreadPoolExecutor(max_workers=size, thread_name_prefix="tunekit-prepare") as pool:
-        shared = [pool.submit(_prepare_group, members, inputs) for members in groups.values()]
+        # Each hook runs in a copy of this context: it works for this tune (see _self_call.py).
+        shared = [pool.submit(copy_context().run, _prepare_group, members, inputs) for members in groups.values()]
         notes = [note for note in (future.result() for future in shared) if note is not None]
-        futures = {pool.submit(hook, *inputs): i for i, hook in hooks.items()}
+        futures = {pool.submit(copy_context().run, hook, *inputs): i for i, hook in hooks.items()}
         for future in as_completed(futures):
             index = futures[future]
             error = future.exception()

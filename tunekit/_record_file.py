@@ -30,6 +30,7 @@ from tunekit._search import SearchResult
 from tunekit._space import ParamValue
 from tunekit._tunable_set import TunableSet
 from tunekit._tuner import Tuner
+from tunekit._validation_text import validation_text
 from tunekit._version import MAJOR, __version__
 
 __all__ = ["Record", "RecordEntry", "RecordFile", "RecordMismatch"]
@@ -172,7 +173,7 @@ class Record:
             raise FileNotFoundError(f"no committed record at {path}; create one with tk.Record(...).save()") from None
         except ValidationError as exc:
             raise RecordMismatch(
-                f"{path} is not a valid tunekit record file (schema_version 1): {_describe(exc)}"
+                f"{path} is not a valid tunekit record file (schema_version 1): {validation_text(exc, whole='file')}"
             ) from None
         return cls(
             tuner=data.tuner,
@@ -241,13 +242,6 @@ class Record:
 def _entry_key(entry: RecordEntry) -> str:
     """The same canonical JSON as ``key_to_json``, from the stored dict."""
     return json.dumps(entry.key, sort_keys=True, separators=(",", ":"))
-
-
-def _describe(exc: ValidationError) -> str:
-    """The first validation errors on one line, without pydantic's dump of the input."""
-    errors = exc.errors(include_url=False)
-    parts = [f"{'.'.join(map(str, e['loc'])) or 'file'}: {e['msg']}" for e in errors[:3]]
-    return "; ".join(parts) + (f"; and {len(errors) - 3} more" if len(errors) > 3 else "")
 
 
 def _not_candidates(entries: Iterable[RecordEntry], tunables: TunableSet[Any, Any]) -> list[str]:

@@ -16,6 +16,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from tunekit._records import AutotuneRecord
+from tunekit._validation_text import validation_text
 
 __all__ = ["BadLine", "RecordLine", "follow_records", "parse_line", "read_records"]
 
@@ -39,17 +40,6 @@ class BadLine:
     reason: str
 
 
-_CONTROL_ESCAPES = {code: f"\\x{code:02x}" for code in (*range(0x20), 0x7F)}
-
-
-def _validation_reason(exc: ValidationError) -> str:
-    error = exc.errors()[0]
-    # A loc part can be a key from the file itself ("\n" included): escaped, the reason stays one line.
-    where = ".".join(str(part) for part in error["loc"]).translate(_CONTROL_ESCAPES)
-    more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-    return f"{where}: {error['msg']}{more}" if where else f"{error['msg']}{more}"
-
-
 def parse_line(number: int, raw: bytes) -> RecordLine | BadLine | None:
     """One line of a records file; None for a blank line."""
     if not raw.strip():
@@ -65,7 +55,7 @@ def parse_line(number: int, raw: bytes) -> RecordLine | BadLine | None:
     except ValidationError as exc:
         if exc.errors()[0]["type"] == "json_invalid":
             return BadLine(number, f"not valid JSON: {exc.errors()[0]['msg']}")
-        return BadLine(number, f"not a valid AutotuneRecord: {_validation_reason(exc)}")
+        return BadLine(number, f"not a valid AutotuneRecord: {validation_text(exc, limit=1)}")
 
 
 def read_records(path: str | os.PathLike[str]) -> Iterator[RecordLine | BadLine]:

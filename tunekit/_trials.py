@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from tunekit._errors import TunekitError
 from tunekit._space import Config, ParamValue, Space, SpaceModel
+from tunekit._validation_text import validation_text
 from tunekit._version import __version__
 
 __all__ = ["TrialEntry", "TrialLog", "TrialLogError", "TrialLogHeader"]
@@ -236,7 +237,5 @@ class TrialLog:
 def _one_line(exc: ValueError) -> str:
     """A validation error as one line: each field and what is wrong, without pydantic's input dump and URL."""
     if isinstance(exc, ValidationError):
-        return "; ".join(
-            f"{'.'.join(str(p) for p in error['loc']) or 'the line'}: {error['msg']}" for error in exc.errors()[:3]
-        )
+        return validation_text(exc, whole="the line")
     return str(exc)

@@ -36,6 +36,7 @@ from tunekit._records import (
 )
 from tunekit._runner import CandidateRunner
 from tunekit._schedule import BatchResult, describe_error, measure_batch
+from tunekit._self_call import runs_within, tuned_by_parent, tuning
 from tunekit._set_origin import SetOrigin, report_stale
 from tunekit._settings import Settings
 from tunekit._sinks import RecordSink, emit_to_all
@@ -51,19 +52,6 @@ _log = logging.getLogger("tunekit.tuner")
 
 _caches_lock = threading.Lock()
 _caches: dict[Path, PersistentCache] = {}
-
-_tuning = threading.local()
-"""The futures of the tunes this thread is running: waiting on one of them would wait forever.
-
-Per thread, not per tuner: another thread asking for a key being tuned rightly waits for the
-tune. A worker forked by the tuning thread inherits the set, so a candidate that calls its own
-operation there fails the same way instead of hanging until its timeout.
-"""
-
-
-def _tunes_in_this_thread() -> set[Future[tuple[int, ...]]]:
-    futures: set[Future[tuple[int, ...]]] = _tuning.__dict__.setdefault("futures", set())
-    return futures
 
 
 def persistent_cache(settings: Settings | None = None) -> PersistentCache | None:
@@ -199,6 +187,7 @@ class Tuner:
             exc.add_note(f"tunekit: tuner {self.name!r} {tunables!r}: the key comes from {tunables.describe_key_fn()}")
             raise
         self._claim(tunables, key_json, settings)
+        tune_id = (self.device_id, self.name, key_json)
         checksum = tunables.checksum()
         with self._lock:
             ranking = self._rankings.get(tunables, {}).get(key)
@@ -213,22 +202,21 @@ class Tuner:
             future = self._pending.get((tunables, key))
             owner = future is None
             if future is None:
+                if tuned_by_parent(tune_id):  # a candidate run by a spawned worker of this very tune
+                    raise TuneRecursionError(self.name, key, where="by the process that started this worker")
                 future = self._pending[(tunables, key)] = Future()
-        running = _tunes_in_this_thread()
         if not owner:
-            if future in running:  # a candidate of this very tune, run by this thread
+            if runs_within(future):  # a candidate or prepare hook of this very tune
                 raise TuneRecursionError(self.name, key)
             return future.result()
-        running.add(future)
         try:
-            ranking = self._decide(client, tunables, key, inputs, settings)
+            with tuning(future, tune_id):
+                ranking = self._decide(client, tunables, key, inputs, settings)
         except BaseException as exc:
             with self._lock:
                 del self._pending[(tunables, key)]
             future.set_exception(exc)
             raise
-        finally:
-            running.discard(future)
         self._remember(tunables, key, ranking)
         with self._lock:
             del self._pending[(tunables, key)]

@@ -32,6 +32,7 @@ from tunekit._check import CheckOutcome, Gate
 from tunekit._client import Client
 from tunekit._errors import CandidateFailed, TunekitError
 from tunekit._runner import InProcessRunner
+from tunekit._self_call import inherit, tunes_to_pass_on
 from tunekit._tunable_set import TunableSet
 
 __all__ = ["ProcessRunner", "describe_error", "resolve_reference", "timeout_reason", "worker_reference"]
@@ -190,6 +191,8 @@ class ProcessRunner:
         self.timeout_s = timeout_s
         self.recipe = recipe
         self.gate = gate
+        # Taken here, in the tuning thread: a spawned worker must refuse to tune these keys itself.
+        self.tuning = tunes_to_pass_on()
         self._worker: _Worker | None = None
         self._setup_error: str | None = None
 
@@ -257,6 +260,7 @@ class ProcessRunner:
             "names": list(self.tunables.names),
             "device_id": self.client.device_id,
             "gate": self.gate is not None,
+            "tuning": self.tuning,
         }
         try:
             parent_end.send_bytes(json.dumps(setup).encode())
@@ -306,6 +310,7 @@ def _spawned_main(fd: int) -> None:  # pragma: no cover - runs in the spawned wo
     _die_with_parent()
     setup = json.loads(conn.recv_bytes())
     sys.path[:] = setup["sys_path"]
+    inherit(setup["tuning"])  # before the factory, which may execute operations itself
     try:
         factory: WorkerFactory = resolve_reference(setup["factory"])
         client, tunables, inputs = factory(setup["key"])
