@@ -197,6 +197,11 @@ def test_reference_options_are_validated_at_definition() -> None:
         base.with_reference(lambda x: x, rtol=-1)
     with pytest.raises(TypeError, match="callable"):
         base.with_reference(42)  # type: ignore[arg-type]
+    # float() took "1e-3" as a number and failed on "tight" naming neither argument.
+    for name in ("rtol", "atol"):
+        for bad in ("1e-3", "tight", None):
+            with pytest.raises(TypeError, match=rf"with_reference\({name}=...\) takes a number, got {bad!r}"):
+                base.with_reference(lambda x: x, **{name: bad})
 
 
 def test_a_failing_reference_stops_the_tune_instead_of_blaming_candidates() -> None:

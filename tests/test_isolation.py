@@ -180,8 +180,12 @@ def test_isolation_policy_is_validated_when_the_set_is_built() -> None:
     base = tk.TunableSet(key=_key)
     with pytest.raises(ValueError, match="'none' or 'process'"):
         base.with_isolation("thread")  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="timeout_s must be > 0"):
+    with pytest.raises(ValueError, match="timeout_s must be a number > 0"):
         base.with_isolation("process", timeout_s=0)
+    # "5" failed as "'>' not supported between instances of 'str' and 'int'"; True was one second.
+    for bad in ("5", True):
+        with pytest.raises(ValueError, match=rf"timeout_s must be a number > 0 .*got {bad!r}"):
+            base.with_isolation("process", timeout_s=bad)  # type: ignore[arg-type]
     assert base.with_isolation("process", timeout_s=math.inf).isolation == tk.Isolation("process", math.inf)
     assert base.isolation is None
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import math
+import numbers
 import os
 import threading
 import time
@@ -55,8 +56,11 @@ class Isolation:
     def __post_init__(self) -> None:
         if self.mode not in ("none", "process"):
             raise ValueError(f"isolation mode must be 'none' or 'process', got {self.mode!r}")
-        if self.timeout_s is not None and not self.timeout_s > 0:
-            raise ValueError(f"timeout_s must be > 0 (math.inf for no limit), got {self.timeout_s!r}")
+        if self.timeout_s is not None and (
+            # "5" failed comparing str with int, and True was taken as one second
+            not isinstance(self.timeout_s, numbers.Real) or isinstance(self.timeout_s, bool) or not self.timeout_s > 0
+        ):
+            raise ValueError(f"timeout_s must be a number > 0 (math.inf for no limit), got {self.timeout_s!r}")
         if self.worker is not None and self.mode != "process":
             raise ValueError("a worker factory needs isolation mode 'process'")
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import numbers
 import typing
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
@@ -218,6 +219,10 @@ class TunableSet(Generic[K, Out]):
         ``atol`` can widen. A candidate that fails is recorded with the error figures and
         never timed.
         """
+        for name, value in (("rtol", rtol), ("atol", atol)):
+            # float() read "1e-3" as a number and failed on "a" naming neither argument
+            if not isinstance(value, numbers.Real) or isinstance(value, bool):
+                raise TypeError(f"with_reference({name}=...) takes a number, got {value!r}")
         new = self._copy()
         new._reference = Reference(reference, tuple(outputs) if outputs is not None else None, float(rtol), float(atol))
         return new
