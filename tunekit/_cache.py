@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import filelock
 import platformdirs
@@ -216,20 +216,30 @@ class PersistentCache:
             _log.warning(detail)
         return detail
 
+    def _row(self, table: str, device_id: str, tuner: str, key: str) -> Any:
+        """The raw (checksum, value) of one key in ``table`` (``winners`` or ``failed_tunes``), or None."""
+        return (
+            self._connection()
+            .execute(
+                f"SELECT {_RAW_CHECKSUM}, {_RAW_VALUE} FROM {table} "
+                "WHERE tunekit_major=? AND device_id=? AND tuner=? AND key=?",
+                (self.MAX_VALUE_BYTES, MAJOR, device_id, tuner, key),
+            )
+            .fetchone()
+        )
+
+    def _store(self, table: str, device_id: str, tuner: str, key: str, checksum: str, payload: str) -> None:
+        self._connection().execute(
+            f"INSERT OR REPLACE INTO {table} VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (MAJOR, device_id, tuner, key, checksum, payload, time.time()),
+        )
+
     def get(self, device_id: str, tuner: str, key: str) -> tuple[str, CacheValue] | str | None:
         """The stored (checksum, value); a reason string when the row is unreadable; None when absent."""
         if not self.available:
             return None
         try:
-            row = (
-                self._connection()
-                .execute(
-                    f"SELECT {_RAW_CHECKSUM}, {_RAW_VALUE} FROM winners "
-                    "WHERE tunekit_major=? AND device_id=? AND tuner=? AND key=?",
-                    (self.MAX_VALUE_BYTES, MAJOR, device_id, tuner, key),
-                )
-                .fetchone()
-            )
+            row = self._row("winners", device_id, tuner, key)
         except sqlite3.Error as exc:
             return self._failed(exc, "reading a winner")
         if row is None:
@@ -246,12 +256,8 @@ class PersistentCache:
         """Store a winner atomically (one transaction); False when the cache is memory-only or busy."""
         if not self.available:
             return False
-        payload = value.model_dump_json()
         try:
-            self._connection().execute(
-                "INSERT OR REPLACE INTO winners VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (MAJOR, device_id, tuner, key, checksum, payload, time.time()),
-            )
+            self._store("winners", device_id, tuner, key, checksum, value.model_dump_json())
         except sqlite3.Error as exc:
             self._failed(exc, "storing a winner")
             return False
@@ -262,15 +268,7 @@ class PersistentCache:
         if not self.available:
             return None
         try:
-            row = (
-                self._connection()
-                .execute(
-                    f"SELECT {_RAW_CHECKSUM}, {_RAW_VALUE} FROM failed_tunes "
-                    "WHERE tunekit_major=? AND device_id=? AND tuner=? AND key=?",
-                    (self.MAX_VALUE_BYTES, MAJOR, device_id, tuner, key),
-                )
-                .fetchone()
-            )
+            row = self._row("failed_tunes", device_id, tuner, key)
         except sqlite3.Error as exc:
             self._failed(exc, "reading a failed tune")
             return None
@@ -289,10 +287,7 @@ class PersistentCache:
                     (MAJOR, device_id, tuner, key),
                 )
             else:
-                self._connection().execute(
-                    "INSERT OR REPLACE INTO failed_tunes VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (MAJOR, device_id, tuner, key, checksum, payload, time.time()),
-                )
+                self._store("failed_tunes", device_id, tuner, key, checksum, payload)
         except sqlite3.Error as exc:
             self._failed(exc, "recording a failed tune")
             return False
