@@ -164,6 +164,37 @@ def test_a_tune_nested_in_a_tune_of_the_same_key_does_not_wait_on_itself(caplog:
     assert all(c.status == "measured" for r in records for c in r.candidates), records
 
 
+def test_a_tune_nested_in_a_prepare_hook_of_a_tune_of_the_same_key_does_not_wait_on_it(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Regression: the hook runs on a prepare thread, which did not know its tuning thread held the lock (30 s)."""
+    import logging
+
+    import tunekit as tk
+    from tunekit_backends.cpu import CpuClient
+
+    @tk.autotune_key
+    class Key:
+        n: int
+
+    client = CpuClient()
+    inner_set = tk.TunableSet(key=lambda n: Key(n=n)).with_tunables(
+        [tk.Tunable("a", lambda n: n), tk.Tunable("b", lambda n: (time.sleep(0.001), n)[1])]
+    )
+    inner: tk.LocalTuner[Key, int] = tk.LocalTuner("ops-prepared")
+    outer_set = tk.TunableSet(key=lambda n: Key(n=n)).with_tunables(
+        [
+            tk.Tunable("a", lambda n: n, prepare=lambda n: inner.execute(client.device_id, client, inner_set, (n,))),
+            tk.Tunable("b", lambda n: (time.sleep(0.002), n)[1]),
+        ]
+    )
+    assert inner_set.checksum() == outer_set.checksum()
+    tk.configure(tune_lock_timeout_s=30)
+    with caplog.at_level(logging.INFO, logger="tunekit.tuner"):
+        assert tk.LocalTuner[Key, int]("ops-prepared").execute(client.device_id, client, outer_set, (7,)) == 7
+    assert "waiting for its winner" not in caplog.text and "waited" not in caplog.text
+
+
 # Each process takes the lock of one key over and over; inside it, it creates a marker file that
 # must not exist (O_EXCL), so two holders at once fail loudly. The lock file is removed at every
 # release, so the processes keep racing on files being removed and created again.

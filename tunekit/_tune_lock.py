@@ -28,10 +28,10 @@ import hashlib
 import logging
 import os
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Literal
 
@@ -44,8 +44,11 @@ _log = logging.getLogger("tunekit.tuner")
 _POLL_S = 0.05
 """How often a waiter tries the lock again (filelock's default poll interval)."""
 
-_held = threading.local()
-"""Lock paths this thread holds: a tune nested inside a tune of the same key must not wait on itself."""
+_held: ContextVar[frozenset[Path]] = ContextVar("tunekit_held_tune_locks", default=frozenset())
+"""Lock paths the running code's tunes hold: a tune nested inside a tune of the same key must not wait on itself.
+
+A context variable, not a thread-local, so that the prepare hooks a tuning thread runs on a
+thread pool (each in a copy of its context) see its locks too."""
 
 Release = Callable[[], None]
 
@@ -55,25 +58,25 @@ def tune_lock(cache: PersistentCache, device_id: str, tuner: str, key_json: str,
     """Hold the lock on (device, tuner, key) while the block runs; yields whether it is held.
 
     Not held (False) when the cache directory takes no lock file, or after ``timeout_s`` of
-    waiting: the caller then tunes without it, as it would have without this lock. A thread
-    that already holds it (a candidate that tunes the same key through another tunable set of
-    the same tuner name, which for one key must have the same candidates) goes on at once.
+    waiting: the caller then tunes without it, as it would have without this lock. Code that
+    runs for the tune holding it (a candidate or prepare hook that tunes the same key through
+    another tunable set of the same tuner name, which for one key must have the same
+    candidates) goes on at once.
     """
     digest = hashlib.sha256("\x00".join((device_id, tuner, key_json)).encode()).hexdigest()[:40]
     path = lock_directory(cache.directory) / f"{digest}.lock"
-    held: set[Path] = _held.__dict__.setdefault("paths", set())
-    if path in held:
+    if path in _held.get():
         yield True
         return
     release = _acquire(path, tuner, key_json, device_id, timeout_s)
     if release is None:
         yield False
         return
-    held.add(path)
+    token = _held.set(_held.get() | {path})
     try:
         yield True
     finally:
-        held.discard(path)
+        _held.reset(token)
         release()
 
 
