@@ -216,3 +216,14 @@ def test_adding_something_other_than_a_search_result_is_refused(data: ReplayData
     with pytest.raises(TypeError, match=r"Record.add\(\) takes the tk.SearchResult .* got Trial"):
         record.add(Shape(n=8), result.best)  # type: ignore[arg-type]
     assert record.entries == {}
+
+
+def test_a_record_for_an_empty_tuner_or_device_or_no_set_is_refused() -> None:
+    """Record.for_tunables('', ...) made a record that no tuner could ever be seeded from."""
+    tunables = tk.TunableSet(key=key_of).with_tunable(tk.Tunable("a", lambda x: x))
+    with pytest.raises(ValueError, match=r"tk.Record.for_tunables\(tuner=...\) must be a non-empty str, got ''"):
+        tk.Record.for_tunables("", "cpu", tunables)
+    with pytest.raises(TypeError, match=r"for_tunables\(device_id=...\) must be a non-empty str, got None"):
+        tk.Record.for_tunables("t", None, tunables)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"takes a tk.TunableSet, got list"):
+        tk.Record.for_tunables("t", "cpu", [tunables])  # type: ignore[arg-type]

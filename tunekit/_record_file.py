@@ -27,6 +27,7 @@ from tunekit._key import is_autotune_key, key_to_json
 from tunekit._local import LocalTuner
 from tunekit._outcome import Measured
 from tunekit._search import SearchResult
+from tunekit._search_spec import check_search_names
 from tunekit._space import ParamValue
 from tunekit._tunable_set import TunableSet
 from tunekit._tuner import Tuner
@@ -102,6 +103,10 @@ class Record:
     @classmethod
     def for_tunables(cls, tuner: str, device_id: str, tunables: TunableSet[Any, Any]) -> Record:
         """An empty record for winners chosen among ``tunables``."""
+        # An empty tuner or device id was saved, and such a record matches no tuner that can run.
+        check_search_names("tk.Record.for_tunables", tuner=tuner, device_id=device_id)
+        if not isinstance(tunables, TunableSet):
+            raise TypeError(f"tk.Record.for_tunables() takes a tk.TunableSet, got {type(tunables).__name__}")
         space_hash = tunables.extras.get("checksum:space")
         return cls(tuner, device_id, tunables.checksum(), space_hash if isinstance(space_hash, str) else None)
 
