@@ -222,3 +222,9 @@ def test_compiling_in_worker_processes_reports_build_errors_and_tunes(isolated_s
         pooled.close()
     with pytest.raises(ValueError, match="'thread' or 'process'"):
         OpenCLClient(compile_in="fork")  # type: ignore[arg-type]
+
+
+def test_flush_cache_takes_only_a_bool() -> None:
+    """OpenCLClient(flush_cache="false") kept flushing: bool("false") is True."""
+    with pytest.raises(TypeError, match=r"flush_cache=...\) takes True or False, got 'false'"):
+        OpenCLClient(flush_cache="false")  # type: ignore[arg-type]

@@ -295,3 +295,14 @@ def test_a_configuration_given_with_numpy_values_is_the_python_one() -> None:
     assert {"B": np.int32(3), "S": "a"} in space
     with pytest.raises(ValueError, match=r"B=7 is not one of \[1, 2, 3, 4\]"):
         space.config(B=np.int64(7), S="a")
+
+
+def test_sample_takes_an_int_seed_and_refuses_what_is_neither_a_generator_nor_a_seed() -> None:
+    """Space.sample(n, 0) failed with AttributeError: 'int' object has no attribute 'integers'."""
+    space = tk.Space(A=range(10), B=range(10), restrict=lambda c: c.A != c.B)
+    assert space.sample(5, 3) == space.sample(5, np.random.default_rng(3))
+    assert len(set(space.sample(5, 3))) == 5
+    with pytest.raises(TypeError, match=r"rng must be a numpy Generator or an int seed, got str"):
+        space.sample(5, "3")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"n must be an int >= 0, got -1"):
+        space.sample(-1, 0)

@@ -11,6 +11,7 @@ import hashlib
 import json
 import keyword
 import math
+import numbers
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, ValuesView
 from collections.abc import Set as AbstractSet
 from typing import Any, Literal
@@ -375,13 +376,22 @@ class Space:
             if self.allows(config):
                 yield config
 
-    def sample(self, n: int, rng: np.random.Generator) -> list[Config]:
+    def sample(self, n: int, rng: np.random.Generator | int) -> list[Config]:
         """Up to ``n`` distinct valid configurations drawn uniformly at random.
 
-        Rejection sampling over Cartesian indices: nothing is materialised. When the
-        restrictions reject so much that finishing by rejection would cost more than half a
-        walk of the space, the space is walked once instead.
+        ``rng`` is a numpy Generator, or an int seed for one. Rejection sampling over Cartesian
+        indices: nothing is materialised. When the restrictions reject so much that finishing
+        by rejection would cost more than half a walk of the space, the space is walked once
+        instead.
         """
+        if isinstance(rng, numbers.Integral) and not isinstance(rng, bool):
+            rng = np.random.default_rng(int(rng))
+        if not isinstance(rng, np.random.Generator):
+            raise TypeError(
+                f"Space.sample(n, rng): rng must be a numpy Generator or an int seed, got {type(rng).__name__}"
+            )
+        if not isinstance(n, numbers.Integral) or isinstance(n, bool) or n < 0:
+            raise ValueError(f"Space.sample(n, rng): n must be an int >= 0, got {n!r}")
         total = self._cartesian
         picked: dict[int, Config] = {}
         rejected: set[int] = set()

@@ -144,6 +144,9 @@ class OpenCLClient:
         self._cl = cl
         self.device, self.context = _select(cl, platform, device)
         self.queue = cl.CommandQueue(self.context, properties=cl.command_queue_properties.PROFILING_ENABLE)
+        if not isinstance(flush_cache, bool | np.bool_):
+            # bool("false") is True: a string here would silently keep flushing.
+            raise TypeError(f"OpenCLClient(flush_cache=...) takes True or False, got {flush_cache!r}")
         self.flush_enabled = bool(flush_cache)
         if compile_in == "auto":
             compile_in = "process" if _compiles_faster_in_processes(self.device) else "thread"
