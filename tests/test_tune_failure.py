@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -179,3 +180,28 @@ def test_the_record_is_a_versioned_json_document() -> None:
         FailedCandidate(name="a", reason="RuntimeError: a cannot run on this device"),
         FailedCandidate(name="b", reason="RuntimeError: b cannot run on this device"),
     ]
+
+
+def _foreign_record(tunables: tk.TunableSet[Key, int], failed_at: str) -> None:
+    """A failure recorded by a process on another host (its clock, its way of writing the time)."""
+    cache = persistent_cache()
+    assert cache is not None
+    record = {"failures": [{"name": "a", "reason": "boom"}], "process": "elsewhere:1", "failed_at": failed_at}
+    cache.put_failure(CLIENT.device_id, "doomed", tk.key_to_json(Key(n=1)), tunables.checksum(), json.dumps(record))
+
+
+def test_a_record_with_a_time_of_no_time_zone_is_ignored_and_the_key_tuned(caplog: pytest.LogCaptureFixture) -> None:
+    """Regression: a naive failed_at passed validation, then every other process failed with TypeError on the key."""
+    tunables = _set([], working=True)
+    _foreign_record(tunables, datetime.now().isoformat())
+    assert _outcome(tunables) == "winner"
+    assert "unreadable failed-tune record" in caplog.text
+
+
+def test_a_record_dated_in_the_future_by_more_than_the_retry_time_does_not_block_the_key() -> None:
+    """Regression: a record from a clock a day ahead made every other process refuse the key for a day."""
+    ran: list[str] = []
+    _foreign_record(_set(ran), (datetime.now(UTC) + timedelta(seconds=5)).isoformat())  # a little skew: recent
+    assert (_outcome(_set(ran)), ran) == ("recorded", [])
+    _foreign_record(_set(ran), (datetime.now(UTC) + timedelta(days=1)).isoformat())
+    assert _outcome(_set(ran, working=True)) == "winner"

@@ -9,9 +9,10 @@ for ``failed_tune_retry_s`` any other process that would tune the key raises the
 
 The process whose tune failed is not bound by its own record: it tunes again on its next call,
 as it always did, since its failure may have come from its own inputs (or from a candidate it
-has just fixed). Every process tunes again once the record is older than the setting, or as soon
-as the set's checksum differs (a candidate added, removed or given a new ``version``). A key that
-then tunes successfully has its record removed.
+has just fixed). Every process tunes again once the record is older than the setting (or dated
+further ahead than that, by a clock that was wrong), or as soon as the set's checksum differs (a
+candidate added, removed or given a new ``version``). A key that then tunes successfully has its
+record removed.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError
 
 from tunekit._cache import PersistentCache
 from tunekit._errors import NoValidKernelFound
@@ -55,7 +56,8 @@ class FailedTune(BaseModel):
     schema_version: Literal[1] = 1
     failures: list[FailedCandidate] = Field(max_length=100_000)
     process: str = Field(max_length=1000)
-    failed_at: datetime
+    failed_at: AwareDatetime
+    """With its time zone: a time without one cannot be compared with this process's clock."""
     tunekit_version: str = __version__
 
 
@@ -111,7 +113,9 @@ def repeat_failure(
         _log.warning("%s: unreadable failed-tune record for key %s, tuning it again: %s", tuner, key_json, exc)
         return None
     age_s = (datetime.now(UTC) - failed.failed_at).total_seconds()
-    if failed.process == _this_process() or age_s >= retry_s:
+    # A record dated further ahead than the retry time comes from a clock that was (or is) wrong:
+    # trusting it would refuse the key until that clock's future, so its age counts as unknown.
+    if failed.process == _this_process() or not -retry_s < age_s < retry_s:
         return None
     _log.info("%s: process %s failed to tune key %s %.0f s ago; repeating its error", tuner, failed.process, key, age_s)
     recorded = (
