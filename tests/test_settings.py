@@ -125,3 +125,14 @@ def test_a_config_file_that_is_not_toml_is_a_settings_error_naming_it(
     message = rf"{name} in {tmp_path} is not valid TOML \(.*\); fix it or move it aside"
     with pytest.raises(tk.SettingsError, match=message):
         tk.configure()
+
+
+def test_a_record_path_that_is_a_directory_is_refused_naming_the_setting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """TUNEKIT_RECORD=<a directory> warned 'cannot append' on every record instead of failing once."""
+    monkeypatch.setenv("TUNEKIT_RECORD", str(tmp_path))
+    with pytest.raises(tk.SettingsError, match=r"record = .* from TUNEKIT_RECORD: .*is a directory; name a JSONL file"):
+        tk.configure()
+    monkeypatch.setenv("TUNEKIT_RECORD", str(tmp_path / "records.jsonl"))
+    assert tk.configure().record == str(tmp_path / "records.jsonl")

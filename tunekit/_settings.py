@@ -15,7 +15,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -126,6 +126,17 @@ class Settings(BaseSettings):
                 "raise TUNEKIT_MAX_SAMPLES or lower TUNEKIT_MIN_SAMPLES"
             )
         return self
+
+    @field_validator("record")
+    @classmethod
+    def _record_is_not_a_directory(cls, value: str | None) -> str | None:
+        # Found here, once: a sink appending to a directory would warn on every record instead.
+        if value not in (None, "", "stdout", "stderr") and Path(value).expanduser().is_dir():
+            raise ValueError(
+                f"{value!r} is a directory; name a JSONL file in it "
+                f"(e.g. {str(Path(value) / 'records.jsonl')!r}), or 'stdout' / 'stderr'"
+            )
+        return value
 
     @property
     def short_circuit_threshold(self) -> float | None:
