@@ -10,7 +10,7 @@ import textwrap
 from pathlib import Path
 
 import tunekit as tk
-from tunekit._set_origin import SetOrigin
+from tunekit._set_origin import SetOrigin, _same_operation
 
 # Two programs of one service: "matmul" and "conv" are different operations that both ended up
 # named "shared". EDIT=1 is the matmul program after an edit (one candidate's version bumped).
@@ -113,3 +113,56 @@ def test_an_origin_keeps_a_bounded_sample_of_a_large_set() -> None:
     assert len(origin.candidates) == 16 and origin.candidate_count == 40
     assert origin.describe().endswith("c15, ... 24 more")
     assert SetOrigin.model_validate_json(origin.model_dump_json()) == origin
+
+
+SPACE_PROGRAM = textwrap.dedent(
+    """
+    import os
+    import tunekit as tk
+    from tunekit_backends.cpu import CpuClient
+
+    @tk.autotune_key
+    class Key:
+        n: int
+
+    def key(n):
+        return Key(n=n)
+
+    params = {"BLOCK": [16, 32], "UNROLL": range(1, 17)}
+    if os.environ.get("EDIT") == "front":
+        params["BLOCK"] = [8, 16, 32]  # a value in front: each of the 16 first names (the ones a row keeps) changes
+    elif os.environ.get("EDIT") == "param":
+        params["VEC"] = [1, 2]  # a parameter added: every name changes
+    tunables = tk.TunableSet.from_space(tk.Space(**params), lambda config: (lambda n: n), key=key)
+    client = CpuClient()
+    tk.LocalTuner("spaced").execute(client.device_id, client, tunables, (1,))
+    """
+)
+
+
+def test_a_space_given_a_new_parameter_or_first_value_re_tunes_without_a_warning(tmp_path: Path) -> None:
+    """Regression: those edits change every candidate name a row keeps, and were called a different set."""
+    script = tmp_path / "spaced.py"
+    script.write_text(SPACE_PROGRAM)
+    env = dict(os.environ, TUNEKIT_CACHE_DIR=str(tmp_path / "cache"), TUNEKIT_PROGRESS="0")
+    for edit in ("", "front", "param"):
+        done = subprocess.run(
+            [sys.executable, str(script)],
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=dict(env, EDIT=edit),
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert "different tunable set" not in done.stderr, done.stderr
+
+
+def test_spaces_of_unrelated_parameters_under_one_key_generator_still_warn() -> None:
+    def origin(*candidates: str) -> SetOrigin:
+        return SetOrigin(key_fn="ops:shape_key", candidates=candidates, candidate_count=len(candidates))
+
+    assert _same_operation(origin("BLOCK=16,VEC=1"), origin("BLOCK=8,VEC=1,UNROLL=2"))
+    assert not _same_operation(origin("BLOCK=16,VEC=1"), origin("TILE=8,WPT=2"))
+    assert not _same_operation(origin("BLOCK=16,VEC=1"), origin("BLOCK=8,TILE=2"))  # neither within the other
+    assert not _same_operation(origin("naive", "tiled"), origin("direct", "winograd"))

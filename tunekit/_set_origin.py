@@ -8,7 +8,8 @@ winner at every start, silently, and neither ever reuses a winner. Within a proc
 ``_tuner_names.py`` refuses the second set; across processes only the row can tell. So the row
 keeps where its set was defined: the key generator's ``module:qualname`` and the first candidate
 names. A row of another checksum is taken for an earlier edit of this set (re-tuned quietly, as
-before) when both come from the same key generator and share a candidate name; otherwise it
+before) when both come from the same key generator and share a candidate name (or, for sets made
+from a ``tk.Space``, one's parameters are among the other's); otherwise it
 was written by a different operation, and the process warns once, naming both definitions and
 the fix. A set whose key generator was renamed or moved warns once, wrongly, then its own row
 has the new origin. Rows written before the origin was stored have none and count as edits.
@@ -100,5 +101,26 @@ def report_stale(
 
 
 def _same_operation(stored: SetOrigin, here: SetOrigin) -> bool:
-    """Whether ``stored`` is most likely an earlier version of ``here``: one key generator, a candidate in common."""
-    return stored.key_fn == here.key_fn and not set(stored.candidates).isdisjoint(here.candidates)
+    """Whether ``stored`` is most likely an earlier version of ``here``: one key generator, a candidate in common.
+
+    Or, for sets made from a ``tk.Space`` (candidates named ``BLOCK=64,VEC=2``), the parameters of
+    one a subset of the other's: a parameter added or removed renames every candidate, and a value
+    added in front of the first parameter renames every one of the first candidates kept.
+    """
+    if stored.key_fn != here.key_fn:
+        return False
+    if not set(stored.candidates).isdisjoint(here.candidates):
+        return True
+    before, after = _parameters(stored.candidates), _parameters(here.candidates)
+    return bool(before) and bool(after) and (before <= after or after <= before)
+
+
+def _parameters(candidates: tuple[str, ...]) -> frozenset[str]:
+    """The space parameters named in candidate names of the form ``NAME=value,NAME=value``; empty for others."""
+    found: set[str] = set()
+    for name in candidates:
+        names = [part.partition("=")[0] for part in name.split(",") if "=" in part]
+        if not names or not all(n.isidentifier() for n in names):
+            return frozenset()
+        found.update(names)
+    return frozenset(found)
