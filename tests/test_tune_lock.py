@@ -348,3 +348,34 @@ def test_a_process_that_opened_the_file_before_its_holder_removed_it_does_not_ta
     finally:
         second.kill()
         second.wait(timeout=30)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="the POSIX flock protocol")
+def test_a_lock_whose_identity_check_fails_is_released_or_given_up_not_held_or_spun_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An unexpected stat error left the key locked for the process's life; stat and fstat disagreeing spun forever.
+
+    Neither file-system condition happens here, so the check after locking is replaced for this test.
+    """
+    import fcntl
+
+    from tunekit import _tune_lock
+
+    path = tmp_path / "k.lock"
+
+    def failing(path: Path, fd: int) -> bool:
+        raise PermissionError(13, "stat refused", str(path))
+
+    monkeypatch.setattr(_tune_lock, "_names", failing)
+    with pytest.raises(PermissionError):
+        _tune_lock._try_lock(path)
+    fd = os.open(path, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # would raise had the failed attempt kept its lock
+    finally:
+        os.close(fd)
+    checks: list[int] = []
+    monkeypatch.setattr(_tune_lock, "_names", lambda path, fd: checks.append(fd) or False)
+    assert _tune_lock._try_lock(path) is None
+    assert len(checks) == _tune_lock._REOPENS

@@ -152,10 +152,13 @@ else:
     import fcntl
 
     _CONTENDED = frozenset({errno.EACCES, errno.EAGAIN, errno.EWOULDBLOCK})
+    _REOPENS = 100
 
     def _try_lock(path: Path, *, create: bool = True) -> Release | None:
         """Take the lock without waiting; None while another process holds it (or, unless ``create``, no file)."""
-        while True:
+        # Bounded: on a file system whose stat and fstat disagree, every lock would look removed
+        # and the loop would spin past tune_lock_timeout_s; as busy, the caller's wait applies.
+        for _ in range(_REOPENS):
             try:
                 fd = os.open(path, os.O_RDWR | os.O_CLOEXEC | (os.O_CREAT if create else 0), 0o644)
             except FileNotFoundError:
@@ -170,6 +173,7 @@ else:
                 case "removed":
                     if not create:
                         return None
+        return None
 
     def _lock_opened(path: Path, fd: int) -> Literal["held", "busy", "removed"]:
         """Lock ``fd``, opened from ``path``: held, busy (another process holds it) or removed; closed unless held.
@@ -185,7 +189,12 @@ else:
             if exc.errno in _CONTENDED:
                 return "busy"
             raise
-        if _names(path, fd):
+        try:
+            held = _names(path, fd)
+        except BaseException:
+            os.close(fd)  # an unexpected stat error must not leave the key locked for the process's life
+            raise
+        if held:
             return "held"
         os.close(fd)
         return "removed"
