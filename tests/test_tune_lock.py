@@ -10,6 +10,7 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -126,10 +127,8 @@ def _no_leftover_go_file(tmp_path: Path) -> None:
     (tmp_path / "go").unlink(missing_ok=True)
 
 
-def test_a_tune_nested_in_a_tune_of_the_same_key_does_not_wait_on_itself(caplog: pytest.LogCaptureFixture) -> None:
-    """Regression: two sets of one tuner name and key, the inner tuned from an outer candidate, waited 600 s."""
-    import logging
-
+def _inner(tuner: str) -> tuple[Any, Any, Any, Any]:
+    """A key class, a CPU client, and the set and tuner that an outer tune of the same key reaches into."""
     import tunekit as tk
     from tunekit_backends.cpu import CpuClient
 
@@ -137,14 +136,23 @@ def test_a_tune_nested_in_a_tune_of_the_same_key_does_not_wait_on_itself(caplog:
     class Key:
         n: int
 
-    client = CpuClient()
-    # Two sets may share a tuner name only when their candidates are the same (one checksum): two
-    # objects built from the same definition, one reached from inside the other's candidate.
     inner_set = tk.TunableSet(key=lambda n: Key(n=n)).with_tunables(
         [tk.Tunable("a", lambda n: n), tk.Tunable("b", lambda n: (time.sleep(0.001), n)[1])]
     )
-    inner: tk.LocalTuner[Key, int] = tk.LocalTuner("ops")
-    outer_set = tk.TunableSet(key=lambda n: Key(n=n)).with_tunables(
+    inner: tk.LocalTuner[Any, int] = tk.LocalTuner(tuner)
+    return Key, CpuClient(), inner_set, inner
+
+
+def test_a_tune_nested_in_a_tune_of_the_same_key_does_not_wait_on_itself(caplog: pytest.LogCaptureFixture) -> None:
+    """Regression: two sets of one tuner name and key, the inner tuned from an outer candidate, waited 600 s."""
+    import logging
+
+    import tunekit as tk
+
+    # Two sets may share a tuner name only when their candidates are the same (one checksum): two
+    # objects built from the same definition, one reached from inside the other's candidate.
+    key_class, client, inner_set, inner = _inner("ops")
+    outer_set = tk.TunableSet(key=lambda n: key_class(n=n)).with_tunables(
         [
             tk.Tunable("a", lambda n: inner.execute(client.device_id, client, inner_set, (n,)) + 1),
             tk.Tunable("b", lambda n: (time.sleep(0.002), n + 1)[1]),
@@ -156,7 +164,7 @@ def test_a_tune_nested_in_a_tune_of_the_same_key_does_not_wait_on_itself(caplog:
     tk.configure(tune_lock_timeout_s=30)
     try:
         with caplog.at_level(logging.INFO, logger="tunekit.tuner"):
-            assert tk.LocalTuner[Key, int]("ops").execute(client.device_id, client, outer_set, (7,)) == 8
+            assert tk.LocalTuner[Any, int]("ops").execute(client.device_id, client, outer_set, (7,)) == 8
     finally:
         tk.remove_record_sink(sink)
     assert "waiting for its winner" not in caplog.text and "waited" not in caplog.text
@@ -171,18 +179,9 @@ def test_a_tune_nested_in_a_prepare_hook_of_a_tune_of_the_same_key_does_not_wait
     import logging
 
     import tunekit as tk
-    from tunekit_backends.cpu import CpuClient
 
-    @tk.autotune_key
-    class Key:
-        n: int
-
-    client = CpuClient()
-    inner_set = tk.TunableSet(key=lambda n: Key(n=n)).with_tunables(
-        [tk.Tunable("a", lambda n: n), tk.Tunable("b", lambda n: (time.sleep(0.001), n)[1])]
-    )
-    inner: tk.LocalTuner[Key, int] = tk.LocalTuner("ops-prepared")
-    outer_set = tk.TunableSet(key=lambda n: Key(n=n)).with_tunables(
+    key_class, client, inner_set, inner = _inner("ops-prepared")
+    outer_set = tk.TunableSet(key=lambda n: key_class(n=n)).with_tunables(
         [
             tk.Tunable("a", lambda n: n, prepare=lambda n: inner.execute(client.device_id, client, inner_set, (n,))),
             tk.Tunable("b", lambda n: (time.sleep(0.002), n)[1]),
@@ -191,7 +190,7 @@ def test_a_tune_nested_in_a_prepare_hook_of_a_tune_of_the_same_key_does_not_wait
     assert inner_set.checksum() == outer_set.checksum()
     tk.configure(tune_lock_timeout_s=30)
     with caplog.at_level(logging.INFO, logger="tunekit.tuner"):
-        assert tk.LocalTuner[Key, int]("ops-prepared").execute(client.device_id, client, outer_set, (7,)) == 7
+        assert tk.LocalTuner[Any, int]("ops-prepared").execute(client.device_id, client, outer_set, (7,)) == 7
     assert "waiting for its winner" not in caplog.text and "waited" not in caplog.text
 
 
