@@ -8,7 +8,6 @@ which limit ended the search.
 
 from __future__ import annotations
 
-import functools
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -30,14 +29,7 @@ from tunekit._schedule import measure_batch
 from tunekit._search_spec import check_search_args, check_search_names
 from tunekit._sinks import RecordSink, as_sink, emit_to_all
 from tunekit._space import Config, Space
-from tunekit._strategies import (
-    ModelGuidedLocalSearch,
-    Strategy,
-    StrategyFactory,
-    StrategyName,
-    initial_points,
-    make_strategy,
-)
+from tunekit._strategies import Strategy, StrategyFactory, StrategyName, make_strategy
 from tunekit._trials import TrialEntry, TrialLog
 from tunekit._tunable import Tunable
 from tunekit._tunable_set import LazyBuild, TunableSet
@@ -166,9 +158,7 @@ def _choose(
         return getattr(strategy, "__name__", type(strategy).__name__), strategy
     if strategy == "auto":
         strategy = "exhaustive" if _budget_covers(space, max_evals, max_seconds) else "model_ils"
-    if strategy == "model_ils":
-        return strategy, functools.partial(ModelGuidedLocalSearch, initial=initial_points(max_evals))
-    return strategy, make_strategy(strategy)
+    return strategy, make_strategy(strategy, max_evals)
 
 
 def run_search(

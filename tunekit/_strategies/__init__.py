@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Literal, get_args
 
 from tunekit._strategies._base import Strategy, StrategyFactory, Walker
@@ -21,7 +22,6 @@ __all__ = [
     "StrategyFactory",
     "StrategyName",
     "Walker",
-    "initial_points",
     "make_strategy",
 ]
 
@@ -31,8 +31,8 @@ STRATEGIES: tuple[str, ...] = get_args(StrategyName)
 """Every strategy name ``search(strategy=...)`` accepts."""
 
 
-def make_strategy(name: str) -> StrategyFactory:
-    """The factory of the strategy called ``name`` (``auto`` is resolved by the search driver)."""
+def make_strategy(name: str, max_evals: int | None = None) -> StrategyFactory:
+    """The factory of the strategy called ``name``, sized for ``max_evals`` (``auto`` is resolved by the driver)."""
     match name:
         case "exhaustive":
             return Exhaustive
@@ -43,7 +43,7 @@ def make_strategy(name: str) -> StrategyFactory:
         case "genetic":
             return Genetic
         case "model_ils":
-            return ModelGuidedLocalSearch
+            return functools.partial(ModelGuidedLocalSearch, initial=initial_points(max_evals))
         case "optuna_tpe":
             from tunekit._strategies._optuna import OptunaTPE
 
