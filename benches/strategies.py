@@ -46,6 +46,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared" / "tuning-data"
+if str(ROOT) not in sys.path:  # tunekit from this checkout, in the pool's workers too
+    sys.path.insert(0, str(ROOT))
 TUNEKIT = ["auto", "ils", "genetic", "random"]
 KERNEL_TUNER = [
     "random_sample",
@@ -77,7 +79,6 @@ def _score(order: list[tuple[str, float]], best: float, budget: int) -> dict[str
 
 def run_tunekit(path: str, strategy: str, seed: int) -> dict[str, Any]:
     """One tunekit search on the replayed file."""
-    sys.path.insert(0, str(ROOT))
     import tunekit as tk
     from tunekit_backends.replay import ReplayClient, load_kernel_tuner_cache
 
@@ -104,8 +105,6 @@ _KT_FILES: dict[str, tuple[str, dict[str, Any]]] = {}
 def _kt_file(path: str) -> tuple[str, dict[str, Any]]:
     """Kernel Tuner reads only plain ``.json`` caches: a decompressed copy per worker."""
     if path not in _KT_FILES:
-        if str(ROOT) not in sys.path:
-            sys.path.insert(0, str(ROOT))
         from tunekit_backends.replay import read_cache_document
 
         doc = read_cache_document(path)  # closed, if a stopped Kernel Tuner run left it open
@@ -201,8 +200,6 @@ def _valid_means(path: str) -> dict[str, float]:
 @functools.cache
 def _load_valid_means(path: str, mtime_ns: int, size: int) -> dict[str, float]:
     # Loaded once per file version and process: every Kernel Tuner run and the report ask again.
-    if str(ROOT) not in sys.path:
-        sys.path.insert(0, str(ROOT))
     from tunekit_backends.replay import load_kernel_tuner_cache
 
     data = load_kernel_tuner_cache(path)
