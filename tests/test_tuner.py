@@ -413,13 +413,7 @@ def test_a_candidate_executing_its_own_key_in_a_spawned_worker_fails_at_once_nam
     import _self_calling
 
     isolated = _self_calling.SET.with_isolation("process", timeout_s=20, worker=_self_calling.build)
-    records: list[tk.AutotuneRecord] = []
-    sink = tk.add_record_sink(records.append)
-    try:
-        assert _within(60, lambda: _self_calling.TUNER.execute(CLIENT.device_id, CLIENT, isolated, (5,))) == 5
-    finally:
-        tk.remove_record_sink(sink)
-    (record,) = records
+    (record,) = _tune_recorded(_self_calling.TUNER, isolated)
     assert record.winner == "plain"
     selfish = next(c for c in record.candidates if c.name == "selfish")
     assert selfish.status == "failed" and selfish.stage == "run", selfish
@@ -432,14 +426,7 @@ def test_a_prepare_hook_executing_its_own_key_fails_its_candidate_instead_of_dea
     """Regression: the hook, on a prepare thread, waited on the tune that was waiting for the hook."""
     import _self_calling
 
-    records: list[tk.AutotuneRecord] = []
-    sink = tk.add_record_sink(records.append)
-    try:
-        tuner = _self_calling.PREPARE_TUNER
-        assert _within(60, lambda: tuner.execute(CLIENT.device_id, CLIENT, _self_calling.PREPARE_SET, (5,))) == 5
-    finally:
-        tk.remove_record_sink(sink)
-    (record,) = records
+    (record,) = _tune_recorded(_self_calling.PREPARE_TUNER, _self_calling.PREPARE_SET)
     assert record.winner == "plain"
     hooked = next(c for c in record.candidates if c.name == "prepares-selfishly")
     assert hooked.status == "failed" and hooked.stage == "compile", hooked
