@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -10,6 +9,8 @@ import textwrap
 from pathlib import Path
 
 import tunekit as tk
+from tunekit._event_text import describe_events
+from tunekit._records import SharedTunerName
 from tunekit._set_origin import SetOrigin, _same_operation
 
 # Two programs of one service: "matmul" and "conv" are different operations that both ended up
@@ -49,6 +50,12 @@ PROGRAM = textwrap.dedent(
 
 def _run(tmp_path: Path, program: str, *keys: int, **env: str) -> tuple[str, list[str]]:
     """Run one program over ``keys``; its stderr and the decisions of its records."""
+    err, records = _run_records(tmp_path, program, *keys, **env)
+    return err, [r.decision for r in records]
+
+
+def _run_records(tmp_path: Path, program: str, *keys: int, **env: str) -> tuple[str, list[tk.AutotuneRecord]]:
+    """Run one program over ``keys``; its stderr and its records."""
     script = tmp_path / "program.py"
     script.write_text(PROGRAM)
     records = tmp_path / "records.jsonl"
@@ -68,8 +75,8 @@ def _run(tmp_path: Path, program: str, *keys: int, **env: str) -> tuple[str, lis
         ),
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    decisions = [json.loads(line)["decision"] for line in records.read_text().splitlines()] if records.exists() else []
-    return done.stderr, decisions
+    lines = records.read_text().splitlines() if records.exists() else []
+    return done.stderr, [tk.AutotuneRecord.model_validate_json(line) for line in lines]
 
 
 def test_a_different_set_under_the_same_name_in_another_process_warns_once_naming_both(tmp_path: Path) -> None:
@@ -85,6 +92,26 @@ def test_a_different_set_under_the_same_name_in_another_process_warns_once_namin
     err, decisions = _run(tmp_path, "matmul", 1)
     assert decisions == ["tuned"]
     assert "(key generator __main__:conv_key with candidates direct, winograd)" in err
+
+
+def test_a_different_set_under_the_same_name_leaves_an_event_in_every_record_it_re_tunes(tmp_path: Path) -> None:
+    """Regression: the shared-name warning went to the log only; records (and their sinks) showed a plain tune."""
+    _run(tmp_path, "matmul", 1, 2)
+    err, records = _run_records(tmp_path, "conv", 1, 2)
+    assert err.count("different tunable set") == 1  # the log says it once per pair of sets ...
+    for record in records:  # ... every record of a tune it causes carries it
+        shared = [e for e in record.events if e.kind == "shared_tuner_name"]
+        assert len(shared) == 1, record.events
+        event = shared[0]
+        assert isinstance(event, SharedTunerName)
+        assert event.stored.key_fn == "__main__:matmul_key" and event.stored.candidates == ("naive", "tiled")
+        assert event.current.key_fn == "__main__:conv_key" and event.current.candidates == ("direct", "winograd")
+    assert "different tunable set under the same tuner name" in describe_events(records[0].events)[0]
+    # An edit of the set re-tunes without the event.
+    _run(tmp_path, "matmul", 1)
+    assert all(
+        e.kind != "shared_tuner_name" for r in _run_records(tmp_path, "matmul", 1, EDIT="1")[1] for e in r.events
+    )
 
 
 def test_an_edited_set_in_another_process_re_tunes_without_a_warning(tmp_path: Path) -> None:

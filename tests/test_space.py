@@ -306,3 +306,37 @@ def test_sample_takes_an_int_seed_and_refuses_what_is_neither_a_generator_nor_a_
         space.sample(5, "3")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=r"n must be an int >= 0, got -1"):
         space.sample(-1, 0)
+
+
+@pytest.mark.parametrize(
+    ("result", "type_name"),
+    [
+        ("no", "builtins.str"),
+        (None, "builtins.NoneType"),
+        (np.array([True, False]), "numpy.ndarray"),
+        (1, "builtins.int"),
+    ],
+)
+def test_a_restriction_returning_no_bool_is_refused_at_its_first_evaluation(result: Any, type_name: str) -> None:
+    """A restriction returning "no", None or an array counted as true and kept every configuration."""
+    space = tk.Space(A=[1, 2], restrict=lambda c: result)
+    with pytest.raises(TypeError, match=rf"restriction '.*<lambda>' returned {type_name} .* on Config\(A=1\)"):
+        list(space)
+    with pytest.raises(TypeError, match="must return a bool"):
+        space.sample(1, rng=0)
+
+
+def test_a_non_bool_restriction_in_a_list_is_named_by_its_position() -> None:
+    """The error names which of several lambdas returned the non-bool."""
+
+    def fits(c: tk.Config) -> bool:
+        return bool(c.A < 3)
+
+    space = tk.Space(A=[1, 2], restrict=[fits, lambda c: "no"])  # type: ignore[list-item]
+    with pytest.raises(TypeError, match=r"<lambda>' \(#2 of 2 in restrict=\) returned builtins\.str 'no'"):
+        space.config(A=1)
+
+
+def test_numpy_bool_restrictions_are_accepted() -> None:
+    space = tk.Space(A=np.arange(4), restrict=lambda c: np.int64(c.A) % 2 == 0)
+    assert [c.A for c in space] == [0, 2]

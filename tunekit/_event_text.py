@@ -22,6 +22,7 @@ from tunekit._records import (
     Runoff,
     SamplingStopped,
     SearchEnded,
+    SharedTunerName,
     ShortCircuit,
     Warmup,
 )
@@ -37,6 +38,11 @@ def _one(event: RecordEvent) -> str | None:
             return f"{name} failed on real inputs ({error}); replaced by {replacement or 'nothing'}"
         case CacheRecovered(detail=detail):
             return f"cache recovered: {detail}"
+        case SharedTunerName(stored=stored, current=current):
+            return (
+                f"re-tuned over the winner of a different tunable set under the same tuner name "
+                f"({stored.describe()}; this one: {current.describe()}): give each operation its own name"
+            )
         case CheckResult(passed=False, name=name, against=against, detail=detail):
             return f"{name} failed its correctness check against {against}: {detail}"
         case Prepared(batch=batch, candidates=count, failed=failed, workers=workers, wall_time_s=wall):

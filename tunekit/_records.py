@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from tunekit._benchmark import BenchmarkDurations
 from tunekit._outcome import Failed, Measured, Outcome, Skipped
+from tunekit._set_origin import SetOrigin
 from tunekit._version import __version__
 
 __all__ = [
@@ -26,6 +27,7 @@ __all__ = [
     "SampleStats",
     "SamplingStopped",
     "SearchEnded",
+    "SharedTunerName",
     "ShortCircuit",
     "StopReason",
     "Warmup",
@@ -122,6 +124,20 @@ class CacheRecovered(_Model):
 
     kind: Literal["cache_recovered"] = "cache_recovered"
     detail: str
+
+
+class SharedTunerName(_Model):
+    """The key's cache row was written by a different tunable set under the same tuner name.
+
+    Two operations given one tuner name in programs sharing a cache re-tune the key over each
+    other's winner, so neither keeps one (``_set_origin.py``). The log warns once per pair of
+    sets in a process; every record of a tune it causes carries this event, so a sink that sees
+    records but not logs (a dashboard, a JSONL file read later) sees it too.
+    """
+
+    kind: Literal["shared_tuner_name"] = "shared_tuner_name"
+    stored: SetOrigin = Field(description="The set that wrote the row being re-tuned over.")
+    current: SetOrigin = Field(description="The set of this tune.")
 
 
 class Warmup(_Model):
@@ -241,6 +257,7 @@ RecordEvent = Annotated[
     FallbackBatch
     | Demoted
     | CacheRecovered
+    | SharedTunerName
     | CheckResult
     | Prepared
     | Warmup

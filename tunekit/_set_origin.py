@@ -74,15 +74,19 @@ _warned: set[tuple[str, str, SetOrigin, SetOrigin]] = set()
 
 def report_stale(
     tuner: str, device_id: str, key: object, stored: SetOrigin | None, tunables: TunableSet[Any, Any]
-) -> None:
-    """Say why a row of another checksum is re-tuned: the set changed, or another set shares the name (once)."""
+) -> SetOrigin | None:
+    """Say why a row of another checksum is re-tuned: the set changed, or another set shares the name (once).
+
+    Returns this set's origin when the row is another set's (for the record's event, which every
+    such tune carries, unlike the warning), None for an edit.
+    """
     here = SetOrigin.of(tunables)
     if stored is None or _same_operation(stored, here):
         _log.info("%s: the tunable set changed since this key was tuned; re-tuning", tuner)
-        return
+        return None
     with _warned_lock:
         if (tuner, device_id, stored, here) in _warned:
-            return
+            return here
         _warned.add((tuner, device_id, stored, here))
     _log.warning(
         "%s: key %s on %s was tuned by a different tunable set under the same tuner name (%s); this process "
@@ -98,6 +102,7 @@ def report_stale(
         tuner,
         tuner,
     )
+    return here
 
 
 def _same_operation(stored: SetOrigin, here: SetOrigin) -> bool:

@@ -26,8 +26,8 @@ __all__ = ["Config", "ParamValue", "Restriction", "Space", "SpaceModel", "pow2"]
 ParamValue = int | float | str | bool
 """A parameter value: a JSON scalar, so configurations can be logged and committed."""
 
-Restriction = Callable[["Config"], object]
-"""A predicate over a configuration: truthy keeps it in the space."""
+Restriction = Callable[["Config"], "bool | np.bool_"]
+"""A predicate over a configuration: True keeps it in the space (a bool or numpy.bool_; anything else is refused)."""
 
 _SCALARS = (bool, int, float, str)
 
@@ -207,6 +207,17 @@ def _restrictions(restrict: Restriction | Sequence[Restriction] | None) -> tuple
     )
 
 
+def _restriction_label(fn: Restriction, position: int, count: int) -> str:
+    """``restriction 'fits' (#2 of 3)``: the name finds a def, the position finds a lambda in a list."""
+    where = f" (#{position + 1} of {count} in restrict=)" if count > 1 else ""
+    return f"restriction {getattr(fn, '__qualname__', type(fn).__qualname__)!r}{where}"
+
+
+def _short_repr(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
 class SpaceModel(BaseModel):
     """A space as JSON: its parameters and the source of its restrictions (for logs and records)."""
 
@@ -323,15 +334,27 @@ class Space:
         return sum(p * s for p, s in zip(self.positions(config), self._strides, strict=True))
 
     def allows(self, config: Config) -> bool:
-        """Whether every restriction holds for ``config``."""
-        for fn in self._restrictions:
+        """Whether every restriction holds for ``config``.
+
+        Raises TypeError when a restriction returns anything but a bool: ``"no"``, ``None`` (a
+        branch without ``return``) or a numpy array would otherwise count as true, silently
+        keeping configurations the user meant to exclude.
+        """
+        for position, fn in enumerate(self._restrictions):
             try:
                 ok = fn(config)
             except Exception as exc:
                 raise ValueError(
-                    f"restriction {getattr(fn, '__qualname__', fn)!r} raised {type(exc).__name__}: {exc} "
-                    f"on {config!r}; make it return False instead"
+                    f"{_restriction_label(fn, position, len(self._restrictions))} raised {type(exc).__name__}: "
+                    f"{exc} on {config!r}; make it return False instead"
                 ) from exc
+            if not isinstance(ok, bool | np.bool_):
+                raise TypeError(
+                    f"{_restriction_label(fn, position, len(self._restrictions))} returned "
+                    f"{type(ok).__module__}.{type(ok).__qualname__} {_short_repr(ok)} on {config!r}; a restriction "
+                    "must return a bool (True keeps the configuration): compare explicitly, e.g. "
+                    "`c.BLOCK * c.VEC <= 1024`, return False on every path, and reduce an array with bool(...all())"
+                )
             if not ok:
                 return False
         return True

@@ -33,6 +33,7 @@ from tunekit._records import (
     FallbackBatch,
     Prepared,
     RecordEvent,
+    SharedTunerName,
 )
 from tunekit._runner import CandidateRunner
 from tunekit._schedule import BatchResult, describe_error, measure_batch
@@ -264,7 +265,10 @@ class Tuner:
         """
         match self._stored(cache, key_json):
             case Unchecked(checksum, value):
-                ranking = self._check(tunables, key, checksum, value)
+                found: list[RecordEvent] = []
+                ranking = self._check(tunables, key, checksum, value, found)
+                # After the wait, another process's set may have written the row it re-tunes over.
+                events.extend(e for e in found if e not in events)
                 if after_wait:
                     if ranking is not None:
                         _log.info(
@@ -331,11 +335,13 @@ class Tuner:
         return ranking
 
     def _check(
-        self, tunables: TunableSet[Any, Any], key: object, checksum: str, value: CacheValue
+        self, tunables: TunableSet[Any, Any], key: object, checksum: str, value: CacheValue, events: list[RecordEvent]
     ) -> tuple[int, ...] | None:
         """A stored ranking usable with ``tunables``, or None when it must be re-tuned."""
         if checksum != tunables.checksum():
-            report_stale(self.name, self.device_id, key, value.origin, tunables)
+            here = report_stale(self.name, self.device_id, key, value.origin, tunables)
+            if here is not None and value.origin is not None:
+                events.append(SharedTunerName(stored=value.origin, current=here))
             return None
         if tunables.index_of(value.winner) is None:
             _log.info("%s: stored winner %r is no longer a candidate; re-tuning", self.name, value.winner)
