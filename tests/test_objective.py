@@ -151,3 +151,28 @@ def test_bad_search_arguments_are_refused_before_the_objective_measures() -> Non
     with pytest.raises(TypeError, match=r"tk.tune_objective\(tuner=...\) must be a non-empty str, got None"):
         tk.tune_objective(counting, tuner=None, device_id="cpu", max_evals=3)  # type: ignore[arg-type]
     assert measured == []
+
+
+class _Remaining:
+    space = tk.Space(A=[1, 2, 3, 4])
+
+    def __init__(self, left: object) -> None:
+        self.left = left
+        self.measured = 0
+
+    def measure(self, config: tk.Config) -> tk.Outcome:
+        self.measured += 1
+        return tk.Measured(tk.BenchmarkDurations((config.A,)))
+
+    def remaining(self) -> int | None:
+        return self.left  # type: ignore[return-value]
+
+
+@pytest.mark.parametrize("left", ["3", 2.5, True])
+def test_a_remaining_that_is_not_an_int_is_refused_before_anything_is_measured(left: object) -> None:
+    """remaining() returning "3" failed deep in the driver ('<=' not supported); 2.5 was taken as a batch size."""
+    engine = _Remaining(left)
+    with pytest.raises(TypeError, match=r"_Remaining.remaining\(\) must return an int .* or None"):
+        tk.tune_objective(engine, tuner="t", device_id="d", require=[{"A": 2}])
+    assert engine.measured == 0
+    assert tk.tune_objective(_Remaining(np.int64(0)), tuner="t", device_id="d").stopped_by == "objective_budget"

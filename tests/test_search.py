@@ -172,12 +172,16 @@ def test_a_factory_that_builds_no_strategy_is_refused(replay: tuple[ReplayData, 
             r"tk.search\(require=...\) takes a list of configurations.*require=\[config\]",
         ),
         ({"require": ["block_size_x=16"]}, r"require=...\) takes a list of configurations"),
+        ({"strategy": 5}, r"tk.search\(strategy=...\) takes a strategy name .* got 5"),
+        ({"strategy": "anneal"}, r"tk.search\(strategy=...\): unknown strategy 'anneal'; choose one of"),
+        ({"log": 5}, r"tk.search\(log=...\) takes a file path .* got 5"),
     ],
 )
 def test_bad_search_arguments_are_refused_before_anything_is_measured(
     replay: tuple[ReplayData, ReplayClient], argument: dict[str, object], message: str
 ) -> None:
-    """seed=None failed after the whole search ran; max_evals=2.5 blamed the strategy; a require dict was unpacked."""
+    """seed=None failed after the whole search ran; max_evals=2.5 blamed the strategy; a require dict was unpacked;
+    strategy=5 failed inside the driver as "'int' object is not callable"; log=5 failed naming no argument."""
     data, client = replay
     built: list[tk.Config] = []
 
@@ -262,3 +266,13 @@ def test_a_small_budget_starts_climbing_after_a_quarter_of_it(replay: tuple[Repl
         start = min(first, key=lambda t: t.score or 0.0).config
         changed = [n for n in data.space.names if result.trials[4].config[n] != start[n]]
         assert len(changed) == 1, (seed, start, result.trials[4].config)
+
+
+def test_a_space_whose_restrictions_reject_everything_is_an_error_not_an_empty_result(tmp_path: Path) -> None:
+    """A restriction rejecting every point returned a result with no trials and best=None, saying nothing."""
+    space = tk.Space(BLOCK=[64, 128], restrict=lambda c: c.BLOCK > 1024)
+    with pytest.raises(ValueError, match=r"no valid configuration: its restrictions reject all 2 points.*restrict="):
+        tk.search(space, lambda c: lambda: None, tk_cpu(), (), tuner="t", max_evals=5, log=tmp_path / "t.jsonl")
+    # the log is released: a corrected search may use it at once
+    fixed = tk.Space(BLOCK=[64, 128])
+    assert tk.search(fixed, lambda c: lambda: None, tk_cpu(), (), tuner="t2", log=tmp_path / "u.jsonl").evaluations == 2

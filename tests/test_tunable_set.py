@@ -79,3 +79,10 @@ def test_a_tunable_version_must_be_a_str() -> None:
     # It is hashed as text: version=3 and version="3" were the same version, an object a new one per process.
     with pytest.raises(TypeError, match=r"Tunable 'a': version must be a str, got 3"):
         tk.Tunable("a", lambda: 1, version=3)  # type: ignore[arg-type]
+
+
+def test_from_space_refuses_a_space_whose_restrictions_reject_everything() -> None:
+    """An empty space gave an empty set, which failed at its first execute saying to add tunables with with_tunable."""
+    space = tk.Space(BLOCK=[64, 128], restrict=[lambda c: c.BLOCK >= 128, lambda c: c.BLOCK < 128])
+    with pytest.raises(ValueError, match=r"from_space\(\): the space has no valid configuration.*all 2 points"):
+        tk.TunableSet.from_space(space, lambda c: lambda: None, key=_key)

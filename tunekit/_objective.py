@@ -9,6 +9,7 @@ log and result as kernel tuning, so its winner can go into a committed ``tk.Reco
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -88,10 +89,25 @@ def tune_objective(
         batch=1,
         finalists=0,
         require=require,
+        strategy=strategy,
+        log=log,
     )
     space = objective.space
     if not isinstance(space, Space):
         raise TypeError(f"objective.space must be a tk.Space, got {type(space).__name__}")
+
+    def remaining() -> int | None:
+        # A str or float compared against the budget deep in the driver ('<=' not supported,
+        # or a fractional batch size); an engine's answer is checked where it is read.
+        left = objective.remaining()
+        if left is not None and (not isinstance(left, numbers.Integral) or isinstance(left, bool)):
+            raise TypeError(
+                f"{type(objective).__name__}.remaining() must return an int (measurements the engine still "
+                f"allows) or None (no limit of its own), got {left!r}"
+            )
+        return None if left is None else int(left)
+
+    remaining()  # once before anything is measured, so a bad answer stops the search before it starts
 
     def evaluate(configs: Sequence[Config]) -> Mapping[Config, Outcome]:
         outcomes: dict[Config, Outcome] = {}
@@ -123,7 +139,7 @@ def tune_objective(
         max_seconds=max_seconds,
         require=require,
         log=log,
-        remaining=objective.remaining,
+        remaining=remaining,
         batch=1,
     )
     emit_search_record(result, key, resolved_sinks)

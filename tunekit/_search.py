@@ -26,7 +26,7 @@ from tunekit._key import is_autotune_key, key_to_dict
 from tunekit._outcome import Failed, Measured, Outcome, Skipped
 from tunekit._records import AutotuneRecord, CandidateRecord, SearchEnded
 from tunekit._schedule import measure_batch
-from tunekit._search_spec import check_search_args, check_search_names
+from tunekit._search_spec import check_search_args, check_search_names, empty_space_error
 from tunekit._sinks import RecordSink, as_sink, emit_to_all
 from tunekit._space import Config, Space
 from tunekit._strategies import Strategy, StrategyFactory, StrategyName, make_strategy
@@ -277,6 +277,10 @@ def run_search(
             for config in proposals:
                 strat.observe(config, (measured.get(config) or done[config]).score)
             spent += time.thread_time() - t0
+        if not done and stopped == "exhausted" and next(iter(space), None) is None:
+            # Checked once the strategy found nothing rather than up front, where walking a
+            # large space to its first valid point would cost every search.
+            raise empty_space_error("the search", space)
     finally:
         if trial_log is not None:
             trial_log.close()
@@ -395,6 +399,8 @@ def search(
         batch=batch,
         finalists=finalists,
         require=require,
+        strategy=strategy,
+        log=log,
     )
     args = tuple(inputs)
     settings = _settings.current()

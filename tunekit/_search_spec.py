@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import numbers
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TypeGuard
 
 from tunekit._space import Config, Space
 
-__all__ = ["SearchSpec", "check_search_args", "check_search_names", "config_name"]
+__all__ = ["SearchSpec", "check_search_args", "check_search_names", "config_name", "empty_space_error"]
 
 
 def config_name(config: Config) -> str:
@@ -50,6 +51,8 @@ def check_search_args(
     batch: object,
     finalists: object,
     require: object = (),
+    strategy: object = "auto",
+    log: object = None,
 ) -> None:
     """Refuse a search's arguments before anything is measured, naming ``where`` (the call).
 
@@ -78,6 +81,20 @@ def check_search_args(
             f"{where}(require=...) takes a list of configurations (tk.Config or dicts name -> value), got {require!r}; "
             "a single configuration goes in a list: require=[config]"
         )
+    # Checked here: an unknown name surfaced only after the trial log was opened, and a
+    # non-callable one as "'int' object is not callable" from inside the driver.
+    if isinstance(strategy, str):
+        from tunekit._strategies import STRATEGIES
+
+        if strategy not in STRATEGIES:
+            raise ValueError(f"{where}(strategy=...): unknown strategy {strategy!r}; choose one of {list(STRATEGIES)}")
+    elif not callable(strategy):
+        raise TypeError(
+            f"{where}(strategy=...) takes a strategy name (one of tk.STRATEGIES) or a factory "
+            f"(space, numpy Generator) -> tk.Strategy, got {strategy!r}"
+        )
+    if log is not None and not isinstance(log, str | os.PathLike):
+        raise TypeError(f"{where}(log=...) takes a file path (str or pathlib.Path) or None, got {log!r}")
 
 
 def check_search_names(where: str, *, tuner: object, device_id: object) -> None:
@@ -91,3 +108,11 @@ def check_search_names(where: str, *, tuner: object, device_id: object) -> None:
             raise (TypeError if not isinstance(value, str) else ValueError)(
                 f"{where}({argument}=...) must be a non-empty str, got {value!r}"
             )
+
+
+def empty_space_error(where: str, space: Space) -> ValueError:
+    """The error for a space whose restrictions admit nothing, naming ``where`` it was found."""
+    return ValueError(
+        f"{where}: the space has no valid configuration: its restrictions reject all {space.cartesian_size} "
+        f"points of {space!r}; loosen restrict=..."
+    )

@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from tunekit._check import Reference
-from tunekit._search_spec import SearchSpec, check_search_args, config_name
+from tunekit._search_spec import SearchSpec, check_search_args, config_name, empty_space_error
 from tunekit._space import Config, Space
 from tunekit._tunable import Tunable
 
@@ -157,6 +157,8 @@ class TunableSet(Generic[K, Out]):
         if not callable(build):
             raise TypeError("TunableSet.from_space(build=...) takes a callable config -> function")
         tunables = [Tunable(config.name, LazyBuild(build, config), version) for config in space]
+        if not tunables:  # an empty set failed only at its first execute, saying to add tunables
+            raise empty_space_error("TunableSet.from_space()", space)
         return (
             TunableSet(key, inputs)
             .with_tunables(tunables)
@@ -302,16 +304,8 @@ class TunableSet(Generic[K, Out]):
             max_seconds=max_seconds,
             batch=batch,
             finalists=finalists,
+            strategy=strategy,
         )
-        if isinstance(strategy, str):
-            from tunekit._strategies import STRATEGIES
-
-            if strategy not in STRATEGIES:
-                raise ValueError(
-                    f"TunableSet.with_search: unknown strategy {strategy!r}; choose one of {list(STRATEGIES)}"
-                )
-        elif not callable(strategy):
-            raise TypeError("TunableSet.with_search(strategy=...) takes a strategy name or a strategy factory")
         name_of = self.extras.get("space_name_of", config_name)
         spec = SearchSpec(space, name_of, strategy, max_evals, max_seconds, seed, batch, finalists)
         return self.with_extra(_SEARCH, spec)
