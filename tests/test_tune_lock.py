@@ -378,3 +378,110 @@ def test_a_lock_whose_identity_check_fails_is_released_or_given_up_not_held_or_s
     monkeypatch.setattr(_tune_lock, "_names", lambda path, fd: checks.append(fd) or False)
     assert _tune_lock._try_lock(path) is None
     assert len(checks) == _tune_lock._REOPENS
+
+
+def _umask() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("Umask:"):
+            return int(line.split()[1], 8)
+    raise AssertionError("no Umask line in /proc/self/status")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the umask from /proc")
+def test_a_cache_directory_a_group_shares_gets_lock_files_the_group_can_lock(tmp_path: Path) -> None:
+    """Regression: lock files were 0644 in a group-writable cache, so the group's other users tuned without the lock."""
+    from tunekit._cache import PersistentCache
+    from tunekit._tune_lock import tune_lock
+
+    shared, private = tmp_path / "shared", tmp_path / "private"
+    shared.mkdir()
+    shared.chmod(0o2775)  # what a team sets up for a cache its members share
+    private.mkdir()
+    private.chmod(0o755)
+    for directory, group in ((shared, 0o060), (private, 0)):
+        with tune_lock(PersistentCache(directory), "dev", "t", '{"n":1}', timeout_s=1) as held:
+            assert held
+            [path] = (directory / "locks").glob("*.lock")
+            locks_mode, file_mode = ((directory / "locks").stat().st_mode, path.stat().st_mode)
+        assert bool(locks_mode & 0o020) == bool(group), oct(locks_mode)
+        assert file_mode & 0o777 == (0o666 & ~_umask()) | group, oct(file_mode)  # the umask decides the rest
+
+
+def _shared_cache(top: str) -> tuple[Path, Path]:
+    """A cache directory every user may write (the second user here is nobody) and the lock file of one key."""
+    from tunekit._tune_lock import lock_path
+
+    os.chmod(top, 0o755)
+    cache_dir = Path(top) / "cache"
+    (cache_dir / "locks").mkdir(parents=True)
+    for directory in (cache_dir, cache_dir / "locks"):
+        directory.chmod(0o777)
+    path = lock_path(cache_dir, "dev", "t", '{"n":1}')
+    path.touch()
+    return cache_dir, path
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX permissions")
+def test_a_lock_file_this_user_may_only_read_still_locks_the_key() -> None:
+    """Regression: a lock file that could not be opened read-write meant tuning without the lock, silently."""
+    import fcntl
+    import tempfile
+
+    from _procs import drop_root, in_child
+
+    with tempfile.TemporaryDirectory() as top:
+        cache_dir, path = _shared_cache(top)
+        # Stands for another user's lock file in a shared cache (0644, made before lock files were
+        # group-writable): the child, a second user when this runs as root, may read it, not write it.
+        path.chmod(0o444)
+
+        def child() -> dict[str, object]:
+            from tunekit._cache import PersistentCache
+            from tunekit._tune_lock import tune_lock
+
+            drop_root()
+            writable = os.access(path, os.W_OK)
+            with tune_lock(PersistentCache(cache_dir), "dev", "t", '{"n":1}', timeout_s=0.2) as held:
+                probe = os.open(path, os.O_RDONLY)  # another open file: contends like another process
+                try:
+                    fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    locked = False
+                except BlockingIOError:
+                    locked = True
+                finally:
+                    os.close(probe)
+            return {"writable": writable, "held": held, "locked": locked}
+
+        assert in_child(child) == {"writable": False, "held": True, "locked": True}
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX permissions")
+def test_a_lock_file_this_user_cannot_open_is_a_warning_naming_it_and_the_fix() -> None:
+    """Regression: a lock file that could not be opened at all meant tuning without the lock, said only at INFO."""
+    import logging
+    import tempfile
+
+    from _procs import drop_root, in_child
+
+    with tempfile.TemporaryDirectory() as top:
+        cache_dir, path = _shared_cache(top)
+        path.chmod(0o000)  # another user's private file: the child (nobody, when this runs as root) cannot open it
+
+        def child() -> dict[str, object]:
+            from tunekit._cache import PersistentCache
+            from tunekit._tune_lock import tune_lock
+
+            drop_root()
+            caught: list[str] = []
+            handler = logging.Handler(logging.WARNING)
+            handler.emit = lambda record: caught.append(record.getMessage())  # type: ignore[method-assign]
+            logging.getLogger("tunekit").addHandler(handler)
+            for _ in range(2):
+                with tune_lock(PersistentCache(cache_dir), "dev", "t", '{"n":1}', timeout_s=0.2) as held:
+                    pass
+            return {"held": held, "warnings": caught}
+
+        got = in_child(child)
+    assert got["held"] is False
+    [warning] = got["warnings"]  # once, not once per tune
+    assert str(path) in warning and f"chmod -R g+rwX {cache_dir}" in warning, warning

@@ -19,6 +19,13 @@ path names now. Only a holder ever removes the path, so a verified holder is the
 Waiting polls a non-blocking lock, opening the path anew each time, rather than blocking on a
 file that may be removed under it. On Windows, where an open file cannot be removed, ``filelock``
 does the same job (it removes the file on release when no other process has it open).
+
+A cache directory a group shares (group-writable) gets a group-writable ``locks/`` and lock files
+its group can open read-write; elsewhere the umask decides, as for any file. A lock file this
+process may read but not write (another user's, made before that) is locked read-only: ``flock``
+needs no write access on a local file system. One it cannot open at all, or a ``locks/`` it
+cannot create files in, is warned about, naming the path and the fix, and the key is tuned
+without the lock, as before the lock existed.
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ import errno
 import hashlib
 import logging
 import os
+import stat
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -37,7 +45,7 @@ from typing import Literal
 
 from tunekit._cache import PersistentCache
 
-__all__ = ["sweep_lock_files", "tune_lock"]
+__all__ = ["lock_path", "sweep_lock_files", "tune_lock"]
 
 _log = logging.getLogger("tunekit.tuner")
 
@@ -52,6 +60,13 @@ thread pool (each in a copy of its context) see its locks too."""
 
 Release = Callable[[], None]
 
+_warned: set[Path] = set()
+"""Lock directories already warned about: the advice is the same for every key tuned there."""
+
+
+class LockDenied(OSError):
+    """The lock file cannot be opened or created by this process (permissions), so the key cannot be locked."""
+
 
 @contextmanager
 def tune_lock(cache: PersistentCache, device_id: str, tuner: str, key_json: str, timeout_s: float) -> Iterator[bool]:
@@ -63,8 +78,7 @@ def tune_lock(cache: PersistentCache, device_id: str, tuner: str, key_json: str,
     another tunable set of the same tuner name, which for one key must have the same
     candidates) goes on at once.
     """
-    digest = hashlib.sha256("\x00".join((device_id, tuner, key_json)).encode()).hexdigest()[:40]
-    path = lock_directory(cache.directory) / f"{digest}.lock"
+    path = lock_path(cache.directory, device_id, tuner, key_json)
     if path in _held.get():
         yield True
         return
@@ -83,6 +97,23 @@ def tune_lock(cache: PersistentCache, device_id: str, tuner: str, key_json: str,
 def lock_directory(cache_directory: Path) -> Path:
     """Where the tune locks of a cache directory live."""
     return cache_directory / "locks"
+
+
+def lock_path(cache_directory: Path, device_id: str, tuner: str, key_json: str) -> Path:
+    """The lock file of (device, tuner, key) in a cache directory."""
+    digest = hashlib.sha256("\x00".join((device_id, tuner, key_json)).encode()).hexdigest()[:40]
+    return lock_directory(cache_directory) / f"{digest}.lock"
+
+
+def _make_lock_directory(directory: Path) -> None:
+    """``locks/``, as group-writable as its cache directory: in a cache a group shares, all of it makes lock files."""
+    try:
+        directory.mkdir()
+    except FileExistsError:
+        return
+    shared = stat.S_IMODE(os.stat(directory.parent).st_mode) & stat.S_IRWXG
+    if shared & stat.S_IWGRP:
+        os.chmod(directory, stat.S_IMODE(os.stat(directory).st_mode) | shared)
 
 
 def sweep_lock_files(cache_directory: Path) -> int:
@@ -111,7 +142,7 @@ def sweep_lock_files(cache_directory: Path) -> int:
 def _acquire(path: Path, tuner: str, key_json: str, device_id: str, timeout_s: float) -> Release | None:
     """The lock, taken (its release function); None when it cannot be made or stays held past ``timeout_s``."""
     try:
-        path.parent.mkdir(exist_ok=True)
+        _make_lock_directory(path.parent)
         release = _try_lock(path)
         if release is not None:
             return release
@@ -128,6 +159,23 @@ def _acquire(path: Path, tuner: str, key_json: str, device_id: str, timeout_s: f
             timeout_s,
             key_json,
             device_id,
+        )
+    except LockDenied as exc:
+        # A cache directory this process cannot write is memory-only here (the cache warns about
+        # that): no winner of this process's reaches the others, so the lock would guard nothing.
+        first = path.parent not in _warned and os.access(path.parent.parent, os.W_OK)
+        _warned.add(path.parent)
+        _log.log(
+            logging.WARNING if first else logging.INFO,
+            "%s: cannot take the tune lock %s (%s); tuning key %s without it, so other processes sharing this cache "
+            "may tune it at the same time. Every user of a shared cache must be able to write %s and its lock "
+            "files: chmod -R g+rwX %s (and a group-writable cache directory gives new ones that access)",
+            tuner,
+            path,
+            exc.strerror or exc,
+            key_json,
+            path.parent,
+            path.parent.parent,
         )
     except OSError as exc:
         _log.info("%s: no cross-process tune lock (%s); tuning without it", tuner, exc)
@@ -159,14 +207,12 @@ else:
         # Bounded: on a file system whose stat and fstat disagree, every lock would look removed
         # and the loop would spin past tune_lock_timeout_s; as busy, the caller's wait applies.
         for _ in range(_REOPENS):
-            try:
-                fd = os.open(path, os.O_RDWR | os.O_CLOEXEC | (os.O_CREAT if create else 0), 0o644)
-            except FileNotFoundError:
-                if create:
-                    raise
+            fd = _open(path, create=create)
+            if fd is None:
                 return None
             match _lock_opened(path, fd):
                 case "held":
+                    _share_with_group(path, fd)
                     return lambda: _release(path, fd)
                 case "busy":
                     return None
@@ -174,6 +220,39 @@ else:
                     if not create:
                         return None
         return None
+
+    def _open(path: Path, *, create: bool) -> int | None:
+        """``path`` opened to be locked (created when ``create``); None when it is not there and not ``create``.
+
+        Read-write when allowed (an exclusive lock over NFS needs it), else read-only: a lock file
+        another user made before lock files were group-writable is still a lock on a local file system.
+        """
+        try:
+            # 0o666: the umask decides, as for any file; _share_with_group adds what a shared cache needs.
+            return os.open(path, os.O_RDWR | os.O_CLOEXEC | (os.O_CREAT if create else 0), 0o666)
+        except FileNotFoundError:
+            if create:
+                raise
+            return None
+        except PermissionError as denied:
+            try:
+                return os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            except FileNotFoundError:
+                if create:  # it was not there, and this process may not create files in locks/
+                    raise LockDenied(denied.errno, denied.strerror, str(path)) from None
+                return None
+            except PermissionError:
+                raise LockDenied(denied.errno, denied.strerror, str(path)) from None
+
+    def _share_with_group(path: Path, fd: int) -> None:
+        """In a group-writable ``locks/``, let the group open this lock file read-write too (when it is ours)."""
+        with suppress(OSError):
+            if not os.stat(path.parent).st_mode & stat.S_IWGRP:
+                return
+            opened = os.fstat(fd)
+            wanted = stat.S_IMODE(opened.st_mode) | stat.S_IRGRP | stat.S_IWGRP
+            if opened.st_uid == os.geteuid() and stat.S_IMODE(opened.st_mode) != wanted:
+                os.fchmod(fd, wanted)
 
     def _lock_opened(path: Path, fd: int) -> Literal["held", "busy", "removed"]:
         """Lock ``fd``, opened from ``path``: held, busy (another process holds it) or removed; closed unless held.
@@ -188,6 +267,8 @@ else:
             os.close(fd)
             if exc.errno in _CONTENDED:
                 return "busy"
+            if exc.errno == errno.EBADF:  # NFS emulates flock with locks that need the file open for writing
+                raise LockDenied(errno.EACCES, "open read-only, which cannot lock it here", str(path)) from exc
             raise
         try:
             held = _names(path, fd)
