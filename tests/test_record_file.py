@@ -246,3 +246,23 @@ def test_loading_or_seeding_with_the_wrong_arguments_names_them(data: ReplayData
         record.seed(tk.LocalTuner("replayed"), data.space, Shape)  # type: ignore[arg-type]
     with pytest.raises(FileNotFoundError, match=r"tk.Record.for_tunables\(tuner, device_id, tunables\)"):
         tk.Record.load(tmp_path / "missing.json")
+
+
+def test_a_record_of_a_newer_tunekit_loads_and_a_resave_keeps_its_new_fields(data: ReplayData, tmp_path: Path) -> None:
+    """Regression: a field added within schema_version 1 made an older tunekit refuse the committed record."""
+    path = tmp_path / "r.json"
+    _, tunables = committed(data, path)
+    doc = json.loads(path.read_text())
+    doc["reviewed_by"] = "ci"
+    doc["space_hash_algorithm"] = {"name": "sha256", "version": 2}
+    doc["entries"][0]["p99_ns"] = 1234.5
+    path.write_text(json.dumps(doc))
+    record = tk.Record.load_verified(path, tunables, ReplayClient(data).device_id)
+    record.save(path)  # e.g. after adding an entry: what the newer version wrote stays
+    again = json.loads(path.read_text())
+    assert again["reviewed_by"] == "ci" and again["space_hash_algorithm"] == {"name": "sha256", "version": 2}
+    assert again["entries"][0]["p99_ns"] == 1234.5
+    doc["schema_version"] = 2
+    path.write_text(json.dumps(doc))
+    with pytest.raises(tk.RecordMismatch, match="schema_version"):
+        tk.Record.load(path)

@@ -18,7 +18,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, model_validator
 
 from tunekit import _settings
 from tunekit._atomic import write_atomic
@@ -26,6 +26,7 @@ from tunekit._errors import TunekitError
 from tunekit._key import is_autotune_key, key_to_json
 from tunekit._local import LocalTuner
 from tunekit._outcome import Measured
+from tunekit._persisted import Persisted
 from tunekit._search import SearchResult
 from tunekit._search_spec import check_search_names
 from tunekit._space import ParamValue
@@ -45,10 +46,8 @@ class RecordMismatch(TunekitError):
     """A committed record whose provenance does not match the running code or device."""
 
 
-class RecordEntry(BaseModel):
+class RecordEntry(Persisted):
     """The winner of one key bucket, with what was measured for it."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     key: dict[str, JsonScalar]
     winner: str
@@ -74,10 +73,8 @@ class RecordEntry(BaseModel):
         return self
 
 
-class RecordFile(BaseModel):
+class RecordFile(Persisted):
     """The whole committed file."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     schema_version: Literal[1] = 1
     tuner: str
@@ -99,6 +96,8 @@ class Record:
     tunekit_version: str = __version__
     entries: dict[str, RecordEntry] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
+    newer_fields: dict[str, Any] = field(default_factory=dict, repr=False)
+    """Top-level fields of the file that a newer tunekit wrote and this one does not know: saved back as read."""
 
     @classmethod
     def for_tunables(cls, tuner: str, device_id: str, tunables: TunableSet[Any, Any]) -> Record:
@@ -156,6 +155,7 @@ class Record:
             space_hash=self.space_hash,
             tunekit_version=self.tunekit_version,
             entries=[self.entries[k] for k in sorted(self.entries)],
+            **self.newer_fields,
         )
 
     def save(self, path: str | Path) -> None:
@@ -190,6 +190,7 @@ class Record:
             space_hash=data.space_hash,
             tunekit_version=data.tunekit_version,
             entries={_entry_key(e): e for e in data.entries},
+            newer_fields=dict(data.model_extra or {}),
         )
 
     @classmethod
