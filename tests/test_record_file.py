@@ -337,3 +337,13 @@ def test_adding_a_key_built_at_another_autotune_level_is_refused(data: ReplayDat
     result = tk.search(data.space, client.kernel, client, (), tuner="replayed", key=Shape(n=3000))
     with pytest.raises(tk.RecordMismatch, match="key buckets of autotune_level='balanced'.*built at 'minimal'"):
         record.add(Shape(n=3000), result)
+
+
+def test_levels_that_share_buckets_load_with_a_warning_not_a_refusal(data: ReplayData, tmp_path: Path) -> None:
+    """Only minimal changes the buckets: a record tuned at extensive serves balanced, noting the other threshold."""
+    path = tmp_path / "r.json"
+    tunables = _committed_at("extensive", data, path, (1500, 3000))
+    tk.configure(autotune_level="balanced")
+    record = tk.Record.load_verified(path, tunables, ReplayClient(data).device_id)
+    assert any("tuned at autotune_level='extensive', running at 'balanced'" in w for w in record.warnings)
+    assert record.seed(tk.LocalTuner("replayed"), tunables, Shape) == 2

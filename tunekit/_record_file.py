@@ -143,7 +143,7 @@ class Record:
         level = _settings.current().autotune_level
         if self.autotune_level is None and not self.entries:
             self.autotune_level = level
-        elif self.autotune_level is not None and level != self.autotune_level:
+        elif self.autotune_level is not None and not _same_buckets(self.autotune_level, level):
             raise RecordMismatch(
                 f"this record holds key buckets of autotune_level={self.autotune_level!r}, but {key!r} was built at "
                 f"{level!r}, whose buckets differ; one record holds one level's buckets: tune at "
@@ -320,9 +320,13 @@ def _check_tunables(where: str, tunables: object) -> None:
 
 
 def _level_mismatch(record: Record) -> str | None:
-    """Why ``record``'s keys are no buckets of the running autotune level, or None when they are (or are unknown)."""
+    """Why ``record``'s keys are no buckets of the running autotune level, or None when they are (or are unknown).
+
+    Only ``minimal`` changes the buckets; ``balanced``, ``extensive`` and ``full`` share theirs
+    (another level there is drift, a warning).
+    """
     level = _settings.current().autotune_level
-    if record.autotune_level is None or record.autotune_level == level:
+    if record.autotune_level is None or _same_buckets(record.autotune_level, level):
         return None
     return (
         f"its keys are anchor buckets of autotune_level={record.autotune_level!r} and this process runs at "
@@ -330,6 +334,10 @@ def _level_mismatch(record: Record) -> str | None:
         f"buckets to be tuned in production); run at {record.autotune_level!r} to use it "
         f"(TUNEKIT_AUTOTUNE_LEVEL={record.autotune_level} or tk.configure(autotune_level={record.autotune_level!r}))"
     )
+
+
+def _same_buckets(made: AutotuneLevel, running: AutotuneLevel) -> bool:
+    return _settings.level_anchor_exponent(made) == _settings.level_anchor_exponent(running)
 
 
 def _entry_key(entry: RecordEntry) -> str:
@@ -357,6 +365,13 @@ def _drift(record: Record, path: Path) -> list[str]:
     out = []
     if record.tunekit_version != __version__:
         out.append(f"{path}: written by tunekit {record.tunekit_version}, running {__version__}")
+    level = _settings.current().autotune_level
+    if record.autotune_level is not None and record.autotune_level != level:
+        # Same buckets (else load_verified refused it), but another short-circuit threshold chose the winners.
+        out.append(
+            f"{path}: tuned at autotune_level={record.autotune_level!r}, running at {level!r}: the same key "
+            "buckets, but the winners were chosen under that level's roofline short-circuit threshold"
+        )
     if record.autotune_level is None:
         out.append(
             f"{path}: written before records kept their autotune level, so its keys are taken as buckets of "
