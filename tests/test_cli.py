@@ -105,6 +105,22 @@ def test_export_clear_import_round_trip(records: Path, tmp_path: Path) -> None:
     assert "2 already stored, kept" in run("cache", "import", str(bundle), "--keep-existing").stdout
 
 
+def test_a_bundle_of_a_newer_tunekit_imports_with_its_new_fields(records: Path, tmp_path: Path) -> None:
+    """Regression: a field added within schema_version 1 made `cache import` refuse the whole bundle."""
+    bundle = tmp_path / "winners.json"
+    run("cache", "export", "-o", str(bundle))
+    document = json.loads(bundle.read_text())
+    document["exported_by"] = "ci"
+    document["entries"][0]["measured_on"] = "gpu-7"
+    document["entries"][0]["value"]["confidence"] = 0.97
+    bundle.write_text(json.dumps(document))
+    run("cache", "clear")
+    assert "imported 2 winners" in run("cache", "import", str(bundle)).stdout
+    again = json.loads(run("cache", "export").stdout)
+    assert again["entries"][0]["value"]["confidence"] == 0.97  # the row keeps what the newer version stored
+    assert "2 rows checked, 0 problems" in run("cache", "verify").stdout
+
+
 def test_import_refuses_a_malformed_bundle(tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"schema_version": 1, "entries": [{"tuner": "x"}]}))
@@ -232,3 +248,27 @@ def test_cache_clear_of_a_tuner_with_only_failed_tunes_forgets_them(isolated_set
     assert "removed 0 stored winners and 1 recorded failed tune from" in done.stdout
     assert cache.failed_keys() == []
     assert "no tuner named 'cli_doomed'" in run("cache", "clear", "--tuner", "cli_doomed", check=2).stderr
+
+
+def test_a_trial_log_or_committed_record_given_as_records_or_bundle_is_named(tmp_path: Path) -> None:
+    """records summary of a trial log printed one "not a valid AutotuneRecord" per line (121 for a 120-trial log) and
+    `cache import` of a committed record listed its fields as wrong: they are other tunekit files, said in one line."""
+    space = tk.Space(A=[1, 2, 3])
+    tunables = tk.TunableSet.from_space(space, lambda c: lambda x: x, key=lambda x: SumKey(n=x.shape[0]))
+    log = tmp_path / "trials.jsonl"
+    result = tk.search(space, lambda c: lambda x: x, CLIENT, (np.ones(4),), tuner="t", log=log)
+    record = tk.Record.for_tunables("t", CLIENT.device_id, tunables)
+    record.add(SumKey(n=4), result)
+    record.save(tmp_path / "t.json")
+    for command in ("summary", "tail"):
+        done = run("records", command, str(log), check=2)
+        assert done.stderr == f"tunekit: {log} is a trial log (written by tk.search(log=...)); " + (
+            "a search's record goes where TUNEKIT_RECORD or sinks= send records, not a records file\n"
+        )
+    assert (
+        "is a committed record (tk.Record.save)" in run("records", "summary", str(tmp_path / "t.json"), check=2).stderr
+    )
+    assert "is a trial log" in run("report", str(log), check=2).stderr
+    done = run("cache", "import", str(tmp_path / "t.json"), check=2)
+    assert done.stderr.count("\n") == 1
+    assert "is a committed record (tk.Record.save); production loads it with tk.Record.load_verified" in done.stderr

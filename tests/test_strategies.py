@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import statistics
+import warnings
 from collections.abc import Callable
 
 import numpy as np
@@ -232,3 +233,15 @@ def test_model_ils_goes_wide_after_a_fifth_of_its_budget() -> None:
     late = [n for at, n in sizes if at >= budget // 5]
     assert max(early) == 8, early  # climb steps of eight moves (the model's guesses come four at a time)
     assert late and max(late) <= 4 and 2 in late, late
+
+
+def test_optuna_strategy_tells_optuna_no_none_value() -> None:
+    """A re-asked point proposed earlier in the batch was told None: Optuna warned "The value None could not be cast
+    to float" on every search; and a measured score of 0 (the best) was told as a failure."""
+    pytest.importorskip("optuna")
+    space = tk.Space(A=range(10), B=["x", "y"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        strategy = make_strategy("optuna_tpe")(space, np.random.default_rng(1))
+        seen = drive(strategy, space, 20, 8, score=lambda c: float(c.A))
+    assert len(seen) == 20

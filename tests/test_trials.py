@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -146,6 +147,17 @@ def test_a_log_that_is_a_directory_is_refused_with_a_file_to_use(data: ReplayDat
     assert not (tmp_path.parent / f"{tmp_path.name}.lock").exists()
 
 
+def test_a_log_under_a_file_is_refused_naming_the_file(data: ReplayData, tmp_path: Path) -> None:
+    """log="out/trials.jsonl" where out is a file raised "[Errno 17] File exists: 'out'", naming neither the log nor
+    what to do."""
+    client = ReplayClient(data)
+    (tmp_path / "out").write_text("")
+    for log in (tmp_path / "out" / "trials.jsonl", tmp_path / "out" / "sub" / "trials.jsonl"):
+        message = re.escape(f"trial log {log}: {tmp_path / 'out'} is a file, not a directory; give log= a file path")
+        with pytest.raises(tk.TrialLogError, match=message):
+            tk.search(data.space, client.kernel, client, (), tuner="t", max_evals=2, log=log)
+
+
 def test_a_corrupt_line_is_described_on_one_line(data: ReplayData, tmp_path: Path) -> None:
     """The error carried pydantic's multi-line dump of the input and its documentation URL."""
     log = tmp_path / "t.jsonl"
@@ -158,3 +170,17 @@ def test_a_corrupt_line_is_described_on_one_line(data: ReplayData, tmp_path: Pat
     message = str(raised.value)
     assert "\n" not in message and "errors.pydantic.dev" not in message and "input_value" not in message
     assert message.startswith(f"{log}: line 3 is corrupt (") and "Invalid JSON" in message
+
+
+def test_a_log_with_fields_of_a_newer_tunekit_is_resumed(data: ReplayData, tmp_path: Path) -> None:
+    """Regression: a field added within schema_version 1 made an older tunekit call the log corrupt."""
+    log = tmp_path / "newer.jsonl"
+    reference = run(data, log)
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    lines[0]["host"] = "gpu-7"
+    lines[0]["space"]["notes"] = "from a newer tunekit"
+    for entry in lines[1:]:
+        entry["energy_j"] = 0.5
+    log.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    again = run(data, log)
+    assert all(t.resumed for t in again.trials) and len(again.trials) == len(reference.trials)

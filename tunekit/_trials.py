@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import IO, Annotated, Literal
 
 import filelock
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import Field, TypeAdapter, ValidationError
 
 from tunekit._errors import TunekitError
+from tunekit._persisted import Persisted
 from tunekit._space import Config, ParamValue, Space, SpaceModel
 from tunekit._validation_text import validation_text
 from tunekit._version import __version__
@@ -34,11 +35,7 @@ class TrialLogError(TunekitError):
     """A trial log that cannot be resumed: written for another search, corrupt, or in use."""
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class TrialLogHeader(_Model):
+class TrialLogHeader(Persisted):
     """The first line: what the trials below were measured for."""
 
     kind: Literal["header"] = "header"
@@ -52,7 +49,7 @@ class TrialLogHeader(_Model):
     created: datetime = Field(default_factory=lambda: datetime.now(UTC))
 
 
-class TrialEntry(_Model):
+class TrialEntry(Persisted):
     """One evaluated configuration: its samples (ns) when measured, its reason when it failed.
 
     Version 2 adds the batch the trial was measured in and that batch's size: the adaptive
@@ -121,7 +118,14 @@ class TrialLog:
         header = TrialLogHeader(
             tuner=tuner, key=key, device_id=device_id, space_hash=space.hash, space=space.describe()
         )
-        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:  # it said only "[Errno 17] File exists: 'out'", naming neither the log nor the fix
+            blocking = next((p for p in reversed(path.parents) if p.exists() and not p.is_dir()), None)
+            why = f"{blocking} is a file, not a directory" if blocking else f"{exc.strerror or exc} ({exc.filename})"
+            raise TrialLogError(
+                f"cannot create the directory of trial log {path}: {why}; give log= a file path in a directory"
+            ) from exc
         lock = filelock.FileLock(str(path) + ".lock")
         try:
             lock.acquire(timeout=0)
