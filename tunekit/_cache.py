@@ -12,6 +12,7 @@ import contextlib
 import logging
 import os
 import sqlite3
+import stat
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -142,6 +143,7 @@ class PersistentCache:
 
     def _connect(self) -> sqlite3.Connection:
         patience = self.BUSY_TIMEOUT_S
+        _share_with_group(self.path)
         connection = sqlite3.connect(self.path, timeout=patience, isolation_level=None, check_same_thread=False)
         try:
             # Switching to WAL takes a lock that the busy handler does not wait for when many
@@ -442,6 +444,30 @@ def _retry_busy(run: Callable[[], object], *, patience_s: float) -> None:
                 raise
         time.sleep(delay)
         delay = min(delay * 2, 0.1)
+
+
+def _share_with_group(path: Path) -> None:
+    """In a group-writable cache directory, make the database (and its journal) writable by the group.
+
+    A team shares a cache by making its directory group-writable (``chmod g+rwX,g+s``). The
+    database file the first process created had the mode its umask gave (0644), so every other
+    member's process found it read-only and went memory-only: it re-tuned every key at every
+    start. Worse, such a process left ``-wal`` and ``-shm`` files of its own, 0644, which made
+    the database read-only for its owner too. So the file is created here, before SQLite opens
+    it, and this process makes each of the three files it owns group-readable and -writable
+    (SQLite gives a new ``-wal`` and ``-shm`` the database file's mode). Files of another user
+    are left as they are: only their owner (or ``chmod``) can change them.
+    """
+    with contextlib.suppress(OSError):
+        if not os.stat(path.parent).st_mode & stat.S_IWGRP:
+            return
+        os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666))
+        for suffix in ("", "-wal", "-shm"):
+            with contextlib.suppress(OSError):
+                info = os.stat(f"{path}{suffix}")
+                wanted = stat.S_IMODE(info.st_mode) | stat.S_IRGRP | stat.S_IWGRP
+                if info.st_uid == os.geteuid() and stat.S_IMODE(info.st_mode) != wanted:
+                    os.chmod(f"{path}{suffix}", wanted)
 
 
 def _intact(path: Path) -> bool:
