@@ -93,6 +93,14 @@ def test_a_key_field_no_stored_key_has_is_a_usage_error(records: Path) -> None:
     assert "no stored key matching" in run("cache", "show", "cli_sum", "--key", "n=7", check=2).stderr
 
 
+def test_listing_a_cleared_cache_says_it_holds_no_winners(records: Path, isolated_settings: Path) -> None:
+    # Regression: after `cache clear`, `cache list` printed a bare table header.
+    run("cache", "clear")
+    done = run("cache", "list")
+    assert done.stdout == ""
+    assert done.stderr == f"no stored winners in {isolated_settings / tk.PersistentCache.FILENAME}\n"
+
+
 def test_export_clear_import_round_trip(records: Path, tmp_path: Path) -> None:
     bundle = tmp_path / "winners.json"
     run("cache", "export", "-o", str(bundle))

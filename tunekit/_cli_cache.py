@@ -126,6 +126,10 @@ def list_rows(args: argparse.Namespace) -> int:
         print(f"no tuning cache at {_cache_file()} (nothing tuned with this cache directory yet)", file=sys.stderr)
         return 0
     rows, bad = _select(cache, args.tuner, args.device, args.key)
+    if not rows and not bad:  # a header over nothing (after `cache clear`) read as a broken listing
+        matching = " matching the filters" if args.tuner or args.device or args.key else ""
+        print(f"no stored winners{matching} in {cache.path}", file=sys.stderr)
+        return 0
     print_table(
         ("tuner", "key", "winner", "median", "tuned at", "device"),
         [
