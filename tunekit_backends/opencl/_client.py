@@ -124,7 +124,8 @@ class OpenCLClient:
     picks processes for PoCL when at least two CPUs are usable and its kernel cache is on,
     threads otherwise. When workers cannot be used (the temporary directory cannot take the copy
     of the inputs they launch on, or no worker starts), variants compile in this process as with
-    ``"thread"``, and the first such failure is logged once as a warning saying what to do.
+    ``"thread"``, and the first such failure is logged once as a warning saying what to do;
+    after two failed starts in a row no worker is started for a while (2 minutes, doubling).
     """
 
     def __init__(
