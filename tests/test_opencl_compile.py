@@ -12,6 +12,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -673,3 +674,48 @@ def test_compile_workers_that_keep_failing_to_start_are_tried_twice_not_per_batc
     assert "no compile worker is started for 120 s" in warnings[0] and "compiling in this process" in warnings[0]
     notes = _compiled_in_process(records)
     assert len(notes) == 2 and all(n and n.startswith("no compile worker could start: ") for n in notes), notes
+
+
+def test_closing_the_client_during_a_tune_stops_it_without_blaming_the_variant_being_built(
+    pooled: OpenCLClient, isolated_settings: Path
+) -> None:
+    """Regression: close() from another thread killed a busy compile worker, and the tune failed the variant it was
+    building ("crashed a compile worker") and stored a winner without it."""
+    tk.configure(candidate_timeout_s=600.0)
+    template = KernelTemplate(SPIN, "spin", {"MODE": [0, 1], "BLOCK": [8]}, geometry=lambda c, key: ((key.n,), (8,)))
+    tunables = template.tunable_set(
+        pooled,
+        key=lambda y, n: SizeKey(n=int(n)),
+        inputs=lambda key, y, n: (cla.zeros(pooled.queue, key.n, np.float32), np.int32(key.n)),
+    )
+    y = cla.zeros(pooled.queue, 64, np.float32)
+    errors: list[BaseException] = []
+
+    def tune() -> None:
+        try:
+            tk.LocalTuner[SizeKey, Any]("closed-mid-tune").execute(
+                pooled.device_id, pooled, tunables, (y, np.int32(64))
+            )
+        except BaseException as exc:
+            errors.append(exc)
+
+    thread = threading.Thread(target=tune)
+    thread.start()
+    pool = pooled.compile_pool
+    assert pool is not None
+    deadline = time.monotonic() + 120
+    while not any(w.busy for w in list(pool._alive)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(1.0)  # MODE=1's first launch never ends: its worker is still busy with it
+    pooled.close()  # as a user would, from another thread
+    thread.join(timeout=120)
+    assert not thread.is_alive()
+    [error] = errors
+    assert isinstance(error, tk.ClientClosed), error
+    assert "OpenCLClient.close()" in str(error) and pooled.device.name in str(error), error
+    assert "spin[" not in str(error)
+    cache = tk.PersistentCache(isolated_settings)
+    assert list(cache.rows()) == []  # no winner that left MODE=1 out ...
+    assert (
+        cache.get_failure(pooled.device_id, "closed-mid-tune", tk.key_to_json(SizeKey(n=64))) is None
+    )  # nor a failure

@@ -238,7 +238,11 @@ class OpenCLClient:
         return DeviceCheckBuffers(self, inputs, outputs)
 
     def close(self) -> None:
-        """Stop the compile worker processes, if any (they also stop when the client is collected, or at exit)."""
+        """Stop the compile worker processes, if any (they also stop when the client is collected, or at exit).
+
+        A tune that is compiling in them meanwhile (or compiles in them later) raises
+        :class:`tunekit.ClientClosed` rather than blaming the variant a stopped worker was building.
+        """
         if self.compile_pool is not None:
             self.compile_pool.close()
 

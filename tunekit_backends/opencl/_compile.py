@@ -42,6 +42,7 @@ from typing import IO, Any
 import numpy as np
 from pydantic import ValidationError
 
+from tunekit import ClientClosed
 from tunekit_backends.opencl._cl import pyopencl
 from tunekit_backends.opencl._compile_wire import KernelArg, Launch, ProgramReply, ProgramRequest, WorkerReady
 
@@ -299,7 +300,7 @@ class CompilePool:
         with self._ready:
             while True:
                 if self._closed:
-                    raise WorkerDied("the compile pool is closed")
+                    raise self._closed_error()
                 while self._idle:
                     idle = self._idle.pop()
                     if idle.process.poll() is None:
@@ -394,12 +395,26 @@ class CompilePool:
             worker = self._take()
         try:
             reply = worker.ask(request, timeout_s)
+        except WorkerDied:
+            worker.kill()
+            self._give_back(worker, usable=False)
+            if self._closed:  # close() killed it: the variant it was building is not to blame
+                raise self._closed_error() from None
+            raise
         except BaseException:
             worker.kill()
             self._give_back(worker, usable=False)
             raise
         self._give_back(worker, usable=True)
         return reply
+
+    def _closed_error(self) -> ClientClosed:
+        platform, device = self._where
+        return ClientClosed(
+            f"the OpenCL client on {platform} / {device} was closed (OpenCLClient.close()) while its compile "
+            "workers were building this tune's variants: no variant is to blame, so the tune stops and stores "
+            "nothing; close the client only after its tunes end"
+        )
 
     def warn_once(self, kind: str, message: str) -> None:
         """Log ``message`` as a warning the first time this pool meets trouble of this ``kind``, later at debug level.
@@ -412,7 +427,7 @@ class CompilePool:
         _log.log(logging.WARNING if first else logging.DEBUG, "%s", message)
 
     def close(self) -> None:
-        """Stop the workers; requests in flight end with WorkerDied."""
+        """Stop the workers; requests in flight, and any made later, raise :class:`tunekit.ClientClosed`."""
         with self._ready:
             self._closed = True
             workers = list(self._alive)
