@@ -6,8 +6,9 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import pytest
 
@@ -181,3 +182,63 @@ def test_unusable_dir_degrades_to_memory_only(tmp_path: Path, caplog: pytest.Log
     assert cache.get("d", "t", "{}") is None
     assert not cache.put("d", "t", "{}", "c", tk.CacheValue(winner="a", ranking=["a"]))
     assert "memory-only" in caplog.text
+
+
+def _rewrite_row(path: Path, change: Callable[[dict[str, Any]], None]) -> None:
+    """Edit the JSON of the (only) stored winner, as another tunekit version would have written it."""
+    with sqlite3.connect(path) as db:
+        (raw,) = db.execute("SELECT value FROM winners").fetchone()
+        value = json.loads(raw)
+        change(value)
+        db.execute("UPDATE winners SET value = ?", (json.dumps(value),))
+
+
+def _stored_value(path: Path) -> dict[str, Any]:
+    with sqlite3.connect(path) as db:
+        return dict(json.loads(db.execute("SELECT value FROM winners").fetchone()[0]))
+
+
+def _newer(value: dict[str, Any]) -> None:
+    """Fields a later tunekit might add within schema_version 1, at the top and in nested models."""
+    value["confidence"] = 0.97
+    value["results"][0]["p99_ns"] = 1234.5
+    value["origin"]["source"] = "ops/matmul.py"
+
+
+def test_a_row_with_fields_of_a_newer_tunekit_is_reused_not_retuned(isolated_settings: Path) -> None:
+    """Regression: a row with a field this version does not know (as `origin` once was) was refused and re-tuned."""
+    _run("slow,fast")
+    path = isolated_settings / tk.PersistentCache.FILENAME
+    _rewrite_row(path, _newer)
+    assert _run("slow,fast") == {"out": 5, "tuned": [], "winners": []}
+    stored = _stored_value(path)
+    assert stored["confidence"] == 0.97 and stored["origin"]["source"] == "ops/matmul.py"
+    assert (
+        "0 problems"
+        in subprocess.run(
+            [sys.executable, "-m", "tunekit._cli", "cache", "verify"], capture_output=True, text=True, check=True
+        ).stdout
+    )
+
+
+def test_rewriting_a_row_keeps_the_fields_of_a_newer_tunekit(isolated_settings: Path) -> None:
+    """A demotion writes the row back (model_copy of what was read): the newer version's fields must survive it."""
+    _run("slow,fast")
+    path = isolated_settings / tk.PersistentCache.FILENAME
+    _rewrite_row(path, _newer)
+    cache = tk.PersistentCache(isolated_settings)
+    key = tk.key_to_json(NKey(n=5))
+    got = cache.get(CLIENT.device_id, "persist", key)
+    assert isinstance(got, tuple)
+    checksum, value = got
+    assert cache.put(CLIENT.device_id, "persist", key, checksum, value.model_copy(update={"ranking": ["fast"]}))
+    stored = _stored_value(path)
+    assert stored["ranking"] == ["fast"]
+    assert stored["confidence"] == 0.97 and stored["results"][0]["p99_ns"] == 1234.5
+    assert stored["origin"]["source"] == "ops/matmul.py"
+
+
+def test_a_row_of_another_schema_version_is_still_retuned(isolated_settings: Path) -> None:
+    _run("slow,fast")
+    _rewrite_row(isolated_settings / tk.PersistentCache.FILENAME, lambda v: v.update(schema_version=2))
+    assert _run("slow,fast")["tuned"] == ["tuned"]

@@ -170,7 +170,6 @@ def _valid_value(winner: str = "double") -> str:
 
 HOSTILE = {
     "wrong-types": json.dumps({"schema_version": 1, "winner": 5, "ranking": "double"}),
-    "unknown-field": json.dumps({"schema_version": 1, "winner": "double", "ranking": [], "exec": "rm -rf /"}),
     "future-schema": json.dumps({"schema_version": 99, "winner": "double", "ranking": ["double"]}),
     "deep-nesting": '{"schema_version": 1, "winner": "double", "ranking": ' + "[" * 100_000 + "]" * 100_000 + "}",
     "huge-list": json.dumps({"schema_version": 1, "winner": "double", "ranking": ["x"] * 200_000}),
@@ -198,6 +197,22 @@ def test_hostile_row_is_rejected_with_a_warning_and_retuned(
     assert any("invalid and will be re-tuned" in w for w in _warnings(caplog))
     rows = list(tk.PersistentCache(isolated_settings).rows())
     assert any(isinstance(r, str) for r in rows), "the planted row is reported, not hidden"
+
+
+def test_an_unknown_field_is_kept_as_inert_data(isolated_settings: Path) -> None:
+    """Fields a newer tunekit may add within schema_version 1 are read, never acted on (they were refused before)."""
+    value = json.dumps({"schema_version": 1, "winner": "twice", "ranking": ["twice"], "exec": "rm -rf /"})
+    _plant(isolated_settings, CLIENT.device_id, "inert", tk.key_to_json(IKey(i=3)), _tunables().checksum(), value)
+    records: list[tk.AutotuneRecord] = []
+    sink = tk.add_record_sink(records.append)
+    try:
+        assert _tune_keys("inert", range(3, 4)) == [6]
+    finally:
+        tk.remove_record_sink(sink)
+    assert records == []  # the stored winner was used
+    (row,) = tk.PersistentCache(isolated_settings).rows()
+    assert isinstance(row, tk.CacheRow) and row.value.winner == "twice"
+    assert row.value.model_extra == {"exec": "rm -rf /"}
 
 
 def test_oversized_value_is_refused_unread(

@@ -105,6 +105,22 @@ def test_export_clear_import_round_trip(records: Path, tmp_path: Path) -> None:
     assert "2 already stored, kept" in run("cache", "import", str(bundle), "--keep-existing").stdout
 
 
+def test_a_bundle_of_a_newer_tunekit_imports_with_its_new_fields(records: Path, tmp_path: Path) -> None:
+    """Regression: a field added within schema_version 1 made `cache import` refuse the whole bundle."""
+    bundle = tmp_path / "winners.json"
+    run("cache", "export", "-o", str(bundle))
+    document = json.loads(bundle.read_text())
+    document["exported_by"] = "ci"
+    document["entries"][0]["measured_on"] = "gpu-7"
+    document["entries"][0]["value"]["confidence"] = 0.97
+    bundle.write_text(json.dumps(document))
+    run("cache", "clear")
+    assert "imported 2 winners" in run("cache", "import", str(bundle)).stdout
+    again = json.loads(run("cache", "export").stdout)
+    assert again["entries"][0]["value"]["confidence"] == 0.97  # the row keeps what the newer version stored
+    assert "2 rows checked, 0 problems" in run("cache", "verify").stdout
+
+
 def test_import_refuses_a_malformed_bundle(tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"schema_version": 1, "entries": [{"tuner": "x"}]}))

@@ -227,3 +227,104 @@ def test_a_record_for_an_empty_tuner_or_device_or_no_set_is_refused() -> None:
         tk.Record.for_tunables("t", None, tunables)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match=r"takes a tk.TunableSet, got list"):
         tk.Record.for_tunables("t", "cpu", [tunables])  # type: ignore[arg-type]
+
+
+def test_a_record_of_a_newer_tunekit_loads_and_a_resave_keeps_its_new_fields(data: ReplayData, tmp_path: Path) -> None:
+    """Regression: a field added within schema_version 1 made an older tunekit refuse the committed record."""
+    path = tmp_path / "r.json"
+    _, tunables = committed(data, path)
+    doc = json.loads(path.read_text())
+    doc["reviewed_by"] = "ci"
+    doc["space_hash_algorithm"] = {"name": "sha256", "version": 2}
+    doc["entries"][0]["p99_ns"] = 1234.5
+    path.write_text(json.dumps(doc))
+    record = tk.Record.load_verified(path, tunables, ReplayClient(data).device_id)
+    record.save(path)  # e.g. after adding an entry: what the newer version wrote stays
+    again = json.loads(path.read_text())
+    assert again["reviewed_by"] == "ci" and again["space_hash_algorithm"] == {"name": "sha256", "version": 2}
+    assert again["entries"][0]["p99_ns"] == 1234.5
+    doc["schema_version"] = 2
+    path.write_text(json.dumps(doc))
+    with pytest.raises(tk.RecordMismatch, match="schema_version"):
+        tk.Record.load(path)
+
+
+def _committed_at(level: str, data: ReplayData, path: Path, sizes: tuple[int, ...]) -> tk.TunableSet[Shape, Any]:
+    """A record of ``sizes`` tuned and saved at ``level`` (the keys are anchored when built, at the level then)."""
+    tk.configure(autotune_level=level)
+    client = ReplayClient(data)
+    tunables = tk.TunableSet.from_space(data.space, client.kernel, key=key_of)
+    record = tk.Record.for_tunables("replayed", client.device_id, tunables)
+    for n in sizes:
+        record.add(Shape(n=n), tk.search(data.space, client.kernel, client, (), tuner="replayed", key=Shape(n=n)))
+    record.save(path)
+    return tunables
+
+
+@pytest.mark.parametrize(("made", "used"), [("balanced", "minimal"), ("minimal", "balanced")])
+def test_a_record_made_at_one_autotune_level_is_refused_at_another_naming_both(
+    data: ReplayData, tmp_path: Path, made: str, used: str
+) -> None:
+    """Regression: seeded at another level, a record's keys were re-anchored to that level's buckets: entries served
+    sizes they were never measured for, and two (n=2048 and n=4096 at balanced) landed on one minimal bucket."""
+    path = tmp_path / "r.json"
+    tunables = _committed_at(made, data, path, (1500, 3000))
+    assert json.loads(path.read_text())["autotune_level"] == made
+    device = ReplayClient(data).device_id
+    tk.configure(autotune_level=used)
+    expected = rf"autotune_level='{made}' and this process runs at '{used}'.*TUNEKIT_AUTOTUNE_LEVEL={made}"
+    with pytest.raises(tk.RecordMismatch, match=expected):
+        tk.Record.load_verified(path, tunables, device)
+    tuner: tk.LocalTuner[Shape, None] = tk.LocalTuner("replayed")
+    with pytest.raises(tk.RecordMismatch, match=expected):
+        tk.Record.load(path).seed(tuner, tunables, Shape)
+    assert tuner.tuner(device).winners == {}, "nothing was seeded"
+    # Run at the level it was made at, as the message says, and it seeds every entry.
+    tk.configure(autotune_level=made)
+    record = tk.Record.load_verified(path, tunables, device)
+    assert record.warnings == ()
+    assert record.seed(tuner, tunables, Shape) == len(record.entries)
+
+
+def test_a_record_without_its_level_is_seeded_only_where_its_keys_are_buckets_of_the_running_level(
+    data: ReplayData, tmp_path: Path
+) -> None:
+    """A record saved before levels were kept: a key that re-anchors elsewhere shows it came from another level."""
+    path = tmp_path / "r.json"
+    tunables = _committed_at("balanced", data, path, (1500, 3000))
+    doc = json.loads(path.read_text())
+    del doc["autotune_level"]
+    path.write_text(json.dumps(doc))
+    device = ReplayClient(data).device_id
+    tk.configure(autotune_level="minimal")
+    record = tk.Record.load_verified(path, tunables, device)
+    assert any("written before records kept their autotune level" in w for w in record.warnings)
+    tuner: tk.LocalTuner[Shape, None] = tk.LocalTuner("replayed")
+    with pytest.raises(
+        tk.RecordMismatch,
+        match=r"1 of this record's keys .* at autotune_level='minimal' \(\{'n': 2048\} -> \{'n': 4096\}\)",
+    ):
+        record.seed(tuner, tunables, Shape)
+    assert tuner.tuner(device).winners == {}, "nothing was seeded"
+    tk.configure(autotune_level="balanced")
+    assert record.seed(tuner, tunables, Shape) == 2
+
+
+def test_adding_a_key_built_at_another_autotune_level_is_refused(data: ReplayData, tmp_path: Path) -> None:
+    client = ReplayClient(data)
+    tunables = _committed_at("balanced", data, tmp_path / "r.json", (1500,))
+    record = tk.Record.for_tunables("replayed", client.device_id, tunables)
+    tk.configure(autotune_level="minimal")
+    result = tk.search(data.space, client.kernel, client, (), tuner="replayed", key=Shape(n=3000))
+    with pytest.raises(tk.RecordMismatch, match="key buckets of autotune_level='balanced'.*built at 'minimal'"):
+        record.add(Shape(n=3000), result)
+
+
+def test_levels_that_share_buckets_load_with_a_warning_not_a_refusal(data: ReplayData, tmp_path: Path) -> None:
+    """Only minimal changes the buckets: a record tuned at extensive serves balanced, noting the other threshold."""
+    path = tmp_path / "r.json"
+    tunables = _committed_at("extensive", data, path, (1500, 3000))
+    tk.configure(autotune_level="balanced")
+    record = tk.Record.load_verified(path, tunables, ReplayClient(data).device_id)
+    assert any("tuned at autotune_level='extensive', running at 'balanced'" in w for w in record.warnings)
+    assert record.seed(tk.LocalTuner("replayed"), tunables, Shape) == 2

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from pathlib import Path
 
+import jsonschema
+
 import tunekit as tk
+from tunekit._event_text import describe_events
 from tunekit._record_reader import BadLine, RecordLine, follow_records, read_records
+from tunekit._records import FallbackBatch, UnknownEvent
 
 
 def _record(tuner: str = "reader") -> tk.AutotuneRecord:
@@ -93,3 +98,20 @@ def test_follow_yields_only_complete_lines_as_they_arrive(tmp_path: Path) -> Non
     follower.join()
     assert len(seen) == 1 and isinstance(seen[0], RecordLine)
     assert seen[0].line == 2 and seen[0].record.tuner == "new"
+
+
+def test_a_record_of_a_newer_tunekit_reads_with_its_new_fields_and_event_kinds(tmp_path: Path) -> None:
+    """Regression: a field or an event kind added within schema_version 1 made an older reader call the line bad."""
+    document = json.loads(_record().model_dump_json())
+    document["host"] = "gpu-7"
+    document["events"] = [{"kind": "fallback", "batch": 1, "why": "all failed"}, {"kind": "thermal", "temp_c": 91}]
+    path = tmp_path / "records.jsonl"
+    path.write_text(json.dumps(document) + "\n")
+    (line,) = read_records(path)
+    assert isinstance(line, RecordLine), line
+    fallback, thermal = line.record.events
+    assert isinstance(fallback, FallbackBatch) and fallback.batch == 1
+    assert isinstance(thermal, UnknownEvent) and thermal.kind == "thermal"
+    assert json.loads(line.record.model_dump_json()) == document  # nothing the newer version wrote is lost
+    jsonschema.validate(document, tk.AutotuneRecord.model_json_schema())
+    assert describe_events(line.record.events)[-1] == 'thermal: {"kind":"thermal","temp_c":91}'

@@ -3,6 +3,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+import typing
 from pathlib import Path
 from typing import Annotated
 
@@ -10,6 +11,7 @@ import jsonschema
 import pytest
 
 import tunekit as tk
+from tunekit._records import _KINDS, RecordEvent, UnknownEvent
 from tunekit_backends.cpu import CpuClient
 
 
@@ -101,3 +103,12 @@ def test_failing_sink_never_breaks_the_call(caplog: pytest.LogCaptureFixture) ->
     finally:
         tk.remove_record_sink(sink)
     assert "failed" in caplog.text
+
+
+def test_every_event_kind_is_routed_to_its_model_and_only_unknown_kinds_to_unknown_event() -> None:
+    """The union's tags, the kinds told apart from unknown ones and each model's kind must agree."""
+    union, _ = typing.get_args(RecordEvent)
+    tagged = {typing.get_args(member)[1].tag: typing.get_args(member)[0] for member in typing.get_args(union)}
+    assert tagged.pop("unknown") is UnknownEvent
+    assert {tag: model.model_fields["kind"].default for tag, model in tagged.items()} == {t: t for t in tagged}
+    assert set(tagged) == _KINDS

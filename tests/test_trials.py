@@ -158,3 +158,17 @@ def test_a_corrupt_line_is_described_on_one_line(data: ReplayData, tmp_path: Pat
     message = str(raised.value)
     assert "\n" not in message and "errors.pydantic.dev" not in message and "input_value" not in message
     assert message.startswith(f"{log}: line 3 is corrupt (") and "Invalid JSON" in message
+
+
+def test_a_log_with_fields_of_a_newer_tunekit_is_resumed(data: ReplayData, tmp_path: Path) -> None:
+    """Regression: a field added within schema_version 1 made an older tunekit call the log corrupt."""
+    log = tmp_path / "newer.jsonl"
+    reference = run(data, log)
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    lines[0]["host"] = "gpu-7"
+    lines[0]["space"]["notes"] = "from a newer tunekit"
+    for entry in lines[1:]:
+        entry["energy_j"] = 0.5
+    log.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    again = run(data, log)
+    assert all(t.resumed for t in again.trials) and len(again.trials) == len(reference.trials)

@@ -205,3 +205,20 @@ def test_a_record_dated_in_the_future_by_more_than_the_retry_time_does_not_block
     assert (_outcome(_set(ran)), ran) == ("recorded", [])
     _foreign_record(_set(ran), (datetime.now(UTC) + timedelta(days=1)).isoformat())
     assert _outcome(_set(ran, working=True)) == "winner"
+
+
+def test_a_failure_record_with_fields_of_a_newer_tunekit_is_still_repeated() -> None:
+    """Regression: a field added within schema_version 1 made an older process ignore the record and tune again."""
+    ran: list[str] = []
+    tunables = _set(ran)
+    cache = persistent_cache()
+    assert cache is not None
+    record = {
+        "schema_version": 1,
+        "failures": [{"name": "a", "reason": "boom", "stage": "compile"}],
+        "process": "elsewhere:1",
+        "failed_at": datetime.now(UTC).isoformat(),
+        "exit_code": 3,
+    }
+    cache.put_failure(CLIENT.device_id, "doomed", tk.key_to_json(Key(n=1)), tunables.checksum(), json.dumps(record))
+    assert (_outcome(tunables), ran) == ("recorded", [])

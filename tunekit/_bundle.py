@@ -12,19 +12,18 @@ import json
 from datetime import UTC, datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator
 
 from tunekit._cache import CacheRow, CacheValue
+from tunekit._persisted import Persisted
 from tunekit._validation_text import validation_text
 from tunekit._version import MAJOR, __version__
 
 __all__ = ["BundleEntry", "CacheBundle"]
 
 
-class BundleEntry(BaseModel):
+class BundleEntry(Persisted):
     """One stored winner with its namespace."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     device_id: str = Field(min_length=1, max_length=10_000)
     tuner: str = Field(min_length=1, max_length=10_000)
@@ -54,10 +53,8 @@ class BundleEntry(BaseModel):
         return cls(device_id=row.device_id, tuner=row.tuner, key=row.key, checksum=row.checksum, value=row.value)
 
 
-class CacheBundle(BaseModel):
+class CacheBundle(Persisted):
     """Winners moved between caches by ``tunekit cache export`` / ``tunekit cache import``."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     schema_version: Literal[1] = 1
     tunekit_version: str = __version__

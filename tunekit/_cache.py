@@ -22,8 +22,9 @@ from typing import Any, Literal
 
 import filelock
 import platformdirs
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
+from tunekit._persisted import Persisted
 from tunekit._set_origin import SetOrigin
 from tunekit._version import MAJOR, __version__
 
@@ -48,10 +49,8 @@ CREATE TABLE IF NOT EXISTS winners (
 _FAILURES_SCHEMA = _SCHEMA.replace("winners", "failed_tunes", 1)
 
 
-class CandidateResult(BaseModel):
+class CandidateResult(Persisted):
     """What was measured for one candidate, kept for reports and demotion."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str = Field(max_length=1000)
     status: Literal["measured", "failed", "skipped"]
@@ -60,15 +59,13 @@ class CandidateResult(BaseModel):
     error: str | None = Field(None, max_length=10_000)
 
 
-class CacheValue(BaseModel):
+class CacheValue(Persisted):
     """The JSON stored per key.
 
     ``ranking`` lists the measured candidates fastest first, so a winner that fails at
     launch can be replaced by the runner-up without re-tuning. ``results`` is never read
     back by the tuner; it is kept so ``tunekit cache show`` can say why a winner won.
     """
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     schema_version: Literal[1] = 1
     winner: str = Field(max_length=1000)

@@ -88,6 +88,7 @@ def describe_events(events: Sequence[RecordEvent]) -> list[str]:
         FallbackBatch,
         Demoted,
         CacheRecovered,
+        SharedTunerName,
         CheckResult,
         Prepared,
         Warmup,

@@ -18,7 +18,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, model_validator
 
 from tunekit import _settings
 from tunekit._atomic import write_atomic
@@ -26,8 +26,10 @@ from tunekit._errors import TunekitError
 from tunekit._key import is_autotune_key, key_to_json
 from tunekit._local import LocalTuner
 from tunekit._outcome import Measured
+from tunekit._persisted import Persisted
 from tunekit._search import SearchResult
 from tunekit._search_spec import check_search_names
+from tunekit._settings import AutotuneLevel
 from tunekit._space import ParamValue
 from tunekit._tunable_set import TunableSet
 from tunekit._tuner import Tuner
@@ -45,10 +47,8 @@ class RecordMismatch(TunekitError):
     """A committed record whose provenance does not match the running code or device."""
 
 
-class RecordEntry(BaseModel):
+class RecordEntry(Persisted):
     """The winner of one key bucket, with what was measured for it."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     key: dict[str, JsonScalar]
     winner: str
@@ -74,10 +74,8 @@ class RecordEntry(BaseModel):
         return self
 
 
-class RecordFile(BaseModel):
+class RecordFile(Persisted):
     """The whole committed file."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     schema_version: Literal[1] = 1
     tuner: str
@@ -85,6 +83,11 @@ class RecordFile(BaseModel):
     checksum: str = Field(description="TunableSet.checksum() of the candidates the winners were chosen from.")
     space_hash: str | None = None
     tunekit_version: str = __version__
+    autotune_level: AutotuneLevel | None = Field(
+        None,
+        description="The autotune_level the keys were anchored at: its buckets are the keys' meaning. "
+        "None in records written before it was kept.",
+    )
     entries: list[RecordEntry] = Field(default_factory=list)
 
 
@@ -99,6 +102,11 @@ class Record:
     tunekit_version: str = __version__
     entries: dict[str, RecordEntry] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
+    autotune_level: AutotuneLevel | None = None
+    """The level whose anchor buckets the keys are (``minimal`` squares every anchor base, so
+    ``n=2048`` is a bucket at ``balanced`` and none at ``minimal``); None: not known (an older file)."""
+    newer_fields: dict[str, Any] = field(default_factory=dict, repr=False)
+    """Top-level fields of the file that a newer tunekit wrote and this one does not know: saved back as read."""
 
     @classmethod
     def for_tunables(cls, tuner: str, device_id: str, tunables: TunableSet[Any, Any]) -> Record:
@@ -108,7 +116,13 @@ class Record:
         if not isinstance(tunables, TunableSet):
             raise TypeError(f"tk.Record.for_tunables() takes a tk.TunableSet, got {type(tunables).__name__}")
         space_hash = tunables.extras.get("checksum:space")
-        return cls(tuner, device_id, tunables.checksum(), space_hash if isinstance(space_hash, str) else None)
+        return cls(
+            tuner,
+            device_id,
+            tunables.checksum(),
+            space_hash if isinstance(space_hash, str) else None,
+            autotune_level=_settings.current().autotune_level,
+        )
 
     def add(self, key: object, result: SearchResult, *, runners_up: int = 4) -> RecordEntry:
         """Record ``result``'s winner for ``key``'s bucket (replacing an earlier one)."""
@@ -126,6 +140,15 @@ class Record:
             )
         if self.space_hash is not None and result.space.hash != self.space_hash:
             raise RecordMismatch(f"the search ran over space {result.space.hash}; this record is for {self.space_hash}")
+        level = _settings.current().autotune_level
+        if self.autotune_level is None and not self.entries:
+            self.autotune_level = level
+        elif self.autotune_level is not None and not _same_buckets(self.autotune_level, level):
+            raise RecordMismatch(
+                f"this record holds key buckets of autotune_level={self.autotune_level!r}, but {key!r} was built at "
+                f"{level!r}, whose buckets differ; one record holds one level's buckets: tune at "
+                f"{self.autotune_level!r}, or start a new record at {level!r}"
+            )
         ranking = result.ranking
         if not ranking:
             raise ValueError(f"the search for {key!r} measured nothing successfully; there is no winner to record")
@@ -155,7 +178,9 @@ class Record:
             checksum=self.checksum,
             space_hash=self.space_hash,
             tunekit_version=self.tunekit_version,
+            autotune_level=self.autotune_level,
             entries=[self.entries[k] for k in sorted(self.entries)],
+            **self.newer_fields,
         )
 
     def save(self, path: str | Path) -> None:
@@ -187,6 +212,8 @@ class Record:
             space_hash=data.space_hash,
             tunekit_version=data.tunekit_version,
             entries={_entry_key(e): e for e in data.entries},
+            autotune_level=data.autotune_level,
+            newer_fields=dict(data.model_extra or {}),
         )
 
     @classmethod
@@ -214,6 +241,8 @@ class Record:
             problems.append(f"it was written by tunekit {record.tunekit_version}, this is {__version__}")
         if strangers := _not_candidates(record.entries.values(), tunables):
             problems.append(f"{strangers} in its rankings are not candidates of the running TunableSet")
+        if (level := _level_mismatch(record)) is not None:
+            problems.append(level)
         if problems:
             raise RecordMismatch(
                 f"{path} does not apply here: " + "; ".join(problems) + "; re-tune and commit a new record"
@@ -235,13 +264,53 @@ class Record:
                 f"{strangers} in this record's rankings are not candidates of {tunables!r}; "
                 "re-tune and commit a new record"
             )
-        for entry in self.entries.values():
+        if (level := _level_mismatch(self)) is not None:
+            raise RecordMismatch(f"this record does not apply here: {level}; or re-tune and commit a new record")
+        keys = []
+        moved = []
+        for stored, entry in self.entries.items():
             try:
                 key = key_type(**entry.key)
             except TypeError as exc:
                 raise RecordMismatch(f"record key {entry.key} does not build a {key_type.__name__}: {exc}") from None
+            # Building the key anchors it again at the running level: a stored bucket that moves is
+            # no bucket here, and seeding it would serve sizes it was not measured for (and land
+            # two entries on one bucket, the last silently winning).
+            if key_to_json(key) != stored:
+                moved.append(f"{entry.key} -> {json.loads(key_to_json(key))}")
+            keys.append((key, entry))
+        if moved:
+            level = _settings.current().autotune_level
+            raise RecordMismatch(
+                f"{len(moved)} of this record's keys are not key buckets of {key_type.__name__} at "
+                f"autotune_level={level!r} ({', '.join(moved[:3])}{', ...' if len(moved) > 3 else ''}): the record "
+                "was made at another autotune level (it predates records keeping theirs) or the key's anchors "
+                "changed; seed it at the level it was made at, or re-tune and commit a new record"
+            )
+        for key, entry in keys:  # nothing installed before every key is known to be sound
             tuner.seed(tunables, key, entry.ranking)
         return len(self.entries)
+
+
+def _level_mismatch(record: Record) -> str | None:
+    """Why ``record``'s keys are no buckets of the running autotune level, or None when they are (or are unknown).
+
+    Only ``minimal`` changes the buckets; ``balanced``, ``extensive`` and ``full`` share theirs
+    (another level there is drift, a warning).
+    """
+    level = _settings.current().autotune_level
+    if record.autotune_level is None or _same_buckets(record.autotune_level, level):
+        return None
+    return (
+        f"its keys are anchor buckets of autotune_level={record.autotune_level!r} and this process runs at "
+        f"{level!r}, whose buckets differ (entries would serve sizes they were not measured for, or leave "
+        f"buckets to be tuned in production); run at {record.autotune_level!r} to use it "
+        f"(TUNEKIT_AUTOTUNE_LEVEL={record.autotune_level} or tk.configure(autotune_level={record.autotune_level!r}))"
+    )
+
+
+def _same_buckets(made: AutotuneLevel, running: AutotuneLevel) -> bool:
+    return _settings.level_anchor_exponent(made) == _settings.level_anchor_exponent(running)
 
 
 def _entry_key(entry: RecordEntry) -> str:
@@ -269,6 +338,20 @@ def _drift(record: Record, path: Path) -> list[str]:
     out = []
     if record.tunekit_version != __version__:
         out.append(f"{path}: written by tunekit {record.tunekit_version}, running {__version__}")
+    level = _settings.current().autotune_level
+    if record.autotune_level is not None and record.autotune_level != level:
+        # Same buckets (else load_verified refused it), but another short-circuit threshold chose the winners.
+        out.append(
+            f"{path}: tuned at autotune_level={record.autotune_level!r}, running at {level!r}: the same key "
+            "buckets, but the winners were chosen under that level's roofline short-circuit threshold"
+        )
+    if record.autotune_level is None:
+        out.append(
+            f"{path}: written before records kept their autotune level, so its keys are taken as buckets of "
+            f"autotune_level={_settings.current().autotune_level!r}; seed() refuses keys that are no buckets at "
+            "this level, but cannot tell a record of another level whose keys all happen to be: save it again "
+            "from a tune at the level it is used at"
+        )
     samples, setting = _required_samples(_settings.current())
     now = datetime.now(UTC)
     for entry in record.entries.values():

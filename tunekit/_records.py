@@ -6,10 +6,11 @@ import statistics
 from datetime import UTC, datetime
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Discriminator, Field, Tag
 
 from tunekit._benchmark import BenchmarkDurations
 from tunekit._outcome import Failed, Measured, Outcome, Skipped
+from tunekit._persisted import Persisted
 from tunekit._set_origin import SetOrigin
 from tunekit._version import __version__
 
@@ -30,6 +31,7 @@ __all__ = [
     "SharedTunerName",
     "ShortCircuit",
     "StopReason",
+    "UnknownEvent",
     "Warmup",
 ]
 
@@ -38,11 +40,7 @@ SCHEMA_VERSION: Literal[1] = 1
 JsonScalar = int | float | str | bool | None
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class SampleStats(_Model):
+class SampleStats(Persisted):
     """Statistics of a candidate's timed samples, all in ns (variance in ns^2)."""
 
     count: int = Field(ge=0)
@@ -70,7 +68,7 @@ class SampleStats(_Model):
         )
 
 
-class CandidateRecord(_Model):
+class CandidateRecord(Persisted):
     """One candidate's part in a decision: its status, samples and, if it failed, why."""
 
     name: str
@@ -103,14 +101,14 @@ class CandidateRecord(_Model):
                 return cls(name=name, status="skipped", batch=batch, error=reason)
 
 
-class FallbackBatch(_Model):
+class FallbackBatch(Persisted):
     """Every candidate of the batches before ``batch`` failed, so the next tier ran."""
 
     kind: Literal["fallback"] = "fallback"
     batch: int
 
 
-class Demoted(_Model):
+class Demoted(Persisted):
     """A cached winner raised on real inputs; the next-ranked candidate took its place."""
 
     kind: Literal["demoted"] = "demoted"
@@ -119,14 +117,14 @@ class Demoted(_Model):
     replacement: str | None
 
 
-class CacheRecovered(_Model):
+class CacheRecovered(Persisted):
     """A cache row or file was unreadable and was discarded; the key was re-tuned."""
 
     kind: Literal["cache_recovered"] = "cache_recovered"
     detail: str
 
 
-class SharedTunerName(_Model):
+class SharedTunerName(Persisted):
     """The key's cache row was written by a different tunable set under the same tuner name.
 
     Two operations given one tuner name in programs sharing a cache re-tune the key over each
@@ -140,7 +138,7 @@ class SharedTunerName(_Model):
     current: SetOrigin = Field(description="The set of this tune.")
 
 
-class Warmup(_Model):
+class Warmup(Persisted):
     """The device was kept busy before the first timed sample so its clocks ramped up."""
 
     kind: Literal["warmup"] = "warmup"
@@ -150,7 +148,7 @@ class Warmup(_Model):
     )
 
 
-class Round(_Model):
+class Round(Persisted):
     """One round of interleaved sampling: one timed sample of every live candidate."""
 
     kind: Literal["round"] = "round"
@@ -158,7 +156,7 @@ class Round(_Model):
     samples_ns: dict[str, int] = Field(description="Candidate name -> its sample this round, in sampling order.")
 
 
-class Eliminated(_Model):
+class Eliminated(Persisted):
     """A candidate stopped being sampled because it cannot be the winner."""
 
     kind: Literal["eliminated"] = "eliminated"
@@ -174,7 +172,7 @@ class Eliminated(_Model):
     leader_median_ns: float
 
 
-class ShortCircuit(_Model):
+class ShortCircuit(Persisted):
     """A candidate met the roofline time limit twice, so the rest of its batch was skipped."""
 
     kind: Literal["short_circuit"] = "short_circuit"
@@ -187,7 +185,7 @@ class ShortCircuit(_Model):
 StopReason = Literal["decided", "two_left", "one_left", "max_samples", "short_circuit"]
 
 
-class SamplingStopped(_Model):
+class SamplingStopped(Persisted):
     """Why the rounds ended: one left after eliminations (decided), two close finalists left
     (the runoff decides), a single candidate, ``max_samples`` reached, or a short circuit."""
 
@@ -197,7 +195,7 @@ class SamplingStopped(_Model):
     survivors: list[str]
 
 
-class Runoff(_Model):
+class Runoff(Persisted):
     """Two close finalists timed A B, B A, ... in pairs; the median of the A/B ratios decided."""
 
     kind: Literal["runoff"] = "runoff"
@@ -210,7 +208,7 @@ class Runoff(_Model):
     stopped_early: bool = Field(False, description="The decision was clear before the last pair.")
 
 
-class SearchEnded(_Model):
+class SearchEnded(Persisted):
     """A search over a declared space finished: how, and which limit ended it."""
 
     kind: Literal["search"] = "search"
@@ -223,7 +221,7 @@ class SearchEnded(_Model):
     strategy_seconds: float = Field(ge=0, description="CPU time the strategy itself took to propose and learn.")
 
 
-class CheckResult(_Model):
+class CheckResult(Persisted):
     """One candidate's correctness check, run once before any timing."""
 
     kind: Literal["check"] = "check"
@@ -237,7 +235,7 @@ class CheckResult(_Model):
     max_rel_error: float | None = None
 
 
-class Prepared(_Model):
+class Prepared(Persisted):
     """The prepare (compile) phase of a batch: every candidate's hook run concurrently before timing."""
 
     kind: Literal["prepare"] = "prepare"
@@ -253,25 +251,62 @@ class Prepared(_Model):
     )
 
 
+_KINDS = frozenset(
+    model.model_fields["kind"].default
+    for model in (
+        FallbackBatch,
+        Demoted,
+        CacheRecovered,
+        SharedTunerName,
+        CheckResult,
+        Prepared,
+        Warmup,
+        Round,
+        Eliminated,
+        ShortCircuit,
+        SamplingStopped,
+        Runoff,
+        SearchEnded,
+    )
+)
+
+
+class UnknownEvent(Persisted):
+    """An event of a kind this tunekit does not know: written by a newer one, kept as it was read.
+
+    New event kinds are added within ``schema_version`` 1, so a record of a newer tunekit stays
+    readable here (``tunekit records summary``, a sink reading a JSONL file), its new events
+    kept whole in the model's extra fields rather than failing the record.
+    """
+
+    kind: str = Field(json_schema_extra={"not": {"enum": sorted(_KINDS)}})
+
+
+def _event_kind(event: object) -> str:
+    kind = event.get("kind") if isinstance(event, dict) else getattr(event, "kind", None)
+    return kind if isinstance(kind, str) and kind in _KINDS else "unknown"
+
+
 RecordEvent = Annotated[
-    FallbackBatch
-    | Demoted
-    | CacheRecovered
-    | SharedTunerName
-    | CheckResult
-    | Prepared
-    | Warmup
-    | Round
-    | Eliminated
-    | ShortCircuit
-    | SamplingStopped
-    | Runoff
-    | SearchEnded,
-    Field(discriminator="kind"),
+    Annotated[FallbackBatch, Tag("fallback")]
+    | Annotated[Demoted, Tag("demoted")]
+    | Annotated[CacheRecovered, Tag("cache_recovered")]
+    | Annotated[SharedTunerName, Tag("shared_tuner_name")]
+    | Annotated[CheckResult, Tag("check")]
+    | Annotated[Prepared, Tag("prepare")]
+    | Annotated[Warmup, Tag("warmup")]
+    | Annotated[Round, Tag("round")]
+    | Annotated[Eliminated, Tag("eliminated")]
+    | Annotated[ShortCircuit, Tag("short_circuit")]
+    | Annotated[SamplingStopped, Tag("sampling_stopped")]
+    | Annotated[Runoff, Tag("runoff")]
+    | Annotated[SearchEnded, Tag("search")]
+    | Annotated[UnknownEvent, Tag("unknown")],
+    Discriminator(_event_kind),
 ]
 
 
-class AutotuneRecord(_Model):
+class AutotuneRecord(Persisted):
     """One tuning decision. ``model_json_schema()`` is the published contract.
 
     ``decision`` says what happened: ``tuned`` (candidates measured), ``disabled``

@@ -21,7 +21,9 @@ import logging
 import threading
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from tunekit._persisted import Persisted
 
 if TYPE_CHECKING:
     from tunekit._tunable_set import TunableSet
@@ -34,10 +36,8 @@ _SHOWN = 16
 """Candidate names kept: enough to recognise a set, bounded for a space of thousands of configurations."""
 
 
-class SetOrigin(BaseModel):
+class SetOrigin(Persisted):
     """Where the set that measured a cache row was defined."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     key_fn: str = Field(max_length=1000, description="The key generator's module:qualname.")
     candidates: tuple[str, ...] = Field(max_length=_SHOWN, description="The set's first candidate names.")

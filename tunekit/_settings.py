@@ -209,7 +209,7 @@ def configure(**overrides: Any) -> Settings:
         ) from None
     with _lock:
         _current = settings
-        _anchor_exponent = 2 if settings.autotune_level == "minimal" else 1
+        _anchor_exponent = level_anchor_exponent(settings.autotune_level)
     _warn_unknown_variables()
     return settings
 
@@ -264,6 +264,11 @@ def _describe(exc: ValidationError, overrides: dict[str, Any]) -> str:
         )
         parts.append(f"{name} = {error.get('input')!r} from {source}: {error['msg']}")
     return "invalid tunekit settings: " + "; ".join(parts) + " (fix or unset them; docs/configuration.md lists each)"
+
+
+def level_anchor_exponent(level: AutotuneLevel) -> int:
+    """Power applied to every anchor base at ``level``: 2 at minimal, else 1 (CubeCL's coarsening)."""
+    return 2 if level == "minimal" else 1
 
 
 def anchor_exponent() -> int:

@@ -17,8 +17,8 @@ from collections.abc import Set as AbstractSet
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
 
+from tunekit._persisted import Persisted
 from tunekit._restriction_id import restriction_identity
 
 __all__ = ["Config", "ParamValue", "Restriction", "Space", "SpaceModel", "pow2"]
@@ -218,10 +218,8 @@ def _short_repr(value: object) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-class SpaceModel(BaseModel):
+class SpaceModel(Persisted):
     """A space as JSON: its parameters and the source of its restrictions (for logs and records)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     schema_version: Literal[1] = 1
     params: dict[str, list[ParamValue]]

@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import IO, Annotated, Literal
 
 import filelock
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import Field, TypeAdapter, ValidationError
 
 from tunekit._errors import TunekitError
+from tunekit._persisted import Persisted
 from tunekit._space import Config, ParamValue, Space, SpaceModel
 from tunekit._validation_text import validation_text
 from tunekit._version import __version__
@@ -34,11 +35,7 @@ class TrialLogError(TunekitError):
     """A trial log that cannot be resumed: written for another search, corrupt, or in use."""
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class TrialLogHeader(_Model):
+class TrialLogHeader(Persisted):
     """The first line: what the trials below were measured for."""
 
     kind: Literal["header"] = "header"
@@ -52,7 +49,7 @@ class TrialLogHeader(_Model):
     created: datetime = Field(default_factory=lambda: datetime.now(UTC))
 
 
-class TrialEntry(_Model):
+class TrialEntry(Persisted):
     """One evaluated configuration: its samples (ns) when measured, its reason when it failed.
 
     Version 2 adds the batch the trial was measured in and that batch's size: the adaptive

@@ -24,10 +24,11 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AwareDatetime, Field, ValidationError
 
 from tunekit._cache import PersistentCache
 from tunekit._errors import NoValidKernelFound
+from tunekit._persisted import Persisted
 from tunekit._settings import Settings
 from tunekit._version import __version__
 
@@ -36,22 +37,18 @@ __all__ = ["FailedCandidate", "FailedTune", "forget_failure", "record_failure", 
 _log = logging.getLogger("tunekit.tuner")
 
 
-class FailedCandidate(BaseModel):
+class FailedCandidate(Persisted):
     """One candidate of a failed tune and why it failed or was skipped."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str = Field(max_length=1000)
     reason: str = Field(max_length=10_000)
 
 
-class FailedTune(BaseModel):
+class FailedTune(Persisted):
     """The JSON stored for a key whose tune found no valid candidate.
 
     ``process`` (host and pid) lets the process that failed tell its own record from another's.
     """
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     schema_version: Literal[1] = 1
     failures: list[FailedCandidate] = Field(max_length=100_000)
