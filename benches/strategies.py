@@ -299,11 +299,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--results", type=Path, default=ROOT / "benches" / "results" / "strategies.jsonl")
     args = parser.parse_args(argv)
-    files = sorted(str(p) for p in SHARED.glob("*/*.json*")) if SHARED.exists() else []
-    files += [str(Path(f).resolve()) for f in args.files]
-    files = [f for f in files if args.only in f]
+    import tunekit as tk
+
+    # A misspelt name ran every seed into a stored error row; a zero count printed empty tables.
+    unknown = [s for s in args.tunekit.split(",") if s and s not in tk.STRATEGIES]
+    if unknown:
+        parser.error(f"--tunekit: unknown strategies {unknown}; choose from {','.join(tk.STRATEGIES)}")
+    if args.seeds < 1 or args.jobs < 1:
+        parser.error(f"--seeds and --jobs take a count >= 1, got --seeds {args.seeds} --jobs {args.jobs}")
+    found = sorted(str(p) for p in SHARED.glob("*/*.json*")) if SHARED.exists() else []
+    found += [str(Path(f).resolve()) for f in args.files]
+    files = [f for f in found if args.only in f]
     if not files:
-        print(f"no cache files: {SHARED} is missing and none were given", file=sys.stderr)
+        if found:
+            print(f"no cache file matches --only {args.only!r}; the files: {', '.join(found)}", file=sys.stderr)
+        else:
+            print(f"no cache files: {SHARED} is missing and none were given", file=sys.stderr)
         return 2
     for f in files:
         try:
@@ -321,6 +332,8 @@ def main(argv: list[str] | None = None) -> int:
     # A row stands for the file's content, not its path: an edited or replaced file is run again.
     digests = {f: hashlib.sha256(Path(f).read_bytes()).hexdigest()[:16] for f in files}
     rows = [r for r in rows if r["file"] in digests and r.get("digest") == digests[r["file"]]]
+    # A run that failed (Kernel Tuner not installed yet, say) is tried again, not kept as done.
+    rows = [r for r in rows if "error" not in r]
     done = {(r["tool"], r["file"], r["strategy"], r["seed"]) for r in rows}
     jobs = [
         (tool, f, s, seed)

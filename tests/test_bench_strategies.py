@@ -77,3 +77,32 @@ def test_a_file_that_cannot_be_replayed_stops_the_bench_before_any_run(
     assert bench.main(args) == 2
     assert f"cannot replay {cache}: {cache}: not a Kernel Tuner cache file" in capsys.readouterr().err
     assert not results.exists()
+
+
+def test_a_failed_run_is_tried_again_and_bad_arguments_stop_the_bench(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An error row (Kernel Tuner not installed yet) counted as done, so installing it changed nothing; --tunekit
+    with a misspelt name stored an error row per seed; --only matching nothing said the data folder was missing."""
+    bench = load_bench()
+    cache = write_cache(tmp_path / "tiny.json")
+    results = tmp_path / "results.jsonl"
+    args = [str(cache), "--only", str(tmp_path), "--seeds", "1", "--kt", "none", "--results", str(results)]
+    assert bench.main([*args, "--tunekit", "random"]) == 0
+    (row,) = [json.loads(line) for line in results.read_text().splitlines()]
+    failed = {k: v for k, v in row.items() if k in ("tool", "file", "strategy", "seed", "digest", "wall_s")}
+    results.write_text(json.dumps({**failed, "error": "ModuleNotFoundError: No module named 'kernel_tuner'"}) + "\n")
+    capsys.readouterr()
+    assert bench.main([*args, "--tunekit", "random"]) == 0
+    assert "cannot run here" not in capsys.readouterr().out
+    rows = [json.loads(line) for line in results.read_text().splitlines()]
+    assert len(rows) == 2 and "to5" in rows[1]
+    for bad, message in (
+        (["--tunekit", "anneal"], "--tunekit: unknown strategies ['anneal']"),
+        (["--tunekit", "auto", "--seeds", "0"], "--seeds and --jobs take a count >= 1"),
+    ):
+        with pytest.raises(SystemExit) as exit_info:
+            bench.main([*args, *bad])
+        assert exit_info.value.code == 2 and message in capsys.readouterr().err
+    assert bench.main([str(cache), "--only", "no-such-file", "--kt", "none", "--results", str(results)]) == 2
+    assert "no cache file matches --only 'no-such-file'" in capsys.readouterr().err

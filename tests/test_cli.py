@@ -248,3 +248,27 @@ def test_cache_clear_of_a_tuner_with_only_failed_tunes_forgets_them(isolated_set
     assert "removed 0 stored winners and 1 recorded failed tune from" in done.stdout
     assert cache.failed_keys() == []
     assert "no tuner named 'cli_doomed'" in run("cache", "clear", "--tuner", "cli_doomed", check=2).stderr
+
+
+def test_a_trial_log_or_committed_record_given_as_records_or_bundle_is_named(tmp_path: Path) -> None:
+    """records summary of a trial log printed one "not a valid AutotuneRecord" per line (121 for a 120-trial log) and
+    `cache import` of a committed record listed its fields as wrong: they are other tunekit files, said in one line."""
+    space = tk.Space(A=[1, 2, 3])
+    tunables = tk.TunableSet.from_space(space, lambda c: lambda x: x, key=lambda x: SumKey(n=x.shape[0]))
+    log = tmp_path / "trials.jsonl"
+    result = tk.search(space, lambda c: lambda x: x, CLIENT, (np.ones(4),), tuner="t", log=log)
+    record = tk.Record.for_tunables("t", CLIENT.device_id, tunables)
+    record.add(SumKey(n=4), result)
+    record.save(tmp_path / "t.json")
+    for command in ("summary", "tail"):
+        done = run("records", command, str(log), check=2)
+        assert done.stderr == f"tunekit: {log} is a trial log (written by tk.search(log=...)); " + (
+            "a search's record goes where TUNEKIT_RECORD or sinks= send records, not a records file\n"
+        )
+    assert (
+        "is a committed record (tk.Record.save)" in run("records", "summary", str(tmp_path / "t.json"), check=2).stderr
+    )
+    assert "is a trial log" in run("report", str(log), check=2).stderr
+    done = run("cache", "import", str(tmp_path / "t.json"), check=2)
+    assert done.stderr.count("\n") == 1
+    assert "is a committed record (tk.Record.save); production loads it with tk.Record.load_verified" in done.stderr

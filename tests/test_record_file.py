@@ -229,6 +229,25 @@ def test_a_record_for_an_empty_tuner_or_device_or_no_set_is_refused() -> None:
         tk.Record.for_tunables("t", "cpu", [tunables])  # type: ignore[arg-type]
 
 
+def test_loading_or_seeding_with_the_wrong_arguments_names_them(data: ReplayData, tmp_path: Path) -> None:
+    """load_verified(path, space, ...) failed as "'Space' object has no attribute 'checksum'"; seed(..., dict) as a
+    key "not JSON-serialisable"; a missing file told to use tk.Record(...), which needs a checksum by hand."""
+    record, tunables = committed(data, tmp_path / "r.json")
+    device = ReplayClient(data).device_id
+    with pytest.raises(TypeError, match=r"load_verified\(\) takes the running tk.TunableSet .* got Space"):
+        tk.Record.load_verified(tmp_path / "r.json", data.space, device)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"load_verified\(device_id=...\) takes .* got None"):
+        tk.Record.load_verified(tmp_path / "r.json", tunables, None)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"Record.seed\(key_type=...\) takes the @tk.autotune_key class .* got dict$"):
+        record.seed(tk.LocalTuner("replayed"), tunables, dict)
+    with pytest.raises(TypeError, match=r"Record.seed\(\) takes the tk.LocalTuner \(or Tuner\) to seed, got str"):
+        record.seed("replayed", tunables, Shape)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"Record.seed\(\) takes the running tk.TunableSet"):
+        record.seed(tk.LocalTuner("replayed"), data.space, Shape)  # type: ignore[arg-type]
+    with pytest.raises(FileNotFoundError, match=r"tk.Record.for_tunables\(tuner, device_id, tunables\)"):
+        tk.Record.load(tmp_path / "missing.json")
+
+
 def test_a_record_of_a_newer_tunekit_loads_and_a_resave_keeps_its_new_fields(data: ReplayData, tmp_path: Path) -> None:
     """Regression: a field added within schema_version 1 made an older tunekit refuse the committed record."""
     path = tmp_path / "r.json"

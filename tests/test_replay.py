@@ -147,3 +147,12 @@ def test_a_cache_left_open_by_a_stopped_kernel_tuner_run_is_read_like_kernel_tun
     cut.write_text("\n".join(lines[:-1]) + "\n" + lines[-1][: len(lines[-1]) // 2])
     read = load_kernel_tuner_cache(cut)
     assert len(read.samples_ms) + len(read.failures) == len(whole.samples_ms) + len(whole.failures) - 1
+
+
+def test_a_replay_client_given_a_path_instead_of_its_data_is_refused(tmp_path: Path) -> None:
+    """ReplayClient("gemm.json.gz") was accepted and failed later as "'str' object has no attribute 'gpu'"."""
+    path = write_cache(tmp_path / "c.json")
+    with pytest.raises(TypeError, match=r"takes the ReplayData that load_kernel_tuner_cache\(path\) returns, got str"):
+        ReplayClient(str(path))  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"ReplayClient\(seed=...\) must be an int, got '1'"):
+        ReplayClient(load_kernel_tuner_cache(path), seed="1")  # type: ignore[arg-type]

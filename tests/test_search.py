@@ -198,7 +198,8 @@ def test_a_bad_space_build_inputs_or_tuner_is_refused_before_anything_is_built(
     replay: tuple[ReplayData, ReplayClient],
 ) -> None:
     """A bare array as inputs was split into one argument per element and failed every candidate; a list as the
-    space blamed the strategy; a non-callable build failed every candidate; an empty tuner was recorded."""
+    space blamed the strategy; a non-callable build failed every candidate; an empty tuner was recorded; a str as the
+    client failed as "'str' object has no attribute 'device_id'"."""
     data, client = replay
     built: list[tk.Config] = []
 
@@ -214,6 +215,10 @@ def test_a_bad_space_build_inputs_or_tuner_is_refused_before_anything_is_built(
         tk.search(data.space, 5, client, (), tuner="t", max_evals=2)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=r"tk.search\(tuner=...\) must be a non-empty str, got ''"):
         tk.search(data.space, build, client, (), tuner="", max_evals=2)
+    with pytest.raises(TypeError, match=r"tk.search\(client=...\): the client must be a tk.Client.* got str 'cpu'"):
+        tk.search(data.space, build, "cpu", (), tuner="t", max_evals=2)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"tk.search\(client=...\): the client is the class ReplayClient"):
+        tk.search(data.space, build, ReplayClient, (), tuner="t", max_evals=2)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match=r"tk.search\(tuner=...\) must be a non-empty str, got 5"):
         tk.search(data.space, build, client, (), tuner=5, max_evals=2)  # type: ignore[arg-type]
     assert built == []

@@ -340,3 +340,16 @@ def test_a_non_bool_restriction_in_a_list_is_named_by_its_position() -> None:
 def test_numpy_bool_restrictions_are_accepted() -> None:
     space = tk.Space(A=np.arange(4), restrict=lambda c: np.int64(c.A) % 2 == 0)
     assert [c.A for c in space] == [0, 2]
+
+
+def test_a_value_of_the_wrong_type_is_named_with_the_value_to_pass() -> None:
+    """require=[{"BLOCK": 256.0}] said "BLOCK=256.0 is not one of [64, 128, 256]", a list that shows 256."""
+    space = tk.Space(BLOCK=[64, 128, 256], F=[0.5, 1.0], S=["a", "1"])
+    with pytest.raises(ValueError, match=r"BLOCK=256.0 is a float, the space's is the int 256: pass BLOCK=256\)"):
+        space.config(BLOCK=256.0, F=0.5, S="a")
+    with pytest.raises(ValueError, match=r"F=1 is an int, the space's is the float 1.0: pass F=1.0\)"):
+        space.config(BLOCK=256, F=1, S="a")
+    with pytest.raises(ValueError, match=r"S=1 is an int, the space's is the str '1': pass S='1'\)$"):
+        space.config(BLOCK=256, F=0.5, S=1)
+    with pytest.raises(ValueError, match=r"BLOCK=7 is not one of \[64, 128, 256\]$"):
+        space.config(BLOCK=7, F=0.5, S="a")

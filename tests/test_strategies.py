@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import statistics
+import warnings
 from collections.abc import Callable
 
 import numpy as np
@@ -211,3 +212,15 @@ def test_the_walkers_best_follows_observations_and_rescoring() -> None:
         expected = min(measured) if measured else None
         got = walker.best()
         assert (got[1], got[0]) == expected if got is not None else expected is None
+
+
+def test_optuna_strategy_tells_optuna_no_none_value() -> None:
+    """A re-asked point proposed earlier in the batch was told None: Optuna warned "The value None could not be cast
+    to float" on every search; and a measured score of 0 (the best) was told as a failure."""
+    pytest.importorskip("optuna")
+    space = tk.Space(A=range(10), B=["x", "y"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        strategy = make_strategy("optuna_tpe")(space, np.random.default_rng(1))
+        seen = drive(strategy, space, 20, 8, score=lambda c: float(c.A))
+    assert len(seen) == 20

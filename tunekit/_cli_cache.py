@@ -16,6 +16,7 @@ from tunekit._bundle import BundleEntry, CacheBundle
 from tunekit._cache import CacheRow, CacheValue, PersistentCache, default_cache_dir
 from tunekit._cli import CliError
 from tunekit._cli_table import format_duration_ns, print_table
+from tunekit._file_kind import other_kind
 from tunekit._settings import current
 from tunekit._tune_lock import sweep_lock_files
 from tunekit._validation_text import validation_text
@@ -240,6 +241,8 @@ def import_bundle(args: argparse.Namespace) -> int:
     try:
         bundle = CacheBundle.model_validate_json(raw)
     except ValidationError as exc:
+        if kind := other_kind(source, "cache bundle"):
+            raise CliError(f"{source} is {kind}, not a cache bundle") from exc
         raise CliError(f"{source} is not a tunekit cache bundle: {validation_text(exc, whole='the file')}") from exc
     # Every field has a default (for export), so "{}" would validate as an empty bundle and import nothing.
     missing = sorted({"schema_version", "tunekit_major", "entries"} - bundle.model_fields_set)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from tunekit._cli import CliError
 from tunekit._cli_table import format_duration_ns, print_table
+from tunekit._file_kind import other_kind
 from tunekit._record_reader import BadLine, RecordLine, follow_records, read_records
 from tunekit._records import AutotuneRecord
 from tunekit._records_summary import summarise
@@ -31,6 +32,9 @@ def read_or_fail(file: str) -> tuple[list[RecordLine], list[BadLine]]:
         raise CliError(f"no records file at {file} (records are written where TUNEKIT_RECORD points)") from exc
     except OSError as exc:
         raise CliError(f"cannot read {file}: {exc.strerror or exc}") from exc
+    # A trial log or committed record given here listed every one of its lines as a bad record.
+    if bad and not good and (kind := other_kind(path, "records")):
+        raise CliError(f"{file} is {kind}, not a records file")
     return good, bad
 
 

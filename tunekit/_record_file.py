@@ -200,7 +200,10 @@ class Record:
         try:
             data = RecordFile.model_validate_json(path.read_bytes())
         except FileNotFoundError:
-            raise FileNotFoundError(f"no committed record at {path}; create one with tk.Record(...).save()") from None
+            raise FileNotFoundError(
+                f"no committed record at {path}; create one with tk.Record.for_tunables(tuner, device_id, tunables), "
+                "record.add(key, search_result) and record.save(path)"
+            ) from None
         except ValidationError as exc:
             raise RecordMismatch(
                 f"{path} is not a valid tunekit record file (schema_version 1): {validation_text(exc, whole='file')}"
@@ -224,6 +227,13 @@ class Record:
         tunekit's major version differ, or a winner or runner-up is not a candidate. Drift that
         only shifts timings is returned in ``record.warnings``.
         """
+        # A tk.Space given as tunables failed as "'Space' object has no attribute 'checksum'".
+        _check_tunables("tk.Record.load_verified", tunables)
+        if not isinstance(device_id, str) or not device_id:
+            raise TypeError(
+                f"tk.Record.load_verified(device_id=...) takes the running client's device_id (a non-empty str), "
+                f"got {device_id!r}"
+            )
         record = cls.load(path)
         problems = []
         if record.device_id != device_id:
@@ -252,6 +262,15 @@ class Record:
 
     def seed(self, tuner: Tuner | LocalTuner[Any, Any], tunables: TunableSet[Any, Any], key_type: type) -> int:
         """Install every winner into ``tuner`` so those keys are never tuned; returns how many."""
+        if not isinstance(tuner, Tuner | LocalTuner):
+            raise TypeError(f"Record.seed() takes the tk.LocalTuner (or Tuner) to seed, got {type(tuner).__name__}")
+        _check_tunables("Record.seed", tunables)
+        # A class that is no key (dict, the key's module) built from the entry and failed deep in the tuner.
+        if not (isinstance(key_type, type) and getattr(key_type, "__tunekit_key__", False)):
+            raise TypeError(
+                f"Record.seed(key_type=...) takes the @tk.autotune_key class the operation's keys are made of, "
+                f"got {key_type.__qualname__ if isinstance(key_type, type) else repr(key_type)}"
+            )
         if isinstance(tuner, LocalTuner):
             tuner = tuner.tuner(self.device_id)
         if tuner.name != self.tuner or tuner.device_id != self.device_id:
@@ -290,6 +309,14 @@ class Record:
         for key, entry in keys:  # nothing installed before every key is known to be sound
             tuner.seed(tunables, key, entry.ranking)
         return len(self.entries)
+
+
+def _check_tunables(where: str, tunables: object) -> None:
+    if not isinstance(tunables, TunableSet):
+        raise TypeError(
+            f"{where}() takes the running tk.TunableSet (its checksum is checked), got {type(tunables).__name__}; "
+            "e.g. tk.TunableSet.from_space(space, build, key=...)"
+        )
 
 
 def _level_mismatch(record: Record) -> str | None:

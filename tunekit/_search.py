@@ -19,7 +19,7 @@ import numpy as np
 
 from tunekit import _settings
 from tunekit._benchmark import BenchmarkDurations
-from tunekit._client import Client
+from tunekit._client import Client, require_client
 from tunekit._errors import TunekitError
 from tunekit._isolation import open_runner
 from tunekit._key import is_autotune_key, key_to_dict
@@ -390,6 +390,8 @@ def search(
         raise TypeError(f"tk.search() takes the inputs as a tuple, e.g. (x,) or (a, b); got {type(inputs).__name__}")
     # Checked before the search: a sink that is not one failed only at the end, losing the record.
     resolved_sinks = [as_sink(sink, "tk.search(sinks=...)") for sink in sinks]
+    # A string or the client's class failed as "'str' object has no attribute 'device_id'".
+    require_client(client, "tk.search(client=...)")
     check_search_names("tk.search", tuner=tuner, device_id=client.device_id)
     check_search_args(
         "tk.search",

@@ -213,6 +213,10 @@ def _restriction_label(fn: Restriction, position: int, count: int) -> str:
     return f"restriction {getattr(fn, '__qualname__', type(fn).__qualname__)!r}{where}"
 
 
+def _a(noun: str) -> str:
+    return f"{'an' if noun[:1] in 'aeiou' else 'a'} {noun}"
+
+
 def _short_repr(value: object) -> str:
     text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
@@ -372,10 +376,18 @@ class Space:
         if missing:
             raise ValueError(f"configuration {given!r} lacks parameters {missing}")
         for name in self._names:
-            if not any(type(v) is type(given[name]) and v == given[name] for v in self._domains[name]):
-                raise ValueError(
-                    f"configuration {given!r}: {name}={given[name]!r} is not one of {list(self._domains[name])}"
+            value, domain = given[name], self._domains[name]
+            if not any(type(v) is type(value) and v == value for v in domain):
+                # 256.0 or "256" against [64, 128, 256]: the list shows the value, so say the type is what differs.
+                scalar = isinstance(value, _SCALARS)
+                alike = next((v for v in domain if str(v) == str(value) or v == value), None) if scalar else None
+                hint = (
+                    f" ({name}={value!r} is {_a(type(value).__name__)}, the space's is the "
+                    f"{type(alike).__name__} {alike!r}: pass {name}={alike!r})"
+                    if alike is not None
+                    else ""
                 )
+                raise ValueError(f"configuration {given!r}: {name}={value!r} is not one of {list(domain)}{hint}")
         config = Config(self._names, [given[n] for n in self._names])
         if not self.allows(config):
             raise ValueError(f"configuration {given!r} is excluded by the space's restrictions")

@@ -214,8 +214,16 @@ class ReplayClient:
     """
 
     def __init__(self, data: ReplayData, *, seed: int = 0) -> None:
+        # A path given here failed only later, as "'str' object has no attribute 'gpu'".
+        if not isinstance(data, ReplayData):
+            raise TypeError(
+                f"ReplayClient() takes the ReplayData that load_kernel_tuner_cache(path) returns, got "
+                f"{type(data).__name__}; e.g. ReplayClient(load_kernel_tuner_cache(path), seed=0)"
+            )
+        if not isinstance(seed, int | np.integer) or isinstance(seed, bool):
+            raise TypeError(f"ReplayClient(seed=...) must be an int, got {seed!r}")
         self.data = data
-        self.seed = seed
+        self.seed = int(seed)
         self._clock_ns = 0
         self._runs: dict[tk.Config, int] = {}
         self._lock = threading.Lock()

@@ -63,12 +63,15 @@ class OptunaTPE:
                 self._study.tell(trial, state=state.FAIL)
                 misses += 1
                 continue
-            known = w.scores.get(p, 0.0) if p in w.seen else None
             if p in w.seen:
+                # Proposed but not scored yet (earlier in this batch), or failed: told as failed.
+                # Telling None instead made Optuna warn "The value None could not be cast to float"
+                # on every search, and a measured 0 (the best possible) was told as a failure too.
+                known = w.scores.get(p)
                 if known is None:
                     self._study.tell(trial, state=state.FAIL)
                 else:
-                    self._study.tell(trial, math.log(max(known, 1e-300)) if known else None)
+                    self._study.tell(trial, math.log(max(known, 1e-300)))
                 misses += 1
                 continue
             (config,) = w.take([p])

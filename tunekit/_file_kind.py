@@ -1,0 +1,55 @@
+"""Which kind of tunekit file a path holds, so a command given the wrong one can say so.
+
+tunekit writes four JSON files that look alike from a distance: records (JSONL of
+``AutotuneRecord``), trial logs (JSONL under a header), committed records (one JSON
+document, ``tk.Record``) and cache bundles (one JSON document, ``tunekit cache export``).
+A command handed one of the others used to report every line or field as invalid.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import ValidationError
+
+__all__ = ["other_kind"]
+
+_KINDS = {
+    "trial log": "a trial log (written by tk.search(log=...)); a search's record goes where TUNEKIT_RECORD or "
+    "sinks= send records",
+    "committed record": "a committed record (tk.Record.save); production loads it with "
+    "tk.Record.load_verified(path, tunables, device_id) and record.seed(...)",
+    "cache bundle": "a cache bundle (tunekit cache export); store it in a cache with tunekit cache import",
+    "records": "a records file (JSONL of tk.AutotuneRecord); read it with tunekit records summary",
+}
+
+
+def other_kind(path: Path, expected: str) -> str | None:
+    """What ``path`` is, in words with what to do with it, when it is a tunekit file other than ``expected``."""
+    from tunekit._bundle import CacheBundle
+    from tunekit._record_file import RecordFile
+    from tunekit._records import AutotuneRecord
+    from tunekit._trials import TrialLogHeader
+
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    first = data.split(b"\n", 1)[0]
+    checks = (
+        ("trial log", lambda: TrialLogHeader.model_validate_json(first)),
+        ("records", lambda: AutotuneRecord.model_validate_json(first)),
+        ("committed record", lambda: RecordFile.model_validate_json(data)),
+        # Every bundle field has a default, so "{}" would pass: a bundle names its entries.
+        ("cache bundle", lambda: "entries" in CacheBundle.model_validate_json(data).model_fields_set or None),
+    )
+    for kind, check in checks:
+        if kind == expected:
+            continue
+        try:
+            if check() is None:
+                continue
+        except (ValidationError, ValueError):
+            continue
+        return _KINDS[kind]
+    return None
