@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -144,6 +145,17 @@ def test_a_log_that_is_a_directory_is_refused_with_a_file_to_use(data: ReplayDat
     with pytest.raises(tk.TrialLogError, match=r"is a directory; give a file path, e.g. log='.*trials.jsonl'"):
         run(data, tmp_path)
     assert not (tmp_path.parent / f"{tmp_path.name}.lock").exists()
+
+
+def test_a_log_under_a_file_is_refused_naming_the_file(data: ReplayData, tmp_path: Path) -> None:
+    """log="out/trials.jsonl" where out is a file raised "[Errno 17] File exists: 'out'", naming neither the log nor
+    what to do."""
+    client = ReplayClient(data)
+    (tmp_path / "out").write_text("")
+    for log in (tmp_path / "out" / "trials.jsonl", tmp_path / "out" / "sub" / "trials.jsonl"):
+        message = re.escape(f"trial log {log}: {tmp_path / 'out'} is a file, not a directory; give log= a file path")
+        with pytest.raises(tk.TrialLogError, match=message):
+            tk.search(data.space, client.kernel, client, (), tuner="t", max_evals=2, log=log)
 
 
 def test_a_corrupt_line_is_described_on_one_line(data: ReplayData, tmp_path: Path) -> None:

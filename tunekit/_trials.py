@@ -118,7 +118,14 @@ class TrialLog:
         header = TrialLogHeader(
             tuner=tuner, key=key, device_id=device_id, space_hash=space.hash, space=space.describe()
         )
-        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:  # it said only "[Errno 17] File exists: 'out'", naming neither the log nor the fix
+            blocking = next((p for p in reversed(path.parents) if p.exists() and not p.is_dir()), None)
+            why = f"{blocking} is a file, not a directory" if blocking else f"{exc.strerror or exc} ({exc.filename})"
+            raise TrialLogError(
+                f"cannot create the directory of trial log {path}: {why}; give log= a file path in a directory"
+            ) from exc
         lock = filelock.FileLock(str(path) + ".lock")
         try:
             lock.acquire(timeout=0)
