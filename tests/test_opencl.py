@@ -172,6 +172,18 @@ def test_template_mistakes_are_refused_at_definition() -> None:
         KernelTemplate(SCALE, "scale", tk.Space(MODE=[0]), geometry=_geometry, restrict=lambda c: True)
 
 
+def test_a_template_whose_space_is_empty_or_no_mapping_is_refused(client: OpenCLClient) -> None:
+    """A restriction rejecting every variant gave an empty set ("add some with .with_tunable"); a list as the space
+    failed as "expected string or bytes-like object"."""
+    empty = KernelTemplate(SCALE, "scale", {"MODE": [0], "BLOCK": [64]}, geometry=_geometry, restrict=lambda c: False)
+    with pytest.raises(ValueError, match=r"KernelTemplate 'scale': the space has no valid configuration.*all 1 points"):
+        _tunables(client, empty)
+    with pytest.raises(
+        TypeError, match=r"KernelTemplate\(space=...\) takes a tk.Space or a dict name -> values, got list"
+    ):
+        KernelTemplate(SCALE, "scale", [64, 128], geometry=_geometry)  # type: ignore[arg-type]
+
+
 def test_client_names_the_driver_times_on_the_device_and_flushes(client: OpenCLClient) -> None:
     device = client.device
     for part in (device.platform.name, device.name, device.driver_version, device.version):

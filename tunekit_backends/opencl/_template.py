@@ -10,6 +10,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Generic, TypeVar
 
+from tunekit._search_spec import empty_space_error
 from tunekit._space import Config, ParamValue, Restriction, Space
 from tunekit._tunable import Tunable, TuneGroup
 from tunekit._tunable_set import KeyGenerator, TunableSet
@@ -63,6 +64,11 @@ class KernelTemplate:
             raise ValueError("KernelTemplate needs the kernel's OpenCL C source as a non-empty str")
         if not re.search(rf"\b(__kernel|kernel)\s+void\s+{re.escape(kernel_name)}\s*\(", source):
             raise ValueError(f"KernelTemplate: the source defines no '__kernel void {kernel_name}(...)'")
+        if not isinstance(space, Space | Mapping):  # a list was iterated as names: "expected string", naming nothing
+            raise TypeError(
+                f"KernelTemplate(space=...) takes a tk.Space or a dict name -> values, got {type(space).__name__}; "
+                'e.g. {"BLOCK": [64, 128, 256], "VEC": [1, 2, 4]}'
+            )
         # Names are checked before tk.Space checks them, so the error says why C needs them so.
         for name in space.names if isinstance(space, Space) else space:
             if not _IDENTIFIER.fullmatch(name):
@@ -125,6 +131,8 @@ class KernelTemplate:
             if group is not None:
                 tunable = tunable.group(group, variant.priority)
             out.append(tunable)
+        if not out:  # an empty set failed only at its first execute, saying to add tunables with with_tunable
+            raise empty_space_error(f"KernelTemplate {self.kernel_name!r}", self.space)
         return out
 
     def tunable_set(
