@@ -411,9 +411,9 @@ class CompilePool:
     def _closed_error(self) -> ClientClosed:
         platform, device = self._where
         return ClientClosed(
-            f"the OpenCL client on {platform} / {device} was closed (OpenCLClient.close()) while its compile "
-            "workers were building this tune's variants: no variant is to blame, so the tune stops and stores "
-            "nothing; close the client only after its tunes end"
+            f"the OpenCL client on {platform} / {device} is closed (OpenCLClient.close()): its compile workers "
+            "stopped, so this tune cannot build its variants; no variant is to blame, so the tune stops and "
+            "stores nothing. Close a client only after its tunes end"
         )
 
     def warn_once(self, kind: str, message: str) -> None:
