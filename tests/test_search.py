@@ -175,13 +175,19 @@ def test_a_factory_that_builds_no_strategy_is_refused(replay: tuple[ReplayData, 
         ({"strategy": 5}, r"tk.search\(strategy=...\) takes a strategy name .* got 5"),
         ({"strategy": "anneal"}, r"tk.search\(strategy=...\): unknown strategy 'anneal'; choose one of"),
         ({"log": 5}, r"tk.search\(log=...\) takes a file path .* got 5"),
+        (
+            {"strategy": tk.Space},
+            r"tk.search\(strategy=...\): Space cannot be called as factory\(space, numpy Generator\) .*too many",
+        ),
+        ({"strategy": lambda space: None}, r"<lambda> cannot be called as factory\(space, numpy Generator\)"),
     ],
 )
 def test_bad_search_arguments_are_refused_before_anything_is_measured(
     replay: tuple[ReplayData, ReplayClient], argument: dict[str, object], message: str
 ) -> None:
     """seed=None failed after the whole search ran; max_evals=2.5 blamed the strategy; a require dict was unpacked;
-    strategy=5 failed inside the driver as "'int' object is not callable"; log=5 failed naming no argument."""
+    strategy=5 failed inside the driver as "'int' object is not callable"; log=5 failed naming no argument; a class that
+    is no factory failed as "Space.__init__() takes 1 positional argument but 3 were given"."""
     data, client = replay
     built: list[tk.Config] = []
 
