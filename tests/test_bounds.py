@@ -53,6 +53,10 @@ def test_bad_work_thresholds_and_bounds_are_refused() -> None:
         tk.Thresholds.uniform(0)
     with pytest.raises(TypeError, match="tk.Work"):
         tk.Bounds([])
+    # Regression: a number failed inside tuple() as "'int' object is not iterable".
+    for wrong in (5, "work", None):
+        with pytest.raises(TypeError, match=r"Bounds\(bounds=...\) takes a tk.Work .*, got"):
+            tk.Bounds(wrong)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="peaks must be positive"):
         tk.calculate_bounds(tk.Work(1, 1), tk.Thresholds.uniform(0.5), 0, 1)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import threading
+import warnings
 from typing import Annotated
 
 import numpy as np
@@ -211,3 +212,31 @@ def test_a_failing_reference_stops_the_tune_instead_of_blaming_candidates() -> N
     tunables = tk.TunableSet(key=_key).with_tunable(tk.Tunable("ok", lambda x: x)).with_reference(broken_reference)
     with pytest.raises(tk.TunekitError, match="reference function .* raised ZeroDivisionError: bad reference"):
         _tune(tunables, (np.zeros(3),))
+
+
+def test_an_infinite_expected_value_is_met_only_by_the_same_infinity() -> None:
+    # Regression: the tolerance rtol * inf let 5, NaN and -inf pass where +inf was expected.
+    expected = np.array([np.inf, 1.0, -np.inf])
+    assert compare(expected.copy(), expected).passed
+    for wrong in (5.0, np.nan, -np.inf):
+        got = expected.copy()
+        got[0] = wrong
+        outcome = compare(got, expected)
+        assert not outcome.passed and "1 of 3 elements differ" in outcome.detail and "at (0,)" in outcome.detail
+        assert outcome.max_rel_error == np.inf
+    assert not compare(np.array([1.0 + 0j]), np.array([complex(1.0, np.inf)])).passed
+
+
+def test_comparing_infinities_warns_nothing() -> None:
+    # Regression: inf - inf leaked "RuntimeWarning: invalid value encountered in subtract" to the user.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert compare(np.array([np.inf, -np.inf]), np.array([np.inf, -np.inf])).passed
+
+
+def test_outputs_numpy_cannot_compare_fail_the_check_saying_what_to_return() -> None:
+    # Regression: a dict of arrays failed the candidate with numpy's "truth value of an array is ambiguous".
+    outcome = compare({"a": np.ones(3)}, {"a": np.ones(3)})
+    assert not outcome.passed and "a dict cannot be compared" in outcome.detail and "tuple" in outcome.detail
+    text = compare(np.array(["a"]), np.array([1.0]))
+    assert not text.passed and "where numbers were expected" in text.detail

@@ -68,6 +68,30 @@ def test_unserialisable_field_type_refused_at_definition() -> None:
             shape: list[int]
 
 
+class Pair(enum.Enum):
+    SMALL = (1, 2)
+    LARGE = (3, 4)
+
+
+class Opaque(enum.Enum):
+    ONLY = object()
+
+
+def test_an_enum_whose_values_are_not_json_scalars_is_refused_at_definition() -> None:
+    # Regression: accepted, then a tuple value was stored as a JSON list no member matched, an object() failed at tune.
+    with pytest.raises(TypeError, match=r"TupleKey\.which has type Pair, whose member SMALL has the value \(1, 2\)"):
+
+        @tk.autotune_key
+        class TupleKey:
+            which: Pair
+
+    with pytest.raises(TypeError, match=r"ObjectKey\.which has type Opaque, whose member ONLY has the value"):
+
+        @tk.autotune_key
+        class ObjectKey:
+            which: Opaque
+
+
 def test_anchor_on_non_int_refused_at_definition() -> None:
     with pytest.raises(TypeError, match="int fields"):
 

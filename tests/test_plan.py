@@ -70,7 +70,7 @@ def test_a_priority_that_is_not_an_int_is_refused_naming_the_group(returned: obj
     ):
         tk.plan_batches(None, [grouped])
     lost = _t("h").group(tk.TuneGroup("lost", lambda _key: returned), _const(0))  # type: ignore[arg-type,return-value]
-    with pytest.raises(TypeError, match=r"TuneGroup 'lost''s priority returned"):
+    with pytest.raises(TypeError, match=r"the priority of TuneGroup 'lost' returned"):
         tk.plan_batches(None, [lost])
 
 
@@ -84,3 +84,15 @@ def test_the_plan_of_a_tunable_set_is_the_plan_of_its_tunables() -> None:
     late = _t("late").group(tk.TuneGroup("later", _const(0)), _const(0))
     tunables = tk.TunableSet(key=lambda: None).with_tunables([_t("a"), late])
     assert tk.plan_batches(None, tunables) == tk.plan_batches(None, tunables.tunables) == [[0, 1]]
+
+
+def test_a_priority_function_that_raises_is_named_with_the_key() -> None:
+    # Regression: its exception came out bare, naming neither the group nor the key.
+    lost = _t("h").group(tk.TuneGroup("lost", lambda key: key["missing"]), _const(0))
+    with pytest.raises(KeyError) as raised:
+        tk.plan_batches({"n": 1}, [lost])
+    assert raised.value.__notes__ == ["tunekit: raised by the priority of TuneGroup 'lost' for key {'n': 1}"]
+    within = _t("w").group(tk.TuneGroup("wide", _const(1)), lambda key: 1 // key)
+    with pytest.raises(ZeroDivisionError) as divided:
+        tk.plan_batches(0, [within])
+    assert "tunable 'w''s priority within group 'wide' for key 0" in divided.value.__notes__[0]

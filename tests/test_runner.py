@@ -60,3 +60,29 @@ def test_a_zero_duration_is_a_valid_sample() -> None:
         [tk.Tunable("twice", _twice), tk.Tunable("plus", _plus)]
     )
     assert tk.LocalTuner("zero-clock").execute(client.device_id, client, tunables, (5,)) == 10
+
+
+class PairlessClient(CpuClient):
+    """A client whose profile() returns ``result(output)`` instead of (output, duration)."""
+
+    def __init__(self, result: Callable[[object], object]) -> None:
+        super().__init__()
+        self.result = result
+
+    @property
+    def device_id(self) -> str:
+        return "pairless"
+
+    def profile(self, run: Callable[[], T]) -> tuple[T, int]:
+        return self.result(run())  # type: ignore[return-value]
+
+
+@pytest.mark.parametrize("result", [lambda out: out, lambda out: (out, 1, 2), lambda out: 7])
+def test_a_profile_result_that_is_not_a_pair_fails_naming_the_client(result: Callable[[object], object]) -> None:
+    """It failed as "too many values to unpack (expected 2)" (or "cannot unpack"), naming no client."""
+    client = PairlessClient(result)
+    tunables = tk.TunableSet(key=lambda n: NKey(n=n)).with_tunables([tk.Tunable("twice", _twice)])
+    with pytest.raises(tk.NoValidKernelFound, match=r"PairlessClient.profile\(\) returned .*; it must return a pair"):
+        tk.LocalTuner(f"pairless-{id(result)}").execute(client.device_id, client, tunables, (5,))
+    with pytest.raises(ValueError, match=r"PairlessClient.profile\(\) returned .*; it must return a pair"):
+        tk.tune_benchmark(_twice, (5,), client, samples=1)

@@ -136,3 +136,18 @@ def test_a_record_path_that_is_a_directory_is_refused_naming_the_setting(
         tk.configure()
     monkeypatch.setenv("TUNEKIT_RECORD", str(tmp_path / "records.jsonl"))
     assert tk.configure().record == str(tmp_path / "records.jsonl")
+
+
+def test_an_empty_cache_dir_is_refused_instead_of_caching_in_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Regression: TUNEKIT_CACHE_DIR= (meant as unset) read as Path("") == ".", the working directory.
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("TUNEKIT_CACHE_DIR", "")
+    with pytest.raises(tk.SettingsError, match=r"cache_dir = '' from TUNEKIT_CACHE_DIR: .*empty path.*unset it"):
+        tk.configure()
+    monkeypatch.delenv("TUNEKIT_CACHE_DIR")
+    with pytest.raises(tk.SettingsError, match=r"cache_dir = ' ' from tk.configure\(cache_dir=...\)"):
+        tk.configure(cache_dir=" ")
+    assert tk.configure(cache_dir=".").cache_dir == Path(".")
+    assert not list(tmp_path.iterdir())

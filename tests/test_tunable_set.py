@@ -56,6 +56,9 @@ def test_with_tunables_refuses_duplicates_and_non_tunables() -> None:
     with pytest.raises(TypeError, match="takes a tk.Tunable"):
         base.with_tunable(lambda: 1)  # type: ignore[arg-type]
     assert base.names == ("a",) and base.index_of("b") is None
+    # Regression: one Tunable instead of a list failed as "'Tunable' object is not iterable".
+    with pytest.raises(TypeError, match=r"with_tunables\(\) takes a list of tk.Tunable; .* use with_tunable"):
+        base.with_tunables(tk.Tunable("c", lambda: 3))  # type: ignore[arg-type]
 
 
 def test_with_short_circuit_takes_only_a_bool() -> None:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tunekit._client import Client, SupportsCacheFlush, require_client
+from tunekit._runner import timed_run
 
 __all__ = ["BenchmarkDurations", "tune_benchmark"]
 
@@ -90,6 +91,5 @@ def tune_benchmark(
     for _ in range(samples):
         if flusher is not None:
             flusher.flush_cache()
-        _, duration_ns = client.profile(lambda: fn(*args))
-        timed.append(int(duration_ns))
+        timed.append(timed_run(client, lambda: fn(*args)))
     return BenchmarkDurations(tuple(timed))

@@ -104,6 +104,12 @@ class Bounds:
     launch_overhead: float | None = None
 
     def __post_init__(self) -> None:
+        # A str or number here failed inside tuple() as "'int' object is not iterable", naming nothing.
+        if not isinstance(self.bounds, Work | Sequence) or isinstance(self.bounds, str | bytes):
+            raise TypeError(
+                "Bounds(bounds=...) takes a tk.Work or a non-empty sequence of tk.Work, "
+                f"got {type(self.bounds).__name__}"
+            )
         works = self.works
         if not works or not all(isinstance(w, Work) for w in works):
             raise TypeError("Bounds(bounds=...) takes a tk.Work or a non-empty sequence of tk.Work")

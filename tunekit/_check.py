@@ -178,17 +178,32 @@ def compare(got: Any, expected: Any, *, rtol: float = 0.0, atol: float = 0.0, la
     tolerance = default_tolerance(coarser)
     if tolerance is None and expected_arr.dtype.kind not in "biu":
         # Objects, strings: only equality means anything.
-        same = bool(np.array_equal(got_arr, expected_arr))
+        try:
+            same = bool(np.array_equal(got_arr, expected_arr))
+        except Exception as exc:  # a dict of arrays: its == is an array, whose truth value numpy refuses
+            return CheckOutcome(
+                False,
+                f"{label}: a {type(expected).__name__} cannot be compared ({type(exc).__name__}: {exc}); "
+                "return numpy arrays or scalars, or a tuple of them (one per output)",
+            )
         return CheckOutcome(same, f"{label}: {'equal' if same else 'not equal to the expected value'}")
     wide = np.float64 if expected_arr.dtype.kind != "c" else np.complex128
-    e = expected_arr.astype(wide).reshape(-1)
-    g = got_arr.astype(wide).reshape(-1)
-    diff = np.abs(g - e)
+    try:
+        e = expected_arr.astype(wide).reshape(-1)
+        g = got_arr.astype(wide).reshape(-1)
+    except (TypeError, ValueError) as exc:
+        return CheckOutcome(False, f"{label}: a {got_arr.dtype} value where numbers were expected ({exc})")
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):  # inf - inf: handled below
+        diff = np.abs(g - e)
     both_nan = np.isnan(e) & np.isnan(g)  # NaN where NaN is expected is a match
     diff = np.where(both_nan, 0.0, diff)
+    # An infinite expected value is met only by the same infinity: its tolerance (rtol * inf) would let
+    # any finite value, NaN or the other infinity pass.
+    infinite = np.isinf(e)
+    diff = np.where(infinite, np.where(g == e, 0.0, np.inf), diff)
     diff = np.where(np.isnan(diff), np.inf, diff)
     with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-        rel = np.where(diff == 0, 0.0, diff / np.abs(e))
+        rel = np.where(diff == 0, 0.0, np.where(infinite, np.inf, diff / np.abs(e)))
     if tolerance is None:
         allowed = np.full(diff.shape, atol)
         kind = "exact" if atol == 0 else f"atol {atol:g}"
@@ -197,7 +212,7 @@ def compare(got: Any, expected: Any, *, rtol: float = 0.0, atol: float = 0.0, la
         scale = float(np.max(np.abs(e[np.isfinite(e)]), initial=0.0))
         use_rtol = max(base_rtol, rtol)
         use_atol = max(atol_scale * scale, atol)
-        allowed = use_atol + use_rtol * np.abs(e)
+        allowed = np.where(infinite, 0.0, use_atol + use_rtol * np.abs(np.where(infinite, 0.0, e)))
         kind = f"rtol {use_rtol:.3g}, atol {use_atol:.3g}"
     bad = ~(diff <= allowed) & ~both_nan
     worst = int(np.argmax(diff))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import json
+import math
 import operator
 import typing
 from collections.abc import Callable
@@ -27,7 +28,19 @@ def _check_field_type(cls_name: str, name: str, hint: object) -> None:
     """Refuse at definition time any field type that cannot be written to the cache as JSON."""
     if get_origin(hint) is typing.Annotated:
         hint = get_args(hint)[0]
-    if hint in _SCALARS or (isinstance(hint, type) and issubclass(hint, enum.Enum)):
+    if hint in _SCALARS:
+        return
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        # The cache stores a member's value and rebuilds the member from it: a tuple value came
+        # back as a JSON list that matched no member, an object() value failed at the first tune.
+        for member in hint:
+            value = member.value
+            if not isinstance(value, _SCALARS) or (isinstance(value, float) and not math.isfinite(value)):
+                raise TypeError(
+                    f"autotune key {cls_name}.{name} has type {hint.__name__}, whose member {member.name} has the "
+                    f"value {value!r} ({type(value).__name__}); the cache stores a member by its value, so every "
+                    "value must be a finite int, float, str or bool (e.g. enum.auto() or a name string)"
+                )
         return
     if get_origin(hint) is Literal and all(isinstance(a, _SCALARS) for a in get_args(hint)):
         return

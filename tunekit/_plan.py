@@ -9,7 +9,7 @@ A negative priority, of a group or within it, skips the candidate for that key.
 from __future__ import annotations
 
 import numbers
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from tunekit._tunable import Tunable
@@ -30,8 +30,8 @@ def plan_batches(key: object, tunables: Sequence[Tunable[object]] | TunableSet[A
             ungrouped.append(index)
             continue
         for group, within in tunable.groups:
-            group_priority = _priority(group.priority(key), f"TuneGroup {group.name!r}'s priority")
-            within_priority = _priority(within(key), f"tunable {tunable.name!r}'s priority within group {group.name!r}")
+            group_priority = _priority(group.priority, key, f"the priority of TuneGroup {group.name!r}")
+            within_priority = _priority(within, key, f"tunable {tunable.name!r}'s priority within group {group.name!r}")
             if group_priority < 0 or within_priority < 0:
                 continue
             tiers.setdefault(group_priority, {}).setdefault(within_priority, []).append(index)
@@ -51,13 +51,19 @@ def plan_batches(key: object, tunables: Sequence[Tunable[object]] | TunableSet[A
     return batches
 
 
-def _priority(value: object, what: str) -> int:
-    """``value`` as an int priority; anything else is the priority function's mistake, named.
+def _priority(fn: Callable[[Any], object], key: object, what: str) -> int:
+    """``fn(key)`` as an int priority; anything else is the priority function's mistake, named.
 
     int() used to convert it: -0.5 became 0 (so a candidate meant to be skipped ran), "5"
     became 5, and "high" failed as "invalid literal for int()", naming no group. A bool is
-    refused too: False reads as "skip" but is priority 0, which runs.
+    refused too: False reads as "skip" but is priority 0, which runs. An exception keeps its
+    type and gains a note naming the function and the key (it was raised bare, naming neither).
     """
+    try:
+        value = fn(key)
+    except Exception as exc:
+        exc.add_note(f"tunekit: raised by {what} for key {key!r}")
+        raise
     if isinstance(value, numbers.Integral) and not isinstance(value, bool):  # an int or a numpy integer
         return int(value)
     raise TypeError(

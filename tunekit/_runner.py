@@ -9,12 +9,41 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
 from tunekit._client import Client, SupportsCacheFlush
 from tunekit._tunable_set import TunableSet
 
-__all__ = ["CandidateRunner", "InProcessRunner"]
+__all__ = ["CandidateRunner", "InProcessRunner", "timed_run"]
+
+
+def timed_run(client: Client, run: Callable[[], object]) -> int:
+    """One ``client.profile(run)``: its duration in ns, or a ValueError naming the client.
+
+    A client's bug, not the candidate's, but caught here it fails the candidate with a reason:
+    a result that is not a pair failed as "too many values to unpack (expected 2)", naming
+    neither the client nor what profile() must return, and a negative duration failed the
+    record's validation after the whole tune.
+    """
+    result = client.profile(run)
+    if not (isinstance(result, tuple | list) and len(result) == 2):
+        raise ValueError(
+            f"{type(client).__name__}.profile() returned {type(result).__name__} {result!r:.60}; "
+            "it must return a pair (the output of run(), the duration in ns)"
+        )
+    duration_ns = result[1]
+    if (
+        not isinstance(duration_ns, numbers.Real)
+        or isinstance(duration_ns, bool)
+        or not math.isfinite(duration_ns)
+        or duration_ns < 0
+    ):
+        raise ValueError(
+            f"{type(client).__name__}.profile() returned a duration of {duration_ns!r}; "
+            "it must be a finite number of nanoseconds >= 0"
+        )
+    return int(duration_ns)
 
 
 @runtime_checkable
@@ -50,17 +79,4 @@ class InProcessRunner:
             self._flusher.flush_cache()
         fn = self.tunables.tunables[index].fn
         inputs = self.inputs
-        _, duration_ns = self.client.profile(lambda: fn(*inputs))
-        # A client's bug, not the candidate's, but caught here it fails the candidate with a reason
-        # instead of a negative median failing the record's validation after the whole tune.
-        if (
-            not isinstance(duration_ns, numbers.Real)
-            or isinstance(duration_ns, bool)
-            or not math.isfinite(duration_ns)
-            or duration_ns < 0
-        ):
-            raise ValueError(
-                f"{type(self.client).__name__}.profile() returned a duration of {duration_ns!r}; "
-                "it must be a finite number of nanoseconds >= 0"
-            )
-        return int(duration_ns)
+        return timed_run(self.client, lambda: fn(*inputs))

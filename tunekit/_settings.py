@@ -127,6 +127,18 @@ class Settings(BaseSettings):
             )
         return self
 
+    @field_validator("cache_dir", mode="before")
+    @classmethod
+    def _cache_dir_is_not_empty(cls, value: object) -> object:
+        # Path("") is ".": an empty TUNEKIT_CACHE_DIR (meant as unset) put the cache in whatever
+        # directory the process ran in.
+        if isinstance(value, str) and not value.strip():
+            raise ValueError(
+                "an empty path would put the cache in the working directory; unset it for the default "
+                "(the user cache dir), or name a directory ('.' for the working directory)"
+            )
+        return value
+
     @field_validator("record")
     @classmethod
     def _record_is_not_a_directory(cls, value: str | None) -> str | None:

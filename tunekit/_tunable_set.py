@@ -174,6 +174,8 @@ class TunableSet(Generic[K, Out]):
         """A new set with every tunable of ``tunables`` appended, in order; a duplicate name is refused here."""
         # One copy and one tuple for the whole batch: a set of 10^5 configurations is built
         # in linear time (appending one by one copied the set per tunable).
+        if isinstance(tunables, Tunable):  # tuple() of it failed as "'Tunable' object is not iterable"
+            raise TypeError("with_tunables() takes a list of tk.Tunable; for a single one use with_tunable(tunable)")
         new: TunableSet[K, Out | O2] = self._copy()
         added = tuple(tunables)
         for tunable in added:
