@@ -287,3 +287,15 @@ def test_a_space_whose_restrictions_reject_everything_is_an_error_not_an_empty_r
     # the log is released: a corrected search may use it at once
     fixed = tk.Space(BLOCK=[64, 128])
     assert tk.search(fixed, lambda c: lambda: None, tk_cpu(), (), tuner="t2", log=tmp_path / "u.jsonl").evaluations == 2
+
+
+class ProposesAGenerator(ProposesDicts):
+    def propose(self, n: int) -> list[tk.Config]:
+        return (c for c in [self.first])  # type: ignore[return-value]
+
+
+def test_a_strategy_that_proposes_a_generator_is_told_to_return_a_list(replay: tuple[ReplayData, ReplayClient]) -> None:
+    """A strategy returning a generator failed as "object of type 'generator' has no len()"."""
+    data, client = replay
+    with pytest.raises(tk.TunekitError, match=r"ProposesAGenerator.*proposed a generator; propose\(n\) returns a list"):
+        tk.search(data.space, client.kernel, client, (), tuner="t", strategy=ProposesAGenerator, max_evals=3)
