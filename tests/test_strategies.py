@@ -214,6 +214,27 @@ def test_the_walkers_best_follows_observations_and_rescoring() -> None:
         assert (got[1], got[0]) == expected if got is not None else expected is None
 
 
+def test_model_ils_goes_wide_after_a_fifth_of_its_budget() -> None:
+    """model_ils climbed in batches of up to 8 moves to the end; past a fifth of its budget it climbs two at a time."""
+    space = landscape()
+    budget = 400
+    strategy = make_strategy("model_ils", budget)(space, np.random.default_rng(0))
+    sizes: list[tuple[int, int]] = []
+    seen = 0
+    while seen < budget:
+        proposals = strategy.propose(8)
+        if not proposals:
+            break
+        sizes.append((seen, len(proposals)))
+        for config in proposals:
+            strategy.observe(config, cost(config))
+        seen += len(proposals)
+    early = [n for at, n in sizes if 20 <= at < budget // 5]
+    late = [n for at, n in sizes if at >= budget // 5]
+    assert max(early) == 8, early  # climb steps of eight moves (the model's guesses come four at a time)
+    assert late and max(late) <= 4 and 2 in late, late
+
+
 def test_optuna_strategy_tells_optuna_no_none_value() -> None:
     """A re-asked point proposed earlier in the batch was told None: Optuna warned "The value None could not be cast
     to float" on every search; and a measured score of 0 (the best) was told as a failure."""

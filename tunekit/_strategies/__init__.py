@@ -9,7 +9,7 @@ from tunekit._strategies._base import Strategy, StrategyFactory, Walker
 from tunekit._strategies._genetic import Genetic
 from tunekit._strategies._local import IteratedLocalSearch
 from tunekit._strategies._simple import Exhaustive, RandomSearch
-from tunekit._strategies._surrogate import ModelGuidedLocalSearch, initial_points
+from tunekit._strategies._surrogate import ModelGuidedLocalSearch, initial_points, wide_after
 
 __all__ = [
     "STRATEGIES",
@@ -43,7 +43,9 @@ def make_strategy(name: str, max_evals: int | None = None) -> StrategyFactory:
         case "genetic":
             return Genetic
         case "model_ils":
-            return functools.partial(ModelGuidedLocalSearch, initial=initial_points(max_evals))
+            return functools.partial(
+                ModelGuidedLocalSearch, initial=initial_points(max_evals), wide_after=wide_after(max_evals)
+            )
         case "optuna_tpe":
             from tunekit._strategies._optuna import OptunaTPE
 
