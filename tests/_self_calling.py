@@ -51,3 +51,21 @@ def _prepare_selfish(n: int) -> None:
 PREPARE_SET: tk.TunableSet[NKey, int] = tk.TunableSet(key=lambda n: NKey(n=n)).with_tunables(
     [tk.Tunable("prepares-selfishly", lambda n: n, prepare=_prepare_selfish), tk.Tunable("plain", _plain)]
 )
+
+
+def _tunes_another_set(n: int) -> int:
+    """The same tuner and key as the tune running this candidate, with a set of other candidates."""
+    return TUNER.execute(CLIENT.device_id, CLIENT, OTHER_SET, (n,))
+
+
+OTHER_SET: tk.TunableSet[NKey, int] = tk.TunableSet(key=lambda n: NKey(n=n)).with_tunables(
+    [tk.Tunable("other-plain", _plain), tk.Tunable("other-plain-too", _plain)]
+)
+SHARING_SET: tk.TunableSet[NKey, int] = tk.TunableSet(key=lambda n: NKey(n=n)).with_tunables(
+    [tk.Tunable("tunes-another-set", _tunes_another_set), tk.Tunable("plain", _plain)]
+)
+
+
+def build_sharing(key: dict[str, Any]) -> tuple[CpuClient, tk.TunableSet[NKey, int], tuple[Any, ...]]:
+    """SHARING_SET, rebuilt from the key's fields in a spawned worker."""
+    return CLIENT, SHARING_SET, (int(key["n"]),)

@@ -297,3 +297,26 @@ def test_the_in_process_time_limit_applies_to_the_correctness_check() -> None:
     )
     record = _array_tune(tunables, "checked-watchdog")
     assert {c.name: (c.stage, c.error) for c in record.candidates}["spin"] == ("timeout", "timeout after 0.3 s")
+
+
+@pytest.mark.parametrize("spawned", [False, True], ids=["forked", "spawned"])
+def test_a_worker_started_by_a_thread_that_ends_lives_on_with_the_process(spawned: bool) -> None:
+    """Regression: PR_SET_PDEATHSIG killed the worker when the thread that started it ended (the next run 'crashed')."""
+    import _self_calling
+
+    from tunekit._worker import ProcessRunner, SpawnRecipe
+
+    recipe = SpawnRecipe("_self_calling:build", {"n": 3}) if spawned else None
+    runner = ProcessRunner(_self_calling.CLIENT, _self_calling.SET, (3,), timeout_s=60, recipe=recipe)
+    plain = _self_calling.SET.index_of("plain")
+    assert plain is not None
+    try:
+        starter = threading.Thread(target=runner.warmup, args=(plain,))  # a short-lived thread starts the worker
+        starter.start()
+        starter.join()
+        while os.path.exists(f"/proc/self/task/{starter.native_id}"):  # until the kernel has ended the thread
+            time.sleep(0.01)
+        time.sleep(0.2)  # the signal, had there been one, has been delivered by now
+        assert runner.sample(plain) > 0  # the same worker: before, 'crashed: signal 9 (SIGKILL)'
+    finally:
+        runner.close()

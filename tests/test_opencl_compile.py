@@ -12,6 +12,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,6 +25,8 @@ import tunekit as tk
 from tunekit._records import Prepared
 from tunekit_backends.opencl import KernelTemplate, OpenCLClient
 from tunekit_backends.opencl._batch import batchable, batched_program
+from tunekit_backends.opencl._compile import CompilePool, WorkerDied
+from tunekit_backends.opencl._compile_wire import ProgramRequest
 from tunekit_backends.opencl._compile_worker import kernel_cache_problem
 
 cla = pytest.importorskip("pyopencl.array", reason="pip install 'tunekit[opencl]'")
@@ -594,3 +597,125 @@ def test_the_kernel_cache_probe_writes_where_pocl_would(tmp_path: Path, monkeypa
     problem = kernel_cache_problem(pocl)
     assert problem is not None and str(blocker / "kcache") in problem and "not writable" in problem, problem
     assert kernel_cache_problem("NVIDIA CUDA") is None  # its cache is not ours to check
+
+
+BOOT = "__kernel void boot(__global int* x) { x[0] = 1; }"
+
+
+def _counted(tmp_path: Path, body: str) -> tuple[str, Path]:
+    """A stand-in for sys.executable that notes each start in a file, then runs ``body`` (see _wrapper)."""
+    starts = tmp_path / "starts"
+    return _wrapper(tmp_path, f"echo start >> {shlex.quote(str(starts))}\n{body}"), starts
+
+
+def _starts(starts: Path) -> int:
+    return len(starts.read_text().splitlines()) if starts.exists() else 0
+
+
+def test_a_pool_whose_workers_cannot_start_stops_starting_them_for_a_while(
+    client: OpenCLClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Regression: every request started two new workers however many had failed before (2 x 120 s when they hung)."""
+    platform, device = client.device.platform.name, client.device.name
+    request = ProgramRequest(platform=platform, device=device, source=BOOT, options=(), launches=())
+    python = sys.executable
+    executable, starts = _counted(tmp_path, "exit 3")
+    monkeypatch.setattr(sys, "executable", executable)
+    pool = CompilePool(2, platform, device, pause_s=1.0)
+    try:
+        for _ in range(5):  # five batches' worth of requests
+            with pytest.raises(WorkerDied) as died:
+                pool.run(request, 60.0)
+            assert not died.value.started
+        assert _starts(starts) == 2
+        assert "exited with status 3" in str(died.value), died.value
+        assert "after 2 failed starts in a row, no compile worker is started for 1 s" in str(died.value)
+        time.sleep(1.2)  # past the pause: one worker is tried, and the next pause is twice as long
+        with pytest.raises(WorkerDied, match="no compile worker is started for 2 s"):
+            pool.run(request, 60.0)
+        assert _starts(starts) == 3
+        monkeypatch.setattr(sys, "executable", python)  # the machine is fixed: after this pause, workers start again
+        time.sleep(2.2)
+        assert pool.run(request, 60.0).build_error is None
+    finally:
+        pool.close()
+
+
+def test_a_worker_start_that_hangs_is_waited_for_once(
+    client: OpenCLClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Regression: a request waited the ready timeout for a hung worker, then for a second one, batch after batch."""
+    platform, device = client.device.platform.name, client.device.name
+    request = ProgramRequest(platform=platform, device=device, source=BOOT, options=(), launches=())
+    executable, starts = _counted(tmp_path, "exec sleep 600")
+    monkeypatch.setattr(sys, "executable", executable)
+    pool = CompilePool(1, platform, device, ready_timeout_s=1.0)
+    try:
+        with pytest.raises(WorkerDied, match="not ready within 1 s; no compile worker is started for 120 s"):
+            pool.run(request, 60.0)
+        with pytest.raises(WorkerDied, match="no compile worker is started"):
+            pool.run(request, 60.0)
+        assert _starts(starts) == 1
+    finally:
+        pool.close()
+
+
+def test_compile_workers_that_keep_failing_to_start_are_tried_twice_not_per_batch(
+    pooled: OpenCLClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Regression: each batch of each tune started 2 x compile_workers workers that could not start."""
+    executable, starts = _counted(tmp_path, "exit 3")
+    monkeypatch.setattr(sys, "executable", executable)
+    with caplog.at_level("INFO"):
+        records = _tune_work(pooled, "keeps-failing")  # two tunes; asserts every variant measured
+    assert _starts(starts) == 2  # before: 4 per tune
+    warnings = _warnings(caplog)
+    assert len(warnings) == 1, warnings
+    assert "no compile worker is started for 120 s" in warnings[0] and "compiling in this process" in warnings[0]
+    notes = _compiled_in_process(records)
+    assert len(notes) == 2 and all(n and n.startswith("no compile worker could start: ") for n in notes), notes
+
+
+def test_closing_the_client_during_a_tune_stops_it_without_blaming_the_variant_being_built(
+    pooled: OpenCLClient, isolated_settings: Path
+) -> None:
+    """Regression: close() from another thread killed a busy compile worker, and the tune failed the variant it was
+    building ("crashed a compile worker") and stored a winner without it."""
+    tk.configure(candidate_timeout_s=600.0)
+    template = KernelTemplate(SPIN, "spin", {"MODE": [0, 1], "BLOCK": [8]}, geometry=lambda c, key: ((key.n,), (8,)))
+    tunables = template.tunable_set(
+        pooled,
+        key=lambda y, n: SizeKey(n=int(n)),
+        inputs=lambda key, y, n: (cla.zeros(pooled.queue, key.n, np.float32), np.int32(key.n)),
+    )
+    y = cla.zeros(pooled.queue, 64, np.float32)
+    errors: list[BaseException] = []
+
+    def tune() -> None:
+        try:
+            tk.LocalTuner[SizeKey, Any]("closed-mid-tune").execute(
+                pooled.device_id, pooled, tunables, (y, np.int32(64))
+            )
+        except BaseException as exc:
+            errors.append(exc)
+
+    thread = threading.Thread(target=tune)
+    thread.start()
+    pool = pooled.compile_pool
+    assert pool is not None
+    deadline = time.monotonic() + 120
+    while not any(w.busy for w in list(pool._alive)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(1.0)  # MODE=1's first launch never ends: its worker is still busy with it
+    pooled.close()  # as a user would, from another thread
+    thread.join(timeout=120)
+    assert not thread.is_alive()
+    [error] = errors
+    assert isinstance(error, tk.ClientClosed), error
+    assert "OpenCLClient.close()" in str(error) and pooled.device.name in str(error), error
+    assert "spin[" not in str(error)
+    cache = tk.PersistentCache(isolated_settings)
+    assert list(cache.rows()) == []  # no winner that left MODE=1 out ...
+    assert (
+        cache.get_failure(pooled.device_id, "closed-mid-tune", tk.key_to_json(SizeKey(n=64))) is None
+    )  # nor a failure

@@ -21,6 +21,7 @@ EXPECTED = {
     "CandidateProgress",
     "CandidateRecord",
     "Client",
+    "ClientClosed",
     "Config",
     "DevicePeaks",
     "Eliminated",

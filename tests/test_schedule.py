@@ -293,3 +293,30 @@ def test_a_runner_verdict_keeps_its_stage_and_the_rest_still_run() -> None:
     result = _batch(client, [hangs, fast, client.kernel(5 * MS)], _settings())
     assert result[0] == tk.Failed("timeout after 1 s", "timeout")
     assert result.ranking == (1, 2) and dict(result) == result.outcomes  # a Mapping of outcomes
+
+
+class _ClosingClient(CpuClient):
+    """A CPU client whose resources go away after a few runs, as when another thread closes it mid-tune."""
+
+    def __init__(self, runs: int) -> None:
+        self.left = runs
+
+    def profile(self, run: Callable[[], Any]) -> tuple[Any, int]:
+        self.left -= 1
+        if self.left < 0:
+            raise tk.ClientClosed("the test's CPU client was closed")
+        return super().profile(run)
+
+
+def test_a_client_closed_while_candidates_run_stops_the_tune_and_stores_nothing(isolated_settings: Any) -> None:
+    """Regression: the candidates run once the client went away failed with the client's error as their own, and
+    the tune was stored as failed (or won by the others)."""
+    tunables = tk.TunableSet(key=lambda n: SizeKey(n=n)).with_tunables(
+        [tk.Tunable("a", lambda n: n), tk.Tunable("b", lambda n: n + 0)]
+    )
+    client = _ClosingClient(runs=4)
+    with pytest.raises(tk.ClientClosed, match="the test's CPU client was closed"):
+        tk.LocalTuner[SizeKey, int]("closing").execute(client.device_id, client, tunables, (8,))
+    cache = tk.PersistentCache(isolated_settings)
+    assert list(cache.rows()) == []
+    assert cache.get_failure(client.device_id, "closing", tk.key_to_json(SizeKey(n=8))) is None

@@ -245,3 +245,19 @@ def test_optuna_strategy_tells_optuna_no_none_value() -> None:
         strategy = make_strategy("optuna_tpe")(space, np.random.default_rng(1))
         seen = drive(strategy, space, 20, 8, score=lambda c: float(c.A))
     assert len(seen) == 20
+
+
+def test_the_surrogates_solve_on_one_blas_thread_and_leave_the_count_as_it_was() -> None:
+    """A multithreaded BLAS made model_ils spend ten times the CPU time on its small solves, spinning threads."""
+    from threadpoolctl import threadpool_info
+
+    from tunekit._strategies._blas import one_blas_thread
+
+    def blas_threads() -> list[int]:
+        return [int(lib["num_threads"]) for lib in threadpool_info() if lib["user_api"] == "blas"]
+
+    before = blas_threads()
+    assert before, "numpy's BLAS was not found"
+    with one_blas_thread():
+        assert blas_threads() == [1] * len(before)
+    assert blas_threads() == before

@@ -497,3 +497,14 @@ def test_a_device_id_that_is_not_a_non_empty_str_is_refused_at_execute(device_id
         tuner.execute(device_id, CLIENT, tunables, (4,))
     cache = tk.persistent_cache()
     assert cache is not None and not list(cache.rows())
+
+
+def test_a_candidate_tuning_its_key_with_another_set_in_a_spawned_worker_goes_on_as_in_process() -> None:
+    """Regression: the spawned worker refused any tune of the key its parent was tuning, also by another set that
+    only shared the tuner name (in process that tune goes on at once)."""
+    import _self_calling
+
+    isolated = _self_calling.SHARING_SET.with_isolation("process", timeout_s=60, worker=_self_calling.build_sharing)
+    (record,) = _tune_recorded(_self_calling.TUNER, isolated)
+    other = next(c for c in record.candidates if c.name == "tunes-another-set")
+    assert other.status == "measured", other.error

@@ -42,7 +42,14 @@ if TYPE_CHECKING:
     from tunekit._cache_state import CacheState, Hit, Miss, Pending, Unchecked
     from tunekit._check import SupportsCheckBuffers
     from tunekit._client import Client, DevicePeaks, SupportsCacheFlush, SupportsPeaks, SupportsWarmup
-    from tunekit._errors import CandidateFailed, NoValidKernelFound, SettingsError, TunekitError, TuneRecursionError
+    from tunekit._errors import (
+        CandidateFailed,
+        ClientClosed,
+        NoValidKernelFound,
+        SettingsError,
+        TunekitError,
+        TuneRecursionError,
+    )
     from tunekit._isolation import Isolation
     from tunekit._key import autotune_key, is_autotune_key, key_to_json
     from tunekit._local import LocalTuner
@@ -113,6 +120,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "CacheValue": ("tunekit._cache", "CacheValue"),
     "CallbackSink": ("tunekit._sinks", "CallbackSink"),
     "CandidateFailed": ("tunekit._errors", "CandidateFailed"),
+    "ClientClosed": ("tunekit._errors", "ClientClosed"),
     "CandidateProgress": ("tunekit._observe", "CandidateProgress"),
     "CandidateRecord": ("tunekit._records", "CandidateRecord"),
     "Client": ("tunekit._client", "Client"),
@@ -220,6 +228,7 @@ __all__ = [
     "CandidateProgress",
     "CandidateRecord",
     "Client",
+    "ClientClosed",
     "Config",
     "DevicePeaks",
     "Eliminated",

@@ -8,7 +8,14 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from tunekit._outcome import FailureStage
 
-__all__ = ["CandidateFailed", "NoValidKernelFound", "SettingsError", "TuneRecursionError", "TunekitError"]
+__all__ = [
+    "CandidateFailed",
+    "ClientClosed",
+    "NoValidKernelFound",
+    "SettingsError",
+    "TuneRecursionError",
+    "TunekitError",
+]
 
 
 class TunekitError(Exception):
@@ -33,6 +40,16 @@ class NoValidKernelFound(TunekitError):
 
     def __reduce__(self) -> tuple[type[NoValidKernelFound], tuple[str, object, tuple[tuple[str, str], ...], str]]:
         return (type(self), (self.tuner, self.key, self.failures, self.recorded))
+
+
+class ClientClosed(TunekitError, RuntimeError):
+    """The client a tune runs on was closed, or lost what it runs on, during the tune.
+
+    No candidate is to blame, so a client raises this (say, from a prepare hook whose compile
+    workers ``close()`` stopped) instead of failing the candidate it was working on: the tune
+    stops, its caller gets this error, and nothing is stored, neither a winner that left that
+    candidate out nor a failed tune. The next call for the key tunes it again.
+    """
 
 
 class CandidateFailed(TunekitError):

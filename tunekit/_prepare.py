@@ -16,6 +16,7 @@ from contextvars import copy_context
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from tunekit._errors import ClientClosed
 from tunekit._outcome import Failed
 from tunekit._schedule import describe_error
 from tunekit._tunable_set import TunableSet
@@ -97,6 +98,8 @@ def prepare_batch(
         for future in as_completed(futures):
             index = futures[future]
             error = future.exception()
+            if isinstance(error, ClientClosed):  # no candidate's fault: the tune stops, nothing is stored
+                raise error
             if error is not None:
                 failures[index] = Failed(describe_error(error), "compile")
             else:
@@ -109,6 +112,8 @@ def _prepare_group(hooks: list[PreparesTogether], inputs: tuple[Any, ...]) -> st
     """The shared step; if it fails, every hook still runs on its own and reports its own error."""
     try:
         note = hooks[0].prepare_together(hooks, inputs)
+    except ClientClosed:
+        raise
     except Exception:
         _log.warning("preparing %d candidates together failed; each prepares alone", len(hooks), exc_info=True)
         return None

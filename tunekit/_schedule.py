@@ -28,7 +28,7 @@ from collections.abc import Iterator, Mapping, Sequence
 
 from tunekit._benchmark import BenchmarkDurations
 from tunekit._client import Client, SupportsWarmup
-from tunekit._errors import CandidateFailed
+from tunekit._errors import CandidateFailed, ClientClosed
 from tunekit._outcome import Failed, Measured, Outcome, Skipped
 from tunekit._records import (
     Eliminated,
@@ -61,7 +61,12 @@ def describe_error(exc: BaseException) -> str:
 
 
 def _failure(exc: Exception) -> Failed:
-    """The outcome of a candidate that raised: the runner's verdict when it has one."""
+    """The outcome of a candidate that raised: the runner's verdict when it has one.
+
+    A client that went away (:class:`ClientClosed`) is no candidate's failure: it ends the tune.
+    """
+    if isinstance(exc, ClientClosed):
+        raise exc
     if isinstance(exc, CandidateFailed):  # crash, timeout, or an error in a worker process
         return Failed(exc.reason, exc.stage)
     return Failed(describe_error(exc), "run")

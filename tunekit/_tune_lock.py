@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Literal
 
 from tunekit._cache import PersistentCache
+from tunekit._self_call import locked_by_parent
 
 __all__ = ["lock_path", "sweep_lock_files", "tune_lock"]
 
@@ -75,11 +76,11 @@ def tune_lock(cache: PersistentCache, device_id: str, tuner: str, key_json: str,
     Not held (False) when the cache directory takes no lock file, or after ``timeout_s`` of
     waiting: the caller then tunes without it, as it would have without this lock. Code that
     runs for the tune holding it (a candidate or prepare hook that tunes the same key through
-    another tunable set of the same tuner name, which for one key must have the same
-    candidates) goes on at once.
+    another tunable set of the same tuner name) goes on at once, in a spawned worker of the
+    process holding it too.
     """
     path = lock_path(cache.directory, device_id, tuner, key_json)
-    if path in _held.get():
+    if path in _held.get() or locked_by_parent(device_id, tuner, key_json):
         yield True
         return
     release = _acquire(path, tuner, key_json, device_id, timeout_s)

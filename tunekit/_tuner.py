@@ -188,8 +188,8 @@ class Tuner:
             exc.add_note(f"tunekit: tuner {self.name!r} {tunables!r}: the key comes from {tunables.describe_key_fn()}")
             raise
         self._claim(tunables, key_json, settings)
-        tune_id = (self.device_id, self.name, key_json)
         checksum = tunables.checksum()
+        tune_id = (self.device_id, self.name, key_json, checksum)
         with self._lock:
             ranking = self._rankings.get(tunables, {}).get(key)
             if ranking is not None:

@@ -10,11 +10,17 @@ by calling a module-level factory, named by ``module:qualname`` (``with_isolatio
 Either way the parent sends ``(op, index, flush)`` and the worker answers ``("ok", ns)`` or
 ``("error", reason)``; a worker that dies or stops answering in time is killed, reported as
 ``crashed: signal N (NAME)`` or ``timeout after T s``, and replaced for the next candidate.
+
+A worker dies with its caller's process (Linux ``PR_SET_PDEATHSIG``), even mid-hang. The kernel
+sends that signal when the *thread* that created the worker exits, not the process, so workers
+are created by one thread that lives as long as the process: a worker started from a
+short-lived thread (a request handler's, a thread pool's) outlives that thread.
 """
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import ctypes
 import importlib
 import json
@@ -24,9 +30,10 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, Pipe
-from typing import Any
+from typing import Any, TypeVar
 
 from tunekit._check import CheckOutcome, Gate
 from tunekit._client import Client
@@ -45,6 +52,39 @@ _WORKER_BROKEN = 70
 _FORK_LOCK = threading.Lock()
 # A spawned worker imports the user's modules and builds its device state before it is ready.
 SPAWN_SETUP_TIMEOUT_S = 300.0
+
+T = TypeVar("T")
+
+_starter: ThreadPoolExecutor | None = None
+"""The thread workers are created from (see the module's docstring); made at the first start."""
+_starter_lock = threading.Lock()
+
+
+def _from_lasting_thread(start: Callable[[], T]) -> T:
+    """``start()`` (which forks or spawns a worker) on the long-lived starter thread, in the caller's context.
+
+    The context carries the tunes the caller works for: a forked worker must see them (``_self_call.py``).
+    """
+    global _starter
+    with _starter_lock:
+        if _starter is None:
+            _starter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tunekit-worker-starter")
+        starter = _starter
+    try:
+        future = starter.submit(contextvars.copy_context().run, start)
+    except RuntimeError:  # the interpreter is shutting down: no new thread, and the process ends soon anyway
+        return start()
+    return future.result()
+
+
+def _forget_starter() -> None:
+    """In a forked child: the parent's starter thread was not copied, so the child makes its own when needed."""
+    global _starter, _starter_lock
+    _starter, _starter_lock = None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_starter)
 
 WorkerFactory = Callable[[dict[str, Any]], tuple[Client, TunableSet[Any, Any], tuple[Any, ...]]]
 """Builds, in a spawned worker, ``(client, tunable set, benchmark inputs)`` from the key's fields."""
@@ -223,7 +263,7 @@ class ProcessRunner:
     def _start(self) -> _Worker:
         if self._setup_error is not None:  # a factory that failed once fails again: do not respawn per candidate
             raise CandidateFailed(self._setup_error, "run")
-        worker = self._fork() if self.recipe is None else self._spawn(self.recipe)
+        worker = _from_lasting_thread(self._fork) if self.recipe is None else self._spawn(self.recipe)
         self._worker = worker
         return worker
 
@@ -248,9 +288,8 @@ class ProcessRunner:
 
     def _spawn(self, recipe: SpawnRecipe) -> _Worker:
         parent_end, child_end = Pipe()
-        process = subprocess.Popen(
-            [sys.executable, "-c", _SPAWNED, str(child_end.fileno())], pass_fds=[child_end.fileno()]
-        )
+        command = [sys.executable, "-c", _SPAWNED, str(child_end.fileno())]
+        process = _from_lasting_thread(lambda: subprocess.Popen(command, pass_fds=[child_end.fileno()]))
         child_end.close()
         worker = _Worker(process.pid, parent_end, process)
         setup = {

@@ -37,6 +37,7 @@ import numpy as np
 
 from tunekit._space import Config, Space
 from tunekit._strategies._base import Positions, Walker
+from tunekit._strategies._blas import one_blas_thread
 from tunekit._strategies._pairwise import PairwiseModel
 
 __all__ = ["AdditiveModel", "ModelGuidedLocalSearch", "initial_points", "wide_after"]
@@ -173,7 +174,8 @@ class ModelGuidedLocalSearch:
     def _refit(self) -> None:
         n = len(self._ys)
         if n >= 2 and n >= self._fitted_at + max(8, n // 8):
-            self._model.fit(np.array(self._xs), np.array(self._ys))
+            with one_blas_thread():
+                self._model.fit(np.array(self._xs), np.array(self._ys))
             self._fitted_at = n
 
     def _rank(self, ps: list[Positions]) -> list[Positions]:
@@ -250,8 +252,10 @@ class ModelGuidedLocalSearch:
             # A failure is evidence too: fitted as a little worse than the worst time seen.
             xs = np.concatenate([xs, np.array(self._failed, dtype=np.intp)])
             ys = np.concatenate([ys, np.full(len(self._failed), ys.max() + 1.0)])
-        self._pairwise.fit(xs, ys)
-        order = np.argsort(self._pairwise.predict(candidates), kind="stable")[:n]
+        with one_blas_thread():
+            self._pairwise.fit(xs, ys)
+            predicted = self._pairwise.predict(candidates)
+        order = np.argsort(predicted, kind="stable")[:n]
         guesses = [tuple(int(v) for v in candidates[i]) for i in order]
         self._guesses.update(guesses)
         return guesses

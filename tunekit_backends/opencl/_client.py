@@ -124,7 +124,8 @@ class OpenCLClient:
     picks processes for PoCL when at least two CPUs are usable and its kernel cache is on,
     threads otherwise. When workers cannot be used (the temporary directory cannot take the copy
     of the inputs they launch on, or no worker starts), variants compile in this process as with
-    ``"thread"``, and the first such failure is logged once as a warning saying what to do.
+    ``"thread"``, and the first such failure is logged once as a warning saying what to do;
+    after two failed starts in a row no worker is started for a while (2 minutes, doubling).
     """
 
     def __init__(
@@ -237,7 +238,11 @@ class OpenCLClient:
         return DeviceCheckBuffers(self, inputs, outputs)
 
     def close(self) -> None:
-        """Stop the compile worker processes, if any (they also stop when the client is collected, or at exit)."""
+        """Stop the compile worker processes, if any (they also stop when the client is collected, or at exit).
+
+        A tune that is compiling in them meanwhile (or compiles in them later) raises
+        :class:`tunekit.ClientClosed` rather than blaming the variant a stopped worker was building.
+        """
         if self.compile_pool is not None:
             self.compile_pool.close()
 

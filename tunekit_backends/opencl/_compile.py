@@ -14,6 +14,12 @@ cannot import pyopencl) is no evidence against the variant it was sent: the requ
 fresh worker once, and when that one cannot start either, the caller compiles in its own
 process (see ``_together.py``). One that dies after it, while building or first launching a
 variant, blames that variant: a compiler crash on that source is real evidence.
+
+Workers that keep failing to start would otherwise cost every batch of every tune new starts
+(and a hung start its whole timeout): after ``START_FAILURES`` failed starts in a row the pool
+starts none for ``PAUSE_S`` (doubling each time it pauses again), so requests fail at once and
+the caller compiles in its own process. After a failed start, workers start one at a time until
+one gets ready.
 """
 
 from __future__ import annotations
@@ -29,12 +35,14 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Sequence
 from typing import IO, Any
 
 import numpy as np
 from pydantic import ValidationError
 
+from tunekit import ClientClosed
 from tunekit_backends.opencl._cl import pyopencl
 from tunekit_backends.opencl._compile_wire import KernelArg, Launch, ProgramReply, ProgramRequest, WorkerReady
 
@@ -44,8 +52,19 @@ _log = logging.getLogger("tunekit.opencl")
 
 _STDERR_TAIL = 2000
 
-READY_TIMEOUT_S = 120.0
-"""How long a new worker may take to import pyopencl, open its device and load its compiler."""
+READY_TIMEOUT_S = 60.0
+"""How long a new worker may take to import pyopencl, open its device and build a first kernel.
+
+About 0.5 s on PoCL here (2 shared cores); 60 s leaves room for a loaded machine and a cold disk. A start that
+hangs past it pauses the pool at once (see ``START_FAILURES``): it is never waited for twice."""
+
+START_FAILURES = 2
+"""Failed starts in a row after which the pool starts no worker for a while: the next would fail the same way."""
+
+PAUSE_S = 120.0
+"""How long the first pause lasts; each further pause doubles, up to ``MAX_PAUSE_S``."""
+
+MAX_PAUSE_S = 3600.0
 
 
 class WorkerDied(RuntimeError):
@@ -248,23 +267,40 @@ class _Worker:
 
 
 class CompilePool:
-    """Up to ``workers`` compile processes for one device, started as requests need them."""
+    """Up to ``workers`` compile processes for one device, started as requests need them.
 
-    def __init__(self, workers: int, platform: str, device: str) -> None:
+    ``ready_timeout_s`` and ``pause_s`` are :data:`READY_TIMEOUT_S` and :data:`PAUSE_S` unless
+    a test shortens them.
+    """
+
+    def __init__(
+        self,
+        workers: int,
+        platform: str,
+        device: str,
+        *,
+        ready_timeout_s: float = READY_TIMEOUT_S,
+        pause_s: float = PAUSE_S,
+    ) -> None:
         self.workers = max(1, workers)
         self._where = (platform, device)
+        self._ready_timeout_s = ready_timeout_s
         self._ready = threading.Condition()
         self._idle: list[_Worker] = []
         self._alive: set[_Worker] = set()
         self._starting = 0
         self._closed = False
         self._warned: set[str] = set()
+        self._failed_starts = 0  # in a row; a worker that gets ready resets it
+        self._first_pause_s = self._pause_s = pause_s  # the next pause's length
+        self._paused_until = 0.0  # time.monotonic() before which no worker is started
+        self._paused_because = ""
 
     def _take(self) -> _Worker:
         with self._ready:
             while True:
                 if self._closed:
-                    raise WorkerDied("the compile pool is closed")
+                    raise self._closed_error()
                 while self._idle:
                     idle = self._idle.pop()
                     if idle.process.poll() is None:
@@ -273,25 +309,16 @@ class CompilePool:
                     _log.debug("a compile worker %s while idle; starting another", idle.ended())
                     self._alive.discard(idle)
                     idle.stop()
-                if len(self._alive) + self._starting < self.workers:
+                paused = time.monotonic() < self._paused_until
+                if paused and not self._alive and not self._starting:
+                    raise WorkerDied(self._paused_because, started=False)
+                # After a failed start, one start at a time: a broken set-up costs one failure, not one per thread.
+                limit = self.workers if self._failed_starts == 0 else len(self._alive) + 1
+                if not paused and len(self._alive) + self._starting < min(limit, self.workers):
                     self._starting += 1
                     break
-                self._ready.wait()
-        worker: _Worker | None = None
-        try:
-            worker = _Worker(*self._where)  # started outside the lock: it takes a moment
-            worker.wait_ready(READY_TIMEOUT_S)
-        except BaseException:
-            if worker is not None:
-                worker.kill()
-                worker = None
-            raise
-        finally:
-            with self._ready:
-                self._starting -= 1
-                if worker is not None:
-                    self._alive.add(worker)
-                self._ready.notify()
+                self._ready.wait()  # for an idle worker, or for a start in flight to end
+        worker = self._start()
         if worker.kernel_cache is not None:
             self.warn_once(
                 "kernel-cache",
@@ -300,6 +327,46 @@ class CompilePool:
                 "or pass OpenCLClient(compile_in='thread') to compile here only.",
             )
         return worker
+
+    def _start(self) -> _Worker:
+        """A new worker, ready (one start counted in ``_starting`` by the caller)."""
+        worker: _Worker | None = None
+        try:
+            worker = _Worker(*self._where)  # started outside the lock: it takes a moment
+            worker.wait_ready(self._ready_timeout_s)
+        except WorkerDied as exc:
+            if worker is not None:
+                worker.kill()
+            raise self._failed_start(exc) from None
+        except BaseException:
+            if worker is not None:
+                worker.kill()
+            with self._ready:
+                self._starting -= 1
+                self._ready.notify_all()
+            raise
+        with self._ready:
+            self._starting -= 1
+            self._alive.add(worker)
+            self._failed_starts, self._paused_until, self._pause_s = 0, 0.0, self._first_pause_s
+            self._ready.notify_all()
+        return worker
+
+    def _failed_start(self, exc: WorkerDied) -> WorkerDied:
+        """Count a start that failed with ``exc``; what to raise (saying so when the pool now pauses)."""
+        with self._ready:
+            self._starting -= 1
+            # A hung start cost its whole timeout: never wait for a second one in a row.
+            self._failed_starts += START_FAILURES if exc.timed_out else 1
+            self._ready.notify_all()
+            now = time.monotonic()
+            if self._failed_starts < START_FAILURES or now < self._paused_until:
+                return exc
+            pause, self._pause_s = self._pause_s, min(2 * self._pause_s, MAX_PAUSE_S)
+            self._paused_until = now + pause
+            after = "" if exc.timed_out else f"after {self._failed_starts} failed starts in a row, "
+            self._paused_because = f"{exc}; {after}no compile worker is started for {pause:.0f} s"
+            return WorkerDied(self._paused_because, timed_out=exc.timed_out, started=False)
 
     def _give_back(self, worker: _Worker, *, usable: bool) -> None:
         with self._ready:
@@ -316,7 +383,8 @@ class CompilePool:
         """Serve ``request`` on an idle worker (blocks the calling thread only); a failed worker is replaced.
 
         A worker that does not get ready is replaced once for this request; a second one that
-        does not either raises WorkerDied(started=False).
+        does not either raises WorkerDied(started=False), and so does every request while the
+        pool pauses after failed starts (unless some worker is still alive to serve it).
         """
         try:
             worker = self._take()
@@ -327,12 +395,26 @@ class CompilePool:
             worker = self._take()
         try:
             reply = worker.ask(request, timeout_s)
+        except WorkerDied:
+            worker.kill()
+            self._give_back(worker, usable=False)
+            if self._closed:  # close() killed it: the variant it was building is not to blame
+                raise self._closed_error() from None
+            raise
         except BaseException:
             worker.kill()
             self._give_back(worker, usable=False)
             raise
         self._give_back(worker, usable=True)
         return reply
+
+    def _closed_error(self) -> ClientClosed:
+        platform, device = self._where
+        return ClientClosed(
+            f"the OpenCL client on {platform} / {device} is closed (OpenCLClient.close()): its compile workers "
+            "stopped, so this tune cannot build its variants; no variant is to blame, so the tune stops and "
+            "stores nothing. Close a client only after its tunes end"
+        )
 
     def warn_once(self, kind: str, message: str) -> None:
         """Log ``message`` as a warning the first time this pool meets trouble of this ``kind``, later at debug level.
@@ -345,7 +427,7 @@ class CompilePool:
         _log.log(logging.WARNING if first else logging.DEBUG, "%s", message)
 
     def close(self) -> None:
-        """Stop the workers; requests in flight end with WorkerDied."""
+        """Stop the workers; requests in flight, and any made later, raise :class:`tunekit.ClientClosed`."""
         with self._ready:
             self._closed = True
             workers = list(self._alive)
