@@ -70,6 +70,17 @@ def test_every_strategy_can_run_the_space_dry(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", OWN)
+@pytest.mark.parametrize("seed", [0, 1])
+def test_a_budget_larger_than_the_space_measures_all_of_it(name: str, seed: int) -> None:
+    """Regression: the walker flagged the space exhausted once a restart drew every fresh point and kept one, so
+    model_ils (wide phase: 40 drawn per restart) stopped after 26 of a 57-point space with max_evals=100."""
+    space = tk.Space(A=range(20), B=range(20), restrict=lambda c: (c.A + c.B) % 7 == 0)
+    strategy = make_strategy(name, 100)(space, np.random.default_rng(seed))
+    order = drive(strategy, space, 100, 8, lambda c: 1.0 + abs(c.A - 13) + abs(c.B - 8) + 0.01 * c.A * c.B)
+    assert set(order) == set(space)
+
+
+@pytest.mark.parametrize("name", OWN)
 def test_a_seed_reproduces_the_search_and_another_seed_changes_it(name: str) -> None:
     space = landscape()
 

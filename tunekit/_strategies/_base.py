@@ -102,7 +102,10 @@ class Walker:
                 self._everything = [self.space.positions(c) for c in self.space]
                 self._valid.update(dict.fromkeys(self._everything, True))
             rest = [q for q in self._everything if q not in self.seen and q not in chosen]
-            if len(rest) <= n - len(out):
+            # Exhausted only when nothing is fresh: a caller may take one of the points returned (a
+            # restart picks the farthest of 40), and the rest must stay proposable. Flagged as soon
+            # as all were returned, the space ended model_ils's search with them never measured.
+            if not rest and not out:
                 self._exhausted = True
             for i in self.rng.permutation(len(rest))[: n - len(out)]:
                 out.append(rest[int(i)])
