@@ -485,3 +485,19 @@ def test_a_lock_file_this_user_cannot_open_is_a_warning_naming_it_and_the_fix() 
     assert got["held"] is False
     [warning] = got["warnings"]  # once, not once per tune
     assert str(path) in warning and f"chmod -R g+rwX {cache_dir}" in warning, warning
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX permissions")
+def test_a_locks_directory_made_before_lock_files_were_shared_is_shared_by_its_owner(tmp_path: Path) -> None:
+    """Regression: a 0755 locks/ made by an earlier tunekit stayed so in a shared cache: the group locked nothing."""
+    from tunekit._cache import PersistentCache
+    from tunekit._tune_lock import tune_lock
+
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o2775)
+    (shared / "locks").mkdir()
+    (shared / "locks").chmod(0o755)
+    with tune_lock(PersistentCache(shared), "dev", "t", '{"n":1}', timeout_s=1) as held:
+        assert held
+    assert (shared / "locks").stat().st_mode & 0o070 == 0o070

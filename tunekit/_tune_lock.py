@@ -107,14 +107,21 @@ def lock_path(cache_directory: Path, device_id: str, tuner: str, key_json: str) 
 
 
 def _make_lock_directory(directory: Path) -> None:
-    """``locks/``, as group-writable as its cache directory: in a cache a group shares, all of it makes lock files."""
-    try:
+    """``locks/``, as group-writable as its cache directory: in a cache a group shares, all of it makes lock files.
+
+    A ``locks/`` this process owns is given that access when it lacks it, not only when made here:
+    one made by a tunekit before lock files were shared (0755) kept every other member of the
+    group out of the locks for good, warned about at each start.
+    """
+    with suppress(FileExistsError):
         directory.mkdir()
-    except FileExistsError:
-        return
     shared = stat.S_IMODE(os.stat(directory.parent).st_mode) & stat.S_IRWXG
     if shared & stat.S_IWGRP:
-        os.chmod(directory, stat.S_IMODE(os.stat(directory).st_mode) | shared)
+        info = os.stat(directory)
+        wanted = stat.S_IMODE(info.st_mode) | shared
+        if info.st_uid == os.geteuid() and stat.S_IMODE(info.st_mode) != wanted:
+            with suppress(OSError):
+                os.chmod(directory, wanted)
 
 
 def sweep_lock_files(cache_directory: Path) -> int:
