@@ -175,13 +175,19 @@ def test_a_factory_that_builds_no_strategy_is_refused(replay: tuple[ReplayData, 
         ({"strategy": 5}, r"tk.search\(strategy=...\) takes a strategy name .* got 5"),
         ({"strategy": "anneal"}, r"tk.search\(strategy=...\): unknown strategy 'anneal'; choose one of"),
         ({"log": 5}, r"tk.search\(log=...\) takes a file path .* got 5"),
+        (
+            {"strategy": tk.Space},
+            r"tk.search\(strategy=...\): Space cannot be called as factory\(space, numpy Generator\) .*too many",
+        ),
+        ({"strategy": lambda space: None}, r"<lambda> cannot be called as factory\(space, numpy Generator\)"),
     ],
 )
 def test_bad_search_arguments_are_refused_before_anything_is_measured(
     replay: tuple[ReplayData, ReplayClient], argument: dict[str, object], message: str
 ) -> None:
     """seed=None failed after the whole search ran; max_evals=2.5 blamed the strategy; a require dict was unpacked;
-    strategy=5 failed inside the driver as "'int' object is not callable"; log=5 failed naming no argument."""
+    strategy=5 failed inside the driver as "'int' object is not callable"; log=5 failed naming no argument; a class that
+    is no factory failed as "Space.__init__() takes 1 positional argument but 3 were given"."""
     data, client = replay
     built: list[tk.Config] = []
 
@@ -281,3 +287,15 @@ def test_a_space_whose_restrictions_reject_everything_is_an_error_not_an_empty_r
     # the log is released: a corrected search may use it at once
     fixed = tk.Space(BLOCK=[64, 128])
     assert tk.search(fixed, lambda c: lambda: None, tk_cpu(), (), tuner="t2", log=tmp_path / "u.jsonl").evaluations == 2
+
+
+class ProposesAGenerator(ProposesDicts):
+    def propose(self, n: int) -> list[tk.Config]:
+        return (c for c in [self.first])  # type: ignore[return-value]
+
+
+def test_a_strategy_that_proposes_a_generator_is_told_to_return_a_list(replay: tuple[ReplayData, ReplayClient]) -> None:
+    """A strategy returning a generator failed as "object of type 'generator' has no len()"."""
+    data, client = replay
+    with pytest.raises(tk.TunekitError, match=r"ProposesAGenerator.*proposed a generator; propose\(n\) returns a list"):
+        tk.search(data.space, client.kernel, client, (), tuner="t", strategy=ProposesAGenerator, max_evals=3)

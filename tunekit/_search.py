@@ -256,6 +256,10 @@ def run_search(
             t0 = time.thread_time()
             proposals = strat.propose(want)
             spent += time.thread_time() - t0
+            if not isinstance(proposals, list | tuple):  # a generator was always truthy, then had no len()
+                raise TunekitError(
+                    f"strategy {name!r} proposed a {type(proposals).__name__}; propose(n) returns a list of tk.Config"
+                )
             if not proposals:
                 break
             if len(proposals) > want:

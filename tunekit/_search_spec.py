@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import numbers
 import os
 from collections.abc import Callable, Mapping
@@ -93,8 +94,26 @@ def check_search_args(
             f"{where}(strategy=...) takes a strategy name (one of tk.STRATEGIES) or a factory "
             f"(space, numpy Generator) -> tk.Strategy, got {strategy!r}"
         )
+    else:
+        _check_factory(where, strategy)
     if log is not None and not isinstance(log, str | os.PathLike):
         raise TypeError(f"{where}(log=...) takes a file path (str or pathlib.Path) or None, got {log!r}")
+
+
+def _check_factory(where: str, factory: Callable[..., object]) -> None:
+    """Refuse a factory that cannot be called as ``factory(space, rng)``, before the search opens its log."""
+    try:
+        signature = inspect.signature(factory)
+    except (TypeError, ValueError):  # a builtin or C callable without one: its call will tell
+        return
+    try:
+        signature.bind(None, None)
+    except TypeError as exc:
+        name = getattr(factory, "__qualname__", type(factory).__qualname__)
+        raise TypeError(
+            f"{where}(strategy=...): {name} cannot be called as factory(space, numpy Generator) -> tk.Strategy "
+            f"({exc}); pass a strategy name from tk.STRATEGIES, or a class or function taking those two arguments"
+        ) from None
 
 
 def check_search_names(where: str, *, tuner: object, device_id: object) -> None:
