@@ -93,6 +93,14 @@ def test_a_key_field_no_stored_key_has_is_a_usage_error(records: Path) -> None:
     assert "no stored key matching" in run("cache", "show", "cli_sum", "--key", "n=7", check=2).stderr
 
 
+def test_listing_a_cleared_cache_says_it_holds_no_winners(records: Path, isolated_settings: Path) -> None:
+    # Regression: after `cache clear`, `cache list` printed a bare table header.
+    run("cache", "clear")
+    done = run("cache", "list")
+    assert done.stdout == ""
+    assert done.stderr == f"no stored winners in {isolated_settings / tk.PersistentCache.FILENAME}\n"
+
+
 def test_export_clear_import_round_trip(records: Path, tmp_path: Path) -> None:
     bundle = tmp_path / "winners.json"
     run("cache", "export", "-o", str(bundle))
@@ -146,9 +154,24 @@ def test_export_leaves_out_a_row_that_is_no_valid_bundle_entry(records: Path, is
     # A hand-edited key out of canonical form crashed `cache export` with a pydantic traceback.
     with sqlite3.connect(isolated_settings / tk.PersistentCache.FILENAME) as connection:
         connection.execute("""UPDATE winners SET key='{"n": 1024}' WHERE key='{"n":1024}'""")
-    done = run("cache", "export")
+    done = run("cache", "export", check=1)
     assert [e["key"] for e in json.loads(done.stdout)["entries"]] == ['{"n":131072}']
     assert 'cli_sum/{"n": 1024}' in done.stderr and "canonical form" in done.stderr
+
+
+def test_an_unreadable_row_is_named_with_why_and_exits_1_its_tuner_still_known(
+    records: Path, isolated_settings: Path
+) -> None:
+    # Regression: `cache show cli_sum` said "no tuner named 'cli_sum' (tuners there: none: the cache is empty)"
+    # with exit 2, `cache list` exited 0, and the reason was pydantic's "1 validation error for CacheValue".
+    with sqlite3.connect(isolated_settings / tk.PersistentCache.FILENAME) as connection:
+        connection.execute('UPDATE winners SET value=\'{"schema_version": 1, "winner": 5}\'')
+    reason = 'cli_sum/{"n":1024}: winner: Input should be a valid string; ranking: Field required'
+    for args in (("cache", "list"), ("cache", "list", "--tuner", "cli_sum"), ("cache", "show", "cli_sum")):
+        done = run(*args, check=1)
+        assert f"unreadable row: {reason}" in done.stderr and "tunekit cache verify" in done.stderr, done.stderr
+    assert f"skipped unreadable row: {reason}" in run("cache", "export", check=1).stderr
+    assert "(tuners there: cli_sum)" in run("cache", "list", "--tuner", "nope", check=2).stderr
 
 
 def test_records_summary_reports_a_corrupt_line_and_summarises_the_rest(records: Path) -> None:

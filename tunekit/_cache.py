@@ -27,6 +27,7 @@ from pydantic import Field, ValidationError
 from tunekit._group_share import describe_denied, permission_fix, share_with_group, unwritable
 from tunekit._persisted import Persisted
 from tunekit._set_origin import SetOrigin
+from tunekit._validation_text import validation_text
 from tunekit._version import MAJOR, __version__
 
 __all__ = ["CacheRow", "CacheValue", "CandidateResult", "PersistentCache", "default_cache_dir"]
@@ -392,6 +393,18 @@ class PersistentCache:
             except _BadRow as exc:
                 yield f"{name}/{key}: {exc}"
 
+    def owners(self) -> set[tuple[str, str]]:
+        """(device id, tuner) of every row of this major version, readable or not (for tools naming what is there)."""
+        if not self.available:
+            return set()
+        query = "SELECT DISTINCT CAST(device_id AS BLOB), CAST(tuner AS BLOB) FROM winners WHERE tunekit_major = ?"
+        try:
+            fetched = self._connection().execute(query, (MAJOR,)).fetchall()
+        except sqlite3.Error as exc:
+            self._failed(exc, "listing winners")
+            return set()
+        return {(_text(device, "?"), _text(tuner, "?")) for device, tuner in fetched}
+
     @staticmethod
     def _filters(device_id: str | None, tuner: str | None) -> tuple[str, tuple[object, ...]]:
         clauses = ["tunekit_major = ?"]
@@ -439,7 +452,9 @@ def _parse(raw_checksum: object, raw_value: object) -> tuple[str, CacheValue]:
     text = _decode(raw_value, "value")
     try:
         return checksum, CacheValue.model_validate_json(text)
-    except (ValidationError, ValueError, TypeError, RecursionError) as exc:
+    except ValidationError as exc:  # its first line is only "1 validation error for CacheValue"
+        raise _BadRow(validation_text(exc, whole="value")) from None
+    except (ValueError, TypeError, RecursionError) as exc:
         raise _BadRow(_first_line(exc)) from None
 
 

@@ -74,21 +74,23 @@ def _select(
 ) -> tuple[list[CacheRow], list[str]]:
     """Rows matching the filters, and unreadable rows' reasons; an unknown tuner or device is a usage error.
 
-    The tuners and devices of ``failed`` (recorded failed tunes, as (device, tuner, key)) count as known.
+    The tuners and devices of ``failed`` (recorded failed tunes, as (device, tuner, key)) count as known,
+    and so do those of unreadable rows: such a tuner was reported as absent from "the cache is empty".
     """
     wanted = _key_filter(keys)
     rows: list[CacheRow] = []
     bad: list[str] = []
-    everything = list(cache.rows()) if cache is not None else []
+    owners = cache.owners() if cache is not None else set()
+    everything = list(cache.rows(device_id=device, tuner=tuner)) if cache is not None else []
     valid = [r for r in everything if not isinstance(r, str)]
     for label, value, present in (
-        ("tuner", tuner, sorted({r.tuner for r in valid} | {f[1] for f in failed})),
-        ("device", device, sorted({r.device_id for r in valid} | {f[0] for f in failed})),
+        ("tuner", tuner, sorted({o[1] for o in owners} | {f[1] for f in failed})),
+        ("device", device, sorted({o[0] for o in owners} | {f[0] for f in failed})),
     ):
         if value is not None and value not in present:
             known = ", ".join(present) if present else "none: the cache is empty"
             raise CliError(f"no {label} named {value!r} in the cache at {_cache_file()} ({label}s there: {known})")
-    in_scope = [r for r in valid if (tuner is None or r.tuner == tuner) and (device is None or r.device_id == device)]
+    in_scope = valid  # rows() filtered them by tuner and device
     fields = sorted({name for r in in_scope for name in _key_fields(r.key)})
     unknown = [name for name in wanted if name not in fields]
     if unknown and in_scope:  # a misspelt field matched nothing and listed an empty table, exit 0
@@ -98,11 +100,7 @@ def _select(
     for row in everything:
         if isinstance(row, str):
             bad.append(row)
-        elif (
-            (tuner is None or row.tuner == tuner)
-            and (device is None or row.device_id == device)
-            and _key_matches(row.key, wanted)
-        ):
+        elif _key_matches(row.key, wanted):
             rows.append(row)
     return rows, bad
 
@@ -128,6 +126,10 @@ def list_rows(args: argparse.Namespace) -> int:
         print(f"no tuning cache at {_cache_file()} (nothing tuned with this cache directory yet)", file=sys.stderr)
         return 0
     rows, bad = _select(cache, args.tuner, args.device, args.key)
+    if not rows and not bad:  # a header over nothing (after `cache clear`) read as a broken listing
+        matching = " matching the filters" if args.tuner or args.device or args.key else ""
+        print(f"no stored winners{matching} in {cache.path}", file=sys.stderr)
+        return 0
     print_table(
         ("tuner", "key", "winner", "median", "tuned at", "device"),
         [
@@ -142,9 +144,19 @@ def list_rows(args: argparse.Namespace) -> int:
             for r in rows
         ],
     )
+    return _report_unreadable(bad)
+
+
+def _report_unreadable(bad: list[str], verb: str = "unreadable row") -> int:
+    """Name each unreadable row on stderr; exit code 1 when there is one (a problem in the data)."""
     for reason in bad:
-        print(f"unreadable row: {reason}", file=sys.stderr)
-    return 0
+        print(f"{verb}: {reason}", file=sys.stderr)
+    if bad:
+        print(
+            "(`tunekit cache verify` checks every row; a key whose row is unreadable is re-tuned at its next use)",
+            file=sys.stderr,
+        )
+    return 1 if bad else 0
 
 
 def _median(value: CacheValue, name: str) -> float | None:
@@ -153,8 +165,8 @@ def _median(value: CacheValue, name: str) -> float | None:
 
 def show(args: argparse.Namespace) -> int:
     """Every candidate's result for the keys of one tuner."""
-    rows, _ = _select(_open_existing(), args.tuner, args.device, args.key)
-    if not rows:
+    rows, bad = _select(_open_existing(), args.tuner, args.device, args.key)
+    if not rows and not bad:
         raise CliError(f"tuner {args.tuner!r} has no stored key matching {' '.join(args.key)}")
     for number, row in enumerate(rows):
         if number:
@@ -181,7 +193,7 @@ def show(args: argparse.Namespace) -> int:
                 for r in results
             ],
         )
-    return 0
+    return _report_unreadable(bad)
 
 
 def clear(args: argparse.Namespace) -> int:
@@ -228,9 +240,7 @@ def export(args: argparse.Namespace) -> int:
         except OSError as exc:
             raise CliError(f"cannot write {target}: {exc.strerror or exc}") from exc
         print(f"exported {len(bundle.entries)} winners to {target}", file=sys.stderr)
-    for reason in bad:
-        print(f"skipped unreadable row: {reason}", file=sys.stderr)
-    return 0
+    return _report_unreadable(bad, "skipped unreadable row")
 
 
 def import_bundle(args: argparse.Namespace) -> int:
