@@ -353,3 +353,26 @@ def test_a_value_of_the_wrong_type_is_named_with_the_value_to_pass() -> None:
         space.config(BLOCK=256, F=0.5, S=1)
     with pytest.raises(ValueError, match=r"BLOCK=7 is not one of \[64, 128, 256\]$"):
         space.config(BLOCK=7, F=0.5, S="a")
+
+
+def test_a_space_past_2_to_the_63_points_is_sampled_and_searched() -> None:
+    """Space.sample on 20 parameters of 10 values (10^20 points) raised numpy's "high is out of bounds for int64",
+    and so did strategy="auto" (model_ils samples the space) on such a space."""
+    space = tk.Space(**{f"P{i}": range(10) for i in range(20)}, restrict=lambda c: c.P0 != 3)
+    picked = space.sample(50, 0)
+    assert len(set(picked)) == 50 and all(c in space for c in picked)
+    assert len({c.P19 for c in picked}) > 5 and len({c.P0 for c in picked}) > 5  # spread over every parameter
+    assert picked == space.sample(50, 0)
+
+    class Sum:
+        def __init__(self) -> None:
+            self.space = space
+
+        def measure(self, config: tk.Config) -> tk.Outcome:
+            return tk.Measured(tk.BenchmarkDurations((sum(config.values_tuple) + 1,)))
+
+        def remaining(self) -> int | None:
+            return None
+
+    result = tk.tune_objective(Sum(), tuner="huge", device_id="d", max_evals=30)
+    assert result.strategy == "model_ils" and result.evaluations == 30

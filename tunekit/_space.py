@@ -30,6 +30,7 @@ Restriction = Callable[["Config"], "bool | np.bool_"]
 """A predicate over a configuration: True keeps it in the space (a bool or numpy.bool_; anything else is refused)."""
 
 _SCALARS = (bool, int, float, str)
+_INT64_MAX = int(np.iinfo(np.int64).max)
 
 
 def pow2(lo: int, hi: int) -> tuple[int, ...]:
@@ -426,6 +427,9 @@ class Space:
         if not isinstance(n, numbers.Integral) or isinstance(n, bool) or n < 0:
             raise ValueError(f"Space.sample(n, rng): n must be an int >= 0, got {n!r}")
         total = self._cartesian
+        # numpy draws one index only below 2**63: past that (20 parameters of 10 values), each
+        # parameter's position is drawn instead, which is as uniform over the Cartesian product.
+        widths = None if total <= _INT64_MAX else np.array([len(self._domains[name]) for name in self._names])
         picked: dict[int, Config] = {}
         rejected: set[int] = set()
         tries = 0
@@ -435,7 +439,10 @@ class Space:
             if tries >= 64 * n + 1024 and (n - len(picked)) * tries > max(len(picked), 1) * (total // 2):
                 break
             tries += 1
-            index = int(rng.integers(total))
+            if widths is None:
+                index = int(rng.integers(total))
+            else:
+                index = sum(int(p) * stride for p, stride in zip(rng.integers(0, widths), self._strides, strict=True))
             if index in picked or index in rejected:
                 continue
             config = self.at(index)
