@@ -242,38 +242,3 @@ def test_a_row_of_another_schema_version_is_still_retuned(isolated_settings: Pat
     _run("slow,fast")
     _rewrite_row(isolated_settings / tk.PersistentCache.FILENAME, lambda v: v.update(schema_version=2))
     assert _run("slow,fast")["tuned"] == ["tuned"]
-
-
-@pytest.mark.skipif(sys.platform == "win32", reason="POSIX permissions")
-def test_a_cache_directory_a_group_shares_is_writable_by_every_member() -> None:
-    """Regression: the first user's database was 0644, so the group's other members were memory-only (and their
-    own -wal/-shm files then made it read-only for its owner too)."""
-    import tempfile
-
-    from _procs import drop_root, in_child
-
-    from tunekit._cache import PersistentCache
-
-    if os.geteuid() != 0:
-        pytest.skip("needs root to act as a second user")
-    old_umask = os.umask(0o022)  # what a login shell gives each member
-    try:
-        with tempfile.TemporaryDirectory() as top:
-            os.chmod(top, 0o755)
-            shared = Path(top) / "cache"
-            shared.mkdir()
-            os.chown(shared, -1, 65534)  # the second user's group (nobody's, as drop_root leaves it)
-            shared.chmod(0o2775)  # what a team sets up for a cache its members share
-            assert PersistentCache(shared).put("dev", "t", '{"n":1}', "c", tk.CacheValue(winner="a", ranking=["a"]))
-
-            def member() -> dict[str, object]:
-                drop_root()
-                cache = PersistentCache(shared)
-                stored = cache.put("dev", "t", '{"n":2}', "c", tk.CacheValue(winner="b", ranking=["b"]))
-                return {"stored": stored, "available": cache.available}
-
-            assert in_child(member) == {"stored": True, "available": True}
-            got = PersistentCache(shared).get("dev", "t", '{"n":2}')
-            assert isinstance(got, tuple) and got[1].winner == "b"
-    finally:
-        os.umask(old_umask)
