@@ -73,6 +73,26 @@ def test_cache_path_list_show(records: Path, isolated_settings: Path) -> None:
     assert "RuntimeError: kernel exploded" in shown and "winner" in shown and "ranking:" in shown
 
 
+@tk.autotune_key
+class ScaledKey:
+    alpha: float
+    flag: bool
+
+
+def test_key_filters_match_numbers_as_numbers_and_bools_in_any_case(isolated_settings: Path) -> None:
+    # Regression: compared as text, a float field stored as 2.0 did not match --key alpha=2, nor flag=True a true.
+    tuner: tk.LocalTuner[ScaledKey, float] = tk.LocalTuner("cli_scaled")
+    tunables = tk.TunableSet(key=lambda a, f: ScaledKey(alpha=a, flag=f)).with_tunable(
+        tk.Tunable("mul", lambda a, f: a * 2)
+    )
+    tuner.execute(CLIENT.device_id, CLIENT, tunables, (2, True))
+    for given in (("alpha=2",), ("alpha=2.0", "flag=True"), ("flag=true",)):
+        listing = run("cache", "list", "--tuner", "cli_scaled", *(a for g in given for a in ("--key", g))).stdout
+        assert '{"alpha":2.0,"flag":true}' in listing, given
+    assert "no stored key matching" in run("cache", "show", "cli_scaled", "--key", "alpha=3", check=2).stderr
+    assert "no stored key matching" in run("cache", "show", "cli_scaled", "--key", "flag=no", check=2).stderr
+
+
 def test_unknown_tuner_is_one_line_and_exit_code_2(records: Path) -> None:
     for args in (
         ("cache", "list", "--tuner", "nope"),

@@ -35,6 +35,33 @@ def test_unknown_key_in_config_file_is_refused(tmp_path: Path, monkeypatch: pyte
         tk.configure()
 
 
+def test_a_bad_config_file_entry_names_its_file_and_the_setting_it_resembles(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Regression: it said "from tunekit.toml or [tool.tunekit]: Extra inputs are not permitted", naming neither.
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "tunekit.toml").write_text("sampels = 3\n")
+    with pytest.raises(
+        tk.SettingsError, match=r"sampels = 3 from tunekit.toml: not a tunekit setting; did you mean samples\?"
+    ):
+        tk.configure()
+    (tmp_path / "tunekit.toml").write_text("[tunekit]\nsamples = 3\n")
+    with pytest.raises(
+        tk.SettingsError, match=r"from tunekit.toml: not a tunekit setting; settings go at the top level"
+    ):
+        tk.configure()
+    (tmp_path / "tunekit.toml").unlink()
+    (tmp_path / "pyproject.toml").write_text("[tool.tunekit]\nrunoff_pairs = -3\n")
+    with pytest.raises(
+        tk.SettingsError, match=r"runoff_pairs = -3 from pyproject.toml \[tool.tunekit\]: Input should be"
+    ):
+        tk.configure()
+    with pytest.raises(
+        tk.SettingsError, match=r"from tk.configure\(warmpu=...\): not a tunekit setting; did you mean warmup\?"
+    ):
+        tk.configure(warmpu=2)
+
+
 def test_working_directory_that_cannot_be_entered_is_not_an_error(tmp_path: Path) -> None:
     """Regression: a dropped-privilege process in a root-only directory died reading tunekit.toml."""
     locked = tmp_path / "locked"

@@ -57,11 +57,25 @@ def _key_matches(key_json: str, wanted: dict[str, str]) -> bool:
         fields = json.loads(key_json)
     except json.JSONDecodeError:
         return False
-    return all(name in fields and _scalar_text(fields[name]) == value for name, value in wanted.items())
+    return all(name in fields and _same_value(fields[name], value) for name, value in wanted.items())
 
 
-def _scalar_text(value: object) -> str:
-    return json.dumps(value) if isinstance(value, bool) or value is None else str(value)
+def _same_value(stored: object, given: str) -> bool:
+    """Whether ``--key FIELD=given`` names the stored field value.
+
+    Compared as text, a float field stored as 2.0 did not match ``alpha=2``, nor a bool stored
+    as true ``flag=True``: numbers compare as numbers, bools without regard to case.
+    """
+    if isinstance(stored, bool) or stored is None:
+        return json.dumps(stored) == given.lower()
+    if isinstance(stored, int | float):
+        for number in (int, float):  # int first: a float would round a large int
+            try:
+                return number(given) == stored
+            except ValueError:
+                continue
+        return False
+    return str(stored) == given
 
 
 def _select(

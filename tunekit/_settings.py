@@ -272,10 +272,30 @@ def _describe(exc: ValidationError, overrides: dict[str, Any]) -> str:
             if name in overrides
             else variable
             if variable in os.environ
-            else "tunekit.toml or [tool.tunekit]"
+            else _file_source(name)
         )
-        parts.append(f"{name} = {error.get('input')!r} from {source}: {error['msg']}")
+        message = error["msg"]
+        if error["type"] == "extra_forbidden":  # a misspelt name in a config file or configure()
+            close = difflib.get_close_matches(name, sorted(Settings.model_fields), n=1)
+            message = "not a tunekit setting" + (f"; did you mean {close[0]}?" if close else "")
+            if isinstance(error.get("input"), dict):  # [tunekit] in tunekit.toml, say
+                message += "; settings go at the top level of tunekit.toml, or under [tool.tunekit] in pyproject.toml"
+        parts.append(f"{name} = {error.get('input')!r} from {source}: {message}")
     return "invalid tunekit settings: " + "; ".join(parts) + " (fix or unset them; docs/configuration.md lists each)"
+
+
+def _file_source(name: str) -> str:
+    """Which config file of the working directory sets ``name`` (both were named, leaving the user to look)."""
+    for file, table in (("tunekit.toml", ()), ("pyproject.toml", ("tool", "tunekit"))):
+        try:
+            data: Any = tomllib.loads((Path.cwd() / file).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+            continue
+        for part in table:
+            data = data.get(part, {}) if isinstance(data, dict) else {}
+        if isinstance(data, dict) and name in data:
+            return f"{file} [tool.tunekit]" if table else file
+    return "tunekit.toml or [tool.tunekit]"
 
 
 def level_anchor_exponent(level: AutotuneLevel) -> int:
