@@ -240,3 +240,54 @@ def test_outputs_numpy_cannot_compare_fail_the_check_saying_what_to_return() -> 
     assert not outcome.passed and "a dict cannot be compared" in outcome.detail and "tuple" in outcome.detail
     text = compare(np.array(["a"]), np.array([1.0]))
     assert not text.passed and "where numbers were expected" in text.detail
+
+
+class _ClosableCpuClient(CpuClient):
+    """A CPU client holding something ``close()`` (from any thread) takes away; using it then raises ClientClosed.
+
+    ``profile`` times the host callable alone, so only the correctness check, which syncs the client, notices.
+    """
+
+    def __init__(self) -> None:
+        self.closed = threading.Event()
+
+    def close(self) -> None:
+        self.closed.set()
+
+    def use(self) -> None:
+        if self.closed.is_set():
+            raise tk.ClientClosed("the test's CPU client was closed")
+
+    def sync(self) -> None:
+        self.use()
+
+
+@pytest.mark.parametrize("closed", ["before the check", "while b is checked", "in the reference"])
+def test_a_client_closed_at_the_check_stops_the_tune_and_stores_nothing(closed: str, isolated_settings: object) -> None:
+    """Regression: the check counted ClientClosed as the candidate failing it, so the tune stored the others' winner,
+    or a failed tune (NoValidKernelFound), or blamed the reference (ReferenceFailed)."""
+    client = _ClosableCpuClient()
+
+    def closing(x: np.ndarray) -> np.ndarray:  # stands for another thread closing the client while it runs
+        client.close()
+        return x * 2
+
+    def reference(x: np.ndarray) -> np.ndarray:
+        if closed == "in the reference":
+            closing(x)
+        client.use()
+        return x * 2
+
+    b = closing if closed == "while b is checked" else lambda x: x + x
+    tunables = tk.TunableSet(key=_key).with_tunables([tk.Tunable("a", lambda x: x * 2), tk.Tunable("b", b)])
+    tunables = tunables.with_reference(reference)
+    if closed == "before the check":
+        closer = threading.Thread(target=client.close)
+        closer.start()
+        closer.join()
+    tuner: tk.LocalTuner[NKey, object] = tk.LocalTuner("closed-at-check")
+    with pytest.raises(tk.ClientClosed, match="the test's CPU client was closed"):
+        tuner.execute(client.device_id, client, tunables, (np.arange(8.0),))
+    cache = tk.PersistentCache(isolated_settings)  # type: ignore[arg-type]
+    assert list(cache.rows()) == []
+    assert cache.failed_keys() == []

@@ -176,3 +176,28 @@ def test_a_remaining_that_is_not_an_int_is_refused_before_anything_is_measured(l
         tk.tune_objective(engine, tuner="t", device_id="d", require=[{"A": 2}])
     assert engine.measured == 0
     assert tk.tune_objective(_Remaining(np.int64(0)), tuner="t", device_id="d").stopped_by == "objective_budget"
+
+
+class Closing:
+    """An engine whose client is closed after two measurements."""
+
+    space = tk.Space(A=range(6))
+
+    def __init__(self) -> None:
+        self.used = 0
+
+    def measure(self, config: tk.Config) -> tk.Outcome:
+        self.used += 1
+        if self.used > 2:
+            raise tk.ClientClosed("the engine's client was closed")
+        return tk.Measured(tk.BenchmarkDurations((100 + config.A,)))
+
+    def remaining(self) -> int | None:
+        return None
+
+
+def test_a_client_closed_during_the_search_stops_it_instead_of_failing_configurations() -> None:
+    """Regression: each configuration measured after the client went away was recorded as failed, and the search
+    went on to report a best among the two measured before."""
+    with pytest.raises(tk.ClientClosed, match="the engine's client was closed"):
+        tk.tune_objective(Closing(), tuner="closing", device_id="cpu")

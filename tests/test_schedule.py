@@ -320,3 +320,13 @@ def test_a_client_closed_while_candidates_run_stops_the_tune_and_stores_nothing(
     cache = tk.PersistentCache(isolated_settings)
     assert list(cache.rows()) == []
     assert cache.get_failure(client.device_id, "closing", tk.key_to_json(SizeKey(n=8))) is None
+
+
+def test_a_client_closed_during_the_runoff_stops_it_instead_of_crowning_the_other_finalist() -> None:
+    """Regression: a finalist whose run raised ClientClosed forfeited the runoff, and the other one won."""
+    client = _ClosingClient(runs=3)
+    tunables = tk.TunableSet(key=lambda n: SizeKey(n=n)).with_tunables(
+        [tk.Tunable("a", lambda: 1), tk.Tunable("b", lambda: 2)]
+    )
+    with pytest.raises(tk.ClientClosed, match="the test's CPU client was closed"):
+        runoff(InProcessRunner(client, tunables, ()), 0, 1, max_pairs=8)

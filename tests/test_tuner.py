@@ -530,3 +530,30 @@ def test_a_candidate_tuning_its_key_with_another_set_in_a_spawned_worker_goes_on
     (record,) = _tune_recorded(_self_calling.TUNER, isolated)
     other = next(c for c in record.candidates if c.name == "tunes-another-set")
     assert other.status == "measured", other.error
+
+
+def test_a_cached_winner_whose_client_was_closed_is_not_demoted(isolated_settings: Path) -> None:
+    """Regression: a winner that raised ClientClosed at launch was demoted (in memory and in the cache) in favour of a
+    runner-up that happened not to use the client."""
+    closed = threading.Event()
+
+    def on_device(n: int) -> int:
+        if closed.is_set():
+            raise tk.ClientClosed("the test's CPU client was closed")
+        return n
+
+    host = tk.Tunable("host", lambda n: n)
+    tunables = tk.TunableSet(key=_key).with_tunables([tk.Tunable("device", on_device), host])
+    cache = tk.PersistentCache(isolated_settings)
+    stored = tk.CacheValue(winner="device", ranking=["device", "host"])
+    assert cache.put(CLIENT.device_id, "closed-winner", tk.key_to_json(NKey(n=3)), tunables.checksum(), stored)
+    tuner: tk.LocalTuner[NKey, int] = tk.LocalTuner("closed-winner")
+    assert tuner.execute(CLIENT.device_id, CLIENT, tunables, (3,)) == 3  # the stored winner, not tuned
+    closed.set()  # another thread closed the client
+    with pytest.raises(tk.ClientClosed):
+        tuner.execute(CLIENT.device_id, CLIENT, tunables, (3,))
+    got = cache.get(CLIENT.device_id, "closed-winner", tk.key_to_json(NKey(n=3)))
+    assert isinstance(got, tuple) and got[1].ranking == ["device", "host"]
+    closed.clear()
+    assert tuner.execute(CLIENT.device_id, CLIENT, tunables, (3,)) == 3
+    assert tuner.tuner(CLIENT.device_id).winners[tunables][NKey(n=3)] is on_device

@@ -24,6 +24,7 @@ import filelock
 import platformdirs
 from pydantic import Field, ValidationError
 
+from tunekit._group_share import describe_denied, permission_fix, share_with_group, unwritable
 from tunekit._persisted import Persisted
 from tunekit._set_origin import SetOrigin
 from tunekit._validation_text import validation_text
@@ -105,9 +106,12 @@ class PersistentCache:
     their SQLite code: only a file SQLite reports as corrupt is moved aside (under a file
     lock, after a ``quick_check`` confirms it, so concurrent processes agree) and a fresh
     one started; a directory or disk that cannot be written (read-only, full, no
-    permission) degrades to memory-only with one warning; a busy database is never
-    mistaken for a broken one. Each row is validated on its own: a bad row is reported
-    and re-tuned, the others stay usable.
+    permission) degrades to memory-only with one warning; a database this process may read
+    but not write (another user's, in a shared cache) is still read, and the one warning names
+    the file and the ``chmod`` that fixes it; a busy database is never mistaken for a broken
+    one. In a group-writable directory the database, its WAL files and the quarantine lock are
+    made group-writable (``_group_share.py``), so every member of the group can store winners.
+    Each row is validated on its own: a bad row is reported and re-tuned, the others stay usable.
     """
 
     FILENAME = "tunekit-cache.sqlite3"
@@ -121,19 +125,51 @@ class PersistentCache:
         self.path = directory / self.FILENAME
         self._local = threading.local()
         self._disabled_reason: str | None = None
+        self._read_only_reason: str | None = None
         self._warned = False
         try:
             directory.mkdir(parents=True, exist_ok=True)
             self._connection()
         except OSError as exc:
-            self._disable(f"cannot open {self.path}: {exc}")
+            self._disable(f"cannot open {self.path}: {exc}{self._permission_advice()}")
         except sqlite3.Error as exc:
-            self._disable(f"cannot open {self.path}: {_describe(exc)}")
+            self._disable(f"cannot open {self.path}: {_describe(exc)}{self._permission_advice()}")
 
     @property
     def available(self) -> bool:
         """False once the cache fell back to memory-only."""
         return self._disabled_reason is None
+
+    @property
+    def write_refused(self) -> str | None:
+        """Why this process stores nothing here (memory-only, or a database it may only read); None when it does."""
+        return self._disabled_reason or self._read_only_reason
+
+    def _files(self) -> list[Path]:
+        """The database and its WAL files: what every user of the cache must be able to write."""
+        return [self.path, *(Path(f"{self.path}{suffix}") for suffix in ("-wal", "-shm"))]
+
+    def _permission_advice(self) -> str:
+        """How to fix a cache file or directory this process may not write; empty when permissions are not the cause."""
+        denied = unwritable(self._files())
+        if denied is None:
+            return ""
+        return (
+            f". This user cannot write {describe_denied(denied)}: every user of a shared cache must be able to "
+            f"write it and its files, which the files' owner grants with: {permission_fix(self.directory)} "
+            "(tunekit keeps the files it makes in a group-writable cache directory group-writable)"
+        )
+
+    def _refuse_writes(self, reason: str) -> None:
+        """Keep reading a database this process may not write, and stop trying to write it."""
+        self._read_only_reason = reason
+        if not self._warned:
+            self._warned = True
+            _log.warning(
+                "tuning cache is read-only for this process: the winners stored there are used, the ones it tunes "
+                "are memory-only (other processes tune them again): %s",
+                reason,
+            )
 
     def _disable(self, reason: str) -> None:
         self._disabled_reason = reason
@@ -145,6 +181,8 @@ class PersistentCache:
         patience = self.BUSY_TIMEOUT_S
         connection = sqlite3.connect(self.path, timeout=patience, isolation_level=None, check_same_thread=False)
         try:
+            # Before WAL mode is set: SQLite gives the -wal and -shm files it creates the database's mode.
+            share_with_group(self.path)
             # Switching to WAL takes a lock that the busy handler does not wait for when many
             # processes create the cache at once; retry like the busy handler would.
             _retry_busy(lambda: connection.execute("PRAGMA journal_mode = WAL").fetchone(), patience_s=patience)
@@ -155,6 +193,8 @@ class PersistentCache:
         except BaseException:
             connection.close()
             raise
+        for path in self._files():  # made by this user before tunekit shared them, or by another process of ours
+            share_with_group(path)
         return connection
 
     def _connection(self) -> sqlite3.Connection:
@@ -175,8 +215,9 @@ class PersistentCache:
 
     def _quarantine(self, reason: str) -> None:
         """Move a corrupt database aside so the next connection starts a fresh one."""
-        lock = filelock.FileLock(str(self.path) + ".lock", timeout=60)
-        with lock:
+        lock_file = Path(f"{self.path}.lock")
+        with filelock.FileLock(lock_file, timeout=60):
+            share_with_group(lock_file)  # the next member of the group to find it corrupt takes it too
             if _intact(self.path):
                 return  # another process already replaced it, or the error did not come from the file
             stamp = time.strftime("%Y%m%d-%H%M%S")
@@ -208,8 +249,10 @@ class PersistentCache:
             except (OSError, sqlite3.Error) as again:
                 self._disable(f"{detail}; recovery failed: {again}")
             return detail + "; recovered"
-        if _is_unwritable(exc):
-            self._disable(detail)
+        if _code(exc) == sqlite3.SQLITE_READONLY and (advice := self._permission_advice()):
+            self._refuse_writes(detail + advice)
+        elif _is_unwritable(exc):
+            self._disable(detail + self._permission_advice())
         else:
             _log.warning(detail)
         return detail
@@ -251,8 +294,8 @@ class PersistentCache:
         return checksum, value
 
     def put(self, device_id: str, tuner: str, key: str, checksum: str, value: CacheValue) -> bool:
-        """Store a winner atomically (one transaction); False when the cache is memory-only or busy."""
-        if not self.available:
+        """Store a winner atomically (one transaction); False when the cache is memory-only, read-only or busy."""
+        if self.write_refused is not None:
             return False
         try:
             self._store("winners", device_id, tuner, key, checksum, value.model_dump_json())
@@ -276,7 +319,7 @@ class PersistentCache:
 
     def put_failure(self, device_id: str, tuner: str, key: str, checksum: str, payload: str | None) -> bool:
         """Record a failed tune of the key (one transaction), or forget it when ``payload`` is None."""
-        if not self.available:
+        if self.write_refused is not None:
             return False
         try:
             if payload is None:
@@ -311,17 +354,21 @@ class PersistentCache:
             return []
         return [(_text(device, "?"), _text(name, "?"), _text(key, "?")) for device, name, key in fetched]
 
-    def delete(self, device_id: str | None = None, tuner: str | None = None) -> int:
+    def delete(self, device_id: str | None = None, tuner: str | None = None) -> int | None:
         """Remove rows of this major version, optionally only one device's or one tuner's.
 
         Recorded failed tunes go too, so their keys are tuned again at the next call; the
-        count is of winners.
+        count is of winners. None when nothing could be removed (``write_refused`` says why).
         """
-        if not self.available:
-            return 0
+        if self.write_refused is not None:
+            return None
         clauses, params = self._filters(device_id, tuner)
-        cursor = self._connection().execute(f"DELETE FROM winners WHERE {clauses}", params)
-        self._connection().execute(f"DELETE FROM failed_tunes WHERE {clauses}", params)
+        try:
+            cursor = self._connection().execute(f"DELETE FROM winners WHERE {clauses}", params)
+            self._connection().execute(f"DELETE FROM failed_tunes WHERE {clauses}", params)
+        except sqlite3.Error as exc:
+            self._failed(exc, "removing winners")
+            return None
         return int(cursor.rowcount)
 
     def rows(self, device_id: str | None = None, tuner: str | None = None) -> Iterator[CacheRow | str]:

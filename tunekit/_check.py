@@ -17,7 +17,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from tunekit._errors import TunekitError
+from tunekit._errors import ClientClosed, TunekitError
 
 __all__ = [
     "CANARY_BYTES",
@@ -163,6 +163,8 @@ def compare(got: Any, expected: Any, *, rtol: float = 0.0, atol: float = 0.0, la
     expected_arr = np.asarray(expected)
     try:
         got_arr = np.asarray(got)
+    except ClientClosed:  # a device array read back from a client closed meanwhile: no candidate's fault
+        raise
     except Exception as exc:
         return CheckOutcome(False, f"{label}: cannot be read as an array ({type(exc).__name__}: {exc})")
     if got_arr.shape != expected_arr.shape:
@@ -180,6 +182,8 @@ def compare(got: Any, expected: Any, *, rtol: float = 0.0, atol: float = 0.0, la
         # Objects, strings: only equality means anything.
         try:
             same = bool(np.array_equal(got_arr, expected_arr))
+        except ClientClosed:
+            raise
         except Exception as exc:  # a dict of arrays: its == is an array, whose truth value numpy refuses
             return CheckOutcome(
                 False,
@@ -312,6 +316,8 @@ class Gate:
         if self._expected is None and self.reference.fn is not None:
             try:
                 self._expected = self._reference_outputs(self.reference.fn)
+            except ClientClosed:  # neither is the reference: the tune stops with it
+                raise
             except Exception as exc:
                 # The reference is the user's, not a candidate's: no candidate is to blame.
                 raise ReferenceFailed(

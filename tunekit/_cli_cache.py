@@ -229,6 +229,8 @@ def clear(args: argparse.Namespace) -> int:
     _select(cache, args.tuner, args.device, [], failed=cache.failed_keys())
     failures = len(cache.failed_keys(device_id=args.device, tuner=args.tuner))
     removed = cache.delete(device_id=args.device, tuner=args.tuner)
+    if removed is None:
+        raise CliError(f"could not clear the tuning cache: {cache.write_refused}", 1)
     also = f" and {failures} recorded failed tune{'s' if failures != 1 else ''}" if failures else ""
     print(f"removed {removed} stored winner{'s' if removed != 1 else ''}{also} from {cache.path}")
     return 0

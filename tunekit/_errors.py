@@ -48,7 +48,9 @@ class ClientClosed(TunekitError, RuntimeError):
     No candidate is to blame, so a client raises this (say, from a prepare hook whose compile
     workers ``close()`` stopped) instead of failing the candidate it was working on: the tune
     stops, its caller gets this error, and nothing is stored, neither a winner that left that
-    candidate out nor a failed tune. The next call for the key tunes it again.
+    candidate out nor a failed tune. The next call for the key tunes it again. Every stage lets
+    it through: prepare, the correctness check and its reference, warm-up, measuring, the
+    runoff, an objective's ``measure``, and the launch of a cached winner (not demoted for it).
     """
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from tunekit._benchmark import BenchmarkDurations
+from tunekit._errors import ClientClosed
 from tunekit._outcome import Failed, Measured, Outcome, Skipped
 from tunekit._records import AutotuneRecord
 from tunekit._schedule import describe_error
@@ -114,6 +115,8 @@ def tune_objective(
         for config in configs:
             try:
                 outcome = objective.measure(config)
+            except ClientClosed:  # the engine's client went away: the search stops, no configuration is blamed
+                raise
             except Exception as exc:  # the engine's error disqualifies only this configuration
                 outcome = Failed(describe_error(exc), "run")
             if not isinstance(outcome, Measured | Failed | Skipped):

@@ -11,6 +11,7 @@ import math
 import statistics
 from dataclasses import dataclass
 
+from tunekit._errors import ClientClosed
 from tunekit._runner import CandidateRunner
 
 __all__ = ["RunoffResult", "runoff"]
@@ -67,6 +68,8 @@ def runoff(runner: CandidateRunner, a: int, b: int, max_pairs: int) -> RunoffRes
         for index in order:
             try:
                 times[index] = runner.sample(index)
+            except ClientClosed:  # no finalist's fault: the tune stops instead of crowning the other
+                raise
             except Exception as exc:  # a flaky finalist loses the runoff
                 other = b if index == a else a
                 return RunoffResult(a, b, tuple(pairs), other, None, 0.0, forfeit=index, error=exc)

@@ -18,7 +18,7 @@ from tunekit._cache import CacheValue, CandidateResult, PersistentCache, default
 from tunekit._cache_state import CacheState, Hit, Miss, Pending, Unchecked
 from tunekit._check import Gate, ReferenceFailed
 from tunekit._client import Client, require_client
-from tunekit._errors import CandidateFailed, NoValidKernelFound, TunekitError, TuneRecursionError
+from tunekit._errors import CandidateFailed, ClientClosed, NoValidKernelFound, TunekitError, TuneRecursionError
 from tunekit._isolation import check_candidate, open_runner
 from tunekit._key import is_autotune_key, key_to_dict, key_to_json
 from tunekit._observe import CacheLookup, TuneObservation, decision, notify, observe_tune
@@ -502,6 +502,8 @@ class Tuner:
                 check = check_candidate(runner, gate, index, tunables)
             except ReferenceFailed as exc:
                 raise ReferenceFailed(f"tuner {self.name!r}: {exc}") from exc.__cause__
+            except ClientClosed:  # no candidate failed its check: the tune stops, nothing is stored
+                raise
             except CandidateFailed as exc:  # crashed or timed out in its worker, or raised there
                 failures[index] = Failed(exc.reason, exc.stage)
                 continue
@@ -539,6 +541,8 @@ class Tuner:
                 ) from exc
         try:
             generated = generator(key, *inputs)
+        except ClientClosed:  # allocating on a closed client is not the generator's mistake
+            raise
         except Exception as exc:
             raise TunekitError(
                 f"tuner {self.name!r}: the input generator raised {describe_error(exc)} ({tunables!r})"
@@ -558,12 +562,16 @@ class Tuner:
         The failures are demoted only when a later candidate succeeds: when every candidate
         fails, the inputs are at fault, the ranking is kept and the first error is raised.
         """
+        if isinstance(error, ClientClosed):  # the winner is not at fault, and the next ones would fail the same way
+            raise error
         with self._lock:
             ranking = self._rankings.get(id(tunables), {}).get(key, ())
         failures: list[tuple[int, Exception]] = [(ranking[0], error)] if ranking else []
         for index in ranking[1:]:
             try:
                 output = tunables.tunables[index].fn(*inputs)
+            except ClientClosed:
+                raise
             except Exception as exc:
                 failures.append((index, exc))
                 continue
