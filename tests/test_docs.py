@@ -87,3 +87,48 @@ def test_every_logger_is_under_tunekit_and_documented() -> None:
     }
     assert names and all(name.startswith("tunekit.") for name in names), names
     assert sorted(name for name in names if f"`{name}`" not in page) == [], "add them to docs/observability.md"
+
+
+def test_the_search_page_blocks_run_in_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/search.md's first block used numpy without importing it (a NameError when copied); the page's blocks
+    run here, in order, with the names the page leaves to the reader (build, client, keys, tuners) defined."""
+    import logging
+
+    import numpy as np
+
+    from tunekit_backends.cpu import CpuClient
+
+    monkeypatch.chdir(tmp_path)
+    blocks = [code for language, code in _blocks(ROOT / "docs" / "search.md") if language == "python"]
+    module = types.ModuleType("search_docs")
+    monkeypatch.setitem(sys.modules, "search_docs", module)
+    exec(compile(blocks[0], "search.md block 1", "exec"), module.__dict__)  # as written: nothing defined before it
+
+    @tk.autotune_key
+    class GemmKey:
+        m: int
+        n: int
+        k: int
+
+    def build(config: tk.Config) -> object:
+        return lambda x: x * config.VEC
+
+    client = CpuClient()
+    module.__dict__.update(
+        build=build,
+        make_kernel=build,
+        client=client,
+        device_id=client.device_id,
+        inputs=(np.ones(8),),
+        GemmKey=GemmKey,
+        key=GemmKey(m=4096, n=4096, k=4096),
+        my_key=lambda x: GemmKey(m=len(x), n=1, k=1),
+        gemm_key=lambda x: GemmKey(m=4096, n=4096, k=4096),
+        TUNER=tk.LocalTuner("gemm_execute"),
+        GEMM_TUNER=tk.LocalTuner("gemm"),
+        log=logging.getLogger("search_docs"),
+        samples_ns=[100, 110, 105],
+    )
+    for number, code in enumerate(blocks[1:6], start=2):  # the last block replays a file of ../shared
+        exec(compile(code, f"search.md block {number}", "exec"), module.__dict__)
+    assert module.result.tuner == "serve" and (tmp_path / "tuning" / "gemm.json").exists()
