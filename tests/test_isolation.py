@@ -320,3 +320,21 @@ def test_a_worker_started_by_a_thread_that_ends_lives_on_with_the_process(spawne
         assert runner.sample(plain) > 0  # the same worker: before, 'crashed: signal 9 (SIGKILL)'
     finally:
         runner.close()
+
+
+def _closed(n: int) -> int:
+    raise tk.ClientClosed("the worker's client was closed")
+
+
+@pytest.mark.parametrize("stage", ["run", "check"])
+def test_a_client_closed_in_the_worker_stops_the_tune_and_stores_nothing(stage: str, isolated_settings: object) -> None:
+    """Regression: ClientClosed raised in an isolated worker came back as that candidate's failure, and the other
+    candidate's winner was stored."""
+    tunables = tk.TunableSet(key=_key).with_tunables([_sleeper("fine", 0.0005), tk.Tunable("closed", _closed)])
+    if stage == "check":
+        tunables = tunables.with_reference(lambda n: n)
+    tuner: tk.LocalTuner[NKey, int] = tk.LocalTuner(f"closed-in-worker-{stage}")
+    with pytest.raises(tk.ClientClosed, match="in the isolated worker process: the worker's client was closed"):
+        tuner.execute(CLIENT.device_id, CLIENT, tunables.with_isolation("process"), (5,))
+    cache = tk.PersistentCache(isolated_settings)  # type: ignore[arg-type]
+    assert list(cache.rows()) == [] and cache.failed_keys() == []

@@ -8,8 +8,9 @@ not survive ``fork()`` (OpenCL, CUDA: their driver threads are not copied) inste
 by calling a module-level factory, named by ``module:qualname`` (``with_isolation(worker=)``).
 
 Either way the parent sends ``(op, index, flush)`` and the worker answers ``("ok", ns)`` or
-``("error", reason)``; a worker that dies or stops answering in time is killed, reported as
-``crashed: signal N (NAME)`` or ``timeout after T s``, and replaced for the next candidate.
+``("error", reason)`` (``("closed", reason)`` for :class:`ClientClosed`, raised again in the
+parent); a worker that dies or stops answering in time is killed, reported as ``crashed: signal
+N (NAME)`` or ``timeout after T s``, and replaced for the next candidate.
 
 A worker dies with its caller's process (Linux ``PR_SET_PDEATHSIG``), even mid-hang. The kernel
 sends that signal when the *thread* that created the worker exits, not the process, so workers
@@ -37,7 +38,7 @@ from typing import Any, TypeVar
 
 from tunekit._check import CheckOutcome, Gate
 from tunekit._client import Client
-from tunekit._errors import CandidateFailed, TunekitError
+from tunekit._errors import CandidateFailed, ClientClosed, TunekitError
 from tunekit._runner import InProcessRunner
 from tunekit._self_call import inherit, tunes_to_pass_on
 from tunekit._tunable_set import TunableSet
@@ -158,6 +159,8 @@ def _serve(conn: Connection, runner: InProcessRunner, gate: Gate | None) -> None
                 reply = ("ok", 0)
             else:
                 reply = ("error", f"the worker cannot {op!r}")
+        except ClientClosed as exc:  # the worker's client went away: no candidate's fault, the tune stops
+            reply = ("closed", str(exc))
         except BaseException as exc:  # even SystemExit from a candidate disqualifies only that candidate
             reply = ("error", describe_error(exc))
         conn.send(reply)
@@ -339,6 +342,8 @@ class ProcessRunner:
             raise CandidateFailed(_exit_reason(worker.stop(kill=False)), "crash") from None
         if status == "error":
             raise CandidateFailed(str(value), "run")
+        if status == "closed":
+            raise ClientClosed(f"in the isolated worker process: {value}")
         return value
 
 
