@@ -347,3 +347,11 @@ def test_levels_that_share_buckets_load_with_a_warning_not_a_refusal(data: Repla
     record = tk.Record.load_verified(path, tunables, ReplayClient(data).device_id)
     assert any("tuned at autotune_level='extensive', running at 'balanced'" in w for w in record.warnings)
     assert record.seed(tk.LocalTuner("replayed"), tunables, Shape) == 2
+
+
+def test_a_trial_log_given_as_a_record_is_named(data: ReplayData, tmp_path: Path) -> None:
+    """Record.load of a search's trial log said "Invalid JSON: trailing characters", not what the file is."""
+    client = ReplayClient(data)
+    tk.search(data.space, client.kernel, client, (), tuner="t", max_evals=2, log=tmp_path / "t.jsonl")
+    with pytest.raises(tk.RecordMismatch, match=r"t.jsonl is a trial log \(written by tk.search\(log=...\)\).*not a"):
+        tk.Record.load(tmp_path / "t.jsonl")

@@ -23,6 +23,7 @@ from pydantic import Field, ValidationError, model_validator
 from tunekit import _settings
 from tunekit._atomic import write_atomic
 from tunekit._errors import TunekitError
+from tunekit._file_kind import other_kind
 from tunekit._key import is_autotune_key, key_to_json
 from tunekit._local import LocalTuner
 from tunekit._outcome import Measured
@@ -205,6 +206,9 @@ class Record:
                 "record.add(key, search_result) and record.save(path)"
             ) from None
         except ValidationError as exc:
+            # A trial log or cache bundle given here listed their fields as wrong; say what the file is.
+            if kind := other_kind(path, "committed record"):
+                raise RecordMismatch(f"{path} is {kind}, not a committed record (tk.Record.save)") from None
             raise RecordMismatch(
                 f"{path} is not a valid tunekit record file (schema_version 1): {validation_text(exc, whole='file')}"
             ) from None
