@@ -1,7 +1,9 @@
 from __future__ import annotations
 
+import gc
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
@@ -225,6 +227,26 @@ def test_init_builds_once_per_call_site() -> None:
     first = site()
     assert all(site() is first for _ in range(100))
     assert built == [1]
+
+
+def test_a_set_built_per_call_is_not_kept_once_dropped() -> None:
+    # Regression: winners were keyed by the set itself, so a set built per call (not once, with init)
+    # stayed alive in the tuner for good: memory grew by one set per call.
+    tuner: tk.LocalTuner[NKey, int] = tk.LocalTuner("per_call")
+    device = tuner.tuner(CLIENT.device_id)
+    probe: list[weakref.ref[tk.TunableSet[NKey, int]]] = []
+    for _ in range(5):
+        tunables = tk.TunableSet(key=_key).with_tunables([tk.Tunable("twice", lambda n: 2 * n)])
+        assert tuner.execute(CLIENT.device_id, CLIENT, tunables, (4,)) == 8
+        assert device.winners_names() == ["twice"]
+        probe.append(weakref.ref(tunables))
+        del tunables
+        gc.collect()
+    assert all(ref() is None for ref in probe)
+    assert not device.winners and device.winners_names() == []
+    kept = tk.TunableSet(key=_key).with_tunables([tk.Tunable("twice", lambda n: 2 * n)])
+    assert tuner.execute(CLIENT.device_id, CLIENT, kept, (4,)) == 8
+    assert list(device.winners[kept]) == [NKey(n=4)] and list(device.winners) == [kept]
 
 
 def test_init_given_the_set_itself_says_to_pass_a_function() -> None:

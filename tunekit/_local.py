@@ -96,7 +96,7 @@ class LocalTuner(Generic[K, Out]):
                 f"{tunables!r} on inputs ({describe_inputs(inputs)})"
             )
             raise
-        winners = tuner.winners.get(tunables)
+        winners = tuner.by_id.get(id(tunables))
         if winners is not None:
             try:
                 fn = winners.get(key)

@@ -6,7 +6,8 @@ import copy
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+import weakref
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
@@ -97,9 +98,12 @@ class Tuner:
         self._sinks = tuple(sinks)
         self._lock = threading.Lock()
         # Read without the lock on the hot path: dict reads are atomic and entries are
-        # only ever replaced whole.
-        self.winners: dict[TunableSet[Any, Any], dict[object, Callable[..., Any]]] = {}
-        self._rankings: dict[TunableSet[Any, Any], dict[object, tuple[int, ...]]] = {}
+        # only ever replaced whole. Keyed by id() of a live set, and dropped when the set is
+        # collected: keyed by the set itself they kept every set alive, so a program building
+        # its set per call (instead of once, with LocalTuner.init) grew by a set per call.
+        self.by_id: dict[int, dict[object, Callable[..., Any]]] = {}
+        self._rankings: dict[int, dict[object, tuple[int, ...]]] = {}
+        self._sets: dict[int, weakref.ref[TunableSet[Any, Any]]] = {}
         self._pending: dict[tuple[TunableSet[Any, Any], object], Future[tuple[int, ...]]] = {}
         # Seeded rankings by (checksum, key), as names: a record seeded with one set object also
         # serves an equal set built elsewhere (TUNER.init's), which was otherwise tuned afresh.
@@ -110,7 +114,7 @@ class Tuner:
     def state(self, tunables: TunableSet[Any, Any], key: object) -> CacheState:
         """Where ``key`` stands: in memory, being tuned, stored on disk unchecked, or missing."""
         with self._lock:
-            ranking = self._rankings.get(tunables, {}).get(key)
+            ranking = self._rankings.get(id(tunables), {}).get(key)
             if ranking is not None:
                 return Hit(ranking)
             future = self._pending.get((tunables, key))
@@ -124,12 +128,25 @@ class Tuner:
         got = cache.get(self.device_id, self.name, key_json)
         return Unchecked(*got) if isinstance(got, tuple) else Miss(got)
 
+    @property
+    def winners(self) -> Mapping[TunableSet[Any, Any], dict[object, Callable[..., Any]]]:
+        """The in-memory winner of each key, by tunable set (``tuner.winners[tunables][key]``)."""
+        return _WinnersBySet(self)
+
     def _remember(self, tunables: TunableSet[Any, Any], key: object, ranking: tuple[int, ...]) -> None:
         with self._lock:
-            self._rankings.setdefault(tunables, {})[key] = ranking
+            self._track(tunables)
+            self._rankings.setdefault(id(tunables), {})[key] = ranking
             # One item assignment: atomic for the lock-free readers on the hot path, and O(1)
             # however many keys a set has.
-            self.winners.setdefault(tunables, {})[key] = tunables.tunables[ranking[0]].fn
+            self.by_id.setdefault(id(tunables), {})[key] = tunables.tunables[ranking[0]].fn
+
+    def _track(self, tunables: TunableSet[Any, Any]) -> None:
+        """Forget ``tunables``' winners when it is collected (before its id can be reused); under the lock."""
+        ident = id(tunables)
+        if ident not in self._sets:
+            self._sets[ident] = weakref.ref(tunables)
+            weakref.finalize(tunables, _forget_set, weakref.ref(self), ident)
 
     def seed(self, tunables: TunableSet[Any, Any], key: object, ranking_names: Sequence[str]) -> None:
         """Install a known ranking (from a committed record) so ``key`` is never tuned here."""
@@ -146,15 +163,17 @@ class Tuner:
         with self._lock:
             return [
                 tunables.tunables[ranking[0]].name
-                for tunables, by_key in self._rankings.items()
+                for ident, by_key in self._rankings.copy().items()  # a collected set may drop out meanwhile
+                if (tunables := self._sets.get(ident, _dead)()) is not None
                 for ranking in by_key.values()
             ]
 
     def clear(self) -> None:
         """Forget every in-memory winner (the persistent cache is untouched)."""
         with self._lock:
-            self.winners.clear()
+            self.by_id.clear()
             self._rankings.clear()
+            self._sets.clear()
             self._seeded.clear()
 
     def _claim(self, tunables: TunableSet[Any, Any], key_json: str, settings: Settings) -> None:
@@ -191,14 +210,15 @@ class Tuner:
         checksum = tunables.checksum()
         tune_id = (self.device_id, self.name, key_json, checksum)
         with self._lock:
-            ranking = self._rankings.get(tunables, {}).get(key)
+            ranking = self._rankings.get(id(tunables), {}).get(key)
             if ranking is not None:
                 return ranking
             seeded = self._seeded.get((checksum, key))
             if seeded is not None:  # same names in the same order: the seeded indices hold for this set
                 ranking = tuple(i for i in map(tunables.index_of, seeded) if i is not None)
-                self._rankings.setdefault(tunables, {})[key] = ranking
-                self.winners.setdefault(tunables, {})[key] = tunables.tunables[ranking[0]].fn
+                self._track(tunables)
+                self._rankings.setdefault(id(tunables), {})[key] = ranking
+                self.by_id.setdefault(id(tunables), {})[key] = tunables.tunables[ranking[0]].fn
                 return ranking
             future = self._pending.get((tunables, key))
             owner = future is None
@@ -545,7 +565,7 @@ class Tuner:
         if isinstance(error, ClientClosed):  # the winner is not at fault, and the next ones would fail the same way
             raise error
         with self._lock:
-            ranking = self._rankings.get(tunables, {}).get(key, ())
+            ranking = self._rankings.get(id(tunables), {}).get(key, ())
         failures: list[tuple[int, Exception]] = [(ranking[0], error)] if ranking else []
         for index in ranking[1:]:
             try:
@@ -620,6 +640,40 @@ class Tuner:
         else:
             observation.finished(record)
         emit_to_all(record, self._sinks)
+
+
+class _WinnersBySet(Mapping[TunableSet[Any, Any], dict[object, Callable[..., Any]]]):
+    """A tuner's in-memory winners seen by set, over its id-keyed table."""
+
+    def __init__(self, tuner: Tuner) -> None:
+        self._tuner = tuner
+
+    def __getitem__(self, tunables: TunableSet[Any, Any]) -> dict[object, Callable[..., Any]]:
+        return self._tuner.by_id[id(tunables)]
+
+    def __iter__(self) -> Iterator[TunableSet[Any, Any]]:
+        for ident in self._tuner.by_id.copy():  # a collected set may drop out meanwhile
+            tunables = self._tuner._sets.get(ident, _dead)()
+            if tunables is not None:
+                yield tunables
+
+    def __len__(self) -> int:
+        return len(self._tuner.by_id)
+
+
+def _dead() -> None:
+    """Stands for the weak reference of a set already forgotten."""
+    return None
+
+
+def _forget_set(tuner: weakref.ref[Tuner], ident: int) -> None:
+    """A set was collected: drop its winners. Without the lock, as single atomic pops: the
+    collection may run on a thread that holds it."""
+    owner = tuner()
+    if owner is not None:
+        owner.by_id.pop(ident, None)
+        owner._rankings.pop(ident, None)
+        owner._sets.pop(ident, None)
 
 
 def _reason(outcome: Outcome) -> str:
