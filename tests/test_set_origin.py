@@ -195,3 +195,33 @@ def test_spaces_of_unrelated_parameters_under_one_key_generator_still_warn() -> 
     assert not _same_operation(origin("BLOCK=16,VEC=1"), origin("TILE=8,WPT=2"))
     assert not _same_operation(origin("BLOCK=16,VEC=1"), origin("BLOCK=8,TILE=2"))  # neither within the other
     assert not _same_operation(origin("naive", "tiled"), origin("direct", "winograd"))
+
+
+def test_origins_that_differ_only_in_a_newer_tunekits_fields_warn_once() -> None:
+    """Regression: the once-per-pair warning compared origins with the extra fields a newer tunekit stored in each row,
+    so a field differing from row to row repeated the warning for every key."""
+    import logging
+
+    from tunekit._set_origin import report_stale
+
+    @tk.autotune_key
+    class Key:
+        n: int
+
+    def other_key(n: int) -> Key:
+        return Key(n=n)
+
+    tunables = tk.TunableSet(key=other_key).with_tunable(tk.Tunable("mine", lambda n: n))
+    caught: list[str] = []
+    handler = logging.Handler(logging.WARNING)
+    handler.emit = lambda record: caught.append(record.getMessage())  # type: ignore[method-assign]
+    logging.getLogger("tunekit").addHandler(handler)
+    try:
+        for n in range(3):
+            stored = SetOrigin.model_validate(
+                {"key_fn": "theirs:conv_key", "candidates": ["direct"], "candidate_count": 1, "written_at": n}
+            )
+            assert report_stale("extras_once", "dev", Key(n=n), stored, tunables) is not None
+    finally:
+        logging.getLogger("tunekit").removeHandler(handler)
+    assert len([m for m in caught if "extras_once" in m]) == 1, caught

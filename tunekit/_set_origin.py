@@ -69,7 +69,16 @@ def _where(fn: object) -> str:
 
 
 _warned_lock = threading.Lock()
-_warned: set[tuple[str, str, SetOrigin, SetOrigin]] = set()
+_warned: set[tuple[str, str, tuple[object, ...], tuple[object, ...]]] = set()
+
+
+def _definition(origin: SetOrigin) -> tuple[object, ...]:
+    """What identifies a set, for saying once per pair: the fields this tunekit knows.
+
+    Not the model itself: its equality takes in the fields a newer tunekit stored in the row
+    (kept as extras), and one that differs from row to row made the warning repeat for every key.
+    """
+    return (origin.key_fn, origin.candidates, origin.candidate_count)
 
 
 def report_stale(
@@ -85,9 +94,10 @@ def report_stale(
         _log.info("%s: the tunable set changed since this key was tuned; re-tuning", tuner)
         return None
     with _warned_lock:
-        if (tuner, device_id, stored, here) in _warned:
+        pair = (tuner, device_id, _definition(stored), _definition(here))
+        if pair in _warned:
             return here
-        _warned.add((tuner, device_id, stored, here))
+        _warned.add(pair)
     _log.warning(
         "%s: key %s on %s was tuned by a different tunable set under the same tuner name (%s); this process "
         "uses %s. The two re-tune the key over each other's winner, so neither keeps one. Give each "
