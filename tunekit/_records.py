@@ -21,6 +21,7 @@ __all__ = [
     "Demoted",
     "Eliminated",
     "FallbackBatch",
+    "KNOWN_EVENTS",
     "Prepared",
     "RecordEvent",
     "Round",
@@ -251,24 +252,23 @@ class Prepared(Persisted):
     )
 
 
-_KINDS = frozenset(
-    model.model_fields["kind"].default
-    for model in (
-        FallbackBatch,
-        Demoted,
-        CacheRecovered,
-        SharedTunerName,
-        CheckResult,
-        Prepared,
-        Warmup,
-        Round,
-        Eliminated,
-        ShortCircuit,
-        SamplingStopped,
-        Runoff,
-        SearchEnded,
-    )
+# Every event model this tunekit knows; a kind outside them reads as an UnknownEvent.
+KNOWN_EVENTS = (
+    FallbackBatch,
+    Demoted,
+    CacheRecovered,
+    SharedTunerName,
+    CheckResult,
+    Prepared,
+    Warmup,
+    Round,
+    Eliminated,
+    ShortCircuit,
+    SamplingStopped,
+    Runoff,
+    SearchEnded,
 )
+_KINDS = frozenset(model.model_fields["kind"].default for model in KNOWN_EVENTS)
 
 
 class UnknownEvent(Persisted):
