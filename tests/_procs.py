@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import select
 import signal
@@ -55,3 +56,12 @@ def drop_root() -> None:
     if os.geteuid() == 0:
         os.setgid(65534)
         os.setuid(65534)
+
+
+def tunekit_messages(level: int = logging.NOTSET) -> list[str]:
+    """In a child: a list that collects every message tunekit logs from now on at ``level`` or above."""
+    caught: list[str] = []
+    handler = logging.Handler(level)
+    handler.emit = lambda record: caught.append(record.getMessage())  # type: ignore[method-assign]
+    logging.getLogger("tunekit").addHandler(handler)
+    return caught

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from _procs import drop_root, in_child
+from _procs import drop_root, in_child, tunekit_messages
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -71,10 +71,7 @@ def test_read_only_directory_degrades_to_memory_only_with_one_warning() -> None:
 
         def child() -> dict[str, object]:
             drop_root()
-            caught: list[str] = []
-            handler = logging.Handler()
-            handler.emit = lambda record: caught.append(record.getMessage())  # type: ignore[method-assign]
-            logging.getLogger("tunekit").addHandler(handler)
+            caught = tunekit_messages()
             tk.configure(cache_dir=cache_dir)
             outputs = _tune_keys("ro", range(10)) + _tune_keys("ro2", range(10))
             return {"outputs": outputs, "warnings": caught, "writable": os.access(cache_dir, os.W_OK)}
@@ -87,10 +84,7 @@ def test_read_only_directory_degrades_to_memory_only_with_one_warning() -> None:
 
 def test_full_disk_degrades_to_memory_only_with_one_warning(isolated_settings: Path) -> None:
     def child() -> dict[str, object]:
-        caught: list[str] = []
-        handler = logging.Handler()
-        handler.emit = lambda record: caught.append(record.getMessage())  # type: ignore[method-assign]
-        logging.getLogger("tunekit").addHandler(handler)
+        caught = tunekit_messages()
         _tune_keys("before", range(2))
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit then fails with EFBIG, as on a full disk
         size = _db(isolated_settings).stat().st_size + Path(str(_db(isolated_settings)) + "-wal").stat().st_size

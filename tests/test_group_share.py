@@ -40,7 +40,7 @@ def _files(directory: Path) -> dict[str, int]:
 @pytest.mark.usefixtures("umask_022")
 def test_a_member_of_the_group_stores_winners_in_a_cache_another_member_made() -> None:
     """Regression: the database and its WAL files were 0644 in a group-writable cache: other members stored nothing."""
-    from _procs import drop_root, in_child
+    from _procs import drop_root, in_child, tunekit_messages
 
     with tempfile.TemporaryDirectory() as top:
         os.chmod(top, 0o755)
@@ -59,10 +59,7 @@ def test_a_member_of_the_group_stores_winners_in_a_cache_another_member_made() -
 
         def second_user(directory: Path, key: str) -> dict[str, object]:
             drop_root()
-            caught: list[str] = []
-            handler = logging.Handler(logging.WARNING)
-            handler.emit = lambda record: caught.append(record.getMessage())  # type: ignore[method-assign]
-            logging.getLogger("tunekit").addHandler(handler)
+            caught = tunekit_messages(logging.WARNING)
             theirs = PersistentCache(directory)
             return {
                 "read": isinstance(theirs.get("dev", "t", "made by the first"), tuple),
@@ -85,7 +82,7 @@ def test_a_member_of_the_group_stores_winners_in_a_cache_another_member_made() -
 def test_a_user_who_cannot_write_the_cache_reads_it_and_is_told_the_fix_once() -> None:
     """Regression: a database another user made 0644 turned every later process memory-only: a bare warning, then
     even the stored winners were re-tuned."""
-    from _procs import drop_root, in_child
+    from _procs import drop_root, in_child, tunekit_messages
 
     with tempfile.TemporaryDirectory() as top:
         os.chmod(top, 0o755)
@@ -98,10 +95,7 @@ def test_a_user_who_cannot_write_the_cache_reads_it_and_is_told_the_fix_once() -
 
         def second_user() -> dict[str, object]:
             drop_root()
-            caught: list[str] = []
-            handler = logging.Handler(logging.WARNING)
-            handler.emit = lambda record: caught.append(record.getMessage())  # type: ignore[method-assign]
-            logging.getLogger("tunekit").addHandler(handler)
+            caught = tunekit_messages(logging.WARNING)
             theirs = PersistentCache(shared)
             stored = [theirs.put("dev", "t", f"new {n}", "c", _value("b")) for n in range(2)]
             recorded = theirs.put_failure("dev", "t", "failed", "c", "{}")

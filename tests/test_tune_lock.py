@@ -461,7 +461,7 @@ def test_a_lock_file_this_user_cannot_open_is_a_warning_naming_it_and_the_fix() 
     import logging
     import tempfile
 
-    from _procs import drop_root, in_child
+    from _procs import drop_root, in_child, tunekit_messages
 
     with tempfile.TemporaryDirectory() as top:
         cache_dir, path = _shared_cache(top)
@@ -472,10 +472,7 @@ def test_a_lock_file_this_user_cannot_open_is_a_warning_naming_it_and_the_fix() 
             from tunekit._tune_lock import tune_lock
 
             drop_root()
-            caught: list[str] = []
-            handler = logging.Handler(logging.WARNING)
-            handler.emit = lambda record: caught.append(record.getMessage())  # type: ignore[method-assign]
-            logging.getLogger("tunekit").addHandler(handler)
+            caught = tunekit_messages(logging.WARNING)
             for _ in range(2):
                 with tune_lock(PersistentCache(cache_dir), "dev", "t", '{"n":1}', timeout_s=0.2) as held:
                     pass
