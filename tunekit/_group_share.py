@@ -29,18 +29,23 @@ def group_shares(directory: Path) -> bool:
         return False
 
 
-def share_with_group(path: Path) -> None:
+def share_with_group(path: Path, fd: int | None = None) -> None:
     """Let the group read and write ``path`` when its directory is group-writable and this process owns it.
 
-    Best effort: a file that is gone, or that another user owns, is left as it is.
+    ``fd``, when given, is ``path`` opened: its mode is read and changed through it, so the file
+    changed is the one opened even if ``path`` was replaced meanwhile (a lock file). Best effort:
+    a file that is gone, or that another user owns, is left as it is.
     """
     with contextlib.suppress(OSError):
         if not group_shares(path.parent):
             return
-        found = os.stat(path)
+        found = os.stat(path) if fd is None else os.fstat(fd)
         mode = stat.S_IMODE(found.st_mode)
         if found.st_uid == os.geteuid() and mode & _GROUP_RW != _GROUP_RW:
-            os.chmod(path, mode | _GROUP_RW)
+            if fd is None:
+                os.chmod(path, mode | _GROUP_RW)
+            else:
+                os.fchmod(fd, mode | _GROUP_RW)
 
 
 def unwritable(paths: list[Path]) -> Path | None:

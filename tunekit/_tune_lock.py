@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Literal
 
 from tunekit._cache import PersistentCache
+from tunekit._group_share import permission_fix, share_with_group
 from tunekit._self_call import locked_by_parent
 
 __all__ = ["lock_path", "sweep_lock_files", "tune_lock"]
@@ -177,13 +178,13 @@ def _acquire(path: Path, tuner: str, key_json: str, device_id: str, timeout_s: f
             logging.WARNING if first else logging.INFO,
             "%s: cannot take the tune lock %s (%s); tuning key %s without it, so other processes sharing this cache "
             "may tune it at the same time. Every user of a shared cache must be able to write %s and its lock "
-            "files: chmod -R g+rwX %s (and a group-writable cache directory gives new ones that access)",
+            "files: %s (and a group-writable cache directory gives new ones that access)",
             tuner,
             path,
             exc.strerror or exc,
             key_json,
             path.parent,
-            path.parent.parent,
+            permission_fix(path.parent.parent),
         )
     except OSError as exc:
         _log.info("%s: no cross-process tune lock (%s); tuning without it", tuner, exc)
@@ -220,7 +221,7 @@ else:
                 return None
             match _lock_opened(path, fd):
                 case "held":
-                    _share_with_group(path, fd)
+                    share_with_group(path, fd)
                     return lambda: _release(path, fd)
                 case "busy":
                     return None
@@ -236,7 +237,7 @@ else:
         another user made before lock files were group-writable is still a lock on a local file system.
         """
         try:
-            # 0o666: the umask decides, as for any file; _share_with_group adds what a shared cache needs.
+            # 0o666: the umask decides, as for any file; share_with_group adds what a shared cache needs.
             return os.open(path, os.O_RDWR | os.O_CLOEXEC | (os.O_CREAT if create else 0), 0o666)
         except FileNotFoundError:
             if create:
@@ -251,16 +252,6 @@ else:
                 return None
             except PermissionError:
                 raise LockDenied(denied.errno, denied.strerror, str(path)) from None
-
-    def _share_with_group(path: Path, fd: int) -> None:
-        """In a group-writable ``locks/``, let the group open this lock file read-write too (when it is ours)."""
-        with suppress(OSError):
-            if not os.stat(path.parent).st_mode & stat.S_IWGRP:
-                return
-            opened = os.fstat(fd)
-            wanted = stat.S_IMODE(opened.st_mode) | stat.S_IRGRP | stat.S_IWGRP
-            if opened.st_uid == os.geteuid() and stat.S_IMODE(opened.st_mode) != wanted:
-                os.fchmod(fd, wanted)
 
     def _lock_opened(path: Path, fd: int) -> Literal["held", "busy", "removed"]:
         """Lock ``fd``, opened from ``path``: held, busy (another process holds it) or removed; closed unless held.
