@@ -44,7 +44,7 @@ from tunekit._runner import CandidateRunner
 from tunekit._runoff import runoff
 from tunekit._settings import Settings
 
-__all__ = ["BatchResult", "describe_error", "measure_batch"]
+__all__ = ["BatchResult", "candidate_failure", "describe_error", "measure_batch"]
 
 SEPARATION_Z = 3.0
 """Standard errors by which a candidate must trail the leader to be dropped before the runoff.
@@ -60,7 +60,7 @@ def describe_error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {message[0]}" if message else type(exc).__name__
 
 
-def _failure(exc: Exception) -> Failed:
+def candidate_failure(exc: Exception) -> Failed:
     """The outcome of a candidate that raised: the runner's verdict when it has one.
 
     A client that went away (:class:`ClientClosed`) is no candidate's failure: it ends the tune.
@@ -147,7 +147,7 @@ def _fixed(runner: CandidateRunner, batch: Sequence[int], settings: Settings) ->
                 runner.warmup(index)
             samples = tuple(runner.sample(index) for _ in range(settings.samples))
         except Exception as exc:  # any candidate error disqualifies only that candidate
-            outcomes[index] = _failure(exc)
+            outcomes[index] = candidate_failure(exc)
         else:
             outcomes[index] = Measured(BenchmarkDurations(samples))
     return BatchResult(outcomes, _by_median(outcomes, outcomes))
@@ -194,7 +194,7 @@ class _Adaptive:
         return float(statistics.median(self.kept(index)))
 
     def fail(self, index: int, exc: Exception) -> None:
-        self.outcomes[index] = _failure(exc)
+        self.outcomes[index] = candidate_failure(exc)
         self.samples.pop(index, None)
         if index in self.live:
             self.live.remove(index)
@@ -375,7 +375,7 @@ class _Adaptive:
         result = runoff(self.runner, a, b, self.settings.runoff_pairs)
         if result.forfeit is not None and result.error is not None:
             self.fail(result.forfeit, result.error)
-            failure = _failure(result.error)
+            failure = candidate_failure(result.error)
             self.outcomes[result.forfeit] = Failed(f"forfeited the runoff: {failure.reason}", failure.stage)
         self.first = result.winner
         self.second = None if result.forfeit is not None else (b if result.winner == a else a)

@@ -18,7 +18,7 @@ from tunekit._cache import CacheValue, CandidateResult, PersistentCache, default
 from tunekit._cache_state import CacheState, Hit, Miss, Pending, Unchecked
 from tunekit._check import Gate, ReferenceFailed
 from tunekit._client import Client, require_client
-from tunekit._errors import CandidateFailed, ClientClosed, NoValidKernelFound, TunekitError, TuneRecursionError
+from tunekit._errors import ClientClosed, NoValidKernelFound, TunekitError, TuneRecursionError
 from tunekit._isolation import check_candidate, open_runner
 from tunekit._key import is_autotune_key, key_to_dict, key_to_json
 from tunekit._observe import CacheLookup, TuneObservation, decision, notify, observe_tune
@@ -37,7 +37,7 @@ from tunekit._records import (
     SharedTunerName,
 )
 from tunekit._runner import CandidateRunner
-from tunekit._schedule import BatchResult, describe_error, measure_batch
+from tunekit._schedule import BatchResult, candidate_failure, describe_error, measure_batch
 from tunekit._self_call import runs_within, tuned_by_parent, tuning
 from tunekit._set_origin import SetOrigin, report_stale
 from tunekit._settings import Settings
@@ -135,11 +135,15 @@ class Tuner:
 
     def _remember(self, tunables: TunableSet[Any, Any], key: object, ranking: tuple[int, ...]) -> None:
         with self._lock:
-            self._track(tunables)
-            self._rankings.setdefault(id(tunables), {})[key] = ranking
-            # One item assignment: atomic for the lock-free readers on the hot path, and O(1)
-            # however many keys a set has.
-            self.by_id.setdefault(id(tunables), {})[key] = tunables.tunables[ranking[0]].fn
+            self._remember_locked(tunables, key, ranking)
+
+    def _remember_locked(self, tunables: TunableSet[Any, Any], key: object, ranking: tuple[int, ...]) -> None:
+        """``_remember``, with the lock already held."""
+        self._track(tunables)
+        self._rankings.setdefault(id(tunables), {})[key] = ranking
+        # One item assignment: atomic for the lock-free readers on the hot path, and O(1)
+        # however many keys a set has.
+        self.by_id.setdefault(id(tunables), {})[key] = tunables.tunables[ranking[0]].fn
 
     def _track(self, tunables: TunableSet[Any, Any]) -> None:
         """Forget ``tunables``' winners when it is collected (before its id can be reused); under the lock."""
@@ -216,9 +220,7 @@ class Tuner:
             seeded = self._seeded.get((checksum, key))
             if seeded is not None:  # same names in the same order: the seeded indices hold for this set
                 ranking = tuple(i for i in map(tunables.index_of, seeded) if i is not None)
-                self._track(tunables)
-                self._rankings.setdefault(id(tunables), {})[key] = ranking
-                self.by_id.setdefault(id(tunables), {})[key] = tunables.tunables[ranking[0]].fn
+                self._remember_locked(tunables, key, ranking)
                 return ranking
             future = self._pending.get((tunables, key))
             owner = future is None
@@ -502,13 +504,8 @@ class Tuner:
                 check = check_candidate(runner, gate, index, tunables)
             except ReferenceFailed as exc:
                 raise ReferenceFailed(f"tuner {self.name!r}: {exc}") from exc.__cause__
-            except ClientClosed:  # no candidate failed its check: the tune stops, nothing is stored
-                raise
-            except CandidateFailed as exc:  # crashed or timed out in its worker, or raised there
-                failures[index] = Failed(exc.reason, exc.stage)
-                continue
-            except Exception as exc:  # a candidate that raises is out, like in measure_batch
-                failures[index] = Failed(describe_error(exc), "run")
+            except Exception as exc:  # out, as in measure_batch; a ClientClosed is re-raised: it ends the tune
+                failures[index] = candidate_failure(exc)
                 continue
             events.append(
                 CheckResult(
