@@ -11,7 +11,6 @@ from collections.abc import Sequence
 
 from tunekit._cli_table import format_duration_ns
 from tunekit._records import (
-    KNOWN_EVENTS,
     CacheRecovered,
     CheckResult,
     Demoted,
@@ -25,6 +24,7 @@ from tunekit._records import (
     SearchEnded,
     SharedTunerName,
     ShortCircuit,
+    UnknownEvent,
     Warmup,
 )
 
@@ -85,5 +85,5 @@ def describe_events(events: Sequence[RecordEvent]) -> list[str]:
         lines.insert(0, f"{passed} candidates passed the correctness check")
     if rounds and not any(isinstance(e, SamplingStopped) for e in events):
         lines.append(f"{rounds} sampling rounds")
-    lines.extend(f"{event.kind}: {event.model_dump_json()}" for event in events if not isinstance(event, KNOWN_EVENTS))
+    lines.extend(f"{event.kind}: {event.model_dump_json()}" for event in events if isinstance(event, UnknownEvent))
     return lines

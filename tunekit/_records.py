@@ -21,7 +21,6 @@ __all__ = [
     "Demoted",
     "Eliminated",
     "FallbackBatch",
-    "KNOWN_EVENTS",
     "Prepared",
     "RecordEvent",
     "Round",
@@ -253,7 +252,7 @@ class Prepared(Persisted):
 
 
 # Every event model this tunekit knows; a kind outside them reads as an UnknownEvent.
-KNOWN_EVENTS = (
+_KNOWN_EVENTS = (
     FallbackBatch,
     Demoted,
     CacheRecovered,
@@ -268,7 +267,7 @@ KNOWN_EVENTS = (
     Runoff,
     SearchEnded,
 )
-_KINDS = frozenset(model.model_fields["kind"].default for model in KNOWN_EVENTS)
+_KINDS = frozenset(model.model_fields["kind"].default for model in _KNOWN_EVENTS)
 
 
 class UnknownEvent(Persisted):
