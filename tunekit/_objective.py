@@ -9,7 +9,6 @@ log and result as kernel tuning, so its winner can go into a committed ``tk.Reco
 
 from __future__ import annotations
 
-import numbers
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -20,7 +19,7 @@ from tunekit._outcome import Failed, Measured, Outcome, Skipped
 from tunekit._records import AutotuneRecord
 from tunekit._schedule import describe_error
 from tunekit._search import SearchResult, emit_search_record, run_search
-from tunekit._search_spec import check_search_args, check_search_names
+from tunekit._search_spec import _is_int, check_search_args, check_search_names
 from tunekit._sinks import RecordSink, as_sink
 from tunekit._space import Config, Space
 from tunekit._strategies import StrategyFactory, StrategyName
@@ -101,7 +100,7 @@ def tune_objective(
         # A str or float compared against the budget deep in the driver ('<=' not supported,
         # or a fractional batch size); an engine's answer is checked where it is read.
         left = objective.remaining()
-        if left is not None and (not isinstance(left, numbers.Integral) or isinstance(left, bool)):
+        if left is not None and not _is_int(left):
             raise TypeError(
                 f"{type(objective).__name__}.remaining() must return an int (measurements the engine still "
                 f"allows) or None (no limit of its own), got {left!r}"
