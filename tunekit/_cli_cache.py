@@ -104,13 +104,13 @@ def _select(
         if value is not None and value not in present:
             known = ", ".join(present) if present else "none: the cache is empty"
             raise CliError(f"no {label} named {value!r} in the cache at {_cache_file()} ({label}s there: {known})")
-    in_scope = valid  # rows() filtered them by tuner and device
-    fields = sorted({name for r in in_scope for name in _key_fields(r.key)})
-    unknown = [name for name in wanted if name not in fields]
-    if unknown and in_scope:  # a misspelt field matched nothing and listed an empty table, exit 0
-        raise CliError(
-            f"no stored key has a field named {unknown[0]!r} (key fields there: {', '.join(fields) or 'none'})"
-        )
+    if wanted and valid:  # rows() filtered them by tuner and device
+        fields = sorted({name for r in valid for name in _key_fields(r.key)})
+        unknown = [name for name in wanted if name not in fields]
+        if unknown:  # a misspelt field matched nothing and listed an empty table, exit 0
+            raise CliError(
+                f"no stored key has a field named {unknown[0]!r} (key fields there: {', '.join(fields) or 'none'})"
+            )
     for row in everything:
         if isinstance(row, str):
             bad.append(row)
