@@ -275,6 +275,44 @@ def test_workers_first_launch_on_the_tunes_own_inputs(pooled: OpenCLClient) -> N
     assert all(c.status == "measured" for c in record.candidates), [c.error for c in record.candidates]
 
 
+OVERRUN = """
+__kernel void over(__global float* y, const int n) {
+    int i = get_global_id(0);
+    if (i < n + 8 * MODE) y[i] = (float)BLOCK;   /* MODE 1: 32 bytes past the end of y */
+}
+"""
+
+
+def test_a_variant_that_writes_past_a_buffer_in_its_compile_worker_never_runs_in_the_tuning_process(
+    pooled: OpenCLClient,
+) -> None:
+    """Regression: the workers' first launch ignored its canary bytes, so a variant writing past the end of an
+    output ran in the tuning process (on PoCL, the caller's heap: a longer overrun aborted it) and, with no
+    reference, could even win."""
+    template = KernelTemplate(
+        OVERRUN, "over", {"MODE": [0, 1], "BLOCK": [16, 32]}, geometry=lambda c, key: ((key.n + 32,), (c.BLOCK,))
+    )
+
+    def inputs(key: SizeKey, *caller: Any) -> tuple[Any, ...]:
+        return cla.zeros(pooled.queue, key.n, np.float32), np.int32(key.n)
+
+    tunables = template.tunable_set(pooled, key=lambda y, n: SizeKey(n=int(n)), inputs=inputs)
+    records: list[tk.AutotuneRecord] = []
+    sink = tk.add_record_sink(records.append)
+    try:
+        y = cla.zeros(pooled.queue, 64, np.float32)
+        tk.LocalTuner[SizeKey, Any]("overrun").execute(pooled.device_id, pooled, tunables, (y, np.int32(64))).wait()
+    finally:
+        tk.remove_record_sink(sink)
+    by_name = {c.name: c for c in records[-1].candidates}
+    for block in (16, 32):
+        over = by_name[f"over[MODE=1,BLOCK={block}]"]
+        assert over.stage == "compile" and "wrote past the end of argument 0 (a buffer of 256 bytes)" in (
+            over.error or ""
+        ), over.error
+        assert by_name[f"over[MODE=0,BLOCK={block}]"].status == "measured"
+
+
 PRINTING = """
 __kernel void pk(__global float* y, const float low, const int n) {
     int i = get_global_id(0);

@@ -389,7 +389,7 @@ class CompilePool:
             worker.kill()
             self._give_back(worker, usable=False)
             raise
-        self._give_back(worker, usable=True)
+        self._give_back(worker, usable=not reply.retire)
         return reply
 
     def _closed_error(self) -> ClientClosed:

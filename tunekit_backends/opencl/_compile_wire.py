@@ -64,11 +64,17 @@ class ProgramRequest(_Wire):
 
 
 class ProgramReply(_Wire):
-    """The build's error (then no launch ran), else one error or None per launch, in order."""
+    """The build's error (then no launch ran), else one error or None per launch, in order.
+
+    ``retire``: a launch wrote past the end of a buffer, so the worker's memory may be corrupt; it
+    exits after this reply, and the parent must not send it anything more (a later crash there
+    would blame an innocent variant).
+    """
 
     schema_version: Literal[2] = WIRE_VERSION
     build_error: str | None = None
     launch_errors: tuple[str | None, ...] = ()
+    retire: bool = False
 
 
 class WorkerReady(_Wire):

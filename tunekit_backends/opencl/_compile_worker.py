@@ -25,7 +25,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from tunekit._check import CANARY_BYTES
+from tunekit._check import CANARY_BYTES, CANARY_VALUE
 from tunekit_backends.opencl._cl import build_log, first_error_line, pyopencl
 from tunekit_backends.opencl._compile_wire import ProgramReply, ProgramRequest, WorkerReady
 
@@ -74,23 +74,46 @@ def serve(request: ProgramRequest, worker: _Worker) -> ProgramReply:
         return ProgramReply(build_error=first_error_line(build_log(exc)))
     data = worker.bytes_of(request.data_file)
     errors: list[str | None] = []
+    retire = False
     for launch in request.launches:
         try:
             args: list[Any] = []
-            for arg in launch.args:
+            buffers: list[tuple[int, Any, int]] = []
+            for position, arg in enumerate(launch.args):
                 if arg.kind == "buffer":
-                    host = np.zeros(max(arg.nbytes + CANARY_BYTES, 1), np.uint8)
+                    host = np.full(max(arg.nbytes + CANARY_BYTES, 1), CANARY_VALUE, np.uint8)
                     host[: arg.nbytes] = data[arg.offset : arg.offset + arg.nbytes]
                     flags = cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR
                     args.append(cl.Buffer(worker.context, flags, hostbuf=host))
+                    buffers.append((position, args[-1], arg.nbytes))
                 else:
                     args.append(np.dtype(arg.dtype).type(arg.value))
             kernel = cl.Kernel(program, launch.kernel)
             kernel(worker.queue, launch.global_size, launch.local_size, *args).wait()
-            errors.append(None)
+            overrun = _overrun(worker.queue, buffers)
+            errors.append(overrun)
+            retire = retire or overrun is not None
         except cl.Error as exc:
             errors.append(first_error_line(str(exc)))
-    return ProgramReply(launch_errors=tuple(errors))
+    return ProgramReply(launch_errors=tuple(errors), retire=retire)
+
+
+def _overrun(queue: Any, buffers: list[tuple[int, Any, int]]) -> str | None:
+    """Which buffer the launch wrote past the end of (its canary bytes changed), or None.
+
+    Caught here, the variant never runs in the tuning process, where on a CPU device (PoCL)
+    the same write lands in the caller's heap and can abort it before the check sees it.
+    """
+    cl = pyopencl()
+    for position, buffer, nbytes in buffers:
+        canary = np.empty(CANARY_BYTES, np.uint8)
+        cl.enqueue_copy(queue, canary, buffer, src_offset=nbytes)
+        if not np.all(canary == CANARY_VALUE):
+            return (
+                f"wrote past the end of argument {position} (a buffer of {nbytes} bytes) at its first launch; "
+                "check the sizes the inputs= generator allocates against what the kernel indexes for this key"
+            )
+    return None
 
 
 def kernel_cache_problem(platform: str) -> str | None:
@@ -159,8 +182,11 @@ def main(argv: list[str] | None = None) -> int:
     replies.flush()
     for line in sys.stdin:
         if line.strip():
-            replies.write(serve(ProgramRequest.model_validate_json(line), worker).model_dump_json() + "\n")
+            reply = serve(ProgramRequest.model_validate_json(line), worker)
+            replies.write(reply.model_dump_json() + "\n")
             replies.flush()
+            if reply.retire:  # its heap may be damaged: the parent starts a fresh worker instead
+                break
     return 0
 
 

@@ -28,7 +28,7 @@ from tunekit._isolation import current_run_policy
 from tunekit_backends.opencl._batch import Batch, batchable, batched_program
 from tunekit_backends.opencl._cl import pyopencl
 from tunekit_backends.opencl._compile import CompilePool, InputsFile, WorkerDied, launch_of
-from tunekit_backends.opencl._compile_wire import ProgramRequest
+from tunekit_backends.opencl._compile_wire import ProgramReply, ProgramRequest
 
 if TYPE_CHECKING:
     from tunekit_backends.opencl._template import _Variant
@@ -163,7 +163,7 @@ def _in_workers(
             _log.debug("%s: the batched program failed (%s); one program per variant", variant.name, reply.build_error)
             broken.add(id(group))
         else:
-            variant.worker_launched(inputs, reply.launch_errors[0] if reply.launch_errors else None)
+            _worker_launched(variant, inputs, reply)
 
     _on_threads(pool, one, jobs)
     note = _cannot_start(pool, unstarted[0]) if unstarted else None
@@ -217,8 +217,13 @@ def compile_one_in_worker(
     if reply.build_error is not None:
         variant.fail(f"build failed in a compile worker: {reply.build_error}")
     else:
-        variant.worker_launched(inputs, reply.launch_errors[0] if reply.launch_errors else None)
+        _worker_launched(variant, inputs, reply)
     return None
+
+
+def _worker_launched(variant: _Variant[Any], inputs: tuple[Any, ...], reply: ProgramReply) -> None:
+    """Tell ``variant`` how its first launch in a worker went; one that wrote out of bounds never runs here."""
+    variant.worker_launched(inputs, reply.launch_errors[0] if reply.launch_errors else None, fatal=reply.retire)
 
 
 def _request(
