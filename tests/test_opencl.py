@@ -17,6 +17,7 @@ import tunekit as tk
 from tunekit_backends.opencl import CompileError, KernelTemplate, OpenCLClient
 
 cla = pytest.importorskip("pyopencl.array", reason="pip install 'tunekit[opencl]'")
+cl = pytest.importorskip("pyopencl")
 
 SCALE = """
 __kernel void scale(__global const float* x, __global float* y, const float a, const int n) {
@@ -240,3 +241,29 @@ def test_flush_cache_takes_only_a_bool() -> None:
     """OpenCLClient(flush_cache="false") kept flushing: bool("false") is True."""
     with pytest.raises(TypeError, match=r"flush_cache=...\) takes True or False, got 'false'"):
         OpenCLClient(flush_cache="false")  # type: ignore[arg-type]
+
+
+def _broken_device() -> tuple[int, int] | None:
+    """(platform, device) of a device whose compiler cannot build a trivial kernel here, if any."""
+    for p, platform in enumerate(cl.get_platforms()):
+        for d, device in enumerate(platform.get_devices()):
+            try:
+                cl.Program(cl.Context([device]), "__kernel void k(__global int* x) { x[0] = 1; }").build()
+            except cl.Error:
+                return p, d
+    return None
+
+
+def test_selecting_a_device_whose_compiler_is_broken_fails_when_the_client_is_made() -> None:
+    """Regression: an explicit platform=/device= skipped the compiler probe: the client was made, and every
+    variant of every tune then failed with the compiler's error, naming no device and no way out."""
+    broken = _broken_device()
+    if broken is None:
+        pytest.skip("every OpenCL device here compiles (PoCL's LLVM 14 wheel on a CPU it does not know has one)")
+    platform, device = broken
+    with pytest.raises(RuntimeError, match=rf"platform={platform}, device={device} can build a trivial kernel: .*"):
+        OpenCLClient(platform=platform, device=device)
+    try:
+        OpenCLClient(platform=platform, device=device)
+    except RuntimeError as exc:
+        assert "select another device (`tunekit devices` lists them" in str(exc) and "\n" not in str(exc)

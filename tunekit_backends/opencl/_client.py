@@ -91,20 +91,30 @@ def _select(cl: Any, platform: int | str | None, device: int | str | None) -> tu
         raise RuntimeError(
             f"no OpenCL device matches platform={platform!r}, device={device!r}; this process sees: {seen}"
         )
-    if platform is not None or device is not None:
-        return candidates[0][3], cl.Context([candidates[0][3]])
-    # GPUs first; among equals, platform order. A device whose compiler cannot build a trivial
-    # kernel (e.g. a PoCL whose LLVM does not know this CPU) is skipped with its reason.
-    ordered = sorted(candidates, key=lambda c: (not bool(c[3].type & cl.device_type.GPU), c[0], c[1]))
-    refused = []
+    explicit = platform is not None or device is not None
+    # GPUs first by default; a selection keeps platform order. Among matches, a device whose compiler
+    # cannot build a trivial kernel (e.g. a PoCL whose LLVM does not know this CPU) is skipped with its reason:
+    # a selected device that cannot compile failed only at the tune, once per variant, naming no device.
+    ordered = (
+        candidates
+        if explicit
+        else sorted(candidates, key=lambda c: (not bool(c[3].type & cl.device_type.GPU), c[0], c[1]))
+    )
+    refused: list[str] = []
     for p, d, plat, dev in ordered:
         context = cl.Context([dev])
         problem = _probe(cl, context)
         if problem is None:
+            for skipped in refused:  # said only when another device is used instead; else the error says it
+                _log.warning("skipping OpenCL device %s: its compiler fails a trivial build", skipped)
             return dev, context
-        refused.append(f"{p}:{d} {plat.name} / {dev.name}: {problem}")
-        _log.warning(
-            "skipping OpenCL device %s / %s: its compiler fails a trivial build (%s)", plat.name, dev.name, problem
+        refused.append(f"{p}:{d} {plat.name} / {dev.name} ({problem})")
+    if explicit:
+        raise RuntimeError(
+            f"no OpenCL device matching platform={platform!r}, device={device!r} can build a trivial kernel: "
+            + "; ".join(refused)
+            + f"; select another device (`tunekit devices` lists them; this process sees: {describe_devices()}), "
+            "or install a working driver for this one"
         )
     raise RuntimeError("no OpenCL device can build a trivial kernel:\n  " + "\n  ".join(refused))
 
