@@ -13,13 +13,41 @@ from tunekit_backends.opencl._cl import pyopencl
 if TYPE_CHECKING:
     from tunekit_backends.opencl._client import OpenCLClient
 
-__all__ = ["DeviceCheckBuffers", "kernel_arg"]
+__all__ = ["DeviceCheckBuffers", "argument_hint", "kernel_arg"]
 
 
 def kernel_arg(value: Any) -> Any:
     """What a kernel launch takes for ``value``: a pyopencl array's buffer, anything else as is."""
     cl = pyopencl()
     return value.data if isinstance(value, cl.array.Array) else value
+
+
+def argument_hint(args: tuple[Any, ...]) -> str:
+    """What in ``args`` no kernel launch can take, as advice to append to the driver's error ('' if nothing).
+
+    The driver only says ``INVALID_ARG_SIZE`` or ``invalid kernel argument`` with a 1-based number;
+    these are the usual causes, each named with what to pass instead.
+    """
+    cl = pyopencl()
+    problems = []
+    for position, value in enumerate(args):
+        if isinstance(value, bool | int | float):
+            c_type = "int" if isinstance(value, int) else "float"
+            example = "np.int32" if isinstance(value, int) else "np.float32"
+            problems.append(
+                f"argument {position} is a Python {type(value).__name__} ({value!r}): a scalar parameter takes the "
+                f"numpy scalar of its C type, e.g. {example}({value!r}) for `{c_type}`"
+            )
+        elif isinstance(value, np.ndarray):
+            problems.append(
+                f"argument {position} is a numpy array in host memory: a __global pointer takes device memory, "
+                "e.g. pyopencl.array.to_device(client.queue, array)"
+            )
+        elif value is not None and not isinstance(
+            value, np.generic | cl.array.Array | cl.MemoryObjectHolder | cl.LocalMemory
+        ):
+            problems.append(f"argument {position} is a {type(value).__name__}, which no kernel parameter takes")
+    return "; ".join(problems)
 
 
 class DeviceCheckBuffers:

@@ -95,6 +95,8 @@ def serve(request: ProgramRequest, worker: _Worker) -> ProgramReply:
             retire = retire or overrun is not None
         except cl.Error as exc:
             errors.append(first_error_line(str(exc)))
+        except Exception as exc:  # pyopencl refusing the arguments (too many, say): the variant's, not the worker's
+            errors.append(f"{type(exc).__name__}: {first_error_line(str(exc))}")
     return ProgramReply(launch_errors=tuple(errors), retire=retire)
 
 

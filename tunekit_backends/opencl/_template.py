@@ -15,7 +15,7 @@ from tunekit._search_spec import empty_space_error
 from tunekit._space import Config, ParamValue, Restriction, Space
 from tunekit._tunable import Tunable, TuneGroup
 from tunekit._tunable_set import KeyGenerator, TunableSet
-from tunekit_backends.opencl._buffers import kernel_arg
+from tunekit_backends.opencl._buffers import argument_hint, kernel_arg
 from tunekit_backends.opencl._cl import CompileError, build_log, first_error_line, pyopencl
 from tunekit_backends.opencl._client import OpenCLClient
 from tunekit_backends.opencl._together import compile_together
@@ -278,6 +278,11 @@ class _Variant(Generic[K]):
         if worker_error is not None and worker_error[1]:
             raise CompileError(f"{self.name}: {worker_error[0]}")
         kernel = self.kernel()
+        if kernel.num_args != len(args):  # pyopencl's own error named neither count ("'int32' is not iterable")
+            raise CompileError(
+                f"{self.name}: the kernel takes {kernel.num_args} arguments and was given {len(args)}; make the "
+                "inputs (the inputs= generator's tuple, else execute's) match the kernel's parameters"
+            )
         if local_size is not None:
             limit = kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, device)
             if math.prod(local_size) > limit:
@@ -297,7 +302,9 @@ class _Variant(Generic[K]):
                 f"{device.name} has {device.local_mem_size}"
             )
         if worker_error is not None:  # after the checks above, whose messages say more
-            raise CompileError(f"{self.name}: refused by the device at launch in a compile worker: {worker_error[0]}")
+            raise CompileError(
+                f"{self.name}: refused by the device at launch in a compile worker: {_with_hint(worker_error[0], args)}"
+            )
         if shape in self._launched:
             return  # a worker launched it at this shape: the driver's cache holds its work-group code
         if current_run_policy().isolated:
@@ -311,8 +318,15 @@ class _Variant(Generic[K]):
                 event = kernel(self.client.queue, global_size, local_size, *[kernel_arg(a) for a in scratch.args])
             event.wait()
         except cl.Error as exc:
-            raise CompileError(f"{self.name}: refused by the device at launch: {first_error_line(str(exc))}") from None
+            raise CompileError(
+                f"{self.name}: refused by the device at launch: {_with_hint(first_error_line(str(exc)), args)}"
+            ) from None
         self._launched[shape] = None
+
+
+def _with_hint(error: str, args: tuple[Any, ...]) -> str:
+    hint = argument_hint(args)
+    return f"{error.rstrip(': ')} ({hint})" if hint else error
 
 
 class _PrepareHook:
