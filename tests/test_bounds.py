@@ -63,7 +63,7 @@ def test_bad_work_thresholds_and_bounds_are_refused() -> None:
 
 
 def test_work_takes_numpy_scalars_as_plain_floats() -> None:
-    # Regression: Work(2 * np.prod(a.shape) * n, a.nbytes) was refused as "must be a finite number >= 0, got np.int64(...)".
+    # Regression: Work(2 * np.prod(a.shape) * n, ...) was refused as "must be a finite number >= 0, got np.int64(...)".
     work = tk.Work(compute_ops=2 * np.prod(np.array([300, 200])) * 150, bytes=np.float32(1e6))
     assert (work.compute_ops, work.bytes) == (18_000_000.0, 1e6)
     assert type(work.compute_ops) is float and type(work.bytes) is float
