@@ -264,6 +264,12 @@ def test_records_tail_follows_appended_records(records: Path) -> None:
     assert process.stderr is not None and "Traceback" not in process.stderr.read()
 
 
+def test_records_tail_refuses_a_negative_count(records: Path) -> None:
+    # Regression: `-n -3` was taken as 0, showed nothing and followed the file, as if it were empty.
+    done = run("records", "tail", str(records), "-n", "-3", check=2)
+    assert "argument -n/--lines: expected a whole number >= 0, got '-3'" in done.stderr
+
+
 def test_schema_is_the_record_schema() -> None:
     assert json.loads(run("schema").stdout) == tk.AutotuneRecord.model_json_schema()
 
