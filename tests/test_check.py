@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import tunekit as tk
-from tunekit._check import compare, default_tolerance
+from tunekit._check import ReferenceFailed, compare, default_tolerance
 from tunekit_backends.cpu import CpuClient
 
 CLIENT = CpuClient()
@@ -209,12 +209,18 @@ def test_reference_options_are_validated_at_definition() -> None:
                 base.with_reference(lambda x: x, **{name: bad})
 
 
-def test_a_failing_reference_stops_the_tune_instead_of_blaming_candidates() -> None:
+@pytest.mark.parametrize("isolated", [False, True])
+def test_a_failing_reference_stops_the_tune_instead_of_blaming_candidates(isolated: bool) -> None:
+    """Regression (isolated): the reference ran unguarded before the first isolated check, so its error was
+    blamed on every candidate (NoValidKernelFound, remembered as a failed tune) instead of stopping the tune."""
+
     def broken_reference(x: np.ndarray) -> np.ndarray:
         raise ZeroDivisionError("bad reference")
 
     tunables = tk.TunableSet(key=_key).with_tunable(tk.Tunable("ok", lambda x: x)).with_reference(broken_reference)
-    with pytest.raises(tk.TunekitError, match="reference function .* raised ZeroDivisionError: bad reference"):
+    if isolated:
+        tunables = tunables.with_isolation("process")
+    with pytest.raises(ReferenceFailed, match="reference function .* raised ZeroDivisionError: bad reference"):
         _tune(tunables, (np.zeros(3),))
 
 

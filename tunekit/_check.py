@@ -302,8 +302,20 @@ class Gate:
         An isolated tune primes the gate in the caller, so worker processes inherit (or are sent)
         the expected outputs instead of re-running the reference, and a crash cannot lose them.
         """
+        self._expect()
+
+    def _expect(self) -> None:
+        """Run the reference once if it has not run; its exception becomes ReferenceFailed, which blames no one."""
         if self._expected is None and self.reference.fn is not None:
-            self._expected = self._reference_outputs(self.reference.fn)
+            try:
+                self._expected = self._reference_outputs(self.reference.fn)
+            except (ClientClosed, ReferenceFailed):  # neither is the reference's fault: the tune stops with it
+                raise
+            except Exception as exc:
+                # The reference is the user's, not a candidate's: no candidate is to blame.
+                raise ReferenceFailed(
+                    f"the reference function of with_reference() raised {type(exc).__name__}: {exc}"
+                ) from exc
 
     @property
     def baseline(self) -> tuple[tuple[Any, ...], str] | None:
@@ -316,16 +328,7 @@ class Gate:
 
     def check(self, name: str, fn: Callable[..., Any]) -> CheckOutcome:
         """Run candidate ``name`` once and judge it; an exception from the candidate propagates."""
-        if self._expected is None and self.reference.fn is not None:
-            try:
-                self._expected = self._reference_outputs(self.reference.fn)
-            except (ClientClosed, ReferenceFailed):  # neither is the reference's fault: the tune stops with it
-                raise
-            except Exception as exc:
-                # The reference is the user's, not a candidate's: no candidate is to blame.
-                raise ReferenceFailed(
-                    f"the reference function of with_reference() raised {type(exc).__name__}: {exc}"
-                ) from exc
+        self._expect()
         got, damaged = self._run(fn)
         if self.reference.outputs is None and any(value is None for value in got):
             return CheckOutcome(False, f"returned None where an output was expected; {_RETURN_VALUES}")
