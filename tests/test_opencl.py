@@ -176,6 +176,22 @@ def test_template_mistakes_are_refused_at_definition() -> None:
         KernelTemplate(SCALE, "scale", tk.Space(MODE=[0]), geometry=_geometry, restrict=lambda c: True)
 
 
+def test_options_and_values_a_build_cannot_take_are_refused_at_definition() -> None:
+    """Regression: options="-cl-fast-relaxed-math" became one option per character; options defining a parameter
+    made every variant the same kernel; a value with a space ("unsigned int") failed at every build as "Invalid
+    build option: int"; a kernel named only in a comment was accepted and failed at every build."""
+    with pytest.raises(TypeError, match=r"takes a list of str.*e.g. options=\["):
+        KernelTemplate(SCALE, "scale", {"MODE": [0]}, geometry=_geometry, options="-cl-fast-relaxed-math")
+    for options in (["-DMODE=1"], ["-D", "MODE"], ["-cl-mad-enable", "-D MODE=2"]):
+        with pytest.raises(ValueError, match="defines MODE, a parameter of the space"):
+            KernelTemplate(SCALE, "scale", {"MODE": [0, 1]}, geometry=_geometry, options=options)
+    KernelTemplate(SCALE, "scale", {"MODE": [0]}, geometry=_geometry, options=["-DMODES=1"])  # another name: fine
+    with pytest.raises(ValueError, match=r"value 'unsigned int', which -DT=... cannot carry.*e.g. a typedef"):
+        KernelTemplate(SCALE, "scale", {"MODE": [0], "T": ["float", "unsigned int"]}, geometry=_geometry)
+    with pytest.raises(ValueError, match="defines no '__kernel void nope.*its kernels: scale"):
+        KernelTemplate("/* __kernel void nope(int x) */\n" + SCALE, "nope", {"MODE": [0]}, geometry=_geometry)
+
+
 def test_a_template_whose_space_is_empty_or_no_mapping_is_refused(client: OpenCLClient) -> None:
     """A restriction rejecting every variant gave an empty set ("add some with .with_tunable"); a list as the space
     failed as "expected string or bytes-like object"."""

@@ -32,6 +32,30 @@ Shape = tuple[tuple[int, ...], tuple[int, ...] | None]
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
+_COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.DOTALL)
+
+_DEFINE_OPTION = re.compile(r"-D\s*([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def _check_defines(space: Space, options: Sequence[str]) -> None:
+    """Refuse what a ``-D`` option cannot carry, or what would make every variant the same kernel."""
+    for name, values in space.domains.items():
+        for value in values:
+            if isinstance(value, str) and (not value or any(c.isspace() or c in "\"'" for c in value)):
+                raise ValueError(
+                    f"KernelTemplate: parameter {name} has the value {value!r}, which -D{name}=... cannot carry (the "
+                    "driver splits build options at spaces); give one token, e.g. a typedef name such as uint "
+                    "for unsigned int"
+                )
+    defined = set(_DEFINE_OPTION.findall(" ".join(options)))
+    clash = sorted(defined & set(space.names))
+    if clash:
+        raise ValueError(
+            f"KernelTemplate: options={list(options)} defines {', '.join(clash)}, a parameter of the space: each "
+            "variant's -D would be overridden and every variant compile alike; drop it from options"
+        )
+
+
 def _define_value(value: ParamValue) -> str:
     if isinstance(value, bool):
         return str(int(value))
@@ -63,8 +87,14 @@ class KernelTemplate:
     ) -> None:
         if not isinstance(source, str) or not source.strip():
             raise ValueError("KernelTemplate needs the kernel's OpenCL C source as a non-empty str")
-        if not re.search(rf"\b(__kernel|kernel)\s+void\s+{re.escape(kernel_name)}\s*\(", source):
-            raise ValueError(f"KernelTemplate: the source defines no '__kernel void {kernel_name}(...)'")
+        if not re.search(rf"\b(__kernel|kernel)\s+void\s+{re.escape(kernel_name)}\s*\(", _COMMENT.sub(" ", source)):
+            found = re.findall(
+                r"\b(?:__kernel|kernel)\s+void\s+([A-Za-z_][A-Za-z0-9_]*)\s*\(", _COMMENT.sub(" ", source)
+            )
+            raise ValueError(
+                f"KernelTemplate: the source defines no '__kernel void {kernel_name}(...)'; "
+                + (f"its kernels: {', '.join(found)}" if found else "it defines no kernel outside comments")
+            )
         if not isinstance(space, Space | Mapping):  # a list was iterated as names: "expected string", naming nothing
             raise TypeError(
                 f"KernelTemplate(space=...) takes a tk.Space or a dict name -> values, got {type(space).__name__}; "
@@ -80,6 +110,13 @@ class KernelTemplate:
             self.space = space
         else:
             self.space = Space(restrict=restrict, **dict(space))
+        if isinstance(options, str) or not all(isinstance(o, str) for o in options):
+            # a str was iterated into one option per character: "-", "c", "l", ...
+            raise TypeError(
+                f"KernelTemplate(options=...) takes a list of str, one per compiler option, got {options!r}; "
+                'e.g. options=["-cl-fast-relaxed-math"]'
+            )
+        _check_defines(self.space, options)
         if not callable(geometry):
             raise TypeError("KernelTemplate(geometry=...) takes a callable (config, key) -> (global, local)")
         self.source = source
