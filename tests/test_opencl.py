@@ -345,3 +345,21 @@ def test_arguments_a_kernel_cannot_take_are_named_with_what_to_pass(
     with pytest.raises(tk.NoValidKernelFound) as raised:
         tk.LocalTuner[ScaleKey, Any](f"wrong-{wrong}").execute(client.device_id, client, tunables, args)
     assert str(raised.value).count(says) == 2, str(raised.value)  # each variant, in the same words
+
+
+def test_a_template_set_without_inputs_times_device_copies_of_the_callers_arguments(client: OpenCLClient) -> None:
+    """Regression: without inputs=, the tune deep-copied the caller's pyopencl arrays and stopped ("cannot pickle
+    'CommandQueue' object; give the TunableSet an inputs= generator") although a device copy does the job."""
+    tunables = PLAIN.tunable_set(client, key=_key, reference=lambda x, y, a, n: a * x, outputs=[1])
+    x = cla.to_device(client.queue, np.linspace(0, 1, 1000, dtype=np.float32))
+    y = cla.zeros(client.queue, 1000, np.float32)
+    records: list[tk.AutotuneRecord] = []
+    sink = tk.add_record_sink(records.append)
+    try:
+        tk.LocalTuner[ScaleKey, Any]("no-inputs").execute(
+            client.device_id, client, tunables, (x, y, np.float32(3), np.int32(1000))
+        ).wait()
+    finally:
+        tk.remove_record_sink(sink)
+    assert [c.status for c in records[-1].candidates] == ["measured", "measured"]
+    np.testing.assert_allclose(y.get(), 3 * x.get(), rtol=1e-6)

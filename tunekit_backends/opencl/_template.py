@@ -15,7 +15,7 @@ from tunekit._search_spec import empty_space_error
 from tunekit._space import Config, ParamValue, Restriction, Space
 from tunekit._tunable import Tunable, TuneGroup
 from tunekit._tunable_set import KeyGenerator, TunableSet
-from tunekit_backends.opencl._buffers import argument_hint, kernel_arg
+from tunekit_backends.opencl._buffers import DeviceCheckBuffers, argument_hint, kernel_arg
 from tunekit_backends.opencl._cl import CompileError, build_log, first_error_line, pyopencl
 from tunekit_backends.opencl._client import OpenCLClient
 from tunekit_backends.opencl._together import compile_together
@@ -188,9 +188,11 @@ class KernelTemplate:
 
         The checksum includes the hash of the source, options and space: editing the kernel
         re-tunes. Without ``reference``, variants are compared with the first one that runs.
+        Without ``inputs``, variants are timed on device copies of the caller's arguments (a
+        pyopencl array cannot be deep-copied, as other sets' inputs are).
         """
         tunables: TunableSet[K, Any] = (
-            TunableSet(key=key, inputs=inputs)
+            TunableSet(key=key, inputs=inputs if inputs is not None else _DeviceCopies(client))
             .with_tunables(self.tunables(client, key))
             .with_extra("checksum:source", self.source_hash)
             .with_extra("space", self.space)
@@ -202,6 +204,16 @@ class KernelTemplate:
 
     def __repr__(self) -> str:
         return f"KernelTemplate({self.kernel_name!r}, {self.space!r})"
+
+
+class _DeviceCopies:
+    """The default inputs generator of a template's set: fresh device copies of the caller's arguments."""
+
+    def __init__(self, client: OpenCLClient) -> None:
+        self.client = client
+
+    def __call__(self, key: object, *caller: Any) -> tuple[Any, ...]:
+        return DeviceCheckBuffers(self.client, caller, ()).args
 
 
 class _Variant(Generic[K]):
