@@ -284,7 +284,10 @@ def test_report_writes_html(records: Path, tmp_path: Path) -> None:
 def test_devices_lists_the_cpu_client() -> None:
     done = run("devices", "--no-peaks")
     assert f"cpu: {CLIENT.device_id}" in done.stdout
-    assert "opencl: opencl:" in done.stdout  # PoCL, from the opencl extra the tests run with
+    # PoCL, from the opencl extra the tests run with; each line says how to select its device (it did not).
+    from tunekit_backends.opencl import OpenCLClient
+
+    assert f"opencl (platform=0, device=0): {OpenCLClient(platform=0, device=0).device_id}" in done.stdout
     assert "peaks:" in run("devices").stdout
 
 

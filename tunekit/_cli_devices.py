@@ -33,10 +33,12 @@ def _opencl_clients() -> Iterator[tuple[str, Client | str]]:
         return
     for p, count in enumerate(platforms):
         for d in range(count):
+            # The label is how to select it: OpenCLClient(platform=p, device=d).
+            label = f"opencl (platform={p}, device={d})"
             try:
-                yield "opencl", OpenCLClient(platform=p, device=d)
+                yield label, OpenCLClient(platform=p, device=d)
             except Exception as exc:
-                yield "opencl", f"platform {p} device {d}: {describe_error(exc)}"
+                yield label, describe_error(exc)
 
 
 def _peaks(client: Client) -> str:
