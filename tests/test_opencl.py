@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import tunekit as tk
-from tunekit_backends.opencl import CompileError, KernelTemplate, OpenCLClient
+from tunekit_backends.opencl import CompileError, Geometry, KernelTemplate, OpenCLClient
 
 cla = pytest.importorskip("pyopencl.array", reason="pip install 'tunekit[opencl]'")
 cl = pytest.importorskip("pyopencl")
@@ -363,3 +363,26 @@ def test_a_template_set_without_inputs_times_device_copies_of_the_callers_argume
         tk.remove_record_sink(sink)
     assert [c.status for c in records[-1].candidates] == ["measured", "measured"]
     np.testing.assert_allclose(y.get(), 3 * x.get(), rtol=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("geometry", "says"),
+    [
+        (lambda c, k: ((k.n, 1), (64,)), r"global size \(1024, 1\) and local size \(64,\): give 1 to 3 dimensions"),
+        (lambda c, k: (k.n, 64), r"must return \(global sizes, local sizes or None\).*it returned \(1024, 64\)"),
+        (lambda c, k: ((k.n + 0.5,), (64,)), r"each a tuple of whole numbers.*it returned \(\(1024.5,\), \(64,\)\)"),
+        (lambda c, k: ((0,), (64,)), r"global size \(0,\) and local size \(64,\): every size must be at least 1"),
+    ],
+    ids=["dimensions", "not-a-pair", "fraction", "zero"],
+)
+def test_a_geometry_that_is_no_launch_shape_says_what_is_wrong(
+    client: OpenCLClient, geometry: Geometry, says: str
+) -> None:
+    """Regression: these failed as "zip() argument 2 is shorter than argument 1", "'int' object is not iterable", a
+    size silently truncated, and a zero-sized launch that only the check noticed (its output untouched)."""
+    template = KernelTemplate(SCALE, "scale", {"MODE": [0]}, geometry=geometry)
+    tunables = template.tunable_set(client, key=_key, reference=lambda x, y, a, n: a * x, outputs=[1])
+    x = cla.to_device(client.queue, np.ones(1000, np.float32))
+    args = (x, cla.empty(client.queue, 1000, np.float32), np.float32(3), np.int32(1000))
+    with pytest.raises(tk.NoValidKernelFound, match=rf"scale\[MODE=0\]: (Type|Value)Error: scale\[MODE=0\]: .*{says}"):
+        tk.LocalTuner[ScaleKey, Any](f"geometry-{says[:12]}").execute(client.device_id, client, tunables, args)

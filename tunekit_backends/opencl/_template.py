@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import math
+import numbers
 import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -206,6 +207,42 @@ class KernelTemplate:
         return f"KernelTemplate({self.kernel_name!r}, {self.space!r})"
 
 
+def _sizes(values: Any) -> tuple[int, ...]:
+    sizes = tuple(values)
+    if not all(isinstance(v, numbers.Integral) or (isinstance(v, float) and v.is_integer()) for v in sizes):
+        raise TypeError
+    return tuple(int(v) for v in sizes)
+
+
+def _launch_shape(name: str, shape: Any) -> Shape:
+    """The geometry's (global, local) as int tuples, or an error saying what is wrong with it.
+
+    Each mistake here reached the driver as something else: "zip() argument 2 is shorter than
+    argument 1", "'int' object is not iterable", or a zero-sized launch whose untouched output
+    only the check noticed; a size of 1000.5 was truncated.
+    """
+    try:
+        global_size, local_size = shape
+        launch = _sizes(global_size), None if local_size is None else _sizes(local_size)
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"{name}: geometry(config, key) must return (global sizes, local sizes or None), each a tuple of whole "
+            f"numbers, e.g. ((n,), (64,)); it returned {shape!r}"
+        ) from None
+    dims, local = len(launch[0]), launch[1]
+    if not 1 <= dims <= 3 or (local is not None and len(local) != dims):
+        raise ValueError(
+            f"{name}: geometry(config, key) returned global size {launch[0]} and local size {local}: give 1 to 3 "
+            "dimensions, the same number in both"
+        )
+    if min(launch[0]) < 1 or (local is not None and min(local) < 1):
+        raise ValueError(
+            f"{name}: geometry(config, key) returned global size {launch[0]} and local size {local}: every size "
+            "must be at least 1 (a zero-sized launch runs nothing and leaves the output as it was)"
+        )
+    return launch
+
+
 class _DeviceCopies:
     """The default inputs generator of a template's set: fresh device copies of the caller's arguments."""
 
@@ -297,8 +334,7 @@ class _Variant(Generic[K]):
 
     def shape(self, args: tuple[Any, ...]) -> tuple[tuple[int, ...], tuple[int, ...] | None]:
         """The launch's global and local sizes for these arguments."""
-        global_size, local_size = self.template.geometry(self.config, self.key(*args))
-        return tuple(int(g) for g in global_size), None if local_size is None else tuple(int(x) for x in local_size)
+        return _launch_shape(self.name, self.template.geometry(self.config, self.key(*args)))
 
     def __call__(self, *args: Any) -> Any:
         kernel = self._kernel if self._kernel is not None else self.kernel()
