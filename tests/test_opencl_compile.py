@@ -25,7 +25,7 @@ import tunekit as tk
 from tunekit._records import Prepared
 from tunekit_backends.opencl import KernelTemplate, OpenCLClient
 from tunekit_backends.opencl._batch import batchable, batched_program
-from tunekit_backends.opencl._compile import CompilePool, WorkerDied
+from tunekit_backends.opencl._compile import CompilePool, InputsFile, WorkerDied
 from tunekit_backends.opencl._compile_wire import ProgramRequest
 from tunekit_backends.opencl._compile_worker import kernel_cache_problem
 
@@ -283,25 +283,25 @@ __kernel void over(__global float* y, const int n) {
 """
 
 
-def test_a_variant_that_writes_past_a_buffer_in_its_compile_worker_never_runs_in_the_tuning_process(
-    pooled: OpenCLClient,
-) -> None:
-    """Regression: the workers' first launch ignored its canary bytes, so a variant writing past the end of an
-    output ran in the tuning process (on PoCL, the caller's heap: a longer overrun aborted it) and, with no
-    reference, could even win."""
+@pytest.mark.parametrize("compile_in", ["process", "thread"])
+def test_a_variant_that_writes_past_a_buffer_fails_at_its_first_launch(compile_in: str, pooled: OpenCLClient) -> None:
+    """Regression: the first launch (in a compile worker, or here on scratch copies) ignored its canary bytes, so a
+    variant writing past the end of an output was timed and, with no reference, could win; from a worker it then
+    ran in the tuning process (on PoCL, the caller's heap: a longer overrun aborted it)."""
+    client = pooled if compile_in == "process" else OpenCLClient(compile_in="thread")
     template = KernelTemplate(
         OVERRUN, "over", {"MODE": [0, 1], "BLOCK": [16, 32]}, geometry=lambda c, key: ((key.n + 32,), (c.BLOCK,))
     )
 
     def inputs(key: SizeKey, *caller: Any) -> tuple[Any, ...]:
-        return cla.zeros(pooled.queue, key.n, np.float32), np.int32(key.n)
+        return cla.zeros(client.queue, key.n, np.float32), np.int32(key.n)
 
-    tunables = template.tunable_set(pooled, key=lambda y, n: SizeKey(n=int(n)), inputs=inputs)
+    tunables = template.tunable_set(client, key=lambda y, n: SizeKey(n=int(n)), inputs=inputs)
     records: list[tk.AutotuneRecord] = []
     sink = tk.add_record_sink(records.append)
     try:
-        y = cla.zeros(pooled.queue, 64, np.float32)
-        tk.LocalTuner[SizeKey, Any]("overrun").execute(pooled.device_id, pooled, tunables, (y, np.int32(64))).wait()
+        y = cla.zeros(client.queue, 64, np.float32)
+        tk.LocalTuner[SizeKey, Any]("overrun").execute(client.device_id, client, tunables, (y, np.int32(64))).wait()
     finally:
         tk.remove_record_sink(sink)
     by_name = {c.name: c for c in records[-1].candidates}
@@ -786,3 +786,29 @@ def test_failed_starts_pause_every_pool_of_the_process_that_starts_workers_the_s
     finally:
         for each in clients:
             each.close()
+
+
+def test_inputs_files_left_by_killed_tunes_are_removed_by_the_next(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Regression: a tune killed while compiling (SIGKILL) left its copy of the inputs in the temporary directory
+    for good, one file as large as the batch's buffers per kill (and /tmp is often memory)."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    ended = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], check=True, capture_output=True, text=True
+    )
+    dead = int(ended.stdout)
+    orphan = tmp_path / f"tunekit-inputs-{dead}-abc.bin"
+    orphan.write_bytes(b"\0" * 1024)
+    live = tmp_path / f"tunekit-inputs-{os.getpid()}-def.bin"  # another tune of a live process: kept
+    live.write_bytes(b"\0")
+    unrelated = tmp_path / "tunekit-inputs-notapid.bin"
+    unrelated.write_bytes(b"\0")
+    files = InputsFile([np.float32(1)])
+    try:
+        written = Path(files.path)
+        assert written.parent == tmp_path and written.name.startswith(f"tunekit-inputs-{os.getpid()}-")
+        assert not orphan.exists() and live.exists() and unrelated.exists()
+    finally:
+        files.close()
+    assert not Path(files.path).exists()

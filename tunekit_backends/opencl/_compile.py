@@ -36,6 +36,7 @@ import subprocess
 import tempfile
 import threading
 from collections.abc import Sequence
+from pathlib import Path
 from typing import IO, Any
 
 import numpy as np
@@ -83,13 +84,42 @@ class WorkerDied(RuntimeError):
         return self.signal_number is not None
 
 
+_INPUTS_PREFIX = "tunekit-inputs-"
+
+
+def _remove_orphans() -> None:
+    """Delete the inputs files of processes that died before deleting their own (SIGKILL, say).
+
+    Each file is as large as a batch's buffers and /tmp is often memory (tmpfs): a killed tune
+    left its copy there for good. The file name carries the writer's pid; a pid that another
+    process has since taken keeps its file, which is only a missed clean-up.
+    """
+    for path in Path(tempfile.gettempdir()).glob(f"{_INPUTS_PREFIX}*-*.bin"):
+        pid = path.name[len(_INPUTS_PREFIX) :].split("-", 1)[0]
+        if not pid.isdigit() or _alive(int(pid)):
+            continue
+        with contextlib.suppress(OSError):  # another process may be cleaning it up too
+            path.unlink()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # EPERM: it exists, under another user
+        return True
+    return True
+
+
 class InputsFile:
     """The benchmark inputs' buffers copied to one temporary file, and how each argument reads from it."""
 
     def __init__(self, inputs: Sequence[Any]) -> None:
         cl = pyopencl()
         self.args: list[KernelArg] | None = []
-        handle, self.path = tempfile.mkstemp(prefix="tunekit-inputs-", suffix=".bin")
+        _remove_orphans()
+        handle, self.path = tempfile.mkstemp(prefix=f"{_INPUTS_PREFIX}{os.getpid()}-", suffix=".bin")
         try:
             self._write(cl, handle, inputs)
         except BaseException:

@@ -406,7 +406,18 @@ class _Variant(Generic[K]):
             raise CompileError(
                 f"{self.name}: refused by the device at launch: {_with_hint(first_error_line(str(exc)), args)}"
             ) from None
+        damaged = scratch.damaged()
+        if damaged:  # as a compile worker says it; without a reference nothing else would have
+            raise CompileError(
+                f"{self.name}: wrote past the end of argument {damaged[0]} (a buffer of "
+                f"{_nbytes(args[damaged[0]])} bytes) at its first launch; check the sizes the inputs= generator "
+                "allocates against what the kernel indexes for this key"
+            )
         self._launched[shape] = None
+
+
+def _nbytes(value: Any) -> int:
+    return int(value.nbytes if isinstance(value, pyopencl().array.Array) else value.size)
 
 
 def _with_hint(error: str, args: tuple[Any, ...]) -> str:
