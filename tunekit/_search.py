@@ -35,6 +35,7 @@ from tunekit._tunable import Tunable
 from tunekit._tunable_set import LazyBuild, TunableSet
 
 __all__ = [
+    "AUTO_COUNT_LIMIT",
     "Evaluate",
     "Ranked",
     "SearchResult",
@@ -142,13 +143,26 @@ def _outcome(entry: TrialEntry) -> Outcome:
     return Failed(entry.error or "failed", stage)  # type: ignore[arg-type]
 
 
+AUTO_COUNT_LIMIT = 1_000_000
+"""The largest restricted space (in Cartesian points) that ``auto`` counts to compare with ``max_evals``.
+
+A count walks the space, one restriction call per point: 2-3.5 µs each on the shared
+development VM (benches/auto_choice.py), so up to a few seconds, paid in full only when the
+walk cannot stop early at ``max_evals + 1`` valid points: when the valid points are few, where
+``model_ils`` would walk the space to sample it anyway (it took 2.6x longer than counting and
+measuring every point there). Past this size the budget must cover the Cartesian size.
+"""
+
+
 def _budget_covers(space: Space, max_evals: int | None, max_seconds: float | None) -> bool:
-    """Whether measuring every configuration fits the budget (counting a restricted space only when small)."""
+    """Whether measuring every configuration fits the budget (counting a restricted space up to a size)."""
     if max_evals is None:
         return max_seconds is None
     if space.cartesian_size <= max_evals:
         return True
-    return space.cartesian_size <= 50_000 and space.size <= max_evals
+    # Counted only up to max_evals + 1: a budget that covers every valid configuration means
+    # exhaustive (a user expects all of them measured), however sparse the restrictions make them.
+    return space.cartesian_size <= AUTO_COUNT_LIMIT and space.size_up_to(max_evals) is not None
 
 
 def _choose(
