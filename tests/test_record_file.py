@@ -355,3 +355,58 @@ def test_a_trial_log_given_as_a_record_is_named(data: ReplayData, tmp_path: Path
     tk.search(data.space, client.kernel, client, (), tuner="t", max_evals=2, log=tmp_path / "t.jsonl")
     with pytest.raises(tk.RecordMismatch, match=r"t.jsonl is a trial log \(written by tk.search\(log=...\)\).*not a"):
         tk.Record.load(tmp_path / "t.jsonl")
+
+
+FILL = """
+__kernel void fill(__global float* y, const int n) {
+    int i = get_global_id(0);
+    if (i < n) y[i] = (float)(BLOCK);
+}
+"""
+
+
+def test_a_record_of_an_opencl_template_names_its_candidates_as_the_template_does(tmp_path: Path) -> None:
+    """Regression: add() named winners config.name ('BLOCK=16'), a template's candidates are 'fill[BLOCK=16]': the
+    record of a tk.search over a KernelTemplate was refused by load_verified as naming no candidate."""
+    cla = pytest.importorskip("pyopencl.array", reason="pip install 'tunekit[opencl]'")
+    from tunekit_backends.opencl import KernelTemplate, OpenCLClient
+
+    client = OpenCLClient(compile_in="thread")
+    template = KernelTemplate(FILL, "fill", {"BLOCK": [8, 16, 32]}, geometry=lambda c, k: ((k.n,), (int(c.BLOCK),)))
+    tunables = template.tunable_set(client, key=lambda y, n: Shape(n=int(n)))
+    y = cla.zeros(client.queue, 64, np.float32)
+
+    def build(config: tk.Config) -> Any:
+        index = tunables.index_of(template.name_of(config))
+        assert index is not None
+        return tunables.tunables[index].fn
+
+    def searched(n: int) -> tk.SearchResult:
+        return tk.search(template.space, build, client, (y, np.int32(n)), tuner="fill", key=Shape(n=n))
+
+    record = tk.Record.for_tunables("fill", client.device_id, tunables)
+    entry = record.add(Shape(n=64), searched(64))
+    assert entry.config is not None and entry.winner == template.name_of(template.space.config(entry.config))
+    assert sorted(entry.ranking) == ["fill[BLOCK=16]", "fill[BLOCK=32]", "fill[BLOCK=8]"]
+    path = tmp_path / "fill.json"
+    record.save(path)
+    verified = tk.Record.load_verified(path, tunables, client.device_id)
+    tuner: tk.LocalTuner[Shape, Any] = tk.LocalTuner("fill")
+    assert verified.seed(tuner, tunables, Shape) == 1
+    assert tuner.tuner(client.device_id).winners_names() == [entry.winner]
+    # A plain load() cannot know the template's naming: adding to it is refused rather than written wrong ...
+    with pytest.raises(tk.RecordMismatch, match=r"its own way \('fill\[BLOCK=\d+\]' for 'BLOCK=\d+'\).*load_verified"):
+        tk.Record.load(path).add(Shape(n=32), searched(32))
+    # ... and a verified one names them as its set does.
+    assert verified.add(Shape(n=32), searched(32)).winner.startswith("fill[")
+    # A search over configurations the set does not hold is refused at add, not at the next load.
+    wider = tk.search(
+        tk.Space(BLOCK=[8, 64]),
+        lambda config: build(template.space.config(BLOCK=8)),
+        client,
+        (y, np.int32(64)),
+        tuner="fill",
+        key=Shape(n=64),
+    )
+    with pytest.raises(tk.RecordMismatch, match=r"'fill\[BLOCK=64\]'.* not candidates of the record's"):
+        record.add(Shape(n=64), wider)

@@ -12,7 +12,7 @@ so production never re-tunes those keys.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -29,9 +29,9 @@ from tunekit._local import LocalTuner
 from tunekit._outcome import Measured
 from tunekit._persisted import Persisted
 from tunekit._search import SearchResult
-from tunekit._search_spec import check_search_names
+from tunekit._search_spec import check_search_names, config_name
 from tunekit._settings import AutotuneLevel
-from tunekit._space import ParamValue
+from tunekit._space import Config, ParamValue
 from tunekit._tunable_set import TunableSet
 from tunekit._tuner import Tuner
 from tunekit._validation_text import validation_text
@@ -108,6 +108,9 @@ class Record:
     ``n=2048`` is a bucket at ``balanced`` and none at ``minimal``); None: not known (an older file)."""
     newer_fields: dict[str, Any] = field(default_factory=dict, repr=False)
     """Top-level fields of the file that a newer tunekit wrote and this one does not know: saved back as read."""
+    tunables: TunableSet[Any, Any] | None = field(default=None, repr=False, compare=False)
+    """The set the record was made for (``for_tunables``) or verified against (``load_verified``):
+    ``add`` names winners as its candidates. None after a plain ``load``: names are ``config.name``."""
 
     @classmethod
     def for_tunables(cls, tuner: str, device_id: str, tunables: TunableSet[Any, Any]) -> Record:
@@ -123,6 +126,7 @@ class Record:
             tunables.checksum(),
             space_hash if isinstance(space_hash, str) else None,
             autotune_level=_settings.current().autotune_level,
+            tunables=tunables,
         )
 
     def add(self, key: object, result: SearchResult, *, runners_up: int = 4) -> RecordEntry:
@@ -157,11 +161,17 @@ class Record:
         if not isinstance(best.outcome, Measured):
             raise AssertionError("ranking holds measured trials only")
         durations = best.outcome.durations
+        names = [self._name_of(t.config) for t in ranking[: 1 + runners_up]]
+        if self.tunables is not None and (strangers := [n for n in names if self.tunables.index_of(n) is None]):
+            raise RecordMismatch(
+                f"the search's {strangers} are not candidates of the record's {self.tunables!r}: it searched "
+                "another space or kernel than the set the record was made for"
+            )
         entry = RecordEntry(
             key=dict(json.loads(key_to_json(key))),
-            winner=best.config.name,
+            winner=names[0],
             config=best.config.to_dict(),
-            ranking=[t.config.name for t in ranking[: 1 + runners_up]],
+            ranking=names,
             median_ns=durations.score,
             samples=len(durations.samples_ns),
             strategy=result.strategy,
@@ -170,6 +180,29 @@ class Record:
         )
         self.entries[key_to_json(key)] = entry
         return entry
+
+    def _name_of(self, config: Config) -> str:
+        """The candidate name of ``config`` in the record's set.
+
+        A set names a configuration's candidate its own way (an OpenCL ``KernelTemplate``
+        calls it ``kernel[BLOCK=64]``, ``from_space`` ``BLOCK=64``); naming it ``config.name``
+        regardless wrote records that ``load_verified`` then refused as naming no candidate.
+        """
+        if self.tunables is not None:
+            name_of: Callable[[Config], str] = self.tunables.extras.get("space_name_of", config_name)
+            return name_of(config)
+        # A plain load() knows no set: its entries show whether the set names candidates config.name.
+        for entry in self.entries.values():
+            if entry.config is None:
+                continue
+            named = Config(list(entry.config), list(entry.config.values())).name
+            if entry.winner != named:
+                raise RecordMismatch(
+                    f"this record's set names its candidates its own way ({entry.winner!r} for {named!r}), which "
+                    "tk.Record.load() cannot know; read the record with "
+                    "tk.Record.load_verified(path, tunables, device_id) to add to it"
+                )
+        return config.name
 
     def model(self) -> RecordFile:
         """The record as its pydantic model, entries in a stable order (diff-friendly)."""
@@ -262,6 +295,7 @@ class Record:
                 f"{path} does not apply here: " + "; ".join(problems) + "; re-tune and commit a new record"
             )
         record.warnings = tuple(_drift(record, Path(path)))
+        record.tunables = tunables
         return record
 
     def seed(self, tuner: Tuner | LocalTuner[Any, Any], tunables: TunableSet[Any, Any], key_type: type) -> int:
