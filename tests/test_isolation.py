@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import tunekit as tk
+from tunekit._isolation import RunPolicy, current_run_policy
 from tunekit_backends.cpu import CpuClient
 
 
@@ -338,3 +339,17 @@ def test_a_client_closed_in_the_worker_stops_the_tune_and_stores_nothing(stage: 
         tuner.execute(CLIENT.device_id, CLIENT, tunables.with_isolation("process"), (5,))
     cache = tk.PersistentCache(isolated_settings)  # type: ignore[arg-type]
     assert list(cache.rows()) == [] and cache.failed_keys() == []
+
+
+def test_prepare_hooks_see_the_policy_of_the_tune_they_work_for() -> None:
+    """A backend that runs a candidate while preparing it (OpenCL's first launch) needs the set's own limit."""
+    tk.configure(candidate_timeout_s=30)
+    seen: list[RunPolicy] = []
+    prepared = tk.Tunable("prepared", lambda n: n, prepare=lambda n: seen.append(current_run_policy()))
+    base = tk.TunableSet(key=_key).with_tunable(prepared)
+    _tune(base.with_isolation("none", timeout_s=3), "policy-none", n=1)
+    _tune(base.with_isolation("process", timeout_s=math.inf), "policy-process", n=2)
+    _tune(base, "policy-settings", n=3)
+    assert seen == [RunPolicy("none", 3), RunPolicy("process", None), RunPolicy("none", 30)]
+    tk.configure(isolation="process", candidate_timeout_s=7)
+    assert current_run_policy() == RunPolicy("process", 7)  # outside a tune: the settings'

@@ -10,6 +10,11 @@ exception inside a candidate that runs past its limit; that interrupts Python co
 A candidate blocked in C (a long numpy call, ``time.sleep``, a device wait, a kernel
 that never ends) cannot be interrupted in-process: it is disqualified once it returns,
 and if it never returns the caller hangs with it. Use ``isolation="process"`` for that.
+
+While a runner is open, :func:`current_run_policy` tells code working for the tune (prepare
+hooks on their thread pool, compile workers) where its candidates run and the limit on one run,
+so a backend that runs a candidate while preparing it (OpenCL's first launch) holds it to the
+same rules as the tune's own runs.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -30,11 +36,11 @@ from tunekit._client import Client
 from tunekit._errors import CandidateFailed
 from tunekit._key import key_to_dict
 from tunekit._runner import CandidateRunner, InProcessRunner
-from tunekit._settings import IsolationMode, Settings
+from tunekit._settings import IsolationMode, Settings, current
 from tunekit._tunable_set import TunableSet
 from tunekit._worker import ProcessRunner, SpawnRecipe, timeout_reason
 
-__all__ = ["Isolation", "WatchdogRunner", "check_candidate", "open_runner"]
+__all__ = ["Isolation", "RunPolicy", "WatchdogRunner", "check_candidate", "current_run_policy", "open_runner"]
 
 T = TypeVar("T")
 
@@ -65,14 +71,40 @@ class Isolation:
             raise ValueError("a worker factory needs isolation mode 'process'")
 
 
-def _policy(tunables: TunableSet[Any, Any], settings: Settings) -> tuple[IsolationMode, float | None]:
-    """The isolation mode and the per-run limit in force for ``tunables`` (None: no limit)."""
+@dataclass(frozen=True, slots=True)
+class RunPolicy:
+    """Where a tune's candidates run (``mode``) and the limit on one run (``timeout_s``, None: no limit)."""
+
+    mode: IsolationMode
+    timeout_s: float | None
+
+    @property
+    def isolated(self) -> bool:
+        """Whether candidates run in a worker process (where a hang is stopped), not in the caller."""
+        return self.mode == "process"
+
+
+def _policy(tunables: TunableSet[Any, Any], settings: Settings) -> RunPolicy:
+    """The isolation mode and the per-run limit in force for ``tunables``: the set's own win over the settings."""
     override = tunables.isolation
     mode = settings.isolation if override is None else override.mode
     timeout = settings.candidate_timeout_s
     if override is not None and override.timeout_s is not None:
         timeout = override.timeout_s
-    return mode, (None if math.isinf(timeout) else timeout)
+    return RunPolicy(mode, None if math.isinf(timeout) else timeout)
+
+
+_running: ContextVar[RunPolicy | None] = ContextVar("tunekit_run_policy", default=None)
+
+
+def current_run_policy() -> RunPolicy:
+    """The policy of the tune this code works for (prepare hooks run in copies of its context); else the settings'."""
+    policy = _running.get()
+    if policy is not None:
+        return policy
+    settings = current()
+    timeout = settings.candidate_timeout_s
+    return RunPolicy(settings.isolation, None if math.isinf(timeout) else timeout)
 
 
 # -- in-process: a watchdog thread ------------------------------------------------------------
@@ -202,9 +234,10 @@ def open_runner(
     gate: Gate | None = None,
 ) -> Iterator[CandidateRunner]:
     """The runner the settings (or the set's ``with_isolation``) ask for for ``key``, shut down on exit."""
-    mode, timeout_s = _policy(tunables, settings)
+    policy = _policy(tunables, settings)
+    timeout_s = policy.timeout_s
     runner: ProcessRunner | WatchdogRunner | InProcessRunner
-    if mode == "process":
+    if policy.isolated:
         factory = tunables.isolation.worker if tunables.isolation is not None else None
         recipe = SpawnRecipe(factory, key_to_dict(key)) if factory is not None else None
         runner = ProcessRunner(client, tunables, inputs, timeout_s=timeout_s, recipe=recipe, gate=gate)
@@ -212,8 +245,10 @@ def open_runner(
         runner = WatchdogRunner(InProcessRunner(client, tunables, inputs), timeout_s)
     else:
         runner = InProcessRunner(client, tunables, inputs)
+    token = _running.set(policy)
     try:
         yield runner
     finally:
+        _running.reset(token)
         if isinstance(runner, ProcessRunner):
             runner.close()

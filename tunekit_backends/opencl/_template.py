@@ -10,6 +10,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Generic, TypeVar
 
+from tunekit._isolation import current_run_policy
 from tunekit._search_spec import empty_space_error
 from tunekit._space import Config, ParamValue, Restriction, Space
 from tunekit._tunable import Tunable, TuneGroup
@@ -261,7 +262,9 @@ class _Variant(Generic[K]):
         """Build, check the launch against the device's limits, and launch once on scratch copies.
 
         The launch is part of compiling: PoCL, for one, compiles the work-group function at
-        the first launch with a given local size.
+        the first launch with a given local size. It happens in a compile worker when the client
+        has them, and never in this process when the tune isolates its candidates: the isolated
+        worker's first run (check or warm-up) is then the first launch, under the time limit.
         """
         cl = pyopencl()
         global_size, local_size = self.shape(args)
@@ -297,6 +300,10 @@ class _Variant(Generic[K]):
             raise CompileError(f"{self.name}: refused by the device at launch in a compile worker: {worker_error[0]}")
         if shape in self._launched:
             return  # a worker launched it at this shape: the driver's cache holds its work-group code
+        if current_run_policy().isolated:
+            # Its first run is left to the isolated worker, under the time limit: here a kernel that never ends
+            # could not be stopped (a wait on the device cannot be interrupted) and would hang the caller.
+            return
         positions = [i for i, a in enumerate(args) if isinstance(a, cl.array.Array | cl.Buffer)]
         scratch = self.client.check_buffers(args, positions)
         try:

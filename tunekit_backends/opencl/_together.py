@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from tunekit import _settings
+from tunekit._isolation import current_run_policy
 from tunekit_backends.opencl._batch import Batch, batchable, batched_program
 from tunekit_backends.opencl._cl import pyopencl
 from tunekit_backends.opencl._compile import CompilePool, InputsFile, WorkerDied, launch_of
@@ -75,8 +75,10 @@ def compile_together(variants: Sequence[_Variant[Any]], inputs: tuple[Any, ...])
             _log.info("%s: an argument cannot be sent to a compile worker; compiling in this process", template)
             _build_all_here(todo)
             return "an argument cannot be sent to a compile worker (local memory, say)"
-        # A variant's build and first launch in a worker are held to the same limit as one run (inf: none).
-        timeout_s = _settings.current().candidate_timeout_s
+        # A variant's build and first launch in a worker are held to the same limit as one of the tune's runs:
+        # the set's with_isolation(timeout_s=) when it has one (a 5 s limit waited 60 s here), else the setting.
+        limit = current_run_policy().timeout_s
+        timeout_s = math.inf if limit is None else limit
         if len(todo) > 1 and batchable(template.source):
             count = math.ceil(len(todo) / _MAX_PER_PROGRAM)
             return _in_workers(pool, [todo[start::count] for start in range(count)], inputs, files, timeout_s)

@@ -1,0 +1,55 @@
+"""OpenCL templates under process isolation: a variant that never ends is blamed after the set's limit."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import tunekit as tk
+
+pytest.importorskip("pyopencl", reason="pip install 'tunekit[opencl]'")
+
+TESTS = Path(__file__).parent
+
+_HUNG_AFTER_S = 300
+
+
+def _tune_in_child(compile_in: str, timeout_s: float) -> tk.AutotuneRecord:
+    """Tune ``_hanging_opencl``'s template in a fresh interpreter; a hang there fails the test instead of hanging it."""
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]),
+        # Well above the set's own limit: a run held to this instead fails the message asserts, not the clock.
+        TUNEKIT_CANDIDATE_TIMEOUT_S="20",
+    )
+    command = [sys.executable, "-c", "import _hanging_opencl; _hanging_opencl.main()", compile_in, str(timeout_s)]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=_HUNG_AFTER_S, check=False)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"compile_in={compile_in!r}: the tune hung its caller (killed after {_HUNG_AFTER_S} s)")
+    assert done.returncode == 0, done.stderr[-3000:]
+    return tk.AutotuneRecord.model_validate_json(done.stdout.strip().splitlines()[-1])
+
+
+def test_a_kernel_that_never_ends_is_blamed_in_the_isolated_worker_when_variants_compile_in_threads() -> None:
+    """Regression: compile_in="thread" first-launched every variant in the caller, which then waited forever."""
+    record = _tune_in_child("thread", 2.0)
+    outcome = {c.name: (c.status, c.stage, c.error) for c in record.candidates}
+    assert outcome["spin[MODE=1]"] == ("failed", "timeout", "timeout after 2 s"), outcome
+    assert outcome["spin[MODE=0]"][0] == "measured", outcome
+    assert record.winner == "spin[MODE=0]"
+
+
+def test_compile_workers_hold_a_hanging_first_launch_to_the_sets_own_timeout() -> None:
+    """Regression: with_isolation(timeout_s=2) gave way to candidate_timeout_s in the compile workers."""
+    record = _tune_in_child("process", 2.0)
+    outcome = {c.name: (c.status, c.stage, c.error or "") for c in record.candidates}
+    status, stage, error = outcome["spin[MODE=1]"]
+    assert (status, stage) == ("failed", "compile"), outcome
+    assert "hung a compile worker" in error and "within 2 s" in error, error
+    assert outcome["spin[MODE=0]"][0] == "measured", outcome
+    assert record.winner == "spin[MODE=0]"
