@@ -275,3 +275,23 @@ def test_a_class_that_is_already_a_dataclass_is_refused_at_definition(frozen: bo
         @dataclasses.dataclass(frozen=frozen)
         class Plain:
             n: Annotated[int, tk.Anchor()]
+
+
+@tk.autotune_key
+class Clamped:
+    n: Annotated[int, tk.Anchor(min=3, max=3000)]
+    tag: str
+
+
+def test_off_buckets_says_which_anchored_values_another_level_would_move() -> None:
+    """What Record.add asks of a key: could it have been built at the record's level (exponent 2: minimal)?"""
+    from tunekit._key import anchored_fields, off_buckets
+
+    assert anchored_fields(Key) == ("n", "rows") and anchored_fields(Clamped) == ("n",)
+    assert anchored_fields(Layout) == ()
+    key = Key(n=2000, rows=5, batch=1000, dtype="f")  # n=2048, rows=16
+    assert off_buckets(key, 1) == {}
+    assert off_buckets(key, 2) == {"n": 4096}  # 2048 is no power of 4; 16 is a power of 16 (base 4 squared)
+    assert off_buckets(Key(n=2, rows=64, batch=1, dtype="f"), 2) == {"n": 4, "rows": 256}
+    # min and max are buckets as given at every level, though anchoring 3 again would give 4.
+    assert off_buckets(Clamped(n=1, tag="a"), 2) == {} and off_buckets(Clamped(n=5000, tag="a"), 2) == {}

@@ -329,14 +329,69 @@ def test_a_record_without_its_level_is_seeded_only_where_its_keys_are_buckets_of
     assert record.seed(tuner, tunables, Shape) == 2
 
 
-def test_adding_a_key_built_at_another_autotune_level_is_refused(data: ReplayData, tmp_path: Path) -> None:
+def test_add_asks_whether_the_key_is_a_bucket_of_the_records_level_not_which_level_is_in_force(
+    data: ReplayData,
+) -> None:
+    """Regression: add compared the level in force at add with the record's: a key built at balanced (n=2048, no
+    bucket at minimal) went into a minimal record once minimal was in force, and seed refused that record in
+    production; a key built at the record's own level was refused once another level was in force."""
     client = ReplayClient(data)
-    tunables = _committed_at("balanced", data, tmp_path / "r.json", (1500,))
-    record = tk.Record.for_tunables("replayed", client.device_id, tunables)
+    tunables = tk.TunableSet.from_space(data.space, client.kernel, key=key_of)
     tk.configure(autotune_level="minimal")
-    result = tk.search(data.space, client.kernel, client, (), tuner="replayed", key=Shape(n=3000))
-    with pytest.raises(tk.RecordMismatch, match="key buckets of autotune_level='balanced'.*built at 'minimal'"):
-        record.add(Shape(n=3000), result)
+    minimal = tk.Record.for_tunables("replayed", client.device_id, tunables)
+    tk.configure(autotune_level="balanced")
+    balanced = tk.Record.for_tunables("replayed", client.device_id, tunables)
+    key = Shape(n=1500)  # anchored at balanced: 2048; at minimal 1500 falls in 4096
+    result = tk.search(data.space, client.kernel, client, (), tuner="replayed", key=key, max_evals=2)
+    tk.configure(autotune_level="minimal")
+    with pytest.raises(
+        tk.RecordMismatch,
+        match=r"Shape\(n=2048\) is no key bucket of autotune_level='minimal'.*\(n=2048 falls in bucket 4096 there\)",
+    ):
+        minimal.add(key, result)
+    assert minimal.entries == {}
+    balanced.add(key, result)
+    assert list(balanced.entries) == ['{"n":2048}']
+    # A key built at minimal whose value is a balanced bucket too (4096) is one of the balanced record's buckets.
+    balanced.add(Shape(n=3000), result)
+    assert list(balanced.entries) == ['{"n":2048}', '{"n":4096}']
+
+
+@tk.autotune_key
+class Rows:
+    rows: int  # no anchor: the same key at every autotune level
+
+
+def test_a_record_of_a_key_class_without_anchors_applies_at_every_level(data: ReplayData, tmp_path: Path) -> None:
+    """Regression: a record made at minimal was refused at balanced (and the reverse) even when its key class anchors
+    nothing, so its keys are the same buckets at every level; add refused such keys once the level changed too."""
+    client = ReplayClient(data)
+    tunables = tk.TunableSet.from_space(data.space, client.kernel, key=lambda x: Rows(rows=len(x)))
+    tk.configure(autotune_level="minimal")
+    record = tk.Record.for_tunables("replayed", client.device_id, tunables)
+    for rows, level in ((1500, "minimal"), (3000, "balanced")):
+        tk.configure(autotune_level=level)
+        key = Rows(rows=rows)
+        record.add(key, tk.search(data.space, client.kernel, client, (), tuner="replayed", key=key, max_evals=3))
+    with pytest.raises(tk.RecordMismatch, match=r"anchored on \[\], but Shape anchors \['n'\]; one record holds"):
+        record.add(Shape(n=1500), tk.search(data.space, client.kernel, client, (), tuner="replayed", max_evals=2))
+    path = tmp_path / "r.json"
+    record.save(path)
+    doc = json.loads(path.read_text())
+    assert doc["autotune_level"] == "minimal" and doc["anchored_fields"] == []
+    verified = tk.Record.load_verified(path, tunables, client.device_id)  # at balanced
+    assert any("tuned at autotune_level='minimal', running at 'balanced'" in w for w in verified.warnings)
+    decisions: list[tk.AutotuneRecord] = []
+    tuner: tk.LocalTuner[Rows, None] = tk.LocalTuner("replayed", sinks=[decisions.append])
+    assert verified.seed(tuner, tunables, Rows) == 2
+    tuner.execute(client.device_id, client, tunables, (np.zeros(1500),))
+    assert decisions == [], "a seeded key is never tuned"
+    # A file that predates anchored_fields: load_verified cannot tell, seed knows the key class.
+    del doc["anchored_fields"]
+    path.write_text(json.dumps(doc))
+    with pytest.raises(tk.RecordMismatch, match="autotune_level='minimal' and this process runs at 'balanced'"):
+        tk.Record.load_verified(path, tunables, client.device_id)
+    assert tk.Record.load(path).seed(tk.LocalTuner("replayed"), tunables, Rows) == 2
 
 
 def test_levels_that_share_buckets_load_with_a_warning_not_a_refusal(data: ReplayData, tmp_path: Path) -> None:

@@ -14,7 +14,15 @@ from typing import Any, Literal, TypeVar, dataclass_transform, get_args, get_ori
 from tunekit import _settings
 from tunekit._anchor import Anchor
 
-__all__ = ["autotune_key", "is_autotune_key", "key_fields", "key_to_json", "key_to_dict"]
+__all__ = [
+    "anchored_fields",
+    "autotune_key",
+    "is_autotune_key",
+    "key_fields",
+    "key_to_json",
+    "key_to_dict",
+    "off_buckets",
+]
 
 _KEY_MARK = "__tunekit_key__"
 _ANCHORS = "__tunekit_anchors__"
@@ -238,6 +246,31 @@ def is_autotune_key(obj: object) -> bool:
 def key_fields(cls: type) -> tuple[str, ...]:
     """Field names of a key class, in declaration order."""
     return tuple(f.name for f in dataclasses.fields(cls))
+
+
+def anchored_fields(cls: type) -> tuple[str, ...]:
+    """The anchored fields of a key class, sorted: the only ones whose buckets depend on the autotune level."""
+    return tuple(sorted({name for name, _ in getattr(cls, _ANCHORS, ())}))
+
+
+def off_buckets(key: object, exponent: int) -> dict[str, int]:
+    """The anchored fields of ``key`` whose values are no buckets at ``exponent``, each with the bucket it falls in.
+
+    ``exponent`` is a level's (``level_anchor_exponent``): this asks whether the key could have
+    been built at that level, whatever level is in force now.
+    """
+    # The last anchor of a field is the one whose output the stored value is.
+    markers = dict(getattr(type(key), _ANCHORS, ()))
+    out = {}
+    for name, marker in markers.items():
+        value = getattr(key, name)
+        # min and max are buckets as given, though not always powers (anchoring 3 with min=3 gives 4).
+        if value in (marker.min, marker.max):
+            continue
+        bucket = marker.apply(value, exponent)
+        if bucket != value:
+            out[name] = bucket
+    return out
 
 
 def _json_value(value: object) -> object:

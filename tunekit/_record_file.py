@@ -24,7 +24,7 @@ from tunekit import _settings
 from tunekit._atomic import write_atomic
 from tunekit._errors import TunekitError
 from tunekit._file_kind import other_kind
-from tunekit._key import is_autotune_key, key_to_json
+from tunekit._key import anchored_fields, is_autotune_key, key_to_json, off_buckets
 from tunekit._local import LocalTuner
 from tunekit._outcome import Measured
 from tunekit._persisted import Persisted
@@ -89,6 +89,11 @@ class RecordFile(Persisted):
         description="The autotune_level the keys were anchored at: its buckets are the keys' meaning. "
         "None in records written before it was kept.",
     )
+    anchored_fields: list[str] | None = Field(
+        None,
+        description="The key class's anchored fields: [] means the keys are the same buckets at every autotune_level. "
+        "None when no entry was added yet, or in records written before it was kept.",
+    )
     entries: list[RecordEntry] = Field(default_factory=list)
 
 
@@ -108,6 +113,9 @@ class Record:
     ``n=2048`` is a bucket at ``balanced`` and none at ``minimal``); None: not known (an older file)."""
     newer_fields: dict[str, Any] = field(default_factory=dict, repr=False)
     """Top-level fields of the file that a newer tunekit wrote and this one does not know: saved back as read."""
+    anchored_fields: tuple[str, ...] | None = None
+    """The anchored fields of the entries' key class: with none, the keys are buckets at every level
+    and the record applies at any ``autotune_level``. None: no entry yet, or an older file."""
     tunables: TunableSet[Any, Any] | None = field(default=None, repr=False, compare=False)
     """The set the record was made for (``for_tunables``) or verified against (``load_verified``):
     ``add`` names winners as its candidates. None after a plain ``load``: names are ``config.name``."""
@@ -145,14 +153,25 @@ class Record:
             )
         if self.space_hash is not None and result.space.hash != self.space_hash:
             raise RecordMismatch(f"the search ran over space {result.space.hash}; this record is for {self.space_hash}")
-        level = _settings.current().autotune_level
-        if self.autotune_level is None and not self.entries:
-            self.autotune_level = level
-        elif self.autotune_level is not None and not _same_buckets(self.autotune_level, level):
+        anchored = anchored_fields(type(key))
+        if self.entries and self.anchored_fields is not None and self.anchored_fields != anchored:
             raise RecordMismatch(
-                f"this record holds key buckets of autotune_level={self.autotune_level!r}, but {key!r} was built at "
-                f"{level!r}, whose buckets differ; one record holds one level's buckets: tune at "
-                f"{self.autotune_level!r}, or start a new record at {level!r}"
+                f"this record holds keys anchored on {list(self.anchored_fields)}, but {type(key).__name__} anchors "
+                f"{list(anchored)}; one record holds the keys of one key class"
+            )
+        if self.autotune_level is None and not self.entries:
+            self.autotune_level = _settings.current().autotune_level
+        # The key was anchored when it was built, at the level then in force: whether it is a bucket
+        # of the record's level is a question about its values, not about the level in force now.
+        level = self.autotune_level
+        if level is not None and (moved := off_buckets(key, _settings.level_anchor_exponent(level))):
+            buckets = ", ".join(
+                f"{name}={getattr(key, name)} falls in bucket {bucket}" for name, bucket in moved.items()
+            )
+            raise RecordMismatch(
+                f"{key!r} is no key bucket of autotune_level={level!r}, whose buckets this record holds ({buckets} "
+                f"there): it was built at another level; build the keys at {level!r} "
+                f"(tk.configure(autotune_level={level!r})), or start a new record at the level they were built at"
             )
         ranking = result.ranking
         if not ranking:
@@ -178,6 +197,8 @@ class Record:
             evaluations=result.evaluations,
             stopped_by=result.stopped_by,
         )
+        if not self.entries:
+            self.anchored_fields = anchored
         self.entries[key_to_json(key)] = entry
         return entry
 
@@ -213,6 +234,7 @@ class Record:
             space_hash=self.space_hash,
             tunekit_version=self.tunekit_version,
             autotune_level=self.autotune_level,
+            anchored_fields=None if self.anchored_fields is None else list(self.anchored_fields),
             entries=[self.entries[k] for k in sorted(self.entries)],
             **self.newer_fields,
         )
@@ -253,6 +275,7 @@ class Record:
             tunekit_version=data.tunekit_version,
             entries={_entry_key(e): e for e in data.entries},
             autotune_level=data.autotune_level,
+            anchored_fields=None if data.anchored_fields is None else tuple(data.anchored_fields),
             newer_fields=dict(data.model_extra or {}),
         )
 
@@ -288,7 +311,7 @@ class Record:
             problems.append(f"it was written by tunekit {record.tunekit_version}, this is {__version__}")
         if strangers := _not_candidates(record.entries.values(), tunables):
             problems.append(f"{strangers} in its rankings are not candidates of the running TunableSet")
-        if (level := _level_mismatch(record)) is not None:
+        if (level := _level_mismatch(record, record.anchored_fields)) is not None:
             problems.append(level)
         if problems:
             raise RecordMismatch(
@@ -321,7 +344,7 @@ class Record:
                 f"{strangers} in this record's rankings are not candidates of {tunables!r}; "
                 "re-tune and commit a new record"
             )
-        if (level := _level_mismatch(self)) is not None:
+        if (level := _level_mismatch(self, anchored_fields(key_type))) is not None:
             raise RecordMismatch(f"this record does not apply here: {level}; or re-tune and commit a new record")
         keys = []
         moved = []
@@ -357,14 +380,15 @@ def _check_tunables(where: str, tunables: object) -> None:
         )
 
 
-def _level_mismatch(record: Record) -> str | None:
+def _level_mismatch(record: Record, anchored: tuple[str, ...] | None) -> str | None:
     """Why ``record``'s keys are no buckets of the running autotune level, or None when they are (or are unknown).
 
     Only ``minimal`` changes the buckets; ``balanced``, ``extensive`` and ``full`` share theirs
-    (another level there is drift, a warning).
+    (another level there is drift, a warning). Keys of a class with no ``anchored`` field are
+    the same at every level.
     """
     level = _settings.current().autotune_level
-    if record.autotune_level is None or _same_buckets(record.autotune_level, level):
+    if record.autotune_level is None or anchored == () or _same_buckets(record.autotune_level, level):
         return None
     return (
         f"its keys are anchor buckets of autotune_level={record.autotune_level!r} and this process runs at "
