@@ -23,11 +23,26 @@ def small() -> tk.Space:
 
 def test_pow2_is_an_inclusive_doubling_range() -> None:
     assert tk.pow2(64, 1024) == (64, 128, 256, 512, 1024)
-    assert tk.pow2(3, 20) == (3, 6, 12)
+    assert tk.pow2(1, 1) == (1,)
+    assert tk.pow2(64, 1000) == (64, 128, 256, 512), "hi only bounds the range"
     with pytest.raises(ValueError, match="lo <= hi"):
         tk.pow2(8, 4)
     with pytest.raises(TypeError):
         tk.pow2(1.5, 4)  # type: ignore[arg-type]
+
+
+def test_pow2_refuses_a_lower_bound_that_is_not_a_power_of_two() -> None:
+    """tk.pow2(48, 1000) gave 48, 96, 192, 384, 768: a "pow2" range without a single power of two."""
+    with pytest.raises(
+        ValueError, match=r"tk\.pow2\(48, 1000\): 48 is not a power of two, so doubling it gives 48, 96"
+    ):
+        tk.pow2(48, 1000)
+    with pytest.raises(
+        ValueError, match=r"within the bounds: tk\.pow2\(64, 512\); .*as a list: \[48, 96, 192, 384, 768\]"
+    ):
+        tk.pow2(48, 1000)
+    with pytest.raises(ValueError, match=r"none lie between 3 and 3; .*as a list: \[3\]"):
+        tk.pow2(3, 3)
 
 
 def test_enumeration_equals_the_filtered_cartesian_product_in_order() -> None:

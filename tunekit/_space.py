@@ -35,9 +35,12 @@ _INT64_MAX = int(np.iinfo(np.int64).max)
 
 
 def pow2(lo: int, hi: int) -> tuple[int, ...]:
-    """The doubling range ``lo, 2*lo, 4*lo, ...`` up to and including ``hi``.
+    """The powers of two from ``lo`` up to ``hi``: ``lo, 2*lo, 4*lo, ...``, each at most ``hi``.
 
-    ``tk.pow2(64, 1024) == (64, 128, 256, 512, 1024)``.
+    ``tk.pow2(64, 1024) == (64, 128, 256, 512, 1024)``; ``hi`` is only a bound:
+    ``tk.pow2(64, 1000) == (64, 128, 256, 512)``. ``lo`` must be a power of two, or the range
+    would hold none (``48, 96, 192, ...``): that is refused, naming the call that gives powers
+    of two within the bounds and the list that gives the doubled values.
     """
     if isinstance(lo, bool) or isinstance(hi, bool) or not isinstance(lo, int) or not isinstance(hi, int):
         raise TypeError(f"tk.pow2(lo, hi) takes two ints, got {lo!r}, {hi!r}")
@@ -48,6 +51,16 @@ def pow2(lo: int, hi: int) -> tuple[int, ...]:
     while value <= hi:
         values.append(value)
         value *= 2
+    if lo & (lo - 1):
+        # A "pow2" parameter of 48, 96, 192 read as powers of two in the code and the docs, and
+        # kernels written for powers of two got none of them.
+        first, last = 1 << (lo - 1).bit_length(), 1 << (hi.bit_length() - 1)
+        within = f"tk.pow2({first}, {last})" if first <= last else f"none lie between {lo} and {hi}"
+        raise ValueError(
+            f"tk.pow2({lo}, {hi}): {lo} is not a power of two, so doubling it gives {', '.join(map(str, values))}, "
+            f"none of them powers of two; for the powers of two within the bounds: {within}; "
+            f"for the doubled values, give them as a list: {list(values)}"
+        )
     return tuple(values)
 
 
