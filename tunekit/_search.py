@@ -26,7 +26,7 @@ from tunekit._key import is_autotune_key, key_to_dict
 from tunekit._outcome import Failed, Measured, Outcome, Skipped
 from tunekit._records import AutotuneRecord, CandidateRecord, SearchEnded
 from tunekit._schedule import measure_batch
-from tunekit._search_spec import check_search_args, check_search_names, empty_space_error
+from tunekit._search_spec import check_search_args, check_search_names, empty_space_error, incumbents_of
 from tunekit._sinks import RecordSink, as_sink, emit_to_all
 from tunekit._space import Config, Space
 from tunekit._strategies import Strategy, StrategyFactory, StrategyName, make_strategy
@@ -202,14 +202,7 @@ def run_search(
         if not is_autotune_key(key):
             raise TypeError(f"search(key=...) takes an @tk.autotune_key instance, got {type(key).__name__}")
         key_dict = key_to_dict(key)
-    incumbents: list[Config] = []
-    for given in require:
-        try:
-            config = space.config(given)
-        except ValueError as exc:
-            raise ValueError(f"required configuration is not in the space: {exc}") from None
-        if config not in incumbents:
-            incumbents.append(config)
+    incumbents = incumbents_of(space, require)
     name, factory = _choose(space, strategy, max_evals, max_seconds)
     started = time.monotonic()
     trial_log = TrialLog.open(log, tuner=tuner, space=space, device_id=device_id, key=key_dict) if log else None
