@@ -338,3 +338,28 @@ def test_auto_does_not_count_a_restricted_space_past_the_counting_limit(monkeypa
     assert not _search._budget_covers(space, 100, None) and calls == 0
     monkeypatch.setattr(_search, "AUTO_COUNT_LIMIT", 10_000)
     assert _search._budget_covers(space, 100, None) and calls == 10_000
+
+
+def _fails(config: tk.Config) -> object:
+    raise RuntimeError(f"no kernel for BLOCK={config.BLOCK}")
+
+
+def test_a_search_where_every_configuration_fails_raises_after_keeping_the_trials(tmp_path: Path) -> None:
+    """tk.search returned best=None where execute raises NoValidKernelFound: result.best.config failed far away."""
+    space = tk.Space(BLOCK=tk.pow2(1, 2**24))
+    records: list[tk.AutotuneRecord] = []
+    log = tmp_path / "t.jsonl"
+    with pytest.raises(tk.NoValidKernelFound) as caught:
+        tk.search(
+            space, _fails, tk_cpu(), (), tuner="t", max_evals=24, strategy="random", log=log, sinks=[records.append]
+        )
+    error = caught.value
+    assert len(error.failures) == 24 and all("no kernel for BLOCK=" in reason for _, reason in error.failures)
+    text = str(error)
+    assert text.startswith("tuner 't': no valid candidate:\n  - BLOCK=") and "... and 4 more" in text
+    assert (
+        f"(random, seed 0) evaluated 24 configurations and stopped at max_evals; every trial is kept in {log}" in text
+    )
+    (record,) = records
+    assert record.winner is None and len(record.candidates) == 24
+    assert len(log.read_text().splitlines()) == 1 + 24

@@ -20,7 +20,7 @@ import numpy as np
 from tunekit import _settings
 from tunekit._benchmark import BenchmarkDurations
 from tunekit._client import Client, require_client
-from tunekit._errors import TunekitError
+from tunekit._errors import NoValidKernelFound, TunekitError
 from tunekit._isolation import open_runner
 from tunekit._key import is_autotune_key, key_to_dict
 from tunekit._outcome import Failed, Measured, Outcome, Skipped
@@ -42,6 +42,7 @@ __all__ = [
     "StopReason",
     "Trial",
     "emit_search_record",
+    "raise_if_no_winner",
     "run_search",
     "search",
     "search_ended",
@@ -356,6 +357,35 @@ def emit_search_record(result: SearchResult, key: object, sinks: Sequence[Record
     emit_to_all(record, sinks)
 
 
+def raise_if_no_winner(result: SearchResult, key: object, log: str | Path | None) -> None:
+    """Raise ``NoValidKernelFound`` when no evaluated configuration was measured, as ``execute`` does.
+
+    Called once the record is emitted and the trial log closed, so the failures are kept in
+    both: a rerun with a larger budget resumes the log instead of measuring them again.
+    """
+    if result.best is not None:
+        return
+    failures = [(t.config.name, _reason(t.outcome)) for t in result.trials]
+    kept = f"; every trial is kept in {log}: a rerun with the same log resumes it" if log is not None else ""
+    raise NoValidKernelFound(
+        result.tuner,
+        key,
+        failures,
+        recorded=f"the search ({result.strategy}, seed {result.seed}) evaluated {result.evaluations} "
+        f"configuration{'s' if result.evaluations != 1 else ''} and stopped at {result.stopped_by}{kept}",
+    )
+
+
+def _reason(outcome: Outcome) -> str:
+    match outcome:
+        case Failed(reason, stage):
+            return f"{stage}: {reason}"
+        case Skipped(reason):
+            return f"skipped: {reason}"
+        case Measured():
+            return "measured"
+
+
 def search(
     space: Space,
     build: Callable[[Config], Callable[..., Any]],
@@ -389,6 +419,10 @@ def search(
     that measurement picks the winner (not counted in the budget; not logged).
     ``strategy``: ``auto`` (exhaustive when the budget covers the space, else the best
     large-space strategy), a name from ``tk.STRATEGIES``, or a factory.
+
+    Raises ``tk.NoValidKernelFound`` (listing each configuration and why it failed) when no
+    evaluated configuration could be measured, as ``execute`` does, after emitting the
+    search's record and keeping every trial in ``log``.
     """
     if not isinstance(space, Space):
         raise TypeError(
@@ -444,4 +478,5 @@ def search(
         finalists=finalists,
     )
     emit_search_record(result, key, resolved_sinks)
+    raise_if_no_winner(result, key, log)
     return result
