@@ -719,3 +719,32 @@ def test_closing_the_client_during_a_tune_stops_it_without_blaming_the_variant_b
     assert (
         cache.get_failure(pooled.device_id, "closed-mid-tune", tk.key_to_json(SizeKey(n=64))) is None
     )  # nor a failure
+
+
+def test_failed_starts_pause_every_pool_of_the_process_that_starts_workers_the_same_way(
+    client: OpenCLClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Regression: the pause after failed starts was per client: each new client paid two failed starts again."""
+    platform, device = client.device.platform.name, client.device.name
+    request = ProgramRequest(platform=platform, device=device, source=BOOT, options=(), launches=())
+    python = sys.executable
+    executable, starts = _counted(tmp_path, "exit 3")
+    monkeypatch.setattr(sys, "executable", executable)
+    clients = [OpenCLClient(compile_in="process", compile_workers=2) for _ in range(2)]
+    pools = [c.compile_pool for c in clients]
+    assert pools[0] is not None and pools[1] is not None and pools[0] is not pools[1]
+    try:
+        for pool in pools:
+            for _ in range(3):
+                with pytest.raises(WorkerDied, match="no compile worker is started for 120 s"):
+                    pool.run(request, 60.0)
+        assert _starts(starts) == 2  # the second client's pool started none (before: 2 more)
+        monkeypatch.setenv("TUNEKIT_TEST_FIXED", "1")  # another environment is another way to start: tried at once
+        with pytest.raises(WorkerDied, match="exited with status 3"):
+            pools[1].run(request, 60.0)
+        assert _starts(starts) == 4  # two, in a row: the first is replaced once for the request
+        monkeypatch.setattr(sys, "executable", python)  # a working Python starts at once
+        assert pools[1].run(request, 60.0).build_error is None
+    finally:
+        for each in clients:
+            each.close()

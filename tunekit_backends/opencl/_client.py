@@ -125,7 +125,8 @@ class OpenCLClient:
     threads otherwise. When workers cannot be used (the temporary directory cannot take the copy
     of the inputs they launch on, or no worker starts), variants compile in this process as with
     ``"thread"``, and the first such failure is logged once as a warning saying what to do;
-    after two failed starts in a row no worker is started for a while (2 minutes, doubling).
+    after two failed starts in a row no client of the process starts a worker the same way (same
+    Python and environment) for a while (2 minutes, doubling).
     """
 
     def __init__(

@@ -16,10 +16,11 @@ process (see ``_together.py``). One that dies after it, while building or first 
 variant, blames that variant: a compiler crash on that source is real evidence.
 
 Workers that keep failing to start would otherwise cost every batch of every tune new starts
-(and a hung start its whole timeout): after ``START_FAILURES`` failed starts in a row the pool
-starts none for ``PAUSE_S`` (doubling each time it pauses again), so requests fail at once and
-the caller compiles in its own process. After a failed start, workers start one at a time until
-one gets ready.
+(and a hung start its whole timeout): after ``_compile_starts.START_FAILURES`` failed starts in
+a row, no pool of the process starts one the same way (same command and environment, see
+``_compile_starts.py``) for ``PAUSE_S`` (doubling each time it pauses again), so requests fail
+at once and the caller compiles in its own process. After a failed start, workers start one at
+a time until one gets ready.
 """
 
 from __future__ import annotations
@@ -32,10 +33,8 @@ import queue
 import shlex
 import signal
 import subprocess
-import sys
 import tempfile
 import threading
-import time
 from collections.abc import Sequence
 from typing import IO, Any
 
@@ -44,6 +43,7 @@ from pydantic import ValidationError
 
 from tunekit import ClientClosed
 from tunekit_backends.opencl._cl import pyopencl
+from tunekit_backends.opencl._compile_starts import FAILED_STARTS, WorkerCommand, command_for
 from tunekit_backends.opencl._compile_wire import KernelArg, Launch, ProgramReply, ProgramRequest, WorkerReady
 
 __all__ = ["CompilePool", "InputsFile", "WorkerDied", "launch_of"]
@@ -56,15 +56,10 @@ READY_TIMEOUT_S = 60.0
 """How long a new worker may take to import pyopencl, open its device and build a first kernel.
 
 About 0.5 s on PoCL here (2 shared cores); 60 s leaves room for a loaded machine and a cold disk. A start that
-hangs past it pauses the pool at once (see ``START_FAILURES``): it is never waited for twice."""
-
-START_FAILURES = 2
-"""Failed starts in a row after which the pool starts no worker for a while: the next would fail the same way."""
+hangs past it pauses the starts at once (see ``_compile_starts.START_FAILURES``): it is never waited for twice."""
 
 PAUSE_S = 120.0
-"""How long the first pause lasts; each further pause doubles, up to ``MAX_PAUSE_S``."""
-
-MAX_PAUSE_S = 3600.0
+"""How long the first pause lasts; each further pause doubles, up to ``_compile_starts.MAX_PAUSE_S``."""
 
 
 class WorkerDied(RuntimeError):
@@ -140,12 +135,11 @@ def launch_of(
 
 
 class _Worker:
-    def __init__(self, platform: str, device: str) -> None:
-        # The parent's sys.path, so a worker imports the same tunekit even from an uninstalled checkout.
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-        if not sys.executable:  # an embedded interpreter may not know its own executable
+    def __init__(self, how: WorkerCommand) -> None:
+        env = dict(how.env)
+        command = list(how.command)
+        if not command[0]:  # an embedded interpreter may not know its own executable
             raise WorkerDied("cannot start a compile worker: sys.executable is empty", started=False)
-        command = [sys.executable, "-m", "tunekit_backends.opencl._compile_worker", platform, device]
         try:
             self.stderr = tempfile.TemporaryFile()  # noqa: SIM115 - the worker's stderr, kept for its last words
         except OSError as exc:
@@ -291,10 +285,7 @@ class CompilePool:
         self._starting = 0
         self._closed = False
         self._warned: set[str] = set()
-        self._failed_starts = 0  # in a row; a worker that gets ready resets it
-        self._first_pause_s = self._pause_s = pause_s  # the next pause's length
-        self._paused_until = 0.0  # time.monotonic() before which no worker is started
-        self._paused_because = ""
+        self._first_pause_s = pause_s
 
     def _take(self) -> _Worker:
         with self._ready:
@@ -309,16 +300,17 @@ class CompilePool:
                     _log.debug("a compile worker %s while idle; starting another", idle.ended())
                     self._alive.discard(idle)
                     idle.stop()
-                paused = time.monotonic() < self._paused_until
-                if paused and not self._alive and not self._starting:
-                    raise WorkerDied(self._paused_because, started=False)
+                how = command_for(*self._where)  # read now: a fixed Python or environment is tried at once
+                failed_starts, paused = FAILED_STARTS.state(how)
+                if paused is not None and not self._alive and not self._starting:
+                    raise WorkerDied(paused, started=False)
                 # After a failed start, one start at a time: a broken set-up costs one failure, not one per thread.
-                limit = self.workers if self._failed_starts == 0 else len(self._alive) + 1
-                if not paused and len(self._alive) + self._starting < min(limit, self.workers):
+                limit = self.workers if failed_starts == 0 else len(self._alive) + 1
+                if paused is None and len(self._alive) + self._starting < min(limit, self.workers):
                     self._starting += 1
                     break
                 self._ready.wait()  # for an idle worker, or for a start in flight to end
-        worker = self._start()
+        worker = self._start(how)
         if worker.kernel_cache is not None:
             self.warn_once(
                 "kernel-cache",
@@ -328,16 +320,16 @@ class CompilePool:
             )
         return worker
 
-    def _start(self) -> _Worker:
+    def _start(self, how: WorkerCommand) -> _Worker:
         """A new worker, ready (one start counted in ``_starting`` by the caller)."""
         worker: _Worker | None = None
         try:
-            worker = _Worker(*self._where)  # started outside the lock: it takes a moment
+            worker = _Worker(how)  # started outside the lock: it takes a moment
             worker.wait_ready(self._ready_timeout_s)
         except WorkerDied as exc:
             if worker is not None:
                 worker.kill()
-            raise self._failed_start(exc) from None
+            raise self._failed_start(how, exc) from None
         except BaseException:
             if worker is not None:
                 worker.kill()
@@ -345,28 +337,20 @@ class CompilePool:
                 self._starting -= 1
                 self._ready.notify_all()
             raise
+        FAILED_STARTS.succeeded(how)
         with self._ready:
             self._starting -= 1
             self._alive.add(worker)
-            self._failed_starts, self._paused_until, self._pause_s = 0, 0.0, self._first_pause_s
             self._ready.notify_all()
         return worker
 
-    def _failed_start(self, exc: WorkerDied) -> WorkerDied:
-        """Count a start that failed with ``exc``; what to raise (saying so when the pool now pauses)."""
+    def _failed_start(self, how: WorkerCommand, exc: WorkerDied) -> WorkerDied:
+        """Count a start that failed with ``exc``; what to raise (saying so when starts now pause)."""
+        paused = FAILED_STARTS.failed(how, str(exc), timed_out=exc.timed_out, first_pause_s=self._first_pause_s)
         with self._ready:
             self._starting -= 1
-            # A hung start cost its whole timeout: never wait for a second one in a row.
-            self._failed_starts += START_FAILURES if exc.timed_out else 1
             self._ready.notify_all()
-            now = time.monotonic()
-            if self._failed_starts < START_FAILURES or now < self._paused_until:
-                return exc
-            pause, self._pause_s = self._pause_s, min(2 * self._pause_s, MAX_PAUSE_S)
-            self._paused_until = now + pause
-            after = "" if exc.timed_out else f"after {self._failed_starts} failed starts in a row, "
-            self._paused_because = f"{exc}; {after}no compile worker is started for {pause:.0f} s"
-            return WorkerDied(self._paused_because, timed_out=exc.timed_out, started=False)
+        return exc if paused is None else WorkerDied(paused, timed_out=exc.timed_out, started=False)
 
     def _give_back(self, worker: _Worker, *, usable: bool) -> None:
         with self._ready:
@@ -383,8 +367,8 @@ class CompilePool:
         """Serve ``request`` on an idle worker (blocks the calling thread only); a failed worker is replaced.
 
         A worker that does not get ready is replaced once for this request; a second one that
-        does not either raises WorkerDied(started=False), and so does every request while the
-        pool pauses after failed starts (unless some worker is still alive to serve it).
+        does not either raises WorkerDied(started=False), and so does every request while starts
+        pause after failed starts, in this pool or another (unless one of its workers is alive to serve it).
         """
         try:
             worker = self._take()
