@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 import textwrap
+import types
 from pathlib import Path
 from typing import Annotated
 
@@ -46,6 +47,16 @@ def test_inputs_of_the_wrong_shape_name_the_tuner_the_set_and_the_inputs() -> No
     note = "\n".join(info.value.__notes__)
     assert "tuner 'row_sum'" in note and "TunableSet(np_sum, einsum)" in note
     assert "_row_key" in note and "ndarray(shape=(8,), dtype=float32)" in note
+
+
+@pytest.mark.parametrize(
+    "wrong", [[tk.Tunable("np_sum", np.sum)], types.SimpleNamespace(key=_row_key)], ids=["list", "has_key"]
+)
+def test_something_else_than_a_tunable_set_is_refused_naming_the_fix(wrong: object) -> None:
+    # Regression: a list of tunables failed as "'list' object has no attribute 'describe_key_fn'".
+    tuner: tk.LocalTuner[RowsKey, np.ndarray] = tk.LocalTuner("row_sum")
+    with pytest.raises(TypeError, match=r"tuner 'row_sum': execute\(\) takes the tk.TunableSet that init\(\) returned"):
+        tuner.execute(CLIENT.device_id, CLIENT, wrong, (np.ones((4, 4)),))  # type: ignore[arg-type]
 
 
 @tk.autotune_key

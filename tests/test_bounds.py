@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import Annotated
 
+import numpy as np
 import pytest
 
 import tunekit as tk
@@ -59,6 +60,29 @@ def test_bad_work_thresholds_and_bounds_are_refused() -> None:
             tk.Bounds(wrong)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="peaks must be positive"):
         tk.calculate_bounds(tk.Work(1, 1), tk.Thresholds.uniform(0.5), 0, 1)
+
+
+def test_work_takes_numpy_scalars_as_plain_floats() -> None:
+    # Regression: Work(2 * np.prod(a.shape) * n, ...) was refused as "must be a finite number >= 0, got np.int64(...)".
+    work = tk.Work(compute_ops=2 * np.prod(np.array([300, 200])) * 150, bytes=np.float32(1e6))
+    assert (work.compute_ops, work.bytes) == (18_000_000.0, 1e6)
+    assert type(work.compute_ops) is float and type(work.bytes) is float
+    assert tk.Bounds(work, launch_overhead=np.int64(0)).launch_overhead == 0.0
+    assert tk.Thresholds(np.float64(0.5), 1).compute == 0.5
+
+
+def test_non_numbers_in_work_bounds_and_thresholds_are_named() -> None:
+    # Regression: a str in Thresholds or launch_overhead failed as "'<' not supported between 'int' and 'str'".
+    with pytest.raises(TypeError, match=r"Work.compute_ops takes a number, got str '1'"):
+        tk.Work(compute_ops="1", bytes=0)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"Work.bytes takes a number, got bool True"):
+        tk.Work(compute_ops=1, bytes=True)
+    with pytest.raises(TypeError, match=r"Bounds.launch_overhead takes a number, got str '5'"):
+        tk.Bounds(tk.Work(1, 1), launch_overhead="5")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"Bounds.launch_overhead must be a finite number of ns >= 0"):
+        tk.Bounds(tk.Work(1, 1), launch_overhead=math.inf)
+    with pytest.raises(TypeError, match=r"Thresholds.compute takes a number, got str 'a'"):
+        tk.Thresholds("a", 0.5)  # type: ignore[arg-type]
 
 
 def test_autotune_level_picks_the_threshold() -> None:

@@ -194,6 +194,10 @@ def test_reference_options_are_validated_at_definition() -> None:
     base = tk.TunableSet(key=_key)
     with pytest.raises(ValueError, match="argument positions"):
         base.with_reference(lambda x: x, outputs=[-1])
+    # Regression: outputs=1 (one output, written bare) failed as "'int' object is not iterable".
+    for bare in (1, "1"):
+        with pytest.raises(TypeError, match=r"outputs=...\) takes a list of argument positions, e.g. outputs=\[1\]"):
+            base.with_reference(lambda x: x, outputs=bare)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="rtol"):
         base.with_reference(lambda x: x, rtol=-1)
     with pytest.raises(TypeError, match="callable"):
@@ -290,4 +294,19 @@ def test_a_client_closed_at_the_check_stops_the_tune_and_stores_nothing(closed: 
         tuner.execute(client.device_id, client, tunables, (np.arange(8.0),))
     cache = tk.PersistentCache(isolated_settings)  # type: ignore[arg-type]
     assert list(cache.rows()) == []
+    assert cache.failed_keys() == []
+
+
+@pytest.mark.parametrize("with_fn", [True, False], ids=["reference", "first_candidate"])
+def test_outputs_beyond_the_inputs_stop_the_tune_storing_nothing(with_fn: bool, isolated_settings: object) -> None:
+    """Regression: outputs=[5] for 2 inputs failed every candidate (and stored a failed tune that other processes
+    repeated after the fix), or, with a reference, said the reference function raised."""
+    tunables = tk.TunableSet(key=lambda x, out: NKey(n=x.size)).with_tunables(
+        [tk.Tunable("a", lambda x, out: np.multiply(x, 2, out=out)), tk.Tunable("b", lambda x, out: None)]
+    )
+    tunables = tunables.with_reference((lambda x, out: x * 2) if with_fn else None, outputs=[5])
+    tuner: tk.LocalTuner[NKey, object] = tk.LocalTuner("outputs-beyond")
+    with pytest.raises(tk.TunekitError, match=r"^tuner 'outputs-beyond': with_reference\(outputs=\[5\]\) names an"):
+        tuner.execute(CLIENT.device_id, CLIENT, tunables, (np.ones(4), np.zeros(4)))
+    cache = tk.PersistentCache(isolated_settings)  # type: ignore[arg-type]
     assert cache.failed_keys() == []

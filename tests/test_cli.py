@@ -161,6 +161,25 @@ def test_import_refuses_a_malformed_bundle(tmp_path: Path) -> None:
     assert "is not a tunekit cache bundle: it lacks entries, schema_version, tunekit_major" in done.stderr
 
 
+def test_import_refuses_a_winner_outside_its_ranking_and_a_key_given_twice(records: Path, tmp_path: Path) -> None:
+    """Regression: `cache import` stored both, exit 0: a row `cache verify` then flagged, and the last duplicate won."""
+    bundle = tmp_path / "winners.json"
+    run("cache", "export", "-o", str(bundle))
+    document = json.loads(bundle.read_text())
+    run("cache", "clear")
+    unranked = json.loads(json.dumps(document))
+    unranked["entries"][1]["value"]["winner"] = "renamed"
+    bundle.write_text(json.dumps(unranked))
+    done = run("cache", "import", str(bundle), check=2)
+    assert "entries.1: Value error, winner 'renamed' is not in the ranking" in done.stderr
+    twice = json.loads(json.dumps(document))
+    twice["entries"].append(twice["entries"][0])
+    bundle.write_text(json.dumps(twice))
+    done = run("cache", "import", str(bundle), check=2)
+    assert 'entries 0 and 2 are both cli_sum {"n":1024} on' in done.stderr and "keep one" in done.stderr
+    assert "no stored winners" in run("cache", "list").stderr
+
+
 def test_verify_reports_each_invalid_row(records: Path, isolated_settings: Path) -> None:
     assert "2 rows checked, 0 problems" in run("cache", "verify").stdout
     with sqlite3.connect(isolated_settings / tk.PersistentCache.FILENAME) as connection:
@@ -243,6 +262,12 @@ def test_records_tail_follows_appended_records(records: Path) -> None:
         process.wait(timeout=30)
     assert process.returncode == 130
     assert process.stderr is not None and "Traceback" not in process.stderr.read()
+
+
+def test_records_tail_refuses_a_negative_count(records: Path) -> None:
+    # Regression: `-n -3` was taken as 0, showed nothing and followed the file, as if it were empty.
+    done = run("records", "tail", str(records), "-n", "-3", check=2)
+    assert "argument -n/--lines: expected a whole number >= 0, got '-3'" in done.stderr
 
 
 def test_schema_is_the_record_schema() -> None:

@@ -71,10 +71,12 @@ def test_every_setting_is_documented_with_its_environment_variable() -> None:
     assert not missing, f"docs/configuration.md lacks a row for: {missing}"
 
 
-def test_every_docs_page_is_in_the_nav() -> None:
+def test_every_docs_page_is_in_the_nav_once() -> None:
     nav = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
     pages = sorted(p.name for p in (ROOT / "docs").glob("*.md"))
     assert [p for p in pages if f" {p}" not in nav] == []
+    # Regression: measurement.md was listed twice under Guides, so the site showed it twice.
+    assert [p for p in pages if nav.count(f" {p}\n") > 1] == []
 
 
 def test_every_logger_is_under_tunekit_and_documented() -> None:

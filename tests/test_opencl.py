@@ -184,6 +184,27 @@ def test_a_template_whose_space_is_empty_or_no_mapping_is_refused(client: OpenCL
         KernelTemplate(SCALE, "scale", [64, 128], geometry=_geometry)  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("with_fn", [True, False], ids=["reference", "first_candidate"])
+def test_raw_buffers_in_a_checked_set_stop_the_tune_naming_the_fix(client: OpenCLClient, with_fn: bool) -> None:
+    """A raw cl.Buffer was read as uint8 bytes: the reference computed on bytes and every variant failed the check
+    with figures that meant nothing ("16384 of 32768 elements differ ... got 64, expected 384")."""
+    cl = pytest.importorskip("pyopencl")
+    template = KernelTemplate(SCALE, "scale", {"MODE": [0], "BLOCK": [64]}, geometry=_geometry)
+
+    def buffers(*_: object) -> tuple[object, ...]:
+        flags = cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR
+        x = cl.Buffer(client.context, flags, hostbuf=np.ones(256, np.float32))
+        y = cl.Buffer(client.context, flags, hostbuf=np.zeros(256, np.float32))
+        return x, y, np.float32(3), np.int32(256)
+
+    reference = (lambda x, y, a, n: a * x) if with_fn else None
+    tunables = template.tunable_set(client, key=_key, inputs=buffers, reference=reference, outputs=[1])
+    tuner: tk.LocalTuner[ScaleKey, Any] = tk.LocalTuner("opencl-raw-buffers")
+    position = 0 if with_fn else 1  # a reference reads every argument; a comparison only the outputs
+    with pytest.raises(tk.TunekitError, match=rf"tuner 'opencl-raw-buffers': argument {position} is a pyopencl Buffer"):
+        tuner.execute(client.device_id, client, tunables, buffers())
+
+
 def test_client_names_the_driver_times_on_the_device_and_flushes(client: OpenCLClient) -> None:
     device = client.device
     for part in (device.platform.name, device.name, device.driver_version, device.version):

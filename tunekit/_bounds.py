@@ -9,6 +9,7 @@ problems where one good kernel is obvious.
 from __future__ import annotations
 
 import math
+import numbers
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -30,7 +31,16 @@ __all__ = [
 ]
 
 
+def _real(owner: str, value: object) -> float:
+    """``value`` as a float when it is a real number (numpy scalars included), else a TypeError naming ``owner``."""
+    # np.prod(shape) is an np.int64, which isinstance(x, int) refuses: numbers.Real takes every numpy scalar.
+    if not isinstance(value, numbers.Real) or isinstance(value, bool):
+        raise TypeError(f"{owner} takes a number, got {type(value).__name__} {value!r}")
+    return float(value)
+
+
 def _check_fraction(name: str, value: float) -> None:
+    value = _real(f"Thresholds.{name}", value)
     if not (0 < value <= 1):
         raise ValueError(f"Thresholds.{name} must be in (0, 1] (a fraction of the device's peak), got {value}")
 
@@ -44,9 +54,10 @@ class Work:
 
     def __post_init__(self) -> None:
         for name in ("compute_ops", "bytes"):
-            value = getattr(self, name)
-            if not (isinstance(value, int | float) and math.isfinite(value) and value >= 0):
+            value = _real(f"Work.{name}", getattr(self, name))
+            if not (math.isfinite(value) and value >= 0):
                 raise ValueError(f"Work.{name} must be a finite number >= 0, got {value!r}")
+            object.__setattr__(self, name, value)  # a plain float: numpy scalars do not leak into the sums
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,8 +124,11 @@ class Bounds:
         works = self.works
         if not works or not all(isinstance(w, Work) for w in works):
             raise TypeError("Bounds(bounds=...) takes a tk.Work or a non-empty sequence of tk.Work")
-        if self.launch_overhead is not None and not self.launch_overhead >= 0:
-            raise ValueError(f"Bounds.launch_overhead must be >= 0 ns, got {self.launch_overhead}")
+        if self.launch_overhead is not None:
+            overhead = _real("Bounds.launch_overhead", self.launch_overhead)
+            if not (math.isfinite(overhead) and overhead >= 0):
+                raise ValueError(f"Bounds.launch_overhead must be a finite number of ns >= 0, got {overhead!r}")
+            object.__setattr__(self, "launch_overhead", overhead)
 
     @property
     def works(self) -> tuple[Work, ...]:

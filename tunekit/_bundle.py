@@ -12,7 +12,7 @@ import json
 from datetime import UTC, datetime
 from typing import Literal
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from tunekit._cache import CacheRow, CacheValue
 from tunekit._persisted import Persisted
@@ -47,6 +47,13 @@ class BundleEntry(Persisted):
             raise ValueError(f"key is not in canonical form (expected {canonical})")
         return key
 
+    @model_validator(mode="after")
+    def _winner_ranked(self) -> BundleEntry:
+        # `cache verify` flagged such a row, but `cache import` stored it: the check lives in the entry now.
+        if self.value.winner not in self.value.ranking:
+            raise ValueError(f"winner {self.value.winner!r} is not in the ranking {self.value.ranking!r:.200}")
+        return self
+
     @classmethod
     def of(cls, row: CacheRow) -> BundleEntry:
         """The entry of a cache row."""
@@ -61,6 +68,18 @@ class CacheBundle(Persisted):
     tunekit_major: int = Field(MAJOR, description="Rows only load into a cache of the same tunekit major version.")
     exported_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
     entries: list[BundleEntry] = Field(default_factory=list, max_length=1_000_000)
+
+    @model_validator(mode="after")
+    def _one_entry_per_key(self) -> CacheBundle:
+        # Two entries for one key (a hand-merged bundle) would both be imported, the last silently winning.
+        seen: dict[tuple[str, str, str], int] = {}
+        for number, entry in enumerate(self.entries):
+            first = seen.setdefault((entry.device_id, entry.tuner, entry.key), number)
+            if first != number:
+                raise ValueError(
+                    f"entries {first} and {number} are both {entry.tuner} {entry.key} on {entry.device_id!r}: keep one"
+                )
+        return self
 
     @classmethod
     def of(cls, rows: list[CacheRow]) -> tuple[CacheBundle, list[str]]:

@@ -245,7 +245,10 @@ def as_outputs(value: Any, count: int, what: str) -> tuple[Any, ...]:
 
 
 class ReferenceFailed(TunekitError):
-    """The set's reference function failed: the tune stops instead of blaming every candidate."""
+    """The set's check cannot run (its reference function failed, or an output cannot be read as numbers).
+
+    The tune stops instead of blaming every candidate for the set's mistake.
+    """
 
 
 class Gate:
@@ -264,7 +267,7 @@ class Gate:
     def _buffers(self) -> CheckBuffers:
         outputs = self.reference.outputs or ()
         if any(p >= len(self.inputs) for p in outputs):
-            raise ValueError(
+            raise ReferenceFailed(
                 f"with_reference(outputs={list(outputs)}) names an argument position beyond the "
                 f"{len(self.inputs)} inputs"
             )
@@ -316,7 +319,7 @@ class Gate:
         if self._expected is None and self.reference.fn is not None:
             try:
                 self._expected = self._reference_outputs(self.reference.fn)
-            except ClientClosed:  # neither is the reference: the tune stops with it
+            except (ClientClosed, ReferenceFailed):  # neither is the reference's fault: the tune stops with it
                 raise
             except Exception as exc:
                 # The reference is the user's, not a candidate's: no candidate is to blame.

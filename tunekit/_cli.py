@@ -31,6 +31,17 @@ def _command(parser: argparse.ArgumentParser, target: str) -> None:
     parser.set_defaults(target=target)
 
 
+def _count(text: str) -> int:
+    """An argparse type: an int >= 0 (``-n -3`` was taken as 0 and showed nothing, silently)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}")
+    return value
+
+
 def _filters(parser: argparse.ArgumentParser, *, tuner: bool = True) -> None:
     if tuner:
         parser.add_argument("--tuner", help="only this tuner's entries")
@@ -83,7 +94,7 @@ def _parser() -> argparse.ArgumentParser:
     _command(summary, "_cli_records:summary")
     tail = record_commands.add_parser("tail", help="print records as they are appended (Ctrl-C stops)")
     tail.add_argument("file")
-    tail.add_argument("-n", "--lines", type=int, default=10, help="existing records to show first (default 10)")
+    tail.add_argument("-n", "--lines", type=_count, default=10, help="existing records to show first (default 10)")
     _command(tail, "_cli_records:tail")
 
     _command(commands.add_parser("schema", help="print the JSON schema of AutotuneRecord"), "_cli_records:schema")

@@ -102,7 +102,7 @@ def tail(args: argparse.Namespace) -> int:
         complete = sum(1 for raw in file if raw.endswith(b"\n"))
     lines: list[RecordLine | BadLine] = [*good, *bad]
     shown = sorted((item for item in lines if item.line <= complete), key=lambda item: item.line)
-    for line in deque(shown, maxlen=max(args.lines, 0)):
+    for line in deque(shown, maxlen=args.lines):
         _print_line(args.file, line)
     sys.stdout.flush()
     for line in follow_records(args.file, from_line=complete + 1):

@@ -91,6 +91,7 @@ class LocalTuner(Generic[K, Out]):
         except SettingsError:  # settings are first read by an anchored key: not the key generator's fault
             raise
         except Exception as exc:  # the user's own exception, with where it came from
+            self._require_set(tunables)
             exc.add_note(
                 f"tunekit: raised by the key generator {tunables.describe_key_fn()} of tuner {self.name!r} "
                 f"{tunables!r} on inputs ({describe_inputs(inputs)})"
@@ -108,6 +109,7 @@ class LocalTuner(Generic[K, Out]):
                     return fn(*inputs)  # type: ignore[no-any-return]
                 except Exception as exc:
                     return tuner.recover(tunables, key, inputs, exc)  # type: ignore[no-any-return]
+        self._require_set(tunables)  # off the hot path: a set with winners in memory is one
         if not tunables.tunables:
             tunables.validate(self.name)
         ranking = tuner.resolve(client, tunables, key, inputs)
@@ -115,6 +117,14 @@ class LocalTuner(Generic[K, Out]):
             return tunables.tunables[ranking[0]].fn(*inputs)  # type: ignore[no-any-return]
         except Exception as exc:
             return tuner.recover(tunables, key, inputs, exc)  # type: ignore[no-any-return]
+
+    def _require_set(self, tunables: object) -> None:
+        """Refuse what is no TunableSet (a list of tunables, say), which failed deep inside with an AttributeError."""
+        if not isinstance(tunables, TunableSet):
+            raise TypeError(
+                f"tuner {self.name!r}: execute() takes the tk.TunableSet that init() returned, got "
+                f"{type(tunables).__name__}; e.g. TUNER.execute(client.device_id, client, TUNER.init(build), inputs)"
+            )
 
     def clear(self) -> None:
         """Forget the built sets and every in-memory winner; the persistent cache is kept.

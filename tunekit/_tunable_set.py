@@ -229,6 +229,11 @@ class TunableSet(Generic[K, Out]):
             # float() read "1e-3" as a number and failed on "a" naming neither argument
             if not isinstance(value, numbers.Real) or isinstance(value, bool):
                 raise TypeError(f"with_reference({name}=...) takes a number, got {value!r}")
+        if outputs is not None and (not isinstance(outputs, Sequence) or isinstance(outputs, str | bytes)):
+            # tuple(0) failed as "'int' object is not iterable", naming neither the argument nor the fix
+            raise TypeError(
+                f"with_reference(outputs=...) takes a list of argument positions, e.g. outputs=[1], got {outputs!r}"
+            )
         new = self._copy()
         new._reference = Reference(reference, tuple(outputs) if outputs is not None else None, float(rtol), float(atol))
         return new

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tunekit._check import CANARY_BYTES, CANARY_VALUE
+from tunekit._check import CANARY_BYTES, CANARY_VALUE, ReferenceFailed
 from tunekit_backends.opencl._cl import pyopencl
 
 if TYPE_CHECKING:
@@ -73,9 +73,13 @@ class DeviceCheckBuffers:
         if isinstance(value, self._cl.array.Array):
             return value.get(queue=self._queue)
         if isinstance(value, self._cl.Buffer):
-            host = np.empty(self._sizes[position], dtype=np.uint8)
-            self._cl.enqueue_copy(self._queue, host, value)
-            return host
+            # Read as bytes, a float output would be compared byte by byte, exactly, and a reference
+            # would compute on the bytes of its inputs: every candidate failed with figures that meant nothing.
+            raise ReferenceFailed(
+                f"argument {position} is a pyopencl Buffer, which has no dtype or shape, so the check cannot read "
+                "it as numbers: pass a pyopencl.array.Array instead (pyopencl.array.to_device(queue, host_array); "
+                "a kernel launch takes its .data)"
+            )
         return value
 
     def damaged(self) -> list[int]:
