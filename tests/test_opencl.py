@@ -434,3 +434,10 @@ def test_one_init_call_site_gives_each_client_its_own_kernels(where: str) -> Non
     finally:
         first.close()
         second.close()
+
+
+@pytest.mark.parametrize(("name", "wanted"), [("device", True), ("platform", ""), ("device", -1), ("platform", 0.0)])
+def test_a_selection_that_names_no_device_is_refused(name: str, wanted: object) -> None:
+    """Regression: device=True selected device 1 (a bool is an int) and platform="" matched every platform."""
+    with pytest.raises(TypeError, match=rf"OpenCLClient\({name}=...\) takes an index .* got {wanted!r}"):
+        OpenCLClient(**{name: wanted})  # type: ignore[arg-type]

@@ -150,6 +150,18 @@ class OpenCLClient:
     ) -> None:
         if compile_in not in ("auto", "thread", "process"):
             raise ValueError(f"OpenCLClient(compile_in=...) takes 'auto', 'thread' or 'process', got {compile_in!r}")
+        for name, wanted in (("platform", platform), ("device", device)):
+            # True matched index 1 and "" matched every name: neither selected what it seemed to.
+            if wanted is not None and (
+                isinstance(wanted, bool)
+                or not isinstance(wanted, int | str)
+                or (isinstance(wanted, int) and wanted < 0)
+                or (isinstance(wanted, str) and not wanted.strip())
+            ):
+                raise TypeError(
+                    f"OpenCLClient({name}=...) takes an index (an int >= 0) or a non-empty substring of the name, "
+                    f"got {wanted!r}; `tunekit devices` lists each device with its platform= and device="
+                )
         if compile_workers is not None and compile_workers < 1:
             raise ValueError(f"OpenCLClient(compile_workers=...) must be at least 1, got {compile_workers}")
         cl = pyopencl()
