@@ -205,7 +205,10 @@ def current() -> Settings:
 
 
 def configure(**overrides: Any) -> Settings:
-    """Re-read the environment and config files, apply ``overrides``, and make the result current."""
+    """Re-read the environment and config files, apply ``overrides``, and make the result current.
+
+    Each call starts afresh: overrides given to an earlier call are dropped, not merged.
+    """
     global _current, _anchor_exponent
     try:
         settings = Settings(**overrides)
