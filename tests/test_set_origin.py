@@ -202,6 +202,7 @@ def test_origins_that_differ_only_in_a_newer_tunekits_fields_warn_once() -> None
     so a field differing from row to row repeated the warning for every key."""
     import logging
 
+    from tunekit._persisted import STORED
     from tunekit._set_origin import report_stale
 
     @tk.autotune_key
@@ -219,7 +220,8 @@ def test_origins_that_differ_only_in_a_newer_tunekits_fields_warn_once() -> None
     try:
         for n in range(3):
             stored = SetOrigin.model_validate(
-                {"key_fn": "theirs:conv_key", "candidates": ["direct"], "candidate_count": 1, "written_at": n}
+                {"key_fn": "theirs:conv_key", "candidates": ["direct"], "candidate_count": 1, "written_at": n},
+                context=STORED,  # as read back from a newer tunekit's cache row
             )
             assert report_stale("extras_once", "dev", Key(n=n), stored, tunables) is not None
     finally:

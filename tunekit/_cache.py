@@ -25,7 +25,7 @@ import platformdirs
 from pydantic import Field, ValidationError
 
 from tunekit._group_share import describe_denied, permission_fix, share_with_group, unwritable
-from tunekit._persisted import Persisted
+from tunekit._persisted import STORED, Persisted
 from tunekit._set_origin import SetOrigin
 from tunekit._validation_text import validation_text
 from tunekit._version import MAJOR, __version__
@@ -451,7 +451,7 @@ def _parse(raw_checksum: object, raw_value: object) -> tuple[str, CacheValue]:
         raise _BadRow(f"value is missing or larger than {PersistentCache.MAX_VALUE_BYTES} bytes")
     text = _decode(raw_value, "value")
     try:
-        return checksum, CacheValue.model_validate_json(text)
+        return checksum, CacheValue.model_validate_json(text, context=STORED)
     except ValidationError as exc:  # its first line is only "1 validation error for CacheValue"
         raise _BadRow(validation_text(exc, whole="value")) from None
     except (ValueError, TypeError, RecursionError) as exc:

@@ -17,6 +17,7 @@ from tunekit._cache import CacheRow, CacheValue, PersistentCache, default_cache_
 from tunekit._cli import CliError
 from tunekit._cli_table import format_duration_ns, print_table
 from tunekit._file_kind import other_kind
+from tunekit._persisted import STORED
 from tunekit._settings import current
 from tunekit._tune_lock import sweep_lock_files
 from tunekit._validation_text import validation_text
@@ -298,7 +299,7 @@ def import_bundle(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise CliError(f"cannot read {source}: {exc.strerror or exc}") from exc
     try:
-        bundle = CacheBundle.model_validate_json(raw)
+        bundle = CacheBundle.model_validate_json(raw, context=STORED)
     except ValidationError as exc:
         if kind := other_kind(source, "cache bundle"):
             raise CliError(f"{source} is {kind}, not a cache bundle") from exc
@@ -372,7 +373,8 @@ def _row_problem(device_id: object, tuner: object, key: object, checksum: object
         return f"value is not JSON: {exc}"
     try:
         BundleEntry.model_validate(
-            {"device_id": device_id, "tuner": tuner, "key": key, "checksum": checksum, "value": parsed}
+            {"device_id": device_id, "tuner": tuner, "key": key, "checksum": checksum, "value": parsed},
+            context=STORED,
         )
     except ValidationError as exc:
         return validation_text(exc, limit=1)

@@ -27,6 +27,7 @@ _KINDS = {
 def other_kind(path: Path, expected: str) -> str | None:
     """What ``path`` is, in words with what to do with it, when it is a tunekit file other than ``expected``."""
     from tunekit._bundle import CacheBundle
+    from tunekit._persisted import STORED
     from tunekit._record_file import RecordFile
     from tunekit._records import AutotuneRecord
     from tunekit._trials import TrialLogHeader
@@ -37,11 +38,14 @@ def other_kind(path: Path, expected: str) -> str | None:
         return None
     first = data.split(b"\n", 1)[0]
     checks = (
-        ("trial log", lambda: TrialLogHeader.model_validate_json(first)),
-        ("records", lambda: AutotuneRecord.model_validate_json(first)),
-        ("committed record", lambda: RecordFile.model_validate_json(data)),
+        ("trial log", lambda: TrialLogHeader.model_validate_json(first, context=STORED)),
+        ("records", lambda: AutotuneRecord.model_validate_json(first, context=STORED)),
+        ("committed record", lambda: RecordFile.model_validate_json(data, context=STORED)),
         # Every bundle field has a default, so "{}" would pass: a bundle names its entries.
-        ("cache bundle", lambda: "entries" in CacheBundle.model_validate_json(data).model_fields_set or None),
+        (
+            "cache bundle",
+            lambda: "entries" in CacheBundle.model_validate_json(data, context=STORED).model_fields_set or None,
+        ),
     )
     for kind, check in checks:
         if kind == expected:

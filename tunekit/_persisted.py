@@ -13,18 +13,47 @@ reader would misread (a field's meaning or type, a new value of an existing choi
 ``schema_version`` instead, and a row of another ``schema_version`` is handled as before:
 refused, and where it is a cache row, re-tuned.
 
-Fields of tunekit's own code stay checked: ``init_forbid_extra`` in the pydantic mypy plugin
-makes ``mypy --strict`` refuse an unknown keyword in a constructor, as ``extra="forbid"`` did.
+Only data read back is given that leeway: JSON text (``model_validate_json``, which is how a
+reader outside tunekit reads these files too) and whatever is validated with the ``STORED``
+context, which every read path of tunekit passes (a cache row's value is parsed before it is
+validated). A model built in code (``tk.CacheValue(..., reslts=...)``, ``model_validate`` of a
+dict) refuses an unknown field, naming it and the model's fields: kept as an extra, a misspelt
+field was silently saved while the field it meant took its default. ``init_forbid_extra`` in
+the pydantic mypy plugin refuses the same keyword before it runs.
 """
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any, Final
 
-__all__ = ["Persisted"]
+from pydantic import BaseModel, ConfigDict, ValidationInfo, model_validator
+
+__all__ = ["STORED", "Persisted"]
+
+_STORED_MARK = "tunekit:stored"
+
+STORED: Final[Mapping[str, bool]] = MappingProxyType({_STORED_MARK: True})
+"""The validation context of data read back (a file, a cache row): ``model_validate_json(data, context=STORED)``."""
 
 
 class Persisted(BaseModel):
     """A frozen on-disk model that keeps (and writes back) fields added by a newer tunekit."""
 
     model_config = ConfigDict(extra="allow", frozen=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_fields_unless_stored(cls, data: Any, info: ValidationInfo) -> Any:
+        stored = info.mode == "json" or (isinstance(info.context, Mapping) and info.context.get(_STORED_MARK))
+        if stored or not isinstance(data, dict):
+            return data
+        known = set(cls.model_fields)
+        unknown = [name for name in data if name not in known]
+        if unknown:
+            raise ValueError(
+                f"{cls.__name__} has no field {', '.join(map(repr, unknown))}; its fields are "
+                f"{', '.join(cls.model_fields)} (only data read back from disk keeps fields it does not know)"
+            )
+        return data

@@ -27,7 +27,7 @@ from tunekit._file_kind import other_kind
 from tunekit._key import anchored_fields, is_autotune_key, key_to_json, off_buckets
 from tunekit._local import LocalTuner
 from tunekit._outcome import Measured
-from tunekit._persisted import Persisted
+from tunekit._persisted import STORED, Persisted
 from tunekit._search import SearchResult
 from tunekit._search_spec import check_search_names, config_name
 from tunekit._settings import AutotuneLevel
@@ -227,7 +227,7 @@ class Record:
 
     def model(self) -> RecordFile:
         """The record as its pydantic model, entries in a stable order (diff-friendly)."""
-        return RecordFile(
+        known = RecordFile(
             tuner=self.tuner,
             device_id=self.device_id,
             checksum=self.checksum,
@@ -236,8 +236,10 @@ class Record:
             autotune_level=self.autotune_level,
             anchored_fields=None if self.anchored_fields is None else list(self.anchored_fields),
             entries=[self.entries[k] for k in sorted(self.entries)],
-            **self.newer_fields,
         )
+        # The newer fields were read back from disk: built into the model in code, they would be
+        # refused as unknown (Persisted), so they are carried over as the extras they were read as.
+        return known.model_copy(update=self.newer_fields) if self.newer_fields else known
 
     def save(self, path: str | Path) -> None:
         """Write atomically (temp file + rename): a crash leaves the old file or the new, never half.
@@ -254,7 +256,7 @@ class Record:
         """Read a record file (validated; nothing in it is executed)."""
         path = Path(path)
         try:
-            data = RecordFile.model_validate_json(path.read_bytes())
+            data = RecordFile.model_validate_json(path.read_bytes(), context=STORED)
         except FileNotFoundError:
             raise FileNotFoundError(
                 f"no committed record at {path}; create one with tk.Record.for_tunables(tuner, device_id, tunables), "

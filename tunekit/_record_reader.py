@@ -15,6 +15,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from tunekit._persisted import STORED
 from tunekit._records import AutotuneRecord
 from tunekit._validation_text import validation_text
 
@@ -51,7 +52,7 @@ def parse_line(number: int, raw: bytes) -> RecordLine | BadLine | None:
     except UnicodeDecodeError as exc:
         return BadLine(number, f"not UTF-8 ({exc.reason} at byte {exc.start})")
     try:
-        return RecordLine(number, AutotuneRecord.model_validate_json(text))
+        return RecordLine(number, AutotuneRecord.model_validate_json(text, context=STORED))
     except ValidationError as exc:
         if exc.errors()[0]["type"] == "json_invalid":
             return BadLine(number, f"not valid JSON: {exc.errors()[0]['msg']}")

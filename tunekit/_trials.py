@@ -19,7 +19,7 @@ import filelock
 from pydantic import Field, TypeAdapter, ValidationError
 
 from tunekit._errors import TunekitError
-from tunekit._persisted import Persisted
+from tunekit._persisted import STORED, Persisted
 from tunekit._space import Config, ParamValue, Space, SpaceModel
 from tunekit._validation_text import validation_text
 from tunekit._version import __version__
@@ -167,7 +167,7 @@ class TrialLog:
         if not lines:
             return {}, 0
         try:
-            first = _LINE.validate_json(lines[0])
+            first = _LINE.validate_json(lines[0], context=STORED)
         except ValidationError as exc:
             raise TrialLogError(
                 f"{path}: the first line is not a tunekit trial-log header ({exc.errors()[0]['msg']}); use another path"
@@ -184,7 +184,7 @@ class TrialLog:
         entries: list[tuple[Config, TrialEntry]] = []
         for number, line in enumerate(lines[1:], start=2):
             try:
-                entry = _LINE.validate_json(line)
+                entry = _LINE.validate_json(line, context=STORED)
                 if not isinstance(entry, TrialEntry):
                     raise ValueError("a second header")
                 config = space.config(entry.config)

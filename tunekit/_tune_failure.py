@@ -28,7 +28,7 @@ from pydantic import AwareDatetime, Field, ValidationError
 
 from tunekit._cache import PersistentCache
 from tunekit._errors import NoValidKernelFound
-from tunekit._persisted import Persisted
+from tunekit._persisted import STORED, Persisted
 from tunekit._settings import Settings
 from tunekit._version import __version__
 
@@ -105,7 +105,7 @@ def repeat_failure(
     if got is None or got[0] != checksum:
         return None
     try:
-        failed = FailedTune.model_validate_json(got[1])
+        failed = FailedTune.model_validate_json(got[1], context=STORED)
     except (ValidationError, ValueError) as exc:
         _log.warning("%s: unreadable failed-tune record for key %s, tuning it again: %s", tuner, key_json, exc)
         return None
