@@ -261,3 +261,51 @@ def test_flush_cache_takes_only_a_bool() -> None:
     """OpenCLClient(flush_cache="false") kept flushing: bool("false") is True."""
     with pytest.raises(TypeError, match=r"flush_cache=...\) takes True or False, got 'false'"):
         OpenCLClient(flush_cache="false")  # type: ignore[arg-type]
+
+
+def _other_device(first: OpenCLClient) -> tuple[int, int] | None:
+    """(platform, device) indices of another OpenCL device whose compiler works, if this machine has one."""
+    cl = pytest.importorskip("pyopencl")
+    for p, platform in enumerate(cl.get_platforms()):
+        for d, device in enumerate(platform.get_devices()):
+            if device.int_ptr == first.device.int_ptr:
+                continue
+            try:
+                cl.Program(cl.Context([device]), "__kernel void probe(void) {}").build()
+            except cl.Error:  # e.g. a PoCL whose LLVM does not know this CPU
+                continue
+            return p, d
+    return None
+
+
+@pytest.mark.parametrize("where", ["two contexts on one device", "two devices"])
+def test_one_init_call_site_gives_each_client_its_own_kernels(where: str) -> None:
+    # Regression: init kept the set by its factory's code alone, so a second client got the first one's kernels.
+    first = OpenCLClient(compile_in="thread")
+    if where == "two devices":
+        other = _other_device(first)
+        if other is None:
+            first.close()
+            pytest.skip("this machine has one OpenCL device whose compiler works")
+        second = OpenCLClient(platform=other[0], device=other[1], compile_in="thread")
+    else:
+        second = OpenCLClient(compile_in="thread")
+    template = KernelTemplate(SCALE, "scale", {"MODE": [0], "BLOCK": [32, 64]}, geometry=_geometry)
+    tuner: tk.LocalTuner[ScaleKey, Any] = tk.LocalTuner("opencl-two-clients")
+
+    def scale(client: OpenCLClient, x: Any, y: Any) -> Any:
+        tunables = tuner.init(lambda: _tunables(client, template))
+        return tuner.execute(client.device_id, client, tunables, (x, y, np.float32(3), np.int32(x.size)))
+
+    try:
+        for client in (first, second, first, second):
+            x = cla.to_device(client.queue, np.arange(100, dtype=np.float32))
+            y = cla.zeros(client.queue, 100, np.float32)
+            event = scale(client, x, y)
+            event.wait()
+            # Launched on the caller's queue: another client's queue is another context, or another device.
+            assert event.command_queue == client.queue
+            np.testing.assert_array_equal(y.get(), np.float32(3) * x.get())
+    finally:
+        first.close()
+        second.close()

@@ -6,6 +6,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any, Generic, TypeVar
 
+from tunekit._built_sets import BuiltSets
 from tunekit._client import CHECKED_CLIENT_TYPES, Client, require_client
 from tunekit._errors import SettingsError
 from tunekit._records import AutotuneRecord
@@ -37,30 +38,35 @@ class LocalTuner(Generic[K, Out]):
         self.name = name
         self._sinks = tuple(as_sink(sink, f"LocalTuner {name!r}: sinks=") for sink in sinks)
         self._lock = threading.Lock()
-        self._sets: dict[object, TunableSet[K, Out]] = {}
+        self._sets: BuiltSets[K, Out] = BuiltSets(name)
         self._tuners: dict[str, Tuner] = {}
 
     def init(self, factory: Callable[[], TunableSet[K, Out]]) -> TunableSet[K, Out]:
-        """Build the tunable set on the first call; later calls return it in O(1).
+        """Build the tunable set on the first call; later calls return it without building it again.
 
-        Sets are remembered by the factory's code object, so a fresh lambda written at the
-        same place in the source finds the set built the first time.
+        Sets are remembered by the factory's code together with the values it captured, so a
+        fresh lambda written at the same place in the source finds the set built the first time,
+        while one capturing another client (another device, another OpenCL context) or another
+        dtype builds that client's own set. Captures are compared by value when they compare by
+        value (an int, a str, a dtype), else by identity (a client, an array): a factory that
+        captures the call's inputs builds a set at every call.
         """
         if not callable(factory):  # the set itself, passed instead of a function that builds it
             raise TypeError(
                 f"tuner {self.name!r}: init() takes a function that builds the set, e.g. "
                 f"TUNER.init(lambda: tk.TunableSet(key=...).with_tunable(...)), got {type(factory).__name__}"
             )
-        identity = getattr(factory, "__code__", factory)
-        tunables = self._sets.get(identity)
+        tunables = self._sets.get(factory)
         if tunables is not None:
             return tunables
+        return self._sets.add(factory, lambda: self._build(factory))
+
+    def _build(self, factory: Callable[[], TunableSet[K, Out]]) -> TunableSet[K, Out]:
         built = factory()
         if not isinstance(built, TunableSet):
             raise TypeError(f"tuner {self.name!r}: init() factory returned {type(built).__name__}, not a tk.TunableSet")
         built.validate(self.name)
-        with self._lock:
-            return self._sets.setdefault(identity, built)
+        return built
 
     def tuner(self, device_id: str) -> Tuner:
         """The device-scoped tuner of ``device_id``, created on first use."""

@@ -1,0 +1,138 @@
+"""LocalTuner.init: one set per call site and per what its factory captured (client, dtype), never a stale one."""
+
+from __future__ import annotations
+
+import functools
+import gc
+import logging
+import weakref
+from typing import Annotated, Any
+
+import numpy as np
+import pytest
+
+import tunekit as tk
+from tunekit._built_sets import MAX_SETS
+from tunekit_backends.cpu import CpuClient
+from tunekit_backends.simulated import SimulatedClient
+
+CPU = CpuClient()
+
+
+@tk.autotune_key
+class NKey:
+    n: Annotated[int, tk.Anchor()]
+
+
+def _key(*inputs: Any) -> NKey:
+    return NKey(n=len(inputs[0]) if hasattr(inputs[0], "__len__") else 1)
+
+
+def _device_set(client: SimulatedClient) -> tk.TunableSet[NKey, None]:
+    """Candidates bound to ``client``, as an OpenCL set binds its kernels to the client's queue."""
+    return (
+        tk.TunableSet(key=_key)
+        .with_tunable(tk.Tunable("fast", client.kernel(1_000)))
+        .with_tunable(tk.Tunable("slow", client.kernel(9_000)))
+    )
+
+
+def test_each_client_gets_the_set_built_for_it() -> None:
+    # Regression: init kept sets by the factory's code alone, so gpu:1's calls ran the kernels bound to gpu:0.
+    tuner: tk.LocalTuner[NKey, None] = tk.LocalTuner("two_devices")
+
+    def op(client: SimulatedClient, x: np.ndarray) -> None:
+        return tuner.execute(client.device_id, client, tuner.init(lambda: _device_set(client)), (x,))
+
+    gpu0, gpu1 = SimulatedClient(device_id="gpu:0"), SimulatedClient(device_id="gpu:1")
+    x = np.ones(8)
+    for caller, other in ((gpu0, gpu1), (gpu1, gpu0), (gpu0, gpu1), (gpu1, gpu0)):
+        before = (caller.busy_ns, other.busy_ns)
+        op(caller, x)
+        assert caller.busy_ns > before[0] and other.busy_ns == before[1]
+    assert tuner.init(lambda: _device_set(gpu0)) is not tuner.init(lambda: _device_set(gpu1))
+    assert tuner.tuner("gpu:0").winners_names() == tuner.tuner("gpu:1").winners_names() == ["fast"]
+
+
+def test_a_factory_capturing_another_value_builds_another_set_and_equal_values_share_it() -> None:
+    # Regression: a factory capturing the factor built the set once, so every later factor scaled by the first one.
+    tuner: tk.LocalTuner[NKey, np.ndarray] = tk.LocalTuner("captured_value")
+    built: list[str] = []
+
+    def make(dtype: str) -> tk.TunableSet[NKey, np.ndarray]:
+        built.append(dtype)
+        return tk.TunableSet(key=_key).with_tunable(tk.Tunable("cast", lambda x: x.astype(dtype)))
+
+    def cast(x: np.ndarray, dtype: str) -> np.ndarray:
+        return tuner.execute(CPU.device_id, CPU, tuner.init(lambda: make(dtype)), (x,))
+
+    x = np.arange(4)
+    assert cast(x, "float32").dtype == np.float32
+    assert cast(x, "float64").dtype == np.float64
+    assert cast(x, "".join(["float", "32"])).dtype == np.float32  # an equal str, not the same object
+    assert built == ["float32", "float64"]
+
+
+class _Builder:
+    def __init__(self, client: SimulatedClient) -> None:
+        self.client = client
+
+    def build(self) -> tk.TunableSet[NKey, None]:
+        return _device_set(self.client)
+
+
+def test_bound_methods_and_partials_are_told_apart_by_what_they_bind() -> None:
+    # Regression: a bound method was keyed by its function's code, and a partial by itself (one set kept per call).
+    tuner: tk.LocalTuner[NKey, None] = tk.LocalTuner("bound")
+    gpu0, gpu1 = SimulatedClient(device_id="gpu:0"), SimulatedClient(device_id="gpu:1")
+    first, second = _Builder(gpu0), _Builder(gpu1)
+    assert tuner.init(first.build) is tuner.init(first.build)
+    assert tuner.init(first.build) is not tuner.init(second.build)
+    assert tuner.init(functools.partial(_device_set, gpu0)) is tuner.init(functools.partial(_device_set, gpu0))
+    assert tuner.init(functools.partial(_device_set, gpu0)) is not tuner.init(functools.partial(_device_set, gpu1))
+    assert len(tuner._sets) == 4
+
+
+def test_a_set_built_for_a_captured_object_is_forgotten_when_the_object_is() -> None:
+    # A factory capturing the call's array builds a set per call: neither the sets nor the arrays may accumulate.
+    tuner: tk.LocalTuner[NKey, np.ndarray] = tk.LocalTuner("per_call_capture")
+
+    def twice(dtype: np.dtype[Any]) -> tk.TunableSet[NKey, np.ndarray]:
+        return tk.TunableSet(key=_key).with_tunable(tk.Tunable(f"twice_{dtype}", lambda y: 2 * y))
+
+    def op(x: np.ndarray) -> tuple[np.ndarray, tk.TunableSet[NKey, np.ndarray], tk.TunableSet[NKey, np.ndarray]]:
+        dtype = x.dtype
+        tunables = tuner.init(lambda: twice(dtype))
+        return tuner.execute(CPU.device_id, CPU, tunables, (x,)), tunables, tuner.init(lambda: twice(x.dtype))
+
+    once: list[weakref.ref[tk.TunableSet[NKey, np.ndarray]]] = []
+    per_call: list[weakref.ref[tk.TunableSet[NKey, np.ndarray]]] = []
+    for n in range(5):
+        x = np.ones(n + 1)
+        doubled, by_dtype, by_array = op(x)
+        np.testing.assert_array_equal(doubled, 2 * x)
+        once.append(weakref.ref(by_dtype))
+        per_call.append(weakref.ref(by_array))
+        del by_dtype, by_array, x
+        gc.collect()
+    # A captured dtype compares by value: one set for every call. The set built for each array went with it.
+    assert once[0]() is not None and all(ref() is once[0]() for ref in once)
+    assert all(ref() is None for ref in per_call)
+    assert len(tuner._sets) == 1
+
+
+def test_a_factory_capturing_something_new_at_every_call_is_bounded_and_warned_about(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    tuner: tk.LocalTuner[NKey, int] = tk.LocalTuner("unbounded")
+    caplog.set_level(logging.WARNING, logger="tunekit.tuner")
+
+    def op(n: int) -> None:
+        shape = [n]  # a list: nothing tells when it is gone, so its set is held until pushed out
+        tuner.init(lambda: tk.TunableSet(key=_key).with_tunable(tk.Tunable("n", lambda *_: shape[0])))
+
+    for n in range(MAX_SETS + 10):
+        op(n)
+    assert len(tuner._sets) == MAX_SETS
+    (warning,) = [r.getMessage() for r in caplog.records if "init() has built more than" in r.getMessage()]
+    assert "captures values that differ from call to call (shape)" in warning and "test_built_sets.py:" in warning
