@@ -14,6 +14,7 @@ from _tunables import sleeping as _slow
 
 import tunekit as tk
 from tunekit_backends.cpu import CpuClient
+from tunekit_backends.simulated import SimulatedClient
 
 
 @tk.autotune_key
@@ -557,3 +558,60 @@ def test_a_cached_winner_whose_client_was_closed_is_not_demoted(isolated_setting
     closed.clear()
     assert tuner.execute(CLIENT.device_id, CLIENT, tunables, (3,)) == 3
     assert tuner.tuner(CLIENT.device_id).winners[tunables][NKey(n=3)] is on_device
+
+
+def test_a_device_id_other_than_the_clients_is_refused_before_anything_runs_or_is_cached() -> None:
+    # Regression: execute("gpu:0", <the gpu:1 client>, ...) timed on gpu:1, then cached and recorded it as gpu:0's.
+    tuner: tk.LocalTuner[NKey, None] = tk.LocalTuner("wrong_device")
+    gpu1 = SimulatedClient(device_id="gpu:1")
+    tunables = tk.TunableSet(key=_key).with_tunable(tk.Tunable("kernel", gpu1.kernel(1_000)))
+    with pytest.raises(
+        ValueError, match=r"given the device id 'gpu:0', but the client's is 'gpu:1'.*client\.device_id"
+    ):
+        tuner.execute("gpu:0", gpu1, tunables, (4,))
+    assert gpu1.busy_ns == 0
+    cache = tk.persistent_cache()
+    assert cache is not None and not list(cache.rows())
+    tuner.execute(gpu1.device_id, gpu1, tunables, (4,))
+    assert [row if isinstance(row, str) else row.device_id for row in cache.rows()] == ["gpu:1"]
+
+
+def test_an_equal_set_finds_the_known_winner_in_memory_even_with_the_cache_off(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Regression: with the cache off, every equal set (one per client of a device, one built per call) tuned again.
+    monkeypatch.setenv("TUNEKIT_CACHE", "0")
+    tk.configure()
+    tuner: tk.LocalTuner[NKey, int] = tk.LocalTuner("equal_sets")
+    records: list[tk.AutotuneRecord] = []
+    sink = tk.add_record_sink(records.append)
+    ran: list[str] = []
+
+    def candidate(name: str, *, fails_on: int | None = None) -> tk.Tunable[int]:
+        def run(n: int) -> int:
+            if n == fails_on:
+                raise RuntimeError(f"{name} cannot take {n}")
+            ran.append(name)
+            if name == "second":
+                time.sleep(0.002)  # far slower than "first": "first" wins
+            return n
+
+        return tk.Tunable(name, run)
+
+    def equal_set() -> tk.TunableSet[NKey, int]:
+        return tk.TunableSet(key=_key).with_tunables([candidate("first", fails_on=3), candidate("second")])
+
+    try:
+        for _ in range(3):
+            assert tuner.execute(CLIENT.device_id, CLIENT, equal_set(), (4,)) == 4
+        assert [r.decision for r in records] == ["tuned"]
+        assert records[0].winner == "first"
+        # The winner fails on these real inputs and is demoted: an equal set must not get it back.
+        demoting = equal_set()
+        assert tuner.execute(CLIENT.device_id, CLIENT, demoting, (3,)) == 3
+        ran.clear()
+        assert tuner.execute(CLIENT.device_id, CLIENT, equal_set(), (4,)) == 4
+        assert ran == ["second"]
+        assert [r.decision for r in records] == ["tuned", "demoted"]
+    finally:
+        tk.remove_record_sink(sink)

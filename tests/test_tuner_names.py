@@ -14,6 +14,7 @@ from _tunables import sleeping
 
 import tunekit as tk
 from tunekit_backends.cpu import CpuClient
+from tunekit_backends.simulated import SimulatedClient
 
 
 @tk.autotune_key
@@ -118,7 +119,8 @@ def test_sets_of_one_name_may_differ_between_devices() -> None:
     tuner: tk.LocalTuner[NKey, int] = tk.LocalTuner("per_device")
     first_set, second_set = _first_set(), _second_set()
     assert tuner.execute(CLIENT.device_id, CLIENT, first_set, (2,)) == 2
-    assert tuner.execute("another-device", CLIENT, second_set, (2,)) == 2
+    another = SimulatedClient(device_id="another-device")
+    assert tuner.execute(another.device_id, another, second_set, (2,)) == 2
 
 
 def test_a_set_replaced_in_a_running_process_re_tunes_once_the_old_one_is_gone(

@@ -82,7 +82,8 @@ class LocalTuner(Generic[K, Out]):
         """Run the winner for these inputs' key on the real inputs, tuning first on a miss.
 
         Raises TypeError at once, before any tuning or cache access, when ``client`` is not a
-        ``tk.Client`` (it names the members it lacks).
+        ``tk.Client`` (it names the members it lacks), and ValueError before a key's first tune
+        when ``device_id`` is not ``client.device_id``.
         """
         if type(client) not in CHECKED_CLIENT_TYPES:  # a set lookup on the hot path; the full check once per class
             require_client(client, f"tuner {self.name!r}: execute()")

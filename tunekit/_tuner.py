@@ -105,9 +105,11 @@ class Tuner:
         self._rankings: dict[int, dict[object, tuple[int, ...]]] = {}
         self._sets: dict[int, weakref.ref[TunableSet[Any, Any]]] = {}
         self._pending: dict[tuple[TunableSet[Any, Any], object], Future[tuple[int, ...]]] = {}
-        # Seeded rankings by (checksum, key), as names: a record seeded with one set object also
-        # serves an equal set built elsewhere (TUNER.init's), which was otherwise tuned afresh.
-        self._seeded: dict[tuple[str, object], tuple[str, ...]] = {}
+        # Every ranking known here by (checksum, key), as names: an equal set built elsewhere (one
+        # per client of this device, one built per call, TUNER.init's beside a seeded one) finds it
+        # without reading the persistent cache, or tuning again when the cache is off. Names, not
+        # sets: it keeps no set alive.
+        self._by_checksum: dict[tuple[str, object], tuple[str, ...]] = {}
 
     # -- cache state -----------------------------------------------------------------
 
@@ -141,6 +143,7 @@ class Tuner:
         """``_remember``, with the lock already held."""
         self._track(tunables)
         self._rankings.setdefault(id(tunables), {})[key] = ranking
+        self._by_checksum[(tunables.checksum(), key)] = tuple(tunables.tunables[i].name for i in ranking)
         # One item assignment: atomic for the lock-free readers on the hot path, and O(1)
         # however many keys a set has.
         self.by_id.setdefault(id(tunables), {})[key] = tunables.tunables[ranking[0]].fn
@@ -158,8 +161,6 @@ class Tuner:
         ranking = tuple(i for i in (tunables.index_of(n) for n in ranking_names) if i is not None)
         if not ranking:
             raise ValueError(f"tuner {self.name!r}: none of {list(ranking_names)} is a member of {tunables!r}")
-        with self._lock:
-            self._seeded[(tunables.checksum(), key)] = tuple(tunables.tunables[i].name for i in ranking)
         self._remember(tunables, key, ranking)
 
     def winners_names(self) -> list[str]:
@@ -178,7 +179,7 @@ class Tuner:
             self.by_id.clear()
             self._rankings.clear()
             self._sets.clear()
-            self._seeded.clear()
+            self._by_checksum.clear()
 
     def _claim(self, tunables: TunableSet[Any, Any], key_json: str, settings: Settings) -> None:
         """Refuse a second, different set for this name and key, whose row would overwrite the first's.
@@ -195,9 +196,16 @@ class Tuner:
     ) -> tuple[int, ...]:
         """The ranking for ``key``: from memory, from disk, from another thread's tune, or tuned now.
 
-        Raises TypeError before anything else when ``client`` is not a ``tk.Client``.
+        Raises TypeError before anything else when ``client`` is not a ``tk.Client``, and
+        ValueError when it is another device's than this tuner's.
         """
         require_client(client, f"tuner {self.name!r}: resolve()")
+        if client.device_id != self.device_id:
+            raise ValueError(
+                f"tuner {self.name!r}: execute() was given the device id {self.device_id!r}, but the client's is "
+                f"{client.device_id!r}; winners measured on this client would be cached and recorded as that other "
+                "device's. Pass client.device_id, e.g. TUNER.execute(client.device_id, client, tunables, inputs)"
+            )
         settings = _settings.current()
         if not is_autotune_key(key):
             raise TypeError(
@@ -217,9 +225,9 @@ class Tuner:
             ranking = self._rankings.get(id(tunables), {}).get(key)
             if ranking is not None:
                 return ranking
-            seeded = self._seeded.get((checksum, key))
-            if seeded is not None:  # same names in the same order: the seeded indices hold for this set
-                ranking = tuple(i for i in map(tunables.index_of, seeded) if i is not None)
+            known = self._by_checksum.get((checksum, key))
+            if known is not None:  # an equal set's ranking: same names in the same order, so the same indices
+                ranking = tuple(i for i in map(tunables.index_of, known) if i is not None)
                 self._remember_locked(tunables, key, ranking)
                 return ranking
             future = self._pending.get((tunables, key))
@@ -447,7 +455,7 @@ class Tuner:
             if tunables.search is not None:
                 return search_tune(
                     tuner=self.name,
-                    device_id=client.device_id,
+                    device_id=self.device_id,
                     tunables=tunables,
                     key=key,
                     spec=tunables.search,
