@@ -95,11 +95,10 @@ class BadSamples:
 def test_samples_that_are_not_ints_ge_0_fail_their_configuration_with_a_reason(tmp_path: Path) -> None:
     """A negative, NaN or fractional sample ran the whole search, then failed the record's validation (result lost)."""
     records: list[tk.AutotuneRecord] = []
-    result = tk.tune_objective(
-        BadSamples(), tuner="bad", device_id="cpu", log=tmp_path / "t.jsonl", sinks=[records.append]
-    )
-    reasons = [t.outcome.reason for t in result.trials if isinstance(t.outcome, tk.Failed)]
-    assert len(reasons) == 5 and result.best is None and len(records) == 1
+    with pytest.raises(tk.NoValidKernelFound) as caught:
+        tk.tune_objective(BadSamples(), tuner="bad", device_id="cpu", log=tmp_path / "t.jsonl", sinks=[records.append])
+    reasons = [reason for _, reason in caught.value.failures]
+    assert len(reasons) == 5 and len(records) == 1 and records[0].winner is None
     assert all("samples must be ints >= 0" in r for r in reasons[:4]), reasons
     assert "-100 (int)" in reasons[0] and "12.5 (float)" in reasons[2] and "'12' (str)" in reasons[3]
     assert "not of tk.BenchmarkDurations" in reasons[4]
@@ -175,7 +174,8 @@ def test_a_remaining_that_is_not_an_int_is_refused_before_anything_is_measured(l
     with pytest.raises(TypeError, match=r"_Remaining.remaining\(\) must return an int .* or None"):
         tk.tune_objective(engine, tuner="t", device_id="d", require=[{"A": 2}])
     assert engine.measured == 0
-    assert tk.tune_objective(_Remaining(np.int64(0)), tuner="t", device_id="d").stopped_by == "objective_budget"
+    with pytest.raises(tk.NoValidKernelFound, match=r"evaluated 0 configurations and stopped at objective_budget"):
+        tk.tune_objective(_Remaining(np.int64(0)), tuner="t", device_id="d")  # an int: read, and it ends the search
 
 
 class Closing:

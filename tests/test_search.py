@@ -299,3 +299,67 @@ def test_a_strategy_that_proposes_a_generator_is_told_to_return_a_list(replay: t
     data, client = replay
     with pytest.raises(tk.TunekitError, match=r"ProposesAGenerator.*proposed a generator; propose\(n\) returns a list"):
         tk.search(data.space, client.kernel, client, (), tuner="t", strategy=ProposesAGenerator, max_evals=3)
+
+
+class Instant:
+    """An objective measured at no cost: a configuration's score is the sum of its values."""
+
+    def __init__(self, space: tk.Space) -> None:
+        self.space = space
+
+    def measure(self, config: tk.Config) -> tk.Outcome:
+        return tk.Measured(tk.BenchmarkDurations((sum(config.values_tuple) + 1,)))
+
+    def remaining(self) -> int | None:
+        return None
+
+
+def test_auto_is_exhaustive_when_the_budget_covers_a_large_restricted_space() -> None:
+    """Over 50,000 Cartesian points auto never counted, so a budget covering all 600 valid points ran model_ils."""
+    space = tk.Space(A=range(300), B=range(200), restrict=lambda c: c.A % 100 == 0)
+    covered = tk.tune_objective(Instant(space), tuner="t", device_id="d", max_evals=700)
+    assert covered.strategy == "exhaustive" and covered.stopped_by == "exhausted" and covered.evaluations == 600
+    short = tk.tune_objective(Instant(space), tuner="t", device_id="d", max_evals=40)
+    assert short.strategy == "model_ils" and short.evaluations == 40
+
+
+def test_auto_does_not_count_a_restricted_space_past_the_counting_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tunekit import _search
+
+    calls = 0
+
+    def restrict(c: tk.Config) -> bool:
+        nonlocal calls
+        calls += 1
+        return bool(c.A == 0)
+
+    space = tk.Space(A=range(100), B=range(100), restrict=restrict)
+    monkeypatch.setattr(_search, "AUTO_COUNT_LIMIT", 9_999)
+    assert not _search._budget_covers(space, 100, None) and calls == 0
+    monkeypatch.setattr(_search, "AUTO_COUNT_LIMIT", 10_000)
+    assert _search._budget_covers(space, 100, None) and calls == 10_000
+
+
+def _fails(config: tk.Config) -> object:
+    raise RuntimeError(f"no kernel for BLOCK={config.BLOCK}")
+
+
+def test_a_search_where_every_configuration_fails_raises_after_keeping_the_trials(tmp_path: Path) -> None:
+    """tk.search returned best=None where execute raises NoValidKernelFound: result.best.config failed far away."""
+    space = tk.Space(BLOCK=tk.pow2(1, 2**24))
+    records: list[tk.AutotuneRecord] = []
+    log = tmp_path / "t.jsonl"
+    with pytest.raises(tk.NoValidKernelFound) as caught:
+        tk.search(
+            space, _fails, tk_cpu(), (), tuner="t", max_evals=24, strategy="random", log=log, sinks=[records.append]
+        )
+    error = caught.value
+    assert len(error.failures) == 24 and all("no kernel for BLOCK=" in reason for _, reason in error.failures)
+    text = str(error)
+    assert text.startswith("tuner 't': no valid candidate:\n  - BLOCK=") and "... and 4 more" in text
+    assert (
+        f"(random, seed 0) evaluated 24 configurations and stopped at max_evals; every trial is kept in {log}" in text
+    )
+    (record,) = records
+    assert record.winner is None and len(record.candidates) == 24
+    assert len(log.read_text().splitlines()) == 1 + 24

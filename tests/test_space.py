@@ -23,11 +23,26 @@ def small() -> tk.Space:
 
 def test_pow2_is_an_inclusive_doubling_range() -> None:
     assert tk.pow2(64, 1024) == (64, 128, 256, 512, 1024)
-    assert tk.pow2(3, 20) == (3, 6, 12)
+    assert tk.pow2(1, 1) == (1,)
+    assert tk.pow2(64, 1000) == (64, 128, 256, 512), "hi only bounds the range"
     with pytest.raises(ValueError, match="lo <= hi"):
         tk.pow2(8, 4)
     with pytest.raises(TypeError):
         tk.pow2(1.5, 4)  # type: ignore[arg-type]
+
+
+def test_pow2_refuses_a_lower_bound_that_is_not_a_power_of_two() -> None:
+    """tk.pow2(48, 1000) gave 48, 96, 192, 384, 768: a "pow2" range without a single power of two."""
+    with pytest.raises(
+        ValueError, match=r"tk\.pow2\(48, 1000\): 48 is not a power of two, so doubling it gives 48, 96"
+    ):
+        tk.pow2(48, 1000)
+    with pytest.raises(
+        ValueError, match=r"within the bounds: tk\.pow2\(64, 512\); .*as a list: \[48, 96, 192, 384, 768\]"
+    ):
+        tk.pow2(48, 1000)
+    with pytest.raises(ValueError, match=r"none lie between 3 and 3; .*as a list: \[3\]"):
+        tk.pow2(3, 3)
 
 
 def test_enumeration_equals_the_filtered_cartesian_product_in_order() -> None:
@@ -376,3 +391,26 @@ def test_a_space_past_2_to_the_63_points_is_sampled_and_searched() -> None:
 
     result = tk.tune_objective(Sum(), tuner="huge", device_id="d", max_evals=30)
     assert result.strategy == "model_ils" and result.evaluations == 30
+
+
+def test_size_up_to_walks_only_until_it_passes_the_limit_and_remembers_the_answer() -> None:
+    calls = 0
+
+    def restrict(c: tk.Config) -> bool:
+        nonlocal calls
+        calls += 1
+        return bool(c.B % 2 == 0)
+
+    space = tk.Space(A=range(100), B=range(100), restrict=restrict)
+    assert space.size_up_to(10) is None
+    assert calls == 21, "11 valid points are 21 Cartesian ones: the walk stops there"
+    assert space.size_up_to(5) is None and calls == 21, "a smaller limit is answered from the remembered lower bound"
+    assert space.size_up_to(5000) == 5000
+    assert space.size == 5000 and space.size_up_to(4999) is None and calls == 21 + 10_000
+    with pytest.raises(ValueError, match=r"limit must be an int >= 0, got -1"):
+        space.size_up_to(-1)
+
+
+def test_enumeration_keeps_the_cartesian_order_of_at() -> None:
+    space = tk.Space(A=[1, 2, 3], B=["x", "y"], C=[True, False], restrict=lambda c: c.A != 2 or c.C)
+    assert list(space) == [c for c in map(space.at, range(space.cartesian_size)) if space.allows(c)]

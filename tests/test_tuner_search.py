@@ -127,3 +127,81 @@ def test_a_search_ends_at_the_batch_where_a_candidate_meets_the_roofline() -> No
     assert any(isinstance(e, tk.ShortCircuit) and e.name == "T=13" for e in record.events)
     # Batches of 4 up to the one holding T=13, nothing after it: fewer than the budget of 40.
     assert ended.evaluations < 40 and ended.evaluations % 4 == 0
+
+
+def _searched(tmp_path: Path, **search: Any) -> tuple[ReplayClient, tk.TunableSet[OneKey, None]]:
+    data = load_kernel_tuner_cache(write_cache(tmp_path / "c.json"))
+    client = ReplayClient(data, seed=3)
+    tunables = tk.TunableSet.from_space(data.space, client.kernel, key=lambda n: OneKey(n=n)).with_search(**search)
+    return client, tunables
+
+
+def _search_events(records: list[tk.AutotuneRecord]) -> list[tk.SearchEnded]:
+    return [e for r in records for e in r.events if isinstance(e, tk.SearchEnded)]
+
+
+def test_with_search_measures_the_required_configurations_first_for_every_key(tmp_path: Path) -> None:
+    """with_search took no require=: a set's searches could not start from known-good configurations."""
+    required = [{"X": 16, "Y": 64, "Z": 2}, tk.Config(("X", "Y", "Z"), (1, 16, 0))]
+    client, tunables = _searched(tmp_path, strategy="random", max_evals=1, seed=5, require=required)
+    records, sink = _records()
+    try:
+        tuner: tk.LocalTuner[OneKey, Any] = tk.LocalTuner("required")
+        for n in (1, 2):
+            tuner.execute(client.device_id, client, tunables, (n,))
+    finally:
+        tk.remove_record_sink(sink)
+    assert [r.key for r in records] == [{"n": 1}, {"n": 2}]
+    for record in records:
+        assert sorted(c.name for c in record.candidates) == ["X=1,Y=16,Z=0", "X=16,Y=64,Z=2"]
+    assert [(e.evaluations, e.stopped_by) for e in _search_events(records)] == [(2, "max_evals")] * 2
+
+
+def test_with_search_refuses_bad_require_and_log_as_tk_search_does(tmp_path: Path) -> None:
+    data = load_kernel_tuner_cache(write_cache(tmp_path / "c.json"))
+    client = ReplayClient(data)
+    spaced = tk.TunableSet.from_space(data.space, client.kernel, key=lambda n: OneKey(n=n))
+    calls: list[tuple[str, Any]] = [("TunableSet.with_search", spaced.with_search)]
+    calls.append(("tk.search", lambda **kw: tk.search(data.space, client.kernel, client, (), tuner="t", **kw)))
+    for where, call in calls:
+        with pytest.raises(ValueError, match=r"^required configuration is not in the space: .*excluded by the space"):
+            call(require=[{"X": 16, "Y": 128, "Z": 0}])
+        with pytest.raises(ValueError, match=r"^required configuration is not in the space: .*X=3 is not one of"):
+            call(require=[{"X": 3, "Y": 16, "Z": 0}])
+        with pytest.raises(TypeError, match=rf"^{where}\(require=...\) takes a list of configurations"):
+            call(require={"X": 1, "Y": 16, "Z": 0})
+        with pytest.raises(TypeError, match=rf"^{where}\(log=...\) takes a file path"):
+            call(log=5)
+        with pytest.raises(tk.TrialLogError, match=r"is a directory; give a file path"):
+            call(log=tmp_path)
+
+
+def test_with_search_keeps_one_resumable_trial_log_per_key(tmp_path: Path) -> None:
+    """with_search took no log=: a search inside execute that was killed started over from nothing."""
+    tk.configure(cache=False)  # each tuner below tunes again, as a new process after a kill would
+    log = tmp_path / "logs" / "fill.jsonl"
+    client, short = _searched(tmp_path, strategy="random", max_evals=6, seed=2, batch=3, log=log)
+    records, sink = _records()
+    try:
+        for n in (1, 2):
+            tk.LocalTuner[OneKey, Any]("logged").execute(client.device_id, client, short, (n,))
+        logs = sorted(log.parent.glob("*.jsonl"))
+        _, longer = _searched(tmp_path, strategy="random", max_evals=10, seed=2, batch=3, log=log)
+        tk.LocalTuner[OneKey, Any]("logged").execute(client.device_id, client, longer, (1,))
+        # All from the log, nothing measured: the resumed trials must still rank (they were left out, and it raised).
+        _, again = _searched(tmp_path, strategy="random", max_evals=6, seed=2, batch=3, log=log, finalists=0)
+        tk.LocalTuner[OneKey, Any]("logged").execute(client.device_id, client, again, (2,))
+    finally:
+        tk.remove_record_sink(sink)
+    assert [p.name.split(".")[:2] for p in logs] == [["fill", "n=1"], ["fill", "n=2"]]
+    headers = [tk.TrialLogHeader.model_validate_json(p.read_text().splitlines()[0]) for p in logs]
+    assert [(h.tuner, h.key, h.device_id) for h in headers] == [("logged", {"n": n}, client.device_id) for n in (1, 2)]
+    first, _, resumed, replayed = _search_events(records)
+    assert (first.evaluations, first.resumed) == (6, 0)
+    assert (resumed.evaluations, resumed.resumed, resumed.stopped_by) == (10, 6, "max_evals")
+    assert {c.name for c in records[0].candidates} < {c.name for c in records[2].candidates}
+    assert (replayed.evaluations, replayed.resumed) == (6, 6)
+    entries = [tk.TrialEntry.model_validate_json(line) for line in logs[1].read_text().splitlines()[1:]]
+    logged = {tk.Config(tuple(e.config), tuple(e.config.values())).name: e.score_ns for e in entries}
+    assert {c.name for c in records[3].candidates} == set(logged)
+    assert records[3].winner == min((s, n) for n, s in logged.items() if s is not None)[1]

@@ -23,20 +23,29 @@ class TunekitError(Exception):
 
 
 class NoValidKernelFound(TunekitError):
-    """Every candidate failed or was skipped for a key; lists each one and why.
+    """Every candidate failed or was skipped for a key (or every configuration a search evaluated); lists them and why.
 
-    ``recorded`` is empty when this process tuned the key, and otherwise says which process's
-    failed tune this error repeats, when, and when the key will be tuned again.
+    ``failures`` holds every (name, reason); the message shows the first
+    ``SHOWN`` of them. ``recorded`` is what else to know: empty when this process tuned
+    the key; for a repeated failure, which process's failed tune this error repeats, when, and when
+    the key will be tuned again; for ``tk.search`` and ``tk.tune_objective``, how the search
+    ended and where its trials are kept. ``key`` is None for a search run without one.
     """
+
+    SHOWN = 20
 
     def __init__(self, tuner: str, key: object, failures: Sequence[tuple[str, str]], recorded: str = "") -> None:
         self.tuner = tuner
         self.key = key
         self.failures = tuple(failures)
         self.recorded = recorded
-        lines = "\n".join(f"  - {name}: {reason}" for name, reason in self.failures) or "  (no candidate was planned)"
+        shown = [f"  - {name}: {reason}" for name, reason in self.failures[: self.SHOWN]]
+        if len(self.failures) > self.SHOWN:  # a search of 500 failed configurations printed 500 lines
+            shown.append(f"  ... and {len(self.failures) - self.SHOWN} more (all of them in the error's .failures)")
+        lines = "\n".join(shown) or "  (no candidate was planned)"
         after = f"\n{recorded}" if recorded else ""
-        super().__init__(f"tuner {tuner!r}: no valid candidate for key {key!r}:\n{lines}{after}")
+        for_key = f" for key {key!r}" if key is not None else ""
+        super().__init__(f"tuner {tuner!r}: no valid candidate{for_key}:\n{lines}{after}")
 
     def __reduce__(self) -> tuple[type[NoValidKernelFound], tuple[str, object, tuple[tuple[str, str], ...], str]]:
         return (type(self), (self.tuner, self.key, self.failures, self.recorded))

@@ -18,7 +18,7 @@ from tunekit._errors import ClientClosed
 from tunekit._outcome import Failed, Measured, Outcome, Skipped
 from tunekit._records import AutotuneRecord
 from tunekit._schedule import describe_error
-from tunekit._search import SearchResult, emit_search_record, run_search
+from tunekit._search import SearchResult, emit_search_record, raise_if_no_winner, run_search
 from tunekit._search_spec import _is_int, check_search_args, check_search_names
 from tunekit._sinks import RecordSink, as_sink
 from tunekit._space import Config, Space
@@ -72,7 +72,8 @@ def tune_objective(
     ``stopped_by == "objective_budget"`` once ``objective.remaining()`` reaches 0.
     The incumbents (``require``) are measured whatever the budget, as for ``tk.search``:
     even when ``remaining()`` is already 0, so the engine's budget can be overrun by up
-    to ``len(require)`` measurements.
+    to ``len(require)`` measurements. Raises ``tk.NoValidKernelFound`` when no configuration
+    was measured (every one invalid, or none evaluated), after emitting the record.
     """
     if not isinstance(objective, Objective):
         raise TypeError(
@@ -145,4 +146,5 @@ def tune_objective(
         batch=1,
     )
     emit_search_record(result, key, resolved_sinks)
+    raise_if_no_winner(result, key, log)
     return result

@@ -20,13 +20,13 @@ import numpy as np
 from tunekit import _settings
 from tunekit._benchmark import BenchmarkDurations
 from tunekit._client import Client, require_client
-from tunekit._errors import TunekitError
+from tunekit._errors import NoValidKernelFound, TunekitError
 from tunekit._isolation import open_runner
 from tunekit._key import is_autotune_key, key_to_dict
 from tunekit._outcome import Failed, Measured, Outcome, Skipped
 from tunekit._records import AutotuneRecord, CandidateRecord, SearchEnded
 from tunekit._schedule import measure_batch
-from tunekit._search_spec import check_search_args, check_search_names, empty_space_error
+from tunekit._search_spec import check_search_args, check_search_names, empty_space_error, incumbents_of
 from tunekit._sinks import RecordSink, as_sink, emit_to_all
 from tunekit._space import Config, Space
 from tunekit._strategies import Strategy, StrategyFactory, StrategyName, make_strategy
@@ -35,12 +35,14 @@ from tunekit._tunable import Tunable
 from tunekit._tunable_set import LazyBuild, TunableSet
 
 __all__ = [
+    "AUTO_COUNT_LIMIT",
     "Evaluate",
     "Ranked",
     "SearchResult",
     "StopReason",
     "Trial",
     "emit_search_record",
+    "raise_if_no_winner",
     "run_search",
     "search",
     "search_ended",
@@ -142,13 +144,26 @@ def _outcome(entry: TrialEntry) -> Outcome:
     return Failed(entry.error or "failed", stage)  # type: ignore[arg-type]
 
 
+AUTO_COUNT_LIMIT = 1_000_000
+"""The largest restricted space (in Cartesian points) that ``auto`` counts to compare with ``max_evals``.
+
+A count walks the space, one restriction call per point: 2-3.5 µs each on the shared
+development VM (benches/auto_choice.py), so up to a few seconds, paid in full only when the
+walk cannot stop early at ``max_evals + 1`` valid points: when the valid points are few, where
+``model_ils`` would walk the space to sample it anyway (it took 2.6x longer than counting and
+measuring every point there). Past this size the budget must cover the Cartesian size.
+"""
+
+
 def _budget_covers(space: Space, max_evals: int | None, max_seconds: float | None) -> bool:
-    """Whether measuring every configuration fits the budget (counting a restricted space only when small)."""
+    """Whether measuring every configuration fits the budget (counting a restricted space up to a size)."""
     if max_evals is None:
         return max_seconds is None
     if space.cartesian_size <= max_evals:
         return True
-    return space.cartesian_size <= 50_000 and space.size <= max_evals
+    # Counted only up to max_evals + 1: a budget that covers every valid configuration means
+    # exhaustive (a user expects all of them measured), however sparse the restrictions make them.
+    return space.cartesian_size <= AUTO_COUNT_LIMIT and space.size_up_to(max_evals) is not None
 
 
 def _choose(
@@ -188,14 +203,7 @@ def run_search(
         if not is_autotune_key(key):
             raise TypeError(f"search(key=...) takes an @tk.autotune_key instance, got {type(key).__name__}")
         key_dict = key_to_dict(key)
-    incumbents: list[Config] = []
-    for given in require:
-        try:
-            config = space.config(given)
-        except ValueError as exc:
-            raise ValueError(f"required configuration is not in the space: {exc}") from None
-        if config not in incumbents:
-            incumbents.append(config)
+    incumbents = incumbents_of(space, require)
     name, factory = _choose(space, strategy, max_evals, max_seconds)
     started = time.monotonic()
     trial_log = TrialLog.open(log, tuner=tuner, space=space, device_id=device_id, key=key_dict) if log else None
@@ -349,6 +357,35 @@ def emit_search_record(result: SearchResult, key: object, sinks: Sequence[Record
     emit_to_all(record, sinks)
 
 
+def raise_if_no_winner(result: SearchResult, key: object, log: str | Path | None) -> None:
+    """Raise ``NoValidKernelFound`` when no evaluated configuration was measured, as ``execute`` does.
+
+    Called once the record is emitted and the trial log closed, so the failures are kept in
+    both: a rerun with a larger budget resumes the log instead of measuring them again.
+    """
+    if result.best is not None:
+        return
+    failures = [(t.config.name, _reason(t.outcome)) for t in result.trials]
+    kept = f"; every trial is kept in {log}: a rerun with the same log resumes it" if log is not None else ""
+    raise NoValidKernelFound(
+        result.tuner,
+        key,
+        failures,
+        recorded=f"the search ({result.strategy}, seed {result.seed}) evaluated {result.evaluations} "
+        f"configuration{'s' if result.evaluations != 1 else ''} and stopped at {result.stopped_by}{kept}",
+    )
+
+
+def _reason(outcome: Outcome) -> str:
+    match outcome:
+        case Failed(reason, stage):
+            return f"{stage}: {reason}"
+        case Skipped(reason):
+            return f"skipped: {reason}"
+        case Measured():
+            return "measured"
+
+
 def search(
     space: Space,
     build: Callable[[Config], Callable[..., Any]],
@@ -382,6 +419,10 @@ def search(
     that measurement picks the winner (not counted in the budget; not logged).
     ``strategy``: ``auto`` (exhaustive when the budget covers the space, else the best
     large-space strategy), a name from ``tk.STRATEGIES``, or a factory.
+
+    Raises ``tk.NoValidKernelFound`` (listing each configuration and why it failed) when no
+    evaluated configuration could be measured, as ``execute`` does, after emitting the
+    search's record and keeping every trial in ``log``.
     """
     if not isinstance(space, Space):
         raise TypeError(
@@ -437,4 +478,5 @@ def search(
         finalists=finalists,
     )
     emit_search_record(result, key, resolved_sinks)
+    raise_if_no_winner(result, key, log)
     return result

@@ -5,13 +5,21 @@ from __future__ import annotations
 import inspect
 import numbers
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TypeGuard
+from pathlib import Path
+from typing import Any, TypeGuard
 
 from tunekit._space import Config, Space
 
-__all__ = ["SearchSpec", "check_search_args", "check_search_names", "config_name", "empty_space_error"]
+__all__ = [
+    "SearchSpec",
+    "check_search_args",
+    "check_search_names",
+    "config_name",
+    "empty_space_error",
+    "incumbents_of",
+]
 
 
 def config_name(config: Config) -> str:
@@ -21,11 +29,12 @@ def config_name(config: Config) -> str:
 
 @dataclass(frozen=True, slots=True)
 class SearchSpec:
-    """The space, how its configurations name candidates, the strategy and the budget.
+    """The space, how its configurations name candidates, the strategy, the budget, incumbents and log.
 
     Set by ``TunableSet.with_search``; the tuner then tunes each key with ``tk.search``'s
     driver over the set's own candidates (compiled, checked and timed as in any tune), so
     a space too big to measure whole still goes through ``execute``, the cache and records.
+    ``log`` is the base path of the per-key trial logs (``key_log_path``).
     """
 
     space: Space
@@ -36,6 +45,24 @@ class SearchSpec:
     seed: int
     batch: int
     finalists: int
+    require: tuple[Config, ...] = ()
+    log: Path | None = None
+
+
+def incumbents_of(space: Space, require: Sequence[Mapping[str, Any]]) -> list[Config]:
+    """The required configurations as points of ``space``, in order, without repeats.
+
+    Raises ValueError naming a configuration that is not in the space (and why).
+    """
+    incumbents: list[Config] = []
+    for given in require:
+        try:
+            config = space.config(given)
+        except ValueError as exc:
+            raise ValueError(f"required configuration is not in the space: {exc}") from None
+        if config not in incumbents:
+            incumbents.append(config)
+    return incumbents
 
 
 def _is_int(value: object) -> TypeGuard[int]:

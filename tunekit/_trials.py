@@ -9,8 +9,12 @@ A file lock keeps a second concurrent search off the same log.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import os
+import re
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Annotated, Literal
@@ -24,7 +28,7 @@ from tunekit._space import Config, ParamValue, Space, SpaceModel
 from tunekit._validation_text import validation_text
 from tunekit._version import __version__
 
-__all__ = ["TrialEntry", "TrialLog", "TrialLogError", "TrialLogHeader"]
+__all__ = ["TrialEntry", "TrialLog", "TrialLogError", "TrialLogHeader", "check_log_path", "key_log_path"]
 
 _log = logging.getLogger("tunekit.trials")
 
@@ -110,11 +114,7 @@ class TrialLog:
         Raises TrialLogError when the log belongs to another tuner, key, space or device,
         when a line other than the last is corrupt, or when another search holds it.
         """
-        path = Path(path)
-        if path.is_dir():
-            raise TrialLogError(
-                f"trial log {path} is a directory; give a file path, e.g. log={str(path / 'trials.jsonl')!r}"
-            )
+        path = check_log_path(path)
         header = TrialLogHeader(
             tuner=tuner, key=key, device_id=device_id, space_hash=space.hash, space=space.describe()
         )
@@ -236,6 +236,32 @@ class TrialLog:
 
     def __exit__(self, *_: object) -> None:
         self.close()
+
+
+def check_log_path(path: str | os.PathLike[str]) -> Path:
+    """``path`` as a Path, refused (TrialLogError) when it names a directory: a log is a file."""
+    path = Path(path)
+    if path.is_dir():
+        raise TrialLogError(
+            f"trial log {path} is a directory; give a file path, e.g. log={str(path / 'trials.jsonl')!r}"
+        )
+    return path
+
+
+def key_log_path(base: Path, *, tuner: str, device_id: str, key: Mapping[str, object] | None) -> Path:
+    """The trial log of one key's search in a set searched with ``log=base``: beside ``base``, the key in its name.
+
+    A log holds one search (its header names the tuner, key and device, and any other is
+    refused), while a set searched inside ``execute`` runs one search per key and device: so
+    ``gemm.jsonl`` becomes ``gemm.m=4096,n=4096.1a2b3c4d.jsonl``, the digest (of the tuner, the
+    device and the whole key) telling apart what the readable part cannot (devices, tuners,
+    characters a file name cannot hold, keys cut at 80 characters).
+    """
+    text = ",".join(f"{name}={value}" for name, value in (key or {}).items())
+    readable = re.sub(r"[^A-Za-z0-9._=,+-]", "_", text)[:80]
+    digest = hashlib.sha256(json.dumps([tuner, device_id, key], sort_keys=True).encode()).hexdigest()[:8]
+    stem = base.name[: -len(base.suffix)] if base.suffix else base.name
+    return base.with_name(".".join(part for part in (stem, readable, digest) if part) + base.suffix)
 
 
 def _one_line(exc: ValueError) -> str:

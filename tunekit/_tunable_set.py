@@ -5,13 +5,15 @@ from __future__ import annotations
 import hashlib
 import inspect
 import numbers
+import os
 import typing
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from tunekit._check import Reference
-from tunekit._search_spec import SearchSpec, check_search_args, config_name, empty_space_error
+from tunekit._search_spec import SearchSpec, check_search_args, config_name, empty_space_error, incumbents_of
 from tunekit._space import Config, Space
+from tunekit._trials import check_log_path
 from tunekit._tunable import Tunable
 
 if TYPE_CHECKING:
@@ -288,15 +290,20 @@ class TunableSet(Generic[K, Out]):
         seed: int = 0,
         batch: int = 8,
         finalists: int = 4,
+        require: Sequence[Mapping[str, Any]] = (),
+        log: str | os.PathLike[str] | None = None,
     ) -> TunableSet[K, Out]:
         """A new set whose keys are tuned by searching its space within a budget, not by measuring all of it.
 
         Only for a set made from a ``tk.Space`` (``TunableSet.from_space``, or an OpenCL
         ``KernelTemplate(...).tunable_set``). Each new key runs the same search as
         ``tk.search`` (``strategy``, ``seed``, ``max_evals``/``max_seconds``, ``batch``,
-        ``finalists``), measuring candidates like any tune (prepare, correctness check,
-        schedule); the winner is cached and recorded like any other, and the record carries a
-        ``search`` event saying which limit ended it.
+        ``finalists``, ``require``, ``log``), measuring candidates like any tune (prepare,
+        correctness check, schedule); the winner is cached and recorded like any other, and the
+        record carries a ``search`` event saying which limit ended it. ``require``: incumbents
+        measured first for every key, checked against the space here. ``log``: one resumable
+        trial log per key and device, beside this path with the key in its name
+        (``gemm.jsonl`` -> ``gemm.m=4096,n=4096.1a2b3c4d.jsonl``).
         """
         space = self.extras.get("space")
         if not isinstance(space, Space):
@@ -311,10 +318,18 @@ class TunableSet(Generic[K, Out]):
             max_seconds=max_seconds,
             batch=batch,
             finalists=finalists,
+            require=require,
             strategy=strategy,
+            log=log,
         )
+        # Checked here, as early as possible: tk.search checks them at its call, but a set's
+        # searches run later, inside execute, one per key.
+        incumbents = tuple(incumbents_of(space, require))
+        log_path = check_log_path(log) if log is not None else None
         name_of = self.extras.get("space_name_of", config_name)
-        spec = SearchSpec(space, name_of, strategy, max_evals, max_seconds, seed, batch, finalists)
+        spec = SearchSpec(
+            space, name_of, strategy, max_evals, max_seconds, seed, batch, finalists, incumbents, log_path
+        )
         return self.with_extra(_SEARCH, spec)
 
     @property

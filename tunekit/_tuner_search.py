@@ -12,12 +12,14 @@ import itertools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from tunekit._key import key_to_dict
 from tunekit._outcome import Outcome, Skipped
 from tunekit._records import RecordEvent, ShortCircuit
 from tunekit._schedule import BatchResult
 from tunekit._search import Ranked, run_search, search_ended
 from tunekit._search_spec import SearchSpec
 from tunekit._space import Config
+from tunekit._trials import key_log_path
 from tunekit._tunable_set import TunableSet
 
 __all__ = ["search_tune"]
@@ -83,7 +85,17 @@ def search_tune(
         max_seconds=spec.max_seconds,
         batch=spec.batch,
         finalists=spec.finalists,
+        require=spec.require,
+        log=key_log_path(spec.log, tuner=tuner, device_id=device_id, key=key_to_dict(key)) if spec.log else None,
     )
     events.append(search_ended(result))
+    for trial in result.trials:
+        # Answered from the trial log, never measured in this tune: without their outcomes here,
+        # a resumed search's best could not win, nor its trials show in the record.
+        index = tunables.index_of(spec.name_of(trial.config))
+        if trial.config not in index_of and index is not None and index in planned:
+            index_of[trial.config] = index
+            outcomes[index] = trial.outcome
+            batch_of[index] = 0  # measured by an earlier run, in no batch of this one
     ranking = tuple(index_of[trial.config] for trial in result.ranking if trial.config in index_of)
     return outcomes, batch_of, ranking
