@@ -21,6 +21,10 @@ import tunekit as tk
         (3, {"min": 64}, 64),
         (10_000, {"max": 4096, "min": 4096}, 4096),
         (80, {"base": 3}, 81),
+        (3, {"min": 3}, 3),
+        (1, {"min": 3}, 3),
+        (4, {"min": 3}, 4),
+        (5, {"min": 3, "max": 6}, 6),
     ],
 )
 def test_anchor_formula(x: int, kwargs: dict[str, int], expected: int) -> None:
@@ -66,3 +70,23 @@ def test_anchor_marker_takes_only_int_bounds(kwargs: dict[str, object]) -> None:
     """Anchor(base=2.5) made K(n=1000) hold 1525.87...; Anchor(base='2') failed with a bare comparison error."""
     with pytest.raises(TypeError, match=r"needs an int"):
         tk.Anchor(**kwargs)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "marker",
+    [
+        tk.Anchor(),
+        tk.Anchor(min=3),
+        tk.Anchor(min=48, max=1000),
+        tk.Anchor(max=1000),
+        tk.Anchor(min=5, base=3),
+        tk.Anchor(min=6, max=6),
+    ],
+)
+@pytest.mark.parametrize("base_exponent", [1, 2])
+def test_anchoring_an_anchored_value_keeps_it(marker: tk.Anchor, base_exponent: int) -> None:
+    # A key rebuilt from its stored fields must land in its own bucket: Anchor(min=3) sent
+    # 1 to 3 and then the stored 3 to 4, so a committed record's key missed its own entry.
+    for x in range(1, 2100):
+        bucket = marker.apply(x, base_exponent)
+        assert marker.apply(bucket, base_exponent) == bucket, (marker, x, bucket)

@@ -465,3 +465,27 @@ def test_a_record_of_an_opencl_template_names_its_candidates_as_the_template_doe
     )
     with pytest.raises(tk.RecordMismatch, match=r"'fill\[BLOCK=64\]'.* not candidates of the record's"):
         record.add(Shape(n=64), wider)
+
+
+@tk.autotune_key
+class Small:
+    n: Annotated[int, tk.Anchor(min=3)]
+
+
+def test_a_record_of_a_key_anchored_to_a_min_off_the_powers_is_seeded_and_served(
+    data: ReplayData, tmp_path: Path
+) -> None:
+    """Anchor(min=3) sent n=1 to 3 and the stored 3 to 4: seeding refused the record or missed its key."""
+    client = ReplayClient(data)
+    tunables = tk.TunableSet.from_space(data.space, client.kernel, key=lambda x: Small(n=len(x)))
+    record = tk.Record.for_tunables("replayed", client.device_id, tunables)
+    key = Small(n=1)
+    assert key.n == 3
+    record.add(key, tk.search(data.space, client.kernel, client, (), tuner="replayed", key=key))
+    record.save(tmp_path / "r.json")
+    decisions: list[tk.AutotuneRecord] = []
+    tuner: tk.LocalTuner[Small, None] = tk.LocalTuner("replayed", sinks=[decisions.append])
+    loaded = tk.Record.load_verified(tmp_path / "r.json", tunables, client.device_id)
+    assert loaded.seed(tuner, tunables, Small) == 1
+    tuner.execute(client.device_id, client, tunables, (np.zeros(2),))
+    assert decisions == [], "the seeded bucket serves n=2 without a tune"

@@ -15,7 +15,10 @@ __all__ = ["Anchor", "anchor"]
 def anchor(x: int, *, max: int | None = None, min: int | None = None, base: int = 2) -> int:
     """Return the smallest power of ``base`` that is >= ``x``, clamped to ``max`` then raised to ``min``.
 
-    ``min`` wins over ``max`` when both bind, as in CubeCL's ``anchor``.
+    ``min`` wins over ``max`` when both bind, as in CubeCL's ``anchor``. A value at or below
+    ``min`` anchors to ``min`` itself, even when ``min`` is no power of ``base``: otherwise
+    ``anchor(anchor(1, min=3), min=3)`` would be 4, and a key rebuilt from its stored
+    fields (a committed record, a cache row) would land in another bucket than it was made in.
 
     Raises:
         ValueError: ``x < 1``, ``base <= 1`` or ``min > max``.
@@ -30,6 +33,8 @@ def anchor(x: int, *, max: int | None = None, min: int | None = None, base: int 
         raise ValueError(f"anchor() needs base >= 2, got {base}: powers of {base} cannot bucket sizes")
     if max is not None and min is not None and min > max:
         raise ValueError(f"anchor() got min={min} > max={max}: pass min <= max")
+    if min is not None and x <= min:
+        return min
     power = 1
     while power < x:
         power *= base
@@ -66,7 +71,7 @@ class Anchor:
 
     def apply(self, x: int, base_exponent: int = 1) -> int:
         """Anchor ``x``; ``base_exponent`` coarsens the base (the autotune level's doing)."""
-        if self.base == 2 and base_exponent == 1 and x >= 1:
+        if self.base == 2 and base_exponent == 1 and x >= 1 and (self.min is None or x > self.min):
             # Key construction is on every call's hot path: bit_length avoids the loop.
             power = 1 << (x - 1).bit_length()
             if self.max is not None and power > self.max:

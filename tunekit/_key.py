@@ -271,9 +271,6 @@ def off_buckets(key: object, exponent: int) -> dict[str, int]:
     out = {}
     for name, marker in markers.items():
         value = getattr(key, name)
-        # min and max are buckets as given, though not always powers (anchoring 3 with min=3 gives 4).
-        if value in (marker.min, marker.max):
-            continue
         bucket = marker.apply(value, exponent)
         if bucket != value:
             out[name] = bucket
