@@ -136,3 +136,12 @@ def test_a_factory_capturing_something_new_at_every_call_is_bounded_and_warned_a
     assert len(tuner._sets) == MAX_SETS
     (warning,) = [r.getMessage() for r in caplog.records if "init() has built more than" in r.getMessage()]
     assert "captures values that differ from call to call (shape)" in warning and "test_built_sets.py:" in warning
+
+
+def test_a_lambda_binding_the_client_as_a_default_is_told_apart_by_it() -> None:
+    # The loop idiom lambda client=client: ... captures nothing; only its defaults name the client.
+    tuner: tk.LocalTuner[NKey, None] = tk.LocalTuner("default_bound")
+    gpu0, gpu1 = SimulatedClient(device_id="gpu:0"), SimulatedClient(device_id="gpu:1")
+    sets = [tuner.init(lambda client=client: _device_set(client)) for client in (gpu0, gpu1, gpu0)]  # type: ignore[misc]
+    assert sets[0] is sets[2] is not sets[1]
+    assert [t.tunables[0].fn._client for t in sets] == [gpu0, gpu1, gpu0]  # type: ignore[attr-defined]
