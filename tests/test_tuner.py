@@ -605,6 +605,8 @@ def test_an_equal_set_finds_the_known_winner_in_memory_even_with_the_cache_off(
         for _ in range(3):
             assert tuner.execute(CLIENT.device_id, CLIENT, equal_set(), (4,)) == 4
         assert [r.decision for r in records] == ["tuned"]
+        # state() says so too: it said Miss (the cache is off) for a key the next execute would not tune.
+        assert tuner.tuner(CLIENT.device_id).state(equal_set(), NKey(n=4)) == tk.Hit((0, 1))
         assert records[0].winner == "first"
         # The winner fails on these real inputs and is demoted: an equal set must not get it back.
         demoting = equal_set()

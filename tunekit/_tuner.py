@@ -114,11 +114,17 @@ class Tuner:
     # -- cache state -----------------------------------------------------------------
 
     def state(self, tunables: TunableSet[Any, Any], key: object) -> CacheState:
-        """Where ``key`` stands: in memory, being tuned, stored on disk unchecked, or missing."""
+        """Where ``key`` stands: in memory, being tuned, stored on disk unchecked, or missing.
+
+        In memory also when an equal set (same checksum) has it: ``resolve`` takes it from there.
+        """
         with self._lock:
             ranking = self._rankings.get(id(tunables), {}).get(key)
             if ranking is not None:
                 return Hit(ranking)
+            known = self._by_checksum.get((tunables.checksum(), key))
+            if known is not None:
+                return Hit(tuple(i for i in map(tunables.index_of, known) if i is not None))
             future = self._pending.get((tunables, key))
             if future is not None:
                 return Pending(future)
