@@ -10,7 +10,7 @@ import pytest
 from kt_cache import write_cache
 
 import tunekit as tk
-from tunekit._trials import TrialLog
+from tunekit._trials import TrialLog, key_log_path
 from tunekit_backends.replay import ReplayClient, ReplayData, load_kernel_tuner_cache
 
 
@@ -184,3 +184,14 @@ def test_a_log_with_fields_of_a_newer_tunekit_is_resumed(data: ReplayData, tmp_p
     log.write_text("".join(json.dumps(line) + "\n" for line in lines))
     again = run(data, log)
     assert all(t.resumed for t in again.trials) and len(again.trials) == len(reference.trials)
+
+
+def test_a_key_log_path_sits_beside_the_base_with_the_key_in_its_name() -> None:
+    base = Path("tuning") / "gemm.jsonl"
+    path = key_log_path(base, tuner="gemm", device_id="gpu0", key={"dtype": "f/32", "n": 4096})
+    assert path.parent == base.parent
+    stem, key, digest, suffix = path.name.split(".")
+    assert (stem, key, suffix, len(digest)) == ("gemm", "dtype=f_32,n=4096", "jsonl", 8)
+    other_device = key_log_path(base, tuner="gemm", device_id="gpu1", key={"dtype": "f/32", "n": 4096})
+    assert other_device != path and other_device.name.startswith("gemm.dtype=f_32,n=4096.")
+    assert key_log_path(Path("log"), tuner="t", device_id="d", key=None).name.startswith("log.")

@@ -63,6 +63,7 @@ def test_with_search_is_refused_early_where_it_cannot_work() -> None:
     with pytest.raises(TypeError, match=r"TunableSet.with_search\(seed=...\) must be an int"):
         spaced.with_search(max_evals=2, seed=None)  # type: ignore[arg-type]  # was refused only after the search ran
     assert spaced.with_search(max_evals=2).checksum() == spaced.checksum()  # the budget does not re-tune
+    assert spaced.with_search(require=[{"A": 2}], log="t.jsonl").checksum() == spaced.checksum()  # nor these
 
 
 SOURCE = """
