@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import tunekit as tk
@@ -48,6 +49,13 @@ def test_anchor_rejects_bad_input(x: int, kwargs: dict[str, int], message: str) 
 def test_anchor_rejects_non_int() -> None:
     with pytest.raises(TypeError):
         tk.anchor(2.5)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="got bool"):
+        tk.anchor(True)
+
+
+def test_anchor_takes_a_numpy_integer() -> None:
+    # Regression: tk.anchor(np.int64(1000)) was refused ("needs an int, got int64"), though key fields take one.
+    assert tk.anchor(np.int64(1000)) == 1024 and type(tk.anchor(np.int32(3))) is int
 
 
 def test_anchor_marker_validates_at_declaration() -> None:

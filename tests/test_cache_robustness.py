@@ -298,6 +298,9 @@ def _shared_tunables() -> tk.TunableSet[IKey, int]:
 
 def _assert_complete(cache_dir: Path, keys: set[int]) -> None:
     """Every key in ``keys`` is stored whole with a valid winner, and the file passes SQLite's integrity check."""
+    if not _db(cache_dir).exists():  # a child killed before its first tune opened the cache (a loaded machine)
+        assert not keys, f"{len(keys)} committed keys but no cache file"
+        return
     with sqlite3.connect(_db(cache_dir)) as raw:
         assert raw.execute("PRAGMA integrity_check").fetchone() == ("ok",)
     cache = tk.PersistentCache(cache_dir)

@@ -131,6 +131,27 @@ def test_without_reference_the_first_candidate_is_the_baseline() -> None:
     assert record.winner in {"sum", "einsum"}
 
 
+def test_a_candidate_returning_less_precision_than_its_inputs_fails_the_check() -> None:
+    # Regression: a float16 result of float64 inputs was held to float16's rounding, passed, and could win.
+    x = np.random.default_rng(2).random(64)
+    tunables = (
+        tk.TunableSet(key=_key)
+        .with_tunables([tk.Tunable("half", lambda x: (x * 2).astype(np.float16)), tk.Tunable("full", lambda x: x * 2)])
+        .with_reference(lambda x: x * 2)
+    )
+    _, record = _tune(tunables, (x,))
+    half = _candidates(record)["half"]
+    assert half.stage == "check" and half.error is not None
+    assert "float16 values where the expected value is float64 and the inputs hold float64" in half.error
+    assert "(return float64 or finer)" in half.error and record.winner == "full"
+    # A float32 kernel of float32 inputs against a float64 reference keeps float32's rounding.
+    x32 = x.astype(np.float32)
+    assert compare(x32 * 2, x32.astype(np.float64) * 2, floor=np.dtype(np.float32)).passed
+    assert not compare(x32.astype(np.float16), x32.astype(np.float64), floor=np.dtype(np.float32)).passed
+    # Without float array inputs (a sqrt of ints, a float64 reference), a float32 result stays fine.
+    assert compare(np.sqrt(np.arange(9)).astype(np.float32), np.sqrt(np.arange(9))).passed
+
+
 def test_in_place_output_written_past_its_end_is_caught_by_the_canary() -> None:
     def in_place(x: np.ndarray, out: np.ndarray) -> None:
         np.multiply(x, 3, out=out)

@@ -113,6 +113,13 @@ def test_a_key_field_no_stored_key_has_is_a_usage_error(records: Path) -> None:
     assert "no stored key matching" in run("cache", "show", "cli_sum", "--key", "n=7", check=2).stderr
 
 
+def test_a_key_value_that_matches_nothing_shows_the_stored_buckets(records: Path) -> None:
+    # Regression: `--key n=1000` (the caller's size, not its anchored bucket 1024) said only "no stored key matching".
+    hint = "(stored n: 1024, 131072; anchored fields hold the rounded-up bucket, e.g. 1024 for 1000)"
+    assert hint in run("cache", "show", "cli_sum", "--key", "n=1000", check=2).stderr
+    assert hint in run("cache", "list", "--key", "n=1000").stderr
+
+
 def test_listing_a_cleared_cache_says_it_holds_no_winners(records: Path, isolated_settings: Path) -> None:
     # Regression: after `cache clear`, `cache list` printed a bare table header.
     run("cache", "clear")

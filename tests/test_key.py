@@ -100,6 +100,22 @@ def test_anchor_on_non_int_refused_at_definition() -> None:
             size: Annotated[float, tk.Anchor()]
 
 
+def test_a_bare_anchor_class_or_two_anchors_are_refused_at_definition() -> None:
+    # Regression: Annotated[int, tk.Anchor] (no parentheses) anchored nothing, silently, so every size was tuned;
+    # two tk.Anchor()s were applied one after the other.
+    with pytest.raises(TypeError, match=r"BareKey.n: write tk.Anchor\(\) with parentheses"):
+
+        @tk.autotune_key
+        class BareKey:
+            n: Annotated[int, tk.Anchor]
+
+    with pytest.raises(TypeError, match=r"TwiceKey.n: has more than one tk.Anchor\(\); give it one"):
+
+        @tk.autotune_key
+        class TwiceKey:
+            n: Annotated[int, tk.Anchor(), tk.Anchor(base=4)]
+
+
 def test_minimal_level_squares_the_base(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TUNEKIT_AUTOTUNE_LEVEL", "minimal")
     tk.configure()

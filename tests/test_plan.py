@@ -96,3 +96,10 @@ def test_a_priority_function_that_raises_is_named_with_the_key() -> None:
     with pytest.raises(ZeroDivisionError) as divided:
         tk.plan_batches(0, [within])
     assert "tunable 'w''s priority within group 'wide' for key 0" in divided.value.__notes__[0]
+
+
+def test_a_group_name_that_is_no_str_is_refused() -> None:
+    # Regression: TuneGroup(3, fn) was accepted, and messages then named "TuneGroup 3".
+    for name in (3, "", None):
+        with pytest.raises(ValueError, match=rf"TuneGroup needs a non-empty str name, got {name!r}"):
+            tk.TuneGroup(name, _const(0))  # type: ignore[arg-type]

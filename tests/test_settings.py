@@ -92,6 +92,19 @@ def test_working_directory_under_a_parent_that_cannot_be_searched_is_not_an_erro
     assert in_child(child) == {"samples": 4}
 
 
+def test_a_cache_dir_or_records_path_this_process_cannot_look_at_is_no_settings_error(tmp_path: Path) -> None:
+    """The checks that they are no file / no directory must not raise PermissionError from the settings."""
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o700)
+
+    def child() -> dict[str, object]:
+        drop_root()
+        settings = tk.configure(cache_dir=str(locked / "cache"), record=str(locked / "records.jsonl"))
+        return {"record": settings.record}
+
+    assert in_child(child) == {"record": str(locked / "records.jsonl")}
+
+
 def test_a_bad_variable_is_named_with_its_value_and_not_blamed_on_the_key_generator(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -163,6 +176,20 @@ def test_a_record_path_that_is_a_directory_is_refused_naming_the_setting(
         tk.configure()
     monkeypatch.setenv("TUNEKIT_RECORD", str(tmp_path / "records.jsonl"))
     assert tk.configure().record == str(tmp_path / "records.jsonl")
+
+
+def test_a_cache_dir_that_is_a_file_is_refused_naming_the_setting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """TUNEKIT_CACHE_DIR=<a file> made the cache memory-only with a warning about permissions, and
+    `tunekit cache list` said nothing had been tuned there."""
+    afile = tmp_path / "cache"
+    afile.write_text("")
+    monkeypatch.setenv("TUNEKIT_CACHE_DIR", str(afile))
+    with pytest.raises(tk.SettingsError, match=r"cache_dir = .* from TUNEKIT_CACHE_DIR: .* is a file; name the dir"):
+        tk.configure()
+    monkeypatch.setenv("TUNEKIT_CACHE_DIR", str(tmp_path / "not-yet"))
+    assert tk.configure().cache_dir == tmp_path / "not-yet"
 
 
 def test_an_empty_cache_dir_is_refused_instead_of_caching_in_the_working_directory(

@@ -45,6 +45,18 @@ def test_something_that_is_no_sink_is_refused_where_it_is_given() -> None:
         tk.search(space, lambda c: lambda: c.A, CpuClient(), (), tuner="t", sinks=[None])  # type: ignore[list-item]
 
 
+def test_a_sink_that_could_never_write_is_refused_when_it_is_made(tmp_path: Path) -> None:
+    """JsonlSink(directory) and StreamSink("stdout") were accepted, then failed at every record, only logged."""
+    with pytest.raises(ValueError, match=r"JsonlSink\(.*\): that is a directory; name a JSONL file in it"):
+        tk.JsonlSink(tmp_path)
+    with pytest.raises(TypeError, match=r"JsonlSink takes the path of a JSONL file, got int"):
+        tk.JsonlSink(3)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"StreamSink takes a text stream .* got str; for a file path use tk.JsonlSink"):
+        tk.StreamSink("stdout")  # type: ignore[arg-type]
+    assert tk.JsonlSink(tmp_path / "new" / "records.jsonl").path.name == "records.jsonl"  # created at the first record
+    tk.StreamSink(sys.stderr)
+
+
 @tk.autotune_key
 class _Key:
     n: int

@@ -6,6 +6,7 @@ measures once per bucket instead of once per exact shape.
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 
 __all__ = ["Anchor", "anchor"]
@@ -22,8 +23,10 @@ def anchor(x: int, *, max: int | None = None, min: int | None = None, base: int 
     Raises:
         ValueError: ``x < 1``, ``base <= 1`` or ``min > max``.
     """
-    if isinstance(x, bool) or not isinstance(x, int):
-        raise TypeError(f"anchor() needs an int, got {type(x).__name__} {x!r}")
+    if type(x) is not int:  # a key field's numpy integer is converted before it gets here; a caller's may not be
+        if isinstance(x, bool) or not isinstance(x, numbers.Integral):
+            raise TypeError(f"anchor() needs an int, got {type(x).__name__} {x!r}")
+        x = int(x)
     if x < 1:
         raise ValueError(f"anchor() needs x >= 1, got {x}: a key dimension must be a positive size")
     if base <= 1:

@@ -29,6 +29,7 @@ __all__ = [
     "SupportsCheckBuffers",
     "compare",
     "default_tolerance",
+    "precision_floor",
 ]
 
 CANARY_BYTES = 64
@@ -150,6 +151,10 @@ def default_tolerance(dtype: np.dtype[Any]) -> tuple[float, float] | None:
     return None
 
 
+def _eps(dtype: np.dtype[Any]) -> float:
+    return float(np.finfo(dtype).eps)
+
+
 def _num(value: Any) -> str:
     return f"{complex(value):.6g}" if isinstance(value, complex | np.complexfloating) else f"{float(value):.6g}"
 
@@ -158,8 +163,31 @@ def _where(index: int, shape: tuple[int, ...]) -> str:
     return str(tuple(int(i) for i in np.unravel_index(index, shape))) if shape else "()"
 
 
-def compare(got: Any, expected: Any, *, rtol: float = 0.0, atol: float = 0.0, label: str = "output") -> CheckOutcome:
-    """Compare one output with its expected value; the outcome names the worst element."""
+def precision_floor(inputs: Sequence[Any]) -> np.dtype[Any] | None:
+    """The finest float dtype among the array inputs (not scalars), or None when no input is a float array."""
+    dtypes = [
+        np.dtype(value.dtype)
+        for value in inputs
+        if getattr(value, "ndim", 0) > 0 and getattr(getattr(value, "dtype", None), "kind", "") in ("f", "c")
+    ]
+    return min(dtypes, key=lambda d: float(np.finfo(d).eps), default=None)
+
+
+def compare(
+    got: Any,
+    expected: Any,
+    *,
+    rtol: float = 0.0,
+    atol: float = 0.0,
+    label: str = "output",
+    floor: np.dtype[Any] | None = None,
+) -> CheckOutcome:
+    """Compare one output with its expected value; the outcome names the worst element.
+
+    ``floor`` is the finest float dtype of the inputs (:func:`precision_floor`): a float output
+    coarser than both it and the expected value threw away precision the inputs carried, and
+    fails, instead of being held to its own, looser rounding.
+    """
     expected_arr = np.asarray(expected)
     try:
         got_arr = np.asarray(got)
@@ -171,12 +199,25 @@ def compare(got: Any, expected: Any, *, rtol: float = 0.0, atol: float = 0.0, la
         return CheckOutcome(False, f"{label}: shape {got_arr.shape} differs from the expected {expected_arr.shape}")
     if expected_arr.size == 0:
         return CheckOutcome(True, f"{label}: empty")
-    # A float32 kernel checked against a float64 reference is held to float32's rounding.
+    # A float32 kernel of float32 inputs checked against a float64 reference is held to float32's rounding.
     coarser = max(
         (a.dtype for a in (got_arr, expected_arr) if a.dtype.kind in "fc"),
         key=lambda d: float(np.finfo(d).eps),
         default=expected_arr.dtype,
     )
+    if (
+        floor is not None
+        and got_arr.dtype.kind in "fc"
+        and expected_arr.dtype.kind in "fc"
+        and _eps(got_arr.dtype) > max(_eps(expected_arr.dtype), _eps(floor))
+    ):
+        # Held to float16's rounding, a float16 result of float64 inputs passed and could win.
+        enough = max(expected_arr.dtype, floor, key=_eps)
+        return CheckOutcome(
+            False,
+            f"{label}: {got_arr.dtype} values where the expected value is {expected_arr.dtype} and the inputs hold "
+            f"{floor}: the candidate loses precision its inputs carry (return {enough} or finer)",
+        )
     tolerance = default_tolerance(coarser)
     if tolerance is None and expected_arr.dtype.kind not in "biu":
         # Objects, strings: only equality means anything.
@@ -263,6 +304,7 @@ class Gate:
         self.reference = reference
         self._expected: tuple[Any, ...] | None = None
         self.against = "reference" if reference.fn is not None else ""
+        self._floor = precision_floor(inputs)
 
     def _buffers(self) -> CheckBuffers:
         outputs = self.reference.outputs or ()
@@ -343,7 +385,7 @@ class Gate:
         labels = self.reference.outputs or range(len(got))
         for label, g, e in zip(labels, got, self._expected, strict=True):
             what = f"argument {label}" if self.reference.outputs is not None else f"output {label}"
-            outcome = compare(g, e, rtol=self.reference.rtol, atol=self.reference.atol, label=what)
+            outcome = compare(g, e, rtol=self.reference.rtol, atol=self.reference.atol, label=what, floor=self._floor)
             details.append(outcome.detail)
             if not outcome.passed:
                 return outcome

@@ -120,12 +120,42 @@ def _select(
     return rows, bad
 
 
-def _key_fields(key_json: str) -> list[str]:
+def _stored_values_hint(cache: PersistentCache | None, tuner: str | None, device: str | None, keys: list[str]) -> str:
+    """What the ``--key`` fields do hold, for a filter that matched nothing.
+
+    Keys are stored anchored, so ``--key n=1000`` finds nothing where the row holds 1024: the
+    values there show the bucket to ask for.
+    """
+    wanted = _key_filter(keys)
+    if cache is None or not wanted:
+        return ""
+    held: dict[str, set[str]] = {name: set() for name in wanted}
+    for row in cache.rows(device_id=device, tuner=tuner):
+        if isinstance(row, str):  # unreadable: reported on its own
+            continue
+        fields = _key_dict(row.key)
+        for name, values in held.items():
+            if name in fields:
+                values.add(json.dumps(fields[name]).strip('"'))
+    parts = []
+    for name, values in held.items():
+        ordered = sorted(values, key=lambda v: (len(v), v))  # numbers in numeric order, as their text is
+        shown = ", ".join(ordered[:12]) + (f", ... {len(ordered) - 12} more" if len(ordered) > 12 else "")
+        parts.append(f"{name}: {shown}")
+    return f" (stored {'; '.join(parts)}; anchored fields hold the rounded-up bucket, e.g. 1024 for 1000)"
+
+
+def _key_dict(key_json: str) -> dict[str, object]:
+    """The stored key's fields; none for a hand-edited key that is no JSON object."""
     try:
         fields = json.loads(key_json)
     except json.JSONDecodeError:
-        return []
-    return list(fields) if isinstance(fields, dict) else []
+        return {}
+    return fields if isinstance(fields, dict) else {}
+
+
+def _key_fields(key_json: str) -> list[str]:
+    return list(_key_dict(key_json))
 
 
 def path(_: argparse.Namespace) -> int:
@@ -143,7 +173,8 @@ def list_rows(args: argparse.Namespace) -> int:
     rows, bad = _select(cache, args.tuner, args.device, args.key)
     if not rows and not bad:  # a header over nothing (after `cache clear`) read as a broken listing
         matching = " matching the filters" if args.tuner or args.device or args.key else ""
-        print(f"no stored winners{matching} in {cache.path}", file=sys.stderr)
+        hint = _stored_values_hint(cache, args.tuner, args.device, args.key)
+        print(f"no stored winners{matching} in {cache.path}{hint}", file=sys.stderr)
         return 0
     print_table(
         ("tuner", "key", "winner", "median", "tuned at", "device"),
@@ -180,9 +211,11 @@ def _median(value: CacheValue, name: str) -> float | None:
 
 def show(args: argparse.Namespace) -> int:
     """Every candidate's result for the keys of one tuner."""
-    rows, bad = _select(_open_existing(), args.tuner, args.device, args.key)
+    cache = _open_existing()
+    rows, bad = _select(cache, args.tuner, args.device, args.key)
     if not rows and not bad:
-        raise CliError(f"tuner {args.tuner!r} has no stored key matching {' '.join(args.key)}")
+        hint = _stored_values_hint(cache, args.tuner, args.device, args.key)
+        raise CliError(f"tuner {args.tuner!r} has no stored key matching {' '.join(args.key)}{hint}")
     for number, row in enumerate(rows):
         if number:
             print()

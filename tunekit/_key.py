@@ -202,6 +202,13 @@ def autotune_key(cls: C) -> C:
             checks.append((name, exact, coerce, expected + ", anchored" if anchored else expected))
         if get_origin(hint) is typing.Annotated:
             base, *extras = get_args(hint)
+            # Both were accepted silently: the bare class anchored nothing, and two anchors applied one after the other.
+            if any(extra is Anchor for extra in extras):
+                raise TypeError(
+                    f"{cls.__name__}.{name}: write tk.Anchor() with parentheses; the class itself anchors nothing"
+                )
+            if sum(isinstance(extra, Anchor) for extra in extras) > 1:
+                raise TypeError(f"{cls.__name__}.{name}: has more than one tk.Anchor(); give it one")
             for extra in extras:
                 if isinstance(extra, Anchor):
                     if base is not int:

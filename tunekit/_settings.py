@@ -139,11 +139,30 @@ class Settings(BaseSettings):
             )
         return value
 
+    @field_validator("cache_dir")
+    @classmethod
+    def _cache_dir_is_not_a_file(cls, value: Path | None) -> Path | None:
+        # Found here, once: the cache went memory-only with a warning about permissions, and
+        # `tunekit cache list` said nothing had been tuned there.
+        try:
+            is_file = value is not None and value.expanduser().is_file()
+        except OSError:  # a path this process may not look at (EACCES): the cache says so when it opens
+            return value
+        if is_file:
+            raise ValueError(f"{str(value)!r} is a file; name the directory that holds (or will hold) the cache")
+        return value
+
     @field_validator("record")
     @classmethod
     def _record_is_not_a_directory(cls, value: str | None) -> str | None:
         # Found here, once: a sink appending to a directory would warn on every record instead.
-        if value not in (None, "", "stdout", "stderr") and Path(value).expanduser().is_dir():
+        if value is None or value in ("", "stdout", "stderr"):
+            return value
+        try:
+            is_dir = Path(value).expanduser().is_dir()
+        except OSError:  # a path this process may not look at (EACCES): the sink warns when it writes
+            return value
+        if is_dir:
             raise ValueError(
                 f"{value!r} is a directory; name a JSONL file in it "
                 f"(e.g. {str(Path(value) / 'records.jsonl')!r}), or 'stdout' / 'stderr'"
@@ -205,7 +224,10 @@ def current() -> Settings:
 
 
 def configure(**overrides: Any) -> Settings:
-    """Re-read the environment and config files, apply ``overrides``, and make the result current."""
+    """Re-read the environment and config files, apply ``overrides``, and make the result current.
+
+    Each call starts afresh: overrides given to an earlier call are dropped, not merged.
+    """
     global _current, _anchor_exponent
     try:
         settings = Settings(**overrides)

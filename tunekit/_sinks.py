@@ -45,7 +45,16 @@ class JsonlSink:
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
+        # Refused here, as the record setting refuses them: a directory (or a path that is no path)
+        # was accepted and then failed at every record, each failure only logged, the records lost.
+        if not isinstance(path, str | os.PathLike):
+            raise TypeError(f"JsonlSink takes the path of a JSONL file, got {type(path).__name__}")
         self.path = Path(path)
+        if self.path.is_dir():
+            raise ValueError(
+                f"JsonlSink({str(path)!r}): that is a directory; name a JSONL file in it "
+                f"(e.g. {str(self.path / 'records.jsonl')!r})"
+            )
 
     def emit(self, record: AutotuneRecord) -> None:
         """Append ``record`` as one line."""
@@ -66,6 +75,12 @@ class StreamSink:
     """Writes one JSON line per record to a text stream (stdout, stderr, ...)."""
 
     def __init__(self, stream: TextIO) -> None:
+        if not (callable(getattr(stream, "write", None)) and callable(getattr(stream, "flush", None))):
+            # StreamSink("stdout") was accepted and failed at every record, only logged
+            raise TypeError(
+                f"StreamSink takes a text stream with write() and flush() (sys.stdout, an open file), "
+                f"got {type(stream).__name__}; for a file path use tk.JsonlSink(path)"
+            )
         self.stream = stream
         self._lock = threading.Lock()
 

@@ -25,8 +25,8 @@ class TuneGroup:
     priority: PriorityFn
 
     def __post_init__(self) -> None:
-        if not self.name:
-            raise ValueError("TuneGroup needs a non-empty name")
+        if not isinstance(self.name, str) or not self.name:  # TuneGroup(3, ...) passed, and named itself 3
+            raise ValueError(f"TuneGroup needs a non-empty str name, got {self.name!r}")
         if not callable(self.priority):
             raise TypeError(f"TuneGroup {self.name!r}: priority must be a callable key -> int")
 
