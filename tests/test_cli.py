@@ -303,6 +303,18 @@ def test_usage_errors_exit_2_without_traceback() -> None:
     assert run("--version").stdout.startswith("tunekit ")
 
 
+def test_a_bad_argument_is_one_line_starting_with_tunekit() -> None:
+    # Regression: argparse printed its usage, then "tunekit records tail: error: ...", not the documented one line.
+    for args, told in (
+        (("cache", "list", "--bogus"), "tunekit: unrecognized arguments: --bogus"),
+        (("records", "tail", "f", "-n", "x"), "tunekit: records tail: argument -n/--lines: expected a whole number"),
+        (("cache", "frob"), "tunekit: cache: argument ACTION: invalid choice: 'frob'"),
+    ):
+        done = run(*args, check=2)
+        assert done.stderr.count("\n") == 1 and done.stderr.startswith(told), done.stderr
+        assert "--help` lists the arguments" in done.stderr
+
+
 def test_reading_commands_never_create_a_cache(tmp_path: Path) -> None:
     empty = tmp_path / "nothing-here"
     env = {"TUNEKIT_CACHE_DIR": str(empty)}

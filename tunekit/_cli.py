@@ -12,6 +12,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from tunekit._errors import SettingsError
 
@@ -24,6 +25,19 @@ class CliError(Exception):
     def __init__(self, message: str, code: int = 2) -> None:
         super().__init__(message)
         self.code = code
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a usage mistake told in one line starting ``tunekit:``, exit code 2, as for every other mistake.
+
+    argparse's own error printed the usage block and then ``tunekit cache list: error: ...``.
+    Sub-commands' parsers are of this class too (``add_subparsers`` makes them of the parent's class).
+    """
+
+    def error(self, message: str) -> NoReturn:
+        command = self.prog.removeprefix("tunekit").strip()
+        where = f"{command}: " if command else ""
+        self.exit(2, f"tunekit: {where}{message} (`{self.prog} --help` lists the arguments)\n")
 
 
 def _command(parser: argparse.ArgumentParser, target: str) -> None:
@@ -52,7 +66,7 @@ def _filters(parser: argparse.ArgumentParser, *, tuner: bool = True) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="tunekit", description="Autotuning that measures on the real device.")
+    parser = _Parser(prog="tunekit", description="Autotuning that measures on the real device.")
     parser.add_argument("--version", action="store_true", help="print tunekit's version and exit")
     parser.add_argument("--cache-dir", help="the cache directory to use instead of TUNEKIT_CACHE_DIR")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
