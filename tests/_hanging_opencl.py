@@ -45,9 +45,9 @@ def _tune(client: OpenCLClient, n: int) -> tuple[OpenCLClient, tk.TunableSet[Spi
     return client, tunables, fresh()
 
 
-def build(key: dict[str, Any]) -> tuple[OpenCLClient, tk.TunableSet[SpinKey, Any], tuple[Any, ...]]:
-    """The worker factory."""
-    return _tune(OpenCLClient(compile_in="thread"), int(key["n"]))
+def build(key: dict[str, Any], *, device_id: str) -> tuple[OpenCLClient, tk.TunableSet[SpinKey, Any], tuple[Any, ...]]:
+    """The worker factory, for the device the tune is for."""
+    return _tune(OpenCLClient(device_id=device_id, compile_in="thread"), int(key["n"]))
 
 
 def main() -> None:

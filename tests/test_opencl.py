@@ -225,6 +225,17 @@ def test_raw_buffers_in_a_checked_set_stop_the_tune_naming_the_fix(client: OpenC
         tuner.execute(client.device_id, client, tunables, buffers())
 
 
+def test_a_client_opens_the_device_a_device_id_names(client: OpenCLClient) -> None:
+    # What a process-isolation worker factory does with the device_id it is told to build for.
+    again = OpenCLClient(device_id=client.device_id, compile_in="thread")
+    try:
+        assert again.device.int_ptr == client.device.int_ptr
+    finally:
+        again.close()
+    with pytest.raises(RuntimeError, match=r"no OpenCL device matches .*device_id='opencl:no such device'"):
+        OpenCLClient(device_id="opencl:no such device", compile_in="thread")
+
+
 def test_client_names_the_driver_times_on_the_device_and_flushes(client: OpenCLClient) -> None:
     device = client.device
     for part in (device.platform.name, device.name, device.driver_version, device.version):

@@ -1,7 +1,8 @@
 """Isolated workers on a real OpenCL device: a kernel that never ends and a Python abort() are disqualified.
 
 OpenCL state does not survive fork(), so these candidates run in a *spawned* worker that
-rebuilds client, kernels and buffers with ``build`` below, imported by name.
+rebuilds client, kernels and buffers with ``build`` below, imported by name. The factories
+told which device to build for are tested on two simulated devices (``_two_devices.py``).
 """
 
 from __future__ import annotations
@@ -10,10 +11,12 @@ import faulthandler
 import os
 from typing import Any
 
+import _two_devices
 import numpy as np
 import pytest
 
 import tunekit as tk
+from tunekit._worker import takes_device_id
 from tunekit_backends.opencl import OpenCLClient
 
 N = 1 << 14
@@ -123,3 +126,45 @@ def test_a_worker_that_builds_other_candidates_fails_every_candidate_once_with_t
         tuner.execute(client.device_id, client, wrong, inputs)
     reasons = {reason for _, reason in info.value.failures}
     assert len(reasons) == 1 and "could not set up" in next(iter(reasons)) and "'spin'" in next(iter(reasons))
+
+
+def _tune_on(device_id: str, factory: Any) -> tk.AutotuneRecord:
+    """Tune ``_two_devices.SET`` on one simulated device in workers ``factory`` builds; its record."""
+    isolated = _two_devices.SET.with_isolation("process", timeout_s=60, worker=factory)
+    tuner: tk.LocalTuner[_two_devices.NKey, int] = tk.LocalTuner(f"two-devices-{factory.__name__}")
+    records: list[tk.AutotuneRecord] = []
+    sink = tk.add_record_sink(records.append)
+    try:
+        assert tuner.execute(device_id, _two_devices.DEVICES[device_id], isolated, (5,)) == 5
+    finally:
+        tk.remove_record_sink(sink)
+    (record,) = records
+    return record
+
+
+def test_a_worker_factory_builds_for_the_device_of_each_tune() -> None:
+    """Regression: the factory got only the key's fields, so every device but its default failed the device check."""
+    for device_id in ("sim-device:1", "sim-device:0"):
+        record = _tune_on(device_id, _two_devices.build)
+        assert record.device_id == device_id
+        assert {c.name: c.status for c in record.candidates} == {"long": "measured", "short": "measured"}
+
+
+def test_a_factory_of_the_key_alone_still_works_and_a_wrong_device_fails_the_check() -> None:
+    with pytest.raises(tk.NoValidKernelFound) as info:
+        _tune_on("sim-device:1", _two_devices.build_default)
+    reasons = {reason for _, reason in info.value.failures}
+    assert reasons == {
+        "the worker process could not set up (_two_devices:build_default): "
+        "TunekitError: its client is 'sim-device:0', the caller's 'sim-device:1'"
+    }
+
+
+def test_how_a_worker_factory_is_called_is_decided_when_the_set_is_built() -> None:
+    assert takes_device_id(_two_devices.build) and takes_device_id(_two_devices.build_positional)
+    assert takes_device_id(_two_devices.build_any) and not takes_device_id(_two_devices.build_default)
+    isolation = _two_devices.SET.with_isolation("process", worker=_two_devices.build_positional).isolation
+    assert isolation == tk.Isolation("process", None, "_two_devices:build_positional", worker_device_id=True)
+    for factory in (_two_devices.build_two_fields, _two_devices.build_nothing):
+        with pytest.raises(ValueError, match=r"calls it build\(key_fields\) or build\(key_fields, \*, device_id\)"):
+            _two_devices.SET.with_isolation("process", worker=factory)

@@ -52,12 +52,14 @@ class Isolation:
     ``timeout_s`` None takes ``candidate_timeout_s`` from the settings; ``math.inf`` means
     no limit for this set. ``worker`` is the ``module:qualname`` of a factory a fresh worker
     interpreter builds its client, candidates and inputs with (for devices that do not
-    survive ``fork()``); None forks the caller.
+    survive ``fork()``); None forks the caller. ``worker_device_id``: the factory is called
+    with ``device_id=`` the tune's device id too, so it can build for that device.
     """
 
     mode: IsolationMode
     timeout_s: float | None = None
     worker: str | None = None
+    worker_device_id: bool = False
 
     def __post_init__(self) -> None:
         if self.mode not in ("none", "process"):
@@ -69,6 +71,8 @@ class Isolation:
             raise ValueError(f"timeout_s must be a number > 0 (math.inf for no limit), got {self.timeout_s!r}")
         if self.worker is not None and self.mode != "process":
             raise ValueError("a worker factory needs isolation mode 'process'")
+        if self.worker_device_id and self.worker is None:
+            raise ValueError("worker_device_id=True needs a worker factory")
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,8 +242,10 @@ def open_runner(
     timeout_s = policy.timeout_s
     runner: ProcessRunner | WatchdogRunner | InProcessRunner
     if policy.isolated:
-        factory = tunables.isolation.worker if tunables.isolation is not None else None
-        recipe = SpawnRecipe(factory, key_to_dict(key)) if factory is not None else None
+        own = tunables.isolation
+        recipe = None
+        if own is not None and own.worker is not None:
+            recipe = SpawnRecipe(own.worker, key_to_dict(key), pass_device_id=own.worker_device_id)
         runner = ProcessRunner(client, tunables, inputs, timeout_s=timeout_s, recipe=recipe, gate=gate)
     elif timeout_s is not None:
         runner = WatchdogRunner(InProcessRunner(client, tunables, inputs), timeout_s)

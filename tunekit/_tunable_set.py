@@ -19,6 +19,7 @@ from tunekit._tunable import Tunable
 if TYPE_CHECKING:
     from tunekit._isolation import Isolation
     from tunekit._settings import IsolationMode
+    from tunekit._worker import DeviceWorkerFactory, WorkerFactory
 
 __all__ = ["BoundsFn", "InputGenerator", "KeyGenerator", "LazyBuild", "TunableSet"]
 
@@ -264,22 +265,26 @@ class TunableSet(Generic[K, Out]):
         mode: IsolationMode,
         *,
         timeout_s: float | None = None,
-        worker: Callable[[dict[str, Any]], tuple[Any, TunableSet[Any, Any], tuple[Any, ...]]] | None = None,
+        worker: WorkerFactory | DeviceWorkerFactory | None = None,
     ) -> TunableSet[K, Out]:
         """A new set tuned under its own isolation, whatever the global ``isolation`` setting says.
 
         ``mode="process"`` times candidates in a worker process so a crash or hang
         disqualifies only that candidate. ``timeout_s`` limits each run of a candidate
         (None: the ``candidate_timeout_s`` setting; ``math.inf``: no limit). ``worker``, a
-        module-level function ``(key fields) -> (client, tunable set, inputs)``, makes the
-        worker a fresh interpreter that builds its own device state: needed for OpenCL or
-        CUDA, whose state does not survive ``fork()``. It is checked here, not at tuning time.
+        module-level function ``(key fields, *, device_id) -> (client, tunable set, inputs)``,
+        makes the worker a fresh interpreter that builds its own device state: needed for OpenCL
+        or CUDA, whose state does not survive ``fork()``. ``device_id`` (the tune's) says which
+        device to build for; a factory without that parameter is called with the key's fields
+        only. It is checked here, not at tuning time.
         """
         from tunekit._isolation import Isolation
-        from tunekit._worker import worker_reference
+        from tunekit._worker import takes_device_id, worker_reference
 
-        reference = worker_reference(worker) if worker is not None else None
-        return self.with_extra(_ISOLATION, Isolation(mode, timeout_s, reference))
+        if worker is None:
+            return self.with_extra(_ISOLATION, Isolation(mode, timeout_s))
+        reference = worker_reference(worker)
+        return self.with_extra(_ISOLATION, Isolation(mode, timeout_s, reference, takes_device_id(worker)))
 
     def with_search(
         self,

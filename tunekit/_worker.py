@@ -5,7 +5,9 @@ inputs exist: it inherits the tunable set and the inputs as they are, so candida
 lambdas and closures; only candidate indices cross the pipe. Device runtimes whose state does
 not survive ``fork()`` (OpenCL, CUDA: their driver threads are not copied) instead get a
 *spawned* worker, a fresh interpreter that rebuilds its own client, tunable set and inputs
-by calling a module-level factory, named by ``module:qualname`` (``with_isolation(worker=)``).
+by calling a module-level factory, named by ``module:qualname`` (``with_isolation(worker=)``),
+with the key's fields and, when it takes it, the tune's ``device_id`` (the worker checks that
+the client it built has that id).
 
 Either way the parent sends ``(op, index, flush)`` and the worker answers ``("ok", ns)`` or
 ``("error", reason)`` (``("closed", reason)`` for :class:`ClientClosed`, raised again in the
@@ -24,6 +26,7 @@ import contextlib
 import contextvars
 import ctypes
 import importlib
+import inspect
 import json
 import os
 import signal
@@ -34,7 +37,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, Pipe
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from tunekit._check import CheckOutcome, Gate
 from tunekit._client import Client
@@ -43,7 +46,16 @@ from tunekit._runner import InProcessRunner
 from tunekit._self_call import inherit, tunes_to_pass_on
 from tunekit._tunable_set import TunableSet
 
-__all__ = ["ProcessRunner", "describe_error", "resolve_reference", "timeout_reason", "worker_reference"]
+__all__ = [
+    "DeviceWorkerFactory",
+    "ProcessRunner",
+    "WorkerFactory",
+    "describe_error",
+    "resolve_reference",
+    "takes_device_id",
+    "timeout_reason",
+    "worker_reference",
+]
 
 # The worker's exit status when its own loop failed (not the candidate): EX_SOFTWARE.
 _WORKER_BROKEN = 70
@@ -87,8 +99,20 @@ def _forget_starter() -> None:
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_starter)
 
-WorkerFactory = Callable[[dict[str, Any]], tuple[Client, TunableSet[Any, Any], tuple[Any, ...]]]
+WorkerFactory = Callable[[dict[str, Any]], tuple[Any, TunableSet[Any, Any], tuple[Any, ...]]]
 """Builds, in a spawned worker, ``(client, tunable set, benchmark inputs)`` from the key's fields."""
+
+
+class DeviceWorkerFactory(Protocol):
+    """A worker factory that is also told the device id of the tune it builds for.
+
+    The key's fields alone cannot say which device: on a machine with several devices a
+    factory that only sees them can build only its default one.
+    """
+
+    def __call__(
+        self, key: dict[str, Any], /, *, device_id: str
+    ) -> tuple[Any, TunableSet[Any, Any], tuple[Any, ...]]: ...
 
 
 def describe_error(exc: BaseException) -> str:
@@ -114,6 +138,29 @@ def worker_reference(factory: Callable[..., Any]) -> str:
     if resolve_reference(reference) is not factory:
         raise ValueError(f"worker={factory!r} does not import back as {reference}")
     return reference
+
+
+def takes_device_id(factory: Callable[..., Any]) -> bool:
+    """Whether ``factory`` is called ``factory(key_fields, device_id=...)`` (True) or ``factory(key_fields)``.
+
+    Decided once, when the set is built, so a factory the worker could not call fails there.
+    """
+    try:
+        signature = inspect.signature(factory)
+    except (TypeError, ValueError):  # no signature to read (some C callables): the original form
+        return False
+    with contextlib.suppress(TypeError):
+        signature.bind({}, device_id="")
+        return True
+    try:
+        signature.bind({})
+    except TypeError:
+        raise ValueError(
+            f"worker={factory!r} takes {signature}, but the worker calls it build(key_fields) or "
+            "build(key_fields, *, device_id): take the key's fields as the one positional argument, "
+            "and optionally device_id (the tune's device id) as a keyword"
+        ) from None
+    return False
 
 
 def resolve_reference(reference: str) -> Any:
@@ -199,10 +246,14 @@ class _Worker:
 
 @dataclass(frozen=True, slots=True)
 class SpawnRecipe:
-    """What a spawned worker needs to rebuild the tune: the factory's reference and the key's fields."""
+    """What a spawned worker needs to rebuild the tune: the factory's reference and the key's fields.
+
+    ``pass_device_id``: call the factory with ``device_id=`` the tune's device id, too.
+    """
 
     factory: str
     key: dict[str, Any]
+    pass_device_id: bool = False
 
 
 class ProcessRunner:
@@ -226,7 +277,8 @@ class ProcessRunner:
         if recipe is None and not hasattr(os, "fork"):
             raise TunekitError(
                 "isolation='process' needs os.fork() on this platform, or a worker factory: "
-                "with_isolation('process', worker=build) with build(key_fields) -> (client, tunables, inputs)"
+                "with_isolation('process', worker=build) with build(key_fields, *, device_id) -> "
+                "(client, tunables, inputs)"
             )
         self.client = client
         self.tunables = tunables
@@ -301,6 +353,7 @@ class ProcessRunner:
             "key": recipe.key,
             "names": list(self.tunables.names),
             "device_id": self.client.device_id,
+            "pass_device_id": recipe.pass_device_id,
             "gate": self.gate is not None,
             "tuning": self.tuning,
         }
@@ -356,8 +409,11 @@ def _spawned_main(fd: int) -> None:  # pragma: no cover - runs in the spawned wo
     sys.path[:] = setup["sys_path"]
     inherit(setup["tuning"])  # before the factory, which may execute operations itself
     try:
-        factory: WorkerFactory = resolve_reference(setup["factory"])
-        client, tunables, inputs = factory(setup["key"])
+        factory: Any = resolve_reference(setup["factory"])
+        if setup["pass_device_id"]:
+            client, tunables, inputs = factory(setup["key"], device_id=setup["device_id"])
+        else:
+            client, tunables, inputs = factory(setup["key"])
         if list(tunables.names) != setup["names"]:
             raise TunekitError(f"it built the candidates {list(tunables.names)}, the caller has {setup['names']}")
         if client.device_id != setup["device_id"]:

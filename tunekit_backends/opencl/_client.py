@@ -78,20 +78,29 @@ def _probe(cl: Any, context: Any) -> str | None:
     return None
 
 
-def _select(cl: Any, platform: int | str | None, device: int | str | None) -> tuple[Any, Any]:
+def _device_id_of(device: Any) -> str:
+    """A device's tunekit device id (see ``OpenCLClient.device_id``)."""
+    plat = device.platform
+    return f"opencl:{plat.name}|{plat.version}|{device.name}|driver {device.driver_version}|{device.version}"
+
+
+def _select(
+    cl: Any, platform: int | str | None, device: int | str | None, device_id: str | None = None
+) -> tuple[Any, Any]:
     """The device asked for and a context on it; by default the first GPU, else the first whose compiler works."""
     candidates = [
         (p, d, plat, dev)
         for p, plat in enumerate(cl.get_platforms())
         for d, dev in enumerate(plat.get_devices())
-        if (platform is None or _matches(platform, p, plat.name)) and (device is None or _matches(device, d, dev.name))
+        if (platform is None or _matches(platform, p, plat.name))
+        and (device is None or _matches(device, d, dev.name))
+        and (device_id is None or _device_id_of(dev) == device_id)
     ]
+    wanted = f"platform={platform!r}, device={device!r}" + (f", device_id={device_id!r}" if device_id else "")
     if not candidates:
         seen = describe_devices() or [f"none; install a driver, e.g. {INSTALL_HINT}"]
-        raise RuntimeError(
-            f"no OpenCL device matches platform={platform!r}, device={device!r}; this process sees: {seen}"
-        )
-    explicit = platform is not None or device is not None
+        raise RuntimeError(f"no OpenCL device matches {wanted}; this process sees: {seen}")
+    explicit = platform is not None or device is not None or device_id is not None
     # GPUs first by default; a selection keeps platform order. Among matches, a device whose compiler
     # cannot build a trivial kernel (e.g. a PoCL whose LLVM does not know this CPU) is skipped with its reason:
     # a selected device that cannot compile failed only at the tune, once per variant, naming no device.
@@ -111,7 +120,7 @@ def _select(cl: Any, platform: int | str | None, device: int | str | None) -> tu
         refused.append(f"{p}:{d} {plat.name} / {dev.name} ({problem})")
     if explicit:
         raise RuntimeError(
-            f"no OpenCL device matching platform={platform!r}, device={device!r} can build a trivial kernel: "
+            f"no OpenCL device matching {wanted} can build a trivial kernel: "
             + "; ".join(refused)
             + f"; select another device (`tunekit devices` lists them; this process sees: {describe_devices()}), "
             "or install a working driver for this one"
@@ -122,10 +131,12 @@ def _select(cl: Any, platform: int | str | None, device: int | str | None) -> tu
 class OpenCLClient:
     """An OpenCL device as a tunekit client.
 
-    Picks the device by platform and device index or name substring; by default the first
-    GPU, else the first device whose compiler works (PoCL's CPU device on a machine without
-    a GPU). Durations come from event profiling on the device's clock, never the host's.
-    ``flush_cache=False`` times candidates with warm caches.
+    Picks the device by platform and device index or name substring, or by ``device_id`` (a
+    client's ``device_id``: what a process-isolation worker factory is told to build for; the
+    first such device when several identical ones share it); by default the first GPU, else the
+    first device whose compiler works (PoCL's CPU device on a machine without a GPU). Durations
+    come from event profiling on the device's clock, never the host's. ``flush_cache=False`` times
+    candidates with warm caches.
 
     ``compile_in`` says where variants compile before they are timed: ``"process"`` in a pool
     of ``compile_workers`` worker processes (default: the usable CPUs, at most 8), for drivers such as
@@ -144,6 +155,7 @@ class OpenCLClient:
         *,
         platform: int | str | None = None,
         device: int | str | None = None,
+        device_id: str | None = None,
         flush_cache: bool = True,
         compile_in: Literal["auto", "thread", "process"] = "auto",
         compile_workers: int | None = None,
@@ -166,7 +178,7 @@ class OpenCLClient:
             raise ValueError(f"OpenCLClient(compile_workers=...) must be at least 1, got {compile_workers}")
         cl = pyopencl()
         self._cl = cl
-        self.device, self.context = _select(cl, platform, device)
+        self.device, self.context = _select(cl, platform, device, device_id)
         self.queue = cl.CommandQueue(self.context, properties=cl.command_queue_properties.PROFILING_ENABLE)
         if not isinstance(flush_cache, bool | np.bool_):
             # bool("false") is True: a string here would silently keep flushing.
@@ -187,11 +199,7 @@ class OpenCLClient:
         self._flush_buffer: Any = None
         self._flush_count = 0
         self._helpers: Any = None
-        plat = self.device.platform
-        self._device_id = (
-            f"opencl:{plat.name}|{plat.version}|{self.device.name}|driver {self.device.driver_version}"
-            f"|{self.device.version}"
-        )
+        self._device_id = _device_id_of(self.device)
 
     @property
     def device_id(self) -> str:
