@@ -192,6 +192,39 @@ def test_options_and_values_a_build_cannot_take_are_refused_at_definition() -> N
         KernelTemplate("/* __kernel void nope(int x) */\n" + SCALE, "nope", {"MODE": [0]}, geometry=_geometry)
 
 
+def test_template_definitions_a_build_takes_are_accepted(client: OpenCLClient) -> None:
+    """Regression of the definition-time checks: an empty value (-DQUAL= defines QUAL as nothing), a char literal,
+    options given as a generator (used up by the check, then built without them) and a kernel with an
+    attribute before void were refused or mangled."""
+    cl = pytest.importorskip("pyopencl")
+    source = (
+        "__kernel __attribute__((reqd_work_group_size(1, 1, 1))) void k(__global int* o) { QUAL int c = CH; o[0] = c; }"
+    )
+    template = KernelTemplate(
+        source,
+        "k",
+        {"QUAL": ["", "const"], "CH": ["'a'"]},
+        geometry=lambda c, k: ((1,), (1,)),
+        options=(o for o in ["-cl-mad-enable"]),
+    )
+    assert template.options == ("-cl-mad-enable",)
+    for config in template.configs:
+        program = cl.Program(client.context, source).build(options=[*template.build_options(config), *template.options])
+        out = cl.array.zeros(client.queue, 1, np.int32)
+        program.k(client.queue, (1,), (1,), out.data)
+        assert int(out.get()[0]) == ord("a"), config
+    with pytest.raises(ValueError, match="cannot carry"):
+        KernelTemplate(source, "k", {"QUAL": [""], "CH": ['"a"[0]']}, geometry=lambda c, k: ((1,), (1,)))
+
+
+def test_the_argument_hint_takes_numpy_scalars() -> None:
+    """np.float64 is a float subclass: a valid double argument was blamed as a Python float on any launch error."""
+    from tunekit_backends.opencl._buffers import argument_hint
+
+    assert argument_hint((np.float64(1.5), np.int32(3))) == ""
+    assert "argument 0 is a Python float" in argument_hint((1.5,))
+
+
 def test_a_template_whose_space_is_empty_or_no_mapping_is_refused(client: OpenCLClient) -> None:
     """A restriction rejecting every variant gave an empty set ("add some with .with_tunable"); a list as the space
     failed as "expected string or bytes-like object"."""

@@ -800,6 +800,10 @@ def test_inputs_files_left_by_killed_tunes_are_removed_by_the_next(
     dead = int(ended.stdout)
     orphan = tmp_path / f"tunekit-inputs-{dead}-abc.bin"
     orphan.write_bytes(b"\0" * 1024)
+    os.utime(orphan, (time.time() - 7200, time.time() - 7200))
+    # A dead pid's fresh file may be a live tune's in another PID namespace sharing /tmp: kept.
+    recent = tmp_path / f"tunekit-inputs-{dead}-ghi.bin"
+    recent.write_bytes(b"\0")
     live = tmp_path / f"tunekit-inputs-{os.getpid()}-def.bin"  # another tune of a live process: kept
     live.write_bytes(b"\0")
     unrelated = tmp_path / "tunekit-inputs-notapid.bin"
@@ -808,7 +812,7 @@ def test_inputs_files_left_by_killed_tunes_are_removed_by_the_next(
     try:
         written = Path(files.path)
         assert written.parent == tmp_path and written.name.startswith(f"tunekit-inputs-{os.getpid()}-")
-        assert not orphan.exists() and live.exists() and unrelated.exists()
+        assert not orphan.exists() and live.exists() and unrelated.exists() and recent.exists()
     finally:
         files.close()
     assert not Path(files.path).exists()

@@ -31,7 +31,8 @@ def argument_hint(args: tuple[Any, ...]) -> str:
     cl = pyopencl()
     problems = []
     for position, value in enumerate(args):
-        if isinstance(value, bool | int | float):
+        # type() rather than isinstance: np.float64 is a float subclass, and a launch takes it.
+        if type(value) in (bool, int, float):
             c_type = "int" if isinstance(value, int) else "float"
             example = "np.int32" if isinstance(value, int) else "np.float32"
             problems.append(

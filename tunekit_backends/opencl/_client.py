@@ -112,6 +112,9 @@ def _select(
     refused: list[str] = []
     for p, d, plat, dev in ordered:
         context = cl.Context([dev])
+        if explicit and not dev.compiler_available:
+            # An offline-compiled device (an FPGA) runs kernels built from binaries; chosen by name, it is kept.
+            return dev, context
         problem = _probe(cl, context)
         if problem is None:
             for skipped in refused:  # said only when another device is used instead; else the error says it

@@ -35,6 +35,7 @@ import signal
 import subprocess
 import tempfile
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -85,6 +86,8 @@ class WorkerDied(RuntimeError):
 
 
 _INPUTS_PREFIX = "tunekit-inputs-"
+# A batch's inputs file lives while its variants compile: seconds to minutes, never an hour.
+_ORPHAN_AGE_S = 3600.0
 
 
 def _remove_orphans() -> None:
@@ -92,14 +95,18 @@ def _remove_orphans() -> None:
 
     Each file is as large as a batch's buffers and /tmp is often memory (tmpfs): a killed tune
     left its copy there for good. The file name carries the writer's pid; a pid that another
-    process has since taken keeps its file, which is only a missed clean-up.
+    process has since taken keeps its file, which is only a missed clean-up. Only files older than
+    ``_ORPHAN_AGE_S`` go: a temporary directory shared across PID namespaces (containers mounting
+    one /tmp) holds live tunes' files whose pids this process cannot see.
     """
+    now = time.time()
     for path in Path(tempfile.gettempdir()).glob(f"{_INPUTS_PREFIX}*-*.bin"):
         pid = path.name[len(_INPUTS_PREFIX) :].split("-", 1)[0]
         if not pid.isdigit() or _alive(int(pid)):
             continue
-        with contextlib.suppress(OSError):  # another process may be cleaning it up too
-            path.unlink()
+        with contextlib.suppress(OSError):  # another process may be cleaning it up too, or have done so
+            if now - path.stat().st_mtime >= _ORPHAN_AGE_S:
+                path.unlink()
 
 
 def _alive(pid: int) -> bool:

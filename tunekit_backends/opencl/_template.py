@@ -35,6 +35,9 @@ _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 _COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.DOTALL)
 
+# __kernel __attribute__((reqd_work_group_size(64, 1, 1))) void name(...)
+_ATTRIBUTES = r"(?:__attribute__\s*\(\(.*?\)\)\s*)*"
+
 _DEFINE_OPTION = re.compile(r"-D\s*([A-Za-z_][A-Za-z0-9_]*)")
 
 
@@ -42,11 +45,12 @@ def _check_defines(space: Space, options: Sequence[str]) -> None:
     """Refuse what a ``-D`` option cannot carry, or what would make every variant the same kernel."""
     for name, values in space.domains.items():
         for value in values:
-            if isinstance(value, str) and (not value or any(c.isspace() or c in "\"'" for c in value)):
+            # An empty value (-DQUAL= defines QUAL as nothing) and a char literal ('a') build fine.
+            if isinstance(value, str) and any(c.isspace() or c == '"' for c in value):
                 raise ValueError(
                     f"KernelTemplate: parameter {name} has the value {value!r}, which -D{name}=... cannot carry (the "
-                    "driver splits build options at spaces); give one token, e.g. a typedef name such as uint "
-                    "for unsigned int"
+                    "driver splits build options at spaces and drops double quotes); give one token, e.g. a typedef "
+                    "name such as uint for unsigned int"
                 )
     defined = set(_DEFINE_OPTION.findall(" ".join(options)))
     clash = sorted(defined & set(space.names))
@@ -88,10 +92,9 @@ class KernelTemplate:
     ) -> None:
         if not isinstance(source, str) or not source.strip():
             raise ValueError("KernelTemplate needs the kernel's OpenCL C source as a non-empty str")
-        if not re.search(rf"\b(__kernel|kernel)\s+void\s+{re.escape(kernel_name)}\s*\(", _COMMENT.sub(" ", source)):
-            found = re.findall(
-                r"\b(?:__kernel|kernel)\s+void\s+([A-Za-z_][A-Za-z0-9_]*)\s*\(", _COMMENT.sub(" ", source)
-            )
+        code = _COMMENT.sub(" ", source)
+        if not re.search(rf"\b(__kernel|kernel)\s+{_ATTRIBUTES}void\s+{re.escape(kernel_name)}\s*\(", code):
+            found = re.findall(rf"\b(?:__kernel|kernel)\s+{_ATTRIBUTES}void\s+([A-Za-z_][A-Za-z0-9_]*)\s*\(", code)
             raise ValueError(
                 f"KernelTemplate: the source defines no '__kernel void {kernel_name}(...)'; "
                 + (f"its kernels: {', '.join(found)}" if found else "it defines no kernel outside comments")
@@ -111,6 +114,8 @@ class KernelTemplate:
             self.space = space
         else:
             self.space = Space(restrict=restrict, **dict(space))
+        # Kept as a tuple at once: a generator would be used up by the checks below.
+        options = options if isinstance(options, str) else tuple(options)
         if isinstance(options, str) or not all(isinstance(o, str) for o in options):
             # a str was iterated into one option per character: "-", "c", "l", ...
             raise TypeError(
