@@ -118,6 +118,8 @@ def test_a_key_value_that_matches_nothing_shows_the_stored_buckets(records: Path
     hint = "(stored n: 1024, 131072; anchored fields hold the rounded-up bucket, e.g. 1024 for 1000)"
     assert hint in run("cache", "show", "cli_sum", "--key", "n=1000", check=2).stderr
     assert hint in run("cache", "list", "--key", "n=1000").stderr
+    # A value that is no size is never anchored: no bucket advice for it.
+    assert run("cache", "list", "--key", "n=big").stderr.endswith("(stored n: 1024, 131072)\n")
 
 
 def test_listing_a_cleared_cache_says_it_holds_no_winners(records: Path, isolated_settings: Path) -> None:

@@ -142,7 +142,10 @@ def _stored_values_hint(cache: PersistentCache | None, tuner: str | None, device
         ordered = sorted(values, key=lambda v: (len(v), v))  # numbers in numeric order, as their text is
         shown = ", ".join(ordered[:12]) + (f", ... {len(ordered) - 12} more" if len(ordered) > 12 else "")
         parts.append(f"{name}: {shown}")
-    return f" (stored {'; '.join(parts)}; anchored fields hold the rounded-up bucket, e.g. 1024 for 1000)"
+    # The cache does not know which fields are anchored: the bucket hint is for a wanted int only.
+    sizes = any(value.isdigit() for value in wanted.values())
+    bucket = "; anchored fields hold the rounded-up bucket, e.g. 1024 for 1000" if sizes else ""
+    return f" (stored {'; '.join(parts)}{bucket})"
 
 
 def _key_dict(key_json: str) -> dict[str, object]:

@@ -49,7 +49,8 @@ class LocalTuner(Generic[K, Out]):
         while one capturing another client (another device, another OpenCL context) or another
         dtype builds that client's own set. Captures are compared by value when they compare by
         value (an int, a str, a dtype), else by identity (a client, an array): a factory that
-        captures the call's inputs builds a set at every call.
+        captures the call's inputs builds a set at every call. A global the factory reads is no
+        capture: bind a module-level loop variable as a default (``lambda client=client: ...``).
         """
         if not callable(factory):  # the set itself, passed instead of a function that builds it
             raise TypeError(

@@ -50,7 +50,11 @@ class JsonlSink:
         if not isinstance(path, str | os.PathLike):
             raise TypeError(f"JsonlSink takes the path of a JSONL file, got {type(path).__name__}")
         self.path = Path(path)
-        if self.path.is_dir():
+        try:
+            is_dir = self.path.is_dir()
+        except OSError:  # Python 3.11 raises EACCES for a path under a directory it cannot enter; emit says so
+            is_dir = False
+        if is_dir:
             raise ValueError(
                 f"JsonlSink({str(path)!r}): that is a directory; name a JSONL file in it "
                 f"(e.g. {str(self.path / 'records.jsonl')!r})"
