@@ -63,8 +63,8 @@ def build_positional(key: dict[str, Any], device_id: str) -> Any:
 
 
 def build_any(key: dict[str, Any], **options: Any) -> Any:
-    """A factory taking any keywords gets device_id among them."""
-    return build(key, device_id=options["device_id"])
+    """A factory taking any keywords (a wrapper forwarding them) is called the original way, without device_id."""
+    return build(key, device_id=options.get("device_id", "sim-device:0"))
 
 
 def build_two_fields(key: dict[str, Any], shape: tuple[int, ...]) -> Any:

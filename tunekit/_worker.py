@@ -149,9 +149,11 @@ def takes_device_id(factory: Callable[..., Any]) -> bool:
         signature = inspect.signature(factory)
     except (TypeError, ValueError):  # no signature to read (some C callables): the original form
         return False
-    with contextlib.suppress(TypeError):
-        signature.bind({}, device_id="")
-        return True
+    # Named, not **kwargs: a wrapper forwarding **kwargs to an older build(key_fields) took it before.
+    if "device_id" in signature.parameters:
+        with contextlib.suppress(TypeError):
+            signature.bind({}, device_id="")
+            return True
     try:
         signature.bind({})
     except TypeError:
