@@ -646,6 +646,21 @@ def _counted(tmp_path: Path, body: str) -> tuple[str, Path]:
     return _wrapper(tmp_path, f"echo start >> {shlex.quote(str(starts))}\n{body}"), starts
 
 
+def _failing_starts(
+    client: OpenCLClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> tuple[ProgramRequest, str, Path]:
+    """A request for ``client``'s device, with every worker start from here on failing (exit 3) and counted.
+
+    Returns the request, the real Python (to restore a working start) and the file the starts go to.
+    """
+    platform, device = client.device.platform.name, client.device.name
+    request = ProgramRequest(platform=platform, device=device, source=BOOT, options=(), launches=())
+    python = sys.executable
+    executable, starts = _counted(tmp_path, "exit 3")
+    monkeypatch.setattr(sys, "executable", executable)
+    return request, python, starts
+
+
 def _starts(starts: Path) -> int:
     return len(starts.read_text().splitlines()) if starts.exists() else 0
 
@@ -654,11 +669,8 @@ def test_a_pool_whose_workers_cannot_start_stops_starting_them_for_a_while(
     client: OpenCLClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Regression: every request started two new workers however many had failed before (2 x 120 s when they hung)."""
-    platform, device = client.device.platform.name, client.device.name
-    request = ProgramRequest(platform=platform, device=device, source=BOOT, options=(), launches=())
-    python = sys.executable
-    executable, starts = _counted(tmp_path, "exit 3")
-    monkeypatch.setattr(sys, "executable", executable)
+    request, python, starts = _failing_starts(client, tmp_path, monkeypatch)
+    platform, device = request.platform, request.device
     pool = CompilePool(2, platform, device, pause_s=1.0)
     try:
         for _ in range(5):  # five batches' worth of requests
@@ -763,11 +775,7 @@ def test_failed_starts_pause_every_pool_of_the_process_that_starts_workers_the_s
     client: OpenCLClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Regression: the pause after failed starts was per client: each new client paid two failed starts again."""
-    platform, device = client.device.platform.name, client.device.name
-    request = ProgramRequest(platform=platform, device=device, source=BOOT, options=(), launches=())
-    python = sys.executable
-    executable, starts = _counted(tmp_path, "exit 3")
-    monkeypatch.setattr(sys, "executable", executable)
+    request, python, starts = _failing_starts(client, tmp_path, monkeypatch)
     clients = [OpenCLClient(compile_in="process", compile_workers=2) for _ in range(2)]
     pools = [c.compile_pool for c in clients]
     assert pools[0] is not None and pools[1] is not None and pools[0] is not pools[1]
