@@ -188,10 +188,13 @@ def test_a_log_with_fields_of_a_newer_tunekit_is_resumed(data: ReplayData, tmp_p
 
 def test_a_key_log_path_sits_beside_the_base_with_the_key_in_its_name() -> None:
     base = Path("tuning") / "gemm.jsonl"
-    path = key_log_path(base, tuner="gemm", device_id="gpu0", key={"dtype": "f/32", "n": 4096})
+    key = {"dtype": "f/32", "n": 4096}
+    path = key_log_path(base, tuner="gemm", device_id="gpu0", key=key, checksum="c1")
     assert path.parent == base.parent
-    stem, key, digest, suffix = path.name.split(".")
-    assert (stem, key, suffix, len(digest)) == ("gemm", "dtype=f_32,n=4096", "jsonl", 8)
-    other_device = key_log_path(base, tuner="gemm", device_id="gpu1", key={"dtype": "f/32", "n": 4096})
+    stem, readable, digest, suffix = path.name.split(".")
+    assert (stem, readable, suffix, len(digest)) == ("gemm", "dtype=f_32,n=4096", "jsonl", 8)
+    other_device = key_log_path(base, tuner="gemm", device_id="gpu1", key=key, checksum="c1")
     assert other_device != path and other_device.name.startswith("gemm.dtype=f_32,n=4096.")
-    assert key_log_path(Path("log"), tuner="t", device_id="d", key=None).name.startswith("log.")
+    # Changed kernels (another checksum) must not be answered from the old code's log.
+    assert key_log_path(base, tuner="gemm", device_id="gpu0", key=key, checksum="c2") != path
+    assert key_log_path(Path("log"), tuner="t", device_id="d", key=None, checksum="c").name.startswith("log.")

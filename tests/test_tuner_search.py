@@ -206,3 +206,30 @@ def test_with_search_keeps_one_resumable_trial_log_per_key(tmp_path: Path) -> No
     logged = {tk.Config(tuple(e.config), tuple(e.config.values())).name: e.score_ns for e in entries}
     assert {c.name for c in records[3].candidates} == set(logged)
     assert records[3].winner == min((s, n) for n, s in logged.items() if s is not None)[1]
+
+
+def test_a_changed_set_starts_a_new_per_key_trial_log(tmp_path: Path) -> None:
+    """The per-key log was named without the set's checksum: after version= changed, the old code's timings answered."""
+    from tunekit_backends.cpu import CpuClient
+
+    client = CpuClient()
+    ran: list[tuple[str, int]] = []
+
+    def build(version: str) -> Any:
+        def candidate(config: tk.Config) -> Any:
+            def fn(x: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+                ran.append((version, config.B))
+                return x + 0
+
+            return fn
+
+        return candidate
+
+    log = tmp_path / "t.jsonl"
+    for version in ("v1", "v2"):
+        tunables = tk.TunableSet.from_space(
+            tk.Space(B=[1, 2, 3, 4]), build(version), key=lambda x: OneKey(n=x.size), version=version
+        ).with_search(max_evals=4, finalists=1, log=log)
+        tk.LocalTuner[OneKey, Any]("stale").execute(client.device_id, client, tunables, (np.ones(8),))
+    assert {b for v, b in ran if v == "v2"} == {1, 2, 3, 4}  # every configuration of the new code ran
+    assert len(list(tmp_path.glob("t.n=8.*.jsonl"))) == 2

@@ -248,18 +248,20 @@ def check_log_path(path: str | os.PathLike[str]) -> Path:
     return path
 
 
-def key_log_path(base: Path, *, tuner: str, device_id: str, key: Mapping[str, object] | None) -> Path:
+def key_log_path(base: Path, *, tuner: str, device_id: str, key: Mapping[str, object] | None, checksum: str) -> Path:
     """The trial log of one key's search in a set searched with ``log=base``: beside ``base``, the key in its name.
 
     A log holds one search (its header names the tuner, key and device, and any other is
     refused), while a set searched inside ``execute`` runs one search per key and device: so
     ``gemm.jsonl`` becomes ``gemm.m=4096,n=4096.1a2b3c4d.jsonl``, the digest (of the tuner, the
-    device and the whole key) telling apart what the readable part cannot (devices, tuners,
-    characters a file name cannot hold, keys cut at 80 characters).
+    device, the whole key and the set's ``checksum``) telling apart what the readable part cannot
+    (devices, tuners, characters a file name cannot hold, keys cut at 80 characters). The checksum
+    is there because a log answers its configurations without running them: a set whose kernels or
+    version changed must start a new log, or it would be answered with the old code's timings.
     """
     text = ",".join(f"{name}={value}" for name, value in (key or {}).items())
     readable = re.sub(r"[^A-Za-z0-9._=,+-]", "_", text)[:80]
-    digest = hashlib.sha256(json.dumps([tuner, device_id, key], sort_keys=True).encode()).hexdigest()[:8]
+    digest = hashlib.sha256(json.dumps([tuner, device_id, key, checksum], sort_keys=True).encode()).hexdigest()[:8]
     stem = base.name[: -len(base.suffix)] if base.suffix else base.name
     return base.with_name(".".join(part for part in (stem, readable, digest) if part) + base.suffix)
 

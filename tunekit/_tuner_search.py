@@ -86,7 +86,9 @@ def search_tune(
         batch=spec.batch,
         finalists=spec.finalists,
         require=spec.require,
-        log=key_log_path(spec.log, tuner=tuner, device_id=device_id, key=key_to_dict(key)) if spec.log else None,
+        log=key_log_path(spec.log, tuner=tuner, device_id=device_id, key=key_to_dict(key), checksum=tunables.checksum())
+        if spec.log
+        else None,
     )
     events.append(search_ended(result))
     for trial in result.trials:
