@@ -315,6 +315,28 @@ def test_autotune_disabled_takes_plan_order_and_writes_nothing(
     assert list(cache.rows()) == []
 
 
+def test_an_equal_set_is_tuned_after_autotune_is_switched_back_on() -> None:
+    """The plan order used while autotune was off was shared with equal sets: once back on, they were never tuned."""
+    tuner: tk.LocalTuner[NKey, int] = tk.LocalTuner("untuned_shared")
+    ran: list[str] = []
+
+    def make() -> tk.TunableSet[NKey, int]:
+        def run(name: str) -> Callable[[int], int]:
+            return lambda n: (ran.append(name), n)[1]
+
+        return tk.TunableSet(key=_key).with_tunable(tk.Tunable("a", run("a"))).with_tunable(tk.Tunable("b", run("b")))
+
+    tk.configure(autotune=False)
+    tuner.execute(CLIENT.device_id, CLIENT, make(), (2,))
+    assert ran == ["a"]
+    tk.configure(autotune=True)
+    ran.clear()
+    tuner.execute(CLIENT.device_id, CLIENT, make(), (2,))
+    assert "b" in ran  # measured: the new set was tuned
+    cache = tk.persistent_cache()
+    assert cache is not None and len(list(cache.rows())) == 1
+
+
 def test_input_generator_errors_name_the_tuner() -> None:
     tuner: tk.LocalTuner[NKey, int] = tk.LocalTuner("badgen")
 

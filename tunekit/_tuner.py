@@ -141,15 +141,25 @@ class Tuner:
         """The in-memory winner of each key, by tunable set (``tuner.winners[tunables][key]``)."""
         return _WinnersBySet(self)
 
-    def _remember(self, tunables: TunableSet[Any, Any], key: object, ranking: tuple[int, ...]) -> None:
+    def _remember(
+        self, tunables: TunableSet[Any, Any], key: object, ranking: tuple[int, ...], *, shared: bool = True
+    ) -> None:
         with self._lock:
-            self._remember_locked(tunables, key, ranking)
+            self._remember_locked(tunables, key, ranking, shared=shared)
 
-    def _remember_locked(self, tunables: TunableSet[Any, Any], key: object, ranking: tuple[int, ...]) -> None:
-        """``_remember``, with the lock already held."""
+    def _remember_locked(
+        self, tunables: TunableSet[Any, Any], key: object, ranking: tuple[int, ...], *, shared: bool = True
+    ) -> None:
+        """``_remember``, with the lock already held.
+
+        ``shared=False`` (the plan order used while autotuning is off) keeps the ranking to this
+        set: offered to an equal set, it would answer that set once autotuning is back on, and
+        the key would never be tuned.
+        """
         self._track(tunables)
         self._rankings.setdefault(id(tunables), {})[key] = ranking
-        self._by_checksum[(tunables.checksum(), key)] = tuple(tunables.tunables[i].name for i in ranking)
+        if shared:
+            self._by_checksum[(tunables.checksum(), key)] = tuple(tunables.tunables[i].name for i in ranking)
         # One item assignment: atomic for the lock-free readers on the hot path, and O(1)
         # however many keys a set has.
         self.by_id.setdefault(id(tunables), {})[key] = tunables.tunables[ranking[0]].fn
@@ -254,7 +264,7 @@ class Tuner:
                 del self._pending[(tunables, key)]
             future.set_exception(exc)
             raise
-        self._remember(tunables, key, ranking)
+        self._remember(tunables, key, ranking, shared=settings.autotune)  # _decide measured nothing when off
         with self._lock:
             del self._pending[(tunables, key)]
         future.set_result(ranking)
