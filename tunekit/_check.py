@@ -186,7 +186,9 @@ def compare(
 
     ``floor`` is the finest float dtype of the inputs (:func:`precision_floor`): a float output
     coarser than both it and the expected value threw away precision the inputs carried, and
-    fails, instead of being held to its own, looser rounding.
+    fails, instead of being held to its own, looser rounding. When the user gave ``rtol`` or
+    ``atol``, they said how close is close enough: such an output is then held to the rounding
+    of the dtype it should have had, widened by them, rather than refused outright.
     """
     expected_arr = np.asarray(expected)
     try:
@@ -213,11 +215,14 @@ def compare(
     ):
         # Held to float16's rounding, a float16 result of float64 inputs passed and could win.
         enough = max(expected_arr.dtype, floor, key=_eps)
-        return CheckOutcome(
-            False,
-            f"{label}: {got_arr.dtype} values where the expected value is {expected_arr.dtype} and the inputs hold "
-            f"{floor}: the candidate loses precision its inputs carry (return {enough} or finer)",
-        )
+        if rtol == 0 and atol == 0:
+            return CheckOutcome(
+                False,
+                f"{label}: {got_arr.dtype} values where the expected value is {expected_arr.dtype} and the inputs "
+                f"hold {floor}: the candidate loses precision its inputs carry (return {enough} or finer, or give "
+                "with_reference(rtol=..., atol=...) the error you accept)",
+            )
+        coarser = enough  # not the output's own, looser rounding: the user's rtol/atol say how much more to allow
     tolerance = default_tolerance(coarser)
     if tolerance is None and expected_arr.dtype.kind not in "biu":
         # Objects, strings: only equality means anything.

@@ -223,8 +223,10 @@ class TunableSet(Generic[K, Out]):
         of the first candidate that runs. ``outputs`` lists the argument positions a candidate
         writes in place (kernels); without it the return value is the output. Integers must
         match exactly, floats within a tolerance from the dtype's rounding that ``rtol`` and
-        ``atol`` can widen. A candidate that fails is recorded with the error figures and
-        never timed.
+        ``atol`` can widen. A float output coarser than both the expected value and the float
+        inputs fails as losing precision, unless ``rtol`` or ``atol`` is given: it is then held
+        to the finer dtype's rounding widened by them. A candidate that fails is recorded with
+        the error figures and never timed.
         """
         for name, value in (("rtol", rtol), ("atol", atol)):
             # float() read "1e-3" as a number and failed on "a" naming neither argument
