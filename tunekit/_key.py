@@ -257,7 +257,7 @@ def key_fields(cls: type) -> tuple[str, ...]:
 
 def anchored_fields(cls: type) -> tuple[str, ...]:
     """The anchored fields of a key class, sorted: the only ones whose buckets depend on the autotune level."""
-    return tuple(sorted({name for name, _ in getattr(cls, _ANCHORS, ())}))
+    return tuple(sorted(name for name, _ in getattr(cls, _ANCHORS, ())))
 
 
 def off_buckets(key: object, exponent: int) -> dict[str, int]:
@@ -266,10 +266,8 @@ def off_buckets(key: object, exponent: int) -> dict[str, int]:
     ``exponent`` is a level's (``level_anchor_exponent``): this asks whether the key could have
     been built at that level, whatever level is in force now.
     """
-    # The last anchor of a field is the one whose output the stored value is.
-    markers = dict(getattr(type(key), _ANCHORS, ()))
     out = {}
-    for name, marker in markers.items():
+    for name, marker in getattr(type(key), _ANCHORS, ()):  # one per field: autotune_key refuses two
         value = getattr(key, name)
         bucket = marker.apply(value, exponent)
         if bucket != value:

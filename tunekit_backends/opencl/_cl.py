@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
-__all__ = ["CompileError", "build_log", "first_error_line", "pyopencl"]
+__all__ = ["CompileError", "build_log", "first_error_line", "is_pocl", "pocl_kernel_cache_on", "pyopencl"]
 
 INSTALL_HINT = "pip install 'tunekit[opencl]'"
 
@@ -17,6 +18,16 @@ def pyopencl() -> Any:
     except ImportError as exc:
         raise ImportError(f"the OpenCL backend needs pyopencl and an OpenCL driver: {INSTALL_HINT}") from exc
     return cl
+
+
+def is_pocl(platform_name: str) -> bool:
+    """Whether a platform is PoCL, whose compiler and on-disk kernel cache tunekit works around."""
+    return "portable computing language" in platform_name.lower()
+
+
+def pocl_kernel_cache_on() -> bool:
+    """PoCL's own switch for its kernel cache (``POCL_KERNEL_CACHE=0`` turns it off; it is on by default)."""
+    return os.environ.get("POCL_KERNEL_CACHE", "1") != "0"
 
 
 class CompileError(RuntimeError):

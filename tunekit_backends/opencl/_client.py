@@ -14,7 +14,7 @@ import numpy as np
 from tunekit import DevicePeaks
 from tunekit._check import CheckBuffers
 from tunekit_backends.opencl._buffers import DeviceCheckBuffers
-from tunekit_backends.opencl._cl import INSTALL_HINT, first_error_line, pyopencl
+from tunekit_backends.opencl._cl import INSTALL_HINT, first_error_line, is_pocl, pocl_kernel_cache_on, pyopencl
 from tunekit_backends.opencl._compile import CompilePool
 from tunekit_backends.opencl._peaks import busy_kernel, measure_device_peaks, warm_up_device
 
@@ -44,9 +44,7 @@ def _compiles_faster_in_processes(device: Any) -> bool:
     ``POCL_KERNEL_CACHE=0`` is PoCL's own switch for that cache: without it a worker's build
     is lost, so compiling in workers would only double the work.
     """
-    is_pocl = "portable computing language" in device.platform.name.lower()
-    cache_on = os.environ.get("POCL_KERNEL_CACHE", "1") != "0"
-    return is_pocl and cache_on and _usable_cpus() >= 2
+    return is_pocl(device.platform.name) and pocl_kernel_cache_on() and _usable_cpus() >= 2
 
 
 def _matches(wanted: int | str, index: int, name: str) -> bool:

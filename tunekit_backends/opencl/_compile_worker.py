@@ -26,7 +26,7 @@ from typing import IO, Any
 import numpy as np
 
 from tunekit._check import CANARY_BYTES, CANARY_VALUE
-from tunekit_backends.opencl._cl import build_log, first_error_line, pyopencl
+from tunekit_backends.opencl._cl import build_log, first_error_line, is_pocl, pocl_kernel_cache_on, pyopencl
 from tunekit_backends.opencl._compile_wire import ProgramReply, ProgramRequest, WorkerReady
 
 __all__ = ["kernel_cache_problem", "main", "serve"]
@@ -124,9 +124,9 @@ def kernel_cache_problem(platform: str) -> str | None:
     The directory is PoCL's own choice (``POCL_CACHE_DIR``, else the XDG cache directory), and
     it is probed by writing a file: a permission bit says nothing on a read-only mount or to root.
     """
-    if "Portable Computing Language" not in platform:
+    if not is_pocl(platform):
         return None
-    if os.environ.get("POCL_KERNEL_CACHE", "1") == "0":
+    if not pocl_kernel_cache_on():
         return "PoCL's kernel cache is off in the compile workers (POCL_KERNEL_CACHE=0)"
     directory = _pocl_cache_dir()
     try:
