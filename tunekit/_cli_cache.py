@@ -95,16 +95,9 @@ def _select(
     wanted = _key_filter(keys)
     rows: list[CacheRow] = []
     bad: list[str] = []
-    owners = cache.owners() if cache is not None else set()
+    _check_owners(cache, tuner, device, failed)
     everything = list(cache.rows(device_id=device, tuner=tuner)) if cache is not None else []
     valid = [r for r in everything if not isinstance(r, str)]
-    for label, value, present in (
-        ("tuner", tuner, sorted({o[1] for o in owners} | {f[1] for f in failed})),
-        ("device", device, sorted({o[0] for o in owners} | {f[0] for f in failed})),
-    ):
-        if value is not None and value not in present:
-            known = ", ".join(present) if present else "none: the cache is empty"
-            raise CliError(f"no {label} named {value!r} in the cache at {_cache_file()} ({label}s there: {known})")
     if wanted and valid:  # rows() filtered them by tuner and device
         fields = sorted({name for r in valid for name in _key_fields(r.key)})
         unknown = [name for name in wanted if name not in fields]
@@ -118,6 +111,20 @@ def _select(
         elif _key_matches(row.key, wanted):
             rows.append(row)
     return rows, bad
+
+
+def _check_owners(
+    cache: PersistentCache | None, tuner: str | None, device: str | None, failed: Sequence[tuple[str, str, str]]
+) -> None:
+    """A usage error for a tuner or device that neither a stored winner nor a failed tune in ``failed`` has."""
+    owners = cache.owners() if cache is not None else set()
+    for label, value, present in (
+        ("tuner", tuner, sorted({o[1] for o in owners} | {f[1] for f in failed})),
+        ("device", device, sorted({o[0] for o in owners} | {f[0] for f in failed})),
+    ):
+        if value is not None and value not in present:
+            known = ", ".join(present) if present else "none: the cache is empty"
+            raise CliError(f"no {label} named {value!r} in the cache at {_cache_file()} ({label}s there: {known})")
 
 
 def _stored_values_hint(cache: PersistentCache | None, tuner: str | None, device: str | None, keys: list[str]) -> str:
@@ -263,7 +270,7 @@ def clear(args: argparse.Namespace) -> int:
         print(f"no tuning cache at {_cache_file()}: nothing to clear")
         return 0
     # A tuner whose every key failed to tune has only failed tunes: clearing them is the point.
-    _select(cache, args.tuner, args.device, [], failed=cache.failed_keys())
+    _check_owners(cache, args.tuner, args.device, cache.failed_keys())
     failures = len(cache.failed_keys(device_id=args.device, tuner=args.tuner))
     removed = cache.delete(device_id=args.device, tuner=args.tuner)
     if removed is None:
