@@ -7,7 +7,7 @@ import logging
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
@@ -124,7 +124,7 @@ class Tuner:
                 return Hit(ranking)
             known = self._by_checksum.get((tunables.checksum(), key))
             if known is not None:
-                return Hit(tuple(i for i in map(tunables.index_of, known) if i is not None))
+                return Hit(_indices(tunables, known))
             future = self._pending.get((tunables, key))
             if future is not None:
                 return Pending(future)
@@ -174,7 +174,7 @@ class Tuner:
     def seed(self, tunables: TunableSet[Any, Any], key: object, ranking_names: Sequence[str]) -> None:
         """Install a known ranking (from a committed record) so ``key`` is never tuned here."""
         self._claim(tunables, key_to_json(key), _settings.current())
-        ranking = tuple(i for i in (tunables.index_of(n) for n in ranking_names) if i is not None)
+        ranking = _indices(tunables, ranking_names)
         if not ranking:
             raise ValueError(f"tuner {self.name!r}: none of {list(ranking_names)} is a member of {tunables!r}")
         self._remember(tunables, key, ranking)
@@ -243,7 +243,7 @@ class Tuner:
                 return ranking
             known = self._by_checksum.get((checksum, key))
             if known is not None:  # an equal set's ranking: same names in the same order, so the same indices
-                ranking = tuple(i for i in map(tunables.index_of, known) if i is not None)
+                ranking = _indices(tunables, known)
                 self._remember_locked(tunables, key, ranking)
                 return ranking
             future = self._pending.get((tunables, key))
@@ -392,7 +392,7 @@ class Tuner:
         if tunables.index_of(value.winner) is None:
             _log.info("%s: stored winner %r is no longer a candidate; re-tuning", self.name, value.winner)
             return None
-        ranking = tuple(i for i in (tunables.index_of(n) for n in value.ranking) if i is not None)
+        ranking = _indices(tunables, value.ranking)
         winner = tunables.index_of(value.winner)
         assert winner is not None
         return (winner, *(i for i in ranking if i != winner))
@@ -722,3 +722,8 @@ def _cache_value(tunables: TunableSet[Any, Any], ranking: tuple[int, ...], outco
                 results.append(CandidateResult(name=name, status="skipped", error=reason[:10_000]))
     names = [tunables.tunables[i].name for i in ranking]
     return CacheValue(winner=names[0], ranking=names, results=results, origin=SetOrigin.of(tunables))
+
+
+def _indices(tunables: TunableSet[Any, Any], names: Iterable[str]) -> tuple[int, ...]:
+    """The indices in ``tunables`` of the named candidates, in order; names it lacks are left out."""
+    return tuple(i for i in map(tunables.index_of, names) if i is not None)
