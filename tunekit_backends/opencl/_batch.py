@@ -24,7 +24,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["Batch", "batchable", "batched_program"]
+__all__ = ["Batch", "batchable", "batched_program", "without_comments"]
 
 _COMMENTS = re.compile(r"/\*.*?\*/|//[^\n]*", re.DOTALL)
 _MACRO = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)", re.MULTILINE)
@@ -45,9 +45,14 @@ _KEYWORDS = frozenset(
 )
 
 
+def without_comments(source: str) -> str:
+    """``source`` with its C comments blanked out, so a name in a comment is not taken for code."""
+    return _COMMENTS.sub(" ", source)
+
+
 def batchable(source: str) -> bool:
     """Whether ``source`` can be copied into one program many times (no ``#include``, no state-changing pragma)."""
-    text = _COMMENTS.sub(" ", source)
+    text = without_comments(source)
     if re.search(r"^[ \t]*#[ \t]*include\b", text, re.MULTILINE):
         return False
     return all(p.split()[:2] == ["OPENCL", "EXTENSION"] for p in (m.group(1) for m in _PRAGMA.finditer(text)))
@@ -55,7 +60,7 @@ def batchable(source: str) -> bool:
 
 def _declared(source: str) -> list[str]:
     """Names the source declares at file scope (a superset is harmless: renames are consistent)."""
-    text = _ATTRIBUTE.sub(" ", _COMMENTS.sub(" ", source))
+    text = _ATTRIBUTE.sub(" ", without_comments(source))
     names: set[str] = set()
     for pattern in (_TYPEDEF, _TAGGED_TYPEDEF, _TAG, _FUNCTION, _CONSTANT):
         names.update(match.group(1) for match in pattern.finditer(text))
@@ -75,7 +80,7 @@ class Batch:
 def batched_program(source: str, kernel_name: str, defines: Sequence[Sequence[tuple[str, str]]]) -> Batch:
     """One program with a copy of ``source`` per entry of ``defines`` ((name, value) pairs)."""
     renamed = sorted(set(_declared(source)) | {kernel_name})
-    macros = set(_MACRO.findall(_COMMENTS.sub(" ", source)))
+    macros = set(_MACRO.findall(without_comments(source)))
     parts: list[str] = []
     names: list[str] = []
     for index, pairs in enumerate(defines):

@@ -16,7 +16,8 @@ from tunekit._search_spec import empty_space_error
 from tunekit._space import Config, ParamValue, Restriction, Space
 from tunekit._tunable import Tunable, TuneGroup
 from tunekit._tunable_set import KeyGenerator, TunableSet
-from tunekit_backends.opencl._buffers import DeviceCheckBuffers, argument_hint, kernel_arg
+from tunekit_backends.opencl._batch import without_comments
+from tunekit_backends.opencl._buffers import argument_hint, kernel_arg
 from tunekit_backends.opencl._cl import CompileError, build_log, first_error_line, pyopencl
 from tunekit_backends.opencl._client import OpenCLClient
 from tunekit_backends.opencl._together import compile_together
@@ -33,10 +34,8 @@ Shape = tuple[tuple[int, ...], tuple[int, ...] | None]
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-_COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.DOTALL)
-
 # __kernel __attribute__((reqd_work_group_size(64, 1, 1))) void name(...)
-_ATTRIBUTES = r"(?:__attribute__\s*\(\(.*?\)\)\s*)*"
+_KERNEL = re.compile(r"\b(?:__kernel|kernel)\s+(?:__attribute__\s*\(\(.*?\)\)\s*)*void\s+([A-Za-z_][A-Za-z0-9_]*)\s*\(")
 
 _DEFINE_OPTION = re.compile(r"-D\s*([A-Za-z_][A-Za-z0-9_]*)")
 
@@ -92,9 +91,8 @@ class KernelTemplate:
     ) -> None:
         if not isinstance(source, str) or not source.strip():
             raise ValueError("KernelTemplate needs the kernel's OpenCL C source as a non-empty str")
-        code = _COMMENT.sub(" ", source)
-        if not re.search(rf"\b(__kernel|kernel)\s+{_ATTRIBUTES}void\s+{re.escape(kernel_name)}\s*\(", code):
-            found = re.findall(rf"\b(?:__kernel|kernel)\s+{_ATTRIBUTES}void\s+([A-Za-z_][A-Za-z0-9_]*)\s*\(", code)
+        found = _KERNEL.findall(without_comments(source))
+        if kernel_name not in found:
             raise ValueError(
                 f"KernelTemplate: the source defines no '__kernel void {kernel_name}(...)'; "
                 + (f"its kernels: {', '.join(found)}" if found else "it defines no kernel outside comments")
@@ -255,7 +253,7 @@ class _DeviceCopies:
         self.client = client
 
     def __call__(self, key: object, *caller: Any) -> tuple[Any, ...]:
-        return DeviceCheckBuffers(self.client, caller, ()).args
+        return self.client.check_buffers(caller, ()).args
 
 
 class _Variant(Generic[K]):
