@@ -146,7 +146,7 @@ def default_tolerance(dtype: np.dtype[Any]) -> tuple[float, float] | None:
     values that cancel to near zero do not demand impossible relative accuracy.
     """
     if dtype.kind in "fc":
-        eps = float(np.finfo(dtype).eps)
+        eps = _eps(dtype)
         return math.sqrt(eps), math.sqrt(eps)
     return None
 
@@ -170,7 +170,7 @@ def precision_floor(inputs: Sequence[Any]) -> np.dtype[Any] | None:
         for value in inputs
         if getattr(value, "ndim", 0) > 0 and getattr(getattr(value, "dtype", None), "kind", "") in ("f", "c")
     ]
-    return min(dtypes, key=lambda d: float(np.finfo(d).eps), default=None)
+    return min(dtypes, key=_eps, default=None)
 
 
 def compare(
@@ -204,7 +204,7 @@ def compare(
     # A float32 kernel of float32 inputs checked against a float64 reference is held to float32's rounding.
     coarser = max(
         (a.dtype for a in (got_arr, expected_arr) if a.dtype.kind in "fc"),
-        key=lambda d: float(np.finfo(d).eps),
+        key=_eps,
         default=expected_arr.dtype,
     )
     if (
@@ -348,11 +348,8 @@ class Gate:
 
         An isolated tune primes the gate in the caller, so worker processes inherit (or are sent)
         the expected outputs instead of re-running the reference, and a crash cannot lose them.
+        The reference runs once; its exception becomes ReferenceFailed, which blames no one.
         """
-        self._expect()
-
-    def _expect(self) -> None:
-        """Run the reference once if it has not run; its exception becomes ReferenceFailed, which blames no one."""
         if self._expected is None and self.reference.fn is not None:
             try:
                 self._expected = self._reference_outputs(self.reference.fn)
@@ -375,7 +372,7 @@ class Gate:
 
     def check(self, name: str, fn: Callable[..., Any]) -> CheckOutcome:
         """Run candidate ``name`` once and judge it; an exception from the candidate propagates."""
-        self._expect()
+        self.prime()
         got, damaged = self._run(fn)
         if self.reference.outputs is None and any(value is None for value in got):
             return CheckOutcome(False, f"returned None where an output was expected; {_RETURN_VALUES}")
