@@ -94,8 +94,10 @@ def search_tune(
     for trial in result.trials:
         # Answered from the trial log, never measured in this tune: without their outcomes here,
         # a resumed search's best could not win, nor its trials show in the record.
+        if trial.config in index_of:  # measured in this tune: most trials
+            continue
         index = tunables.index_of(spec.name_of(trial.config))
-        if trial.config not in index_of and index is not None and index in planned:
+        if index is not None and index in planned:
             index_of[trial.config] = index
             outcomes[index] = trial.outcome
             batch_of[index] = 0  # measured by an earlier run, in no batch of this one
