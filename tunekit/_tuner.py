@@ -612,9 +612,10 @@ class Tuner:
         new_ranking = tuple(i for i in ranking if i not in failed)
         self._remember(tunables, key, new_ranking)
         settings = _settings.current()
-        cache = persistent_cache(settings)
+        # Not even opened when autotune is off, which writes nothing: opening it creates the file.
+        cache = persistent_cache(settings) if settings.autotune else None
         stored = False
-        if settings.autotune and cache is not None:
+        if cache is not None:
             got = cache.get(self.device_id, self.name, key_to_json(key))
             if isinstance(got, tuple) and got[0] == tunables.checksum():
                 _, value = got
