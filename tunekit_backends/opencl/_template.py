@@ -186,7 +186,7 @@ class KernelTemplate:
                 self.name_of(config), variant, version=self.source_hash, prepare=_PrepareHook(variant)
             )
             if group is not None:
-                tunable = tunable.group(group, variant.priority)
+                tunable = tunable.group(group, _Applies(self, config))
             out.append(tunable)
         if not out:  # an empty set failed only at its first execute, saying to add tunables with with_tunable
             raise empty_space_error(f"KernelTemplate {self.kernel_name!r}", self.space)
@@ -261,6 +261,22 @@ def _launch_shape(name: str, shape: Any) -> Shape:
     return launch
 
 
+class _Applies:
+    """A variant's priority from the template's ``applies``: 0 when it can handle a key, -1 (skipped) otherwise."""
+
+    def __init__(self, template: KernelTemplate, config: Config) -> None:
+        self.template = template
+        self.config = config
+
+    def __call__(self, key: object) -> int:
+        applies = self.template.applies
+        return 0 if applies is None or applies(self.config, key) else -1
+
+    def why_skipped(self, key: object) -> str:
+        """Said in the tune's record and errors instead of "negative priority"."""
+        return "does not apply to this key (the KernelTemplate's applies= returned False for this variant)"
+
+
 class _DeviceCopies:
     """The default inputs generator of a template's set: fresh device copies of the caller's arguments."""
 
@@ -293,11 +309,6 @@ class _Variant(Generic[K]):
         self._checked: dict[object, Shape] = {}
         """Keys this variant was called at, and their launch shape: the geometry and the arguments' dtypes
         are checked at the first launch of each key, not at every launch (benches/launch.py)."""
-
-    def priority(self, key: object) -> int:
-        """0 when this variant can handle ``key``, -1 (skipped for that key) otherwise."""
-        applies = self.template.applies
-        return 0 if applies is None or applies(self.config, key) else -1
 
     def unbuilt(self) -> bool:
         """Neither built nor known not to build."""
