@@ -108,7 +108,11 @@ class Tuner:
         self.by_id: dict[int, dict[object, Callable[..., Any]]] = {}
         self._rankings: dict[int, dict[object, tuple[int, ...]]] = {}
         self._sets: dict[int, weakref.ref[TunableSet[Any, Any]]] = {}
-        self._pending: dict[tuple[TunableSet[Any, Any], object], Future[tuple[int, ...]]] = {}
+        # By (checksum, key), not by set: two equal sets built apart (one per thread, say) that
+        # both miss a key tune it once, and the other waits. By set they tuned it at once, two
+        # searches clashing on the key's trial log when the persistent cache (whose tune lock
+        # serialised them) was off.
+        self._pending: dict[tuple[str, object], Future[tuple[int, ...]]] = {}
         # Every ranking known here by (checksum, key), as names: an equal set built elsewhere (one
         # per client of this device, one built per call, TUNER.init's beside a seeded one) finds it
         # without reading the persistent cache, or tuning again when the cache is off. Names, not
@@ -133,7 +137,7 @@ class Tuner:
             known = self._by_checksum.get((tunables.checksum(), key))
             if known is not None:
                 return Hit(_indices(tunables, known))
-            future = self._pending.get((tunables, key))
+            future = self._pending.get((tunables.checksum(), key))
             if future is not None:
                 return Pending(future)
         cache = persistent_cache()
@@ -276,12 +280,12 @@ class Tuner:
                 ranking = _indices(tunables, known)
                 self._remember_locked(tunables, key, ranking)
                 return ranking
-            future = self._pending.get((tunables, key))
+            future = self._pending.get((checksum, key))
             owner = future is None
             if future is None:
                 if tuned_by_parent(tune_id):  # a candidate run by a spawned worker of this very tune
                     raise TuneRecursionError(self.name, key, where="by the process that started this worker")
-                future = self._pending[(tunables, key)] = Future()
+                future = self._pending[(checksum, key)] = Future()
         if not owner:
             if runs_within(future):  # a candidate or prepare hook of this very tune
                 raise TuneRecursionError(self.name, key)
@@ -291,12 +295,12 @@ class Tuner:
                 ranking = self._decide(client, tunables, key, inputs, settings)
         except BaseException as exc:
             with self._lock:
-                del self._pending[(tunables, key)]
+                del self._pending[(checksum, key)]
             future.set_exception(exc)
             raise
         self._remember(tunables, key, ranking, tuned=settings.autotune)  # _decide measured nothing when off
         with self._lock:
-            del self._pending[(tunables, key)]
+            del self._pending[(checksum, key)]
         future.set_result(ranking)
         return ranking
 
