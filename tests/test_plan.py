@@ -132,3 +132,23 @@ def test_the_set_passed_as_the_key_is_refused_saying_the_key_comes_first() -> No
     tunables = tk.TunableSet(key=lambda: KEY).with_tunable(_t("a"))
     with pytest.raises(TypeError, match=r"got the TunableSet as its key: the key comes first"):
         tk.plan_batches(tunables, tunables)
+
+
+class _EvenOnly:
+    """A priority function that says why it skips, as KernelTemplate's applies= does."""
+
+    def __call__(self, key: Key) -> int:
+        return 0 if key.n % 2 == 0 else -1
+
+    def why_skipped(self, key: Key) -> str:
+        return f"{key.n} is odd"
+
+
+def test_a_skip_is_explained_by_the_priority_function_that_skipped_it() -> None:
+    from tunekit._plan import skip_reason
+
+    group = tk.TuneGroup("g", _const(0))
+    explained, plain = _t("even").group(group, _EvenOnly()), _t("plain").group(group, _const(-1))
+    assert skip_reason(Key(n=3), explained) == "3 is odd"
+    assert skip_reason(Key(n=3), plain) == "negative priority for this key"
+    assert _names([explained, plain], Key(n=3)) == [] and _names([explained, plain], Key(n=2)) == [["even"]]
