@@ -13,13 +13,28 @@ from tunekit_backends.opencl._cl import pyopencl
 if TYPE_CHECKING:
     from tunekit_backends.opencl._client import OpenCLClient
 
-__all__ = ["DeviceCheckBuffers", "argument_hint", "kernel_arg"]
+__all__ = ["DeviceCheckBuffers", "argument_hint", "canary_changed", "kernel_arg", "overrun_message"]
 
 
 def kernel_arg(value: Any) -> Any:
     """What a kernel launch takes for ``value``: a pyopencl array's buffer, anything else as is."""
     cl = pyopencl()
     return value.data if isinstance(value, cl.array.Array) else value
+
+
+def canary_changed(queue: Any, buffer: Any, nbytes: int) -> bool:
+    """Whether the canary bytes after the first ``nbytes`` of ``buffer`` changed: a launch wrote past its end."""
+    canary = np.empty(CANARY_BYTES, np.uint8)
+    pyopencl().enqueue_copy(queue, canary, buffer, src_offset=nbytes)
+    return not np.all(canary == CANARY_VALUE)
+
+
+def overrun_message(position: int, nbytes: int) -> str:
+    """What to say of a first launch that wrote past the end of argument ``position``, said alike wherever it ran."""
+    return (
+        f"wrote past the end of argument {position} (a buffer of {nbytes} bytes) at its first launch; check the "
+        "sizes the inputs= generator allocates against what the kernel indexes for this key"
+    )
 
 
 def argument_hint(args: tuple[Any, ...]) -> str:
@@ -113,12 +128,12 @@ class DeviceCheckBuffers:
 
     def damaged(self) -> list[int]:
         """Output positions whose canary bytes changed."""
-        bad = []
-        for position in self._outputs:
-            if position not in self._buffers:
-                continue
-            canary = np.empty(CANARY_BYTES, dtype=np.uint8)
-            self._cl.enqueue_copy(self._queue, canary, self._buffers[position], src_offset=self._sizes[position])
-            if not np.all(canary == CANARY_VALUE):
-                bad.append(position)
-        return bad
+        return [
+            p
+            for p in self._outputs
+            if p in self._buffers and canary_changed(self._queue, self._buffers[p], self._sizes[p])
+        ]
+
+    def size(self, position: int) -> int:
+        """The size in bytes of the data copied for argument ``position`` (the canary bytes not counted)."""
+        return self._sizes[position]

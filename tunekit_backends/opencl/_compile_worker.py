@@ -26,6 +26,7 @@ from typing import IO, Any
 import numpy as np
 
 from tunekit._check import CANARY_BYTES, CANARY_VALUE
+from tunekit_backends.opencl._buffers import canary_changed, overrun_message
 from tunekit_backends.opencl._cl import build_log, first_error_line, is_pocl, pocl_kernel_cache_on, pyopencl
 from tunekit_backends.opencl._compile_wire import ProgramReply, ProgramRequest, WorkerReady
 
@@ -101,21 +102,12 @@ def serve(request: ProgramRequest, worker: _Worker) -> ProgramReply:
 
 
 def _overrun(queue: Any, buffers: list[tuple[int, Any, int]]) -> str | None:
-    """Which buffer the launch wrote past the end of (its canary bytes changed), or None.
+    """What to say of the first buffer the launch wrote past the end of, or None.
 
     Caught here, the variant never runs in the tuning process, where on a CPU device (PoCL)
     the same write lands in the caller's heap and can abort it before the check sees it.
     """
-    cl = pyopencl()
-    for position, buffer, nbytes in buffers:
-        canary = np.empty(CANARY_BYTES, np.uint8)
-        cl.enqueue_copy(queue, canary, buffer, src_offset=nbytes)
-        if not np.all(canary == CANARY_VALUE):
-            return (
-                f"wrote past the end of argument {position} (a buffer of {nbytes} bytes) at its first launch; "
-                "check the sizes the inputs= generator allocates against what the kernel indexes for this key"
-            )
-    return None
+    return next((overrun_message(p, n) for p, buffer, n in buffers if canary_changed(queue, buffer, n)), None)
 
 
 def kernel_cache_problem(platform: str) -> str | None:

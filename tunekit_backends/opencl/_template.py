@@ -16,7 +16,7 @@ from tunekit._search_spec import empty_space_error
 from tunekit._space import Config, ParamValue, Restriction, Space
 from tunekit._tunable import Tunable, TuneGroup
 from tunekit._tunable_set import KeyGenerator, TunableSet
-from tunekit_backends.opencl._buffers import argument_hint, kernel_arg
+from tunekit_backends.opencl._buffers import DeviceCheckBuffers, argument_hint, kernel_arg, overrun_message
 from tunekit_backends.opencl._cl import CompileError, build_log, first_error_line, pyopencl
 from tunekit_backends.opencl._client import OpenCLClient
 from tunekit_backends.opencl._kernel_args import (
@@ -452,7 +452,7 @@ class _Variant(Generic[K]):
             # could not be stopped (a wait on the device cannot be interrupted) and would hang the caller.
             return
         positions = [i for i, a in enumerate(args) if isinstance(a, cl.array.Array | cl.Buffer)]
-        scratch = self.client.check_buffers(args, positions)
+        scratch = DeviceCheckBuffers(self.client, args, positions)
         try:
             with self._lock:
                 event = kernel(self.client.queue, global_size, local_size, *[kernel_arg(a) for a in scratch.args])
@@ -463,16 +463,8 @@ class _Variant(Generic[K]):
             ) from None
         damaged = scratch.damaged()
         if damaged:  # as a compile worker says it; without a reference nothing else would have
-            raise CompileError(
-                f"{self.name}: wrote past the end of argument {damaged[0]} (a buffer of "
-                f"{_nbytes(args[damaged[0]])} bytes) at its first launch; check the sizes the inputs= generator "
-                "allocates against what the kernel indexes for this key"
-            )
+            raise CompileError(f"{self.name}: {overrun_message(damaged[0], scratch.size(damaged[0]))}")
         self._launched[shape] = None
-
-
-def _nbytes(value: Any) -> int:
-    return int(value.nbytes if isinstance(value, pyopencl().array.Array) else value.size)
 
 
 def _with_hint(error: str, args: tuple[Any, ...]) -> str:
