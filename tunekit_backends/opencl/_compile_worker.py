@@ -25,8 +25,8 @@ from typing import IO, Any
 
 import numpy as np
 
-from tunekit._check import CANARY_BYTES, CANARY_VALUE
-from tunekit_backends.opencl._buffers import canary_changed, overrun_message
+from tunekit._check import CANARY_VALUE
+from tunekit_backends.opencl._buffers import canary_bytes, canary_changed, overrun_message
 from tunekit_backends.opencl._cl import build_log, first_error_line, is_pocl, pocl_kernel_cache_on, pyopencl
 from tunekit_backends.opencl._compile_wire import ProgramReply, ProgramRequest, WorkerReady
 
@@ -82,7 +82,7 @@ def serve(request: ProgramRequest, worker: _Worker) -> ProgramReply:
             buffers: list[tuple[int, Any, int]] = []
             for position, arg in enumerate(launch.args):
                 if arg.kind == "buffer":
-                    host = np.full(max(arg.nbytes + CANARY_BYTES, 1), CANARY_VALUE, np.uint8)
+                    host = np.full(max(arg.nbytes + canary_bytes(arg.nbytes), 1), CANARY_VALUE, np.uint8)
                     host[: arg.nbytes] = data[arg.offset : arg.offset + arg.nbytes]
                     flags = cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR
                     args.append(cl.Buffer(worker.context, flags, hostbuf=host))

@@ -302,7 +302,8 @@ class _Variant(Generic[K]):
         """Why this variant does not build (found while compiling it with others); its hook raises it."""
         self._launched: dict[Shape, tuple[str, bool] | None] = {}
         """Launch shapes this variant was first launched at (in a worker or here): None, or the error and
-        whether it took its worker down (then this process must not even build it)."""
+        whether it must never launch here again at that shape (it took its worker down, then this process
+        must not even build it, or wrote past the end of a buffer)."""
         self._offered: set[Shape] = set()
         """Launch shapes a compile of this variant together with others was tried at."""
         self._dtypes = template.argument_dtypes(config)
@@ -463,7 +464,9 @@ class _Variant(Generic[K]):
             ) from None
         damaged = scratch.damaged()
         if damaged:  # as a compile worker says it; without a reference nothing else would have
-            raise CompileError(f"{self.name}: {overrun_message(damaged[0], scratch.size(damaged[0]))}")
+            message = overrun_message(damaged[0], scratch.size(damaged[0]))
+            self._launched[shape] = (message, True)  # as from a worker: never launched here again at this shape
+            raise CompileError(f"{self.name}: {message}")
         self._launched[shape] = None
 
 
