@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 import logging
 import threading
 import time
@@ -201,8 +202,7 @@ class Tuner:
         """Forget ``tunables``' winners when it is collected (before its id can be reused); under the lock."""
         ident = id(tunables)
         if ident not in self._sets:
-            self._sets[ident] = weakref.ref(tunables)
-            weakref.finalize(tunables, _forget_set, weakref.ref(self), ident)
+            self._sets[ident] = weakref.ref(tunables, functools.partial(_forget_set, weakref.ref(self), ident))
 
     def seed(self, tunables: TunableSet[Any, Any], key: object, ranking_names: Sequence[str]) -> None:
         """Install a known ranking (from a committed record) so ``key`` is never tuned here."""
@@ -721,7 +721,7 @@ def _dead() -> None:
     return None
 
 
-def _forget_set(tuner: weakref.ref[Tuner], ident: int) -> None:
+def _forget_set(tuner: weakref.ref[Tuner], ident: int, _: object) -> None:
     """A set was collected: drop its winners. Without the lock, as single atomic pops: the
     collection may run on a thread that holds it."""
     owner = tuner()
