@@ -23,7 +23,7 @@ from tunekit._errors import ClientClosed, NoValidKernelFound, TunekitError, Tune
 from tunekit._isolation import check_candidate, open_runner
 from tunekit._key import is_autotune_key, key_to_dict, key_to_json
 from tunekit._observe import CacheLookup, TuneObservation, decision, notify, observe_tune
-from tunekit._outcome import Failed, Measured, Outcome, Skipped
+from tunekit._outcome import Failed, Measured, Outcome, Skipped, outcome_reason
 from tunekit._plan import plan_batches, plan_order, skip_reason
 from tunekit._prepare import prepare_batch
 from tunekit._records import (
@@ -408,7 +408,7 @@ class Tuner:
             observation,
         )
         if not ranking:
-            failures = [(tunables.tunables[i].name, _reason(o)) for i, o in outcomes.items()]
+            failures = [(tunables.tunables[i].name, outcome_reason(o)) for i, o in outcomes.items()]
             if cache is not None:  # still under the tune lock: a waiter reads it before it could tune
                 record_failure(cache, self.device_id, self.name, key_json, tunables, failures, settings)
             raise NoValidKernelFound(self.name, key, failures)
@@ -743,14 +743,6 @@ def _autotune_back_on(settings: Settings) -> None:
 
 
 _settings.on_configure(_autotune_back_on)
-
-
-def _reason(outcome: Outcome) -> str:
-    match outcome:
-        case Failed(reason, _) | Skipped(reason):
-            return reason
-        case Measured():
-            return "measured"
 
 
 def _cache_value(tunables: TunableSet[Any, Any], ranking: tuple[int, ...], outcomes: dict[int, Outcome]) -> CacheValue:
