@@ -386,3 +386,18 @@ def test_records_summary_lists_skipped_candidates_apart_from_the_failures(tmp_pa
     (summary,) = json.loads(run("records", "summary", "--json", str(path)).stdout)
     assert [f["name"] for f in summary["failures"]] == ["boom"]
     assert summary["skipped"] == [{"name": "small", "reason": "negative priority for this key"}]
+
+
+def test_verify_a_relative_cache_dir(records: Path, isolated_settings: Path) -> None:
+    """Regression: `cache verify` with a relative TUNEKIT_CACHE_DIR crashed: relative path can't be a file URI."""
+    relative = os.path.relpath(isolated_settings, records.parent)
+    done = subprocess.run(
+        [*COMMAND, "cache", "verify"],
+        cwd=records.parent,
+        env={**os.environ, "TUNEKIT_CACHE_DIR": relative},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    assert "2 rows checked, 0 problems" in done.stdout, done.stdout

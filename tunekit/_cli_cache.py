@@ -360,7 +360,8 @@ def verify(_: argparse.Namespace) -> int:
         print(f"no tuning cache at {file}: nothing to verify")
         return 0
     try:
-        connection = sqlite3.connect(f"{file.as_uri()}?mode=ro", uri=True, timeout=30.0)
+        # as_uri() refuses a relative path, and TUNEKIT_CACHE_DIR=cache (relative) is a fine setting.
+        connection = sqlite3.connect(f"{file.absolute().as_uri()}?mode=ro", uri=True, timeout=30.0)
         try:
             integrity = [str(r[0]) for r in connection.execute("PRAGMA integrity_check").fetchall()]
             rows = connection.execute(
