@@ -127,3 +127,19 @@ def test_from_space_with_a_lambda_key_type_checks_and_carries_the_key(tmp_path: 
     assert errors, result.stdout
     assert all(":35: error:" in line for line in errors), result.stdout  # only the wrong key's line
     assert 'expected "SumKey"' in result.stdout
+
+
+def test_a_search_results_best_needs_no_none_check(tmp_path: Path) -> None:
+    # tk.search never returns a result without a winner, yet best was typed Trial | None, so the
+    # documented `result.best.config` failed mypy --strict with 'Item "None" ... has no attribute'.
+    result = _mypy(
+        tmp_path,
+        """
+        SPACE = tk.Space(SCALE=[1, 2])
+
+        def best_name(client: CpuClient, x: np.ndarray) -> str:
+            result = tk.search(SPACE, lambda c: good, client, (x,), tuner="row_sum", max_evals=2)
+            return result.best.config.name
+        """,
+    )
+    assert result.returncode == 0, result.stdout

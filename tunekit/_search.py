@@ -104,10 +104,16 @@ class SearchResult:
         return (*final, *rest)
 
     @property
-    def best(self) -> Trial | None:
-        """The fastest measured configuration (by the finalists' measurement when there was one)."""
+    def best(self) -> Trial:
+        """The fastest measured configuration (by the finalists' measurement when there was one).
+
+        Never ``None``: ``tk.search`` and ``tk.tune_objective`` raise ``tk.NoValidKernelFound``
+        rather than return a result that measured nothing, so callers need no None check.
+        """
         ranking = self.ranking
-        return ranking[0] if ranking else None
+        if not ranking:
+            raise ValueError(f"the search for tuner {self.tuner!r} measured no configuration, so it has no best")
+        return ranking[0]
 
     @property
     def evaluations(self) -> int:
@@ -338,7 +344,7 @@ def search_ended(result: SearchResult) -> SearchEnded:
 
 def emit_search_record(result: SearchResult, key: object, sinks: Sequence[RecordSink]) -> None:
     """The record of a search run on its own (``tk.search``, ``tk.tune_objective``), to every sink."""
-    best = result.best
+    ranking = result.ranking
     # The finalists' re-measurement decided the winner, so it is what the record shows for them:
     # with the search-phase medians, a summary could show the winner slower than its runner-up.
     final = {t.config: t.outcome for t in result.finalists}
@@ -349,7 +355,7 @@ def emit_search_record(result: SearchResult, key: object, sinks: Sequence[Record
         checksum=result.space.hash,
         decision="tuned",
         candidates=[CandidateRecord.of(t.config.name, 0, final.get(t.config, t.outcome)) for t in result.trials],
-        winner=best.config.name if best else None,
+        winner=ranking[0].config.name if ranking else None,
         stored=False,
         wall_time_s=result.wall_seconds,
         events=[search_ended(result)],
@@ -363,7 +369,7 @@ def raise_if_no_winner(result: SearchResult, key: object, log: str | Path | None
     Called once the record is emitted and the trial log closed, so the failures are kept in
     both: a rerun with a larger budget resumes the log instead of measuring them again.
     """
-    if result.best is not None:
+    if result.ranking:
         return
     failures = [(t.config.name, _reason(t.outcome)) for t in result.trials]
     kept = f"; every trial is kept in {log}: a rerun with the same log resumes it" if log is not None else ""
