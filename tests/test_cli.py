@@ -130,6 +130,14 @@ def test_listing_a_cleared_cache_says_it_holds_no_winners(records: Path, isolate
     assert done.stderr == f"no stored winners in {isolated_settings / tk.PersistentCache.FILENAME}\n"
 
 
+def test_cache_clear_help_offers_only_the_filters_it_takes(records: Path) -> None:
+    # Regression: `cache clear --help` listed --key FIELD=VALUE, which the command then refused.
+    assert "--key" not in run("cache", "clear", "--help").stdout
+    refused = run("cache", "clear", "--key", "n=1024", check=2).stderr
+    assert refused.startswith("tunekit: cache clear: unrecognized arguments: --key n=1024")
+    assert "cli_sum" in run("cache", "list").stdout  # nothing was cleared
+
+
 def test_export_clear_import_round_trip(records: Path, tmp_path: Path) -> None:
     bundle = tmp_path / "winners.json"
     run("cache", "export", "-o", str(bundle))
@@ -310,14 +318,15 @@ def test_usage_errors_exit_2_without_traceback() -> None:
 
 def test_a_bad_argument_is_one_line_starting_with_tunekit() -> None:
     # Regression: argparse printed its usage, then "tunekit records tail: error: ...", not the documented one line.
-    for args, told in (
-        (("cache", "list", "--bogus"), "tunekit: unrecognized arguments: --bogus"),
-        (("records", "tail", "f", "-n", "x"), "tunekit: records tail: argument -n/--lines: expected a whole number"),
-        (("cache", "frob"), "tunekit: cache: argument ACTION: invalid choice: 'frob'"),
+    # An unknown option was told from the top level, pointing at `tunekit --help`, which does not list it.
+    for args, told, helped in (
+        (("cache", "list", "--bogus"), "tunekit: cache list: unrecognized arguments: --bogus", "cache list"),
+        (("records", "tail", "f", "-n", "x"), "tunekit: records tail: argument -n/--lines: expected a", "records tail"),
+        (("cache", "frob"), "tunekit: cache: argument ACTION: invalid choice: 'frob'", "cache"),
     ):
         done = run(*args, check=2)
         assert done.stderr.count("\n") == 1 and done.stderr.startswith(told), done.stderr
-        assert "--help` lists the arguments" in done.stderr
+        assert f"(`tunekit {helped} --help` lists the arguments)" in done.stderr
 
 
 def test_reading_commands_never_create_a_cache(tmp_path: Path) -> None:

@@ -260,8 +260,6 @@ def clear(args: argparse.Namespace) -> int:
     Lock files left by processes killed while tuning go too, whatever the filters: they hold no
     data, and the one of a tune running now is held, so it stays.
     """
-    if args.key:
-        raise CliError("cache clear filters by --tuner and --device only")
     cache = _open_existing()
     swept = sweep_lock_files(_cache_file().parent)
     if swept:
