@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 
 import tunekit as tk
-from tunekit._isolation import RunPolicy, current_run_policy
 from tunekit_backends.cpu import CpuClient
 
 
@@ -342,14 +341,23 @@ def test_a_client_closed_in_the_worker_stops_the_tune_and_stores_nothing(stage: 
 
 
 def test_prepare_hooks_see_the_policy_of_the_tune_they_work_for() -> None:
-    """A backend that runs a candidate while preparing it (OpenCL's first launch) needs the set's own limit."""
+    """Regression: a third-party backend's prepare hook reached the policy only through private tunekit._isolation."""
     tk.configure(candidate_timeout_s=30)
-    seen: list[RunPolicy] = []
-    prepared = tk.Tunable("prepared", lambda n: n, prepare=lambda n: seen.append(current_run_policy()))
+    seen: list[tk.RunPolicy] = []
+    prepared = tk.Tunable("prepared", lambda n: n, prepare=lambda n: seen.append(tk.current_run_policy()))
     base = tk.TunableSet(key=_key).with_tunable(prepared)
     _tune(base.with_isolation("none", timeout_s=3), "policy-none", n=1)
     _tune(base.with_isolation("process", timeout_s=math.inf), "policy-process", n=2)
-    _tune(base, "policy-settings", n=3)
-    assert seen == [RunPolicy("none", 3), RunPolicy("process", None), RunPolicy("none", 30)]
+    _tune(base.with_isolation("process"), "policy-mode-only", n=3)
+    _tune(base, "policy-settings", n=4)
+    assert seen == [
+        tk.RunPolicy("none", 3),
+        tk.RunPolicy("process", None),
+        tk.RunPolicy("process", 30),  # the set's mode, the settings' limit
+        tk.RunPolicy("none", 30),
+    ]
+    assert seen[1].isolated and not seen[0].isolated
     tk.configure(isolation="process", candidate_timeout_s=7)
-    assert current_run_policy() == RunPolicy("process", 7)  # outside a tune: the settings'
+    assert tk.current_run_policy() == tk.RunPolicy("process", 7)  # outside a tune: the settings'
+    tk.configure(isolation="none", candidate_timeout_s=math.inf)
+    assert tk.current_run_policy() == tk.RunPolicy("none", None)  # no limit reads as None, as inside a tune

@@ -337,6 +337,65 @@ def test_an_equal_set_is_tuned_after_autotune_is_switched_back_on() -> None:
     assert cache is not None and len(list(cache.rows())) == 1
 
 
+@pytest.mark.parametrize("switch", ["configure", "environment"])
+def test_the_same_set_is_tuned_after_autotune_is_switched_back_on(switch: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Regression: the set object run while autotune was off kept its plan order from memory, and was never tuned."""
+    tuner: tk.LocalTuner[NKey, int] = tk.LocalTuner(f"untuned_same_{switch}")
+    ran: list[str] = []
+    records: list[tk.AutotuneRecord] = []
+
+    def run(name: str) -> Callable[[int], int]:
+        return lambda n: (ran.append(name), n)[1]
+
+    tunables = tk.TunableSet(key=_key).with_tunable(tk.Tunable("a", run("a"))).with_tunable(tk.Tunable("b", run("b")))
+    if switch == "configure":
+        tk.configure(autotune=False)
+    else:
+        monkeypatch.setenv("TUNEKIT_AUTOTUNE", "0")
+        tk.configure()
+    sink = tk.add_record_sink(records.append)
+    try:
+        assert tuner.execute(CLIENT.device_id, CLIENT, tunables, (2,)) == 2
+        assert tuner.execute(CLIENT.device_id, CLIENT, tunables, (2,)) == 2
+        assert ran == ["a", "a"]
+        if switch == "configure":
+            tk.configure(autotune=True)
+        else:
+            monkeypatch.delenv("TUNEKIT_AUTOTUNE")
+            tk.configure()
+        ran.clear()
+        tuner.execute(CLIENT.device_id, CLIENT, tunables, (2,))
+        assert "b" in ran  # measured: the key was tuned
+        ran.clear()
+        tuner.execute(CLIENT.device_id, CLIENT, tunables, (2,))
+        assert len(ran) == 1  # and its winner is now answered from memory
+    finally:
+        tk.remove_record_sink(sink)
+    assert [r.decision for r in records] == ["disabled", "tuned"]
+    cache = tk.persistent_cache()
+    assert cache is not None and len(list(cache.rows())) == 1
+
+
+def test_a_plan_order_demoted_while_autotune_is_off_is_tuned_once_it_is_back_on() -> None:
+    """Regression: demoting the plan order's failing first candidate stored the rest as a tuned ranking."""
+    tuner: tk.LocalTuner[NKey, int] = tk.LocalTuner("untuned_demoted")
+    records: list[tk.AutotuneRecord] = []
+    fast, slow = _slow(0.0), _slow(0.003)
+    tunables = tk.TunableSet(key=_key).with_tunables([tk.Tunable("boom", _boom), slow, fast])
+    tk.configure(autotune=False)
+    sink = tk.add_record_sink(records.append)
+    try:
+        assert tuner.execute(CLIENT.device_id, CLIENT, tunables, (2,)) == 2  # boom raised: demoted for the next
+        tk.configure(autotune=True)
+        assert tuner.execute(CLIENT.device_id, CLIENT, tunables, (2,)) == 2
+        twin = tk.TunableSet(key=_key).with_tunables([tk.Tunable("boom", _boom), slow, fast])
+        assert tuner.execute(CLIENT.device_id, CLIENT, twin, (2,)) == 2  # an equal set takes the tuned ranking
+    finally:
+        tk.remove_record_sink(sink)
+    assert [r.decision for r in records] == ["disabled", "demoted", "tuned"]
+    assert records[-1].winner == fast.name
+
+
 def test_input_generator_errors_name_the_tuner() -> None:
     tuner: tk.LocalTuner[NKey, int] = tk.LocalTuner("badgen")
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +12,7 @@ import pytest
 from kt_cache import write_cache
 
 import tunekit as tk
+from tunekit_backends.cpu import CpuClient
 from tunekit_backends.replay import ReplayClient, load_kernel_tuner_cache
 from tunekit_backends.simulated import SimulatedClient
 
@@ -233,3 +236,54 @@ def test_a_changed_set_starts_a_new_per_key_trial_log(tmp_path: Path) -> None:
         tk.LocalTuner[OneKey, Any]("stale").execute(client.device_id, client, tunables, (np.ones(8),))
     assert {b for v, b in ran if v == "v2"} == {1, 2, 3, 4}  # every configuration of the new code ran
     assert len(list(tmp_path.glob("t.n=8.*.jsonl"))) == 2
+
+
+def _sleeping_config(config: tk.Config) -> Any:
+    def run() -> int:
+        time.sleep(0.01 * config.A)  # long enough for the two searches to overlap
+        return int(config.A)
+
+    return run
+
+
+@pytest.mark.parametrize("cache", [True, False])
+def test_two_equal_sets_searched_at_once_share_one_search_and_its_trial_log(tmp_path: Path, cache: bool) -> None:
+    """Regression: two equal sets built apart, searching one key from two threads, both opened the key's trial log."""
+    tk.configure(cache=cache)
+    log = tmp_path / "trials.jsonl"
+    space = tk.Space(A=[1, 2, 3, 4])
+
+    def build() -> tk.TunableSet[OneKey, int]:  # separately built, equal: same space, same candidates
+        return tk.TunableSet.from_space(space, _sleeping_config, key=lambda: OneKey(n=1)).with_search(
+            strategy="random", max_evals=4, seed=1, batch=2, log=log
+        )
+
+    sets = [build(), build()]
+    assert sets[0] is not sets[1] and sets[0].checksum() == sets[1].checksum()
+    tuner: tk.LocalTuner[OneKey, int] = tk.LocalTuner("two-equal-searches")
+    client = CpuClient()
+    start = threading.Barrier(2)
+    results: dict[int, object] = {}
+
+    def run(i: int) -> None:
+        start.wait()
+        try:
+            results[i] = tuner.execute(client.device_id, client, sets[i], ())
+        except Exception as exc:
+            results[i] = exc
+
+    records, sink = _records()
+    try:
+        threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=120)
+    finally:
+        tk.remove_record_sink(sink)
+    assert not any(isinstance(r, Exception) for r in results.values()), results
+    assert results[0] == results[1]
+    assert [r.decision for r in records] == ["tuned"]  # one search, whose winner the other thread took
+    (trial_log,) = tmp_path.glob("trials.*.jsonl")
+    configs = [line for line in trial_log.read_text().splitlines() if '"config"' in line]
+    assert len(configs) == 4  # each configuration measured once, by the one search

@@ -50,7 +50,7 @@ if TYPE_CHECKING:
         TunekitError,
         TuneRecursionError,
     )
-    from tunekit._isolation import Isolation
+    from tunekit._isolation import Isolation, RunPolicy, current_run_policy
     from tunekit._key import autotune_key, is_autotune_key, key_to_json
     from tunekit._local import LocalTuner
     from tunekit._objective import Objective, tune_objective
@@ -131,6 +131,8 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "Hit": ("tunekit._cache_state", "Hit"),
     "InputGenerator": ("tunekit._tunable_set", "InputGenerator"),
     "Isolation": ("tunekit._isolation", "Isolation"),
+    "RunPolicy": ("tunekit._isolation", "RunPolicy"),
+    "current_run_policy": ("tunekit._isolation", "current_run_policy"),
     "JsonlSink": ("tunekit._sinks", "JsonlSink"),
     "KeyGenerator": ("tunekit._tunable_set", "KeyGenerator"),
     "LocalTuner": ("tunekit._local", "LocalTuner"),
@@ -256,6 +258,7 @@ __all__ = [
     "RecordMismatch",
     "RecordSink",
     "Round",
+    "RunPolicy",
     "Runoff",
     "STRATEGIES",
     "SampleStats",
@@ -300,6 +303,7 @@ __all__ = [
     "autotune_key",
     "calculate_bounds",
     "configure",
+    "current_run_policy",
     "default_cache_dir",
     "instrument_opentelemetry",
     "is_autotune_key",

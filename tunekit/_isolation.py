@@ -88,13 +88,13 @@ class RunPolicy:
         return self.mode == "process"
 
 
-def _policy(tunables: TunableSet[Any, Any], settings: Settings) -> RunPolicy:
-    """The isolation mode and the per-run limit in force for ``tunables``: the set's own win over the settings."""
-    override = tunables.isolation
-    mode = settings.isolation if override is None else override.mode
-    timeout = settings.candidate_timeout_s
-    if override is not None and override.timeout_s is not None:
-        timeout = override.timeout_s
+def _policy(override: Isolation | None, settings: Settings) -> RunPolicy:
+    """The isolation mode and the per-run limit in force: a set's own ``override`` wins over the settings."""
+    mode, timeout = settings.isolation, settings.candidate_timeout_s
+    if override is not None:
+        mode = override.mode
+        if override.timeout_s is not None:
+            timeout = override.timeout_s
     return RunPolicy(mode, None if math.isinf(timeout) else timeout)
 
 
@@ -102,13 +102,16 @@ _running: ContextVar[RunPolicy | None] = ContextVar("tunekit_run_policy", defaul
 
 
 def current_run_policy() -> RunPolicy:
-    """The policy of the tune this code works for (prepare hooks run in copies of its context); else the settings'."""
+    """Where the candidates of the tune this code works for run, and the limit on one run.
+
+    For a backend's ``prepare`` hook (or ``prepare_together``) that runs a candidate while
+    preparing it, say a first launch that compiles: under process isolation it should leave
+    that run to the isolated worker, in-process it should stay within ``timeout_s``. Hooks run
+    in copies of the tune's context, on the tuner's threads, so they see the tune's policy,
+    the set's ``with_isolation`` included; outside a tune it is the settings' policy.
+    """
     policy = _running.get()
-    if policy is not None:
-        return policy
-    settings = current()
-    timeout = settings.candidate_timeout_s
-    return RunPolicy(settings.isolation, None if math.isinf(timeout) else timeout)
+    return policy if policy is not None else _policy(None, current())
 
 
 # -- in-process: a watchdog thread ------------------------------------------------------------
@@ -238,7 +241,7 @@ def open_runner(
     gate: Gate | None = None,
 ) -> Iterator[CandidateRunner]:
     """The runner the settings (or the set's ``with_isolation``) ask for for ``key``, shut down on exit."""
-    policy = _policy(tunables, settings)
+    policy = _policy(tunables.isolation, settings)
     timeout_s = policy.timeout_s
     runner: ProcessRunner | WatchdogRunner | InProcessRunner
     if policy.isolated:

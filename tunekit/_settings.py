@@ -12,6 +12,7 @@ import logging
 import os
 import threading
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -34,6 +35,7 @@ __all__ = [
     "anchor_exponent",
     "configure",
     "current",
+    "on_configure",
 ]
 
 _log = logging.getLogger("tunekit.settings")
@@ -213,6 +215,17 @@ def _visible(name: str) -> bool:
 _lock = threading.Lock()
 _current: Settings | None = None
 _anchor_exponent = 1
+_watchers: list[Callable[[Settings], None]] = []
+
+
+def on_configure(watcher: Callable[[Settings], None]) -> None:
+    """Call ``watcher(settings)`` after each :func:`configure`, once the new settings are current.
+
+    For state kept across calls that the settings decide: the tuner's plan orders, used while
+    autotuning was off, are dropped when it is back on. Read the settings at each use instead
+    wherever that is cheap enough.
+    """
+    _watchers.append(watcher)
 
 
 def current() -> Settings:
@@ -244,6 +257,8 @@ def configure(**overrides: Any) -> Settings:
     with _lock:
         _current = settings
         _anchor_exponent = level_anchor_exponent(settings.autotune_level)
+    for watcher in _watchers:
+        watcher(settings)
     _warn_unknown_variables()
     return settings
 

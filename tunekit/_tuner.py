@@ -55,6 +55,10 @@ _log = logging.getLogger("tunekit.tuner")
 _caches_lock = threading.Lock()
 _caches: dict[Path, PersistentCache] = {}
 
+_plan_order_lock = threading.Lock()
+_plan_order_owners: weakref.WeakSet[Tuner] = weakref.WeakSet()
+"""Tuners holding plan orders taken while autotuning was off, to drop once it is back on."""
+
 
 def persistent_cache(settings: Settings | None = None) -> PersistentCache | None:
     """The persistent cache the settings point at (shared per directory), or None when disabled."""
@@ -104,12 +108,20 @@ class Tuner:
         self.by_id: dict[int, dict[object, Callable[..., Any]]] = {}
         self._rankings: dict[int, dict[object, tuple[int, ...]]] = {}
         self._sets: dict[int, weakref.ref[TunableSet[Any, Any]]] = {}
-        self._pending: dict[tuple[TunableSet[Any, Any], object], Future[tuple[int, ...]]] = {}
+        # By (checksum, key), not by set: two equal sets built apart (one per thread, say) that
+        # both miss a key tune it once, and the other waits. By set they tuned it at once, two
+        # searches clashing on the key's trial log when the persistent cache (whose tune lock
+        # serialised them) was off.
+        self._pending: dict[tuple[str, object], Future[tuple[int, ...]]] = {}
         # Every ranking known here by (checksum, key), as names: an equal set built elsewhere (one
         # per client of this device, one built per call, TUNER.init's beside a seeded one) finds it
         # without reading the persistent cache, or tuning again when the cache is off. Names, not
         # sets: it keeps no set alive.
         self._by_checksum: dict[tuple[str, object], tuple[str, ...]] = {}
+        # The keys of each set (by id) whose ranking is a plan order taken while autotuning was
+        # off. They are dropped when it is switched back on (settings.on_configure), not checked
+        # at each call: the hot path answered from them, and the key was never tuned.
+        self._plan_orders: dict[int, set[object]] = {}
 
     # -- cache state -----------------------------------------------------------------
 
@@ -125,7 +137,7 @@ class Tuner:
             known = self._by_checksum.get((tunables.checksum(), key))
             if known is not None:
                 return Hit(_indices(tunables, known))
-            future = self._pending.get((tunables, key))
+            future = self._pending.get((tunables.checksum(), key))
             if future is not None:
                 return Pending(future)
         cache = persistent_cache()
@@ -142,27 +154,48 @@ class Tuner:
         return _WinnersBySet(self)
 
     def _remember(
-        self, tunables: TunableSet[Any, Any], key: object, ranking: tuple[int, ...], *, shared: bool = True
+        self, tunables: TunableSet[Any, Any], key: object, ranking: tuple[int, ...], *, tuned: bool = True
     ) -> None:
         with self._lock:
-            self._remember_locked(tunables, key, ranking, shared=shared)
+            self._remember_locked(tunables, key, ranking, tuned=tuned)
 
     def _remember_locked(
-        self, tunables: TunableSet[Any, Any], key: object, ranking: tuple[int, ...], *, shared: bool = True
+        self, tunables: TunableSet[Any, Any], key: object, ranking: tuple[int, ...], *, tuned: bool = True
     ) -> None:
         """``_remember``, with the lock already held.
 
-        ``shared=False`` (the plan order used while autotuning is off) keeps the ranking to this
-        set: offered to an equal set, it would answer that set once autotuning is back on, and
-        the key would never be tuned.
+        ``tuned=False`` (the plan order used while autotuning is off) keeps the ranking to this
+        set, and only until autotuning is back on: offered to an equal set, or kept for this one,
+        it would answer the key from then on, and the key would never be tuned. When autotuning
+        is already back on, it is not kept at all.
         """
+        ident = id(tunables)
+        if not tuned:
+            # Read under the lock _autotune_back_on takes: either it sees this tuner, or this sees autotuning on.
+            with _plan_order_lock:
+                if _settings.current().autotune:  # switched back on during this resolve
+                    return
+                _plan_order_owners.add(self)
+            self._plan_orders.setdefault(ident, set()).add(key)
+        elif key in self._plan_orders.get(ident, ()):
+            self._plan_orders[ident].discard(key)
         self._track(tunables)
-        self._rankings.setdefault(id(tunables), {})[key] = ranking
-        if shared:
+        self._rankings.setdefault(ident, {})[key] = ranking
+        if tuned:
             self._by_checksum[(tunables.checksum(), key)] = tuple(tunables.tunables[i].name for i in ranking)
         # One item assignment: atomic for the lock-free readers on the hot path, and O(1)
         # however many keys a set has.
-        self.by_id.setdefault(id(tunables), {})[key] = tunables.tunables[ranking[0]].fn
+        self.by_id.setdefault(ident, {})[key] = tunables.tunables[ranking[0]].fn
+
+    def _forget_plan_orders(self) -> None:
+        """Autotuning is back on: drop the plan orders taken while it was off, so their keys are tuned."""
+        with self._lock:
+            for ident, keys in self._plan_orders.items():
+                for key in keys:
+                    # A pop, not a new dict: atomic for the lock-free readers on the hot path.
+                    self.by_id.get(ident, {}).pop(key, None)
+                    self._rankings.get(ident, {}).pop(key, None)
+            self._plan_orders.clear()
 
     def _track(self, tunables: TunableSet[Any, Any]) -> None:
         """Forget ``tunables``' winners when it is collected (before its id can be reused); under the lock."""
@@ -196,6 +229,7 @@ class Tuner:
             self._rankings.clear()
             self._sets.clear()
             self._by_checksum.clear()
+            self._plan_orders.clear()
 
     def _claim(self, tunables: TunableSet[Any, Any], key_json: str, settings: Settings) -> None:
         """Refuse a second, different set for this name and key, whose row would overwrite the first's.
@@ -246,12 +280,12 @@ class Tuner:
                 ranking = _indices(tunables, known)
                 self._remember_locked(tunables, key, ranking)
                 return ranking
-            future = self._pending.get((tunables, key))
+            future = self._pending.get((checksum, key))
             owner = future is None
             if future is None:
                 if tuned_by_parent(tune_id):  # a candidate run by a spawned worker of this very tune
                     raise TuneRecursionError(self.name, key, where="by the process that started this worker")
-                future = self._pending[(tunables, key)] = Future()
+                future = self._pending[(checksum, key)] = Future()
         if not owner:
             if runs_within(future):  # a candidate or prepare hook of this very tune
                 raise TuneRecursionError(self.name, key)
@@ -261,12 +295,12 @@ class Tuner:
                 ranking = self._decide(client, tunables, key, inputs, settings)
         except BaseException as exc:
             with self._lock:
-                del self._pending[(tunables, key)]
+                del self._pending[(checksum, key)]
             future.set_exception(exc)
             raise
-        self._remember(tunables, key, ranking, shared=settings.autotune)  # _decide measured nothing when off
+        self._remember(tunables, key, ranking, tuned=settings.autotune)  # _decide measured nothing when off
         with self._lock:
-            del self._pending[(tunables, key)]
+            del self._pending[(checksum, key)]
         future.set_result(ranking)
         return ranking
 
@@ -610,7 +644,8 @@ class Tuner:
     ) -> None:
         failed = {index for index, _ in failures}
         new_ranking = tuple(i for i in ranking if i not in failed)
-        self._remember(tunables, key, new_ranking)
+        with self._lock:  # a plan order demoted while autotuning is off is still no tuned ranking
+            self._remember_locked(tunables, key, new_ranking, tuned=key not in self._plan_orders.get(id(tunables), ()))
         settings = _settings.current()
         cache = persistent_cache(settings)
         stored = False
@@ -695,6 +730,20 @@ def _forget_set(tuner: weakref.ref[Tuner], ident: int) -> None:
         owner.by_id.pop(ident, None)
         owner._rankings.pop(ident, None)
         owner._sets.pop(ident, None)
+        owner._plan_orders.pop(ident, None)
+
+
+def _autotune_back_on(settings: Settings) -> None:
+    """After ``configure``: when autotuning is on, every key answered by a plan order is tuned at its next call."""
+    if settings.autotune:
+        with _plan_order_lock:
+            owners = list(_plan_order_owners)
+            _plan_order_owners.clear()
+        for owner in owners:
+            owner._forget_plan_orders()
+
+
+_settings.on_configure(_autotune_back_on)
 
 
 def _reason(outcome: Outcome) -> str:
