@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -81,14 +82,17 @@ def _tunables(client: OpenCLClient, template: KernelTemplate = TEMPLATE) -> tk.T
     return template.tunable_set(client, key=_key, inputs=inputs, reference=lambda x, y, a, n: a * x, outputs=[1])
 
 
-def _run(client: OpenCLClient, n: int = 1000) -> tuple[tk.AutotuneRecord | None, Any, Any]:
+def _run(
+    client: OpenCLClient, n: int = 1000, template: KernelTemplate = TEMPLATE
+) -> tuple[tk.AutotuneRecord | None, Any, Any]:
     records: list[tk.AutotuneRecord] = []
     sink = tk.add_record_sink(records.append)
     try:
         tuner: tk.LocalTuner[ScaleKey, Any] = tk.LocalTuner("opencl-scale")
         x = cla.to_device(client.queue, np.linspace(0, 1, n, dtype=np.float32))
         y = cla.zeros(client.queue, n, np.float32)
-        tuner.execute(client.device_id, client, _tunables(client), (x, y, np.float32(3), np.int32(n))).wait()
+        tunables = _tunables(client, template)
+        tuner.execute(client.device_id, client, tunables, (x, y, np.float32(3), np.int32(n))).wait()
     finally:
         tk.remove_record_sink(sink)
     return (records[-1] if records else None), x, y
@@ -485,3 +489,25 @@ def test_a_selection_that_names_no_device_is_refused(name: str, wanted: object) 
     """Regression: device=True selected device 1 (a bool is an int) and platform="" matched every platform."""
     with pytest.raises(TypeError, match=rf"OpenCLClient\({name}=...\) takes an index .* got {wanted!r}"):
         OpenCLClient(**{name: wanted})  # type: ignore[arg-type]
+
+
+def test_variants_applies_drops_are_reported_as_not_applying_to_the_key(
+    client: OpenCLClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Regression: a variant the template's applies= dropped for a key was reported as "negative priority for this
+    key", a priority the user never gave."""
+    template = KernelTemplate(
+        SCALE, "scale", {"MODE": [0], "BLOCK": [64, 128]}, geometry=_geometry, applies=lambda c, k: c.BLOCK == 64
+    )
+    says = "does not apply to this key (the KernelTemplate's applies= returned False for this variant)"
+    record, _, _ = _run(client, template=template)
+    assert record is not None
+    dropped = {c.name: c for c in record.candidates}["scale[MODE=0,BLOCK=128]"]
+    assert (dropped.status, dropped.error) == ("skipped", says)
+    nothing = KernelTemplate(SCALE, "scale", {"MODE": [0]}, geometry=_geometry, applies=lambda c, k: False)
+    with pytest.raises(tk.NoValidKernelFound, match=rf"scale\[MODE=0\]: {re.escape(says)}"):
+        _run(client, template=nothing)
+    monkeypatch.setenv("TUNEKIT_AUTOTUNE", "0")  # the untuned path lists every candidate the same way
+    tk.configure()
+    with pytest.raises(tk.NoValidKernelFound, match=rf"scale\[MODE=0\]: {re.escape(says)}"):
+        _run(client, template=nothing)

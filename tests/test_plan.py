@@ -103,3 +103,23 @@ def test_a_group_name_that_is_no_str_is_refused() -> None:
     for name in (3, "", None):
         with pytest.raises(ValueError, match=rf"TuneGroup needs a non-empty str name, got {name!r}"):
             tk.TuneGroup(name, _const(0))  # type: ignore[arg-type]
+
+
+class _EvenOnly:
+    """A priority function that says why it skips, as KernelTemplate's applies= does."""
+
+    def __call__(self, key: int) -> int:
+        return 0 if key % 2 == 0 else -1
+
+    def why_skipped(self, key: int) -> str:
+        return f"{key} is odd"
+
+
+def test_a_skip_is_explained_by_the_priority_function_that_skipped_it() -> None:
+    from tunekit._plan import skip_reason
+
+    group = tk.TuneGroup("g", _const(0))
+    explained, plain = _t("even").group(group, _EvenOnly()), _t("plain").group(group, _const(-1))
+    assert skip_reason(3, explained) == "3 is odd"
+    assert skip_reason(3, plain) == "negative priority for this key"
+    assert _names([explained, plain], 3) == [] and _names([explained, plain], 2) == [["even"]]

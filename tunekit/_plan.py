@@ -10,12 +10,25 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from tunekit._tunable import Tunable
 from tunekit._tunable_set import TunableSet
 
-__all__ = ["plan_batches", "plan_order"]
+__all__ = ["SaysWhySkipped", "plan_batches", "plan_order", "skip_reason"]
+
+NEGATIVE_PRIORITY = "negative priority for this key"
+
+
+@runtime_checkable
+class SaysWhySkipped(Protocol):
+    """A priority function that can say, in the user's terms, why it skips a key (``KernelTemplate(applies=)``)."""
+
+    def __call__(self, key: Any) -> int: ...
+
+    def why_skipped(self, key: Any) -> str:
+        """Why the candidate is skipped for ``key`` (it returned a negative priority)."""
+        ...
 
 
 def plan_batches(key: object, tunables: Sequence[Tunable[object]] | TunableSet[Any, Any]) -> list[list[int]]:
@@ -76,3 +89,12 @@ def plan_order(key: object, tunables: Sequence[Tunable[object]]) -> Iterator[int
     """Every planned index, batch after batch: the order used when tuning is disabled."""
     for batch in plan_batches(key, tunables):
         yield from batch
+
+
+def skip_reason(key: object, tunable: Tunable[object]) -> str:
+    """Why the plan skips ``tunable`` for ``key``: its priority function's own words, else a negative priority."""
+    for group, within in tunable.groups:
+        for fn in (group.priority, within):
+            if isinstance(fn, SaysWhySkipped) and _priority(fn, key, "a priority") < 0:
+                return fn.why_skipped(key)
+    return NEGATIVE_PRIORITY

@@ -23,7 +23,7 @@ from tunekit._isolation import check_candidate, open_runner
 from tunekit._key import is_autotune_key, key_to_dict, key_to_json
 from tunekit._observe import CacheLookup, TuneObservation, decision, notify, observe_tune
 from tunekit._outcome import Failed, Measured, Outcome, Skipped
-from tunekit._plan import plan_batches, plan_order
+from tunekit._plan import plan_batches, plan_order, skip_reason
 from tunekit._prepare import prepare_batch
 from tunekit._records import (
     AutotuneRecord,
@@ -435,9 +435,7 @@ class Tuner:
         """Autotuning disabled: plan order, nothing measured, nothing written."""
         order = tuple(plan_order(key, tunables.tunables))
         if not order:
-            raise NoValidKernelFound(
-                self.name, key, [(t.name, "negative priority for this key") for t in tunables.tunables]
-            )
+            raise NoValidKernelFound(self.name, key, [(t.name, skip_reason(key, t)) for t in tunables.tunables])
         self._emit(
             AutotuneRecord(
                 tuner=self.name,
@@ -477,7 +475,7 @@ class Tuner:
         planned = {i for batch in batches for i in batch}
         for index in range(len(tunables.tunables)):
             if index not in planned:
-                outcomes[index] = Skipped("negative priority for this key")
+                outcomes[index] = Skipped(skip_reason(key, tunables.tunables[index]))
         # Compiling and checking run in this process, before the runner times anything.
         with open_runner(client, tunables, bench_inputs, settings, key=key, gate=gate) as opened:
             runner = observation.runner(opened, tunables.names)

@@ -14,6 +14,7 @@ from typing import Any
 
 from tunekit._key import key_to_dict
 from tunekit._outcome import Outcome, Skipped
+from tunekit._plan import skip_reason
 from tunekit._records import RecordEvent, ShortCircuit
 from tunekit._schedule import BatchResult
 from tunekit._search import Ranked, run_search, search_ended
@@ -59,7 +60,7 @@ def search_tune(
             if index is None:
                 ranked[config] = Skipped(f"the set has no candidate named {spec.name_of(config)!r}")
             elif index not in planned:
-                ranked[config] = Skipped("negative priority for this key")
+                ranked[config] = Skipped(skip_reason(key, tunables.tunables[index]))
             else:
                 index_of[config] = index
                 config_at[index] = config

@@ -16,10 +16,16 @@ from tunekit._search_spec import empty_space_error
 from tunekit._space import Config, ParamValue, Restriction, Space
 from tunekit._tunable import Tunable, TuneGroup
 from tunekit._tunable_set import KeyGenerator, TunableSet
-from tunekit_backends.opencl._batch import without_comments
 from tunekit_backends.opencl._buffers import argument_hint, kernel_arg
 from tunekit_backends.opencl._cl import CompileError, build_log, first_error_line, pyopencl
 from tunekit_backends.opencl._client import OpenCLClient
+from tunekit_backends.opencl._kernel_args import (
+    argument_mismatch,
+    declared_dtypes,
+    kernel_params,
+    kernels_in,
+    source_aliases,
+)
 from tunekit_backends.opencl._together import compile_together
 
 __all__ = ["Geometry", "KernelTemplate"]
@@ -31,11 +37,10 @@ Geometry = Callable[[Config, Any], tuple[Sequence[int], Sequence[int] | None]]
 
 Shape = tuple[tuple[int, ...], tuple[int, ...] | None]
 
+_CHECKED_KEYS = 64
+"""Keys a variant remembers as checked; the oldest is forgotten (checked again when it comes back)."""
+
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-
-# __kernel __attribute__((reqd_work_group_size(64, 1, 1))) void name(...)
-_KERNEL = re.compile(r"\b(?:__kernel|kernel)\s+(?:__attribute__\s*\(\(.*?\)\)\s*)*void\s+([A-Za-z_][A-Za-z0-9_]*)\s*\(")
 
 _DEFINE_OPTION = re.compile(r"-D\s*([A-Za-z_][A-Za-z0-9_]*)")
 
@@ -91,7 +96,7 @@ class KernelTemplate:
     ) -> None:
         if not isinstance(source, str) or not source.strip():
             raise ValueError("KernelTemplate needs the kernel's OpenCL C source as a non-empty str")
-        found = _KERNEL.findall(without_comments(source))
+        found = kernels_in(source)
         if kernel_name not in found:
             raise ValueError(
                 f"KernelTemplate: the source defines no '__kernel void {kernel_name}(...)'; "
@@ -128,6 +133,9 @@ class KernelTemplate:
         self.geometry = geometry
         self.options = tuple(options)
         self.applies = applies
+        self.params = kernel_params(source, kernel_name)
+        """The kernel's parameters as the source declares them; None when it cannot be read safely (not checked)."""
+        self._aliases = source_aliases(source, self.options)
         self._built: set[str] = set()
         self._built_lock = threading.Lock()
         digest = hashlib.sha256()
@@ -152,6 +160,13 @@ class KernelTemplate:
         """How a parameter value is spelled in C (``-DNAME=<this>``, or ``#define NAME <this>``)."""
         return _define_value(value)
 
+    def argument_dtypes(self, config: Config) -> tuple[Any, ...] | None:
+        """Each parameter's element dtype in ``config``'s variant (None where not checked); None: no check."""
+        if self.params is None:
+            return None
+        defines = {name: _define_value(value) for name, value in config.items()}
+        return declared_dtypes(self.params, self._aliases, defines)
+
     def compiled(self) -> list[str]:
         """Names of the variants built in this process so far (any client)."""
         with self._built_lock:
@@ -171,7 +186,7 @@ class KernelTemplate:
                 self.name_of(config), variant, version=self.source_hash, prepare=_PrepareHook(variant)
             )
             if group is not None:
-                tunable = tunable.group(group, variant.priority)
+                tunable = tunable.group(group, _Applies(self, config))
             out.append(tunable)
         if not out:  # an empty set failed only at its first execute, saying to add tunables with with_tunable
             raise empty_space_error(f"KernelTemplate {self.kernel_name!r}", self.space)
@@ -246,6 +261,22 @@ def _launch_shape(name: str, shape: Any) -> Shape:
     return launch
 
 
+class _Applies:
+    """A variant's priority from the template's ``applies``: 0 when it can handle a key, -1 (skipped) otherwise."""
+
+    def __init__(self, template: KernelTemplate, config: Config) -> None:
+        self.template = template
+        self.config = config
+
+    def __call__(self, key: object) -> int:
+        applies = self.template.applies
+        return 0 if applies is None or applies(self.config, key) else -1
+
+    def why_skipped(self, key: object) -> str:
+        """Said in the tune's record and errors instead of "negative priority"."""
+        return "does not apply to this key (the KernelTemplate's applies= returned False for this variant)"
+
+
 class _DeviceCopies:
     """The default inputs generator of a template's set: fresh device copies of the caller's arguments."""
 
@@ -274,11 +305,10 @@ class _Variant(Generic[K]):
         whether it took its worker down (then this process must not even build it)."""
         self._offered: set[Shape] = set()
         """Launch shapes a compile of this variant together with others was tried at."""
-
-    def priority(self, key: object) -> int:
-        """0 when this variant can handle ``key``, -1 (skipped for that key) otherwise."""
-        applies = self.template.applies
-        return 0 if applies is None or applies(self.config, key) else -1
+        self._dtypes = template.argument_dtypes(config)
+        self._checked: dict[object, Shape] = {}
+        """Keys this variant was called at, and their launch shape: the geometry and the arguments' dtypes
+        are checked at the first launch of each key, not at every launch (benches/launch.py)."""
 
     def unbuilt(self) -> bool:
         """Neither built nor known not to build."""
@@ -339,9 +369,30 @@ class _Variant(Generic[K]):
         """The launch's global and local sizes for these arguments."""
         return _launch_shape(self.name, self.template.geometry(self.config, self.key(*args)))
 
+    def check_arguments(self, args: tuple[Any, ...]) -> None:
+        """Raise TypeError when an array's dtype is not what its parameter declares (a wrong result otherwise)."""
+        params = self.template.params
+        if params is not None and self._dtypes is not None:
+            mismatch = argument_mismatch(self.name, params, self._dtypes, args)
+            if mismatch is not None:
+                raise TypeError(mismatch)
+
+    def _checked_shape(self, args: tuple[Any, ...]) -> Shape:
+        """The launch shape for ``args``, their key checked once (geometry and arguments' dtypes)."""
+        key = self.key(*args)
+        shape = self._checked.get(key)
+        if shape is None:
+            shape = _launch_shape(self.name, self.template.geometry(self.config, key))
+            self.check_arguments(args)
+            with self._lock:
+                if len(self._checked) >= _CHECKED_KEYS:
+                    del self._checked[next(iter(self._checked))]
+                self._checked[key] = shape
+        return shape
+
     def __call__(self, *args: Any) -> Any:
         kernel = self._kernel if self._kernel is not None else self.kernel()
-        global_size, local_size = self.shape(args)
+        global_size, local_size = self._checked_shape(args)
         launch_args = [kernel_arg(a) for a in args]
         with self._lock:  # clSetKernelArg on one kernel object is not thread-safe
             return kernel(self.client.queue, global_size, local_size, *launch_args)
@@ -356,6 +407,7 @@ class _Variant(Generic[K]):
         """
         cl = pyopencl()
         global_size, local_size = self.shape(args)
+        self.check_arguments(args)  # before a compile worker first-launches it on these arrays
         device = self.client.device
         shape = (global_size, local_size)
         if self.client.compile_pool is not None and shape not in self._offered and self.needs_first_launch(args):
