@@ -14,6 +14,7 @@ from typing import Annotated
 
 import numpy as np
 import pytest
+from kt_cache import write_cache
 
 import tunekit as tk
 from tunekit_backends.cpu import CpuClient
@@ -336,6 +337,26 @@ def test_reading_commands_never_create_a_cache(tmp_path: Path) -> None:
     assert "nothing to verify" in run("cache", "verify", env=env).stdout
     assert "nothing to export" in run("cache", "export", env=env, check=2).stderr
     assert not empty.exists()
+
+
+def test_a_kernel_tuner_cache_given_as_records_bundle_or_record_is_named(tmp_path: Path) -> None:
+    """A Kernel Tuner cache (which tunekit replays) given to `records summary` was listed as one "not valid JSON"
+    line per line, and to `cache import` as a bundle lacking entries: it is named, with what reads it."""
+    told = "is a Kernel Tuner cache file; replay it as a device with tunekit_backends.replay.load_kernel_tuner_cache"
+    whole = write_cache(tmp_path / "whole.json.gz")
+    document = json.loads(write_cache(tmp_path / "whole.json").read_text())
+    entries = document.pop("cache")
+    running = tmp_path / "running.json"  # as Kernel Tuner leaves it mid-run: JSON left open, one entry a line
+    running.write_text(
+        json.dumps({**document, "cache": {}}, indent="")[:-3]
+        + "".join("\n" + json.dumps({k: v})[1:-1] + "," for k, v in entries.items())
+    )
+    for path in (whole, tmp_path / "whole.json", running):
+        for args in (("records", "summary", str(path)), ("report", str(path)), ("cache", "import", str(path))):
+            done = run(*args, check=2)
+            assert done.stderr.count("\n") == 1 and told in done.stderr, (args, done.stderr)
+        with pytest.raises(tk.RecordMismatch, match="is a Kernel Tuner cache file"):
+            tk.Record.load(path)
 
 
 def test_cache_clear_of_a_tuner_with_only_failed_tunes_forgets_them(isolated_settings: Path) -> None:

@@ -315,6 +315,8 @@ def import_bundle(args: argparse.Namespace) -> int:
     # Every field has a default (for export), so "{}" would validate as an empty bundle and import nothing.
     missing = sorted({"schema_version", "tunekit_major", "entries"} - bundle.model_fields_set)
     if missing:
+        if kind := other_kind(source, "cache bundle"):  # a JSON document with other fields validated as an empty bundle
+            raise CliError(f"{source} is {kind}, not a cache bundle")
         raise CliError(f"{source} is not a tunekit cache bundle: it lacks {', '.join(missing)}")
     if bundle.tunekit_major != MAJOR:
         raise CliError(
