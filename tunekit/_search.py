@@ -27,7 +27,7 @@ from tunekit._outcome import Failed, Measured, Outcome, Skipped
 from tunekit._records import AutotuneRecord, CandidateRecord, SearchEnded
 from tunekit._schedule import measure_batch
 from tunekit._search_spec import check_search_args, check_search_names, empty_space_error, incumbents_of
-from tunekit._sinks import RecordSink, as_sink, emit_to_all
+from tunekit._sinks import RecordSink, as_sinks, emit_to_all
 from tunekit._space import Config, Space
 from tunekit._strategies import Strategy, StrategyFactory, StrategyName, make_strategy
 from tunekit._trials import TrialEntry, TrialLog
@@ -440,7 +440,7 @@ def search(
     if not isinstance(inputs, tuple | list):
         raise TypeError(f"tk.search() takes the inputs as a tuple, e.g. (x,) or (a, b); got {type(inputs).__name__}")
     # Checked before the search: a sink that is not one failed only at the end, losing the record.
-    resolved_sinks = [as_sink(sink, "tk.search(sinks=...)") for sink in sinks]
+    resolved_sinks = as_sinks(sinks, "tk.search(sinks=...)")
     # A string or the client's class failed as "'str' object has no attribute 'device_id'".
     require_client(client, "tk.search(client=...)")
     check_search_names("tk.search", tuner=tuner, device_id=client.device_id)
