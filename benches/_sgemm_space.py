@@ -65,7 +65,7 @@ def geometry(config: tk.Config, key: GemmKey) -> tuple[tuple[int, int], tuple[in
     return (key.n // ts * bx, key.m // ts * by), (bx, by)
 
 
-def template() -> KernelTemplate:
+def template() -> KernelTemplate[GemmKey]:
     """The tunekit template of the space (the same source and parameters Kernel Tuner gets)."""
     return KernelTemplate(
         SOURCE,

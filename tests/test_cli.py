@@ -394,3 +394,25 @@ def test_a_trial_log_or_committed_record_given_as_records_or_bundle_is_named(tmp
     done = run("cache", "import", str(tmp_path / "t.json"), check=2)
     assert done.stderr.count("\n") == 1
     assert "is a committed record (tk.Record.save); production loads it with tk.Record.load_verified" in done.stderr
+
+
+def test_records_summary_lists_skipped_candidates_apart_from_the_failures(tmp_path: Path) -> None:
+    """Regression: a candidate skipped by design (not for this key) was listed under "failures:" as if it had failed."""
+    path = tmp_path / "records.jsonl"
+    tk.configure(record=str(path))
+    only_small = tk.TuneGroup("only_small", lambda key: 0)
+    tunables = (
+        tk.TunableSet(key=lambda x: SumKey(n=x.shape[0]))
+        .with_tunable(tk.Tunable("np_sum", lambda x: x.sum(keepdims=True)))
+        .with_tunable(tk.Tunable("boom", _boom))
+        .with_tunable(tk.Tunable("small", lambda x: x.sum(keepdims=True)).group(only_small, lambda k: -1))
+    )
+    tuner: tk.LocalTuner[SumKey, np.ndarray] = tk.LocalTuner("cli_skip")
+    tuner.execute(CLIENT.device_id, CLIENT, tunables, (np.ones(64),))
+    out = run("records", "summary", str(path)).stdout
+    failures, skipped = out.split("\nfailures:\n")[1].split("\nskipped (not measured, by design):\n")
+    assert failures.strip() == 'cli_skip {"n":64}: boom failed at run: RuntimeError: kernel exploded'
+    assert skipped.strip() == 'cli_skip {"n":64}: small: negative priority for this key'
+    (summary,) = json.loads(run("records", "summary", "--json", str(path)).stdout)
+    assert [f["name"] for f in summary["failures"]] == ["boom"]
+    assert summary["skipped"] == [{"name": "small", "reason": "negative priority for this key"}]

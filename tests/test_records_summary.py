@@ -59,6 +59,21 @@ def test_a_demotion_moves_the_lead_to_the_measured_runner_up() -> None:
     assert summary.decisions == 2
 
 
+def test_skipped_candidates_are_kept_apart_from_the_failures() -> None:
+    """A candidate skipped by design (a short circuit, a key it does not apply to) was summarised as a failure."""
+    candidates = [
+        _measured("a", 100),
+        tk.CandidateRecord.of("b", 0, tk.Failed("RuntimeError: x", "run")),
+        tk.CandidateRecord.of("c", 0, tk.Skipped("short circuit: a met the roofline limit")),
+    ]
+    (summary,) = summarise([_tuned({"n": 8}, candidates, "a")])
+    assert [(f.name, f.status, f.stage, f.reason) for f in summary.failures] == [
+        ("b", "failed", "run", "RuntimeError: x")
+    ]
+    assert [(s.name, s.reason) for s in summary.skipped] == [("c", "short circuit: a met the roofline limit")]
+    assert summary.as_dict()["skipped"] == [{"name": "c", "reason": "short circuit: a met the roofline limit"}]
+
+
 def test_keys_sort_naturally() -> None:
     records = [_tuned({"n": n}, [_measured("a", 1)], "a") for n in (128, 4, 16)]
     assert [s.key["n"] for s in summarise(records)] == [4, 16, 128]

@@ -76,3 +76,25 @@ def test_samples_spanning_decades_use_a_log_axis() -> None:
     )
     html = render_report([record])
     assert ">1 us<" in html and ">10 ms<" in html  # decade ticks
+
+
+def test_a_skipped_candidate_is_shown_with_why_but_not_as_a_failure() -> None:
+    """The report's table of non-measured candidates must keep the skipped ones once they left the failures."""
+    record = tk.AutotuneRecord(
+        tuner="skips",
+        device_id="cpu:test",
+        key={"n": 1},
+        checksum="c",
+        decision="tuned",
+        winner="a",
+        stored=True,
+        wall_time_s=1.0,
+        candidates=[
+            tk.CandidateRecord.of("a", 0, tk.Measured(tk.BenchmarkDurations((1_000, 1_100)))),
+            tk.CandidateRecord.of("b", 0, tk.Failed("RuntimeError: x", "run")),
+            tk.CandidateRecord.of("c", 0, tk.Skipped("negative priority for this key")),
+        ],
+    )
+    html = render_report([record])
+    assert '<tr class="fail"><td>b</td><td>failed</td><td>run</td><td>RuntimeError: x</td></tr>' in html
+    assert "<tr><td>c</td><td>skipped</td><td></td><td>negative priority for this key</td></tr>" in html

@@ -178,6 +178,13 @@ def test_a_record_path_that_is_a_directory_is_refused_naming_the_setting(
     assert tk.configure().record == str(tmp_path / "records.jsonl")
 
 
+def test_the_record_stream_names_are_read_in_any_case_and_a_path_stays_a_path() -> None:
+    """TUNEKIT_RECORD=STDOUT was taken for a file path: the records went to a file named STDOUT."""
+    given = ("STDOUT", "Stderr", " stdout ", "  ")
+    assert [tk.configure(record=value).record for value in given] == ["stdout", "stderr", "stdout", ""]
+    assert tk.configure(record="./STDOUT").record == "./STDOUT"  # how a file of that name is asked for
+
+
 def test_a_cache_dir_that_is_a_file_is_refused_naming_the_setting(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -107,3 +108,31 @@ def test_a_records_path_setting_starting_with_a_tilde_is_under_home(
     monkeypatch.chdir(tmp_path)
     sink = sink_from_setting("~/records/r.jsonl")
     assert isinstance(sink, tk.JsonlSink) and sink.path == tmp_path / "home" / "records" / "r.jsonl"
+
+
+_TUNE_ONCE = (
+    "from typing import Annotated\n"
+    "import tunekit as tk\n"
+    "from tunekit_backends.cpu import CpuClient\n"
+    "@tk.autotune_key\n"
+    "class K:\n"
+    "    n: Annotated[int, tk.Anchor()]\n"
+    "client = CpuClient()\n"
+    "tunables = tk.TunableSet(key=lambda n: K(n=n)).with_tunable(tk.Tunable('same', lambda n: n))\n"
+    "tk.LocalTuner('streamed').execute(client.device_id, client, tunables, (3,))\n"
+)
+
+
+@pytest.mark.parametrize(("setting", "stream"), [("STDOUT", "stdout"), ("Stderr", "stderr"), (" stdout\n", "stdout")])
+def test_a_record_stream_name_in_any_case_streams_instead_of_making_a_file(
+    setting: str, stream: str, tmp_path: Path
+) -> None:
+    """TUNEKIT_RECORD=STDOUT (or Stderr) wrote a file named STDOUT in the working directory instead of streaming."""
+    env = {**os.environ, "TUNEKIT_RECORD": setting, "TUNEKIT_CACHE_DIR": str(tmp_path / "cache")}
+    out = subprocess.run(
+        [sys.executable, "-c", _TUNE_ONCE], cwd=tmp_path, env=env, check=False, capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr
+    lines = [line for line in getattr(out, stream).splitlines() if line.startswith("{")]
+    assert [tk.AutotuneRecord.model_validate_json(line).tuner for line in lines] == ["streamed"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cache"]

@@ -315,6 +315,20 @@ def test_autotune_disabled_takes_plan_order_and_writes_nothing(
     assert list(cache.rows()) == []
 
 
+def test_a_demotion_with_autotune_off_creates_no_cache_file(isolated_settings: Path) -> None:
+    """With TUNEKIT_AUTOTUNE=0, demoting a winner that raised at launch created an empty cache file (SQLite)."""
+    tk.configure(autotune=False)
+    records: list[tk.AutotuneRecord] = []
+    tuner: tk.LocalTuner[NKey, int] = tk.LocalTuner("demote_untuned", sinks=[records.append])
+    tunables = tk.TunableSet(key=_key).with_tunable(tk.Tunable("boom", _boom)).with_tunable(_slow(0.0))
+    assert tuner.execute(CLIENT.device_id, CLIENT, tunables, (3,)) == 3
+    assert [(r.decision, r.winner, r.stored) for r in records] == [
+        ("disabled", "boom", False),
+        ("demoted", "sleep0.0", False),
+    ]
+    assert not isolated_settings.exists()
+
+
 def test_an_equal_set_is_tuned_after_autotune_is_switched_back_on() -> None:
     """The plan order used while autotune was off was shared with equal sets: once back on, they were never tuned."""
     tuner: tk.LocalTuner[NKey, int] = tk.LocalTuner("untuned_shared")

@@ -1,4 +1,4 @@
-"""mypy catches a user's type errors through the generics of LocalTuner, TunableSet and Tunable."""
+"""mypy catches a user's type errors through the generics of LocalTuner, TunableSet, Tunable and KernelTemplate."""
 
 from __future__ import annotations
 
@@ -30,9 +30,9 @@ HEADER = textwrap.dedent(
 )
 
 
-def _mypy(tmp_path: Path, body: str) -> subprocess.CompletedProcess[str]:
+def _mypy(tmp_path: Path, body: str, header: str = HEADER) -> subprocess.CompletedProcess[str]:
     source = tmp_path / "user_code.py"
-    source.write_text(HEADER + textwrap.dedent(body))
+    source.write_text(header + textwrap.dedent(body))
     return subprocess.run(
         [
             sys.executable,
@@ -143,3 +143,85 @@ def test_a_search_results_best_needs_no_none_check(tmp_path: Path) -> None:
         """,
     )
     assert result.returncode == 0, result.stdout
+
+
+TEMPLATE_HEADER = textwrap.dedent(
+    """
+    from typing import Any
+    import tunekit as tk
+    from tunekit_backends.opencl import KernelTemplate, OpenCLClient
+
+    @tk.autotune_key
+    class MatKey:
+        m: int
+
+    @tk.autotune_key
+    class VecKey:
+        n: int
+
+    SOURCE = "__kernel void k(__global float* x) { x[get_global_id(0)] = B; }"
+
+    def mat_geometry(config: tk.Config, key: MatKey) -> tuple[tuple[int], None]:
+        return (key.m,), None
+
+    def mat_key(x: Any, m: Any) -> MatKey:
+        return MatKey(m=int(m))
+
+    def vec_key(x: Any, n: Any) -> VecKey:
+        return VecKey(n=int(n))
+
+    MAT = KernelTemplate(SOURCE, "k", {"B": [1, 2]}, geometry=mat_geometry)
+    """
+)
+
+
+def test_a_kernel_template_carries_its_key_type(tmp_path: Path) -> None:
+    result = _mypy(
+        tmp_path,
+        """
+        typed: KernelTemplate[MatKey] = MAT  # inferred from the geometry's key parameter
+
+        def mat_set(client: OpenCLClient) -> tk.TunableSet[MatKey, Any]:
+            return MAT.tunable_set(client, key=mat_key)
+
+        VEC: KernelTemplate[VecKey] = KernelTemplate(
+            SOURCE, "k", {"B": [1]}, geometry=lambda c, key: ((key.n,), None), applies=lambda c, key: key.n > 0
+        )
+
+        def vec_set(client: OpenCLClient) -> tk.TunableSet[VecKey, Any]:
+            return VEC.tunable_set(client, key=vec_key)
+
+        untyped = KernelTemplate(SOURCE, "k", {"B": [1]}, geometry=lambda c, key: ((key.n,), None))  # K: Any
+        bare: KernelTemplate = untyped
+        """,
+        TEMPLATE_HEADER,
+    )
+    assert result.returncode == 0, result.stdout
+
+
+def test_a_kernel_template_of_another_key_is_a_type_error(tmp_path: Path) -> None:
+    """Regression: KernelTemplate was not generic, so a template for MatKey made sets of any key mypy accepted."""
+    result = _mypy(
+        tmp_path,
+        """
+        def wrong_key(client: OpenCLClient) -> None:
+            MAT.tunable_set(client, key=vec_key)
+
+        def wrong_set(client: OpenCLClient) -> tk.TunableSet[VecKey, Any]:
+            return MAT.tunable_set(client, key=mat_key)
+
+        def wants_vec(template: KernelTemplate[VecKey]) -> None: ...
+
+        wants_vec(MAT)
+
+        VEC: KernelTemplate[VecKey] = KernelTemplate(SOURCE, "k", {"B": [1]}, geometry=lambda c, key: ((key.m,), None))
+        """,
+        TEMPLATE_HEADER,
+    )
+    assert result.returncode == 1, result.stdout
+    errors = [line for line in result.stdout.splitlines() if ": error:" in line]
+    assert len(errors) == 4, result.stdout
+    assert '"tunable_set" of "KernelTemplate" has incompatible type "Callable[[Any, Any], VecKey]"' in errors[0]
+    assert 'expected "TunableSet[VecKey, Any]"' in errors[1] and "TunableSet[MatKey, Any]" in errors[1]
+    assert '"wants_vec" has incompatible type "KernelTemplate[MatKey]"; expected "KernelTemplate[VecKey]"' in errors[2]
+    assert '"VecKey" has no attribute "m"' in errors[3]

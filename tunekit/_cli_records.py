@@ -44,7 +44,7 @@ def _report_bad(file: str, bad: list[BadLine]) -> None:
 
 
 def summary(args: argparse.Namespace) -> int:
-    """Per tuner and key: winner, runner-up, margin, samples, tuning time, failures; exit 1 if lines were bad."""
+    """Per tuner and key: winner, runner-up, margin, samples, time, failures, skipped; exit 1 if lines were bad."""
     good, bad = read_or_fail(args.file)
     _report_bad(args.file, bad)
     summaries = summarise(line.record for line in good)
@@ -79,6 +79,12 @@ def summary(args: argparse.Namespace) -> int:
         for s, f in failures:
             stage = f" at {f.stage}" if f.stage else ""
             print(f"  {s.tuner} {s.key_json}: {f.name} {f.status}{stage}: {f.reason}")
+    # Apart from the failures, which they are not: not measured by design (does not apply, short circuit).
+    skips = [(s, skip) for s in summaries for skip in s.skipped]
+    if skips:
+        print("\nskipped (not measured, by design):")
+        for s, skip in skips:
+            print(f"  {s.tuner} {s.key_json}: {skip.name}: {skip.reason}")
     return 1 if bad else 0
 
 

@@ -1,4 +1,4 @@
-"""What a records file says per tuner and key: winner, runner-up, margin, cost, failures."""
+"""What a records file says per tuner and key: winner, runner-up, margin, cost, failures, skipped candidates."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ from dataclasses import dataclass, field
 
 from tunekit._records import AutotuneRecord, CandidateRecord, Demoted, Runoff
 
-__all__ = ["Failure", "KeySummary", "summarise"]
+__all__ = ["Failure", "KeySummary", "Skip", "summarise"]
 
 
 @dataclass(frozen=True, slots=True)
 class Failure:
-    """A candidate that failed or was skipped in the latest tune of a key, and why."""
+    """A candidate that failed in the latest tune of a key: at which stage, and why."""
 
     name: str
     status: str
@@ -21,11 +21,23 @@ class Failure:
     reason: str
 
 
+@dataclass(frozen=True, slots=True)
+class Skip:
+    """A candidate the latest tune of a key did not measure by design, and why.
+
+    Not a failure: the candidate does not apply to the key, or another one met the roofline
+    limit first and ended the batch (short circuit).
+    """
+
+    name: str
+    reason: str
+
+
 @dataclass(slots=True)
 class KeySummary:
     """The decisions about one key of one tuner on one device.
 
-    The winner, runner-up and failures come from the latest ``tuned`` decision (a key is
+    The winner, runner-up, failures and skipped candidates come from the latest ``tuned`` decision (a key is
     re-tuned when its candidates change); ``decisions``, ``samples`` and ``tuning_time_s``
     add up every decision in the file.
     """
@@ -41,6 +53,7 @@ class KeySummary:
     samples: int = 0
     tuning_time_s: float = 0.0
     failures: list[Failure] = field(default_factory=list)
+    skipped: list[Skip] = field(default_factory=list)
     latest: AutotuneRecord | None = None
     runoff: Runoff | None = None
     demoted: set[str] = field(default_factory=set)
@@ -84,6 +97,7 @@ class KeySummary:
             "failures": [
                 {"name": f.name, "status": f.status, "stage": f.stage, "reason": f.reason} for f in self.failures
             ],
+            "skipped": [{"name": s.name, "reason": s.reason} for s in self.skipped],
         }
 
 
@@ -98,8 +112,9 @@ def _apply_tune(summary: KeySummary, record: AutotuneRecord, winner: str | None,
     others = sorted((m, name) for name, m in medians.items() if name != winner)
     summary.runner_up, summary.runner_up_median_ns = (others[0][1], others[0][0]) if others else (None, None)
     summary.failures = [
-        Failure(c.name, c.status, c.stage, c.error or "") for c in record.candidates if c.status != "measured"
+        Failure(c.name, c.status, c.stage, c.error or "") for c in record.candidates if c.status == "failed"
     ]
+    summary.skipped = [Skip(c.name, c.error or "") for c in record.candidates if c.status == "skipped"]
     summary.latest = record
     summary.runoff = next((e for e in reversed(record.events) if isinstance(e, Runoff)), None)
 

@@ -188,12 +188,16 @@ def _key_section(summary: KeySummary) -> str:
         "</div>",
         _distribution_svg(candidates, summary.winner),
     ]
-    if summary.failures:
+    if summary.failures or summary.skipped:
         html.append("<table><tr><th>candidate</th><th>status</th><th>stage</th><th>reason</th></tr>")
         html.extend(
             f'<tr class="fail"><td>{escape(f.name)}</td><td>{escape(f.status)}</td>'
             f"<td>{escape(f.stage or '')}</td><td>{escape(f.reason)}</td></tr>"
             for f in summary.failures
+        )
+        html.extend(  # not measured by design: not shown as failures
+            f"<tr><td>{escape(s.name)}</td><td>skipped</td><td></td><td>{escape(s.reason)}</td></tr>"
+            for s in summary.skipped
         )
         html.append("</table>")
     if record is not None and record.events:

@@ -28,6 +28,7 @@ from pydantic_settings import (
 from tunekit._errors import SettingsError
 
 __all__ = [
+    "RECORD_STREAMS",
     "SHORT_CIRCUIT_THRESHOLDS",
     "AutotuneLevel",
     "IsolationMode",
@@ -42,6 +43,9 @@ _log = logging.getLogger("tunekit.settings")
 
 AutotuneLevel = Literal["minimal", "balanced", "extensive", "full"]
 IsolationMode = Literal["none", "process"]
+
+RECORD_STREAMS = ("stdout", "stderr")
+"""The ``record`` values that name a stream, not a file; matched without regard to case or blanks."""
 
 SHORT_CIRCUIT_THRESHOLDS: dict[AutotuneLevel, float | None] = {
     "minimal": 0.6,
@@ -66,7 +70,9 @@ class Settings(BaseSettings):
     autotune: bool = Field(True, description="False: run the first candidate in plan order, measure and write nothing.")
     cache: bool = Field(True, description="False: keep winners in memory only.")
     cache_dir: Path | None = Field(None, description="Directory of the persistent cache; default: the user cache dir.")
-    record: str | None = Field(None, description="Where tuning records go: a JSONL path, 'stdout' or 'stderr'.")
+    record: str | None = Field(
+        None, description="Where tuning records go: a JSONL path, 'stdout' or 'stderr' (any case)."
+    )
     autotune_level: AutotuneLevel = Field(
         "balanced", description="minimal squares every anchor base (fewer, coarser buckets)."
     )
@@ -156,10 +162,16 @@ class Settings(BaseSettings):
 
     @field_validator("record")
     @classmethod
-    def _record_is_not_a_directory(cls, value: str | None) -> str | None:
-        # Found here, once: a sink appending to a directory would warn on every record instead.
-        if value is None or value in ("", "stdout", "stderr"):
+    def _record_target(cls, value: str | None) -> str | None:
+        if value is None:
             return value
+        # The stream names in any case and with stray blanks, as most tools take them:
+        # TUNEKIT_RECORD=STDOUT wrote a file named STDOUT in the working directory instead.
+        # (A file of that name is spelled as a path: ./stdout.) Blanks alone mean unset, like "".
+        name = value.strip().lower()
+        if name in RECORD_STREAMS or not name:
+            return name
+        # Found here, once: a sink appending to a directory would warn on every record instead.
         try:
             is_dir = Path(value).expanduser().is_dir()
         except OSError:  # a path this process may not look at (EACCES): the sink warns when it writes

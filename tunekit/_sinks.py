@@ -182,7 +182,10 @@ def global_sinks() -> tuple[RecordSink, ...]:
 
 
 def sink_from_setting(value: str | None) -> RecordSink | None:
-    """The sink named by ``TUNEKIT_RECORD``: ``stdout``, ``stderr`` or a JSONL path."""
+    """The sink named by ``TUNEKIT_RECORD``: ``stdout``, ``stderr`` or a JSONL path.
+
+    ``value`` as the settings hold it: a stream name there is already lower case (``STDOUT`` is read as ``stdout``).
+    """
     if not value:
         return None
     if value == "stdout":

@@ -645,9 +645,10 @@ class Tuner:
         with self._lock:  # a plan order demoted while autotuning is off is still no tuned ranking
             self._remember_locked(tunables, key, new_ranking, tuned=key not in self._plan_orders.get(id(tunables), ()))
         settings = _settings.current()
-        cache = persistent_cache(settings)
+        # Not even opened when autotune is off, which writes nothing: opening it creates the file.
+        cache = persistent_cache(settings) if settings.autotune else None
         stored = False
-        if settings.autotune and cache is not None:
+        if cache is not None:
             got = cache.get(self.device_id, self.name, key_to_json(key))
             if isinstance(got, tuple) and got[0] == tunables.checksum():
                 _, value = got

@@ -67,7 +67,7 @@ def _geometry(config: tk.Config, key: SgemmKey) -> tuple[tuple[int, int], tuple[
     return (key.n // vec, key.m // wpt), (ts // vec, ts // wpt)
 
 
-def template(ts: list[int], wpt: list[int], vec: list[int]) -> KernelTemplate:
+def template(ts: list[int], wpt: list[int], vec: list[int]) -> KernelTemplate[SgemmKey]:
     """The SGEMM template over the given tile sizes, rows per work-item and vector widths."""
     return KernelTemplate(
         SOURCE,
@@ -94,7 +94,7 @@ def key_of(m: np.int32, n: np.int32, k: np.int32, *buffers: Any) -> SgemmKey:
     return SgemmKey(m=int(m), n=int(n), k=int(k))
 
 
-def tunable_set(client: OpenCLClient, tpl: KernelTemplate = TEMPLATE) -> tk.TunableSet[SgemmKey, Any]:
+def tunable_set(client: OpenCLClient, tpl: KernelTemplate[SgemmKey] = TEMPLATE) -> tk.TunableSet[SgemmKey, Any]:
     """Every variant of ``tpl``, checked against the float64 product before timing."""
 
     def inputs(key: SgemmKey, *caller: Any) -> tuple[Any, ...]:

@@ -129,7 +129,7 @@ class FusedChain:
     """
 
     ops: tuple[ElementwiseOp, ...]
-    template: KernelTemplate
+    template: KernelTemplate[ElementwiseKey]
 
     @property
     def name(self) -> str:

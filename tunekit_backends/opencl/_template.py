@@ -9,7 +9,9 @@ import numbers
 import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic
+
+from typing_extensions import TypeVar
 
 from tunekit._isolation import current_run_policy
 from tunekit._search_spec import empty_space_error
@@ -30,9 +32,10 @@ from tunekit_backends.opencl._together import compile_together
 
 __all__ = ["Geometry", "KernelTemplate"]
 
-K = TypeVar("K")
+# Defaults to Any: a template whose geometry and applies are lambdas names no key type, and needs no annotation.
+K = TypeVar("K", default=Any)
 
-Geometry = Callable[[Config, Any], tuple[Sequence[int], Sequence[int] | None]]
+Geometry = Callable[[Config, K], tuple[Sequence[int], Sequence[int] | None]]
 """(configuration, key) -> (global size, local size or None): the launch shape of a variant."""
 
 Shape = tuple[tuple[int, ...], tuple[int, ...] | None]
@@ -73,7 +76,7 @@ def _define_value(value: ParamValue) -> str:
     return str(value)
 
 
-class KernelTemplate:
+class KernelTemplate(Generic[K]):
     """An OpenCL kernel source whose ``-D`` parameters span a search space.
 
     ``space`` is a :class:`tunekit.Space` or a dict name -> values (with ``restrict=``, a
@@ -81,6 +84,11 @@ class KernelTemplate:
     ``kernel[NAME=value,...]``, compiled with ``-D NAME=value``; ``geometry(config, key)``
     gives its launch shape. ``applies(config, key)`` drops variants that cannot handle a
     key (say, a vector width that does not divide the row length) for that key only.
+
+    Generic in the key type ``K``, taken from ``geometry``'s (or ``applies``') annotated key
+    parameter: a ``KernelTemplate[MatKey]`` makes ``TunableSet[MatKey, Any]`` sets, and a type
+    checker refuses a key generator of another key class, or the template where another key's
+    is expected. With lambdas only, ``K`` is ``Any`` unless the variable is annotated.
     """
 
     def __init__(
@@ -89,10 +97,10 @@ class KernelTemplate:
         kernel_name: str,
         space: Space | Mapping[str, Sequence[ParamValue]],
         *,
-        geometry: Geometry,
+        geometry: Geometry[K],
         restrict: Restriction | Sequence[Restriction] | None = None,
         options: Sequence[str] = (),
-        applies: Callable[[Config, Any], bool] | None = None,
+        applies: Callable[[Config, K], bool] | None = None,
     ) -> None:
         if not isinstance(source, str) or not source.strip():
             raise ValueError("KernelTemplate needs the kernel's OpenCL C source as a non-empty str")
@@ -176,7 +184,7 @@ class KernelTemplate:
         with self._built_lock:
             self._built.add(name)
 
-    def tunables(self, client: OpenCLClient, key: KeyGenerator[Any]) -> list[Tunable[Any]]:
+    def tunables(self, client: OpenCLClient, key: KeyGenerator[K]) -> list[Tunable[Any]]:
         """One tunable per configuration, compiled lazily for ``client`` (or in the prepare phase)."""
         group = TuneGroup(f"{self.kernel_name}:applies", lambda k: 0) if self.applies is not None else None
         out = []
@@ -261,14 +269,14 @@ def _launch_shape(name: str, shape: Any) -> Shape:
     return launch
 
 
-class _Applies:
+class _Applies(Generic[K]):
     """A variant's priority from the template's ``applies``: 0 when it can handle a key, -1 (skipped) otherwise."""
 
-    def __init__(self, template: KernelTemplate, config: Config) -> None:
+    def __init__(self, template: KernelTemplate[K], config: Config) -> None:
         self.template = template
         self.config = config
 
-    def __call__(self, key: object) -> int:
+    def __call__(self, key: K) -> int:
         applies = self.template.applies
         return 0 if applies is None or applies(self.config, key) else -1
 
@@ -290,7 +298,7 @@ class _DeviceCopies:
 class _Variant(Generic[K]):
     """One configuration bound to one client: builds once, launches on the client's queue."""
 
-    def __init__(self, template: KernelTemplate, client: OpenCLClient, config: Config, key: KeyGenerator[K]) -> None:
+    def __init__(self, template: KernelTemplate[K], client: OpenCLClient, config: Config, key: KeyGenerator[K]) -> None:
         self.template = template
         self.client = client
         self.config = config
