@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Annotated, Any
 
 import numpy as np
 import pytest
@@ -363,3 +364,45 @@ def test_a_search_where_every_configuration_fails_raises_after_keeping_the_trial
     (record,) = records
     assert record.winner is None and len(record.candidates) == 24
     assert len(log.read_text().splitlines()) == 1 + 24
+
+
+@tk.autotune_key
+class _Length:
+    n: Annotated[int, tk.Anchor()]
+
+
+_FILL = """
+__kernel void fill(__global float* y, const int n) {
+    int i = get_global_id(0);
+    if (i < n) y[i] = (float)(BLOCK);
+}
+"""
+
+
+def test_a_search_over_a_kernel_template_names_its_candidates_as_the_tuner_does() -> None:
+    """Regression: tk.search's record named a KernelTemplate's candidates 'BLOCK=16', its tuner's 'fill[BLOCK=16]'."""
+    cla = pytest.importorskip("pyopencl.array", reason="pip install 'tunekit[opencl]'")
+    from tunekit_backends.opencl import KernelTemplate, OpenCLClient
+
+    client = OpenCLClient(compile_in="thread")
+    template = KernelTemplate(_FILL, "fill", {"BLOCK": [8, 16, 32]}, geometry=lambda c, k: ((k.n,), (int(c.BLOCK),)))
+    tunables = template.tunable_set(client, key=lambda y, n: _Length(n=int(n)))
+    y = cla.zeros(client.queue, 64, np.float32)
+
+    def build(config: tk.Config) -> Any:
+        index = tunables.index_of(template.name_of(config))
+        assert index is not None
+        return tunables.tunables[index].fn
+
+    searched: list[tk.AutotuneRecord] = []
+    inputs = (y, np.int32(64))
+    tk.search(template.space, build, client, inputs, tuner="fill", name_of=template.name_of, sinks=[searched.append])
+    tuned: list[tk.AutotuneRecord] = []
+    tk.LocalTuner[_Length, Any]("fill", sinks=[tuned.append]).execute(client.device_id, client, tunables, inputs)
+    (search_record,), (tune_record,) = searched, tuned
+    names = sorted(c.name for c in tune_record.candidates)
+    assert names == ["fill[BLOCK=16]", "fill[BLOCK=32]", "fill[BLOCK=8]"]
+    assert sorted(c.name for c in search_record.candidates) == names
+    assert search_record.winner in names
+    with pytest.raises(TypeError, match=r"tk.search\(name_of=...\) takes a callable config -> candidate name"):
+        tk.search(template.space, build, client, inputs, tuner="fill", name_of="fill")  # type: ignore[arg-type]

@@ -8,9 +8,11 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import numpy as np
 import pytest
 from _procs import in_child
 
@@ -222,3 +224,63 @@ def test_a_failure_record_with_fields_of_a_newer_tunekit_is_still_repeated() -> 
     }
     cache.put_failure(CLIENT.device_id, "doomed", tk.key_to_json(Key(n=1)), tunables.checksum(), json.dumps(record))
     assert (_outcome(tunables), ran) == ("recorded", [])
+
+
+def _plus_one(n: object) -> object:
+    return n + 1  # type: ignore[operator]
+
+
+def _words(key: Key, n: int) -> tuple[object]:
+    return ("not a number",)  # every candidate fails on it
+
+
+def _numbers(key: Key, n: int) -> tuple[object]:
+    return (n,)
+
+
+def _generated(inputs: Callable[..., tuple[object, ...]]) -> tk.TunableSet[Key, object]:
+    return tk.TunableSet(key=lambda n: Key(n=n), inputs=inputs).with_tunables(
+        [tk.Tunable("a", _plus_one), tk.Tunable("b", _plus_one)]
+    )
+
+
+def test_another_process_tunes_again_at_once_when_the_inputs_generator_was_fixed() -> None:
+    """Regression: the record ignored inputs=, so a set whose generator was fixed repeated the old error for 60 s."""
+    assert _outcome(_generated(_words)) == "tuned"  # type: ignore[arg-type]
+    assert in_child(lambda: _outcome(_generated(_words))) == "recorded"  # type: ignore[arg-type]  # unchanged
+    assert in_child(lambda: _outcome(_generated(_numbers))) == "winner"  # type: ignore[arg-type]
+
+
+def _scaled(scale: object) -> Callable[..., tuple[object, ...]]:
+    return lambda key, n: (n * scale,)  # type: ignore[operator]
+
+
+def test_a_generator_capturing_other_data_is_another_generator() -> None:
+    assert _outcome(_generated(_scaled("x"))) == "tuned"  # type: ignore[arg-type]  # "x" * 1 + 1: TypeError
+    assert in_child(lambda: _outcome(_generated(_scaled("x")))) == "recorded"  # type: ignore[arg-type]
+    assert in_child(lambda: _outcome(_generated(_scaled(2)))) == "winner"  # type: ignore[arg-type]
+
+
+def _ones(n: int) -> np.ndarray:
+    return np.ones(n)
+
+
+def _twos(n: int) -> np.ndarray:
+    return np.full(n, 2.0)
+
+
+def _checked(reference: Callable[[int], np.ndarray] | None, *, rtol: float = 0.0) -> tk.TunableSet[Key, np.ndarray]:
+    candidates = [tk.Tunable("a", _ones), tk.Tunable("b", _ones)]
+    return tk.TunableSet(key=lambda n: Key(n=n)).with_tunables(candidates).with_reference(reference, rtol=rtol)
+
+
+def test_another_process_tunes_again_at_once_when_the_reference_was_fixed() -> None:
+    """Regression: the record ignored with_reference, so a fixed reference repeated the old error for 60 s."""
+    assert _outcome(_checked(_twos)) == "tuned"  # type: ignore[arg-type]  # every candidate fails the check
+    assert in_child(lambda: _outcome(_checked(_twos))) == "recorded"  # type: ignore[arg-type]
+    assert in_child(lambda: _outcome(_checked(_ones))) == "winner"  # type: ignore[arg-type]
+
+
+def test_another_process_tunes_again_at_once_when_the_reference_tolerance_was_widened() -> None:
+    assert _outcome(_checked(_twos)) == "tuned"  # type: ignore[arg-type]
+    assert in_child(lambda: _outcome(_checked(_twos, rtol=1.0))) == "winner"  # type: ignore[arg-type]

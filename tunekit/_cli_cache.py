@@ -7,6 +7,7 @@ import json
 import sqlite3
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -79,6 +80,17 @@ def _same_value(stored: object, given: str) -> bool:
     return str(stored) == given
 
 
+@dataclass(frozen=True, slots=True)
+class _Selection:
+    """What ``_select`` read: the rows matching every filter, unreadable rows' reasons, and the
+    readable rows of the tuner and device (whatever their key; None without a cache), kept for
+    :func:`_stored_values_hint`, which read them all a second time."""
+
+    rows: list[CacheRow]
+    bad: list[str]
+    stored: list[CacheRow] | None
+
+
 def _select(
     cache: PersistentCache | None,
     tuner: str | None,
@@ -86,7 +98,7 @@ def _select(
     keys: list[str],
     *,
     failed: Sequence[tuple[str, str, str]] = (),
-) -> tuple[list[CacheRow], list[str]]:
+) -> _Selection:
     """Rows matching the filters, and unreadable rows' reasons; an unknown tuner or device is a usage error.
 
     The tuners and devices of ``failed`` (recorded failed tunes, as (device, tuner, key)) count as known,
@@ -110,7 +122,7 @@ def _select(
             bad.append(row)
         elif _key_matches(row.key, wanted):
             rows.append(row)
-    return rows, bad
+    return _Selection(rows, bad, valid if cache is not None else None)
 
 
 def _check_owners(
@@ -127,19 +139,18 @@ def _check_owners(
             raise CliError(f"no {label} named {value!r} in the cache at {_cache_file()} ({label}s there: {known})")
 
 
-def _stored_values_hint(cache: PersistentCache | None, tuner: str | None, device: str | None, keys: list[str]) -> str:
+def _stored_values_hint(selection: _Selection, keys: list[str]) -> str:
     """What the ``--key`` fields do hold, for a filter that matched nothing.
 
     Keys are stored anchored, so ``--key n=1000`` finds nothing where the row holds 1024: the
-    values there show the bucket to ask for.
+    values there show the bucket to ask for. From the rows ``_select`` already read (unreadable
+    ones are reported on their own).
     """
     wanted = _key_filter(keys)
-    if cache is None or not wanted:
+    if selection.stored is None or not wanted:
         return ""
     held: dict[str, set[str]] = {name: set() for name in wanted}
-    for row in cache.rows(device_id=device, tuner=tuner):
-        if isinstance(row, str):  # unreadable: reported on its own
-            continue
+    for row in selection.stored:
         fields = _key_dict(row.key)
         for name, values in held.items():
             if name in fields:
@@ -180,10 +191,11 @@ def list_rows(args: argparse.Namespace) -> int:
     if cache is None:
         print(f"no tuning cache at {_cache_file()} (nothing tuned with this cache directory yet)", file=sys.stderr)
         return 0
-    rows, bad = _select(cache, args.tuner, args.device, args.key)
+    selection = _select(cache, args.tuner, args.device, args.key)
+    rows, bad = selection.rows, selection.bad
     if not rows and not bad:  # a header over nothing (after `cache clear`) read as a broken listing
         matching = " matching the filters" if args.tuner or args.device or args.key else ""
-        hint = _stored_values_hint(cache, args.tuner, args.device, args.key)
+        hint = _stored_values_hint(selection, args.key)
         print(f"no stored winners{matching} in {cache.path}{hint}", file=sys.stderr)
         return 0
     print_table(
@@ -222,9 +234,10 @@ def _median(value: CacheValue, name: str) -> float | None:
 def show(args: argparse.Namespace) -> int:
     """Every candidate's result for the keys of one tuner."""
     cache = _open_existing()
-    rows, bad = _select(cache, args.tuner, args.device, args.key)
+    selection = _select(cache, args.tuner, args.device, args.key)
+    rows, bad = selection.rows, selection.bad
     if not rows and not bad:
-        hint = _stored_values_hint(cache, args.tuner, args.device, args.key)
+        hint = _stored_values_hint(selection, args.key)
         raise CliError(f"tuner {args.tuner!r} has no stored key matching {' '.join(args.key)}{hint}")
     for number, row in enumerate(rows):
         if number:
@@ -283,7 +296,8 @@ def export(args: argparse.Namespace) -> int:
     cache = _open_existing()
     if cache is None:
         raise CliError(f"no tuning cache at {_cache_file()}: nothing to export")
-    rows, bad = _select(cache, args.tuner, args.device, args.key)
+    selection = _select(cache, args.tuner, args.device, args.key)
+    rows, bad = selection.rows, selection.bad
     bundle, left_out = CacheBundle.of(rows)
     bad.extend(left_out)
     text = bundle.model_dump_json(indent=2) + "\n"

@@ -8,10 +8,12 @@ A negative priority, of a group or within it, skips the candidate for that key.
 
 from __future__ import annotations
 
+import dataclasses
 import numbers
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol, runtime_checkable
 
+from tunekit._key import is_autotune_key
 from tunekit._tunable import Tunable
 from tunekit._tunable_set import TunableSet
 
@@ -32,7 +34,15 @@ class SaysWhySkipped(Protocol):
 
 
 def plan_batches(key: object, tunables: Sequence[Tunable[object]] | TunableSet[Any, Any]) -> list[list[int]]:
-    """Indices of ``tunables`` (a set, or its tunables) grouped in the order batches are tried; skipped ones absent."""
+    """Indices of ``tunables`` (a set, or its tunables) grouped in the order batches are tried; skipped ones absent.
+
+    ``key`` is an ``@tk.autotune_key`` instance, as the set's key generator builds it; anything
+    else is refused with a TypeError saying what to pass.
+    """
+    if not is_autotune_key(key):
+        # It reached the priority functions, which failed on it far from here, or planned for a key
+        # no tune ever sees (an int where the key has anchored fields, the key class itself).
+        raise TypeError(_not_a_key(key))
     if isinstance(tunables, TunableSet):  # the set itself failed as "'TunableSet' object is not iterable"
         tunables = tunables.tunables
     ungrouped: list[int] = []
@@ -62,6 +72,21 @@ def plan_batches(key: object, tunables: Sequence[Tunable[object]] | TunableSet[A
     if first and ungrouped:
         batches.append(ungrouped)
     return batches
+
+
+def _not_a_key(key: object) -> str:
+    """What plan_batches was given instead of a key, and what to pass."""
+    if isinstance(key, TunableSet):
+        got = "the TunableSet as its key: the key comes first, tk.plan_batches(key, tunables)"
+    elif isinstance(key, type):
+        fields = ", ".join(f"{f.name}=..." for f in dataclasses.fields(key)) if dataclasses.is_dataclass(key) else ""
+        got = f"the class {key.__qualname__} itself, not an instance of it ({key.__qualname__}({fields}))"
+    else:
+        got = f"{type(key).__name__} {key!r}"[:300] + ", not an @tk.autotune_key instance"
+    return (
+        f"plan_batches() got {got}; pass the key the set's key generator builds for a call's inputs, "
+        "e.g. tk.plan_batches(tunables.key(*inputs), tunables)"
+    )
 
 
 def _priority(fn: Callable[[Any], object], key: object, what: str) -> int:

@@ -119,6 +119,9 @@ class Record:
     tunables: TunableSet[Any, Any] | None = field(default=None, repr=False, compare=False)
     """The set the record was made for (``for_tunables``) or verified against (``load_verified``):
     ``add`` names winners as its candidates. None after a plain ``load``: names are ``config.name``."""
+    _config_named: bool = field(default=False, init=False, repr=False, compare=False)
+    """Without a set: the entries were found named ``config.name``. Checked once, since ``add``
+    then writes only such names (checked at every name of every ``add``, it read every entry each time)."""
 
     @classmethod
     def for_tunables(cls, tuner: str, device_id: str, tunables: TunableSet[Any, Any]) -> Record:
@@ -212,6 +215,8 @@ class Record:
         if self.tunables is not None:
             name_of: Callable[[Config], str] = self.tunables.extras.get("space_name_of", config_name)
             return name_of(config)
+        if self._config_named:
+            return config.name
         # A plain load() knows no set: its entries show whether the set names candidates config.name.
         for entry in self.entries.values():
             if entry.config is None:
@@ -223,6 +228,7 @@ class Record:
                     "tk.Record.load() cannot know; read the record with "
                     "tk.Record.load_verified(path, tunables, device_id) to add to it"
                 )
+        self._config_named = True
         return config.name
 
     def model(self) -> RecordFile:

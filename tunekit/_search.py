@@ -26,7 +26,13 @@ from tunekit._key import is_autotune_key, key_to_dict
 from tunekit._outcome import Failed, Measured, Outcome, Skipped
 from tunekit._records import AutotuneRecord, CandidateRecord, SearchEnded
 from tunekit._schedule import measure_batch
-from tunekit._search_spec import check_search_args, check_search_names, empty_space_error, incumbents_of
+from tunekit._search_spec import (
+    check_search_args,
+    check_search_names,
+    config_name,
+    empty_space_error,
+    incumbents_of,
+)
 from tunekit._sinks import RecordSink, as_sinks, emit_to_all
 from tunekit._space import Config, Space
 from tunekit._strategies import Strategy, StrategyFactory, StrategyName, make_strategy
@@ -342,8 +348,14 @@ def search_ended(result: SearchResult) -> SearchEnded:
     )
 
 
-def emit_search_record(result: SearchResult, key: object, sinks: Sequence[RecordSink]) -> None:
-    """The record of a search run on its own (``tk.search``, ``tk.tune_objective``), to every sink."""
+def emit_search_record(
+    result: SearchResult, key: object, sinks: Sequence[RecordSink], name_of: Callable[[Config], str] = config_name
+) -> None:
+    """The record of a search run on its own (``tk.search``, ``tk.tune_objective``), to every sink.
+
+    Candidates are named by ``name_of``, as the set being tuned names them, so that the record
+    and a tuner's record of the same candidates agree.
+    """
     ranking = result.ranking
     # The finalists' re-measurement decided the winner, so it is what the record shows for them:
     # with the search-phase medians, a summary could show the winner slower than its runner-up.
@@ -354,8 +366,8 @@ def emit_search_record(result: SearchResult, key: object, sinks: Sequence[Record
         key=key_to_dict(key) if key is not None else {},
         checksum=result.space.hash,
         decision="tuned",
-        candidates=[CandidateRecord.of(t.config.name, 0, final.get(t.config, t.outcome)) for t in result.trials],
-        winner=ranking[0].config.name if ranking else None,
+        candidates=[CandidateRecord.of(name_of(t.config), 0, final.get(t.config, t.outcome)) for t in result.trials],
+        winner=name_of(ranking[0].config) if ranking else None,
         stored=False,
         wall_time_s=result.wall_seconds,
         events=[search_ended(result)],
@@ -363,7 +375,9 @@ def emit_search_record(result: SearchResult, key: object, sinks: Sequence[Record
     emit_to_all(record, sinks)
 
 
-def raise_if_no_winner(result: SearchResult, key: object, log: str | Path | None) -> None:
+def raise_if_no_winner(
+    result: SearchResult, key: object, log: str | Path | None, name_of: Callable[[Config], str] = config_name
+) -> None:
     """Raise ``NoValidKernelFound`` when no evaluated configuration was measured, as ``execute`` does.
 
     Called once the record is emitted and the trial log closed, so the failures are kept in
@@ -371,7 +385,7 @@ def raise_if_no_winner(result: SearchResult, key: object, log: str | Path | None
     """
     if result.ranking:
         return
-    failures = [(t.config.name, _reason(t.outcome)) for t in result.trials]
+    failures = [(name_of(t.config), _reason(t.outcome)) for t in result.trials]
     kept = f"; every trial is kept in {log}: a rerun with the same log resumes it" if log is not None else ""
     raise NoValidKernelFound(
         result.tuner,
@@ -409,6 +423,7 @@ def search(
     batch: int = 8,
     finalists: int = 4,
     sinks: Sequence[RecordSink | Callable[[AutotuneRecord], object]] = (),
+    name_of: Callable[[Config], str] = config_name,
 ) -> SearchResult:
     """Search a space of kernels too big to measure whole; every candidate timed on ``client``.
 
@@ -425,6 +440,10 @@ def search(
     that measurement picks the winner (not counted in the budget; not logged).
     ``strategy``: ``auto`` (exhaustive when the budget covers the space, else the best
     large-space strategy), a name from ``tk.STRATEGIES``, or a factory.
+    ``name_of``: a configuration's candidate name in the record and errors, as the set the
+    winner is for names it: ``template.name_of`` for an OpenCL ``KernelTemplate``
+    (``fill[BLOCK=16]``, as its tuner and ``tk.Record`` name it); by default ``config.name``
+    (``BLOCK=16``, as ``TunableSet.from_space`` names it).
 
     Raises ``tk.NoValidKernelFound`` (listing each configuration and why it failed) when no
     evaluated configuration could be measured, as ``execute`` does, after emitting the
@@ -436,6 +455,11 @@ def search(
         )
     if not callable(build):
         raise TypeError(f"tk.search(build=...) takes a callable config -> runnable, got {type(build).__name__}")
+    if not callable(name_of):
+        raise TypeError(
+            f"tk.search(name_of=...) takes a callable config -> candidate name (e.g. template.name_of), "
+            f"got {type(name_of).__name__}"
+        )
     # A bare array was iterated into one argument per row, so every candidate failed on arity.
     if not isinstance(inputs, tuple | list):
         raise TypeError(f"tk.search() takes the inputs as a tuple, e.g. (x,) or (a, b); got {type(inputs).__name__}")
@@ -460,7 +484,7 @@ def search(
 
     def evaluate(configs: Sequence[Config]) -> Mapping[Config, Outcome]:
         tunables: TunableSet[Any, Any] = TunableSet(key=lambda *_: None).with_tunables(
-            [Tunable(c.name, LazyBuild(build, c)) for c in configs]
+            [Tunable(name_of(c), LazyBuild(build, c)) for c in configs]
         )
         with open_runner(client, tunables, args, settings, key=key) as runner:
             measured = measure_batch(runner, range(len(configs)), settings, client=client, names=tunables.names)
@@ -483,6 +507,6 @@ def search(
         batch=batch,
         finalists=finalists,
     )
-    emit_search_record(result, key, resolved_sinks)
-    raise_if_no_winner(result, key, log)
+    emit_search_record(result, key, resolved_sinks, name_of)
+    raise_if_no_winner(result, key, log, name_of)
     return result

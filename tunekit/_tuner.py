@@ -323,7 +323,7 @@ class Tuner:
                 if ranking is not None:
                     return ranking
                 # ... or found that it cannot be tuned: that tune would only be repeated here.
-                failed = repeat_failure(cache, self.device_id, self.name, key, key_json, tunables.checksum(), settings)
+                failed = repeat_failure(cache, self.device_id, self.name, key, key_json, tunables, settings)
                 if failed is not None:
                     raise failed
             return self._tune_and_store(client, tunables, key, key_json, inputs, settings, events, cache)
@@ -410,7 +410,7 @@ class Tuner:
         if not ranking:
             failures = [(tunables.tunables[i].name, _reason(o)) for i, o in outcomes.items()]
             if cache is not None:  # still under the tune lock: a waiter reads it before it could tune
-                record_failure(cache, self.device_id, self.name, key_json, tunables.checksum(), failures, settings)
+                record_failure(cache, self.device_id, self.name, key_json, tunables, failures, settings)
             raise NoValidKernelFound(self.name, key, failures)
         return ranking
 
