@@ -273,6 +273,53 @@ def test_a_client_opens_the_device_a_device_id_names(client: OpenCLClient) -> No
         OpenCLClient(device_id="opencl:no such device", compile_in="thread")
 
 
+def test_a_client_opens_exactly_the_device_its_locator_names(client: OpenCLClient) -> None:
+    """Regression: a client had only its device id, which identical devices share, so no worker could find its GPU."""
+    assert isinstance(client, tk.SupportsLocator)
+    assert re.fullmatch(r"opencl:platform=\d+,device=\d+", client.locator)
+    again = OpenCLClient(locator=client.locator, device_id=client.device_id, compile_in="thread")
+    try:
+        assert again.device.int_ptr == client.device.int_ptr and again.locator == client.locator
+    finally:
+        again.close()
+    # Every device of this machine has its own locator, which opens that device and no other: one whose compiler
+    # fails here is refused by name rather than replaced by a working one.
+    cl = pytest.importorskip("pyopencl")
+    seen = set()
+    for p, platform in enumerate(cl.get_platforms()):
+        for d, device in enumerate(platform.get_devices()):
+            locator = f"opencl:platform={p},device={d}"
+            try:
+                located = OpenCLClient(locator=locator, compile_in="thread")
+            except RuntimeError as exc:
+                assert f"no OpenCL device matching platform={p}, device={d} can build a trivial kernel" in str(exc)
+                continue
+            try:
+                assert located.device.int_ptr == device.int_ptr and located.locator == locator
+                seen.add(located.locator)
+            finally:
+                located.close()
+    assert client.locator in seen
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "says"),
+    [
+        ({"locator": "gpu1"}, ValueError, r"takes a client's locator, 'opencl:platform=P,device=D' .* got 'gpu1'"),
+        ({"locator": "opencl:platform=0,device=0", "device": 0}, ValueError, "without platform= and device="),
+        ({"locator": "opencl:platform=99,device=0"}, RuntimeError, r"no OpenCL device matches platform=99, device=0"),
+        (
+            {"locator": "opencl:platform=0,device=0", "device_id": "opencl:another model"},
+            RuntimeError,
+            r"no OpenCL device matches platform=0, device=0, device_id='opencl:another model'",
+        ),
+    ],
+)
+def test_a_locator_that_names_no_device_is_refused(kwargs: dict[str, Any], error: type[Exception], says: str) -> None:
+    with pytest.raises(error, match=says):
+        OpenCLClient(compile_in="thread", **kwargs)
+
+
 def test_client_names_the_driver_times_on_the_device_and_flushes(client: OpenCLClient) -> None:
     device = client.device
     for part in (device.platform.name, device.name, device.driver_version, device.version):

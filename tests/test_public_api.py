@@ -67,6 +67,7 @@ EXPECTED = {
     "StreamSink",
     "SupportsCacheFlush",
     "SupportsCheckBuffers",
+    "SupportsLocator",
     "SupportsPeaks",
     "SupportsWarmup",
     "Thresholds",

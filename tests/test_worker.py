@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import faulthandler
 import os
+from pathlib import Path
 from typing import Any
 
 import _two_devices
@@ -16,7 +17,7 @@ import numpy as np
 import pytest
 
 import tunekit as tk
-from tunekit._worker import takes_device_id
+from tunekit._worker import factory_keywords
 from tunekit_backends.opencl import OpenCLClient
 
 N = 1 << 14
@@ -57,7 +58,12 @@ def build_checked(key: dict[str, Any]) -> tuple[OpenCLClient, tk.TunableSet[Size
 
 def build(key: dict[str, Any]) -> tuple[OpenCLClient, tk.TunableSet[SizeKey, Any], tuple[Any, ...]]:
     """The tune, built from the key's fields alone: in the caller and again in every worker."""
-    client = OpenCLClient()
+    return _build_on(OpenCLClient(), key)
+
+
+def _build_on(
+    client: OpenCLClient, key: dict[str, Any]
+) -> tuple[OpenCLClient, tk.TunableSet[SizeKey, Any], tuple[Any, ...]]:
     cl = client._cl
     program = cl.Program(client.context, SOURCE).build()
     n = int(key["n"])
@@ -128,14 +134,14 @@ def test_a_worker_that_builds_other_candidates_fails_every_candidate_once_with_t
     assert len(reasons) == 1 and "could not set up" in next(iter(reasons)) and "'spin'" in next(iter(reasons))
 
 
-def _tune_on(device_id: str, factory: Any) -> tk.AutotuneRecord:
-    """Tune ``_two_devices.SET`` on one simulated device in workers ``factory`` builds; its record."""
+def _tune_on(device_id: str, factory: Any, client: tk.Client | None = None, n: int = 5) -> tk.AutotuneRecord:
+    """Tune ``_two_devices.SET`` for ``n`` on one simulated device in workers ``factory`` builds; its record."""
     isolated = _two_devices.SET.with_isolation("process", timeout_s=60, worker=factory)
     tuner: tk.LocalTuner[_two_devices.NKey, int] = tk.LocalTuner(f"two-devices-{factory.__name__}")
     records: list[tk.AutotuneRecord] = []
     sink = tk.add_record_sink(records.append)
     try:
-        assert tuner.execute(device_id, _two_devices.DEVICES[device_id], isolated, (5,)) == 5
+        assert tuner.execute(device_id, client or _two_devices.DEVICES[device_id], isolated, (n,)) == n
     finally:
         tk.remove_record_sink(sink)
     (record,) = records
@@ -161,11 +167,74 @@ def test_a_factory_of_the_key_alone_still_works_and_a_wrong_device_fails_the_che
 
 
 def test_how_a_worker_factory_is_called_is_decided_when_the_set_is_built() -> None:
-    assert takes_device_id(_two_devices.build) and takes_device_id(_two_devices.build_positional)
+    located = {"device_id", "locator"}
+    assert factory_keywords(_two_devices.build) == factory_keywords(_two_devices.build_positional) == {"device_id"}
+    assert factory_keywords(_two_devices.build_located) == located
+    assert factory_keywords(_two_devices.build_located_only) == {"locator"}
     # **kwargs alone is no device_id: a wrapper forwarding it to build(key_fields) worked before device_id existed.
-    assert not takes_device_id(_two_devices.build_any) and not takes_device_id(_two_devices.build_default)
+    assert factory_keywords(_two_devices.build_any) == factory_keywords(_two_devices.build_default) == set()
+    assert factory_keywords(_two_devices.build_locator_positional_only) == set()
     isolation = _two_devices.SET.with_isolation("process", worker=_two_devices.build_positional).isolation
     assert isolation == tk.Isolation("process", None, "_two_devices:build_positional", worker_device_id=True)
+    isolation = _two_devices.SET.with_isolation("process", worker=_two_devices.build_located_only).isolation
+    assert isolation == tk.Isolation("process", None, "_two_devices:build_located_only", worker_locator=True)
     for factory in (_two_devices.build_two_fields, _two_devices.build_nothing):
-        with pytest.raises(ValueError, match=r"calls it build\(key_fields\) or build\(key_fields, \*, device_id\)"):
+        with pytest.raises(ValueError, match=r"calls it build\(key_fields\), optionally with device_id="):
             _two_devices.SET.with_isolation("process", worker=factory)
+
+
+def test_a_worker_factory_builds_on_the_device_of_the_client_that_called_execute() -> None:
+    """Regression: a factory was told only the device id, so with two identical devices slot 1 was timed on slot 0."""
+    for slot in (1, 0):
+        client = _two_devices.SLOTS[f"sim-slot:{slot}"]
+        for factory in (_two_devices.build_located, _two_devices.build_located_only):
+            # Another key for each slot: identical devices share winners, so the second would not tune.
+            record = _tune_on(client.device_id, factory, client, n=10 + slot)
+            assert {c.name: c.status for c in record.candidates} == {"long": "measured", "short": "measured"}
+
+
+def test_a_worker_built_on_another_device_of_the_same_model_fails_the_check() -> None:
+    """Regression: a factory without locator= built the first identical device, and its timings passed as slot 1's."""
+    client = _two_devices.SLOTS["sim-slot:1"]
+    with pytest.raises(tk.NoValidKernelFound) as info:
+        _tune_on(client.device_id, _two_devices.build_first_slot, client)
+    reasons = {reason for _, reason in info.value.failures}
+    assert reasons == {
+        "the worker process could not set up (_two_devices:build_first_slot): TunekitError: its client is at "
+        "'sim-slot:0', the caller's at 'sim-slot:1': take locator= in the worker factory and build the client on "
+        "that device (e.g. OpenCLClient(locator=locator))"
+    }
+
+
+def build_located(
+    key: dict[str, Any], *, device_id: str, locator: str | None
+) -> tuple[OpenCLClient, tk.TunableSet[SizeKey, Any], tuple[Any, ...]]:
+    """``build``'s slow and fast candidates on the device at ``locator``; it notes the locator it is given."""
+    with open(os.environ["LOCATOR_LOG_FOR_TESTS"], "a", encoding="utf-8") as log:
+        log.write(f"{os.getpid()} {locator}\n")
+    client, tunables, inputs = _build_on(OpenCLClient(device_id=device_id, locator=locator, compile_in="thread"), key)
+    return client, tk.TunableSet(key=tunables.key, inputs=tunables.inputs).with_tunables(tunables.tunables[2:]), inputs
+
+
+def test_an_opencl_worker_factory_is_given_the_locator_of_the_client_that_called_execute(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = tmp_path / "locators.txt"
+    monkeypatch.setenv("LOCATOR_LOG_FOR_TESTS", str(log))  # the spawned worker inherits the environment
+    caller = OpenCLClient(compile_in="thread")
+    client, tunables, inputs = build_located({"n": 256}, device_id=caller.device_id, locator=caller.locator)
+    assert client.locator == caller.locator
+    isolated = tunables.with_isolation("process", timeout_s=60, worker=build_located)
+    tuner: tk.LocalTuner[SizeKey, Any] = tk.LocalTuner("opencl-located")
+    records: list[tk.AutotuneRecord] = []
+    sink = tk.add_record_sink(records.append)
+    try:
+        tuner.execute(client.device_id, client, isolated, inputs).wait()
+    finally:
+        tk.remove_record_sink(sink)
+        client.close()
+        caller.close()
+    (record,) = records
+    assert {c.name: c.status for c in record.candidates} == {"slow": "measured", "fast": "measured"}
+    given = [line.split(" ", 1) for line in log.read_text().splitlines()]
+    assert [locator for pid, locator in given if int(pid) != os.getpid()] == [caller.locator]

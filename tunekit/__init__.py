@@ -41,7 +41,14 @@ if TYPE_CHECKING:
     from tunekit._cache import CacheRow, CacheValue, PersistentCache, default_cache_dir
     from tunekit._cache_state import CacheState, Hit, Miss, Pending, Unchecked
     from tunekit._check import SupportsCheckBuffers
-    from tunekit._client import Client, DevicePeaks, SupportsCacheFlush, SupportsPeaks, SupportsWarmup
+    from tunekit._client import (
+        Client,
+        DevicePeaks,
+        SupportsCacheFlush,
+        SupportsLocator,
+        SupportsPeaks,
+        SupportsWarmup,
+    )
     from tunekit._errors import (
         CandidateFailed,
         ClientClosed,
@@ -169,6 +176,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "StreamSink": ("tunekit._sinks", "StreamSink"),
     "SupportsCacheFlush": ("tunekit._client", "SupportsCacheFlush"),
     "SupportsCheckBuffers": ("tunekit._check", "SupportsCheckBuffers"),
+    "SupportsLocator": ("tunekit._client", "SupportsLocator"),
     "SupportsPeaks": ("tunekit._client", "SupportsPeaks"),
     "SupportsWarmup": ("tunekit._client", "SupportsWarmup"),
     "PreparesTogether": ("tunekit._prepare", "PreparesTogether"),
@@ -276,6 +284,7 @@ __all__ = [
     "StreamSink",
     "SupportsCacheFlush",
     "SupportsCheckBuffers",
+    "SupportsLocator",
     "SupportsPeaks",
     "SupportsWarmup",
     "Thresholds",

@@ -11,8 +11,10 @@ __all__ = [
     "Client",
     "DevicePeaks",
     "SupportsCacheFlush",
+    "SupportsLocator",
     "SupportsPeaks",
     "SupportsWarmup",
+    "locator_of",
     "require_client",
 ]
 
@@ -131,3 +133,28 @@ class SupportsWarmup(Protocol):
         Returns the time it spent in ns, or None for the whole ``duration_ns``.
         """
         ...
+
+
+@runtime_checkable
+class SupportsLocator(Protocol):
+    """Optional: which device of this machine the client is on, where ``device_id`` names only its model.
+
+    Identical devices share a device id by design (their winners are shared), so two of the
+    same GPU cannot be told apart by it. A process-isolation worker factory that takes
+    ``locator=`` is given the locator of the client that called ``execute``, so it builds its
+    client on that very device; the worker checks it did.
+    """
+
+    @property
+    def locator(self) -> str:
+        """Where the device is on this machine, e.g. ``"opencl:platform=0,device=1"``.
+
+        Meaningful only on this machine (an index, a PCI bus id): passed to worker
+        processes, never stored with a winner.
+        """
+        ...
+
+
+def locator_of(client: object) -> str | None:
+    """The client's locator, or None when it does not provide one."""
+    return client.locator if isinstance(client, SupportsLocator) else None

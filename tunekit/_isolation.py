@@ -53,13 +53,16 @@ class Isolation:
     no limit for this set. ``worker`` is the ``module:qualname`` of a factory a fresh worker
     interpreter builds its client, candidates and inputs with (for devices that do not
     survive ``fork()``); None forks the caller. ``worker_device_id``: the factory is called
-    with ``device_id=`` the tune's device id too, so it can build for that device.
+    with ``device_id=`` the tune's device id too, so it can build for that device;
+    ``worker_locator``: with ``locator=`` the calling client's locator, so it can build on
+    that very device when several identical ones share the id.
     """
 
     mode: IsolationMode
     timeout_s: float | None = None
     worker: str | None = None
     worker_device_id: bool = False
+    worker_locator: bool = False
 
     def __post_init__(self) -> None:
         if self.mode not in ("none", "process"):
@@ -71,8 +74,8 @@ class Isolation:
             raise ValueError(f"timeout_s must be a number > 0 (math.inf for no limit), got {self.timeout_s!r}")
         if self.worker is not None and self.mode != "process":
             raise ValueError("a worker factory needs isolation mode 'process'")
-        if self.worker_device_id and self.worker is None:
-            raise ValueError("worker_device_id=True needs a worker factory")
+        if (self.worker_device_id or self.worker_locator) and self.worker is None:
+            raise ValueError("worker_device_id=True and worker_locator=True need a worker factory")
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,7 +251,9 @@ def open_runner(
         own = tunables.isolation
         recipe = None
         if own is not None and own.worker is not None:
-            recipe = SpawnRecipe(own.worker, key_to_dict(key), pass_device_id=own.worker_device_id)
+            recipe = SpawnRecipe(
+                own.worker, key_to_dict(key), pass_device_id=own.worker_device_id, pass_locator=own.worker_locator
+            )
         runner = ProcessRunner(client, tunables, inputs, timeout_s=timeout_s, recipe=recipe, gate=gate)
     elif timeout_s is not None:
         runner = WatchdogRunner(InProcessRunner(client, tunables, inputs), timeout_s)

@@ -19,7 +19,7 @@ from tunekit._tunable import Tunable
 if TYPE_CHECKING:
     from tunekit._isolation import Isolation
     from tunekit._settings import IsolationMode
-    from tunekit._worker import DeviceWorkerFactory, WorkerFactory
+    from tunekit._worker import DeviceLocatorWorkerFactory, DeviceWorkerFactory, LocatorWorkerFactory, WorkerFactory
 
 __all__ = ["BoundsFn", "InputGenerator", "KeyGenerator", "LazyBuild", "TunableSet"]
 
@@ -269,26 +269,29 @@ class TunableSet(Generic[K, Out]):
         mode: IsolationMode,
         *,
         timeout_s: float | None = None,
-        worker: WorkerFactory | DeviceWorkerFactory | None = None,
+        worker: WorkerFactory | DeviceWorkerFactory | LocatorWorkerFactory | DeviceLocatorWorkerFactory | None = None,
     ) -> TunableSet[K, Out]:
         """A new set tuned under its own isolation, whatever the global ``isolation`` setting says.
 
         ``mode="process"`` times candidates in a worker process so a crash or hang
         disqualifies only that candidate. ``timeout_s`` limits each run of a candidate
         (None: the ``candidate_timeout_s`` setting; ``math.inf``: no limit). ``worker``, a
-        module-level function ``(key fields, *, device_id) -> (client, tunable set, inputs)``,
+        module-level function ``(key fields, *, device_id, locator) -> (client, tunable set, inputs)``,
         makes the worker a fresh interpreter that builds its own device state: needed for OpenCL
         or CUDA, whose state does not survive ``fork()``. ``device_id`` (the tune's) says which
-        device to build for; a factory without that parameter is called with the key's fields
-        only. It is checked here, not at tuning time.
+        device model to build for, ``locator`` (the calling client's, see ``tk.SupportsLocator``;
+        None if it has none) which device of this machine; a factory without one of these
+        parameters is called without it. It is checked here, not at tuning time.
         """
         from tunekit._isolation import Isolation
-        from tunekit._worker import takes_device_id, worker_reference
+        from tunekit._worker import factory_keywords, worker_reference
 
         if worker is None:
             return self.with_extra(_ISOLATION, Isolation(mode, timeout_s))
         reference = worker_reference(worker)
-        return self.with_extra(_ISOLATION, Isolation(mode, timeout_s, reference, takes_device_id(worker)))
+        keywords = factory_keywords(worker)
+        isolation = Isolation(mode, timeout_s, reference, "device_id" in keywords, "locator" in keywords)
+        return self.with_extra(_ISOLATION, isolation)
 
     def with_search(
         self,

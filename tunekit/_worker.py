@@ -6,8 +6,10 @@ lambdas and closures; only candidate indices cross the pipe. Device runtimes who
 not survive ``fork()`` (OpenCL, CUDA: their driver threads are not copied) instead get a
 *spawned* worker, a fresh interpreter that rebuilds its own client, tunable set and inputs
 by calling a module-level factory, named by ``module:qualname`` (``with_isolation(worker=)``),
-with the key's fields and, when it takes it, the tune's ``device_id`` (the worker checks that
-the client it built has that id).
+with the key's fields and, when it takes them, the tune's ``device_id`` and the calling client's
+``locator`` (see ``tk.SupportsLocator``: identical devices share a device id, the locator tells
+them apart). The worker checks that the client it built has that device id and, when both
+clients have a locator, that it is on the same device.
 
 Either way the parent sends ``(op, index, flush)`` and the worker answers ``("ok", ns)`` or
 ``("error", reason)`` (``("closed", reason)`` for :class:`ClientClosed`, raised again in the
@@ -40,19 +42,21 @@ from multiprocessing.connection import Connection, Pipe
 from typing import Any, Protocol, TypeVar
 
 from tunekit._check import CheckOutcome, Gate
-from tunekit._client import Client
+from tunekit._client import Client, locator_of
 from tunekit._errors import CandidateFailed, ClientClosed, TunekitError
 from tunekit._runner import InProcessRunner
 from tunekit._self_call import inherit, tunes_to_pass_on
 from tunekit._tunable_set import TunableSet
 
 __all__ = [
+    "DeviceLocatorWorkerFactory",
     "DeviceWorkerFactory",
+    "LocatorWorkerFactory",
     "ProcessRunner",
     "WorkerFactory",
     "describe_error",
+    "factory_keywords",
     "resolve_reference",
-    "takes_device_id",
     "timeout_reason",
     "worker_reference",
 ]
@@ -115,6 +119,26 @@ class DeviceWorkerFactory(Protocol):
     ) -> tuple[Any, TunableSet[Any, Any], tuple[Any, ...]]: ...
 
 
+class LocatorWorkerFactory(Protocol):
+    """A worker factory told the locator of the client that called ``execute`` (None: it has none).
+
+    Identical devices share a device id; the locator (``tk.SupportsLocator``) says which of
+    them, e.g. ``OpenCLClient(locator=locator)``.
+    """
+
+    def __call__(
+        self, key: dict[str, Any], /, *, locator: str | None
+    ) -> tuple[Any, TunableSet[Any, Any], tuple[Any, ...]]: ...
+
+
+class DeviceLocatorWorkerFactory(Protocol):
+    """A worker factory told both the tune's device id and the calling client's locator."""
+
+    def __call__(
+        self, key: dict[str, Any], /, *, device_id: str, locator: str | None
+    ) -> tuple[Any, TunableSet[Any, Any], tuple[Any, ...]]: ...
+
+
 def describe_error(exc: BaseException) -> str:
     """One line naming the exception type and its message."""
     message = str(exc).strip().splitlines()
@@ -140,29 +164,34 @@ def worker_reference(factory: Callable[..., Any]) -> str:
     return reference
 
 
-def takes_device_id(factory: Callable[..., Any]) -> bool:
-    """Whether ``factory`` is called ``factory(key_fields, device_id=...)`` (True) or ``factory(key_fields)``.
+_FACTORY_KEYWORDS = ("device_id", "locator")
+
+
+def factory_keywords(factory: Callable[..., Any]) -> frozenset[str]:
+    """Which of ``device_id`` and ``locator`` the worker passes ``factory`` as keywords, after the key's fields.
 
     Decided once, when the set is built, so a factory the worker could not call fails there.
     """
     try:
         signature = inspect.signature(factory)
     except (TypeError, ValueError):  # no signature to read (some C callables): the original form
-        return False
-    # Named, not **kwargs: a wrapper forwarding **kwargs to an older build(key_fields) took it before.
-    if "device_id" in signature.parameters:
-        with contextlib.suppress(TypeError):
-            signature.bind({}, device_id="")
-            return True
+        return frozenset()
+    # Named, not **kwargs: a wrapper forwarding **kwargs to an older build(key_fields) took them before.
+    by_keyword = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    taken = {
+        name
+        for name in _FACTORY_KEYWORDS
+        if name in signature.parameters and signature.parameters[name].kind in by_keyword
+    }
     try:
-        signature.bind({})
+        signature.bind({}, **dict.fromkeys(taken, ""))
     except TypeError:
         raise ValueError(
-            f"worker={factory!r} takes {signature}, but the worker calls it build(key_fields) or "
-            "build(key_fields, *, device_id): take the key's fields as the one positional argument, "
-            "and optionally device_id (the tune's device id) as a keyword"
+            f"worker={factory!r} takes {signature}, but the worker calls it build(key_fields), optionally with "
+            "device_id= (the tune's device id) and locator= (the calling client's locator) as keywords: take the "
+            "key's fields as the one positional argument"
         ) from None
-    return False
+    return frozenset(taken)
 
 
 def resolve_reference(reference: str) -> Any:
@@ -250,12 +279,14 @@ class _Worker:
 class SpawnRecipe:
     """What a spawned worker needs to rebuild the tune: the factory's reference and the key's fields.
 
-    ``pass_device_id``: call the factory with ``device_id=`` the tune's device id, too.
+    ``pass_device_id``: call the factory with ``device_id=`` the tune's device id, too;
+    ``pass_locator``: with ``locator=`` the calling client's locator (None if it has none).
     """
 
     factory: str
     key: dict[str, Any]
     pass_device_id: bool = False
+    pass_locator: bool = False
 
 
 class ProcessRunner:
@@ -356,6 +387,8 @@ class ProcessRunner:
             "names": list(self.tunables.names),
             "device_id": self.client.device_id,
             "pass_device_id": recipe.pass_device_id,
+            "locator": locator_of(self.client),
+            "pass_locator": recipe.pass_locator,
             "gate": self.gate is not None,
             "tuning": self.tuning,
         }
@@ -412,14 +445,21 @@ def _spawned_main(fd: int) -> None:  # pragma: no cover - runs in the spawned wo
     inherit(setup["tuning"])  # before the factory, which may execute operations itself
     try:
         factory: Any = resolve_reference(setup["factory"])
-        if setup["pass_device_id"]:
-            client, tunables, inputs = factory(setup["key"], device_id=setup["device_id"])
-        else:
-            client, tunables, inputs = factory(setup["key"])
+        keywords: dict[str, Any] = {"device_id": setup["device_id"]} if setup["pass_device_id"] else {}
+        if setup["pass_locator"]:
+            keywords["locator"] = setup["locator"]
+        client, tunables, inputs = factory(setup["key"], **keywords)
         if list(tunables.names) != setup["names"]:
             raise TunekitError(f"it built the candidates {list(tunables.names)}, the caller has {setup['names']}")
         if client.device_id != setup["device_id"]:
             raise TunekitError(f"its client is {client.device_id!r}, the caller's {setup['device_id']!r}")
+        located, wanted = locator_of(client), setup["locator"]
+        if located is not None and wanted is not None and located != wanted:
+            # Same device id, another device of the same model: its timings would be filed under the caller's.
+            raise TunekitError(
+                f"its client is at {located!r}, the caller's at {wanted!r}: take locator= in the worker factory and "
+                "build the client on that device (e.g. OpenCLClient(locator=locator))"
+            )
         if setup["gate"] and tunables.reference is None:
             raise TunekitError("its tunable set has no with_reference(), the caller's has")
         gate = Gate(client, inputs, tunables.reference) if setup["gate"] and tunables.reference else None

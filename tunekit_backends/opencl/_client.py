@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import threading
 import weakref
 from collections.abc import Callable, Sequence
@@ -45,6 +46,29 @@ def _compiles_faster_in_processes(device: Any) -> bool:
     is lost, so compiling in workers would only double the work.
     """
     return is_pocl(device.platform.name) and pocl_kernel_cache_on() and _usable_cpus() >= 2
+
+
+_LOCATOR = re.compile(r"opencl:platform=(\d+),device=(\d+)")
+
+
+def _located(locator: object) -> tuple[int, int]:
+    """The platform and device indices a client's ``locator`` names."""
+    found = _LOCATOR.fullmatch(locator) if isinstance(locator, str) else None
+    if found is None:
+        raise ValueError(
+            f"OpenCLClient(locator=...) takes a client's locator, 'opencl:platform=P,device=D' (P and D the indices "
+            f"`tunekit devices` lists), got {locator!r}"
+        )
+    return int(found.group(1)), int(found.group(2))
+
+
+def _locator_of(cl: Any, device: Any) -> str:
+    """Where ``device`` is among this process's devices: its platform's index and its index there."""
+    for p, platform in enumerate(cl.get_platforms()):
+        for d, candidate in enumerate(platform.get_devices()):
+            if candidate.int_ptr == device.int_ptr:
+                return f"opencl:platform={p},device={d}"
+    raise RuntimeError(f"the OpenCL device {device.name} is not among this process's devices")
 
 
 def _matches(wanted: int | str, index: int, name: str) -> bool:
@@ -134,8 +158,10 @@ class OpenCLClient:
 
     Picks the device by platform and device index or name substring, or by ``device_id`` (a
     client's ``device_id``: what a process-isolation worker factory is told to build for; the
-    first such device when several identical ones share it); by default the first GPU, else the
-    first device whose compiler works (PoCL's CPU device on a machine without a GPU). Durations
+    first such device when several identical ones share it), or exactly by ``locator`` (a
+    client's :attr:`locator`, which tells identical devices apart; with ``device_id`` too, the
+    device there must have that id); by default the first GPU, else the first device whose
+    compiler works (PoCL's CPU device on a machine without a GPU). Durations
     come from event profiling on the device's clock, never the host's. ``flush_cache=False`` times
     candidates with warm caches.
 
@@ -157,6 +183,7 @@ class OpenCLClient:
         platform: int | str | None = None,
         device: int | str | None = None,
         device_id: str | None = None,
+        locator: str | None = None,
         flush_cache: bool = True,
         compile_in: Literal["auto", "thread", "process"] = "auto",
         compile_workers: int | None = None,
@@ -177,9 +204,16 @@ class OpenCLClient:
                 )
         if compile_workers is not None and compile_workers < 1:
             raise ValueError(f"OpenCLClient(compile_workers=...) must be at least 1, got {compile_workers}")
+        if locator is not None:
+            if platform is not None or device is not None:
+                raise ValueError(
+                    f"OpenCLClient(locator={locator!r}) names one device: give it without platform= and device="
+                )
+            platform, device = _located(locator)
         cl = pyopencl()
         self._cl = cl
         self.device, self.context = _select(cl, platform, device, device_id)
+        self._locator = _locator_of(cl, self.device)
         self.queue = cl.CommandQueue(self.context, properties=cl.command_queue_properties.PROFILING_ENABLE)
         if not isinstance(flush_cache, bool | np.bool_):
             # bool("false") is True: a string here would silently keep flushing.
@@ -206,6 +240,15 @@ class OpenCLClient:
     def device_id(self) -> str:
         """Platform, device, driver version and OpenCL version: a driver upgrade re-tunes."""
         return self._device_id
+
+    @property
+    def locator(self) -> str:
+        """Which device of this machine, ``opencl:platform=P,device=D``: ``OpenCLClient(locator=)`` opens it again.
+
+        Unlike ``device_id`` it tells two identical devices apart; it holds on this machine only
+        (``tunekit devices`` lists the indices), so it is given to worker processes, never stored.
+        """
+        return self._locator
 
     @property
     def is_cpu(self) -> bool:
