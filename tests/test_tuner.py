@@ -329,6 +329,20 @@ def test_a_demotion_with_autotune_off_creates_no_cache_file(isolated_settings: P
     assert not isolated_settings.exists()
 
 
+def test_asking_a_keys_state_creates_no_cache_file(isolated_settings: Path) -> None:
+    """Tuner.state() opened the persistent cache, creating an empty SQLite file (autotune off, or before a tune)."""
+    tuner: tk.LocalTuner[NKey, int] = tk.LocalTuner("state_look")
+    tunables = tk.TunableSet(key=_key).with_tunable(_slow(0.0))
+    device = tuner.tuner(CLIENT.device_id)
+    for autotune in (False, True):
+        tk.configure(autotune=autotune)
+        assert device.state(tunables, NKey(n=4)) == tk.Miss()
+        assert not isolated_settings.exists()
+    tuner.execute(CLIENT.device_id, CLIENT, tunables, (3,))  # a tune stores its winner: now there is a file
+    tuner.clear()
+    assert isinstance(tuner.tuner(CLIENT.device_id).state(tunables, NKey(n=4)), tk.Unchecked)
+
+
 def test_an_equal_set_is_tuned_after_autotune_is_switched_back_on() -> None:
     """The plan order used while autotune was off was shared with equal sets: once back on, they were never tuned."""
     tuner: tk.LocalTuner[NKey, int] = tk.LocalTuner("untuned_shared")

@@ -77,6 +77,21 @@ def _cache_dir(settings: Settings) -> Path:
     return (settings.cache_dir or default_cache_dir()).expanduser().resolve()
 
 
+def _existing_cache(settings: Settings) -> PersistentCache | None:
+    """The persistent cache when its file exists, else None: a look creates nothing.
+
+    Opening the cache creates its file, so asking for a key's state (with autotune off, or
+    before anything was tuned) left an empty cache where nothing was ever stored.
+    """
+    if not settings.cache:
+        return None
+    try:
+        missing = not (_cache_dir(settings) / PersistentCache.FILENAME).exists()
+    except OSError:  # a directory this process may not look into: opening the cache says why, once
+        missing = False
+    return None if missing else persistent_cache(settings)
+
+
 class Tuner:
     """Tunes and remembers winners for one tuner name on one device.
 
@@ -140,7 +155,7 @@ class Tuner:
             future = self._pending.get((tunables.checksum(), key))
             if future is not None:
                 return Pending(future)
-        cache = persistent_cache()
+        cache = _existing_cache(_settings.current())
         return Miss() if cache is None else self._stored(cache, key_to_json(key))
 
     def _stored(self, cache: PersistentCache, key_json: str) -> Unchecked | Miss:
