@@ -423,6 +423,7 @@ def test_verify_a_relative_cache_dir(records: Path, isolated_settings: Path) -> 
     relative = os.path.relpath(isolated_settings, records.parent)
     done = subprocess.run(
         [*COMMAND, "cache", "verify"],
+        check=False,
         cwd=records.parent,
         env={**os.environ, "TUNEKIT_CACHE_DIR": relative},
         capture_output=True,
