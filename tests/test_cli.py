@@ -432,3 +432,17 @@ def test_verify_a_relative_cache_dir(records: Path, isolated_settings: Path) -> 
     )
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
     assert "2 rows checked, 0 problems" in done.stdout, done.stdout
+
+
+def test_reexport_of_an_unchanged_cache_is_identical(records: Path, isolated_settings: Path, tmp_path: Path) -> None:
+    """Regression: every export wrote a new exported_at, so a committed bundle re-exported unchanged diffed."""
+    first, second = tmp_path / "first.json", tmp_path / "second.json"
+    run("cache", "export", "-o", str(first))
+    time.sleep(0.01)
+    run("cache", "export", "-o", str(second))
+    assert first.read_bytes() == second.read_bytes()
+    older = json.loads(first.read_text())
+    older["exported_at"] = "2026-01-01T00:00:00Z"  # a bundle an earlier tunekit exported still imports
+    first.write_text(json.dumps(older))
+    run("cache", "clear")
+    assert "imported 2 winners" in run("cache", "import", str(first)).stdout

@@ -9,7 +9,6 @@ that measured it. Entries are sorted so a re-export of an unchanged cache diffs 
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
 from typing import Literal
 
 from pydantic import Field, ValidationError, field_validator, model_validator
@@ -66,7 +65,8 @@ class CacheBundle(Persisted):
     schema_version: Literal[1] = 1
     tunekit_version: str = __version__
     tunekit_major: int = Field(MAJOR, description="Rows only load into a cache of the same tunekit major version.")
-    exported_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+    # No export time: it made every re-export of an unchanged cache a diff of the committed bundle
+    # (an older bundle's ``exported_at`` is read as an unknown field and ignored).
     entries: list[BundleEntry] = Field(default_factory=list, max_length=1_000_000)
 
     @model_validator(mode="after")
