@@ -81,7 +81,7 @@ class CpuClient:
         return warm_until_steady(chunk, duration_ns)
 
     def measure_peaks(self) -> DevicePeaks:
-        """Best of a few runs of a float32 matrix product, a large copy, and an empty-ish call.
+        """Best of a few runs of float32 matrix products, a large copy, and an empty-ish call.
 
         Best-of, because the roofline is what the machine can do at all, not what it usually does.
         Takes a few tenths of a second; the tuner measures once per device per process.
@@ -90,16 +90,33 @@ class CpuClient:
         a = np.ones((n, n), np.float32)
         b = np.ones((n, n), np.float32)
         matmul_ns = _best_ns(lambda: a @ b, 5)
+        # A multi-threaded BLAS product on a busy machine waits for its descheduled threads at
+        # every sync: every run came out 30-200x slow, and a peak that low made the roofline a
+        # limit ordinary candidates "met", short-circuiting batches whose best was never timed.
+        # A small product runs on one core, far inside one time slice, so its best of many is
+        # what a core can do whatever the load; times the cores, it bounds the large product's
+        # figure from below (an overestimate only makes the short circuit rarer).
+        small = 64
+        c = np.ones((small, small), np.float32)
+        small_ns = _best_ns(lambda: c @ c, 200)
+        ops_per_s = max(2 * n**3 / (matmul_ns * 1e-9), 2 * small**3 / (small_ns * 1e-9) * _cores())
         src = np.ones(64 << 20, np.uint8)  # larger than the last-level cache
         dst = np.empty_like(src)
         copy_ns = _best_ns(lambda: np.copyto(dst, src), 3)
         one = np.ones(1, np.float32)
         launch_ns = _best_ns(lambda: np.add(one, one), 200)
         return DevicePeaks(
-            ops_per_s=2 * n**3 / (matmul_ns * 1e-9),
+            ops_per_s=ops_per_s,
             bytes_per_s=2 * src.nbytes / (copy_ns * 1e-9),  # read and write
             launch_overhead_ns=float(launch_ns),
         )
+
+
+def _cores() -> int:
+    """The cores this process may run on (its affinity where the OS tells, else the machine's)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
 
 
 def _best_ns(run: Callable[[], object], repeats: int) -> int:
