@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -23,7 +24,7 @@ import pytest
 
 import tunekit as tk
 from tunekit._records import Prepared
-from tunekit_backends.opencl import KernelTemplate, OpenCLClient
+from tunekit_backends.opencl import CompileError, KernelTemplate, OpenCLClient
 from tunekit_backends.opencl._batch import batchable, batched_program
 from tunekit_backends.opencl._compile import CompilePool, InputsFile, WorkerDied
 from tunekit_backends.opencl._compile_wire import ProgramRequest
@@ -824,3 +825,34 @@ def test_inputs_files_left_by_killed_tunes_are_removed_by_the_next(
     finally:
         files.close()
     assert not Path(files.path).exists()
+
+
+UNGUARDED = """
+__kernel void wide(__global float* y, const int n) {
+    y[get_global_id(0)] = (float)BLOCK;   /* no bounds guard: the rounded-up work-group writes past n */
+}
+"""
+
+
+def test_an_overrun_of_a_whole_work_group_lands_in_the_canary_and_is_remembered_at_its_shape() -> None:
+    """Regression: with compile_in="thread" 64 canary bytes followed an output, so a kernel without a bounds guard
+    wrote most of its extra work-group (384 bytes here) into the tuning process's memory, and the overrun, once
+    caught, was launched again at every later prepare of the same launch shape."""
+    client = OpenCLClient(compile_in="thread")
+    template = KernelTemplate(
+        UNGUARDED, "wide", {"BLOCK": [256]}, geometry=lambda c, key: ((-(-key.n // c.BLOCK) * c.BLOCK,), (c.BLOCK,))
+    )
+    n = 4000  # 16 work-groups of 256 items: 4096 items, 96 floats (384 bytes) past the end
+    args = (cla.zeros(client.queue, n, np.float32), np.int32(n))
+    scratch = client.check_buffers(args, [0])
+    assert scratch.args[0].base_data.size >= n * 4 + 384  # the buffer the first launch, and the check, run on
+    tunable = template.tunables(client, lambda y, n: SizeKey(n=int(n)))[0]
+    assert tunable.prepare is not None
+    says = re.escape("wide[BLOCK=256]: wrote past the end of argument 0 (a buffer of 16000 bytes) at its first launch")
+    with pytest.raises(CompileError, match=says):
+        tunable.prepare(*args)
+    variant: Any = tunable.fn
+    assert not variant.needs_first_launch(args)  # remembered: not first-launched here again
+    with pytest.raises(CompileError, match=says):
+        tunable.prepare(*args)
+    client.close()

@@ -250,6 +250,20 @@ def test_a_set_built_per_call_is_not_kept_once_dropped() -> None:
     assert list(device.winners[kept]) == [NKey(n=4)] and list(device.winners) == [kept]
 
 
+def test_a_set_run_again_after_clear_is_still_forgotten_once_dropped() -> None:
+    """clear() drops the weak reference that watched the set: running it again must watch it anew."""
+    tuner: tk.LocalTuner[NKey, int] = tk.LocalTuner("per_call_cleared")
+    device = tuner.tuner(CLIENT.device_id)
+    tunables = tk.TunableSet(key=_key).with_tunables([tk.Tunable("twice", lambda n: 2 * n)])
+    assert tuner.execute(CLIENT.device_id, CLIENT, tunables, (4,)) == 8
+    device.clear()
+    assert tuner.execute(CLIENT.device_id, CLIENT, tunables, (4,)) == 8
+    assert device.winners_names() == ["twice"]
+    del tunables
+    gc.collect()
+    assert not device.winners and device.winners_names() == []
+
+
 def test_init_given_the_set_itself_says_to_pass_a_function() -> None:
     # TUNER.init(tunable_set) failed as "'TunableSet' object is not callable", naming neither the tuner nor the fix.
     tuner: tk.LocalTuner[NKey, int] = tk.LocalTuner("init_set")
@@ -329,6 +343,20 @@ def test_a_demotion_with_autotune_off_creates_no_cache_file(isolated_settings: P
     assert not isolated_settings.exists()
 
 
+def test_asking_a_keys_state_creates_no_cache_file(isolated_settings: Path) -> None:
+    """Tuner.state() opened the persistent cache, creating an empty SQLite file (autotune off, or before a tune)."""
+    tuner: tk.LocalTuner[NKey, int] = tk.LocalTuner("state_look")
+    tunables = tk.TunableSet(key=_key).with_tunable(_slow(0.0))
+    device = tuner.tuner(CLIENT.device_id)
+    for autotune in (False, True):
+        tk.configure(autotune=autotune)
+        assert device.state(tunables, NKey(n=4)) == tk.Miss()
+        assert not isolated_settings.exists()
+    tuner.execute(CLIENT.device_id, CLIENT, tunables, (3,))  # a tune stores its winner: now there is a file
+    tuner.clear()
+    assert isinstance(tuner.tuner(CLIENT.device_id).state(tunables, NKey(n=4)), tk.Unchecked)
+
+
 def test_an_equal_set_is_tuned_after_autotune_is_switched_back_on() -> None:
     """The plan order used while autotune was off was shared with equal sets: once back on, they were never tuned."""
     tuner: tk.LocalTuner[NKey, int] = tk.LocalTuner("untuned_shared")
@@ -394,7 +422,7 @@ def test_a_plan_order_demoted_while_autotune_is_off_is_tuned_once_it_is_back_on(
     """Regression: demoting the plan order's failing first candidate stored the rest as a tuned ranking."""
     tuner: tk.LocalTuner[NKey, int] = tk.LocalTuner("untuned_demoted")
     records: list[tk.AutotuneRecord] = []
-    fast, slow = _slow(0.0), _slow(0.003)
+    fast, slow = _slow(0.0), _slow(0.02)  # far apart: a loaded machine adds milliseconds
     tunables = tk.TunableSet(key=_key).with_tunables([tk.Tunable("boom", _boom), slow, fast])
     tk.configure(autotune=False)
     sink = tk.add_record_sink(records.append)

@@ -7,7 +7,7 @@ from typing import Literal, get_args
 
 from tunekit._benchmark import BenchmarkDurations
 
-__all__ = ["Failed", "Measured", "Outcome", "Skipped"]
+__all__ = ["Failed", "Measured", "Outcome", "Skipped", "outcome_reason"]
 
 FailureStage = Literal["compile", "check", "run", "timeout", "crash"]
 _STAGES: tuple[str, ...] = get_args(FailureStage)
@@ -47,3 +47,18 @@ class Skipped:
 
 
 Outcome = Measured | Failed | Skipped
+
+
+def outcome_reason(outcome: Outcome, *, staged: bool = False) -> str:
+    """Why the candidate has no timing, in one line ("measured" when it has one).
+
+    ``staged`` puts the stage first (``compile: ...``, ``skipped: ...``), as a search's failures
+    show it; a tune's show the reason alone.
+    """
+    match outcome:
+        case Failed(why, stage):
+            return f"{stage}: {why}" if staged else why
+        case Skipped(why):
+            return f"skipped: {why}" if staged else why
+        case Measured():
+            return "measured"

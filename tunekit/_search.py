@@ -23,7 +23,7 @@ from tunekit._client import Client, require_client
 from tunekit._errors import NoValidKernelFound, TunekitError
 from tunekit._isolation import open_runner
 from tunekit._key import is_autotune_key, key_to_dict
-from tunekit._outcome import Failed, Measured, Outcome, Skipped
+from tunekit._outcome import Failed, Measured, Outcome, Skipped, outcome_reason
 from tunekit._records import AutotuneRecord, CandidateRecord, SearchEnded
 from tunekit._schedule import measure_batch
 from tunekit._search_spec import (
@@ -379,7 +379,7 @@ def raise_if_no_winner(
     """
     if result.best is not None:
         return
-    failures = [(name_of(t.config), _reason(t.outcome)) for t in result.trials]
+    failures = [(name_of(t.config), outcome_reason(t.outcome, staged=True)) for t in result.trials]
     kept = f"; every trial is kept in {log}: a rerun with the same log resumes it" if log is not None else ""
     raise NoValidKernelFound(
         result.tuner,
@@ -388,16 +388,6 @@ def raise_if_no_winner(
         recorded=f"the search ({result.strategy}, seed {result.seed}) evaluated {result.evaluations} "
         f"configuration{'s' if result.evaluations != 1 else ''} and stopped at {result.stopped_by}{kept}",
     )
-
-
-def _reason(outcome: Outcome) -> str:
-    match outcome:
-        case Failed(reason, stage):
-            return f"{stage}: {reason}"
-        case Skipped(reason):
-            return f"skipped: {reason}"
-        case Measured():
-            return "measured"
 
 
 def search(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 import logging
 import threading
 import time
@@ -22,7 +23,7 @@ from tunekit._errors import ClientClosed, NoValidKernelFound, TunekitError, Tune
 from tunekit._isolation import check_candidate, open_runner
 from tunekit._key import is_autotune_key, key_to_dict, key_to_json
 from tunekit._observe import CacheLookup, TuneObservation, decision, notify, observe_tune
-from tunekit._outcome import Failed, Measured, Outcome, Skipped
+from tunekit._outcome import Failed, Measured, Outcome, Skipped, outcome_reason
 from tunekit._plan import plan_batches, plan_order, skip_reason
 from tunekit._prepare import prepare_batch
 from tunekit._records import (
@@ -75,6 +76,21 @@ def persistent_cache(settings: Settings | None = None) -> PersistentCache | None
 
 def _cache_dir(settings: Settings) -> Path:
     return (settings.cache_dir or default_cache_dir()).expanduser().resolve()
+
+
+def _existing_cache(settings: Settings) -> PersistentCache | None:
+    """The persistent cache when its file exists, else None: a look creates nothing.
+
+    Opening the cache creates its file, so asking for a key's state (with autotune off, or
+    before anything was tuned) left an empty cache where nothing was ever stored.
+    """
+    if not settings.cache:
+        return None
+    try:
+        missing = not (_cache_dir(settings) / PersistentCache.FILENAME).exists()
+    except OSError:  # a directory this process may not look into: opening the cache says why, once
+        missing = False
+    return None if missing else persistent_cache(settings)
 
 
 class Tuner:
@@ -140,7 +156,7 @@ class Tuner:
             future = self._pending.get((tunables.checksum(), key))
             if future is not None:
                 return Pending(future)
-        cache = persistent_cache()
+        cache = _existing_cache(_settings.current())
         return Miss() if cache is None else self._stored(cache, key_to_json(key))
 
     def _stored(self, cache: PersistentCache, key_json: str) -> Unchecked | Miss:
@@ -201,8 +217,7 @@ class Tuner:
         """Forget ``tunables``' winners when it is collected (before its id can be reused); under the lock."""
         ident = id(tunables)
         if ident not in self._sets:
-            self._sets[ident] = weakref.ref(tunables)
-            weakref.finalize(tunables, _forget_set, weakref.ref(self), ident)
+            self._sets[ident] = weakref.ref(tunables, functools.partial(_forget_set, weakref.ref(self), ident))
 
     def seed(self, tunables: TunableSet[Any, Any], key: object, ranking_names: Sequence[str]) -> None:
         """Install a known ranking (from a committed record) so ``key`` is never tuned here."""
@@ -408,7 +423,7 @@ class Tuner:
             observation,
         )
         if not ranking:
-            failures = [(tunables.tunables[i].name, _reason(o)) for i, o in outcomes.items()]
+            failures = [(tunables.tunables[i].name, outcome_reason(o)) for i, o in outcomes.items()]
             if cache is not None:  # still under the tune lock: a waiter reads it before it could tune
                 record_failure(cache, self.device_id, self.name, key_json, tunables, failures, settings)
             raise NoValidKernelFound(self.name, key, failures)
@@ -721,7 +736,7 @@ def _dead() -> None:
     return None
 
 
-def _forget_set(tuner: weakref.ref[Tuner], ident: int) -> None:
+def _forget_set(tuner: weakref.ref[Tuner], ident: int, _: object) -> None:
     """A set was collected: drop its winners. Without the lock, as single atomic pops: the
     collection may run on a thread that holds it."""
     owner = tuner()
@@ -743,14 +758,6 @@ def _autotune_back_on(settings: Settings) -> None:
 
 
 _settings.on_configure(_autotune_back_on)
-
-
-def _reason(outcome: Outcome) -> str:
-    match outcome:
-        case Failed(reason, _) | Skipped(reason):
-            return reason
-        case Measured():
-            return "measured"
 
 
 def _cache_value(tunables: TunableSet[Any, Any], ranking: tuple[int, ...], outcomes: dict[int, Outcome]) -> CacheValue:

@@ -13,13 +13,42 @@ from tunekit_backends.opencl._cl import pyopencl
 if TYPE_CHECKING:
     from tunekit_backends.opencl._client import OpenCLClient
 
-__all__ = ["DeviceCheckBuffers", "argument_hint", "kernel_arg"]
+__all__ = ["DeviceCheckBuffers", "argument_hint", "canary_bytes", "canary_changed", "kernel_arg", "overrun_message"]
+
+CANARY_MAX_BYTES = 4 << 20
+"""The most canary bytes after one buffer: a fourth of a 16 MiB buffer; past it, device memory matters more."""
+
+
+def canary_bytes(nbytes: int) -> int:
+    """How many canary bytes follow a buffer of ``nbytes``: a fourth of it, at least 64, at most 4 MiB.
+
+    Sized to the buffer so that the usual overrun, a kernel without a bounds guard launched on a
+    global size rounded up to whole work-groups (up to one work-group past the end, 384 bytes for
+    96 float items past a 4000-float output), lands in the canary. On a CPU device (PoCL) a write
+    past the canary lands in the tuning process's own heap; with a fixed 64 bytes it usually did.
+    """
+    return min(max(CANARY_BYTES, nbytes // 4), CANARY_MAX_BYTES)
 
 
 def kernel_arg(value: Any) -> Any:
     """What a kernel launch takes for ``value``: a pyopencl array's buffer, anything else as is."""
     cl = pyopencl()
     return value.data if isinstance(value, cl.array.Array) else value
+
+
+def canary_changed(queue: Any, buffer: Any, nbytes: int) -> bool:
+    """Whether the canary bytes after the first ``nbytes`` of ``buffer`` changed: a launch wrote past its end."""
+    canary = np.empty(canary_bytes(nbytes), np.uint8)
+    pyopencl().enqueue_copy(queue, canary, buffer, src_offset=nbytes)
+    return not np.all(canary == CANARY_VALUE)
+
+
+def overrun_message(position: int, nbytes: int) -> str:
+    """What to say of a first launch that wrote past the end of argument ``position``, said alike wherever it ran."""
+    return (
+        f"wrote past the end of argument {position} (a buffer of {nbytes} bytes) at its first launch; check the "
+        "sizes the inputs= generator allocates against what the kernel indexes for this key"
+    )
 
 
 def argument_hint(args: tuple[Any, ...]) -> str:
@@ -81,7 +110,7 @@ class DeviceCheckBuffers:
 
     def _copy(self, position: int, source: Any, offset: int, nbytes: int) -> Any:
         cl = self._cl
-        extra = CANARY_BYTES if position in self._outputs else 0
+        extra = canary_bytes(nbytes) if position in self._outputs else 0
         buffer = cl.Buffer(self._queue.context, cl.mem_flags.READ_WRITE, max(nbytes + extra, 1))
         if nbytes:
             cl.enqueue_copy(self._queue, buffer, source, byte_count=nbytes, src_offset=offset, dst_offset=0)
@@ -113,12 +142,12 @@ class DeviceCheckBuffers:
 
     def damaged(self) -> list[int]:
         """Output positions whose canary bytes changed."""
-        bad = []
-        for position in self._outputs:
-            if position not in self._buffers:
-                continue
-            canary = np.empty(CANARY_BYTES, dtype=np.uint8)
-            self._cl.enqueue_copy(self._queue, canary, self._buffers[position], src_offset=self._sizes[position])
-            if not np.all(canary == CANARY_VALUE):
-                bad.append(position)
-        return bad
+        return [
+            p
+            for p in self._outputs
+            if p in self._buffers and canary_changed(self._queue, self._buffers[p], self._sizes[p])
+        ]
+
+    def size(self, position: int) -> int:
+        """The size in bytes of the data copied for argument ``position`` (the canary bytes not counted)."""
+        return self._sizes[position]

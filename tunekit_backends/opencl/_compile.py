@@ -358,36 +358,28 @@ class CompilePool:
         return worker
 
     def _start(self, how: WorkerCommand) -> _Worker:
-        """A new worker, ready (one start counted in ``_starting`` by the caller)."""
+        """A new worker, ready (one start counted in ``_starting`` by the caller, and uncounted here)."""
         worker: _Worker | None = None
+        ready = False
         try:
             worker = _Worker(how)  # started outside the lock: it takes a moment
             worker.wait_ready(self._ready_timeout_s)
+            FAILED_STARTS.succeeded(how)
+            ready = True
         except WorkerDied as exc:
-            if worker is not None:
-                worker.kill()
-            raise self._failed_start(how, exc) from None
-        except BaseException:
-            if worker is not None:
+            # Counted before the start is uncounted: a thread woken below then sees the pause, if any.
+            paused = FAILED_STARTS.failed(how, str(exc), timed_out=exc.timed_out, first_pause_s=self._first_pause_s)
+            raise (exc if paused is None else WorkerDied(paused, timed_out=exc.timed_out, started=False)) from None
+        finally:
+            if worker is not None and not ready:
                 worker.kill()
             with self._ready:
                 self._starting -= 1
+                if ready:
+                    assert worker is not None
+                    self._alive.add(worker)
                 self._ready.notify_all()
-            raise
-        FAILED_STARTS.succeeded(how)
-        with self._ready:
-            self._starting -= 1
-            self._alive.add(worker)
-            self._ready.notify_all()
         return worker
-
-    def _failed_start(self, how: WorkerCommand, exc: WorkerDied) -> WorkerDied:
-        """Count a start that failed with ``exc``; what to raise (saying so when starts now pause)."""
-        paused = FAILED_STARTS.failed(how, str(exc), timed_out=exc.timed_out, first_pause_s=self._first_pause_s)
-        with self._ready:
-            self._starting -= 1
-            self._ready.notify_all()
-        return exc if paused is None else WorkerDied(paused, timed_out=exc.timed_out, started=False)
 
     def _give_back(self, worker: _Worker, *, usable: bool) -> None:
         with self._ready:

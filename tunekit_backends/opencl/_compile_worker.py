@@ -25,7 +25,8 @@ from typing import IO, Any
 
 import numpy as np
 
-from tunekit._check import CANARY_BYTES, CANARY_VALUE
+from tunekit._check import CANARY_VALUE
+from tunekit_backends.opencl._buffers import canary_bytes, canary_changed, overrun_message
 from tunekit_backends.opencl._cl import build_log, first_error_line, is_pocl, pocl_kernel_cache_on, pyopencl
 from tunekit_backends.opencl._compile_wire import ProgramReply, ProgramRequest, WorkerReady
 
@@ -81,7 +82,7 @@ def serve(request: ProgramRequest, worker: _Worker) -> ProgramReply:
             buffers: list[tuple[int, Any, int]] = []
             for position, arg in enumerate(launch.args):
                 if arg.kind == "buffer":
-                    host = np.full(max(arg.nbytes + CANARY_BYTES, 1), CANARY_VALUE, np.uint8)
+                    host = np.full(max(arg.nbytes + canary_bytes(arg.nbytes), 1), CANARY_VALUE, np.uint8)
                     host[: arg.nbytes] = data[arg.offset : arg.offset + arg.nbytes]
                     flags = cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR
                     args.append(cl.Buffer(worker.context, flags, hostbuf=host))
@@ -101,21 +102,12 @@ def serve(request: ProgramRequest, worker: _Worker) -> ProgramReply:
 
 
 def _overrun(queue: Any, buffers: list[tuple[int, Any, int]]) -> str | None:
-    """Which buffer the launch wrote past the end of (its canary bytes changed), or None.
+    """What to say of the first buffer the launch wrote past the end of, or None.
 
     Caught here, the variant never runs in the tuning process, where on a CPU device (PoCL)
     the same write lands in the caller's heap and can abort it before the check sees it.
     """
-    cl = pyopencl()
-    for position, buffer, nbytes in buffers:
-        canary = np.empty(CANARY_BYTES, np.uint8)
-        cl.enqueue_copy(queue, canary, buffer, src_offset=nbytes)
-        if not np.all(canary == CANARY_VALUE):
-            return (
-                f"wrote past the end of argument {position} (a buffer of {nbytes} bytes) at its first launch; "
-                "check the sizes the inputs= generator allocates against what the kernel indexes for this key"
-            )
-    return None
+    return next((overrun_message(p, n) for p, buffer, n in buffers if canary_changed(queue, buffer, n)), None)
 
 
 def kernel_cache_problem(platform: str) -> str | None:

@@ -18,7 +18,7 @@ from tunekit._search_spec import empty_space_error
 from tunekit._space import Config, ParamValue, Restriction, Space
 from tunekit._tunable import Tunable, TuneGroup
 from tunekit._tunable_set import KeyGenerator, TunableSet
-from tunekit_backends.opencl._buffers import argument_hint, kernel_arg
+from tunekit_backends.opencl._buffers import DeviceCheckBuffers, argument_hint, kernel_arg, overrun_message
 from tunekit_backends.opencl._cl import CompileError, build_log, first_error_line, pyopencl
 from tunekit_backends.opencl._client import OpenCLClient
 from tunekit_backends.opencl._kernel_args import (
@@ -310,7 +310,8 @@ class _Variant(Generic[K]):
         """Why this variant does not build (found while compiling it with others); its hook raises it."""
         self._launched: dict[Shape, tuple[str, bool] | None] = {}
         """Launch shapes this variant was first launched at (in a worker or here): None, or the error and
-        whether it took its worker down (then this process must not even build it)."""
+        whether it must never launch here again at that shape (it took its worker down, then this process
+        must not even build it, or wrote past the end of a buffer)."""
         self._offered: set[Shape] = set()
         """Launch shapes a compile of this variant together with others was tried at."""
         self._dtypes = template.argument_dtypes(config)
@@ -460,7 +461,7 @@ class _Variant(Generic[K]):
             # could not be stopped (a wait on the device cannot be interrupted) and would hang the caller.
             return
         positions = [i for i, a in enumerate(args) if isinstance(a, cl.array.Array | cl.Buffer)]
-        scratch = self.client.check_buffers(args, positions)
+        scratch = DeviceCheckBuffers(self.client, args, positions)
         try:
             with self._lock:
                 event = kernel(self.client.queue, global_size, local_size, *[kernel_arg(a) for a in scratch.args])
@@ -471,16 +472,10 @@ class _Variant(Generic[K]):
             ) from None
         damaged = scratch.damaged()
         if damaged:  # as a compile worker says it; without a reference nothing else would have
-            raise CompileError(
-                f"{self.name}: wrote past the end of argument {damaged[0]} (a buffer of "
-                f"{_nbytes(args[damaged[0]])} bytes) at its first launch; check the sizes the inputs= generator "
-                "allocates against what the kernel indexes for this key"
-            )
+            message = overrun_message(damaged[0], scratch.size(damaged[0]))
+            self._launched[shape] = (message, True)  # as from a worker: never launched here again at this shape
+            raise CompileError(f"{self.name}: {message}")
         self._launched[shape] = None
-
-
-def _nbytes(value: Any) -> int:
-    return int(value.nbytes if isinstance(value, pyopencl().array.Array) else value.size)
 
 
 def _with_hint(error: str, args: tuple[Any, ...]) -> str:
