@@ -138,7 +138,7 @@ def test_sixteen_threads_on_one_new_key_tune_once() -> None:
 
     records: list[tk.AutotuneRecord] = []
     sink = tk.add_record_sink(records.append)
-    tunables = tk.TunableSet(key=_key).with_tunable(tk.Tunable("counted", counted)).with_tunable(_slow(0.003))
+    tunables = tk.TunableSet(key=_key).with_tunable(tk.Tunable("counted", counted)).with_tunable(_slow(0.02))
     barrier = threading.Barrier(16)
     results: list[int] = []
 

@@ -206,12 +206,14 @@ class Tuner:
     def _forget_plan_orders(self) -> None:
         """Autotuning is back on: drop the plan orders taken while it was off, so their keys are tuned."""
         with self._lock:
-            for ident, keys in self._plan_orders.items():
+            # Detached first: a set collected meanwhile pops its entry from the table (_forget_set,
+            # without the lock, maybe on this very thread), which would break a loop over it.
+            plan_orders, self._plan_orders = self._plan_orders, {}
+            for ident, keys in plan_orders.items():
                 for key in keys:
                     # A pop, not a new dict: atomic for the lock-free readers on the hot path.
                     self.by_id.get(ident, {}).pop(key, None)
                     self._rankings.get(ident, {}).pop(key, None)
-            self._plan_orders.clear()
 
     def _track(self, tunables: TunableSet[Any, Any]) -> None:
         """Forget ``tunables``' winners when it is collected (before its id can be reused); under the lock."""
