@@ -133,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
         log=args.log,
     )
     best = result.best
-    assert best is not None and best.score is not None
+    assert best.score is not None
     base = next(t for t in result.trials if t.config.to_dict() == incumbent)
     print(f"searched {result.evaluations} of {SPACE.size} configurations with {result.strategy}")
     print(f"(stopped by {result.stopped_by}; {sum(t.resumed for t in result.trials)} resumed from {args.log})")

@@ -14,6 +14,7 @@ from typing import Annotated
 
 import numpy as np
 import pytest
+from kt_cache import write_cache
 
 import tunekit as tk
 from tunekit_backends.cpu import CpuClient
@@ -128,6 +129,14 @@ def test_listing_a_cleared_cache_says_it_holds_no_winners(records: Path, isolate
     done = run("cache", "list")
     assert done.stdout == ""
     assert done.stderr == f"no stored winners in {isolated_settings / tk.PersistentCache.FILENAME}\n"
+
+
+def test_cache_clear_help_offers_only_the_filters_it_takes(records: Path) -> None:
+    # Regression: `cache clear --help` listed --key FIELD=VALUE, which the command then refused.
+    assert "--key" not in run("cache", "clear", "--help").stdout
+    refused = run("cache", "clear", "--key", "n=1024", check=2).stderr
+    assert refused.startswith("tunekit: cache clear: unrecognized arguments: --key n=1024")
+    assert "cli_sum" in run("cache", "list").stdout  # nothing was cleared
 
 
 def test_export_clear_import_round_trip(records: Path, tmp_path: Path) -> None:
@@ -310,14 +319,15 @@ def test_usage_errors_exit_2_without_traceback() -> None:
 
 def test_a_bad_argument_is_one_line_starting_with_tunekit() -> None:
     # Regression: argparse printed its usage, then "tunekit records tail: error: ...", not the documented one line.
-    for args, told in (
-        (("cache", "list", "--bogus"), "tunekit: unrecognized arguments: --bogus"),
-        (("records", "tail", "f", "-n", "x"), "tunekit: records tail: argument -n/--lines: expected a whole number"),
-        (("cache", "frob"), "tunekit: cache: argument ACTION: invalid choice: 'frob'"),
+    # An unknown option was told from the top level, pointing at `tunekit --help`, which does not list it.
+    for args, told, helped in (
+        (("cache", "list", "--bogus"), "tunekit: cache list: unrecognized arguments: --bogus", "cache list"),
+        (("records", "tail", "f", "-n", "x"), "tunekit: records tail: argument -n/--lines: expected a", "records tail"),
+        (("cache", "frob"), "tunekit: cache: argument ACTION: invalid choice: 'frob'", "cache"),
     ):
         done = run(*args, check=2)
         assert done.stderr.count("\n") == 1 and done.stderr.startswith(told), done.stderr
-        assert "--help` lists the arguments" in done.stderr
+        assert f"(`tunekit {helped} --help` lists the arguments)" in done.stderr
 
 
 def test_reading_commands_never_create_a_cache(tmp_path: Path) -> None:
@@ -327,6 +337,26 @@ def test_reading_commands_never_create_a_cache(tmp_path: Path) -> None:
     assert "nothing to verify" in run("cache", "verify", env=env).stdout
     assert "nothing to export" in run("cache", "export", env=env, check=2).stderr
     assert not empty.exists()
+
+
+def test_a_kernel_tuner_cache_given_as_records_bundle_or_record_is_named(tmp_path: Path) -> None:
+    """A Kernel Tuner cache (which tunekit replays) given to `records summary` was listed as one "not valid JSON"
+    line per line, and to `cache import` as a bundle lacking entries: it is named, with what reads it."""
+    told = "is a Kernel Tuner cache file; replay it as a device with tunekit_backends.replay.load_kernel_tuner_cache"
+    whole = write_cache(tmp_path / "whole.json.gz")
+    document = json.loads(write_cache(tmp_path / "whole.json").read_text())
+    entries = document.pop("cache")
+    running = tmp_path / "running.json"  # as Kernel Tuner leaves it mid-run: JSON left open, one entry a line
+    running.write_text(
+        json.dumps({**document, "cache": {}}, indent="")[:-3]
+        + "".join("\n" + json.dumps({k: v})[1:-1] + "," for k, v in entries.items())
+    )
+    for path in (whole, tmp_path / "whole.json", running):
+        for args in (("records", "summary", str(path)), ("report", str(path)), ("cache", "import", str(path))):
+            done = run(*args, check=2)
+            assert done.stderr.count("\n") == 1 and told in done.stderr, (args, done.stderr)
+        with pytest.raises(tk.RecordMismatch, match="is a Kernel Tuner cache file"):
+            tk.Record.load(path)
 
 
 def test_cache_clear_of_a_tuner_with_only_failed_tunes_forgets_them(isolated_settings: Path) -> None:

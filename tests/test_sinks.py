@@ -46,6 +46,33 @@ def test_something_that_is_no_sink_is_refused_where_it_is_given() -> None:
         tk.search(space, lambda c: lambda: c.A, CpuClient(), (), tuner="t", sinks=[None])  # type: ignore[list-item]
 
 
+def test_a_single_sink_not_in_a_list_is_refused_by_search_and_tune_objective(tmp_path: Path) -> None:
+    """tk.search(sinks=tk.JsonlSink(path)) failed as "'JsonlSink' object is not iterable", and a path string was
+    refused one character at a time; LocalTuner already said to pass a list."""
+    space = tk.Space(A=[1, 2])
+    sink = tk.JsonlSink(tmp_path / "records.jsonl")
+    told = r"takes a list of sinks, got JsonlSink; a single one goes in a list: sinks=\[sink\]"
+    with pytest.raises(TypeError, match=r"tk.search\(sinks=...\) " + told):
+        tk.search(space, lambda c: lambda: c.A, CpuClient(), (), tuner="t", sinks=sink)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"tk.search\(sinks=...\) takes a list of sinks, got str"):
+        tk.search(space, lambda c: lambda: c.A, CpuClient(), (), tuner="t", sinks="records.jsonl")
+
+    class Objective:
+        space = tk.Space(A=[1, 2])
+
+        def measure(self, config: tk.Config) -> tk.Outcome:
+            return tk.Measured(tk.BenchmarkDurations((config.A,)))
+
+        def remaining(self) -> int | None:
+            return None
+
+    with pytest.raises(TypeError, match=r"tk.tune_objective\(sinks=...\) " + told):
+        tk.tune_objective(Objective(), tuner="t", device_id="d", sinks=sink)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"LocalTuner 'x': sinks= " + told):
+        tk.LocalTuner("x", sinks=sink)  # type: ignore[arg-type]
+    assert not sink.path.exists()
+
+
 def test_a_sink_that_could_never_write_is_refused_when_it_is_made(tmp_path: Path) -> None:
     """JsonlSink(directory) and StreamSink("stdout") were accepted, then failed at every record, only logged."""
     with pytest.raises(ValueError, match=r"JsonlSink\(.*\): that is a directory; name a JSONL file in it"):

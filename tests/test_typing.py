@@ -99,6 +99,52 @@ def test_wrong_key_type_and_wrong_field_are_type_errors(tmp_path: Path) -> None:
     assert 'Argument "n" to "SumKey" has incompatible type "str"' in result.stdout
 
 
+def test_from_space_with_a_lambda_key_type_checks_and_carries_the_key(tmp_path: Path) -> None:
+    # from_space(..., key=lambda x: SumKey(...)) failed mypy with "Cannot infer type of lambda".
+    result = _mypy(
+        tmp_path,
+        """
+        from collections.abc import Callable
+
+        SPACE = tk.Space(AXIS=[1], SCALE=[1, 2])
+
+        def build(c: tk.Config) -> Callable[[np.ndarray], np.ndarray]:
+            return good
+
+        def row_sum(client: CpuClient, x: np.ndarray) -> np.ndarray:
+            tunables = TUNER.init(
+                lambda: tk.TunableSet.from_space(
+                    SPACE, build, key=lambda x: SumKey(n=x.shape[1], dtype=str(x.dtype))
+                ).with_search(max_evals=2)
+            )
+            return TUNER.execute(client.device_id, client, tunables, (x,))
+
+        wrong_key = TUNER.init(lambda: tk.TunableSet.from_space(SPACE, build, key=lambda x: int(x.shape[1])))
+        """,
+    )
+    assert result.returncode == 1, result.stdout
+    errors = [line for line in result.stdout.splitlines() if ": error:" in line]
+    assert errors, result.stdout
+    assert all(":35: error:" in line for line in errors), result.stdout  # only the wrong key's line
+    assert 'expected "SumKey"' in result.stdout
+
+
+def test_a_search_results_best_needs_no_none_check(tmp_path: Path) -> None:
+    # tk.search never returns a result without a winner, yet best was typed Trial | None, so the
+    # documented `result.best.config` failed mypy --strict with 'Item "None" ... has no attribute'.
+    result = _mypy(
+        tmp_path,
+        """
+        SPACE = tk.Space(SCALE=[1, 2])
+
+        def best_name(client: CpuClient, x: np.ndarray) -> str:
+            result = tk.search(SPACE, lambda c: good, client, (x,), tuner="row_sum", max_evals=2)
+            return result.best.config.name
+        """,
+    )
+    assert result.returncode == 0, result.stdout
+
+
 TEMPLATE_HEADER = textwrap.dedent(
     """
     from typing import Any

@@ -42,7 +42,7 @@ class _Parser(argparse.ArgumentParser):
 
 def _command(parser: argparse.ArgumentParser, target: str) -> None:
     """Bind ``module:function`` (in ``tunekit``) to run when this sub-command is chosen."""
-    parser.set_defaults(target=target)
+    parser.set_defaults(target=target, command_parser=parser)
 
 
 def _count(text: str) -> int:
@@ -56,10 +56,14 @@ def _count(text: str) -> int:
     return value
 
 
-def _filters(parser: argparse.ArgumentParser, *, tuner: bool = True) -> None:
+def _owners(parser: argparse.ArgumentParser, *, tuner: bool = True) -> None:
     if tuner:
         parser.add_argument("--tuner", help="only this tuner's entries")
     parser.add_argument("--device", help="only this device id's entries")
+
+
+def _filters(parser: argparse.ArgumentParser, *, tuner: bool = True) -> None:
+    _owners(parser, tuner=tuner)
     parser.add_argument(
         "--key", action="append", default=[], metavar="FIELD=VALUE", help="only keys with this field value (repeatable)"
     )
@@ -88,7 +92,7 @@ def _parser() -> argparse.ArgumentParser:
     _filters(show, tuner=False)
     _command(show, "_cli_cache:show")
     clear = cache_commands.add_parser("clear", help="delete stored winners (all, or one tuner's/device's)")
-    _filters(clear)
+    _owners(clear)  # no --key: its help offered one that the command then refused
     _command(clear, "_cli_cache:clear")
     export = cache_commands.add_parser("export", help="write winners to a committable JSON bundle")
     export.add_argument("-o", "--output", help="bundle file to write (default: stdout)")
@@ -123,7 +127,11 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``tunekit`` command; returns the exit code."""
     parser = _parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        # Told by the sub-command's parser, whose --help lists what it takes; argparse's own
+        # check reported them from the top level, pointing at `tunekit --help`.
+        getattr(args, "command_parser", parser).error(f"unrecognized arguments: {' '.join(unknown)}")
     if args.version:
         from tunekit._version import __version__
 

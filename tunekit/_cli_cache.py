@@ -273,8 +273,6 @@ def clear(args: argparse.Namespace) -> int:
     Lock files left by processes killed while tuning go too, whatever the filters: they hold no
     data, and the one of a tune running now is held, so it stays.
     """
-    if args.key:
-        raise CliError("cache clear filters by --tuner and --device only")
     cache = _open_existing()
     swept = sweep_lock_files(_cache_file().parent)
     if swept:
@@ -331,6 +329,8 @@ def import_bundle(args: argparse.Namespace) -> int:
     # Every field has a default (for export), so "{}" would validate as an empty bundle and import nothing.
     missing = sorted({"schema_version", "tunekit_major", "entries"} - bundle.model_fields_set)
     if missing:
+        if kind := other_kind(source, "cache bundle"):  # a JSON document with other fields validated as an empty bundle
+            raise CliError(f"{source} is {kind}, not a cache bundle")
         raise CliError(f"{source} is not a tunekit cache bundle: it lacks {', '.join(missing)}")
     if bundle.tunekit_major != MAJOR:
         raise CliError(

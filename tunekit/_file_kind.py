@@ -3,11 +3,14 @@
 tunekit writes four JSON files that look alike from a distance: records (JSONL of
 ``AutotuneRecord``), trial logs (JSONL under a header), committed records (one JSON
 document, ``tk.Record``) and cache bundles (one JSON document, ``tunekit cache export``).
-A command handed one of the others used to report every line or field as invalid.
+A command handed one of the others used to report every line or field as invalid. It also
+reads a fifth kind, Kernel Tuner cache files (``tunekit_backends.replay``), which a kernel
+author has at hand and was told about only as dozens of invalid lines.
 """
 
 from __future__ import annotations
 
+import zlib
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -21,7 +24,26 @@ _KINDS = {
     "tk.Record.load_verified(path, tunables, device_id) and record.seed(...)",
     "cache bundle": "a cache bundle (tunekit cache export); store it in a cache with tunekit cache import",
     "records": "a records file (JSONL of tk.AutotuneRecord); read it with tunekit records summary",
+    "kernel tuner cache": "a Kernel Tuner cache file; replay it as a device with "
+    "tunekit_backends.replay.load_kernel_tuner_cache(path) (docs/search.md, Replaying a real GPU)",
 }
+
+_HEAD = 1 << 16  # a Kernel Tuner cache names its parameters before its (long) cache
+
+
+def _is_kernel_tuner_cache(data: bytes) -> bool:
+    """Whether ``data`` starts like a Kernel Tuner cache file, gzip-compressed (``.json.gz``) or not.
+
+    Only the head is looked at: an unfinished run leaves the JSON open, and a brute-force
+    cache can be tens of megabytes.
+    """
+    if data[:2] == b"\x1f\x8b":
+        try:
+            data = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(data, _HEAD)
+        except zlib.error:
+            return False
+    head = data[:_HEAD]
+    return head.lstrip().startswith(b"{") and b'"tune_params_keys"' in head and b'"cache"' in head
 
 
 def other_kind(path: Path, expected: str) -> str | None:
@@ -46,6 +68,7 @@ def other_kind(path: Path, expected: str) -> str | None:
             "cache bundle",
             lambda: "entries" in CacheBundle.model_validate_json(data, context=STORED).model_fields_set or None,
         ),
+        ("kernel tuner cache", lambda: _is_kernel_tuner_cache(data) or None),
     )
     for kind, check in checks:
         if kind == expected:

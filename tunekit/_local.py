@@ -10,7 +10,7 @@ from tunekit._built_sets import BuiltSets
 from tunekit._client import CHECKED_CLIENT_TYPES, Client, require_client
 from tunekit._errors import SettingsError
 from tunekit._records import AutotuneRecord
-from tunekit._sinks import RecordSink, as_sink
+from tunekit._sinks import RecordSink, as_sinks
 from tunekit._tunable_set import TunableSet
 from tunekit._tuner import Tuner
 
@@ -33,10 +33,8 @@ class LocalTuner(Generic[K, Out]):
     def __init__(self, name: str, *, sinks: Sequence[RecordSink | Callable[[AutotuneRecord], object]] = ()) -> None:
         if not isinstance(name, str) or not name:
             raise ValueError(f"LocalTuner needs a non-empty name, got {name!r}")
-        if not isinstance(sinks, list | tuple):
-            raise TypeError(f"LocalTuner {name!r}: sinks= takes a list of sinks, got {type(sinks).__name__}")
         self.name = name
-        self._sinks = tuple(as_sink(sink, f"LocalTuner {name!r}: sinks=") for sink in sinks)
+        self._sinks = as_sinks(sinks, f"LocalTuner {name!r}: sinks=")
         self._lock = threading.Lock()
         self._sets: BuiltSets[K, Out] = BuiltSets(name)
         self._tuners: dict[str, Tuner] = {}

@@ -20,7 +20,7 @@ from tunekit._records import AutotuneRecord
 from tunekit._schedule import describe_error
 from tunekit._search import SearchResult, emit_search_record, raise_if_no_winner, run_search
 from tunekit._search_spec import _is_int, check_search_args, check_search_names
-from tunekit._sinks import RecordSink, as_sink
+from tunekit._sinks import RecordSink, as_sinks
 from tunekit._space import Config, Space
 from tunekit._strategies import StrategyFactory, StrategyName
 
@@ -80,7 +80,7 @@ def tune_objective(
             f"tune_objective() takes a tk.Objective (space, measure, remaining), got {type(objective).__name__}"
         )
     # Checked before the search: a sink that is not one failed only at the end, losing the record.
-    resolved_sinks = [as_sink(sink, "tk.tune_objective(sinks=...)") for sink in sinks]
+    resolved_sinks = as_sinks(sinks, "tk.tune_objective(sinks=...)")
     check_search_names("tk.tune_objective", tuner=tuner, device_id=device_id)
     check_search_args(
         "tk.tune_objective",

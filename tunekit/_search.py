@@ -33,7 +33,7 @@ from tunekit._search_spec import (
     empty_space_error,
     incumbents_of,
 )
-from tunekit._sinks import RecordSink, as_sink, emit_to_all
+from tunekit._sinks import RecordSink, as_sinks, emit_to_all
 from tunekit._space import Config, Space
 from tunekit._strategies import Strategy, StrategyFactory, StrategyName, make_strategy
 from tunekit._trials import TrialEntry, TrialLog
@@ -110,10 +110,16 @@ class SearchResult:
         return (*final, *rest)
 
     @property
-    def best(self) -> Trial | None:
-        """The fastest measured configuration (by the finalists' measurement when there was one)."""
+    def best(self) -> Trial:
+        """The fastest measured configuration (by the finalists' measurement when there was one).
+
+        Never ``None``: ``tk.search`` and ``tk.tune_objective`` raise ``tk.NoValidKernelFound``
+        rather than return a result that measured nothing, so callers need no None check.
+        """
         ranking = self.ranking
-        return ranking[0] if ranking else None
+        if not ranking:
+            raise ValueError(f"the search for tuner {self.tuner!r} measured no configuration, so it has no best")
+        return ranking[0]
 
     @property
     def evaluations(self) -> int:
@@ -350,7 +356,7 @@ def emit_search_record(
     Candidates are named by ``name_of``, as the set being tuned names them, so that the record
     and a tuner's record of the same candidates agree.
     """
-    best = result.best
+    ranking = result.ranking
     # The finalists' re-measurement decided the winner, so it is what the record shows for them:
     # with the search-phase medians, a summary could show the winner slower than its runner-up.
     final = {t.config: t.outcome for t in result.finalists}
@@ -361,7 +367,7 @@ def emit_search_record(
         checksum=result.space.hash,
         decision="tuned",
         candidates=[CandidateRecord.of(name_of(t.config), 0, final.get(t.config, t.outcome)) for t in result.trials],
-        winner=name_of(best.config) if best else None,
+        winner=name_of(ranking[0].config) if ranking else None,
         stored=False,
         wall_time_s=result.wall_seconds,
         events=[search_ended(result)],
@@ -377,7 +383,7 @@ def raise_if_no_winner(
     Called once the record is emitted and the trial log closed, so the failures are kept in
     both: a rerun with a larger budget resumes the log instead of measuring them again.
     """
-    if result.best is not None:
+    if result.ranking:
         return
     failures = [(name_of(t.config), outcome_reason(t.outcome, staged=True)) for t in result.trials]
     kept = f"; every trial is kept in {log}: a rerun with the same log resumes it" if log is not None else ""
@@ -448,7 +454,7 @@ def search(
     if not isinstance(inputs, tuple | list):
         raise TypeError(f"tk.search() takes the inputs as a tuple, e.g. (x,) or (a, b); got {type(inputs).__name__}")
     # Checked before the search: a sink that is not one failed only at the end, losing the record.
-    resolved_sinks = [as_sink(sink, "tk.search(sinks=...)") for sink in sinks]
+    resolved_sinks = as_sinks(sinks, "tk.search(sinks=...)")
     # A string or the client's class failed as "'str' object has no attribute 'device_id'".
     require_client(client, "tk.search(client=...)")
     check_search_names("tk.search", tuner=tuner, device_id=client.device_id)

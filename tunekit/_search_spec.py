@@ -116,6 +116,10 @@ def check_search_args(
 
         if strategy not in STRATEGIES:
             raise ValueError(f"{where}(strategy=...): unknown strategy {strategy!r}; choose one of {list(STRATEGIES)}")
+        if strategy == "optuna_tpe":
+            from tunekit._strategies._optuna import require_optuna
+
+            require_optuna(where)
     elif not callable(strategy):
         raise TypeError(
             f"{where}(strategy=...) takes a strategy name (one of tk.STRATEGIES) or a factory "

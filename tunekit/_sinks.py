@@ -21,6 +21,7 @@ __all__ = [
     "StreamSink",
     "add_record_sink",
     "as_sink",
+    "as_sinks",
     "remove_record_sink",
     "sink_from_setting",
 ]
@@ -145,6 +146,19 @@ def as_sink(sink: RecordSink | Callable[[AutotuneRecord], object], where: str) -
             f"or a callable record -> None, got {type(sink).__name__}"
         )
     return CallbackSink(sink)
+
+
+def as_sinks(sinks: Sequence[RecordSink | Callable[[AutotuneRecord], object]], where: str) -> tuple[RecordSink, ...]:
+    """Each of ``sinks`` through :func:`as_sink`; a single sink, not in a list, is refused naming ``where``.
+
+    ``tk.search(sinks=tk.JsonlSink(path))`` failed as "'JsonlSink' object is not iterable", and
+    a path string was walked character by character.
+    """
+    if not isinstance(sinks, list | tuple):
+        raise TypeError(
+            f"{where} takes a list of sinks, got {type(sinks).__name__}; a single one goes in a list: sinks=[sink]"
+        )
+    return tuple(as_sink(sink, where) for sink in sinks)
 
 
 def add_record_sink(sink: RecordSink | Callable[[AutotuneRecord], object]) -> RecordSink:

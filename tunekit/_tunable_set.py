@@ -144,7 +144,7 @@ class TunableSet(Generic[K, Out]):
         space: Space,
         build: Callable[[Config], Callable[..., O2]],
         *,
-        key: KeyGenerator[K2],
+        key: Callable[..., K2],
         inputs: InputGenerator | None = None,
         version: str = "",
     ) -> TunableSet[K2, O2]:
@@ -155,6 +155,8 @@ class TunableSet(Generic[K, Out]):
         candidate's failure. The space's hash enters the checksum. Every configuration is
         enumerated here: for spaces too big to measure whole, search them with ``tk.search``.
         """
+        # key is a plain Callable, not KeyGenerator[K2]: mypy cannot infer a lambda's type against
+        # a generic Protocol while it also solves O2 from build, so `key=lambda x: Key(...)` failed.
         if not isinstance(space, Space):
             raise TypeError(f"TunableSet.from_space() takes a tk.Space, got {type(space).__name__}")
         if not callable(build):
