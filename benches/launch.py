@@ -1,11 +1,11 @@
-"""Host cost of a template variant's launch shape: checked at every launch, or once per key.
+"""Host cost of a template variant's launch: the launch shape checked at every launch, or once per key.
 
 Run: ``.venv/bin/python benches/launch.py``. A variant's ``__call__`` needs the launch shape
 of its arguments' key. It used to call the geometry and validate its answer at every launch;
 now a small per-variant table remembers the checked shape (and the checked argument dtypes)
-per key. Both paths are timed in the same run, interleaved in rounds, and the table reports
-medians over rounds; the whole call (key, shape, enqueue on the device's queue, no wait) is
-shown for scale. Figures are host CPU figures on the OpenCL device this process picks.
+per key. Both paths, alone and as a whole launch (enqueued on the device's queue, not waited
+for), are timed in the same run, interleaved in rounds; the table reports medians over rounds.
+Figures are host CPU figures on the OpenCL device this process picks.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from rich.table import Table
 
 import tunekit as tk
 from tunekit_backends.opencl import KernelTemplate, OpenCLClient
+from tunekit_backends.opencl._buffers import kernel_arg
 
 SOURCE = """
 __kernel void scale(__global const float* x, __global float* y, const float a, const int n) {
@@ -43,7 +44,7 @@ def _per_call_ns(fn: Callable[[], object], calls: int) -> float:
     return (time.perf_counter_ns() - start) / calls
 
 
-def main() -> None:
+def main(calls: int = 2_000, rounds: int = 15) -> None:
     """Print the per-launch table."""
     client = OpenCLClient(compile_in="thread")
     template = KernelTemplate(
@@ -60,26 +61,35 @@ def main() -> None:
     )
     variant(*args)
     client.queue.finish()
+
+    def old_call() -> object:
+        """The launch as it was: the geometry called and its answer validated at every launch."""
+        kernel = variant.kernel()
+        global_size, local_size = variant.shape(args)
+        launch_args = [kernel_arg(a) for a in args]
+        with variant._lock:
+            return kernel(client.queue, global_size, local_size, *launch_args)
+
     paths: dict[str, Callable[[], object]] = {
-        "the key alone (both paths build it)": lambda: variant.key(*args),
-        "shape checked at every launch (before)": lambda: variant.shape(args),
-        "shape from the per-key table (after)": lambda: variant._checked_shape(args),
-        "whole launch, enqueue included (after)": lambda: variant(*args),
+        "key": lambda: variant.key(*args),
+        "shape before": lambda: variant.shape(args),
+        "shape after": lambda: variant._checked_shape(args),
+        "launch before": old_call,
+        "launch after": lambda: variant(*args),
     }
-    calls, rounds = 2_000, 15
     times: dict[str, list[float]] = {name: [] for name in paths}
     for _ in range(rounds):
         for name, fn in paths.items():
             times[name].append(_per_call_ns(fn, calls))
             client.queue.finish()
-    medians = {name: statistics.median(values) for name, values in times.items()}
-    before = medians["shape checked at every launch (before)"]
-    key_ns = medians["the key alone (both paths build it)"]
-    table = Table(title=f"launch shape per call on {client.device.name} (median of {rounds} rounds x {calls} calls)")
-    for column in ("path", "ns / call", "beyond the key", "vs before"):
+    median = {name: statistics.median(values) for name, values in times.items()}
+    table = Table(title=f"per launch on {client.device.name}, median of {rounds} rounds x {calls} calls (ns)")
+    for column in ("path", "checked every launch (before)", "per-key table (after)", "after / before"):
         table.add_column(column, justify="right")
-    for name, ns in medians.items():
-        table.add_row(name, f"{ns:.0f}", f"{ns - key_ns:.0f}", f"{ns / before:.2f}x")
+    for what, label in (("shape", "launch shape (key included)"), ("launch", "whole launch (enqueue, no wait)")):
+        before, after = median[f"{what} before"], median[f"{what} after"]
+        table.add_row(label, f"{before:.0f}", f"{after:.0f}", f"{after / before:.2f}x")
+    table.add_row("the key alone (both build it)", f"{median['key']:.0f}", f"{median['key']:.0f}", "-")
     Console().print(table)
     client.close()
 

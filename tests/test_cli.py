@@ -18,6 +18,7 @@ from kt_cache import write_cache
 
 import tunekit as tk
 from tunekit_backends.cpu import CpuClient
+from tunekit_backends.opencl import OpenCLClient
 
 CLIENT = CpuClient()
 _ENTRY = Path(sys.executable).with_name("tunekit")
@@ -303,10 +304,17 @@ def test_devices_lists_the_cpu_client() -> None:
     done = run("devices", "--no-peaks")
     assert f"cpu: {CLIENT.device_id}" in done.stdout
     # PoCL, from the opencl extra the tests run with; each line says how to select its device (it did not).
-    from tunekit_backends.opencl import OpenCLClient
-
     assert f"opencl (platform=0, device=0): {OpenCLClient(platform=0, device=0).device_id}" in done.stdout
     assert "peaks:" in run("devices").stdout
+
+
+def test_devices_shows_each_opencl_devices_locator() -> None:
+    lines = run("devices", "--no-peaks").stdout.splitlines()
+    listed = lines.index(f"opencl (platform=0, device=0): {OpenCLClient(platform=0, device=0).device_id}")
+    assert lines[listed + 1] == "  locator: opencl:platform=0,device=0"
+    # The listed string is what OpenCLClient(locator=) takes back: it opens the very device listed.
+    assert OpenCLClient(locator=lines[listed + 1].removeprefix("  locator: ")).locator == "opencl:platform=0,device=0"
+    assert not lines[lines.index(f"cpu: {CLIENT.device_id}") + 1].startswith("  locator:")  # CpuClient has none
 
 
 def test_usage_errors_exit_2_without_traceback() -> None:

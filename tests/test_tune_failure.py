@@ -284,3 +284,27 @@ def test_another_process_tunes_again_at_once_when_the_reference_was_fixed() -> N
 def test_another_process_tunes_again_at_once_when_the_reference_tolerance_was_widened() -> None:
     assert _outcome(_checked(_twos)) == "tuned"  # type: ignore[arg-type]
     assert in_child(lambda: _outcome(_checked(_twos, rtol=1.0))) == "winner"  # type: ignore[arg-type]
+
+
+class _CountedInputs:
+    """An inputs generator (every candidate fails on what it makes) counting reads of its identity."""
+
+    def __init__(self) -> None:
+        self.reads = 0
+
+    @property
+    def fingerprint(self) -> str:
+        self.reads += 1
+        return "words, version 1"
+
+    def __call__(self, key: Key, n: int) -> tuple[object]:
+        return ("not a number",)
+
+
+def test_repeating_another_process_failure_works_out_the_generator_identity_once_per_set() -> None:
+    """Regression: each call repeating the error re-hashed the generator's captured data (seconds for a big one)."""
+    inputs = _CountedInputs()
+    tunables = _generated(inputs)
+    assert in_child(lambda: _outcome(tunables)) == "tuned"  # another process's failure, recorded
+    assert [_outcome(tunables) for _ in range(3)] == ["recorded"] * 3
+    assert inputs.reads == 1

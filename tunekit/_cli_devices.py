@@ -1,11 +1,11 @@
-"""``tunekit devices``: every client and device found here, with its id and measured peaks."""
+"""``tunekit devices``: every client and device found here, with its id, locator and measured peaks."""
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Iterator
 
-from tunekit._client import Client, SupportsPeaks
+from tunekit._client import Client, SupportsLocator, SupportsPeaks
 from tunekit._schedule import describe_error
 
 __all__ = ["devices", "found_clients"]
@@ -41,6 +41,17 @@ def _opencl_clients() -> Iterator[tuple[str, Client | str]]:
                 yield label, describe_error(exc)
 
 
+def _locator(client: Client) -> str | None:
+    """The ``locator:`` line for a client that has one: what ``OpenCLClient(locator=...)`` takes back."""
+    try:
+        # Inside the try: on Python 3.11 isinstance reads the property, so a broken one raises there.
+        if not isinstance(client, SupportsLocator):
+            return None
+        return f"locator: {client.locator}"
+    except Exception as exc:  # one client's broken property must not end the listing
+        return f"locator: unavailable ({describe_error(exc)})"
+
+
 def _peaks(client: Client) -> str:
     if not isinstance(client, SupportsPeaks):
         return "peaks: not measurable by this client"
@@ -55,12 +66,14 @@ def _peaks(client: Client) -> str:
 
 
 def devices(args: argparse.Namespace) -> int:
-    """Print one block per device: backend, device id and (unless --no-peaks) measured peaks."""
+    """Print one block per device: backend, device id, locator (if any) and (unless --no-peaks) measured peaks."""
     for backend, client in found_clients():
         if isinstance(client, str):
             print(f"{backend}: unavailable: {client}")
             continue
         print(f"{backend}: {client.device_id}")
+        if (locator := _locator(client)) is not None:
+            print(f"  {locator}")
         if not args.no_peaks:
             print(f"  {_peaks(client)}", flush=True)
     return 0

@@ -27,6 +27,8 @@ import logging
 import os
 import secrets
 import socket
+import threading
+import weakref
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -82,12 +84,29 @@ def _this_process() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
+_digests: weakref.WeakKeyDictionary[TunableSet[Any, Any], str] = weakref.WeakKeyDictionary()
+_digests_lock = threading.Lock()
+
+
 def failure_dependencies(tunables: TunableSet[Any, Any]) -> str:
     """A digest of what a failed tune depended on beyond the candidates: the inputs generator and the reference.
 
     Empty when the set has neither. A generator or reference whose identity cannot be worked
     out gets a digest of its own, unlike any other, so its failures are never repeated.
+    Worked out once per set, as its checksum is: hashing the data they capture takes time in
+    proportion to it (seconds for an array of a few hundred MB, or a list of millions), and a
+    process repeating another's failure paid it at each call, holding the key's tune lock.
     """
+    with _digests_lock:
+        known = _digests.get(tunables)
+    if known is None:
+        known = _dependencies(tunables)
+        with _digests_lock:
+            _digests[tunables] = known
+    return known
+
+
+def _dependencies(tunables: TunableSet[Any, Any]) -> str:
     parts: list[str] = []
     if tunables.inputs is not None:
         parts.append(f"inputs: {_code_identity(tunables.inputs)}")

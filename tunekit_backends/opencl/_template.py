@@ -13,7 +13,7 @@ from typing import Any, Generic
 
 from typing_extensions import TypeVar
 
-from tunekit._isolation import current_run_policy
+import tunekit as tk
 from tunekit._search_spec import empty_space_error
 from tunekit._space import Config, ParamValue, Restriction, Space
 from tunekit._tunable import Tunable, TuneGroup
@@ -456,7 +456,7 @@ class _Variant(Generic[K]):
             )
         if shape in self._launched:
             return  # a worker launched it at this shape: the driver's cache holds its work-group code
-        if current_run_policy().isolated:
+        if tk.current_run_policy().isolated:
             # Its first run is left to the isolated worker, under the time limit: here a kernel that never ends
             # could not be stopped (a wait on the device cannot be interrupted) and would hang the caller.
             return

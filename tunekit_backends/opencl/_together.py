@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from tunekit._isolation import current_run_policy
+import tunekit as tk
 from tunekit_backends.opencl._batch import Batch, batchable, batched_program
 from tunekit_backends.opencl._cl import pyopencl
 from tunekit_backends.opencl._compile import CompilePool, InputsFile, WorkerDied, launch_of
@@ -77,7 +77,7 @@ def compile_together(variants: Sequence[_Variant[Any]], inputs: tuple[Any, ...])
             return "an argument cannot be sent to a compile worker (local memory, say)"
         # A variant's build and first launch in a worker are held to the same limit as one of the tune's runs:
         # the set's with_isolation(timeout_s=) when it has one (a 5 s limit waited 60 s here), else the setting.
-        limit = current_run_policy().timeout_s
+        limit = tk.current_run_policy().timeout_s
         timeout_s = math.inf if limit is None else limit
         if len(todo) > 1 and batchable(template.source):
             count = math.ceil(len(todo) / _MAX_PER_PROGRAM)
