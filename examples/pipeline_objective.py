@@ -6,6 +6,7 @@ float width are fastest depends on all three stages together, so the objective t
 the whole request, not one kernel. Run it::
 
     python examples/pipeline_objective.py            # searches, prints the winner, writes a record
+    python examples/pipeline_objective.py --length 4096   # another key: its own trial log, added to the record
 """
 
 from __future__ import annotations
@@ -112,16 +113,25 @@ def build(config: tk.Config) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
 def main(argv: list[str] | None = None) -> int:
     """Search the pipeline's space, print the winner against the incumbent, commit a record."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--signals", type=int, default=16)
-    parser.add_argument("--length", type=int, default=16384)
-    parser.add_argument("--max-evals", type=int, default=24)
-    parser.add_argument("--log", type=Path, default=Path("pipeline-trials.jsonl"))
-    parser.add_argument("--record", type=Path, default=Path("pipeline-record.json"))
+    parser.add_argument("--signals", type=int, default=16, help="signals per request (default 16)")
+    parser.add_argument("--length", type=int, default=16384, help="samples per signal (default 16384)")
+    parser.add_argument("--max-evals", type=int, default=24, help="configurations to evaluate (default 24)")
+    parser.add_argument(
+        "--log", type=Path, help="trial log of this key's search (default: pipeline-trials.<key>.jsonl, one per key)"
+    )
+    parser.add_argument(
+        "--record",
+        type=Path,
+        default=Path("pipeline-record.json"),
+        help="committed record; each run adds its key's winner (default pipeline-record.json)",
+    )
     args = parser.parse_args(argv)
     rng = np.random.default_rng(0)
     objective = PipelineObjective(rng.standard_normal((args.signals, args.length)), rng.standard_normal(63))
     incumbent = {"METHOD": "direct", "BLOCK": 1024, "DTYPE": "float64", "BATCH": 1}
     key = pipeline_key(objective.x, objective.taps)
+    # A trial log holds one key's search: one shared default refused every other --length.
+    log = args.log or Path(f"pipeline-trials.signals={key.signals},length={key.length}.jsonl")
     device = "cpu-numpy"
     result = tk.tune_objective(
         objective,
@@ -130,17 +140,22 @@ def main(argv: list[str] | None = None) -> int:
         key=key,
         max_evals=args.max_evals,
         require=[incumbent],
-        log=args.log,
+        log=log,
     )
     best = result.best
     assert best.score is not None
     base = next(t for t in result.trials if t.config.to_dict() == incumbent)
     print(f"searched {result.evaluations} of {SPACE.size} configurations with {result.strategy}")
-    print(f"(stopped by {result.stopped_by}; {sum(t.resumed for t in result.trials)} resumed from {args.log})")
+    print(f"(stopped by {result.stopped_by}; {sum(t.resumed for t in result.trials)} resumed from {log})")
     print(f"incumbent {base.config.name}: {base.score / 1e6:.2f} ms" if base.score else "incumbent failed")
     print(f"winner    {best.config.name}: {best.score / 1e6:.2f} ms")
     tunables = tk.TunableSet.from_space(SPACE, build, key=pipeline_key)
-    record = tk.Record.for_tunables("pipeline", device, tunables)
+    # Added to the record already there (one entry per key bucket): a fresh one replaced it, losing other keys.
+    record = (
+        tk.Record.load_verified(args.record, tunables, device)
+        if args.record.exists()
+        else tk.Record.for_tunables("pipeline", device, tunables)
+    )
     record.add(key, result)
     record.save(args.record)
     print(f"record written to {args.record}")

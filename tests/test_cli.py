@@ -338,6 +338,15 @@ def test_a_bad_argument_is_one_line_starting_with_tunekit() -> None:
         assert f"(`tunekit {helped} --help` lists the arguments)" in done.stderr
 
 
+def test_a_bad_cache_dir_option_is_named_as_the_option(tmp_path: Path) -> None:
+    """`tunekit --cache-dir FILE` said the value came "from tk.configure(cache_dir=...)", a call the user never made."""
+    afile = tmp_path / "winners.json"
+    afile.write_text("{}")
+    done = run("--cache-dir", str(afile), "cache", "list", check=2)
+    assert done.stderr.startswith(f"tunekit: invalid tunekit settings: cache_dir = '{afile}' from --cache-dir: ")
+    assert "tk.configure" not in done.stderr
+
+
 def test_reading_commands_never_create_a_cache(tmp_path: Path) -> None:
     empty = tmp_path / "nothing-here"
     env = {"TUNEKIT_CACHE_DIR": str(empty)}

@@ -129,6 +129,17 @@ def test_the_example_runs_end_to_end_and_resumes(tmp_path: Path, capsys: pytest.
     np.testing.assert_allclose(pipeline(x, np.ones(15), winner), pipeline(x, np.ones(15), next(iter(SPACE))), rtol=1e-3)
 
 
+def test_the_example_run_for_two_keys_keeps_both_in_its_record(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A second --length failed on the first key's default trial log (TrialLogError), and a run with its own
+    --log replaced the committed record with a fresh one holding only its key."""
+    monkeypatch.chdir(tmp_path)
+    for length in ("2048", "4096"):
+        assert main(["--signals", "4", "--length", length, "--max-evals", "4"]) == 0
+    record = tk.Record.load(tmp_path / "pipeline-record.json")
+    assert sorted(entry.key["length"] for entry in record.entries.values()) == [2048, 4096]
+    assert len(list(tmp_path.glob("pipeline-trials.*.jsonl"))) == 2
+
+
 def test_bad_search_arguments_are_refused_before_the_objective_measures() -> None:
     """seed=None failed only after the whole search had run, losing its result."""
     measured: list[tk.Config] = []

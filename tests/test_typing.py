@@ -225,3 +225,26 @@ def test_a_kernel_template_of_another_key_is_a_type_error(tmp_path: Path) -> Non
     assert 'expected "TunableSet[VecKey, Any]"' in errors[1] and "TunableSet[MatKey, Any]" in errors[1]
     assert '"wants_vec" has incompatible type "KernelTemplate[MatKey]"; expected "KernelTemplate[VecKey]"' in errors[2]
     assert '"VecKey" has no attribute "m"' in errors[3]
+
+
+def test_seeding_a_record_checks_the_key_class_against_the_tuner(tmp_path: Path) -> None:
+    # Record.seed took LocalTuner[Any, Any], TunableSet[Any, Any] and any type: a wrong key class type-checked.
+    result = _mypy(
+        tmp_path,
+        """
+        @tk.autotune_key
+        class OtherKey:
+            m: int
+
+        def seed(record: tk.Record) -> None:
+            tunables = TUNER.init(lambda: tk.TunableSet(key=lambda x: SumKey(n=x.shape[1], dtype=str(x.dtype)))
+                .with_tunable(tk.Tunable("good", good)))
+            record.seed(TUNER, tunables, SumKey)
+            record.seed(TUNER, tunables, OtherKey)
+        """,
+    )
+    assert result.returncode == 1, result.stdout
+    source = (tmp_path / "user_code.py").read_text().splitlines()
+    wrong = 1 + next(i for i, line in enumerate(source) if "record.seed(TUNER, tunables, OtherKey)" in line)
+    errors = [line for line in result.stdout.splitlines() if ": error:" in line]
+    assert len(errors) == 1 and f":{wrong}: error:" in errors[0] and '"seed" of "Record"' in errors[0], result.stdout

@@ -145,7 +145,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.cache_dir is not None:
             import tunekit as tk
 
-            tk.configure(cache_dir=args.cache_dir)
+            try:
+                tk.configure(cache_dir=args.cache_dir)
+            except SettingsError as error:  # it said the value came "from tk.configure(cache_dir=...)"
+                raise CliError(str(error).replace("from tk.configure(cache_dir=...)", "from --cache-dir")) from None
         module, function = target.split(":")
         return int(getattr(importlib.import_module(f"tunekit.{module}"), function)(args))
     except CliError as error:

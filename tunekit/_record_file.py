@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import Field, ValidationError, model_validator
 
@@ -95,6 +95,10 @@ class RecordFile(Persisted):
         "None when no entry was added yet, or in records written before it was kept.",
     )
     entries: list[RecordEntry] = Field(default_factory=list)
+
+
+K = TypeVar("K")
+Out = TypeVar("Out")
 
 
 @dataclass
@@ -329,8 +333,12 @@ class Record:
         record.tunables = tunables
         return record
 
-    def seed(self, tuner: Tuner | LocalTuner[Any, Any], tunables: TunableSet[Any, Any], key_type: type) -> int:
-        """Install every winner into ``tuner`` so those keys are never tuned; returns how many."""
+    def seed(self, tuner: Tuner | LocalTuner[K, Out], tunables: TunableSet[K, Out], key_type: type[K]) -> int:
+        """Install every winner into ``tuner`` so those keys are never tuned; returns how many.
+
+        Typed like ``LocalTuner.execute``: a key class or set of another key than the tuner's is
+        a type error (it took any tuner, set and class, so mypy let ``seed(T, tunables, OtherKey)`` by).
+        """
         if not isinstance(tuner, Tuner | LocalTuner):
             raise TypeError(f"Record.seed() takes the tk.LocalTuner (or Tuner) to seed, got {type(tuner).__name__}")
         _check_tunables("Record.seed", tunables)
