@@ -437,8 +437,9 @@ class Space:
         if rejecting is not None:
             fn = self._restrictions[rejecting]
             # A lambda's name says nothing, so its source text names it (as describe() shows it).
-            name = getattr(fn, "__name__", None)
-            text = restriction_identity(fn) if name in (None, "<lambda>") else getattr(fn, "__qualname__", name)
+            text = getattr(fn, "__qualname__", None)
+            if not isinstance(text, str) or text.endswith("<lambda>"):
+                text = restriction_identity(fn)
             raise ValueError(
                 f"configuration {given!r} is excluded by the space's restriction #{rejecting + 1} of "
                 f"{len(self._restrictions)} in restrict= ({_short_repr(text)}), which returned False for it; "
