@@ -164,7 +164,7 @@ def test_types_the_source_resolves_and_those_it_leaves_unchecked() -> None:
     typedef short alt;
     #endif
     __kernel __attribute__((reqd_work_group_size(64, 1, 1)))
-    void k(__global real* a, global WIDE *b, __constant unsigned int* c, __local float* d, __global alt* e,
+    void k(__global real* __restrict__ a, global WIDE *b, __constant unsigned int* c, __local float* d, __global alt* e,
            __global uchar* f, __global float4* g, const count_t h, __global struct S* i, read_only image2d_t j) {}
     """
     params = kernel_params(source, "k")

@@ -41,7 +41,7 @@ _SPACES = {
     "private": "private",
 }
 _QUALIFIERS = frozenset(
-    {"const", "volatile", "restrict", "__restrict", "signed"}
+    {"const", "volatile", "restrict", "__restrict", "__restrict__", "signed"}
     | {"__read_only", "read_only", "__write_only", "write_only", "__read_write", "read_write"}
 )
 _SCALARS: dict[str, np.dtype[Any]] = {
