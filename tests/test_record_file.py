@@ -246,6 +246,9 @@ def test_loading_or_seeding_with_the_wrong_arguments_names_them(data: ReplayData
         record.seed(tk.LocalTuner("replayed"), data.space, Shape)  # type: ignore[arg-type]
     with pytest.raises(FileNotFoundError, match=r"tk.Record.for_tunables\(tuner, device_id, tunables\)"):
         tk.Record.load(tmp_path / "missing.json")
+    # A directory said only "[Errno 21] Is a directory", where save() to one says what to give.
+    with pytest.raises(IsADirectoryError, match="give the record's file path in it"):
+        tk.Record.load_verified(tmp_path, tunables, device)
 
 
 def test_a_record_of_a_newer_tunekit_loads_and_a_resave_keeps_its_new_fields(data: ReplayData, tmp_path: Path) -> None:

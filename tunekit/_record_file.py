@@ -11,7 +11,9 @@ so production never re-tunes those keys.
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -271,6 +273,12 @@ class Record:
             raise FileNotFoundError(
                 f"no committed record at {path}; create one with tk.Record.for_tunables(tuner, device_id, tunables), "
                 "record.add(key, search_result) and record.save(path)"
+            ) from None
+        except IsADirectoryError:  # said only "[Errno 21] Is a directory", where save() says what to give
+            raise IsADirectoryError(
+                errno.EISDIR,
+                f"{os.strerror(errno.EISDIR)}; give the record's file path in it (e.g. gemm.json)",
+                str(path),
             ) from None
         except ValidationError as exc:
             # A trial log or cache bundle given here listed their fields as wrong; say what the file is.
