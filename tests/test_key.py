@@ -293,6 +293,30 @@ def test_a_class_that_is_already_a_dataclass_is_refused_at_definition(frozen: bo
             n: Annotated[int, tk.Anchor()]
 
 
+def test_applying_autotune_key_twice_says_the_class_is_already_a_key() -> None:
+    # Stacked @tk.autotune_key said "already a @dataclass; remove its @dataclass decorator", which it never had.
+    with pytest.raises(TypeError, match=r"Twice is already an autotune key; apply @tk.autotune_key once") as info:
+
+        @tk.autotune_key
+        @tk.autotune_key
+        class Twice:
+            n: Annotated[int, tk.Anchor()]
+
+    assert "@dataclass" not in str(info.value)
+
+    @tk.autotune_key
+    class Base:
+        n: Annotated[int, tk.Anchor()]
+
+    @tk.autotune_key
+    class Sub(Base):  # a subclass decorated once is a key of its own, not a second application
+        m: int
+
+    assert Sub(n=5, m=2).n == 8
+    with pytest.raises(TypeError, match=r"Sub is already an autotune key.*class Extended\(Sub\)"):
+        tk.autotune_key(Sub)
+
+
 @tk.autotune_key
 class Clamped:
     n: Annotated[int, tk.Anchor(min=3, max=3000)]

@@ -146,10 +146,31 @@ def test_config_checks_names_values_and_restrictions() -> None:
         space.config(BLOCK=128)
     with pytest.raises(ValueError, match="is not one of"):
         space.config(BLOCK=100, VEC=2, UNROLL=3)
-    with pytest.raises(ValueError, match="restrictions"):
+    with pytest.raises(ValueError, match="restriction #1 of 1"):
         space.config(BLOCK=1024, VEC=4, UNROLL=3)
     assert {"BLOCK": 1024, "VEC": 4, "UNROLL": 3} not in space
     assert {"BLOCK": 64, "VEC": 4, "UNROLL": 3} in space
+
+
+def _even_unroll(c: tk.Config) -> bool:
+    return bool(c.UNROLL % 2 == 0)
+
+
+def test_a_rejected_configuration_names_the_restriction_that_rejects_it() -> None:
+    # space.config() said only "excluded by the space's restrictions": not which one, nor its text.
+    space = tk.Space(
+        BLOCK=tk.pow2(64, 1024),
+        VEC=[1, 2, 4],
+        UNROLL=range(1, 5),
+        restrict=[lambda c: c.VEC <= 4, lambda c: c.BLOCK * c.VEC <= 1024, _even_unroll],
+    )
+    with pytest.raises(ValueError) as by_lambda:
+        space.config(BLOCK=1024, VEC=4, UNROLL=2)
+    message = str(by_lambda.value)
+    assert "restriction #2 of 3" in message and "lambda c: c.BLOCK * c.VEC <= 1024" in message
+    assert "{'BLOCK': 1024, 'VEC': 4, 'UNROLL': 2}" in message
+    with pytest.raises(ValueError, match=r"'UNROLL': 3}.*restriction #3 of 3 in restrict= \('_even_unroll'\)"):
+        space.config(BLOCK=64, VEC=1, UNROLL=3)
 
 
 def test_bad_declarations_are_refused_at_definition() -> None:

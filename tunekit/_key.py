@@ -180,6 +180,13 @@ def autotune_key(cls: C) -> C:
     # Its own, not inherited: a subclass of a key is decorated again on purpose. Over @dataclass,
     # the old __init__ assigned to the now frozen fields (FrozenInstanceError at the first key) and
     # skipped the checks and anchors; over @dataclass(frozen=True), dataclasses refused cryptically.
+    if cls.__dict__.get(_KEY_MARK) is True:
+        # Checked first: a key is a dataclass too, and "remove its @dataclass decorator" sent users hunting
+        # for a decorator they never wrote when @tk.autotune_key was simply applied twice.
+        raise TypeError(
+            f"@autotune_key: {cls.__name__} is already an autotune key; apply @tk.autotune_key once "
+            f"(to extend a key, decorate a subclass of it once: `@tk.autotune_key class Extended({cls.__name__}): ...`)"
+        )
     if "__dataclass_fields__" in cls.__dict__:
         raise TypeError(
             f"@autotune_key: {cls.__name__} is already a @dataclass; remove its @dataclass decorator, "

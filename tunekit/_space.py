@@ -382,6 +382,10 @@ class Space:
         branch without ``return``) or a numpy array would otherwise count as true, silently
         keeping configurations the user meant to exclude.
         """
+        return self._rejecting(config) is None
+
+    def _rejecting(self, config: Config) -> int | None:
+        """The position of the first restriction that returns False for ``config``; None when all hold."""
         for position, fn in enumerate(self._restrictions):
             try:
                 ok = fn(config)
@@ -398,8 +402,8 @@ class Space:
                     "`c.BLOCK * c.VEC <= 1024`, return False on every path, and reduce an array with bool(...all())"
                 )
             if not ok:
-                return False
-        return True
+                return position
+        return None
 
     def config(self, values: Mapping[str, Any] | None = None, /, **kw: Any) -> Config:
         """Check a user-given configuration against the space and return it as a :class:`Config`.
@@ -429,8 +433,18 @@ class Space:
                 )
                 raise ValueError(f"configuration {given!r}: {name}={value!r} is not one of {list(domain)}{hint}")
         config = Config(self._names, [given[n] for n in self._names])
-        if not self.allows(config):
-            raise ValueError(f"configuration {given!r} is excluded by the space's restrictions")
+        rejecting = self._rejecting(config)
+        if rejecting is not None:
+            fn = self._restrictions[rejecting]
+            # A lambda's name says nothing, so its source text names it (as describe() shows it).
+            text = getattr(fn, "__qualname__", None)
+            if not isinstance(text, str) or text.endswith("<lambda>"):
+                text = restriction_identity(fn)
+            raise ValueError(
+                f"configuration {given!r} is excluded by the space's restriction #{rejecting + 1} of "
+                f"{len(self._restrictions)} in restrict= ({_short_repr(text)}), which returned False for it; "
+                "pick values that restriction allows"
+            )
         return config
 
     def __contains__(self, item: object) -> bool:
