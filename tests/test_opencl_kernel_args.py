@@ -111,6 +111,48 @@ def test_a_cached_winner_called_with_the_wrong_dtype_raises_and_right_calls_run(
     np.testing.assert_allclose(y.get(), 3 * good[0].get(), rtol=1e-6)
 
 
+def test_a_cached_winner_refuses_the_wrong_dtype_before_any_variant_compiles(client: OpenCLClient) -> None:
+    """Regression: the winner read from disk compiled before checking, then recover compiled every next-ranked one."""
+    space = {"BLOCK": [1, 2, 3]}
+    name = f"nocompile-{client.compile_in}"
+    _tune(client, KernelTemplate(SCALE, "scale", space, geometry=_geometry, options=["-DT=float"]), name, _good(client))
+    fresh = KernelTemplate(SCALE, "scale", space, geometry=_geometry, options=["-DT=float"])
+    tunables = fresh.tunable_set(client, key=_key, inputs=lambda key, *a: a)
+    tuner = tk.LocalTuner[Key, Any](name)
+    records: list[tk.AutotuneRecord] = []
+    sink = tk.add_record_sink(records.append)
+    try:
+        with pytest.raises(tk.InputTypeError, match=r"argument 0 \(x\) is a pyopencl array of float64"):
+            tuner.execute(client.device_id, client, tunables, _args(client, 256, np.float64, np.float32))
+        assert fresh.compiled() == []
+        assert records == []  # the caller's error: no candidate demoted
+        tuner.execute(client.device_id, client, tunables, _good(client)).wait()
+    finally:
+        tk.remove_record_sink(sink)
+    assert len(fresh.compiled()) == 1  # only the winner, still the winner
+
+
+def test_the_dtypes_are_checked_again_at_a_key_that_already_launched(client: OpenCLClient) -> None:
+    """Regression: after one launch at a key, a float64 array at that key launched and was read as float32 bytes."""
+    template = KernelTemplate(SCALE, "scale", {"BLOCK": [1]}, geometry=_geometry, options=["-DT=float"])
+    tunables = template.tunable_set(client, key=_key, inputs=lambda key, *a: a)
+    tuner = tk.LocalTuner[Key, Any](f"relaunch-{client.compile_in}")
+    good = _good(client)
+    tuner.execute(client.device_id, client, tunables, good).wait()
+    x64, y, a, n = _args(client, 256, np.float64, np.float32)
+    with pytest.raises(tk.InputTypeError, match=r"argument 0 \(x\) is a pyopencl array of float64"):
+        tuner.execute(client.device_id, client, tunables, (x64, y, a, n))
+    tuner.execute(client.device_id, client, tunables, (good[0].data, y, a, n)).wait()  # a raw buffer: unchecked
+    with pytest.raises(tk.InputTypeError, match=r"argument 0 \(x\)"):  # numpy: dtype('float64') == None is True
+        tuner.execute(client.device_id, client, tunables, (x64, y, a, n))
+    tuner.execute(client.device_id, client, tunables, (good[0], y, a, n)).wait()
+    np.testing.assert_allclose(y.get(), 3 * good[0].get(), rtol=1e-6)
+
+
+def _good(client: OpenCLClient) -> tuple[Any, ...]:
+    return _args(client, 256, np.float32, np.float32)
+
+
 def test_types_the_source_resolves_and_those_it_leaves_unchecked() -> None:
     source = """
     typedef float real;

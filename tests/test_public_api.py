@@ -28,6 +28,7 @@ EXPECTED = {
     "Failed",
     "Hit",
     "InputGenerator",
+    "InputTypeError",
     "Isolation",
     "JsonlSink",
     "KeyGenerator",

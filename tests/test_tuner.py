@@ -199,6 +199,46 @@ def test_cached_winner_that_fails_is_demoted_and_runner_up_runs() -> None:
     assert stored[1].winner == "steady"
 
 
+def test_a_cached_winner_raising_input_type_error_is_not_demoted_and_no_other_candidate_runs() -> None:
+    """Regression: a caller's wrong input type made recover run the next candidates and demote the winner on disk."""
+    tuner: tk.LocalTuner[NKey, int] = tk.LocalTuner("input_type")
+    state = {"wrong": False}
+    steady_runs: list[int] = []
+
+    def picky(n: int) -> int:
+        if state["wrong"]:
+            raise tk.InputTypeError("picky: argument 0 is float64, the kernel declares float")
+        return n
+
+    def steady(n: int) -> int:
+        steady_runs.append(n)
+        time.sleep(0.002)
+        return n
+
+    tunables = (
+        tk.TunableSet(key=_key).with_tunable(tk.Tunable("picky", picky)).with_tunable(tk.Tunable("steady", steady))
+    )
+    records: list[tk.AutotuneRecord] = []
+    sink = tk.add_record_sink(records.append)
+    try:
+        assert tuner.execute(CLIENT.device_id, CLIENT, tunables, (4,)) == 4
+        assert records[-1].winner == "picky"
+        tuned_records, steady_runs[:] = len(records), []
+        state["wrong"] = True
+        with pytest.raises(tk.InputTypeError, match="declares float"):
+            tuner.execute(CLIENT.device_id, CLIENT, tunables, (4,))
+        assert steady_runs == [] and len(records) == tuned_records  # no other candidate tried, nothing demoted
+        state["wrong"] = False
+        assert tuner.execute(CLIENT.device_id, CLIENT, tunables, (4,)) == 4
+    finally:
+        tk.remove_record_sink(sink)
+    assert steady_runs == []
+    cache = tk.persistent_cache()
+    assert cache is not None
+    stored = cache.get(CLIENT.device_id, "input_type", tk.key_to_json(NKey(n=4)))
+    assert isinstance(stored, tuple) and stored[1].winner == "picky"
+
+
 def test_inputs_that_break_every_candidate_raise_and_keep_ranking() -> None:
     tuner: tk.LocalTuner[NKey, int] = tk.LocalTuner("badinputs")
 

@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from tunekit._errors import (
         CandidateFailed,
         ClientClosed,
+        InputTypeError,
         NoValidKernelFound,
         SettingsError,
         TunekitError,
@@ -128,6 +129,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "CallbackSink": ("tunekit._sinks", "CallbackSink"),
     "CandidateFailed": ("tunekit._errors", "CandidateFailed"),
     "ClientClosed": ("tunekit._errors", "ClientClosed"),
+    "InputTypeError": ("tunekit._errors", "InputTypeError"),
     "CandidateProgress": ("tunekit._observe", "CandidateProgress"),
     "CandidateRecord": ("tunekit._records", "CandidateRecord"),
     "Client": ("tunekit._client", "Client"),
@@ -245,6 +247,7 @@ __all__ = [
     "Failed",
     "Hit",
     "InputGenerator",
+    "InputTypeError",
     "Isolation",
     "JsonlSink",
     "KeyGenerator",

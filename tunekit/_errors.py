@@ -11,6 +11,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CandidateFailed",
     "ClientClosed",
+    "InputTypeError",
     "NoValidKernelFound",
     "SettingsError",
     "TuneRecursionError",
@@ -60,6 +61,16 @@ class ClientClosed(TunekitError, RuntimeError):
     candidate out nor a failed tune. The next call for the key tunes it again. Every stage lets
     it through: prepare, the correctness check and its reference, warm-up, measuring, the
     runoff, an objective's ``measure``, and the launch of a cached winner (not demoted for it).
+    """
+
+
+class InputTypeError(TunekitError, TypeError):
+    """The caller's inputs do not have the types the operation takes (an array of the wrong dtype, say).
+
+    The caller is at fault, not a candidate: raised by a cached winner at launch, it reaches the
+    caller as it is, without trying the next-ranked candidates and without demoting the winner in
+    memory or on disk (a later call with the right inputs still runs it). Raised during a tune, it
+    fails the candidate like any error (candidates may declare different types).
     """
 
 

@@ -19,7 +19,7 @@ from tunekit._cache import CacheValue, CandidateResult, PersistentCache, default
 from tunekit._cache_state import CacheState, Hit, Miss, Pending, Unchecked
 from tunekit._check import Gate, ReferenceFailed
 from tunekit._client import Client, require_client
-from tunekit._errors import ClientClosed, NoValidKernelFound, TunekitError, TuneRecursionError
+from tunekit._errors import ClientClosed, InputTypeError, NoValidKernelFound, TunekitError, TuneRecursionError
 from tunekit._isolation import check_candidate, open_runner
 from tunekit._key import is_autotune_key, key_to_dict, key_to_json
 from tunekit._observe import CacheLookup, TuneObservation, decision, notify, observe_tune
@@ -630,9 +630,10 @@ class Tuner:
         """Run the next-ranked candidates after the winner raised on real inputs.
 
         The failures are demoted only when a later candidate succeeds: when every candidate
-        fails, the inputs are at fault, the ranking is kept and the first error is raised.
+        fails, the inputs are at fault, the ranking is kept and the first error is raised. An
+        ``InputTypeError`` says so at once: it is raised as it is, no other candidate is run.
         """
-        if isinstance(error, ClientClosed):  # the winner is not at fault, and the next ones would fail the same way
+        if isinstance(error, ClientClosed | InputTypeError):  # no candidate is at fault: nothing to demote
             raise error
         with self._lock:
             ranking = self._rankings.get(id(tunables), {}).get(key, ())

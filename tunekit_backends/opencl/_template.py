@@ -42,6 +42,7 @@ Shape = tuple[tuple[int, ...], tuple[int, ...] | None]
 
 _CHECKED_KEYS = 64
 """Keys a variant remembers as checked; the oldest is forgotten (checked again when it comes back)."""
+_NO_DTYPE = object()
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -315,9 +316,10 @@ class _Variant(Generic[K]):
         self._offered: set[Shape] = set()
         """Launch shapes a compile of this variant together with others was tried at."""
         self._dtypes = template.argument_dtypes(config)
-        self._checked: dict[object, Shape] = {}
-        """Keys this variant was called at, and their launch shape: the geometry and the arguments' dtypes
-        are checked at the first launch of each key, not at every launch (benches/launch.py)."""
+        self._checked: dict[object, tuple[Shape, tuple[object, ...]]] = {}
+        """Keys this variant was called at, their launch shape and the arguments' dtypes last checked: the
+        geometry is checked at the first launch of each key, the dtypes again only when they differ from
+        these (a tuple compare, cheap next to validating the geometry: benches/launch.py)."""
 
     def unbuilt(self) -> bool:
         """Neither built nor known not to build."""
@@ -384,24 +386,31 @@ class _Variant(Generic[K]):
         if params is not None and self._dtypes is not None:
             mismatch = argument_mismatch(self.name, params, self._dtypes, args)
             if mismatch is not None:
-                raise TypeError(mismatch)
+                raise tk.InputTypeError(mismatch)
 
     def _checked_shape(self, args: tuple[Any, ...]) -> Shape:
-        """The launch shape for ``args``, their key checked once (geometry and arguments' dtypes)."""
+        """The launch shape for ``args``: the geometry checked once per key, the dtypes whenever they change."""
         key = self.key(*args)
-        shape = self._checked.get(key)
-        if shape is None:
-            shape = _launch_shape(self.name, self.template.geometry(self.config, key))
-            self.check_arguments(args)
-            with self._lock:
-                if len(self._checked) >= _CHECKED_KEYS:
-                    del self._checked[next(iter(self._checked))]
-                self._checked[key] = shape
+        # Checking the dtypes once per key let a later call at that key launch on another dtype's bytes.
+        # A Buffer or a Python int has none: a sentinel, as numpy takes `dtype == None` for float64.
+        dtypes = tuple([getattr(a, "dtype", _NO_DTYPE) for a in args])  # a list: 25% faster than a generator
+        checked = self._checked.get(key)
+        if checked is not None and checked[1] == dtypes:
+            return checked[0]
+        shape = (
+            checked[0] if checked is not None else _launch_shape(self.name, self.template.geometry(self.config, key))
+        )
+        self.check_arguments(args)
+        with self._lock:
+            if key not in self._checked and len(self._checked) >= _CHECKED_KEYS:
+                del self._checked[next(iter(self._checked))]
+            self._checked[key] = (shape, dtypes)
         return shape
 
     def __call__(self, *args: Any) -> Any:
-        kernel = self._kernel if self._kernel is not None else self.kernel()
+        # Checked before building: a cached winner called with the wrong dtype compiled itself first.
         global_size, local_size = self._checked_shape(args)
+        kernel = self._kernel if self._kernel is not None else self.kernel()
         launch_args = [kernel_arg(a) for a in args]
         with self._lock:  # clSetKernelArg on one kernel object is not thread-safe
             return kernel(self.client.queue, global_size, local_size, *launch_args)
