@@ -149,6 +149,20 @@ def test_the_dtypes_are_checked_again_at_a_key_that_already_launched(client: Ope
     np.testing.assert_allclose(y.get(), 3 * good[0].get(), rtol=1e-6)
 
 
+def test_a_refused_host_array_does_not_vouch_for_a_device_array_of_its_dtype(client: OpenCLClient) -> None:
+    """Regression: a refused host float64 array left float64 in the table; a device float64 array then ran."""
+    template = KernelTemplate(SCALE, "scale", {"BLOCK": [1]}, geometry=_geometry, options=["-DT=float"])
+    tunables = template.tunable_set(client, key=_key, inputs=lambda key, *a: a)
+    tuner = tk.LocalTuner[Key, Any](f"host-then-device-{client.compile_in}")
+    good = _good(client)
+    tuner.execute(client.device_id, client, tunables, good).wait()
+    x64, y, a, n = _args(client, 256, np.float64, np.float32)
+    with pytest.raises(Exception):  # whatever the launch says of a host array, it must not run
+        tuner.execute(client.device_id, client, tunables, (x64.get(), y, a, n))
+    with pytest.raises(tk.InputTypeError, match=r"argument 0 \(x\) is a pyopencl array of float64"):
+        tuner.execute(client.device_id, client, tunables, (x64, y, a, n))
+
+
 def _good(client: OpenCLClient) -> tuple[Any, ...]:
     return _args(client, 256, np.float32, np.float32)
 

@@ -393,7 +393,9 @@ class _Variant(Generic[K]):
         key = self.key(*args)
         # Checking the dtypes once per key let a later call at that key launch on another dtype's bytes.
         # A Buffer or a Python int has none: a sentinel, as numpy takes `dtype == None` for float64.
-        dtypes = tuple([getattr(a, "dtype", _NO_DTYPE) for a in args])  # a list: 25% faster than a generator
+        # The type too: a host numpy float64 array (not checked, refused by the launch) must not vouch
+        # for a pyopencl float64 array at the same key.
+        dtypes = tuple([(type(a), getattr(a, "dtype", _NO_DTYPE)) for a in args])  # a list: faster than a generator
         checked = self._checked.get(key)
         if checked is not None and checked[1] == dtypes:
             return checked[0]
