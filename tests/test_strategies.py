@@ -305,3 +305,29 @@ def test_model_ils_pins_the_slow_half_of_a_two_valued_parameter_in_its_wide_clim
     assert strategy._pinned and all(k == s for k, _ in strategy._pinned), strategy._pinned
     assert pinned_moves > 0
     assert min(map(slow_half, order)) == 1.0  # the slow half's best basin was found
+
+
+def test_model_ils_does_not_choose_a_pinned_half_with_no_start_left_at_every_restart() -> None:
+    """Regression: a slow half whose pinned restarts found no fresh start was chosen forever, starving the other."""
+    # A=0 is a small slow half (valid only with B == C == 0), soon used up; E=0 is a slow half with room for climbs.
+    space = tk.Space(
+        A=[0, 1], E=[0, 1], B=range(10), C=range(10), D=range(10), restrict=lambda c: c.A == 1 or c.B == c.C == 0
+    )
+
+    def time_of(c: tk.Config) -> float:
+        return (1 + abs(c.B - 4) + abs(c.C - 4) + abs(c.D - 4)) * (20 if c.A == 0 else 1) * (20 if c.E == 0 else 1)
+
+    strategy = ModelGuidedLocalSearch(space, np.random.default_rng(0), initial=20, wide_after=60)
+    e = space.names.index("E")
+    measured, pins, last = 0, 0, None
+    while measured < 600:
+        proposals = strategy.propose(4)
+        if not proposals:
+            break
+        if strategy._pin is not None and strategy._pin != last and strategy._pin[0] == e:
+            pins += 1
+        last = strategy._pin
+        for config in proposals:
+            strategy.observe(config, time_of(config))
+            measured += 1
+    assert pins >= 3, strategy._pinned  # one before the fix: every later restart chose A=0 and found no start

@@ -243,10 +243,12 @@ class ModelGuidedLocalSearch:
         start = None
         pin = self._choose_pin() if self._climb_batch is not None else None
         if pin is not None:
+            # Counted even when the half has no fresh start left: else it is chosen at every restart
+            # and starves every other slow half.
+            self._pinned[pin] = self._pinned.get(pin, 0) + 1
             start = self._restart(pin)
             if start is not None:
                 self._pin = pin
-                self._pinned[pin] = self._pinned.get(pin, 0) + 1
         if start is None:
             start = self._restart()
         self._restarted = start is not None
