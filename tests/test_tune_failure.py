@@ -308,3 +308,30 @@ def test_repeating_another_process_failure_works_out_the_generator_identity_once
     assert in_child(lambda: _outcome(tunables)) == "tuned"  # another process's failure, recorded
     assert [_outcome(tunables) for _ in range(3)] == ["recorded"] * 3
     assert inputs.reads == 1
+
+
+def _dtype_picky_set() -> tk.TunableSet[Key, int]:
+    def candidate(name: str) -> tk.Tunable[int]:
+        def run(x: np.ndarray) -> int:
+            if x.dtype != np.float32:
+                raise tk.InputTypeError(f"{name}: argument 0 is {x.dtype}, the kernel declares float")
+            return len(x)
+
+        return tk.Tunable(name, run)
+
+    return tk.TunableSet(key=lambda x: Key(n=len(x))).with_tunables([candidate("a"), candidate("b")])
+
+
+def _dtype_outcome(dtype: type[np.generic]) -> str:
+    tuner: tk.LocalTuner[Key, int] = tk.LocalTuner("picky")
+    try:
+        tuner.execute(CLIENT.device_id, CLIENT, _dtype_picky_set(), (np.zeros(8, dtype),))
+    except tk.NoValidKernelFound as exc:
+        return "recorded" if exc.recorded else "tuned"
+    return "winner"
+
+
+def test_a_callers_wrong_dtype_is_not_remembered_for_other_processes() -> None:
+    """Regression: a first call with float64 made every candidate refuse, and another process's float32 call got it."""
+    assert _dtype_outcome(np.float64) == "tuned"
+    assert in_child(lambda: _dtype_outcome(np.float32)) == "winner"

@@ -426,7 +426,8 @@ class Tuner:
         )
         if not ranking:
             failures = [(tunables.tunables[i].name, outcome_reason(o)) for i, o in outcomes.items()]
-            if cache is not None:  # still under the tune lock: a waiter reads it before it could tune
+            if cache is not None and not _callers_input_refused(tunables, outcomes):
+                # still under the tune lock: a waiter reads it before it could tune
                 record_failure(cache, self.device_id, self.name, key_json, tunables, failures, settings)
             raise NoValidKernelFound(self.name, key, failures)
         return ranking
@@ -785,3 +786,14 @@ def _cache_value(tunables: TunableSet[Any, Any], ranking: tuple[int, ...], outco
 def _indices(tunables: TunableSet[Any, Any], names: Iterable[str]) -> tuple[int, ...]:
     """The indices in ``tunables`` of the named candidates, in order; names it lacks are left out."""
     return tuple(i for i in map(tunables.index_of, names) if i is not None)
+
+
+def _callers_input_refused(tunables: TunableSet[Any, Any], outcomes: dict[int, Outcome]) -> bool:
+    """Whether every failure was a tk.InputTypeError on the caller's own inputs (a set without ``inputs=``).
+
+    Such a failure says nothing of the key: remembered, it would answer another process's correct call
+    with this call's wrong dtype for ``failed_tune_retry_s``.
+    """
+    failed = [o for o in outcomes.values() if isinstance(o, Failed)]
+    prefix = f"{InputTypeError.__name__}:"
+    return tunables.inputs is None and bool(failed) and all(o.reason.startswith(prefix) for o in failed)
