@@ -134,11 +134,7 @@ def test_a_cached_winner_refuses_the_wrong_dtype_before_any_variant_compiles(cli
 
 def test_the_dtypes_are_checked_again_at_a_key_that_already_launched(client: OpenCLClient) -> None:
     """Regression: after one launch at a key, a float64 array at that key launched and was read as float32 bytes."""
-    template = KernelTemplate(SCALE, "scale", {"BLOCK": [1]}, geometry=_geometry, options=["-DT=float"])
-    tunables = template.tunable_set(client, key=_key, inputs=lambda key, *a: a)
-    tuner = tk.LocalTuner[Key, Any](f"relaunch-{client.compile_in}")
-    good = _good(client)
-    tuner.execute(client.device_id, client, tunables, good).wait()
+    tuner, tunables, good = _launched_once(client, "relaunch")
     x64, y, a, n = _args(client, 256, np.float64, np.float32)
     with pytest.raises(tk.InputTypeError, match=r"argument 0 \(x\) is a pyopencl array of float64"):
         tuner.execute(client.device_id, client, tunables, (x64, y, a, n))
@@ -151,16 +147,24 @@ def test_the_dtypes_are_checked_again_at_a_key_that_already_launched(client: Ope
 
 def test_a_refused_host_array_does_not_vouch_for_a_device_array_of_its_dtype(client: OpenCLClient) -> None:
     """Regression: a refused host float64 array left float64 in the table; a device float64 array then ran."""
-    template = KernelTemplate(SCALE, "scale", {"BLOCK": [1]}, geometry=_geometry, options=["-DT=float"])
-    tunables = template.tunable_set(client, key=_key, inputs=lambda key, *a: a)
-    tuner = tk.LocalTuner[Key, Any](f"host-then-device-{client.compile_in}")
-    good = _good(client)
-    tuner.execute(client.device_id, client, tunables, good).wait()
+    tuner, tunables, _ = _launched_once(client, "host-then-device")
     x64, y, a, n = _args(client, 256, np.float64, np.float32)
     with pytest.raises(Exception):  # whatever the launch says of a host array, it must not run
         tuner.execute(client.device_id, client, tunables, (x64.get(), y, a, n))
     with pytest.raises(tk.InputTypeError, match=r"argument 0 \(x\) is a pyopencl array of float64"):
         tuner.execute(client.device_id, client, tunables, (x64, y, a, n))
+
+
+def _launched_once(
+    client: OpenCLClient, name: str
+) -> tuple[tk.LocalTuner[Key, Any], tk.TunableSet[Key, Any], tuple[Any, ...]]:
+    """A one-variant scale template tuned and launched once at n=256 with float32 arrays (those arrays)."""
+    template = KernelTemplate(SCALE, "scale", {"BLOCK": [1]}, geometry=_geometry, options=["-DT=float"])
+    tunables = template.tunable_set(client, key=_key, inputs=lambda key, *a: a)
+    tuner = tk.LocalTuner[Key, Any](f"{name}-{client.compile_in}")
+    good = _good(client)
+    tuner.execute(client.device_id, client, tunables, good).wait()
+    return tuner, tunables, good
 
 
 def _good(client: OpenCLClient) -> tuple[Any, ...]:
