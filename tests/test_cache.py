@@ -242,3 +242,12 @@ def test_a_row_of_another_schema_version_is_still_retuned(isolated_settings: Pat
     _run("slow,fast")
     _rewrite_row(isolated_settings / tk.PersistentCache.FILENAME, lambda v: v.update(schema_version=2))
     assert _run("slow,fast")["tuned"] == ["tuned"]
+
+
+def test_a_cache_opened_by_a_str_path_reads_what_a_tune_stored(isolated_settings: Path) -> None:
+    """Regression: tk.PersistentCache("dir") failed with "unsupported operand type(s) for /: 'str' and 'str'"."""
+    assert _run("slow,fast")["winners"] == ["fast"]
+    cache = tk.PersistentCache(str(isolated_settings))
+    assert cache.path == isolated_settings / tk.PersistentCache.FILENAME
+    rows = [row for row in cache.rows() if not isinstance(row, str)]
+    assert len(rows) == 1

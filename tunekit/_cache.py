@@ -120,7 +120,9 @@ class PersistentCache:
     BUSY_TIMEOUT_S = 30.0
     """How long a reader or writer waits for another process's write before giving up on this one."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path | str) -> None:
+        # A str is what most callers have at hand: `directory / FILENAME` failed on it as "unsupported operand".
+        directory = Path(directory)
         self.directory = directory
         self.path = directory / self.FILENAME
         self._local = threading.local()
