@@ -18,7 +18,7 @@ import json
 import math
 import threading
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -35,6 +35,7 @@ __all__ = [
     "ReplayClient",
     "ReplayData",
     "ReplayFailure",
+    "ReplaySpace",
     "load_kernel_tuner_cache",
     "read_cache_document",
 ]
@@ -43,6 +44,8 @@ T = TypeVar("T")
 
 FAILURE_MARKERS = ("CompilationFailedConfig", "RuntimeFailedConfig", "InvalidConfig", "ErrorConfig")
 """Strings Kernel Tuner writes into ``time`` for a configuration that did not run."""
+
+_SPARSE = 64  # Cartesian points per configuration past which a replayed space samples from its keys
 
 _OLD_FAILURE = 1e20  # caches before Kernel Tuner 0.4.4 marked failures with this number
 
@@ -78,6 +81,43 @@ class _KnownKeys:
 
     def __call__(self, config: tk.Config) -> bool:
         return config.values_tuple in self.keys
+
+
+class ReplaySpace(tk.Space):
+    """A space whose restriction admits exactly a file's keys, walked through those keys alone.
+
+    A cache from a Kernel Tuner run that did not try everything (a genetic search, a budget)
+    holds a few thousand configurations of a Cartesian product that can reach 10^12: counting,
+    enumerating or sampling by walking the product never ended. The same configurations come
+    out in the same (Cartesian) order; only the walk is shorter.
+    """
+
+    def __init__(self, known: _KnownKeys, params: Mapping[str, Sequence[tk.ParamValue]]) -> None:
+        super().__init__(restrict=known, **params)
+        at = [{v: i for i, v in enumerate(params[name])} for name in self.names]
+        self._walk = sorted(known.keys, key=lambda values: tuple(at[k][v] for k, v in enumerate(values)))
+
+    def __iter__(self) -> Iterator[tk.Config]:
+        """The file's configurations in Cartesian order."""
+        names = self.names
+        for values in self._walk:
+            yield tk.Config(names, values)
+
+    def sample(self, n: int, rng: np.random.Generator | int) -> list[tk.Config]:
+        """Up to ``n`` distinct configurations of the file, uniformly at random.
+
+        By rejection, as any space, while most draws land in the file (a brute-force cache keeps
+        its draws); drawn from the file's keys once rejection would take more than
+        ``_SPARSE`` draws per configuration, where it ran for as long as a walk of 10^12 points.
+        """
+        if self.cartesian_size <= _SPARSE * len(self._walk):
+            return super().sample(n, rng)
+        if isinstance(rng, int) and not isinstance(rng, bool):
+            rng = np.random.default_rng(rng)
+        if not isinstance(rng, np.random.Generator) or not isinstance(n, int) or isinstance(n, bool) or n < 0:
+            return super().sample(n, rng)  # its errors name what is wrong
+        picks = rng.choice(len(self._walk), size=min(n, len(self._walk)), replace=False)
+        return [tk.Config(self.names, self._walk[int(i)]) for i in picks]
 
 
 @dataclass(frozen=True)
@@ -249,7 +289,7 @@ def load_kernel_tuner_cache(path: str | Path) -> ReplayData:
         )
     keys = frozenset(samples) | frozenset(failures)
     digest = hashlib.sha256("\n".join(sorted(",".join(map(str, k)) for k in keys)).encode()).hexdigest()[:32]
-    space = tk.Space(restrict=_KnownKeys(keys, f"replay-keys:{digest}"), **params)
+    space = ReplaySpace(_KnownKeys(keys, f"replay-keys:{digest}"), params)
     objective = data.objective if isinstance(data.objective, str) else ",".join(data.objective)
     return ReplayData(
         path=path,
