@@ -218,3 +218,9 @@ def test_a_brute_force_cache_walks_and_samples_as_any_restricted_space(tmp_path:
     plain = tk.Space(restrict=lambda c: c.values_tuple in {k.values_tuple for k in data.space}, **PARAMS)
     assert list(data.space) == list(plain)
     assert data.space.sample(10, 4) == plain.sample(10, 4)
+
+
+def test_a_negative_seed_is_refused_when_the_client_is_made(tmp_path: Path) -> None:
+    """ReplayClient(seed=-1) was accepted; every candidate then failed as numpy's "expected non-negative integer"."""
+    with pytest.raises(ValueError, match=r"ReplayClient\(seed=...\) must be an int >= 0, got -1"):
+        ReplayClient(load_kernel_tuner_cache(write_cache(tmp_path / "c.json")), seed=-1)

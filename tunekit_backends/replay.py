@@ -321,6 +321,9 @@ class ReplayClient:
             )
         if not isinstance(seed, int | np.integer) or isinstance(seed, bool):
             raise TypeError(f"ReplayClient(seed=...) must be an int, got {seed!r}")
+        # numpy takes no negative seed: -1 failed every candidate's run as "expected non-negative integer".
+        if seed < 0:
+            raise ValueError(f"ReplayClient(seed=...) must be an int >= 0, got {seed}")
         self.data = data
         self.seed = int(seed)
         self._clock_ns = 0
