@@ -212,3 +212,15 @@ def test_a_client_closed_during_the_search_stops_it_instead_of_failing_configura
     went on to report a best among the two measured before."""
     with pytest.raises(tk.ClientClosed, match="the engine's client was closed"):
         tk.tune_objective(Closing(), tuner="closing", device_id="cpu")
+
+
+def test_the_objective_class_given_instead_of_an_instance_is_refused_naming_the_call_to_make() -> None:
+    """tune_objective(PipelineObjective) failed inside the driver: remaining() missing 'self'."""
+    with pytest.raises(TypeError, match=r"got the class PipelineObjective; pass PipelineObjective\(\.\.\.\)"):
+        tk.tune_objective(PipelineObjective, tuner="t", device_id="d")  # type: ignore[arg-type]
+
+
+def test_an_engine_budget_spent_before_the_search_says_so() -> None:
+    """remaining() == 0 at the start gave only "(no candidate was planned)"."""
+    with pytest.raises(tk.NoValidKernelFound, match=r"remaining\(\) was 0 before anything was measured"):
+        tk.tune_objective(objective(budget=0), tuner="t", device_id="d")

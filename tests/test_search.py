@@ -40,6 +40,14 @@ def test_max_seconds_ends_the_search_and_is_named() -> None:
     assert 0 < result.evaluations < 1000
 
 
+def test_a_time_budget_spent_before_the_first_batch_still_measures_one() -> None:
+    """max_seconds=1e-9 ended the search before any batch: no winner, "(no candidate was planned)"."""
+    space = tk.Space(A=range(100))
+    result = tk.search(space, lambda c: lambda: None, tk_cpu(), (), tuner="t", strategy="random", max_seconds=1e-9)
+    assert result.stopped_by == "max_seconds"
+    assert result.evaluations == 8, "one batch"
+
+
 def tk_cpu() -> tk.Client:
     from tunekit_backends.cpu import CpuClient
 

@@ -287,3 +287,11 @@ def test_two_equal_sets_searched_at_once_share_one_search_and_its_trial_log(tmp_
     (trial_log,) = tmp_path.glob("trials.*.jsonl")
     configs = [line for line in trial_log.read_text().splitlines() if '"config"' in line]
     assert len(configs) == 4  # each configuration measured once, by the one search
+
+
+def test_a_time_budget_too_small_for_one_batch_still_tunes_the_key() -> None:
+    """with_search(max_seconds=1e-9) failed the key with "(no candidate was planned)", a failed tune kept 60 s."""
+    tunables = tk.TunableSet.from_space(tk.Space(A=range(50)), lambda c: lambda: c.A, key=lambda: OneKey(n=1))
+    tuner: tk.LocalTuner[OneKey, int] = tk.LocalTuner("tiny_time")
+    client = CpuClient()
+    assert tuner.execute(client.device_id, client, tunables.with_search(max_seconds=1e-9), ()) in range(50)

@@ -75,6 +75,13 @@ def tune_objective(
     to ``len(require)`` measurements. Raises ``tk.NoValidKernelFound`` when no configuration
     was measured (every one invalid, or none evaluated), after emitting the record.
     """
+    if isinstance(objective, type):
+        # The class passes the protocol check (its space is a class attribute), then remaining()
+        # failed unbound: "missing 1 required positional argument: 'self'".
+        raise TypeError(
+            f"tune_objective() takes a tk.Objective instance, got the class {objective.__name__}; "
+            f"pass {objective.__name__}(...)"
+        )
     if not isinstance(objective, Objective):
         raise TypeError(
             f"tune_objective() takes a tk.Objective (space, measure, remaining), got {type(objective).__name__}"

@@ -263,7 +263,9 @@ def run_search(
             if max_evals is not None and len(done) >= max_evals:
                 stopped = "max_evals"
                 break
-            if max_seconds is not None and time.monotonic() - started >= max_seconds:
+            # Not before anything is evaluated: a budget spent opening the log or building the
+            # strategy ended the search with no winner (and execute() stored that as a failed tune).
+            if max_seconds is not None and done and time.monotonic() - started >= max_seconds:
                 stopped = "max_seconds"
                 break
             left = remaining() if remaining is not None else None
@@ -387,12 +389,14 @@ def raise_if_no_winner(
         return
     failures = [(name_of(t.config), outcome_reason(t.outcome, staged=True)) for t in result.trials]
     kept = f"; every trial is kept in {log}: a rerun with the same log resumes it" if log is not None else ""
+    none_allowed = not result.trials and result.stopped_by == "objective_budget"
+    why = " (the objective's remaining() was 0 before anything was measured)" if none_allowed else ""
     raise NoValidKernelFound(
         result.tuner,
         key,
         failures,
         recorded=f"the search ({result.strategy}, seed {result.seed}) evaluated {result.evaluations} "
-        f"configuration{'s' if result.evaluations != 1 else ''} and stopped at {result.stopped_by}{kept}",
+        f"configuration{'s' if result.evaluations != 1 else ''} and stopped at {result.stopped_by}{why}{kept}",
     )
 
 
