@@ -202,13 +202,13 @@ def test_a_sparse_cache_from_a_run_that_did_not_try_everything_is_counted_walked
         json.dumps({"kernel_name": "k", "tune_params_keys": list(params), "tune_params": params, "cache": cache})
     )
     data = load_kernel_tuner_cache(path)
-    assert data.space.cartesian_size == 4**20 and data.space.size == 300
+    assert data.space.cartesian_size == 4**20 and data.space.size == 300 == data.space.walk_cost
     walked = list(data.space)
     assert [data.space.index(c) for c in walked] == sorted(data.space.index(c) for c in walked), "Cartesian order"
     drawn = data.space.sample(50, 0)
     assert len(set(drawn)) == 50 and all(c in data.samples_ms for c in drawn)
     client = ReplayClient(data)
-    result = tk.search(data.space, client.kernel, client, (), tuner="sparse", strategy="random", max_evals=20)
+    result = tk.search(data.space, client.kernel, client, (), tuner="sparse", strategy="exhaustive", max_evals=20)
     assert result.evaluations == 20 and result.best is not None
 
 

@@ -45,8 +45,6 @@ T = TypeVar("T")
 FAILURE_MARKERS = ("CompilationFailedConfig", "RuntimeFailedConfig", "InvalidConfig", "ErrorConfig")
 """Strings Kernel Tuner writes into ``time`` for a configuration that did not run."""
 
-_SPARSE = 64  # Cartesian points per configuration past which a replayed space samples from its keys
-
 _OLD_FAILURE = 1e20  # caches before Kernel Tuner 0.4.4 marked failures with this number
 
 
@@ -97,27 +95,16 @@ class ReplaySpace(tk.Space):
         at = [{v: i for i, v in enumerate(params[name])} for name in self.names]
         self._walk = sorted(known.keys, key=lambda values: tuple(at[k][v] for k, v in enumerate(values)))
 
+    @property
+    def walk_cost(self) -> int:
+        """A walk visits the file's configurations alone."""
+        return len(self._walk)
+
     def __iter__(self) -> Iterator[tk.Config]:
         """The file's configurations in Cartesian order."""
         names = self.names
         for values in self._walk:
             yield tk.Config(names, values)
-
-    def sample(self, n: int, rng: np.random.Generator | int) -> list[tk.Config]:
-        """Up to ``n`` distinct configurations of the file, uniformly at random.
-
-        By rejection, as any space, while most draws land in the file (a brute-force cache keeps
-        its draws); drawn from the file's keys once rejection would take more than
-        ``_SPARSE`` draws per configuration, where it ran for as long as a walk of 10^12 points.
-        """
-        if self.cartesian_size <= _SPARSE * len(self._walk):
-            return super().sample(n, rng)
-        if isinstance(rng, int) and not isinstance(rng, bool):
-            rng = np.random.default_rng(rng)
-        if not isinstance(rng, np.random.Generator) or not isinstance(n, int) or isinstance(n, bool) or n < 0:
-            return super().sample(n, rng)  # its errors name what is wrong
-        picks = rng.choice(len(self._walk), size=min(n, len(self._walk)), replace=False)
-        return [tk.Config(self.names, self._walk[int(i)]) for i in picks]
 
 
 @dataclass(frozen=True)
