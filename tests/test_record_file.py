@@ -164,6 +164,16 @@ def test_a_winner_that_is_not_first_in_its_ranking_is_refused(data: ReplayData, 
         tk.RecordEntry(key={"n": 8}, winner="a", ranking=[], median_ns=1.0, samples=3)
 
 
+def test_two_entries_for_one_key_are_refused(data: ReplayData, tmp_path: Path) -> None:
+    """Regression: a record merged by hand with one key twice loaded, the later entry silently winning."""
+    committed(data, tmp_path / "r.json")
+    doc = json.loads((tmp_path / "r.json").read_text())
+    doc["entries"].append(doc["entries"][0])
+    (tmp_path / "r.json").write_text(json.dumps(doc))
+    with pytest.raises(tk.RecordMismatch, match=r"entries 0 and 2 are both for key \{'n': 1024\}"):
+        tk.Record.load(tmp_path / "r.json")
+
+
 def test_ranking_names_that_are_not_candidates_are_refused(data: ReplayData, tmp_path: Path) -> None:
     """Regression: runners-up that are not candidates of the tunables were accepted and dropped silently."""
     record, tunables = committed(data, tmp_path / "r.json")

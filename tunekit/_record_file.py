@@ -98,6 +98,19 @@ class RecordFile(Persisted):
     )
     entries: list[RecordEntry] = Field(default_factory=list)
 
+    @model_validator(mode="after")
+    def _one_entry_per_key(self) -> RecordFile:
+        # Read into a dict by key, the later of two entries silently won: a record merged by hand
+        # (two branches each adding the key) served whichever came last in the file.
+        first: dict[str, int] = {}
+        for index, entry in enumerate(self.entries):
+            if (seen := first.setdefault(_entry_key(entry), index)) != index:
+                raise ValueError(
+                    f"entries {seen} and {index} are both for key {entry.key} (winners {self.entries[seen].winner!r} "
+                    f"and {entry.winner!r}); keep one entry per key (or re-tune the key)"
+                )
+        return self
+
 
 K = TypeVar("K")
 Out = TypeVar("Out")
