@@ -223,7 +223,7 @@ def test_adding_something_other_than_a_search_result_is_refused(data: ReplayData
     tunables = tk.TunableSet.from_space(data.space, client.kernel, key=key_of)
     record = tk.Record.for_tunables("replayed", client.device_id, tunables)
     result = tk.search(data.space, client.kernel, client, (), tuner="replayed", max_evals=2)
-    with pytest.raises(TypeError, match=r"Record.add\(\) takes the tk.SearchResult .* got Trial"):
+    with pytest.raises(TypeError, match=r"Record.add\(\) takes the tk.SearchResult .* got BestTrial"):
         record.add(Shape(n=8), result.best)  # type: ignore[arg-type]
     assert record.entries == {}
 
