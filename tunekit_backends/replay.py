@@ -17,7 +17,8 @@ import hashlib
 import json
 import math
 import threading
-from collections.abc import Callable, Mapping
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -51,10 +52,11 @@ class KernelTunerCacheFile(BaseModel):
     model_config = ConfigDict(extra="allow", frozen=True)
 
     device_name: str = ""
-    kernel_name: str
+    kernel_name: str = ""
     tune_params_keys: list[str]
     tune_params: dict[str, list[int | float | str | bool]]
-    objective: str = "time"
+    # A list when Kernel Tuner 1.x tuned several objectives at once (``objectives={...}``).
+    objective: str | list[str] = "time"
     cache: dict[str, dict[str, Any]]
 
 
@@ -81,6 +83,8 @@ class ReplayData:
     gpu: str
     device_name: str
     kernel_name: str
+    objective: str
+    """What the file was tuned for (``time`` if unsaid; comma-joined when several); the replay is of ``time``."""
     space: tk.Space
     samples_ms: Mapping[tk.Config, tuple[float, ...]]
     failures: Mapping[tk.Config, str]
@@ -112,9 +116,12 @@ def read_cache_document(path: str | Path) -> Any:
             return json.loads(text)
         except json.JSONDecodeError as exc:
             body = text.rstrip()
-            for whole in (body, body[: body.rfind("\n")].rstrip()):
+            last_line_dropped = body[: body.rfind("\n")].rstrip()
+            # Open after a whole entry; killed between the cache's closing brace and the document's
+            # (Kernel Tuner 1.x rewrites both after each entry); killed in the middle of an entry.
+            for whole in (body.removesuffix(",") + "}\n}", body + "}", last_line_dropped.removesuffix(",") + "}\n}"):
                 try:
-                    return json.loads(whole.removesuffix(",") + "}\n}")
+                    return json.loads(whole)
                 except json.JSONDecodeError:
                     continue
             raise exc from None
@@ -128,13 +135,28 @@ def _gpu_name(path: Path) -> str:
     return f"{path.parent.name}/{stem}"
 
 
-def _entry_value(path: Path, key: str, entry: Mapping[str, Any]) -> tuple[float, ...] | str:
-    """The samples of a valid entry (ms), or the failure marker of a failed one."""
+def _entry_value(path: Path, key: str, entry: Mapping[str, Any], names: Sequence[str]) -> tuple[float, ...] | str:
+    """The samples of a valid entry (ms), or the failure marker of a failed one.
+
+    Where the marker sits changed across Kernel Tuner versions: 1.5 writes it to ``__error__``
+    and leaves ``time`` out; earlier versions write it to the objective's field (``time``, or
+    ``GFLOP/s`` in a file tuned for it, again without ``time``). Kernel Tuner's own reader takes
+    a marker in any field as the failure, and so does this one.
+    """
+    error = entry.get("__error__")
+    if error is not None and error not in FAILURE_MARKERS:
+        raise ValueError(f"{path}: entry {key!r} has __error__={error!r}, expected one of {FAILURE_MARKERS}")
+    markers = [v for k, v in entry.items() if k not in names and isinstance(v, str) and v in FAILURE_MARKERS]
+    if error is not None or markers:
+        return str(error if error is not None else markers[0])
     time = entry.get("time")
     if isinstance(time, str):
-        if time not in FAILURE_MARKERS:
-            raise ValueError(f"{path}: entry {key!r} has time={time!r}, expected a number or one of {FAILURE_MARKERS}")
-        return time
+        raise ValueError(f"{path}: entry {key!r} has time={time!r}, expected a number or one of {FAILURE_MARKERS}")
+    if time is None:
+        raise ValueError(
+            f"{path}: entry {key!r} has no 'time' and no failure marker ({', '.join(FAILURE_MARKERS)}) in any "
+            "field: nothing says how fast it ran or why it did not"
+        )
     if not isinstance(time, int | float) or isinstance(time, bool) or not math.isfinite(time) or time < 0:
         raise ValueError(f"{path}: entry {key!r} has time={time!r}, expected a finite non-negative number")
     if time >= _OLD_FAILURE:
@@ -151,11 +173,36 @@ def _entry_value(path: Path, key: str, entry: Mapping[str, Any]) -> tuple[float,
     return tuple(float(t) for t in times)
 
 
+def _key_values(
+    path: Path, key: str, entry: Mapping[str, Any], by_text: Mapping[str, Mapping[str, tk.ParamValue]]
+) -> tuple[tk.ParamValue, ...]:
+    """The configuration a cache key names, as values of ``tune_params`` (``by_text``: each value by its text).
+
+    Kernel Tuner keys an entry by ``str()`` of each value as it tuned, but writes ``tune_params``
+    and the entry's own fields through JSON: a ``np.float32(0.1)`` is keyed ``0.1`` and written
+    ``0.10000000149011612``. A key part that matches no value's text is read from the entry.
+    """
+    parts = key.split(",")
+    if len(parts) != len(by_text):
+        raise ValueError(f"{path}: cache key {key!r} has {len(parts)} values for {len(by_text)} parameters")
+    values = []
+    for (name, texts), part in zip(by_text.items(), parts, strict=True):
+        value = texts.get(part)
+        if value is None and name in entry:
+            own = entry[name]
+            value = next((v for v in texts.values() if type(v) is type(own) and v == own), None)
+        if value is None:
+            raise ValueError(f"{path}: cache key {key!r} holds a value outside tune_params ({name}={part!r})")
+        values.append(value)
+    return tuple(values)
+
+
 def load_kernel_tuner_cache(path: str | Path) -> ReplayData:
     """Load a Kernel Tuner cache file (``.json`` or ``.json.gz``) for replay.
 
     Configurations absent from the file are the restricted-out ones: the space's
-    restriction admits exactly the file's keys.
+    restriction admits exactly the file's keys. The replay is of ``time`` (what tunekit
+    measures), whatever objective the file was tuned for.
     """
     path = Path(path)
     try:
@@ -172,32 +219,37 @@ def load_kernel_tuner_cache(path: str | Path) -> ReplayData:
         tk.Space(restrict=None, **params)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{path}: its tune_params do not make a search space: {exc}") from exc
-    by_text = {name: {str(v): v for v in data.tune_params[name]} for name in names}
+    by_text = {name: {str(v): v for v in domain} for name, domain in params.items()}
     samples: dict[tuple[tk.ParamValue, ...], tuple[float, ...]] = {}
     failures: dict[tuple[tk.ParamValue, ...], str] = {}
     for key, entry in data.cache.items():
-        parts = key.split(",")
-        if len(parts) != len(names):
-            raise ValueError(f"{path}: cache key {key!r} has {len(parts)} values for {len(names)} parameters")
-        try:
-            values = tuple(by_text[name][part] for name, part in zip(names, parts, strict=True))
-        except KeyError as exc:
-            raise ValueError(f"{path}: cache key {key!r} holds a value outside tune_params ({exc})") from None
-        value = _entry_value(path, key, entry)
+        values = _key_values(path, key, entry, by_text)
+        value = _entry_value(path, key, entry, names)
         if isinstance(value, str):
             failures[values] = value
         else:
             samples[values] = value
     if not samples:
-        raise ValueError(f"{path}: no configuration has a valid time; nothing to replay")
+        if not failures:
+            raise ValueError(
+                f"{path}: its cache holds no configuration (a Kernel Tuner run stopped before its first result?); "
+                "nothing to replay"
+            )
+        counts = Counter(failures.values())
+        raise ValueError(
+            f"{path}: every one of its {len(failures)} configurations failed on the GPU "
+            f"({', '.join(f'{n} {marker}' for marker, n in counts.most_common())}); nothing to replay"
+        )
     keys = frozenset(samples) | frozenset(failures)
     digest = hashlib.sha256("\n".join(sorted(",".join(map(str, k)) for k in keys)).encode()).hexdigest()[:32]
     space = tk.Space(restrict=_KnownKeys(keys, f"replay-keys:{digest}"), **params)
+    objective = data.objective if isinstance(data.objective, str) else ",".join(data.objective)
     return ReplayData(
         path=path,
         gpu=_gpu_name(path),
         device_name=data.device_name,
         kernel_name=data.kernel_name,
+        objective=objective,
         space=space,
         samples_ms={tk.Config(names, k): v for k, v in samples.items()},
         failures={tk.Config(names, k): v for k, v in failures.items()},
@@ -258,8 +310,10 @@ class ReplayClient:
 
     def kernel(self, config: tk.Config) -> Callable[..., None]:
         """The runnable for ``config``; building one for a compile failure raises here."""
-        if self.data.failures.get(config) == "CompilationFailedConfig":
-            raise ReplayFailure(f"{config.name}: CompilationFailedConfig (recorded on {self.data.gpu})")
+        failure = self.data.failures.get(config)
+        # Kernel Tuner decides InvalidConfig (too many threads for the device) before compiling.
+        if failure in ("CompilationFailedConfig", "InvalidConfig"):
+            raise ReplayFailure(f"{config.name}: {failure} (recorded on {self.data.gpu})")
         if config not in self.data.samples_ms and config not in self.data.failures:
             raise ValueError(f"{config.name} is not in {self.data.path.name}: it is restricted out of the space")
 

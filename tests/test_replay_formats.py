@@ -1,0 +1,175 @@
+"""Replay loader: the Kernel Tuner cache variants other versions and settings write (each test writes its file)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from kt_cache import BEST, COMPILE_FAILED, PARAMS, RUNTIME_FAILED, mean_ms, write_cache
+
+import tunekit as tk
+from tunekit_backends.replay import ReplayClient, ReplayFailure, load_kernel_tuner_cache
+
+INVALID = (8, 128, 0)  # 8 * 128 <= 1024: in the space, so free to mark invalid
+
+
+def rewrite(path: Path, change: Any) -> Path:
+    doc = json.loads(path.read_text())
+    change(doc)
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def key(values: tuple[int, ...]) -> str:
+    return ",".join(map(str, values))
+
+
+def test_kernel_tuner_1_5_failures_in_error_without_time_are_failures(tmp_path: Path) -> None:
+    """Kernel Tuner 1.5 writes a failure to "__error__" and no "time"; the loader refused the whole file."""
+
+    def to_1_5(doc: dict[str, Any]) -> None:
+        doc["cache"][key(INVALID)]["time"] = "InvalidConfig"
+        for entry in doc["cache"].values():
+            if isinstance(entry["time"], str):
+                entry["__error__"] = entry.pop("time")
+
+    data = load_kernel_tuner_cache(rewrite(write_cache(tmp_path / "kt15.json"), to_1_5))
+    assert {c.values_tuple: r for c, r in data.failures.items()} == {
+        COMPILE_FAILED: "CompilationFailedConfig",
+        RUNTIME_FAILED: "RuntimeFailedConfig",
+        INVALID: "InvalidConfig",
+    }
+    client = ReplayClient(data)
+    # Kernel Tuner finds a configuration invalid before compiling it, so it fails when built.
+    with pytest.raises(ReplayFailure, match="InvalidConfig"):
+        client.kernel(data.space.config(dict(zip("XYZ", INVALID, strict=True))))
+    result = tk.search(data.space, client.kernel, client, (), tuner="kt15")
+    assert result.best is not None and result.best.config.values_tuple == BEST
+    assert sum(isinstance(t.outcome, tk.Failed) for t in result.trials) == 3
+
+
+def test_a_file_tuned_for_gflops_keeps_its_failures_in_that_field_and_replays_time(tmp_path: Path) -> None:
+    """A file tuned with objective="GFLOP/s" marks a failure in "GFLOP/s" and has no "time" there: it was refused."""
+
+    def to_gflops(doc: dict[str, Any]) -> None:
+        doc["objective"] = "GFLOP/s"
+        for entry in doc["cache"].values():
+            if isinstance(entry["time"], str):
+                entry["GFLOP/s"] = entry.pop("time")
+            else:
+                entry["GFLOP/s"] = 1.0 / entry["time"]
+
+    data = load_kernel_tuner_cache(rewrite(write_cache(tmp_path / "gflops.json"), to_gflops))
+    assert data.objective == "GFLOP/s"
+    assert {c.values_tuple for c in data.failures} == {COMPILE_FAILED, RUNTIME_FAILED}
+    assert data.best_ms == pytest.approx(mean_ms(*BEST))
+
+
+def test_a_multi_objective_header_is_read(tmp_path: Path) -> None:
+    """Kernel Tuner 1.x tuned with objectives={...} writes a list of objectives; the loader refused the file."""
+    path = rewrite(write_cache(tmp_path / "multi.json"), lambda doc: doc.update(objective=["time", "GB/s"]))
+    data = load_kernel_tuner_cache(path)
+    assert data.objective == "time,GB/s"
+    assert len(data.samples_ms) == 55
+
+
+def test_an_entry_with_neither_time_nor_a_failure_is_refused_naming_file_and_entry(tmp_path: Path) -> None:
+    path = rewrite(write_cache(tmp_path / "notime.json"), lambda doc: doc["cache"]["2,16,1"].pop("time"))
+    with pytest.raises(ValueError, match=r"notime\.json: entry '2,16,1' has no 'time' and no failure marker"):
+        load_kernel_tuner_cache(path)
+
+
+def test_float32_parameters_keyed_by_their_short_text_are_read(tmp_path: Path) -> None:
+    """A np.float32 value is keyed '0.1' but written 0.10000000149011612: every key was 'outside tune_params'."""
+    values = [np.float32(v) for v in (0.1, 0.2, 0.3)]
+    cache = {
+        f"{v!s},{b}": {"alpha": float(v), "b": b, "time": 1.0 + float(v) + b, "times": [1.0 + float(v) + b]}
+        for v in values
+        for b in (1, 2)
+    }
+    doc = {
+        "device_name": "GPU",
+        "kernel_name": "k",
+        "tune_params_keys": ["alpha", "b"],
+        "tune_params": {"alpha": [float(v) for v in values], "b": [1, 2]},
+        "cache": cache,
+    }
+    path = tmp_path / "f32.json"
+    path.write_text(json.dumps(doc))
+    data = load_kernel_tuner_cache(path)
+    assert data.space.size == 6
+    assert min(data.samples_ms, key=data.mean_ms).values_tuple == (float(values[0]), 1)
+
+
+def test_a_run_killed_between_the_two_closing_braces_keeps_its_last_entry(tmp_path: Path) -> None:
+    """Kernel Tuner 1.x closes the file after each entry; a kill after the cache's brace lost the last entry."""
+    whole = write_cache(tmp_path / "whole.json")
+    doc = json.loads(whole.read_text())
+    cache = doc.pop("cache")
+    # As its cache/file.py writes: the header with indent=0, then per entry ',\n"key": {...}' and '}\n}'.
+    head = json.dumps({**doc, "cache": {}}, indent=0).removesuffix("{}\n}")
+    lines = [json.dumps({k: v}, separators=(", ", ": "))[1:-1] for k, v in cache.items()]
+    text = head + "{\n" + ",\n".join(lines) + "}\n}"
+    assert json.loads(text)["cache"] == cache
+    cut = tmp_path / "cut.json"
+    cut.write_text(text.removesuffix("\n}"))
+    assert len(load_kernel_tuner_cache(cut).samples_ms) == len(load_kernel_tuner_cache(whole).samples_ms)
+
+
+def test_files_with_nothing_to_replay_say_why(tmp_path: Path) -> None:
+    """Every configuration failed, or none was written yet: both read "no configuration has a valid time"."""
+
+    def all_failed(doc: dict[str, Any]) -> None:
+        for n, entry in enumerate(doc["cache"].values()):
+            entry["time"] = "CompilationFailedConfig" if n % 4 == 0 else "RuntimeFailedConfig"
+            entry.pop("times", None)
+
+    path = rewrite(write_cache(tmp_path / "failed.json"), all_failed)
+    counts = r"57 configurations failed on the GPU \(42 RuntimeFailedConfig, 15 CompilationFailedConfig\)"
+    with pytest.raises(ValueError, match=rf"failed\.json: every one of its {counts}"):
+        load_kernel_tuner_cache(path)
+    # As Kernel Tuner starts a cache: the header, open, before its first result.
+    opened = tmp_path / "opened.json"
+    opened.write_text(json.dumps({**json.loads(path.read_text()), "cache": {}}, indent="")[:-3])
+    with pytest.raises(ValueError, match=r"opened\.json: its cache holds no configuration"):
+        load_kernel_tuner_cache(opened)
+
+
+def test_string_float_and_bool_parameters_and_a_single_parameter_replay(tmp_path: Path) -> None:
+    layouts, alphas, flags = ["row", "col"], [0.5, 1.5], [True, False]
+    cache = {}
+    for layout in layouts:
+        for alpha in alphas:
+            for flag in flags:
+                t = 1.0 + (layout == "col") + alpha + 0.25 * flag
+                cache[f"{layout},{alpha},{flag}"] = {"layout": layout, "alpha": alpha, "tc": flag, "time": t}
+    doc = {
+        "kernel_name": "k",
+        "tune_params_keys": ["layout", "alpha", "tc"],
+        "tune_params": {"layout": layouts, "alpha": alphas, "tc": flags},
+        "cache": cache,
+    }
+    path = tmp_path / "mixed.json"
+    path.write_text(json.dumps(doc))
+    data = load_kernel_tuner_cache(path)
+    client = ReplayClient(data)
+    result = tk.search(data.space, client.kernel, client, (), tuner="mixed")
+    assert result.best is not None and result.best.config.to_dict() == {"layout": "row", "alpha": 0.5, "tc": False}
+    single = tmp_path / "single.json"
+    single.write_text(
+        json.dumps(
+            {
+                "kernel_name": "k",
+                "tune_params_keys": ["X"],
+                "tune_params": {"X": PARAMS["X"]},
+                "cache": {str(x): {"X": x, "time": abs(x - 4) + 1.0} for x in PARAMS["X"]},
+            }
+        )
+    )
+    data = load_kernel_tuner_cache(single)
+    client = ReplayClient(data)
+    result = tk.search(data.space, client.kernel, client, (), tuner="single")
+    assert result.best is not None and result.best.config.values_tuple == (4,)
