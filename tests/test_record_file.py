@@ -261,6 +261,14 @@ def test_loading_or_seeding_with_the_wrong_arguments_names_them(data: ReplayData
         tk.Record.load_verified(tmp_path, tunables, device)
 
 
+def test_saving_under_a_file_names_that_file(data: ReplayData, tmp_path: Path) -> None:
+    """record.save("notes.txt/r.json") said only "[Errno 17] File exists: 'notes.txt'"."""
+    record, _ = committed(data, tmp_path / "r.json")
+    (tmp_path / "notes.txt").write_text("")
+    with pytest.raises(NotADirectoryError, match=r"notes.txt is a file, not a directory; give a path in a directory"):
+        record.save(tmp_path / "notes.txt" / "sub" / "r.json")
+
+
 def test_a_record_of_a_newer_tunekit_loads_and_a_resave_keeps_its_new_fields(data: ReplayData, tmp_path: Path) -> None:
     """Regression: a field added within schema_version 1 made an older tunekit refuse the committed record."""
     path = tmp_path / "r.json"

@@ -273,7 +273,15 @@ class Record:
         ``open(path, "w")``, so a committed record is readable wherever it is checked out.
         """
         path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except (FileExistsError, NotADirectoryError):  # it said only "[Errno 17] File exists: 'r1.py'"
+            blocking = next((p for p in reversed(path.parents) if p.exists() and not p.is_dir()), path.parent)
+            raise NotADirectoryError(
+                errno.ENOTDIR,
+                f"cannot save the record: {blocking} is a file, not a directory; give a path in a directory",
+                str(path),
+            ) from None
         write_atomic(path, self.model().model_dump_json(indent=2) + "\n")
 
     @classmethod
