@@ -86,9 +86,30 @@ def run_tunekit(path: str, strategy: str, seed: int) -> dict[str, Any]:
     data = load_kernel_tuner_cache(path)
     budget = _budget(len(data.samples_ms))
     client = ReplayClient(data, seed=seed)
-    result = tk.search(
-        data.space, client.kernel, client, (), tuner="bench", strategy=strategy, seed=seed, max_evals=budget
-    )
+    records: list[tk.AutotuneRecord] = []
+    try:
+        result = tk.search(
+            data.space,
+            client.kernel,
+            client,
+            (),
+            tuner="bench",
+            strategy=strategy,
+            seed=seed,
+            max_evals=budget,
+            sinks=[records.append],
+        )
+    except tk.NoValidKernelFound:
+        # The whole budget went to configurations that failed on the GPU (a small budget on a
+        # file with many failures): the 5 % mark was not reached, which is a result, not an error.
+        ended = next(e for e in records[-1].events if isinstance(e, tk.SearchEnded))
+        return {
+            **_score([], data.best_ms, budget),
+            "evals": ended.evaluations,
+            "own_s": ended.strategy_seconds,
+            "stopped_by": ended.stopped_by,
+            "chosen": ended.strategy,
+        }
     order = [(t.config.name, data.mean_ms(t.config)) for t in result.trials if t.config in data.samples_ms]
     return {
         **_score(order, data.best_ms, budget),
@@ -103,11 +124,25 @@ _KT_FILES: dict[str, tuple[str, dict[str, Any]]] = {}
 
 
 def _kt_file(path: str) -> tuple[str, dict[str, Any]]:
-    """Kernel Tuner reads only plain ``.json`` caches: a decompressed copy per worker."""
+    """The file as Kernel Tuner's simulation mode reads it: a plain ``.json`` copy per worker.
+
+    Kernel Tuner takes a file that does not end with its cache for one left open and appends
+    the closing braces, so ``cache`` goes last (a file written with sorted keys ends with
+    ``tune_params_keys``); it reads ``device_name`` and ``kernel_name``, which older files may
+    lack; and it looks entries up by ``str()`` of the values in ``tune_params``, which a float32
+    value's key (``0.1`` for ``0.10000000149011612``) does not match, so such keys are rewritten.
+    """
     if path not in _KT_FILES:
         from tunekit_backends.replay import read_cache_document
 
         doc = read_cache_document(path)  # closed, if a stopped Kernel Tuner run left it open
+        names = doc["tune_params_keys"]
+        texts = {n: {str(v) for v in doc["tune_params"][n]} for n in names}
+        cache = {}
+        for key, entry in doc.pop("cache").items():
+            as_listed = all(part in texts[n] for n, part in zip(names, key.split(","), strict=False))
+            cache[key if as_listed else ",".join(str(entry.get(n)) for n in names)] = entry
+        doc = {"device_name": "", "kernel_name": "kernel", **doc, "cache": cache}
         copy = Path(tempfile.mkdtemp(prefix="kt-cache-")) / "cache.json"
         copy.write_text(json.dumps(doc))
         _KT_FILES[path] = (str(copy), doc)
@@ -182,6 +217,11 @@ def _job(args: tuple[str, str, str, int]) -> dict[str, Any]:
     }
 
 
+def _cache_files(folder: Path) -> list[str]:
+    """The Kernel Tuner cache files under ``folder`` (``.json``, ``.json.gz``), sorted."""
+    return sorted(str(p.resolve()) for p in folder.rglob("*") if p.is_file() and p.name.endswith((".json", ".json.gz")))
+
+
 def _label(path: str) -> str:
     p = Path(path)
     return f"{p.parent.name}/{p.name.removesuffix('.gz').removesuffix('.json')}"
@@ -193,17 +233,26 @@ def _valid_means(path: str) -> dict[str, float]:
     Validity is the replay loader's, for both tools: failure strings and the ``1e20`` of old
     caches are failures, so both count the same valid configurations and budget.
     """
+    return _loaded(path)[0]
+
+
+def _objective(path: str) -> str:
+    """What the file was tuned for; both tools are scored on its time whatever it is."""
+    return _loaded(path)[1]
+
+
+def _loaded(path: str) -> tuple[dict[str, float], str]:
     stat = Path(path).stat()
-    return _load_valid_means(path, stat.st_mtime_ns, stat.st_size)
+    return _load(path, stat.st_mtime_ns, stat.st_size)
 
 
 @functools.cache
-def _load_valid_means(path: str, mtime_ns: int, size: int) -> dict[str, float]:
+def _load(path: str, mtime_ns: int, size: int) -> tuple[dict[str, float], str]:
     # Loaded once per file version and process: every Kernel Tuner run and the report ask again.
     from tunekit_backends.replay import load_kernel_tuner_cache
 
     data = load_kernel_tuner_cache(path)
-    return {",".join(map(str, c.values_tuple)): data.mean_ms(c) for c in data.samples_ms}
+    return {",".join(map(str, c.values_tuple)): data.mean_ms(c) for c in data.samples_ms}, data.objective
 
 
 def _file_facts(path: str) -> tuple[int, float, int]:
@@ -234,7 +283,10 @@ def report(rows: list[dict[str, Any]], files: list[str], seeds: int) -> str:
     for path in files:
         valid, _, near = _file_facts(path)
         budget = _budget(valid)
-        out.append(f"\n{_label(path)}: {valid} valid configurations, {near} within 5 % of the best, budget {budget}")
+        tuned_for = "" if _objective(path) == "time" else f" (tuned for {_objective(path)}; scored on time)"
+        out.append(
+            f"\n{_label(path)}: {valid} valid configurations, {near} within 5 % of the best, budget {budget}{tuned_for}"
+        )
         header = (
             "  strategy                 to 5% (median)  reached  to 1% (median)  reached  own CPU s  distinct orders"
         )
@@ -300,6 +352,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--results", type=Path, default=ROOT / "benches" / "results" / "strategies.jsonl")
     args = parser.parse_args(argv)
     import tunekit as tk
+    from tunekit_backends.replay import NothingToReplay
 
     # A misspelt name ran every seed into a stored error row; a zero count printed empty tables.
     unknown = [s for s in args.tunekit.split(",") if s and s not in tk.STRATEGIES]
@@ -307,8 +360,11 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--tunekit: unknown strategies {unknown}; choose from {','.join(tk.STRATEGIES)}")
     if args.seeds < 1 or args.jobs < 1:
         parser.error(f"--seeds and --jobs take a count >= 1, got --seeds {args.seeds} --jobs {args.jobs}")
-    found = sorted(str(p) for p in SHARED.glob("*/*.json*")) if SHARED.exists() else []
-    found += [str(Path(f).resolve()) for f in args.files]
+    found = _cache_files(SHARED) if SHARED.exists() else []
+    for given in map(Path, args.files):
+        # A folder stands for the cache files under it, as the shared data folder does.
+        found += _cache_files(given) if given.is_dir() else [str(given.resolve())]
+    found = list(dict.fromkeys(found))  # a file given twice (or also found in the shared folder) ran twice
     files = [f for f in found if args.only in f]
     if not files:
         if found:
@@ -316,13 +372,23 @@ def main(argv: list[str] | None = None) -> int:
         else:
             print(f"no cache files: {SHARED} is missing and none were given", file=sys.stderr)
         return 2
+    # Checked before any run: a file that cannot be replayed would fail every run the same way.
+    # The others still run; a malformed file makes the exit status 2, one with nothing to search does not.
+    nothing: dict[str, str] = {}
+    unreadable: dict[str, str] = {}
     for f in files:
         try:
             _valid_means(f)
+        except NothingToReplay as exc:
+            nothing[f] = str(exc)
         except (OSError, ValueError) as exc:
-            # Checked before any run: a file that cannot be replayed would fail every run the same way.
+            unreadable[f] = str(exc)
             print(f"cannot replay {f}: {exc}", file=sys.stderr)
-            return 2
+    files = [f for f in files if f not in nothing and f not in unreadable]
+    if not files:
+        for f, why in nothing.items():
+            print(f"nothing to search in {f}: {why}", file=sys.stderr)
+        return 2
     ours = [s for s in args.tunekit.split(",") if s]
     theirs = [] if args.kt == "none" else [s for s in args.kt.split(",") if s]
     args.results.parent.mkdir(parents=True, exist_ok=True)
@@ -355,7 +421,9 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  {n}/{len(jobs)} runs done", file=sys.stderr)
     wanted = {(t, s) for t, names in (("tunekit", ours), ("kernel_tuner", theirs)) for s in names}
     print(report([r for r in rows if (r["tool"], r["strategy"]) in wanted], files, args.seeds))
-    return 0
+    for f, why in {**nothing, **unreadable}.items():
+        print(f"\n{_label(f)}: not run ({why})")
+    return 2 if unreadable else 0
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from kt_cache import write_cache
 
@@ -106,3 +107,92 @@ def test_a_failed_run_is_tried_again_and_bad_arguments_stop_the_bench(
         assert exit_info.value.code == 2 and message in capsys.readouterr().err
     assert bench.main([str(cache), "--only", "no-such-file", "--kt", "none", "--results", str(results)]) == 2
     assert "no cache file matches --only 'no-such-file'" in capsys.readouterr().err
+
+
+def test_a_budget_spent_on_failed_configurations_is_unreached_not_an_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A budget of 1 that drew a failed configuration raised NoValidKernelFound: every tunekit row read 'cannot run'."""
+    bench = load_bench()
+    path = write_cache(tmp_path / "failing.json")
+    doc = json.loads(path.read_text())
+    for k, entry in doc["cache"].items():
+        if k not in ("4,32,1", "2,16,0"):
+            entry["time"] = "RuntimeFailedConfig"
+            entry.pop("times", None)
+    path.write_text(json.dumps(doc))
+    results = tmp_path / "results.jsonl"
+    args = [str(path), "--only", str(tmp_path), "--seeds", "4", "--kt", "none", "--tunekit", "random"]
+    assert bench.main([*args, "--results", str(results)]) == 0
+    rows = [json.loads(line) for line in results.read_text().splitlines()]
+    assert all("error" not in r and r["evals"] == 1 for r in rows), rows
+    assert any(r["to5"] == 2 and r["valid"] == 0 for r in rows), "some seed drew a failed configuration"
+    assert "cannot run here" not in capsys.readouterr().out
+
+
+def test_folders_repeats_and_files_with_nothing_to_search_do_not_stop_the_others(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A file where every configuration failed stopped the whole bench; a folder argument was read as one file and a
+    file given twice ran every seed twice."""
+    bench = load_bench()
+    folder = tmp_path / "caches"
+    folder.mkdir()
+    good = write_cache(folder / "good.json.gz")
+    failed = folder / "failed.json"
+    doc = json.loads(write_cache(failed).read_text())
+    for entry in doc["cache"].values():
+        entry["__error__"] = "CompilationFailedConfig"
+        entry.pop("time"), entry.pop("times", None)
+    failed.write_text(json.dumps(doc))
+    (folder / "notes.txt").write_text("not a cache")
+    results = tmp_path / "results.jsonl"
+    args = [str(folder), str(good), "--only", str(tmp_path), "--seeds", "2", "--kt", "none", "--tunekit", "random"]
+    assert bench.main([*args, "--results", str(results)]) == 0
+    rows = [json.loads(line) for line in results.read_text().splitlines()]
+    assert len(rows) == 2 and {r["file"] for r in rows} == {str(good.resolve())}
+    out = capsys.readouterr().out
+    assert "caches/good: 55 valid configurations" in out
+    assert "caches/failed: not run (" in out and "every one of its 57 configurations failed" in out
+    broken = folder / "broken.json"
+    broken.write_text('{"kernel_name": "k"}')
+    assert bench.main([*args, "--results", str(results)]) == 2, "a malformed file is an error, after the others ran"
+    captured = capsys.readouterr()
+    assert "caches/good: 55 valid configurations" in captured.out
+    assert f"cannot replay {broken}: {broken}: not a Kernel Tuner cache file" in captured.err
+
+
+def test_a_file_tuned_for_another_objective_says_so_and_kernel_tuner_gets_the_fields_it_needs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Kernel Tuner's runs on a file without device_name all failed with KeyError: 'device_name'."""
+    bench = load_bench()
+    path = write_cache(tmp_path / "gflops.json")
+    doc = json.loads(path.read_text())
+    doc["objective"] = "GFLOP/s"
+    del doc["device_name"]
+    path.write_text(json.dumps(doc))
+    copy, read = bench._kt_file(str(path))
+    assert json.loads(Path(copy).read_text())["device_name"] == "" == read["device_name"]
+    args = [str(path), "--only", str(tmp_path), "--seeds", "1", "--kt", "none", "--tunekit", "random"]
+    assert bench.main([*args, "--results", str(tmp_path / "results.jsonl")]) == 0
+    assert "budget 6 (tuned for GFLOP/s; scored on time)" in capsys.readouterr().out
+
+
+def test_kernel_tuners_copy_ends_with_its_cache_and_is_keyed_as_kernel_tuner_looks_up(tmp_path: Path) -> None:
+    """A file whose last field was not "cache" (sorted keys) got braces appended by Kernel Tuner and failed to parse;
+    float32 values keyed '0.1' but listed as 0.10000000149011612 left Kernel Tuner no configuration to run."""
+    bench = load_bench()
+    path = write_cache(tmp_path / "sorted.json")
+    doc = json.loads(path.read_text())
+    doc["tune_params"]["F"] = [float(np.float32(0.1)), 0.5]
+    doc["tune_params_keys"].append("F")
+    doc["cache"] = {f"{k},0.1": {**entry, "F": float(np.float32(0.1))} for k, entry in doc["cache"].items()}
+    path.write_text(json.dumps(doc, sort_keys=True))
+    copy, read = bench._kt_file(str(path))
+    text = Path(copy).read_text()
+    assert text.endswith("}}}") and list(json.loads(text))[-1] == "cache"
+    assert set(read["cache"]) == {
+        f"{k},{float(np.float32(0.1))}" for k in json.loads(write_cache(tmp_path / "c.json").read_text())["cache"]
+    }
+    assert set(bench._valid_means(str(path))) <= set(read["cache"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 from typing import Any
@@ -173,3 +174,15 @@ def test_string_float_and_bool_parameters_and_a_single_parameter_replay(tmp_path
     client = ReplayClient(data)
     result = tk.search(data.space, client.kernel, client, (), tuner="single")
     assert result.best is not None and result.best.config.values_tuple == (4,)
+
+
+def test_compression_is_told_by_content_not_by_name(tmp_path: Path) -> None:
+    """A gzip file named .json was read as text ('utf-8' codec can't decode byte 0x8b); a BOM broke the JSON."""
+    plain = write_cache(tmp_path / "plain.json")
+    expected = load_kernel_tuner_cache(plain).samples_ms
+    renamed = tmp_path / "renamed.json"
+    renamed.write_bytes(gzip.compress(plain.read_bytes()))
+    assert load_kernel_tuner_cache(renamed).samples_ms == expected
+    bom = tmp_path / "bom.json"
+    bom.write_bytes(b"\xef\xbb\xbf" + plain.read_bytes())
+    assert load_kernel_tuner_cache(bom).samples_ms == expected

@@ -31,6 +31,7 @@ import tunekit as tk
 __all__ = [
     "FAILURE_MARKERS",
     "KernelTunerCacheFile",
+    "NothingToReplay",
     "ReplayClient",
     "ReplayData",
     "ReplayFailure",
@@ -58,6 +59,10 @@ class KernelTunerCacheFile(BaseModel):
     # A list when Kernel Tuner 1.x tuned several objectives at once (``objectives={...}``).
     objective: str | list[str] = "time"
     cache: dict[str, dict[str, Any]]
+
+
+class NothingToReplay(ValueError):
+    """A well-formed cache file in which no configuration ran: every one failed, or none was written yet."""
 
 
 class ReplayFailure(RuntimeError):
@@ -108,10 +113,12 @@ def read_cache_document(path: str | Path) -> Any:
     last entry). Such a file is read as Kernel Tuner reads it: closed after its last whole entry.
     """
     path = Path(path)
-    opener = gzip.open if path.name.endswith(".gz") else open
     try:
-        with opener(path, "rt", encoding="utf-8") as f:
-            text = f.read()
+        raw = path.read_bytes()
+        # Told apart by content, not by name: a renamed or re-compressed file reads the same.
+        if raw[:2] == b"\x1f\x8b":
+            raw = gzip.decompress(raw)
+        text = raw.decode("utf-8-sig")
         try:
             return json.loads(text)
         except json.JSONDecodeError as exc:
@@ -231,12 +238,12 @@ def load_kernel_tuner_cache(path: str | Path) -> ReplayData:
             samples[values] = value
     if not samples:
         if not failures:
-            raise ValueError(
+            raise NothingToReplay(
                 f"{path}: its cache holds no configuration (a Kernel Tuner run stopped before its first result?); "
                 "nothing to replay"
             )
         counts = Counter(failures.values())
-        raise ValueError(
+        raise NothingToReplay(
             f"{path}: every one of its {len(failures)} configurations failed on the GPU "
             f"({', '.join(f'{n} {marker}' for marker, n in counts.most_common())}); nothing to replay"
         )
