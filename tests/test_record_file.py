@@ -261,6 +261,19 @@ def test_loading_or_seeding_with_the_wrong_arguments_names_them(data: ReplayData
         tk.Record.load_verified(tmp_path, tunables, device)
 
 
+def test_a_search_added_under_another_key_is_refused(data: ReplayData) -> None:
+    """record.add(Shape(n=1024), the search for n=8192) committed that winner for a size it was never measured at."""
+    client = ReplayClient(data)
+    tunables = tk.TunableSet.from_space(data.space, client.kernel, key=key_of)
+    record = tk.Record.for_tunables("replayed", client.device_id, tunables)
+    result = tk.search(data.space, client.kernel, client, (), tuner="replayed", key=Shape(n=8192), max_evals=3)
+    with pytest.raises(tk.RecordMismatch, match=r"the search ran for key Shape\(n=8192\), not Shape\(n=1024\)"):
+        record.add(Shape(n=1024), result)
+    assert record.entries == {}
+    record.add(Shape(n=5000), result)  # the same bucket, built from another size
+    assert result.key == Shape(n=8192) and list(record.entries) == ['{"n":8192}']
+
+
 def test_saving_under_a_file_names_that_file(data: ReplayData, tmp_path: Path) -> None:
     """record.save("notes.txt/r.json") said only "[Errno 17] File exists: 'notes.txt'"."""
     record, _ = committed(data, tmp_path / "r.json")
@@ -374,7 +387,9 @@ def test_add_asks_whether_the_key_is_a_bucket_of_the_records_level_not_which_lev
     balanced.add(key, result)
     assert list(balanced.entries) == ['{"n":2048}']
     # A key built at minimal whose value is a balanced bucket too (4096) is one of the balanced record's buckets.
-    balanced.add(Shape(n=3000), result)
+    built_at_minimal = Shape(n=3000)
+    searched = tk.search(data.space, client.kernel, client, (), tuner="replayed", key=built_at_minimal, max_evals=2)
+    balanced.add(built_at_minimal, searched)
     assert list(balanced.entries) == ['{"n":2048}', '{"n":4096}']
 
 

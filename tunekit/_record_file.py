@@ -173,6 +173,13 @@ class Record:
                 f"the search ran for tuner {result.tuner!r} on {result.device_id!r}; "
                 f"this record is for tuner {self.tuner!r} on {self.device_id!r}"
             )
+        if result.key is not None and result.key != key:
+            # A loop that searched one key and added another committed a winner for a size it was
+            # never measured at, which load_verified cannot see.
+            raise RecordMismatch(
+                f"the search ran for key {result.key!r}, not {key!r}; add it under its own key: "
+                "record.add(result.key, result)"
+            )
         if self.space_hash is not None and result.space.hash != self.space_hash:
             raise RecordMismatch(f"the search ran over space {result.space.hash}; this record is for {self.space_hash}")
         anchored = anchored_fields(type(key))

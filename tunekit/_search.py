@@ -126,6 +126,8 @@ class SearchResult:
     wall_seconds: float
 
     finalists: tuple[Trial, ...] = ()
+    key: object = None
+    """The key bucket the search was for (``key=``), None when it was given none."""
 
     @property
     def ranking(self) -> tuple[Trial, ...]:
@@ -360,6 +362,7 @@ def run_search(
         strategy_seconds=spent,
         wall_seconds=time.monotonic() - started,
         finalists=final,
+        key=key,
     )
     return result
 
