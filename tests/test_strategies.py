@@ -331,3 +331,33 @@ def test_model_ils_does_not_choose_a_pinned_half_with_no_start_left_at_every_res
             strategy.observe(config, time_of(config))
             measured += 1
     assert pins >= 3, strategy._pinned  # one before the fix: every later restart chose A=0 and found no start
+
+
+def sparse_trillion(calls: list[int]) -> tk.Space:
+    """10^12 points, 0.1 % valid: far too many to walk, enough valid ones to draw at random."""
+
+    def restrict(c: tk.Config) -> bool:
+        calls[0] += 1
+        if calls[0] > 3_000_000:  # a walk: fail the test instead of running for days
+            raise RuntimeError("the space is being walked")
+        return bool(c.A % 10 == 0 and c.B % 10 == 0 and c.C % 10 == 0)
+
+    return tk.Space(A=range(1000), B=range(1000), C=range(1000), D=range(1000), restrict=restrict)
+
+
+@pytest.mark.parametrize("name", ["random", "ils", "genetic"])
+def test_a_strategy_draws_from_a_sparse_space_too_big_to_walk(name: str) -> None:
+    """When 600 draws found too few valid points, the walker walked the 10^12-point space: every strategy hung."""
+    calls = [0]
+    space = sparse_trillion(calls)
+    order = drive(make_strategy(name)(space, np.random.default_rng(0)), space, 12, 4, lambda c: 1.0 + c.D)
+    assert len(order) == 12
+
+
+def test_a_walker_keeps_no_invalid_draw_of_a_space_too_big_to_walk() -> None:
+    """The walker memoised every invalid draw: at 0.001 % valid, 40 evaluations held 4 million of them (1 GiB)."""
+    calls = [0]
+    walker = Walker(sparse_trillion(calls), np.random.default_rng(0))
+    drawn = walker.random_fresh(20)
+    assert len(drawn) == 20 and calls[0] > 2000  # the draws were mostly rejected ...
+    assert len(walker._valid) == 20  # ... and none of the rejected ones is kept
