@@ -143,7 +143,6 @@ def main(argv: list[str] | None = None) -> int:
         log=log,
     )
     best = result.best
-    assert best.score is not None
     base = next(t for t in result.trials if t.config.to_dict() == incumbent)
     print(f"searched {result.evaluations} of {SPACE.size} configurations with {result.strategy}")
     print(f"(stopped by {result.stopped_by}; {sum(t.resumed for t in result.trials)} resumed from {log})")

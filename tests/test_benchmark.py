@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
 import pytest
 
 import tunekit as tk
@@ -58,3 +59,13 @@ def test_candidate_error_propagates_and_bad_arguments_are_refused() -> None:
         tk.tune_benchmark(boom, (), CpuClient())
     with pytest.raises(ValueError, match="samples >= 1"):
         tk.tune_benchmark(lambda: None, (), CpuClient(), samples=0)
+
+
+def test_samples_given_as_an_array_list_or_generator_become_a_tuple_of_ints() -> None:
+    """An objective's np.array of samples failed as "truth value ... ambiguous"; a generator was kept exhausted."""
+    for given in (np.array([3, 1, 2]), [3, 1, 2], (s for s in (3, 1, 2))):
+        durations = tk.BenchmarkDurations(given)  # type: ignore[arg-type]
+        assert durations.samples_ns == (3, 1, 2) and type(durations.samples_ns[0]) is int
+        assert durations.median_ns == 2.0 and hash(durations) == hash(tk.BenchmarkDurations((3, 1, 2)))
+    with pytest.raises(TypeError, match="BenchmarkDurations takes a tuple of ints"):
+        tk.BenchmarkDurations(5)  # type: ignore[arg-type]

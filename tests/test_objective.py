@@ -29,7 +29,7 @@ def test_the_pipeline_objective_is_searched_within_budget_with_the_incumbent_fir
     assert result.evaluations == 10 and result.stopped_by == "max_evals"
     assert result.trials[0].config.to_dict() == incumbent
     assert result.best is not None and result.best.score is not None
-    assert result.best.score <= result.trials[0].score  # type: ignore[operator]
+    assert result.trials[0].score is not None and result.best.score <= result.trials[0].score
     assert all(t.config in SPACE for t in result.trials)
 
 

@@ -11,6 +11,7 @@ EXPECTED = {
     "BadLine",
     "BatchStarted",
     "BenchmarkDurations",
+    "BestTrial",
     "Bounds",
     "CacheLookup",
     "CacheRow",

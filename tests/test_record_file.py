@@ -164,6 +164,16 @@ def test_a_winner_that_is_not_first_in_its_ranking_is_refused(data: ReplayData, 
         tk.RecordEntry(key={"n": 8}, winner="a", ranking=[], median_ns=1.0, samples=3)
 
 
+def test_two_entries_for_one_key_are_refused(data: ReplayData, tmp_path: Path) -> None:
+    """Regression: a record merged by hand with one key twice loaded, the later entry silently winning."""
+    committed(data, tmp_path / "r.json")
+    doc = json.loads((tmp_path / "r.json").read_text())
+    doc["entries"].append(doc["entries"][0])
+    (tmp_path / "r.json").write_text(json.dumps(doc))
+    with pytest.raises(tk.RecordMismatch, match=r"entries 0 and 2 are both for key \{'n': 1024\}"):
+        tk.Record.load(tmp_path / "r.json")
+
+
 def test_ranking_names_that_are_not_candidates_are_refused(data: ReplayData, tmp_path: Path) -> None:
     """Regression: runners-up that are not candidates of the tunables were accepted and dropped silently."""
     record, tunables = committed(data, tmp_path / "r.json")
@@ -213,7 +223,7 @@ def test_adding_something_other_than_a_search_result_is_refused(data: ReplayData
     tunables = tk.TunableSet.from_space(data.space, client.kernel, key=key_of)
     record = tk.Record.for_tunables("replayed", client.device_id, tunables)
     result = tk.search(data.space, client.kernel, client, (), tuner="replayed", max_evals=2)
-    with pytest.raises(TypeError, match=r"Record.add\(\) takes the tk.SearchResult .* got Trial"):
+    with pytest.raises(TypeError, match=r"Record.add\(\) takes the tk.SearchResult .* got BestTrial"):
         record.add(Shape(n=8), result.best)  # type: ignore[arg-type]
     assert record.entries == {}
 
@@ -249,6 +259,27 @@ def test_loading_or_seeding_with_the_wrong_arguments_names_them(data: ReplayData
     # A directory said only "[Errno 21] Is a directory", where save() to one says what to give.
     with pytest.raises(IsADirectoryError, match="give the record's file path in it"):
         tk.Record.load_verified(tmp_path, tunables, device)
+
+
+def test_a_search_added_under_another_key_is_refused(data: ReplayData) -> None:
+    """record.add(Shape(n=1024), the search for n=8192) committed that winner for a size it was never measured at."""
+    client = ReplayClient(data)
+    tunables = tk.TunableSet.from_space(data.space, client.kernel, key=key_of)
+    record = tk.Record.for_tunables("replayed", client.device_id, tunables)
+    result = tk.search(data.space, client.kernel, client, (), tuner="replayed", key=Shape(n=8192), max_evals=3)
+    with pytest.raises(tk.RecordMismatch, match=r"the search ran for key Shape\(n=8192\), not Shape\(n=1024\)"):
+        record.add(Shape(n=1024), result)
+    assert record.entries == {}
+    record.add(Shape(n=5000), result)  # the same bucket, built from another size
+    assert result.key == Shape(n=8192) and list(record.entries) == ['{"n":8192}']
+
+
+def test_saving_under_a_file_names_that_file(data: ReplayData, tmp_path: Path) -> None:
+    """record.save("notes.txt/r.json") said only "[Errno 17] File exists: 'notes.txt'"."""
+    record, _ = committed(data, tmp_path / "r.json")
+    (tmp_path / "notes.txt").write_text("")
+    with pytest.raises(NotADirectoryError, match=r"notes.txt is a file, not a directory; give a path in a directory"):
+        record.save(tmp_path / "notes.txt" / "sub" / "r.json")
 
 
 def test_a_record_of_a_newer_tunekit_loads_and_a_resave_keeps_its_new_fields(data: ReplayData, tmp_path: Path) -> None:
@@ -356,7 +387,9 @@ def test_add_asks_whether_the_key_is_a_bucket_of_the_records_level_not_which_lev
     balanced.add(key, result)
     assert list(balanced.entries) == ['{"n":2048}']
     # A key built at minimal whose value is a balanced bucket too (4096) is one of the balanced record's buckets.
-    balanced.add(Shape(n=3000), result)
+    built_at_minimal = Shape(n=3000)
+    searched = tk.search(data.space, client.kernel, client, (), tuner="replayed", key=built_at_minimal, max_evals=2)
+    balanced.add(built_at_minimal, searched)
     assert list(balanced.entries) == ['{"n":2048}', '{"n":4096}']
 
 

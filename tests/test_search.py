@@ -48,6 +48,15 @@ def test_a_time_budget_spent_before_the_first_batch_still_measures_one() -> None
     assert result.evaluations == 8, "one batch"
 
 
+def test_the_best_trial_equals_its_trial_and_has_a_float_score(replay: tuple[ReplayData, ReplayClient]) -> None:
+    """best is a tk.BestTrial (score typed float) that still compares equal to the trial it is."""
+    data, client = replay
+    result = tk.search(data.space, client.kernel, client, (), tuner="t", max_evals=5, finalists=0)
+    assert isinstance(result.best, tk.BestTrial) and result.best in result.trials
+    assert result.best == result.ranking[0] and hash(result.best) == hash(result.ranking[0])
+    assert result.best.score == result.ranking[0].score
+
+
 def tk_cpu() -> tk.Client:
     from tunekit_backends.cpu import CpuClient
 

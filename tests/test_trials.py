@@ -91,6 +91,26 @@ def test_a_log_from_another_search_is_refused(
             run(data, log, **change)
 
 
+LIMIT = 1024
+
+
+def test_a_log_from_another_space_says_what_changed(tmp_path: Path) -> None:
+    """The refusal named two space hashes only, so nobody could tell which edit made the log foreign."""
+    global LIMIT
+    log = tmp_path / "t.jsonl"
+    TrialLog.open(log, tuner="t", space=tk.Space(A=[1, 2], B=[8]), device_id="d").close()
+    with pytest.raises(tk.TrialLogError, match=r"\(A was \[1, 2\], is \[1, 2, 4\]; parameter B is gone\)"):
+        TrialLog.open(log, tuner="t", space=tk.Space(A=[1, 2, 4]), device_id="d")
+    log.unlink()
+    TrialLog.open(log, tuner="t", space=tk.Space(A=[1, 2], restrict=lambda c: c.A <= LIMIT), device_id="d").close()
+    LIMIT = 2
+    try:
+        with pytest.raises(tk.TrialLogError, match=r"restrictions were \[.*LIMIT=1024'\], are \[.*LIMIT=2'\]"):
+            TrialLog.open(log, tuner="t", space=tk.Space(A=[1, 2], restrict=lambda c: c.A <= LIMIT), device_id="d")
+    finally:
+        LIMIT = 1024
+
+
 def test_a_log_from_another_device_is_refused(data: ReplayData, tmp_path: Path) -> None:
     log = tmp_path / "t.jsonl"
     run(data, log)

@@ -140,6 +140,10 @@ def test_a_search_results_best_needs_no_none_check(tmp_path: Path) -> None:
         def best_name(client: CpuClient, x: np.ndarray) -> str:
             result = tk.search(SPACE, lambda c: good, client, (x,), tuner="row_sum", max_evals=2)
             return result.best.config.name
+
+        def best_ms(client: CpuClient, x: np.ndarray) -> float:
+            # Regression: best.score was typed float | None, so this correct line failed mypy --strict.
+            return tk.search(SPACE, lambda c: good, client, (x,), tuner="row_sum", max_evals=2).best.score / 1e6
         """,
     )
     assert result.returncode == 0, result.stdout

@@ -92,7 +92,7 @@ if TYPE_CHECKING:
         Warmup,
     )
     from tunekit._report import write_report
-    from tunekit._search import SearchResult, Trial, search
+    from tunekit._search import BestTrial, SearchResult, Trial, search
     from tunekit._settings import Settings, configure
     from tunekit._settings import current as settings
     from tunekit._sinks import (
@@ -184,6 +184,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "PreparesTogether": ("tunekit._prepare", "PreparesTogether"),
     "Thresholds": ("tunekit._bounds", "Thresholds"),
     "Trial": ("tunekit._search", "Trial"),
+    "BestTrial": ("tunekit._search", "BestTrial"),
     "TrialEntry": ("tunekit._trials", "TrialEntry"),
     "TrialLogError": ("tunekit._trials", "TrialLogError"),
     "TrialLogHeader": ("tunekit._trials", "TrialLogHeader"),
@@ -230,6 +231,7 @@ __all__ = [
     "BadLine",
     "BatchStarted",
     "BenchmarkDurations",
+    "BestTrial",
     "Bounds",
     "CacheLookup",
     "CacheRow",

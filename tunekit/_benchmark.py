@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numbers
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +24,15 @@ class BenchmarkDurations:
     samples_ns: tuple[int, ...]
 
     def __post_init__(self) -> None:
+        if not isinstance(self.samples_ns, tuple):
+            # An objective's numpy array failed as "truth value ... is ambiguous", a generator was
+            # kept exhausted (no median), and a list made the durations unhashable.
+            if isinstance(self.samples_ns, str | bytes) or not isinstance(self.samples_ns, Iterable):
+                raise TypeError(
+                    f"BenchmarkDurations takes a tuple of ints (ns), got {type(self.samples_ns).__name__} "
+                    f"{self.samples_ns!r}"
+                )
+            object.__setattr__(self, "samples_ns", tuple(self.samples_ns))
         if not self.samples_ns:
             raise ValueError("BenchmarkDurations needs at least one sample")
         # Checked here, where an objective's measure() builds them: a negative, NaN or fractional

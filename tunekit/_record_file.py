@@ -98,6 +98,19 @@ class RecordFile(Persisted):
     )
     entries: list[RecordEntry] = Field(default_factory=list)
 
+    @model_validator(mode="after")
+    def _one_entry_per_key(self) -> RecordFile:
+        # Read into a dict by key, the later of two entries silently won: a record merged by hand
+        # (two branches each adding the key) served whichever came last in the file.
+        first: dict[str, int] = {}
+        for index, entry in enumerate(self.entries):
+            if (seen := first.setdefault(_entry_key(entry), index)) != index:
+                raise ValueError(
+                    f"entries {seen} and {index} are both for key {entry.key} (winners {self.entries[seen].winner!r} "
+                    f"and {entry.winner!r}); keep one entry per key (or re-tune the key)"
+                )
+        return self
+
 
 K = TypeVar("K")
 Out = TypeVar("Out")
@@ -159,6 +172,13 @@ class Record:
             raise RecordMismatch(
                 f"the search ran for tuner {result.tuner!r} on {result.device_id!r}; "
                 f"this record is for tuner {self.tuner!r} on {self.device_id!r}"
+            )
+        if result.key is not None and result.key != key:
+            # A loop that searched one key and added another committed a winner for a size it was
+            # never measured at, which load_verified cannot see.
+            raise RecordMismatch(
+                f"the search ran for key {result.key!r}, not {key!r}; add it under its own key: "
+                "record.add(result.key, result)"
             )
         if self.space_hash is not None and result.space.hash != self.space_hash:
             raise RecordMismatch(f"the search ran over space {result.space.hash}; this record is for {self.space_hash}")
@@ -260,7 +280,15 @@ class Record:
         ``open(path, "w")``, so a committed record is readable wherever it is checked out.
         """
         path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except (FileExistsError, NotADirectoryError):  # it said only "[Errno 17] File exists: 'r1.py'"
+            blocking = next((p for p in reversed(path.parents) if p.exists() and not p.is_dir()), path.parent)
+            raise NotADirectoryError(
+                errno.ENOTDIR,
+                f"cannot save the record: {blocking} is a file, not a directory; give a path in a directory",
+                str(path),
+            ) from None
         write_atomic(path, self.model().model_dump_json(indent=2) + "\n")
 
     @classmethod

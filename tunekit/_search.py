@@ -42,6 +42,7 @@ from tunekit._tunable_set import LazyBuild, TunableSet
 
 __all__ = [
     "AUTO_COUNT_LIMIT",
+    "BestTrial",
     "Evaluate",
     "Ranked",
     "SearchResult",
@@ -71,7 +72,7 @@ class Ranked(dict[Config, Outcome]):
     met_limit: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class Trial:
     """One evaluated configuration; ``resumed`` when its outcome came from the trial log."""
 
@@ -83,6 +84,31 @@ class Trial:
     def score(self) -> float | None:
         """Median ns when measured, else None."""
         return self.outcome.durations.score if isinstance(self.outcome, Measured) else None
+
+    # By value across the subclass: ``result.best in result.finalists`` holds for the same trial.
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Trial):
+            return NotImplemented
+        return (self.config, self.outcome, self.resumed) == (other.config, other.outcome, other.resumed)
+
+    def __hash__(self) -> int:
+        return hash((self.config, self.outcome, self.resumed))
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class BestTrial(Trial):
+    """The winner of a search: a measured trial, so its ``score`` is a float, never None.
+
+    Typed apart from ``Trial`` so that ``result.best.score / 1e6`` passes ``mypy --strict``
+    without a None check (the winner is measured by definition).
+    """
+
+    @property
+    def score(self) -> float:
+        """Median ns of the winner's measurement."""
+        if not isinstance(self.outcome, Measured):
+            raise AssertionError("a search's best trial is a measured one")
+        return self.outcome.durations.score
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +126,8 @@ class SearchResult:
     wall_seconds: float
 
     finalists: tuple[Trial, ...] = ()
+    key: object = None
+    """The key bucket the search was for (``key=``), None when it was given none."""
 
     @property
     def ranking(self) -> tuple[Trial, ...]:
@@ -110,7 +138,7 @@ class SearchResult:
         return (*final, *rest)
 
     @property
-    def best(self) -> Trial:
+    def best(self) -> BestTrial:
         """The fastest measured configuration (by the finalists' measurement when there was one).
 
         Never ``None``: ``tk.search`` and ``tk.tune_objective`` raise ``tk.NoValidKernelFound``
@@ -119,7 +147,8 @@ class SearchResult:
         ranking = self.ranking
         if not ranking:
             raise ValueError(f"the search for tuner {self.tuner!r} measured no configuration, so it has no best")
-        return ranking[0]
+        first = ranking[0]
+        return BestTrial(first.config, first.outcome, first.resumed)
 
     @property
     def evaluations(self) -> int:
@@ -343,6 +372,7 @@ def run_search(
         strategy_seconds=spent,
         wall_seconds=time.monotonic() - started,
         finalists=final,
+        key=key,
     )
     return result
 

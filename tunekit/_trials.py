@@ -163,8 +163,9 @@ class TrialLog:
         for field in ("tuner", "key", "device_id", "space_hash") if first is not None else ():
             theirs, ours = getattr(first, field), getattr(header, field)
             if theirs != ours:
+                what = f" ({_space_difference(first.space, header.space)})" if field == "space_hash" else ""
                 raise TrialLogError(
-                    f"{path} was written for {field}={theirs!r}, but this search has {field}={ours!r}: "
+                    f"{path} was written for {field}={theirs!r}, but this search has {field}={ours!r}{what}: "
                     "its trials do not apply here; give this search another log path (or delete the old log)"
                 )
         if len(complete) < len(data):
@@ -316,3 +317,21 @@ def _one_line(exc: ValueError) -> str:
     if isinstance(exc, ValidationError):
         return validation_text(exc, whole="the line")
     return str(exc)
+
+
+def _space_difference(logged: SpaceModel, running: SpaceModel) -> str:
+    """What changed between the logged space and this search's, in words: two hashes told nobody what to fix."""
+    changes = []
+    for name in dict.fromkeys([*logged.params, *running.params]):
+        before, after = logged.params.get(name), running.params.get(name)
+        if before is None:
+            changes.append(f"parameter {name} is new")
+        elif after is None:
+            changes.append(f"parameter {name} is gone")
+        elif before != after:
+            changes.append(f"{name} was {before}, is {after}")
+    if list(logged.params) != list(running.params) and not changes:
+        changes.append(f"the parameters were in the order {list(logged.params)}, are {list(running.params)}")
+    if logged.restrictions != running.restrictions:
+        changes.append(f"the restrictions were {logged.restrictions}, are {running.restrictions}")
+    return "; ".join(changes) or "the same parameters and restriction text: data a restriction reads changed"
