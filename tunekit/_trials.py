@@ -160,14 +160,8 @@ class TrialLog:
         # its last line, and one of a single line without a newline was overwritten by a header;
         # another search's log is left as it is too.
         first = _read_header(path, complete.split(b"\n", 1)[0] if complete else data, partial=not complete)
-        for field in ("tuner", "key", "device_id", "space_hash") if first is not None else ():
-            theirs, ours = getattr(first, field), getattr(header, field)
-            if theirs != ours:
-                what = f" ({_space_difference(first.space, header.space)})" if field == "space_hash" else ""
-                raise TrialLogError(
-                    f"{path} was written for {field}={theirs!r}, but this search has {field}={ours!r}{what}: "
-                    "its trials do not apply here; give this search another log path (or delete the old log)"
-                )
+        if first is not None:
+            _check_same_search(path, first, header)
         if len(complete) < len(data):
             _log.warning(
                 "%s: cutting off a half-written last line (%d bytes) from an interrupted run",
@@ -265,6 +259,18 @@ def key_log_path(base: Path, *, tuner: str, device_id: str, key: Mapping[str, ob
     digest = hashlib.sha256(json.dumps([tuner, device_id, key, checksum], sort_keys=True).encode()).hexdigest()[:8]
     stem = base.name[: -len(base.suffix)] if base.suffix else base.name
     return base.with_name(".".join(part for part in (stem, readable, digest) if part) + base.suffix)
+
+
+def _check_same_search(path: Path, logged: TrialLogHeader, running: TrialLogHeader) -> None:
+    """Refuse (TrialLogError) a log written for another tuner, key, device or space, naming what differs."""
+    for field in ("tuner", "key", "device_id", "space_hash"):
+        theirs, ours = getattr(logged, field), getattr(running, field)
+        if theirs != ours:
+            what = f" ({_space_difference(logged.space, running.space)})" if field == "space_hash" else ""
+            raise TrialLogError(
+                f"{path} was written for {field}={theirs!r}, but this search has {field}={ours!r}{what}: "
+                "its trials do not apply here; give this search another log path (or delete the old log)"
+            )
 
 
 _HEADER_START = b'{"kind":"header"'
