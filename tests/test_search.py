@@ -48,6 +48,17 @@ def test_a_time_budget_spent_before_the_first_batch_still_measures_one() -> None
     assert result.evaluations == 8, "one batch"
 
 
+def test_a_build_that_cannot_take_the_configuration_is_refused_at_the_call() -> None:
+    """build=lambda: kernel failed every candidate alike ("takes 0 positional arguments") after the whole search."""
+    space = tk.Space(A=[1, 2, 3])
+    pattern = r"tk.search\(build=...\): .*<lambda> cannot be called as build\(config\) \(.*\); it takes the config"
+    with pytest.raises(TypeError, match=pattern):
+        tk.search(space, lambda: lambda: 1, tk_cpu(), (), tuner="t")  # type: ignore[arg-type,misc]
+    with pytest.raises(TypeError, match=r"TunableSet.from_space\(build=...\): .* cannot be called as build\(config\)"):
+        tk.TunableSet.from_space(space, lambda c, x: x, key=lambda: None)  # type: ignore[arg-type]
+    tk.TunableSet.from_space(space, lambda *args, **kw: args[0], key=lambda: None)  # any signature taking one
+
+
 def test_the_best_trial_equals_its_trial_and_has_a_float_score(replay: tuple[ReplayData, ReplayClient]) -> None:
     """best is a tk.BestTrial (score typed float) that still compares equal to the trial it is."""
     data, client = replay

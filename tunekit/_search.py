@@ -27,6 +27,7 @@ from tunekit._outcome import Failed, Measured, Outcome, Skipped, outcome_reason
 from tunekit._records import AutotuneRecord, CandidateRecord, SearchEnded
 from tunekit._schedule import measure_batch
 from tunekit._search_spec import (
+    check_build,
     check_search_args,
     check_search_names,
     config_name,
@@ -487,8 +488,7 @@ def search(
         raise TypeError(
             f"tk.search() takes a tk.Space first, got {type(space).__name__}; e.g. tk.Space(BLOCK=[64, 128])"
         )
-    if not callable(build):
-        raise TypeError(f"tk.search(build=...) takes a callable config -> runnable, got {type(build).__name__}")
+    check_build("tk.search", build)
     if not callable(name_of):
         raise TypeError(
             f"tk.search(name_of=...) takes a callable config -> candidate name (e.g. template.name_of), "

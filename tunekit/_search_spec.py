@@ -14,6 +14,7 @@ from tunekit._space import Config, Space
 
 __all__ = [
     "SearchSpec",
+    "check_build",
     "check_search_args",
     "check_search_names",
     "config_name",
@@ -144,6 +145,28 @@ def _check_factory(where: str, factory: Callable[..., object]) -> None:
         raise TypeError(
             f"{where}(strategy=...): {name} cannot be called as factory(space, numpy Generator) -> tk.Strategy "
             f"({exc}); pass a strategy name from tk.STRATEGIES, or a class or function taking those two arguments"
+        ) from None
+
+
+def check_build(where: str, build: object) -> None:
+    """Refuse a ``build`` that is not a callable taking one configuration, before anything is measured.
+
+    ``build()`` without a parameter failed every candidate at its first run, each with the same
+    TypeError, after a whole search (and its compiles) had been spent.
+    """
+    if not callable(build):
+        raise TypeError(f"{where}(build=...) takes a callable config -> runnable, got {type(build).__name__}")
+    try:
+        signature = inspect.signature(build)
+    except (TypeError, ValueError):  # a builtin or C callable without one: its call will tell
+        return
+    try:
+        signature.bind(None)
+    except TypeError as exc:
+        name = getattr(build, "__qualname__", type(build).__qualname__)
+        raise TypeError(
+            f"{where}(build=...): {name} cannot be called as build(config) ({exc}); it takes the configuration "
+            "(a tk.Config) and returns the candidate, e.g. build=lambda c: make_kernel(c.BLOCK)"
         ) from None
 
 

@@ -11,7 +11,14 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from tunekit._check import Reference
-from tunekit._search_spec import SearchSpec, check_search_args, config_name, empty_space_error, incumbents_of
+from tunekit._search_spec import (
+    SearchSpec,
+    check_build,
+    check_search_args,
+    config_name,
+    empty_space_error,
+    incumbents_of,
+)
 from tunekit._space import Config, Space
 from tunekit._trials import check_log_path
 from tunekit._tunable import Tunable
@@ -159,8 +166,7 @@ class TunableSet(Generic[K, Out]):
         # a generic Protocol while it also solves O2 from build, so `key=lambda x: Key(...)` failed.
         if not isinstance(space, Space):
             raise TypeError(f"TunableSet.from_space() takes a tk.Space, got {type(space).__name__}")
-        if not callable(build):
-            raise TypeError("TunableSet.from_space(build=...) takes a callable config -> function")
+        check_build("TunableSet.from_space", build)
         tunables = [Tunable(config.name, LazyBuild(build, config), version) for config in space]
         if not tunables:  # an empty set failed only at its first execute, saying to add tunables
             raise empty_space_error("TunableSet.from_space()", space)
