@@ -177,13 +177,13 @@ class TrialLog:
         lines = complete.splitlines()
         entries: list[tuple[Config, TrialEntry]] = []
         for number, line in enumerate(lines[1:], start=2):
-            _check_version(path, number, line, "trial", TrialEntry)
             try:
                 entry = _LINE.validate_json(line, context=STORED)
                 if not isinstance(entry, TrialEntry):
                     raise ValueError("a second header")
                 config = space.config(entry.config)
             except (ValidationError, ValueError) as exc:
+                _check_version(path, number, line, "trial", TrialEntry)
                 raise TrialLogError(
                     f"{path}: line {number} is corrupt ({_one_line(exc)}); move the log aside to start over"
                 ) from None
@@ -290,10 +290,10 @@ def _read_header(path: Path, first: bytes, *, partial: bool) -> TrialLogHeader |
             f"{path} is not a tunekit trial log (it does not start with a trial-log header) and was left as it is; "
             "give log= a new path or an earlier search's log"
         )
-    _check_version(path, 1, first, "header", TrialLogHeader)
     try:
         return TrialLogHeader.model_validate_json(first, context=STORED)
     except ValidationError as exc:
+        _check_version(path, 1, first, "header", TrialLogHeader)
         raise TrialLogError(
             f"{path}: the first line is not a tunekit trial-log header ({exc.errors()[0]['msg']}) and the file was "
             "left as it is; use another path"
@@ -301,7 +301,7 @@ def _read_header(path: Path, first: bytes, *, partial: bool) -> TrialLogHeader |
 
 
 def _check_version(path: Path, number: int, line: bytes, kind: str, model: type[Persisted]) -> None:
-    """Refuse a line of another schema version by name: it is another tunekit's, not a corrupt one."""
+    """Refuse a line that failed validation by its other schema version: another tunekit's, not a corrupt one."""
     try:
         fields = json.loads(line)
     except ValueError:
