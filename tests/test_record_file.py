@@ -274,6 +274,18 @@ def test_a_search_added_under_another_key_is_refused(data: ReplayData) -> None:
     assert result.key == Shape(n=8192) and list(record.entries) == ['{"n":8192}']
 
 
+def test_a_record_under_the_home_directory_is_saved_and_loaded_there(
+    data: ReplayData, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """record.save("~/r.json") wrote ./~/r.json, a directory named "~" in the working directory."""
+    record, _ = committed(data, tmp_path / "r.json")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    record.save("~/tuning/r.json")
+    assert (tmp_path / "home" / "tuning" / "r.json").is_file() and not (tmp_path / "~").exists()
+    assert tk.Record.load("~/tuning/r.json").model() == record.model()
+
+
 def test_saving_under_a_file_names_that_file(data: ReplayData, tmp_path: Path) -> None:
     """record.save("notes.txt/r.json") said only "[Errno 17] File exists: 'notes.txt'"."""
     record, _ = committed(data, tmp_path / "r.json")

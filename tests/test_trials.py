@@ -91,6 +91,14 @@ def test_a_log_from_another_search_is_refused(
             run(data, log, **change)
 
 
+def test_a_log_under_the_home_directory_is_written_there(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """log="~/t.jsonl" created a directory named "~" in the working directory."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    TrialLog.open("~/logs/t.jsonl", tuner="t", space=tk.Space(A=[1]), device_id="d").close()
+    assert (tmp_path / "home" / "logs" / "t.jsonl").is_file() and not (tmp_path / "~").exists()
+
+
 LIMIT = 1024
 
 

@@ -279,7 +279,7 @@ class Record:
         The file keeps the mode of the one it replaces; a new one gets the mode of a plain
         ``open(path, "w")``, so a committed record is readable wherever it is checked out.
         """
-        path = Path(path)
+        path = Path(path).expanduser()  # else "~/gemm.json" was saved under a directory named "~"
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
         except (FileExistsError, NotADirectoryError):  # it said only "[Errno 17] File exists: 'r1.py'"
@@ -294,7 +294,7 @@ class Record:
     @classmethod
     def load(cls, path: str | Path) -> Record:
         """Read a record file (validated; nothing in it is executed)."""
-        path = Path(path)
+        path = Path(path).expanduser()
         try:
             data = RecordFile.model_validate_json(path.read_bytes(), context=STORED)
         except FileNotFoundError:

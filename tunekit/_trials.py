@@ -234,8 +234,9 @@ class TrialLog:
 
 
 def check_log_path(path: str | os.PathLike[str]) -> Path:
-    """``path`` as a Path, refused (TrialLogError) when it names a directory: a log is a file."""
-    path = Path(path)
+    """``path`` as a Path (``~`` expanded), refused (TrialLogError) when it names a directory: a log is a file."""
+    # Not expanded, log="~/trials.jsonl" quietly made a directory named "~" in the working directory.
+    path = Path(path).expanduser()
     if path.is_dir():
         raise TrialLogError(
             f"trial log {path} is a directory; give a file path, e.g. log={str(path / 'trials.jsonl')!r}"
