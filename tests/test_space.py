@@ -195,6 +195,16 @@ def test_a_raising_restriction_is_reported_with_the_configuration() -> None:
         list(space)
 
 
+def test_a_restriction_reading_a_misspelt_parameter_is_told_to_fix_the_name() -> None:
+    """c.BLCK for c.BLOCK was reported with "make it return False instead", advice that hides the typo."""
+    space = tk.Space(BLOCK=[64, 128], restrict=lambda c: c.BLCK <= 64)
+    with pytest.raises(ValueError, match=r"reads c.BLCK, which is no parameter of the space \(it has \['BLOCK'\]\)"):
+        list(space)
+    with pytest.raises(ValueError, match="make it return False instead"):  # another AttributeError: as before
+        list(tk.Space(A=[1], restrict=lambda c: c.A.real.nope > 0))
+    assert tk.Space(A=[1]).config(A=1).get("B") is None  # a Mapping still: get() reads a missing name as None
+
+
 def test_positions_and_cartesian_index_round_trip() -> None:
     space = small()
     for config in space:

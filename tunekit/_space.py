@@ -96,7 +96,9 @@ class Config(Mapping[str, Any]):
         try:
             return self._values[self._names.index(name)]
         except ValueError:
-            raise AttributeError(f"configuration has no parameter {name!r}; it has {list(self._names)}") from None
+            raise AttributeError(
+                f"configuration has no parameter {name!r}; it has {list(self._names)}", name=name, obj=self
+            ) from None
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError("Config is immutable")
@@ -399,9 +401,15 @@ class Space:
             try:
                 ok = fn(config)
             except Exception as exc:
+                label = _restriction_label(fn, position, len(self._restrictions))
+                if isinstance(exc, AttributeError) and exc.obj is config:
+                    # A misspelt c.BLCK: "make it return False" would have it hide the typo.
+                    raise ValueError(
+                        f"{label} reads c.{exc.name}, which is no parameter of the space (it has "
+                        f"{list(self._names)}); fix the name in the restriction"
+                    ) from exc
                 raise ValueError(
-                    f"{_restriction_label(fn, position, len(self._restrictions))} raised {type(exc).__name__}: "
-                    f"{exc} on {config!r}; make it return False instead"
+                    f"{label} raised {type(exc).__name__}: {exc} on {config!r}; make it return False instead"
                 ) from exc
             if not isinstance(ok, bool | np.bool_):
                 raise TypeError(
