@@ -208,8 +208,12 @@ def test_a_sparse_cache_from_a_run_that_did_not_try_everything_is_counted_walked
     drawn = data.space.sample(50, 0)
     assert len(set(drawn)) == 50 and all(c in data.samples_ms for c in drawn)
     client = ReplayClient(data)
-    result = tk.search(data.space, client.kernel, client, (), tuner="sparse", strategy="exhaustive", max_evals=20)
-    assert result.evaluations == 20 and result.best is not None
+    for strategy in ("exhaustive", "random", "ils", "genetic", "model_ils", "auto"):
+        # Every strategy but exhaustive drew at random until half a walk of the 4^20 product: for hours.
+        result = tk.search(
+            data.space, client.kernel, client, (), tuner=f"sparse-{strategy}", strategy=strategy, max_evals=60
+        )
+        assert result.evaluations == 60 and result.best is not None, strategy
 
 
 def test_a_brute_force_cache_walks_and_samples_as_any_restricted_space(tmp_path: Path) -> None:
