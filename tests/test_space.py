@@ -205,12 +205,6 @@ def test_a_restriction_reading_a_misspelt_parameter_is_told_to_fix_the_name() ->
     assert tk.Space(A=[1]).config(A=1).get("B") is None  # a Mapping still: get() reads a missing name as None
 
 
-def test_a_dict_given_positionally_is_refused_with_the_keyword_form() -> None:
-    """tk.Space({"BLOCK": [64]}), as KernelTemplate takes it, said "takes 1 positional argument but 2 were given"."""
-    with pytest.raises(TypeError, match=r"keywords, got a positional dict: .* tk.Space\(\*\*params\) for a dict"):
-        tk.Space({"BLOCK": [64, 128]})  # type: ignore[arg-type]
-
-
 def test_positions_and_cartesian_index_round_trip() -> None:
     space = small()
     for config in space:

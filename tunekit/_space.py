@@ -15,7 +15,7 @@ import math
 import numbers
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, ValuesView
 from collections.abc import Set as AbstractSet
-from typing import Any, Literal, Never
+from typing import Any, Literal
 
 import numpy as np
 
@@ -261,16 +261,10 @@ class Space:
 
     def __init__(
         self,
-        *positional: Never,
+        *,
         restrict: Restriction | Sequence[Restriction] | None = None,
         **params: Iterable[ParamValue],
     ) -> None:
-        if positional:  # Python said only "takes 1 positional argument but 2 were given"
-            given = type(positional[0]).__name__
-            raise TypeError(
-                f"tk.Space takes its parameters as keywords, got a positional {given}: "
-                "tk.Space(BLOCK=[64, 128], VEC=[1, 2]), or tk.Space(**params) for a dict name -> values"
-            )
         if not params:
             raise ValueError("tk.Space needs at least one parameter, e.g. tk.Space(BLOCK=tk.pow2(64, 1024))")
         domains = {_check_name(name): _domain(name, values) for name, values in params.items()}
