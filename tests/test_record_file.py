@@ -548,3 +548,12 @@ def test_a_record_of_a_key_anchored_to_a_min_off_the_powers_is_seeded_and_served
     assert loaded.seed(tuner, tunables, Small) == 1
     tuner.execute(client.device_id, client, tunables, (np.zeros(2),))
     assert decisions == [], "the seeded bucket serves n=2 without a tune"
+
+
+def test_a_record_of_another_schema_version_is_refused_as_another_tunekits(data: ReplayData, tmp_path: Path) -> None:
+    """A newer tunekit's record was refused as 'not a valid tunekit record file', as if it were no record."""
+    committed(data, tmp_path / "r.json")
+    doc = json.loads((tmp_path / "r.json").read_text())
+    (tmp_path / "r.json").write_text(json.dumps(doc | {"schema_version": 2}))
+    with pytest.raises(tk.RecordMismatch, match="record of schema_version 2, written by another tunekit version"):
+        tk.Record.load(tmp_path / "r.json")

@@ -434,3 +434,35 @@ def test_a_search_over_a_kernel_template_names_its_candidates_as_the_tuner_does(
     assert search_record.winner in names
     with pytest.raises(TypeError, match=r"tk.search\(name_of=...\) takes a callable config -> candidate name"):
         tk.search(template.space, build, client, inputs, tuner="fill", name_of="fill")  # type: ignore[arg-type]
+
+
+class Cheap:
+    """A deterministic objective: a configuration costs its index."""
+
+    def __init__(self, space: tk.Space) -> None:
+        self.space = space
+
+    def measure(self, config: tk.Config) -> tk.Outcome:
+        return tk.Measured(tk.BenchmarkDurations((100 + self.space.index(config),)))
+
+    def remaining(self) -> int | None:
+        return None
+
+
+@pytest.mark.parametrize("strategy", ["auto", "exhaustive", "random", "model_ils"])
+def test_a_budget_that_runs_out_with_the_last_configuration_says_the_space_was_exhausted(strategy: str) -> None:
+    """An 80-point space searched whole with max_evals=80 was recorded as stopped by max_evals, as if cut short."""
+    whole = tk.tune_objective(
+        Cheap(tk.Space(A=range(40), B=["x", "y"])), tuner="t", device_id="d", max_evals=80, strategy=strategy
+    )
+    assert (whole.evaluations, whole.stopped_by) == (80, "exhausted")
+    cut = tk.tune_objective(
+        Cheap(tk.Space(A=range(40), B=["x", "y"])), tuner="t", device_id="d", max_evals=79, strategy=strategy
+    )
+    assert (cut.evaluations, cut.stopped_by) == (79, "max_evals")
+
+
+def test_a_counted_restricted_space_searched_whole_within_its_budget_says_exhausted() -> None:
+    space = tk.Space(A=range(40), B=["x", "y"], restrict=lambda c: c.A % 2 == 0)
+    result = tk.tune_objective(Cheap(space), tuner="t", device_id="d", max_evals=40, max_seconds=3600)
+    assert (result.strategy, result.evaluations, result.stopped_by) == ("exhaustive", 40, "exhausted")

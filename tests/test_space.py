@@ -473,3 +473,18 @@ def test_a_sample_past_the_rejected_draws_it_keeps_is_the_same_sample(
     expected = [space.sample(n, seed) for n in (5, 60, 100, 150)]
     monkeypatch.setattr("tunekit._space._MAX_REMEMBERED", 8)
     assert [space.sample(n, seed) for n in (5, 60, 100, 150)] == expected
+
+
+def test_counted_size_is_known_without_walking_the_space() -> None:
+    calls = 0
+
+    def below(c: tk.Config) -> bool:
+        nonlocal calls
+        calls += 1
+        return bool(c.A < c.B)
+
+    space = tk.Space(A=range(10), B=range(10), restrict=below)
+    assert space.counted_size() is None and calls == 0
+    assert space.size_up_to(5) is None and space.counted_size() is None
+    assert space.size == 45 and space.counted_size() == 45
+    assert tk.Space(A=range(10), B=["x", "y"]).counted_size() == 20

@@ -226,3 +226,58 @@ def test_a_key_log_path_sits_beside_the_base_with_the_key_in_its_name() -> None:
     # Changed kernels (another checksum) must not be answered from the old code's log.
     assert key_log_path(base, tuner="gemm", device_id="gpu0", key=key, checksum="c2") != path
     assert key_log_path(Path("log"), tuner="t", device_id="d", key=None, checksum="c").name.startswith("log.")
+
+
+def test_a_log_reached_through_a_symlink_is_locked_as_the_file_itself(data: ReplayData, tmp_path: Path) -> None:
+    """Each path to a log took its own lock: two searches, one through a symlink, wrote one log at once."""
+    log = tmp_path / "t.jsonl"
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(log)
+    holder = TrialLog.open(link, tuner="t", space=data.space, device_id="replay:" + data.gpu)
+    try:
+        with pytest.raises(tk.TrialLogError, match="in use"):
+            run(data, log)
+    finally:
+        holder.close()
+
+
+@pytest.mark.parametrize("text", ["notes\nthe last line, with no newline", '{"lr": 0.1}'])
+def test_a_file_that_is_not_a_trial_log_is_left_as_it_is(data: ReplayData, tmp_path: Path, text: str) -> None:
+    """A file given as log= by mistake lost its last line, or all of it to a header when it had one line."""
+    log = tmp_path / "notes.txt"
+    log.write_text(text)
+    with pytest.raises(tk.TrialLogError, match="not a tunekit trial log|not a tunekit trial-log header"):
+        run(data, log)
+    assert log.read_text() == text
+
+
+def test_a_half_written_header_starts_the_log_again(data: ReplayData, tmp_path: Path) -> None:
+    log = tmp_path / "t.jsonl"
+    run(data, log)
+    log.write_bytes(log.read_bytes()[:40])  # killed while writing the header
+    assert run(data, log).evaluations == 25
+    tk.TrialLogHeader.model_validate_json(log.read_text().splitlines()[0])
+
+
+def test_another_searchs_log_keeps_its_half_written_last_line(data: ReplayData, tmp_path: Path) -> None:
+    log = tmp_path / "t.jsonl"
+    run(data, log, tuner="other")
+    text = log.read_text() + '{"kind": "trial", "con'
+    log.write_text(text)
+    with pytest.raises(tk.TrialLogError, match="tuner='other'"):
+        run(data, log)
+    assert log.read_text() == text
+
+
+@pytest.mark.parametrize(("line", "version"), [(0, 2), (3, 3)])
+def test_a_log_of_another_schema_version_is_refused_as_another_tunekits(
+    data: ReplayData, tmp_path: Path, line: int, version: int
+) -> None:
+    """A newer tunekit's header or trial was called 'not a trial-log header' or 'corrupt'."""
+    log = tmp_path / "t.jsonl"
+    run(data, log)
+    lines = log.read_text().splitlines()
+    lines[line] = json.dumps(json.loads(lines[line]) | {"schema_version": version})
+    log.write_text("\n".join(lines) + "\n")
+    with pytest.raises(tk.TrialLogError, match=f"line {line + 1} is a .* of schema_version {version}.*another tunekit"):
+        run(data, log)

@@ -312,6 +312,13 @@ class Record:
             # A trial log or cache bundle given here listed their fields as wrong; say what the file is.
             if kind := other_kind(path, "committed record"):
                 raise RecordMismatch(f"{path} is {kind}, not a committed record (tk.Record.save)") from None
+            if (version := _schema_version(path)) not in (None, 1):
+                # It said only "schema_version: Input should be 1", as for a file that is no record at all.
+                raise RecordMismatch(
+                    f"{path} is a committed record of schema_version {version!r}, written by another tunekit "
+                    f"version; this tunekit ({__version__}) reads schema_version 1: use that version, or re-tune "
+                    "and commit a new record"
+                ) from None
             raise RecordMismatch(
                 f"{path} is not a valid tunekit record file (schema_version 1): {validation_text(exc, whole='file')}"
             ) from None
@@ -452,6 +459,17 @@ def _level_mismatch(record: Record, anchored: tuple[str, ...] | None) -> str | N
 
 def _same_buckets(made: AutotuneLevel, running: AutotuneLevel) -> bool:
     return _settings.level_anchor_exponent(made) == _settings.level_anchor_exponent(running)
+
+
+def _schema_version(path: Path) -> object:
+    """The ``schema_version`` a record file of any version declares; None for a file that is no record."""
+    try:
+        data = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return None
+    # Only a file with a record's fields is taken for another version's record.
+    is_record = isinstance(data, dict) and {"tuner", "device_id", "entries"} <= data.keys()
+    return data.get("schema_version") if is_record else None
 
 
 def _entry_key(entry: RecordEntry) -> str:

@@ -208,6 +208,12 @@ def _budget_covers(space: Space, max_evals: int | None, max_seconds: float | Non
     return space.cartesian_size <= AUTO_COUNT_LIMIT and space.size_up_to(max_evals) is not None
 
 
+def _searched_whole(space: Space, evaluated: int) -> bool:
+    """Whether ``evaluated`` distinct configurations are every one of ``space``, as far as known without a walk."""
+    size = space.counted_size()
+    return size is not None and evaluated >= size
+
+
 def _choose(
     space: Space, strategy: str | StrategyFactory, max_evals: int | None, max_seconds: float | None
 ) -> tuple[str, StrategyFactory]:
@@ -289,6 +295,10 @@ def run_search(
         while True:
             if met_limit:
                 stopped = "roofline"
+                break
+            if _searched_whole(space, len(done)):
+                # Before the budgets: a space of 80 searched whole with max_evals=80 was recorded
+                # as stopped by max_evals, as if the budget had cut it.
                 break
             if max_evals is not None and len(done) >= max_evals:
                 stopped = "max_evals"

@@ -312,6 +312,14 @@ class Space:
             self._size = sum(1 for _ in self)
         return self._size
 
+    def counted_size(self) -> int | None:
+        """The number of valid configurations when it is known without a walk, else None.
+
+        Known for a space without restrictions, and once :attr:`size` (or a ``size_up_to``
+        that reached the end) counted it.
+        """
+        return self._size
+
     def size_up_to(self, limit: int) -> int | None:
         """The number of valid configurations when it is at most ``limit``, else None.
 

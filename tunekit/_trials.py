@@ -17,7 +17,7 @@ import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Annotated, Literal
+from typing import IO, Annotated, Literal, get_args
 
 import filelock
 from pydantic import Field, TypeAdapter, ValidationError
@@ -126,12 +126,15 @@ class TrialLog:
             raise TrialLogError(
                 f"cannot create the directory of trial log {path}: {why}; give log= a file path in a directory"
             ) from exc
-        lock = filelock.FileLock(str(path) + ".lock")
+        # Beside the file itself: a log reached through a symlink took a lock of its own, and two
+        # searches wrote one log at once (139 lines, 120 distinct configurations, colliding batches).
+        lock_path = os.path.realpath(path) + ".lock"
+        lock = filelock.FileLock(lock_path)
         try:
             lock.acquire(timeout=0)
         except filelock.Timeout:
             raise TrialLogError(
-                f"trial log {path} is in use by another search (lock {path}.lock); wait for it"
+                f"trial log {path} is in use by another search (lock {lock_path}); wait for it"
             ) from None
         try:
             previous, next_batch = cls._resume(path, header, space)
@@ -153,6 +156,12 @@ class TrialLog:
         except FileNotFoundError:
             return {}, 0
         complete = data[: data.rfind(b"\n") + 1]
+        # Checked before anything is cut: a file given as log= by mistake (notes, a config) lost
+        # its last line, and one of a single line without a newline was overwritten by a header;
+        # another search's log is left as it is too.
+        first = _read_header(path, complete.split(b"\n", 1)[0] if complete else data, partial=not complete)
+        if first is not None:
+            _check_same_search(path, first, header)
         if len(complete) < len(data):
             _log.warning(
                 "%s: cutting off a half-written last line (%d bytes) from an interrupted run",
@@ -163,25 +172,9 @@ class TrialLog:
                 f.truncate(len(complete))
                 f.flush()
                 os.fsync(f.fileno())
-        lines = complete.splitlines()
-        if not lines:
+        if first is None:
             return {}, 0
-        try:
-            first = _LINE.validate_json(lines[0], context=STORED)
-        except ValidationError as exc:
-            raise TrialLogError(
-                f"{path}: the first line is not a tunekit trial-log header ({exc.errors()[0]['msg']}); use another path"
-            ) from None
-        if not isinstance(first, TrialLogHeader):
-            raise TrialLogError(f"{path}: the first line is not a trial-log header; use another path")
-        for field in ("tuner", "key", "device_id", "space_hash"):
-            theirs, ours = getattr(first, field), getattr(header, field)
-            if theirs != ours:
-                what = f" ({_space_difference(first.space, header.space)})" if field == "space_hash" else ""
-                raise TrialLogError(
-                    f"{path} was written for {field}={theirs!r}, but this search has {field}={ours!r}{what}: "
-                    "its trials do not apply here; give this search another log path (or delete the old log)"
-                )
+        lines = complete.splitlines()
         entries: list[tuple[Config, TrialEntry]] = []
         for number, line in enumerate(lines[1:], start=2):
             try:
@@ -190,6 +183,7 @@ class TrialLog:
                     raise ValueError("a second header")
                 config = space.config(entry.config)
             except (ValidationError, ValueError) as exc:
+                _check_version(path, number, line, "trial", TrialEntry)
                 raise TrialLogError(
                     f"{path}: line {number} is corrupt ({_one_line(exc)}); move the log aside to start over"
                 ) from None
@@ -266,6 +260,63 @@ def key_log_path(base: Path, *, tuner: str, device_id: str, key: Mapping[str, ob
     digest = hashlib.sha256(json.dumps([tuner, device_id, key, checksum], sort_keys=True).encode()).hexdigest()[:8]
     stem = base.name[: -len(base.suffix)] if base.suffix else base.name
     return base.with_name(".".join(part for part in (stem, readable, digest) if part) + base.suffix)
+
+
+def _check_same_search(path: Path, logged: TrialLogHeader, running: TrialLogHeader) -> None:
+    """Refuse (TrialLogError) a log written for another tuner, key, device or space, naming what differs."""
+    for field in ("tuner", "key", "device_id", "space_hash"):
+        theirs, ours = getattr(logged, field), getattr(running, field)
+        if theirs != ours:
+            what = f" ({_space_difference(logged.space, running.space)})" if field == "space_hash" else ""
+            raise TrialLogError(
+                f"{path} was written for {field}={theirs!r}, but this search has {field}={ours!r}{what}: "
+                "its trials do not apply here; give this search another log path (or delete the old log)"
+            )
+
+
+_HEADER_START = b'{"kind":"header"'
+
+
+def _read_header(path: Path, first: bytes, *, partial: bool) -> TrialLogHeader | None:
+    """The header on ``first``, the log's first line; None when the file holds no whole line.
+
+    Raises TrialLogError when the file is no trial log of this schema version. ``partial``: no
+    whole line, as a run killed while writing the header leaves; only the start of a header
+    is taken for one.
+    """
+    if partial:
+        if first.startswith(_HEADER_START) or _HEADER_START.startswith(first):
+            return None
+        raise TrialLogError(
+            f"{path} is not a tunekit trial log (it does not start with a trial-log header) and was left as it is; "
+            "give log= a new path or an earlier search's log"
+        )
+    try:
+        return TrialLogHeader.model_validate_json(first, context=STORED)
+    except ValidationError as exc:
+        _check_version(path, 1, first, "header", TrialLogHeader)
+        raise TrialLogError(
+            f"{path}: the first line is not a tunekit trial-log header ({exc.errors()[0]['msg']}) and the file was "
+            "left as it is; use another path"
+        ) from None
+
+
+def _check_version(path: Path, number: int, line: bytes, kind: str, model: type[Persisted]) -> None:
+    """Refuse a line that failed validation by its other schema version: another tunekit's, not a corrupt one."""
+    try:
+        fields = json.loads(line)
+    except ValueError:
+        return  # not JSON: validation names it
+    if not isinstance(fields, dict) or fields.get("kind") != kind:
+        return
+    version = fields.get("schema_version")
+    known = get_args(model.model_fields["schema_version"].annotation)
+    if version not in known:
+        raise TrialLogError(
+            f"{path}: line {number} is a {kind} of schema_version {version!r}, which this tunekit "
+            f"({__version__}) does not read (it reads {' and '.join(map(str, known))}): it was written by another "
+            "tunekit version; resume it with that version, or give this search another log path"
+        )
 
 
 def _one_line(exc: ValueError) -> str:
