@@ -60,6 +60,9 @@ KERNEL_TUNER = [
 ]
 
 
+KT_MAX_POINTS = 10**8  # Cartesian points past which Kernel Tuner's runs are not attempted (hours each)
+
+
 def _budget(valid: int) -> int:
     return max(1, math.ceil(0.1 * valid))
 
@@ -151,10 +154,18 @@ def _kt_file(path: str) -> tuple[str, dict[str, Any]]:
 
 def run_kernel_tuner(path: str, strategy: str, seed: int) -> dict[str, Any]:
     """One Kernel Tuner simulation-mode run on the same file."""
-    import kernel_tuner
-
     copy, doc = _kt_file(path)
     names = doc["tune_params_keys"]
+    points = math.prod(len(doc["tune_params"][n]) for n in names)
+    if points > KT_MAX_POINTS:
+        # Measured: 12 parameters of 4 values (1.7e7 points) took 40 s of CPU per run; 4^20 never ended.
+        raise RuntimeError(
+            f"{points:.2g} Cartesian points: more than Kernel Tuner's simulation mode can enumerate (it tests "
+            f"each against the restriction to build its search space; limit {KT_MAX_POINTS:.0e}); the file holds "
+            f"{len(doc['cache'])} configurations"
+        )
+    import kernel_tuner
+
     keys = set(doc["cache"])
     valid_means = _valid_means(path)
     best = min(valid_means.values())

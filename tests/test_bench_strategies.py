@@ -196,3 +196,16 @@ def test_kernel_tuners_copy_ends_with_its_cache_and_is_keyed_as_kernel_tuner_loo
         f"{k},{float(np.float32(0.1))}" for k in json.loads(write_cache(tmp_path / "c.json").read_text())["cache"]
     }
     assert set(bench._valid_means(str(path))) <= set(read["cache"])
+
+
+def test_kernel_tuner_is_not_run_on_a_cartesian_product_it_cannot_enumerate(tmp_path: Path) -> None:
+    """Kernel Tuner's run on a sparse cache of a 4^20 space never ended (it tests every Cartesian point)."""
+    bench = load_bench()
+    params = {f"P{i}": [1, 2, 4, 8] for i in range(20)}
+    cache = {",".join(["1"] * 20): {**dict.fromkeys(params, 1), "time": 1.0}}
+    path = tmp_path / "sparse.json"
+    path.write_text(
+        json.dumps({"kernel_name": "k", "tune_params_keys": list(params), "tune_params": params, "cache": cache})
+    )
+    with pytest.raises(RuntimeError, match=r"^1.1e\+12 Cartesian points: more than Kernel Tuner's simulation mode"):
+        bench.run_kernel_tuner(str(path), "random_sample", 0)

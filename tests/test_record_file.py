@@ -244,7 +244,7 @@ def test_loading_or_seeding_with_the_wrong_arguments_names_them(data: ReplayData
     key "not JSON-serialisable"; a missing file told to use tk.Record(...), which needs a checksum by hand."""
     record, tunables = committed(data, tmp_path / "r.json")
     device = ReplayClient(data).device_id
-    with pytest.raises(TypeError, match=r"load_verified\(\) takes the running tk.TunableSet .* got Space"):
+    with pytest.raises(TypeError, match=r"load_verified\(\) takes the running tk.TunableSet .* got (Replay)?Space"):
         tk.Record.load_verified(tmp_path / "r.json", data.space, device)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match=r"load_verified\(device_id=...\) takes .* got None"):
         tk.Record.load_verified(tmp_path / "r.json", tunables, None)  # type: ignore[arg-type]

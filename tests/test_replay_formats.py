@@ -186,3 +186,41 @@ def test_compression_is_told_by_content_not_by_name(tmp_path: Path) -> None:
     bom = tmp_path / "bom.json"
     bom.write_bytes(b"\xef\xbb\xbf" + plain.read_bytes())
     assert load_kernel_tuner_cache(bom).samples_ms == expected
+
+
+def test_a_sparse_cache_from_a_run_that_did_not_try_everything_is_counted_walked_and_searched(tmp_path: Path) -> None:
+    """A cache of 300 configurations out of 4^20 (a genetic run's) never finished counting, sampling or searching."""
+    rng = np.random.default_rng(3)
+    params = {f"P{i}": [1, 2, 4, 8] for i in range(20)}
+    cache: dict[str, Any] = {}
+    while len(cache) < 300:
+        values = [int(v) for v in rng.choice([1, 2, 4, 8], size=20)]
+        time = 1.0 + 0.01 * sum(abs(v - 2) for v in values)
+        cache[",".join(map(str, values))] = {**dict(zip(params, values, strict=True)), "time": time}
+    path = tmp_path / "sparse.json"
+    path.write_text(
+        json.dumps({"kernel_name": "k", "tune_params_keys": list(params), "tune_params": params, "cache": cache})
+    )
+    data = load_kernel_tuner_cache(path)
+    assert data.space.cartesian_size == 4**20 and data.space.size == 300 == data.space.walk_cost
+    walked = list(data.space)
+    assert [data.space.index(c) for c in walked] == sorted(data.space.index(c) for c in walked), "Cartesian order"
+    drawn = data.space.sample(50, 0)
+    assert len(set(drawn)) == 50 and all(c in data.samples_ms for c in drawn)
+    client = ReplayClient(data)
+    result = tk.search(data.space, client.kernel, client, (), tuner="sparse", strategy="exhaustive", max_evals=20)
+    assert result.evaluations == 20 and result.best is not None
+
+
+def test_a_brute_force_cache_walks_and_samples_as_any_restricted_space(tmp_path: Path) -> None:
+    """The replay's own walk must not change what a dense (brute-force) file's searches see."""
+    data = load_kernel_tuner_cache(write_cache(tmp_path / "c.json"))
+    plain = tk.Space(restrict=lambda c: c.values_tuple in {k.values_tuple for k in data.space}, **PARAMS)
+    assert list(data.space) == list(plain)
+    assert data.space.sample(10, 4) == plain.sample(10, 4)
+
+
+def test_a_negative_seed_is_refused_when_the_client_is_made(tmp_path: Path) -> None:
+    """ReplayClient(seed=-1) was accepted; every candidate then failed as numpy's "expected non-negative integer"."""
+    with pytest.raises(ValueError, match=r"ReplayClient\(seed=...\) must be an int >= 0, got -1"):
+        ReplayClient(load_kernel_tuner_cache(write_cache(tmp_path / "c.json")), seed=-1)

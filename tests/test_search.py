@@ -189,6 +189,8 @@ def test_a_factory_that_builds_no_strategy_is_refused(replay: tuple[ReplayData, 
     [
         ({"seed": None}, r"tk.search\(seed=...\) must be an int, got None"),
         ({"seed": 1.5}, r"seed=...\) must be an int"),
+        # A negative seed failed inside the strategy as numpy's "expected non-negative integer".
+        ({"seed": -1}, r"tk.search\(seed=...\) must be an int >= 0, got -1"),
         ({"max_evals": 2.5}, r"tk.search\(max_evals=...\) must be a positive int .* got 2.5"),
         ({"max_evals": 0}, r"max_evals=...\) must be a positive int"),
         ({"max_evals": True}, r"max_evals=...\) must be a positive int"),

@@ -91,8 +91,11 @@ def check_search_args(
     """
     if not _is_int(seed):
         raise TypeError(
-            f"{where}(seed=...) must be an int, got {seed!r}; pass seed=0 (or any int) to reproduce a search"
+            f"{where}(seed=...) must be an int, got {seed!r}; pass seed=0 (or any int >= 0) to reproduce a search"
         )
+    # numpy's generators take no negative seed: -1 failed inside the strategy as "expected non-negative integer".
+    if seed < 0:
+        raise ValueError(f"{where}(seed=...) must be an int >= 0, got {seed}; pass seed=0 (or any int >= 0)")
     if max_evals is not None and not (_is_int(max_evals) and max_evals >= 1):
         raise ValueError(
             f"{where}(max_evals=...) must be a positive int (configurations to evaluate) or None, got {max_evals!r}"

@@ -306,6 +306,16 @@ class Space:
         return self._cartesian
 
     @property
+    def walk_cost(self) -> int:
+        """Points a walk of the space (``iter``, ``size``) visits: its Cartesian product.
+
+        A subclass that knows its valid points without testing the product (a replayed
+        cache file) walks only those and says so here, so that drawing at random is weighed
+        against the walk it really costs.
+        """
+        return self._cartesian
+
+    @property
     def size(self) -> int:
         """Number of valid configurations; with restrictions, counted once by walking the space."""
         if self._size is None:
@@ -509,7 +519,7 @@ class Space:
         while len(picked) < n and len(picked) + len(rejected) < total:
             # Expected tries left at the rate so far (none picked yet counts as one, so a rare valid point
             # is still looked for by rejection up to half a walk).
-            if tries >= 64 * n + 1024 and (n - len(picked)) * tries > max(len(picked), 1) * (total // 2):
+            if tries >= 64 * n + 1024 and (n - len(picked)) * tries > max(len(picked), 1) * (self.walk_cost // 2):
                 break
             tries += 1
             if widths is None:

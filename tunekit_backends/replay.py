@@ -18,7 +18,7 @@ import json
 import math
 import threading
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -35,6 +35,7 @@ __all__ = [
     "ReplayClient",
     "ReplayData",
     "ReplayFailure",
+    "ReplaySpace",
     "load_kernel_tuner_cache",
     "read_cache_document",
 ]
@@ -78,6 +79,32 @@ class _KnownKeys:
 
     def __call__(self, config: tk.Config) -> bool:
         return config.values_tuple in self.keys
+
+
+class ReplaySpace(tk.Space):
+    """A space whose restriction admits exactly a file's keys, walked through those keys alone.
+
+    A cache from a Kernel Tuner run that did not try everything (a genetic search, a budget)
+    holds a few thousand configurations of a Cartesian product that can reach 10^12: counting,
+    enumerating or sampling by walking the product never ended. The same configurations come
+    out in the same (Cartesian) order; only the walk is shorter.
+    """
+
+    def __init__(self, known: _KnownKeys, params: Mapping[str, Sequence[tk.ParamValue]]) -> None:
+        super().__init__(restrict=known, **params)
+        at = [{v: i for i, v in enumerate(params[name])} for name in self.names]
+        self._walk = sorted(known.keys, key=lambda values: tuple(at[k][v] for k, v in enumerate(values)))
+
+    @property
+    def walk_cost(self) -> int:
+        """A walk visits the file's configurations alone."""
+        return len(self._walk)
+
+    def __iter__(self) -> Iterator[tk.Config]:
+        """The file's configurations in Cartesian order."""
+        names = self.names
+        for values in self._walk:
+            yield tk.Config(names, values)
 
 
 @dataclass(frozen=True)
@@ -249,7 +276,7 @@ def load_kernel_tuner_cache(path: str | Path) -> ReplayData:
         )
     keys = frozenset(samples) | frozenset(failures)
     digest = hashlib.sha256("\n".join(sorted(",".join(map(str, k)) for k in keys)).encode()).hexdigest()[:32]
-    space = tk.Space(restrict=_KnownKeys(keys, f"replay-keys:{digest}"), **params)
+    space = ReplaySpace(_KnownKeys(keys, f"replay-keys:{digest}"), params)
     objective = data.objective if isinstance(data.objective, str) else ",".join(data.objective)
     return ReplayData(
         path=path,
@@ -281,6 +308,9 @@ class ReplayClient:
             )
         if not isinstance(seed, int | np.integer) or isinstance(seed, bool):
             raise TypeError(f"ReplayClient(seed=...) must be an int, got {seed!r}")
+        # numpy takes no negative seed: -1 failed every candidate's run as "expected non-negative integer".
+        if seed < 0:
+            raise ValueError(f"ReplayClient(seed=...) must be an int >= 0, got {seed}")
         self.data = data
         self.seed = int(seed)
         self._clock_ns = 0
