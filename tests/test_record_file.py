@@ -286,6 +286,17 @@ def test_a_record_under_the_home_directory_is_saved_and_loaded_there(
     assert tk.Record.load("~/tuning/r.json").model() == record.model()
 
 
+def test_a_record_without_entries_loads_with_a_warning(data: ReplayData, tmp_path: Path) -> None:
+    """A record saved before anything was added loaded silently, and production then tuned every key."""
+    client = ReplayClient(data)
+    tunables = tk.TunableSet.from_space(data.space, client.kernel, key=key_of)
+    tk.Record.for_tunables("replayed", client.device_id, tunables).save(tmp_path / "r.json")
+    loaded = tk.Record.load_verified(tmp_path / "r.json", tunables, client.device_id)
+    assert [w.split(": ", 1)[1] for w in loaded.warnings] == [
+        "holds no entries, so every key is tuned here; add search results (record.add) and save"
+    ]
+
+
 def test_saving_under_a_file_names_that_file(data: ReplayData, tmp_path: Path) -> None:
     """record.save("notes.txt/r.json") said only "[Errno 17] File exists: 'notes.txt'"."""
     record, _ = committed(data, tmp_path / "r.json")

@@ -495,6 +495,8 @@ def _required_samples(settings: _settings.Settings) -> tuple[int, str]:
 
 def _drift(record: Record, path: Path) -> list[str]:
     out = []
+    if not record.entries:  # loaded and seeded without a word, it left production to tune every key
+        out.append(f"{path}: holds no entries, so every key is tuned here; add search results (record.add) and save")
     if record.tunekit_version != __version__:
         out.append(f"{path}: written by tunekit {record.tunekit_version}, running {__version__}")
     level = _settings.current().autotune_level
