@@ -69,3 +69,7 @@ def test_samples_given_as_an_array_list_or_generator_become_a_tuple_of_ints() ->
         assert durations.median_ns == 2.0 and hash(durations) == hash(tk.BenchmarkDurations((3, 1, 2)))
     with pytest.raises(TypeError, match="BenchmarkDurations takes a tuple of ints"):
         tk.BenchmarkDurations(5)  # type: ignore[arg-type]
+    # A dict gave its keys as samples and a set an arbitrary order.
+    for unordered in ({3: 1, 1: 2}, {3, 1, 2}):
+        with pytest.raises(TypeError, match="BenchmarkDurations takes a tuple of ints"):
+            tk.BenchmarkDurations(unordered)  # type: ignore[arg-type]

@@ -188,6 +188,14 @@ def test_compression_is_told_by_content_not_by_name(tmp_path: Path) -> None:
     assert load_kernel_tuner_cache(bom).samples_ms == expected
 
 
+def test_a_corrupt_gzip_file_is_a_clear_value_error(tmp_path: Path) -> None:
+    """A gzip header over garbage escaped as zlib.error, which stopped the whole strategy bench."""
+    broken = tmp_path / "broken.json.gz"
+    broken.write_bytes(gzip.compress(b'{"cache": {}}')[:10] + b"garbage that is not deflate" * 4)
+    with pytest.raises(ValueError, match="broken.json.gz: not a readable Kernel Tuner cache file"):
+        load_kernel_tuner_cache(broken)
+
+
 def test_a_sparse_cache_from_a_run_that_did_not_try_everything_is_counted_walked_and_searched(tmp_path: Path) -> None:
     """A cache of 300 configurations out of 4^20 (a genetic run's) never finished counting, sampling or searching."""
     rng = np.random.default_rng(3)

@@ -281,3 +281,19 @@ def test_a_log_of_another_schema_version_is_refused_as_another_tunekits(
     log.write_text("\n".join(lines) + "\n")
     with pytest.raises(tk.TrialLogError, match=f"line {line + 1} is a .* of schema_version {version}.*another tunekit"):
         run(data, log)
+
+
+@pytest.mark.parametrize("bad", ["version", "corrupt"])
+def test_a_log_refused_for_one_of_its_lines_keeps_its_half_written_tail(
+    data: ReplayData, tmp_path: Path, bad: str
+) -> None:
+    """The half-written last line was cut before the lines were read, so a refused log was changed anyway."""
+    log = tmp_path / "t.jsonl"
+    run(data, log)
+    lines = log.read_text().splitlines()
+    lines[2] = json.dumps(json.loads(lines[2]) | {"schema_version": 3}) if bad == "version" else "{not json"
+    text = "\n".join(lines) + '\n{"config": {"BLO'
+    log.write_text(text)
+    with pytest.raises(tk.TrialLogError, match="line 3"):
+        run(data, log)
+    assert log.read_text() == text

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numbers
 import statistics
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,7 +28,9 @@ class BenchmarkDurations:
         if not isinstance(self.samples_ns, tuple):
             # An objective's numpy array failed as "truth value ... is ambiguous", a generator was
             # kept exhausted (no median), and a list made the durations unhashable.
-            if isinstance(self.samples_ns, str | bytes) or not isinstance(self.samples_ns, Iterable):
+            # A dict gave its keys and a set an arbitrary order: neither is a sequence of samples.
+            unordered = isinstance(self.samples_ns, Mapping | AbstractSet)
+            if unordered or isinstance(self.samples_ns, str | bytes) or not isinstance(self.samples_ns, Iterable):
                 raise TypeError(
                     f"BenchmarkDurations takes a tuple of ints (ns), got {type(self.samples_ns).__name__} "
                     f"{self.samples_ns!r}"

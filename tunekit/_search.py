@@ -430,8 +430,8 @@ def raise_if_no_winner(
         return
     failures = [(name_of(t.config), outcome_reason(t.outcome, staged=True)) for t in result.trials]
     kept = f"; every trial is kept in {log}: a rerun with the same log resumes it" if log is not None else ""
-    none_allowed = not result.trials and result.stopped_by == "objective_budget"
-    why = " (the objective's remaining() was 0 before anything was measured)" if none_allowed else ""
+    budget_empty_at_start = not result.trials and result.stopped_by == "objective_budget"
+    why = " (the objective's remaining() was 0 before anything was measured)" if budget_empty_at_start else ""
     raise NoValidKernelFound(
         result.tuner,
         key,

@@ -162,17 +162,8 @@ class TrialLog:
         first = _read_header(path, complete.split(b"\n", 1)[0] if complete else data, partial=not complete)
         if first is not None:
             _check_same_search(path, first, header)
-        if len(complete) < len(data):
-            _log.warning(
-                "%s: cutting off a half-written last line (%d bytes) from an interrupted run",
-                path,
-                len(data) - len(complete),
-            )
-            with open(path, "r+b") as f:
-                f.truncate(len(complete))
-                f.flush()
-                os.fsync(f.fileno())
         if first is None:
+            _cut_half_written_line(path, data, complete)
             return {}, 0
         lines = complete.splitlines()
         entries: list[tuple[Config, TrialEntry]] = []
@@ -188,6 +179,9 @@ class TrialLog:
                     f"{path}: line {number} is corrupt ({_one_line(exc)}); move the log aside to start over"
                 ) from None
             entries.append((config, entry))
+        # Only once every whole line is known good: a log refused for a line of another version or a
+        # corrupt one is left exactly as it was, half-written tail included.
+        _cut_half_written_line(path, data, complete)
         written: dict[int, int] = {}
         for _, entry in entries:
             if entry.batch is not None:
@@ -342,3 +336,16 @@ def _space_difference(logged: SpaceModel, running: SpaceModel) -> str:
     if logged.restrictions != running.restrictions:
         changes.append(f"the restrictions were {logged.restrictions}, are {running.restrictions}")
     return "; ".join(changes) or "the same parameters and restriction text: data a restriction reads changed"
+
+
+def _cut_half_written_line(path: Path, data: bytes, complete: bytes) -> None:
+    """Drop an interrupted run's half-written last line, durably."""
+    if len(complete) == len(data):
+        return
+    _log.warning(
+        "%s: cutting off a half-written last line (%d bytes) from an interrupted run", path, len(data) - len(complete)
+    )
+    with open(path, "r+b") as f:
+        f.truncate(len(complete))
+        f.flush()
+        os.fsync(f.fileno())

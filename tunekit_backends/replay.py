@@ -17,6 +17,7 @@ import hashlib
 import json
 import math
 import threading
+import zlib
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -159,7 +160,8 @@ def read_cache_document(path: str | Path) -> Any:
                 except json.JSONDecodeError:
                     continue
             raise exc from None
-    except (OSError, EOFError, json.JSONDecodeError, UnicodeDecodeError) as exc:
+    except (OSError, EOFError, zlib.error, json.JSONDecodeError, UnicodeDecodeError) as exc:
+        # zlib.error: a corrupt gzip body (the bench catches ValueError to go on with the other files).
         raise ValueError(f"{path}: not a readable Kernel Tuner cache file ({type(exc).__name__}: {exc})") from exc
 
 
