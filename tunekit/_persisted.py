@@ -26,11 +26,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any, Final
+from typing import Any, Final, get_args
 
 from pydantic import BaseModel, ConfigDict, ValidationInfo, model_validator
 
-__all__ = ["STORED", "Persisted"]
+__all__ = ["STORED", "Persisted", "known_versions"]
 
 _STORED_MARK = "tunekit:stored"
 
@@ -57,3 +57,8 @@ class Persisted(BaseModel):
                 f"{', '.join(cls.model_fields)} (only data read back from disk keeps fields it does not know)"
             )
         return data
+
+
+def known_versions(model: type[Persisted]) -> tuple[object, ...]:
+    """The ``schema_version`` values ``model`` reads (its field's Literal), for naming another tunekit's file."""
+    return get_args(model.model_fields["schema_version"].annotation)

@@ -29,7 +29,7 @@ from tunekit._file_kind import other_kind
 from tunekit._key import anchored_fields, is_autotune_key, key_to_json, off_buckets
 from tunekit._local import LocalTuner
 from tunekit._outcome import Measured
-from tunekit._persisted import STORED, Persisted
+from tunekit._persisted import STORED, Persisted, known_versions
 from tunekit._search import SearchResult
 from tunekit._search_spec import check_search_names, config_name
 from tunekit._settings import AutotuneLevel
@@ -312,15 +312,17 @@ class Record:
             # A trial log or cache bundle given here listed their fields as wrong; say what the file is.
             if kind := other_kind(path, "committed record"):
                 raise RecordMismatch(f"{path} is {kind}, not a committed record (tk.Record.save)") from None
-            if (version := _schema_version(path)) not in (None, 1):
+            known = known_versions(RecordFile)
+            if (version := _schema_version(path)) not in (None, *known):
                 # It said only "schema_version: Input should be 1", as for a file that is no record at all.
                 raise RecordMismatch(
                     f"{path} is a committed record of schema_version {version!r}, written by another tunekit "
-                    f"version; this tunekit ({__version__}) reads schema_version 1: use that version, or re-tune "
-                    "and commit a new record"
+                    f"version; this tunekit ({__version__}) reads schema_version {' and '.join(map(str, known))}: use "
+                    "that version, or re-tune and commit a new record"
                 ) from None
             raise RecordMismatch(
-                f"{path} is not a valid tunekit record file (schema_version 1): {validation_text(exc, whole='file')}"
+                f"{path} is not a valid tunekit record file (schema_version {' and '.join(map(str, known))}): "
+                f"{validation_text(exc, whole='file')}"
             ) from None
         return cls(
             tuner=data.tuner,

@@ -17,13 +17,13 @@ import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Annotated, Literal, get_args
+from typing import IO, Annotated, Literal
 
 import filelock
 from pydantic import Field, TypeAdapter, ValidationError
 
 from tunekit._errors import TunekitError
-from tunekit._persisted import STORED, Persisted
+from tunekit._persisted import STORED, Persisted, known_versions
 from tunekit._space import Config, ParamValue, Space, SpaceModel
 from tunekit._validation_text import validation_text
 from tunekit._version import __version__
@@ -304,7 +304,7 @@ def _check_version(path: Path, number: int, line: bytes, kind: str, model: type[
     if not isinstance(fields, dict) or fields.get("kind") != kind:
         return
     version = fields.get("schema_version")
-    known = get_args(model.model_fields["schema_version"].annotation)
+    known = known_versions(model)
     if version not in known:
         raise TrialLogError(
             f"{path}: line {number} is a {kind} of schema_version {version!r}, which this tunekit "
