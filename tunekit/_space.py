@@ -315,6 +315,16 @@ class Space:
         """
         return self._cartesian
 
+    def _draws_outcost_walk(self, tries: int, found: int, wanted: int) -> bool:
+        """Whether drawing the ``wanted - found`` points still missing would cost more than half a walk.
+
+        The expected draws left at the rate so far (none found yet counts as one, so a rare valid
+        point is still looked for by rejection up to half a walk). One rule for ``sample`` and the
+        strategies' walker: two copies drifted (one weighed the Cartesian product, not
+        ``walk_cost``), and the walker drew for hours on a replayed sparse cache.
+        """
+        return (wanted - found) * tries > max(found, 1) * (self.walk_cost // 2)
+
     @property
     def size(self) -> int:
         """Number of valid configurations; with restrictions, counted once by walking the space."""
@@ -517,9 +527,7 @@ class Space:
         rejected: set[int] = set()
         tries = 0
         while len(picked) < n and len(picked) + len(rejected) < total:
-            # Expected tries left at the rate so far (none picked yet counts as one, so a rare valid point
-            # is still looked for by rejection up to half a walk).
-            if tries >= 64 * n + 1024 and (n - len(picked)) * tries > max(len(picked), 1) * (self.walk_cost // 2):
+            if tries >= 64 * n + 1024 and self._draws_outcost_walk(tries, len(picked), n):
                 break
             tries += 1
             if widths is None:

@@ -105,10 +105,9 @@ class Walker:
         # cost more than half a walk, as in Space.sample. Smaller spaces are drawn as before. A walk's
         # cost, not the product's size: a replayed sparse cache (300 points of 4^20) walks its keys in
         # microseconds, and weighed against the product its draws went on for hours.
-        walk = self.space.walk_cost
-        patient = walk > _WALK_LIMIT
+        patient = self.space.walk_cost > _WALK_LIMIT
         while len(out) < n and not self._exhausted:
-            if tries >= 200 * n + 200 and (not patient or (n - len(out)) * tries > max(len(out), 1) * (walk // 2)):
+            if tries >= 200 * n + 200 and (not patient or self.space._draws_outcost_walk(tries, len(out), n)):
                 break
             tries += 1
             # One call for every parameter: the same draws as one call each, at a third of the cost.
