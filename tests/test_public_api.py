@@ -66,6 +66,7 @@ EXPECTED = {
     "SpaceModel",
     "Strategy",
     "StrategyFactory",
+    "StrategyName",
     "StreamSink",
     "SupportsCacheFlush",
     "SupportsCheckBuffers",

@@ -149,6 +149,25 @@ def test_a_search_results_best_needs_no_none_check(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stdout
 
 
+def test_a_misspelt_strategy_name_is_a_type_error(tmp_path: Path) -> None:
+    # strategy was typed StrategyName | str, so mypy passed "bayes" and the search failed at run time.
+    result = _mypy(
+        tmp_path,
+        """
+        SPACE = tk.Space(SCALE=[1, 2])
+        CHOSEN: tk.StrategyName = "model_ils"
+
+        def search(client: CpuClient, x: np.ndarray) -> None:
+            tk.search(SPACE, lambda c: good, client, (x,), tuner="a", strategy=CHOSEN)
+            tk.search(SPACE, lambda c: good, client, (x,), tuner="b", strategy="bayes")
+            tk.TunableSet(key=lambda x: SumKey(n=1, dtype="f")).with_search(strategy="simulated_annealing")
+        """,
+    )
+    errors = [line for line in result.stdout.splitlines() if ": error:" in line]
+    assert len(errors) == 2, result.stdout
+    assert "'bayes'" in errors[0] and "'simulated_annealing'" in errors[1], result.stdout
+
+
 TEMPLATE_HEADER = textwrap.dedent(
     """
     from typing import Any

@@ -105,7 +105,7 @@ if TYPE_CHECKING:
         remove_record_sink,
     )
     from tunekit._space import Config, ParamValue, Space, SpaceModel, pow2
-    from tunekit._strategies import STRATEGIES, Strategy, StrategyFactory
+    from tunekit._strategies import STRATEGIES, Strategy, StrategyFactory, StrategyName
     from tunekit._trials import TrialEntry, TrialLogError, TrialLogHeader
     from tunekit._tunable import Tunable, TuneGroup
     from tunekit._tunable_set import InputGenerator, KeyGenerator, TunableSet
@@ -175,6 +175,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "SpaceModel": ("tunekit._space", "SpaceModel"),
     "Strategy": ("tunekit._strategies", "Strategy"),
     "StrategyFactory": ("tunekit._strategies", "StrategyFactory"),
+    "StrategyName": ("tunekit._strategies", "StrategyName"),
     "StreamSink": ("tunekit._sinks", "StreamSink"),
     "SupportsCacheFlush": ("tunekit._client", "SupportsCacheFlush"),
     "SupportsCheckBuffers": ("tunekit._check", "SupportsCheckBuffers"),
@@ -286,6 +287,7 @@ __all__ = [
     "SpaceModel",
     "Strategy",
     "StrategyFactory",
+    "StrategyName",
     "StreamSink",
     "SupportsCacheFlush",
     "SupportsCheckBuffers",

@@ -58,7 +58,7 @@ def tune_objective(
     tuner: str,
     device_id: str,
     key: object = None,
-    strategy: StrategyName | str | StrategyFactory = "auto",
+    strategy: StrategyName | StrategyFactory = "auto",
     seed: int = 0,
     max_evals: int | None = None,
     max_seconds: float | None = None,

@@ -26,6 +26,7 @@ from tunekit._tunable import Tunable
 if TYPE_CHECKING:
     from tunekit._isolation import Isolation
     from tunekit._settings import IsolationMode
+    from tunekit._strategies import StrategyName
     from tunekit._worker import DeviceLocatorWorkerFactory, DeviceWorkerFactory, LocatorWorkerFactory, WorkerFactory
 
 __all__ = ["BoundsFn", "InputGenerator", "KeyGenerator", "LazyBuild", "TunableSet"]
@@ -302,7 +303,7 @@ class TunableSet(Generic[K, Out]):
     def with_search(
         self,
         *,
-        strategy: str | Callable[..., object] = "auto",
+        strategy: StrategyName | Callable[..., object] = "auto",
         max_evals: int | None = None,
         max_seconds: float | None = None,
         seed: int = 0,
