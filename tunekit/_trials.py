@@ -160,11 +160,10 @@ class TrialLog:
         # its last line, and one of a single line without a newline was overwritten by a header;
         # another search's log is left as it is too.
         first = _read_header(path, complete.split(b"\n", 1)[0] if complete else data, partial=not complete)
-        if first is not None:
-            _check_same_search(path, first, header)
         if first is None:
             _cut_half_written_line(path, data, complete)
             return {}, 0
+        _check_same_search(path, first, header)
         lines = complete.splitlines()
         entries: list[tuple[Config, TrialEntry]] = []
         for number, line in enumerate(lines[1:], start=2):
