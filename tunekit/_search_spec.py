@@ -135,16 +135,23 @@ def check_search_args(
         raise TypeError(f"{where}(log=...) takes a file path (str or pathlib.Path) or None, got {log!r}")
 
 
+def _unbindable(fn: Callable[..., object], arity: int) -> tuple[str, TypeError] | None:
+    """``fn``'s name and why it cannot take ``arity`` positional arguments; None when it can or cannot be told."""
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):  # a builtin or C callable without one: its call will tell
+        return None
+    try:
+        signature.bind(*([None] * arity))
+    except TypeError as exc:
+        return getattr(fn, "__qualname__", type(fn).__qualname__), exc
+    return None
+
+
 def _check_factory(where: str, factory: Callable[..., object]) -> None:
     """Refuse a factory that cannot be called as ``factory(space, rng)``, before the search opens its log."""
-    try:
-        signature = inspect.signature(factory)
-    except (TypeError, ValueError):  # a builtin or C callable without one: its call will tell
-        return
-    try:
-        signature.bind(None, None)
-    except TypeError as exc:
-        name = getattr(factory, "__qualname__", type(factory).__qualname__)
+    if refused := _unbindable(factory, 2):
+        name, exc = refused
         raise TypeError(
             f"{where}(strategy=...): {name} cannot be called as factory(space, numpy Generator) -> tk.Strategy "
             f"({exc}); pass a strategy name from tk.STRATEGIES, or a class or function taking those two arguments"
@@ -159,14 +166,8 @@ def check_build(where: str, build: object) -> None:
     """
     if not callable(build):
         raise TypeError(f"{where}(build=...) takes a callable config -> runnable, got {type(build).__name__}")
-    try:
-        signature = inspect.signature(build)
-    except (TypeError, ValueError):  # a builtin or C callable without one: its call will tell
-        return
-    try:
-        signature.bind(None)
-    except TypeError as exc:
-        name = getattr(build, "__qualname__", type(build).__qualname__)
+    if refused := _unbindable(build, 1):
+        name, exc = refused
         raise TypeError(
             f"{where}(build=...): {name} cannot be called as build(config) ({exc}); it takes the configuration "
             "(a tk.Config) and returns the candidate, e.g. build=lambda c: make_kernel(c.BLOCK)"
