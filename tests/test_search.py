@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 from typing import Annotated, Any
@@ -11,6 +12,7 @@ import pytest
 from kt_cache import BEST, write_cache
 
 import tunekit as tk
+from tunekit_backends.cpu import CpuClient
 from tunekit_backends.replay import ReplayClient, ReplayData, load_kernel_tuner_cache
 
 
@@ -468,3 +470,42 @@ def test_a_counted_restricted_space_searched_whole_within_its_budget_says_exhaus
     space = tk.Space(A=range(40), B=["x", "y"], restrict=lambda c: c.A % 2 == 0)
     result = tk.tune_objective(Cheap(space), tuner="t", device_id="d", max_evals=40, max_seconds=3600)
     assert (result.strategy, result.evaluations, result.stopped_by) == ("exhaustive", 40, "exhausted")
+
+
+def test_a_finalist_that_fails_its_remeasurement_does_not_win() -> None:
+    """Regression: it was ranked by its search-phase median and won, recorded as failed and cached all the same."""
+    space = tk.Space(A=[0, 1, 2, 3])
+    searched = threading.Event()  # set when the strategy has nothing left: from then on, the finals run
+
+    def build(config: tk.Config) -> Any:
+        def run(x: np.ndarray) -> np.ndarray:
+            if config.A == 0:  # the fastest, until it breaks in the finals
+                if searched.is_set():
+                    raise RuntimeError("broke in the finals")
+                return x
+            return np.sort(x)
+
+        return run
+
+    class Once:
+        def __init__(self, space: tk.Space, rng: np.random.Generator) -> None:
+            self.left = list(space)[:3]  # then nothing: a space searched whole ends without asking
+
+        def propose(self, n: int) -> list[tk.Config]:
+            proposed, self.left = self.left[:n], self.left[n:]
+            if not proposed:
+                searched.set()
+            return proposed
+
+        def observe(self, config: tk.Config, score: float | None) -> None:
+            pass
+
+    records: list[tk.AutotuneRecord] = []
+    x = np.random.default_rng(0).standard_normal(20_000)
+    result = tk.search(space, build, CpuClient(), (x,), tuner="flaky", strategy=Once, sinks=[records.append])
+    assert 0 in [t.config.A for t in result.trials if t.score is not None]  # it was measured in the search
+    assert result.best.config.A != 0
+    assert 0 not in [t.config.A for t in result.ranking]
+    (record,) = records
+    assert record.winner == result.best.config.name
+    assert {c.name: c.status for c in record.candidates}["A=0"] == "failed"

@@ -12,6 +12,7 @@ import pytest
 from kt_cache import write_cache
 
 import tunekit as tk
+from tunekit._records import CheckResult
 from tunekit_backends.cpu import CpuClient
 from tunekit_backends.replay import ReplayClient, load_kernel_tuner_cache
 from tunekit_backends.simulated import SimulatedClient
@@ -295,3 +296,65 @@ def test_a_time_budget_too_small_for_one_batch_still_tunes_the_key() -> None:
     tuner: tk.LocalTuner[OneKey, int] = tk.LocalTuner("tiny_time")
     client = CpuClient()
     assert tuner.execute(client.device_id, client, tunables.with_search(max_seconds=1e-9), ()) in range(50)
+
+
+@tk.autotune_key
+class AxpyKey:
+    n: int
+
+
+def test_a_search_checks_in_place_candidates_against_the_inputs_as_they_were_before_any_timing() -> None:
+    """Regression: later batches copied inputs the earlier batches' timed runs had written to, and failed every one."""
+
+    def build(config: tk.Config) -> Any:
+        def axpy(x: np.ndarray, y: np.ndarray) -> None:
+            for start in range(0, len(x), config.CHUNK):
+                y[start : start + config.CHUNK] += 2 * x[start : start + config.CHUNK]
+
+        return axpy
+
+    space = tk.Space(CHUNK=[64, 128, 256, 512, 1024, 2048])
+    tunables = (
+        tk.TunableSet.from_space(space, build, key=lambda x, y: AxpyKey(n=len(x)))
+        .with_reference(lambda x, y: 2 * x + y, outputs=[1])
+        .with_search(strategy="exhaustive", max_evals=6, batch=2)
+    )
+    records: list[tk.AutotuneRecord] = []
+    tuner: tk.LocalTuner[AxpyKey, None] = tk.LocalTuner("axpy", sinks=[records.append])
+    client = CpuClient()
+    tuner.execute(client.device_id, client, tunables, (np.arange(4096.0), np.ones(4096)))
+    (record,) = records
+    checks = [e for e in record.events if isinstance(e, CheckResult)]
+    assert len(checks) >= 6 and all(check.passed for check in checks), [c.detail for c in checks if not c.passed]
+    assert {c.status for c in record.candidates} == {"measured"}
+
+
+AXPY = """
+__kernel void axpy(__global const float* x, __global float* y, const int n) {
+    int i = get_global_id(0);
+    if (i < n) y[i] += 2.0f * x[i] * (BLOCK > 0);
+}
+"""
+
+
+def test_an_opencl_search_checks_each_batch_on_the_device_inputs_as_they_were_first(isolated_settings: Path) -> None:
+    """Regression: a search's later batches were checked on device inputs the earlier batches' timing had written."""
+    cla = pytest.importorskip("pyopencl.array", reason="pip install 'tunekit[opencl]'")
+    from tunekit_backends.opencl import KernelTemplate, OpenCLClient
+
+    client = OpenCLClient(compile_in="thread")
+    template = KernelTemplate(
+        AXPY, "axpy", tk.Space(BLOCK=[8, 16, 32, 64]), geometry=lambda config, key: ((256,), (int(config.BLOCK),))
+    )
+    tunables = template.tunable_set(
+        client, key=lambda x, y, n: AxpyKey(n=int(n)), reference=lambda x, y, n: 2 * x + y, outputs=[1]
+    ).with_search(strategy="exhaustive", max_evals=4, batch=2)
+    x = cla.to_device(client.queue, np.arange(256, dtype=np.float32))
+    y = cla.to_device(client.queue, np.ones(256, dtype=np.float32))
+    records: list[tk.AutotuneRecord] = []
+    tuner: tk.LocalTuner[AxpyKey, Any] = tk.LocalTuner("cl-axpy", sinks=[records.append])
+    tuner.execute(client.device_id, client, tunables, (x, y, np.int32(256)))
+    (record,) = records
+    checks = [e for e in record.events if isinstance(e, CheckResult)]
+    assert len(checks) >= 4 and all(check.passed for check in checks), [c.detail for c in checks if not c.passed]
+    assert {c.status for c in record.candidates} == {"measured"}

@@ -134,7 +134,9 @@ class SearchResult:
     def ranking(self) -> tuple[Trial, ...]:
         """Measured configurations, fastest first: the finalists as their final batch decided, then the rest."""
         final = [t for t in self.finalists if t.score is not None]
-        decided = {t.config for t in final}
+        # A finalist that failed its re-measurement (its check, a crash, a timeout) is out: ranked by
+        # its search-phase median instead, it won with a failed outcome in the record and the cache.
+        decided = {t.config for t in self.finalists if t.score is not None or isinstance(t.outcome, Failed)}
         rest = sorted((t for t in self.trials if t.score is not None and t.config not in decided), key=_score)
         return (*final, *rest)
 
@@ -428,7 +430,8 @@ def raise_if_no_winner(
     """
     if result.ranking:
         return
-    failures = [(name_of(t.config), outcome_reason(t.outcome, staged=True)) for t in result.trials]
+    final = {t.config: t.outcome for t in result.finalists}  # a finalist's failure is its last word
+    failures = [(name_of(t.config), outcome_reason(final.get(t.config, t.outcome), staged=True)) for t in result.trials]
     kept = f"; every trial is kept in {log}: a rerun with the same log resumes it" if log is not None else ""
     budget_empty_at_start = not result.trials and result.stopped_by == "objective_budget"
     why = " (the objective's remaining() was 0 before anything was measured)" if budget_empty_at_start else ""
