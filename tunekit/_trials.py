@@ -23,6 +23,7 @@ import filelock
 from pydantic import Field, TypeAdapter, ValidationError
 
 from tunekit._errors import TunekitError
+from tunekit._paths import file_in_the_way
 from tunekit._persisted import STORED, Persisted, known_versions
 from tunekit._space import Config, ParamValue, Space, SpaceModel
 from tunekit._validation_text import validation_text
@@ -121,7 +122,7 @@ class TrialLog:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:  # it said only "[Errno 17] File exists: 'out'", naming neither the log nor the fix
-            blocking = next((p for p in reversed(path.parents) if p.exists() and not p.is_dir()), None)
+            blocking = file_in_the_way(path)
             why = f"{blocking} is a file, not a directory" if blocking else f"{exc.strerror or exc} ({exc.filename})"
             raise TrialLogError(
                 f"cannot create the directory of trial log {path}: {why}; give log= a file path in a directory"
