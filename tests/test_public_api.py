@@ -41,6 +41,7 @@ EXPECTED = {
     "Objective",
     "Outcome",
     "ParamValue",
+    "ParamValues",
     "Pending",
     "PersistentCache",
     "PreparesTogether",

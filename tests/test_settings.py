@@ -212,3 +212,18 @@ def test_an_empty_cache_dir_is_refused_instead_of_caching_in_the_working_directo
         tk.configure(cache_dir=" ")
     assert tk.configure(cache_dir=".").cache_dir == Path(".")
     assert not list(tmp_path.iterdir())
+
+
+def test_a_cache_dir_under_a_file_is_refused_naming_the_file_in_the_way(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """TUNEKIT_CACHE_DIR=<a file>/cache made the cache memory-only, warning only "[Errno 20] Not a directory"."""
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    monkeypatch.setenv("TUNEKIT_CACHE_DIR", str(afile / "cache"))
+    with pytest.raises(
+        tk.SettingsError, match=rf"from TUNEKIT_CACHE_DIR: .*cannot be created: '{afile}' is a file, not a directory"
+    ):
+        tk.configure()
+    monkeypatch.delenv("TUNEKIT_CACHE_DIR")
+    tk.configure()

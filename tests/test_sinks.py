@@ -136,3 +136,47 @@ def test_a_record_stream_name_in_any_case_streams_instead_of_making_a_file(
     lines = [line for line in getattr(out, stream).splitlines() if line.startswith("{")]
     assert [tk.AutotuneRecord.model_validate_json(line).tuner for line in lines] == ["streamed"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cache"]
+
+
+def test_a_record_path_under_a_file_is_refused_naming_the_file_in_the_way(tmp_path: Path) -> None:
+    """TUNEKIT_RECORD=<a file>/records.jsonl only warned "[Errno 17] File exists" at every record, naming no fix."""
+    afile = tmp_path / "afile"
+    afile.write_text("not a directory\n")
+    env = {**os.environ, "TUNEKIT_RECORD": str(afile / "records.jsonl"), "TUNEKIT_CACHE_DIR": str(tmp_path / "cache")}
+    out = subprocess.run(
+        [sys.executable, "-c", _TUNE_ONCE], cwd=tmp_path, env=env, check=False, capture_output=True, text=True
+    )
+    assert out.returncode != 0
+    told = (
+        f"SettingsError: invalid tunekit settings: record = '{afile}/records.jsonl' from TUNEKIT_RECORD: "
+        f"Value error, '{afile}/records.jsonl' cannot be created: '{afile}' is a file, not a directory; "
+        "name a JSONL file in a directory (or one that can be created), or move that file aside"
+    )
+    assert told in out.stderr, out.stderr
+    assert "Errno" not in out.stderr
+    with pytest.raises(ValueError, match=rf"it cannot be created, '{afile}' is a file, not a directory; name a JSONL"):
+        tk.JsonlSink(afile / "sub" / "records.jsonl")
+
+
+def test_a_file_made_in_the_way_after_the_sink_is_named_in_its_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A file created where the records' directory should be was reported as "[Errno 17] File exists: ..." alone."""
+    sink = tk.JsonlSink(tmp_path / "later" / "records.jsonl")
+    (tmp_path / "later").write_text("")
+    record = tk.AutotuneRecord(
+        tuner="t",
+        device_id="cpu:test",
+        key={"n": 8},
+        checksum="c",
+        decision="disabled",
+        winner="a",
+        stored=False,
+        wall_time_s=0.0,
+    )
+    with caplog.at_level("WARNING", logger="tunekit.records"):
+        sink.emit(record)
+    assert [r.getMessage() for r in caplog.records] == [
+        f"cannot append a tuning record to {tmp_path}/later/records.jsonl: {tmp_path}/later is a file, not a "
+        "directory; move it aside or name another path"
+    ]

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -241,6 +244,44 @@ def test_a_log_reached_through_a_symlink_is_locked_as_the_file_itself(data: Repl
         holder.close()
 
 
+_HOLD = """
+import sys
+from tunekit._trials import TrialLog
+from tunekit_backends.replay import load_kernel_tuner_cache
+
+data = load_kernel_tuner_cache(sys.argv[1])
+with TrialLog.open(sys.argv[2], tuner="t", space=data.space, device_id="replay:" + data.gpu):
+    print("held", flush=True)
+    sys.stdin.read()  # until the test closes our stdin
+"""
+
+
+def test_a_log_reached_through_a_hard_link_is_locked_as_the_file_itself(data: ReplayData, tmp_path: Path) -> None:
+    """The lock sat beside the real path, and a hard link is a second real path: two processes wrote one log."""
+    log = tmp_path / "a" / "t.jsonl"
+    log.parent.mkdir()
+    run(data, log, max_evals=5)
+    link = tmp_path / "b" / "t.jsonl"
+    link.parent.mkdir()
+    os.link(log, link)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLD, str(data.path), str(link)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        with pytest.raises(tk.TrialLogError, match=r"in use by another search \(it may be reached by .* a hard link"):
+            run(data, log)
+    finally:
+        holder.communicate("", timeout=60)
+    assert holder.returncode == 0
+    assert run(data, log).evaluations == 25, "usable once the other search is done"
+    assert link.read_bytes() == log.read_bytes()
+    assert sorted(p.name for p in tmp_path.rglob("*.lock")) == [], "no lock file is left beside the log"
+
+
 @pytest.mark.parametrize("text", ["notes\nthe last line, with no newline", '{"lr": 0.1}'])
 def test_a_file_that_is_not_a_trial_log_is_left_as_it_is(data: ReplayData, tmp_path: Path, text: str) -> None:
     """A file given as log= by mistake lost its last line, or all of it to a header when it had one line."""
@@ -249,6 +290,7 @@ def test_a_file_that_is_not_a_trial_log_is_left_as_it_is(data: ReplayData, tmp_p
     with pytest.raises(tk.TrialLogError, match="not a tunekit trial log|not a tunekit trial-log header"):
         run(data, log)
     assert log.read_text() == text
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.json", "notes.txt"], "no lock file was left beside it"
 
 
 def test_a_half_written_header_starts_the_log_again(data: ReplayData, tmp_path: Path) -> None:

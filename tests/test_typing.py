@@ -168,6 +168,32 @@ def test_a_misspelt_strategy_name_is_a_type_error(tmp_path: Path) -> None:
     assert "'bayes'" in errors[0] and "'simulated_annealing'" in errors[1], result.stdout
 
 
+def test_a_set_or_a_dict_of_values_is_a_type_error_and_ordered_values_are_not(tmp_path: Path) -> None:
+    # Space's values were typed Iterable[ParamValue], so mypy passed tk.Space(A={1, 2}), refused at run time.
+    result = _mypy(
+        tmp_path,
+        """
+        from tunekit_backends.opencl import KernelTemplate
+
+        PARAMS: dict[str, tk.ParamValues] = {"N": np.arange(1, 5), "F": np.linspace(0.5, 1.0, 3)}
+        ORDERED = tk.Space(
+            L=[1, 2], T=("a", "b"), R=range(3), P=tk.pow2(64, 256), A=np.array([True, False]), G=iter([1, 2]),
+            restrict=None,
+            **PARAMS,
+        )
+        TEMPLATE = KernelTemplate("__kernel void k() {}", "k", {"B": np.arange(2)}, geometry=lambda c, k: ((1,), None))
+        A_SET = tk.Space(A={1, 2})
+        A_FROZENSET = tk.Space(A=frozenset({1, 2}))
+        A_DICT = tk.Space(A={1: "one", 2: "two"})
+        """,
+    )
+    source = (tmp_path / "user_code.py").read_text().splitlines()
+    refused = [str(n) for n, line in enumerate(source, 1) if line.startswith(("A_SET", "A_FROZENSET", "A_DICT"))]
+    errors = [line for line in result.stdout.splitlines() if ": error:" in line]
+    assert [line.split(":")[1] for line in errors] == refused, result.stdout
+    assert all('Argument "A" to "Space" has incompatible type' in line for line in errors), result.stdout
+
+
 TEMPLATE_HEADER = textwrap.dedent(
     """
     from typing import Any

@@ -104,7 +104,7 @@ if TYPE_CHECKING:
         add_record_sink,
         remove_record_sink,
     )
-    from tunekit._space import Config, ParamValue, Space, SpaceModel, pow2
+    from tunekit._space import Config, ParamValue, ParamValues, Space, SpaceModel, pow2
     from tunekit._strategies import STRATEGIES, Strategy, StrategyFactory, StrategyName
     from tunekit._trials import TrialEntry, TrialLogError, TrialLogHeader
     from tunekit._tunable import Tunable, TuneGroup
@@ -152,6 +152,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "Objective": ("tunekit._objective", "Objective"),
     "Outcome": ("tunekit._outcome", "Outcome"),
     "ParamValue": ("tunekit._space", "ParamValue"),
+    "ParamValues": ("tunekit._space", "ParamValues"),
     "Pending": ("tunekit._cache_state", "Pending"),
     "PersistentCache": ("tunekit._cache", "PersistentCache"),
     "Record": ("tunekit._record_file", "Record"),
@@ -262,6 +263,7 @@ __all__ = [
     "Objective",
     "Outcome",
     "ParamValue",
+    "ParamValues",
     "Pending",
     "PersistentCache",
     "PreparesTogether",

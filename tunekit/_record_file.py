@@ -29,6 +29,7 @@ from tunekit._file_kind import other_kind
 from tunekit._key import anchored_fields, is_autotune_key, key_to_json, off_buckets
 from tunekit._local import LocalTuner
 from tunekit._outcome import Measured
+from tunekit._paths import file_in_the_way
 from tunekit._persisted import STORED, Persisted, known_versions
 from tunekit._search import SearchResult
 from tunekit._search_spec import check_search_names, config_name
@@ -283,7 +284,7 @@ class Record:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
         except (FileExistsError, NotADirectoryError):  # it said only "[Errno 17] File exists: 'r1.py'"
-            blocking = next((p for p in reversed(path.parents) if p.exists() and not p.is_dir()), path.parent)
+            blocking = file_in_the_way(path) or path.parent
             raise NotADirectoryError(
                 errno.ENOTDIR,
                 f"cannot save the record: {blocking} is a file, not a directory; give a path in a directory",

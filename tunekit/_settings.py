@@ -26,6 +26,7 @@ from pydantic_settings import (
 )
 
 from tunekit._errors import SettingsError
+from tunekit._paths import file_in_the_way
 
 __all__ = [
     "RECORD_STREAMS",
@@ -158,6 +159,12 @@ class Settings(BaseSettings):
             return value
         if is_file:
             raise ValueError(f"{str(value)!r} is a file; name the directory that holds (or will hold) the cache")
+        blocking = None if value is None else file_in_the_way(value.expanduser())
+        if blocking is not None:
+            raise ValueError(
+                f"{str(value)!r} cannot be created: {str(blocking)!r} is a file, not a directory; "
+                "name a directory that holds (or can hold) the cache, or move that file aside"
+            )
         return value
 
     @field_validator("record")
@@ -180,6 +187,13 @@ class Settings(BaseSettings):
             raise ValueError(
                 f"{value!r} is a directory; name a JSONL file in it "
                 f"(e.g. {str(Path(value) / 'records.jsonl')!r}), or 'stdout' / 'stderr'"
+            )
+        # Found here too: the sink warned "[Errno 17] File exists: '<the file>'" at every record.
+        blocking = file_in_the_way(Path(value).expanduser())
+        if blocking is not None:
+            raise ValueError(
+                f"{value!r} cannot be created: {str(blocking)!r} is a file, not a directory; "
+                "name a JSONL file in a directory (or one that can be created), or move that file aside"
             )
         return value
 

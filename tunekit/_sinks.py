@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Protocol, TextIO, runtime_checkable
 
 from tunekit import _settings
+from tunekit._paths import file_in_the_way
 from tunekit._records import AutotuneRecord
 
 __all__ = [
@@ -60,6 +61,12 @@ class JsonlSink:
                 f"JsonlSink({str(path)!r}): that is a directory; name a JSONL file in it "
                 f"(e.g. {str(self.path / 'records.jsonl')!r})"
             )
+        blocking = file_in_the_way(self.path)
+        if blocking is not None:
+            raise ValueError(
+                f"JsonlSink({str(path)!r}): it cannot be created, {str(blocking)!r} is a file, not a directory; "
+                "name a JSONL file in a directory, or move that file aside"
+            )
 
     def emit(self, record: AutotuneRecord) -> None:
         """Append ``record`` as one line."""
@@ -73,7 +80,11 @@ class JsonlSink:
             finally:
                 os.close(fd)
         except OSError as exc:
-            _log.warning("cannot append a tuning record to %s: %s", self.path, exc)
+            # A file made where a parent directory should be after the sink was set up: the
+            # warning named only "[Errno 17] File exists: '<that file>'".
+            blocking = file_in_the_way(self.path)
+            why = f"{blocking} is a file, not a directory; move it aside or name another path" if blocking else exc
+            _log.warning("cannot append a tuning record to %s: %s", self.path, why)
 
 
 class StreamSink:

@@ -18,14 +18,24 @@ from collections.abc import Set as AbstractSet
 from typing import Any, Literal
 
 import numpy as np
+import numpy.typing as npt
 
 from tunekit._persisted import Persisted
 from tunekit._restriction_id import restriction_identity
 
-__all__ = ["Config", "ParamValue", "Restriction", "Space", "SpaceModel", "pow2"]
+__all__ = ["Config", "ParamValue", "ParamValues", "Restriction", "Space", "SpaceModel", "pow2"]
 
 ParamValue = int | float | str | bool
 """A parameter value: a JSON scalar, so configurations can be logged and committed."""
+
+ParamValues = Sequence[ParamValue] | Iterator[ParamValue] | npt.NDArray[Any]
+"""A parameter's values in the order given: a list, tuple, range, ``tk.pow2(...)``, numpy array or iterator.
+
+Not ``Iterable``, which let a type checker pass a ``set`` or a ``dict``: a set has no stable
+order (the space's hash would change between runs) and a dict is ambiguous (keys or values?),
+so both are refused at run time, and a type checker now says so first. A ``str`` is a
+``Sequence`` that typing cannot leave out; it is refused at run time.
+"""
 
 Restriction = Callable[["Config"], "bool | np.bool_"]
 """A predicate over a configuration: True keeps it in the space (a bool or numpy.bool_; anything else is refused)."""
@@ -161,7 +171,7 @@ def _check_name(name: str) -> str:
     return name
 
 
-def _domain(name: str, values: Iterable[ParamValue]) -> tuple[ParamValue, ...]:
+def _domain(name: str, values: ParamValues) -> tuple[ParamValue, ...]:
     """A parameter's values, checked: ordered, scalar, distinct and distinctly named."""
     if isinstance(values, str | bytes) or not isinstance(values, Iterable):
         raise TypeError(f"tk.Space parameter {name!r}: give its values as a list, tuple or range, got {values!r}")
@@ -265,7 +275,7 @@ class Space:
         self,
         *,
         restrict: Restriction | Sequence[Restriction] | None = None,
-        **params: Iterable[ParamValue],
+        **params: ParamValues,
     ) -> None:
         if not params:
             raise ValueError("tk.Space needs at least one parameter, e.g. tk.Space(BLOCK=tk.pow2(64, 1024))")

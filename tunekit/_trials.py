@@ -4,7 +4,7 @@ The header names the tuner, the key, the space (and its hash) and the device: a 
 written for anything else is refused, because its timings would answer the wrong
 question. Each trial is one ``write`` of a whole line followed by a flush and fsync, so
 a killed process leaves at worst a half-written last line, which the next run cuts off.
-A file lock keeps a second concurrent search off the same log.
+A lock on the log file itself keeps a second concurrent search off it, by whichever path.
 """
 
 from __future__ import annotations
@@ -19,10 +19,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Annotated, Literal
 
-import filelock
 from pydantic import Field, TypeAdapter, ValidationError
 
 from tunekit._errors import TunekitError
+from tunekit._file_lock import Release, lock_file
+from tunekit._paths import file_in_the_way
 from tunekit._persisted import STORED, Persisted, known_versions
 from tunekit._space import Config, ParamValue, Space, SpaceModel
 from tunekit._validation_text import validation_text
@@ -89,14 +90,14 @@ class TrialLog:
         header: TrialLogHeader,
         previous: dict[Config, TrialEntry],
         next_batch: int,
-        lock: filelock.BaseFileLock,
+        release: Release,
         file: IO[bytes],
     ) -> None:
         self.path = path
         self.header = header
         self.previous = previous
         self.next_batch = next_batch
-        self._lock = lock
+        self._release = release
         self._file = file
 
     @classmethod
@@ -121,21 +122,23 @@ class TrialLog:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:  # it said only "[Errno 17] File exists: 'out'", naming neither the log nor the fix
-            blocking = next((p for p in reversed(path.parents) if p.exists() and not p.is_dir()), None)
+            blocking = file_in_the_way(path)
             why = f"{blocking} is a file, not a directory" if blocking else f"{exc.strerror or exc} ({exc.filename})"
             raise TrialLogError(
                 f"cannot create the directory of trial log {path}: {why}; give log= a file path in a directory"
             ) from exc
-        # Beside the file itself: a log reached through a symlink took a lock of its own, and two
-        # searches wrote one log at once (139 lines, 120 distinct configurations, colliding batches).
-        lock_path = os.path.realpath(path) + ".lock"
-        lock = filelock.FileLock(lock_path)
+        # On the file itself, whatever path names it: a lock file beside the path (or, later, beside
+        # the real path) was one lock per symlink (or per hard link), and two searches wrote one log
+        # at once (139 lines, 120 distinct configurations, colliding batches).
         try:
-            lock.acquire(timeout=0)
-        except filelock.Timeout:
+            release = lock_file(path)
+        except OSError as exc:
+            raise TrialLogError(f"cannot open and lock trial log {path}: {exc.strerror or exc}") from exc
+        if release is None:
             raise TrialLogError(
-                f"trial log {path} is in use by another search (lock {lock_path}); wait for it"
-            ) from None
+                f"trial log {path} is in use by another search (it may be reached by another path: a symlink or "
+                "a hard link); wait for it, or give this search another log="
+            )
         try:
             previous, next_batch = cls._resume(path, header, space)
             file = open(path, "ab")  # noqa: SIM115 - owned by the TrialLog until close()
@@ -144,9 +147,9 @@ class TrialLog:
                 file.flush()
                 os.fsync(file.fileno())
         except BaseException:
-            lock.release()
+            release()
             raise
-        return cls(path, header, previous, next_batch, lock, file)
+        return cls(path, header, previous, next_batch, release, file)
 
     @staticmethod
     def _resume(path: Path, header: TrialLogHeader, space: Space) -> tuple[dict[Config, TrialEntry], int]:
@@ -217,7 +220,7 @@ class TrialLog:
         try:
             self._file.close()
         finally:
-            self._lock.release()
+            self._release()
 
     def __enter__(self) -> TrialLog:
         return self

@@ -15,7 +15,7 @@ from typing_extensions import TypeVar
 
 import tunekit as tk
 from tunekit._search_spec import check_enumerable, empty_space_error
-from tunekit._space import Config, ParamValue, Restriction, Space
+from tunekit._space import Config, ParamValue, ParamValues, Restriction, Space
 from tunekit._tunable import Tunable, TuneGroup
 from tunekit._tunable_set import KeyGenerator, TunableSet
 from tunekit_backends.opencl._buffers import DeviceCheckBuffers, argument_hint, kernel_arg, overrun_message
@@ -96,7 +96,7 @@ class KernelTemplate(Generic[K]):
         self,
         source: str,
         kernel_name: str,
-        space: Space | Mapping[str, Sequence[ParamValue]],
+        space: Space | Mapping[str, ParamValues],
         *,
         geometry: Geometry[K],
         restrict: Restriction | Sequence[Restriction] | None = None,

@@ -1,0 +1,68 @@
+"""An exclusive, non-blocking lock on a file itself, not on a lock file beside it.
+
+A trial log was locked through ``<real path>.lock``: a symlink was followed to the real path,
+but a hard link is a second real path to the same file, so two searches naming one log by its
+two links took two locks and wrote it at once. A lock taken on the file (``flock`` on a
+descriptor of it) belongs to the file, whatever path opened it: symlinks, hard links, bind
+mounts and ``..`` spellings all meet on it. It also leaves nothing beside the file, where the
+lock file stayed after every search (and beside every file refused as no trial log).
+
+``flock`` is advisory: readers (``tunekit records``, an editor) are not kept out, only another
+locker. It is released when the holder's process dies, so a killed search never leaves its log
+locked. On Windows, which has no ``flock`` and whose byte-range locks would keep readers out,
+the lock is a ``filelock`` file beside the real file as before (removed on release there);
+hard links to one log are not told apart on Windows.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+__all__ = ["Release", "lock_file"]
+
+Release = Callable[[], None]
+
+
+if sys.platform == "win32":  # pragma: no cover - tested on POSIX only
+    import filelock
+
+    def lock_file(path: Path) -> Release | None:
+        """Lock the file at ``path`` (created when missing) without waiting; None while another holder has it."""
+        lock = filelock.FileLock(os.path.realpath(path) + ".lock")
+        try:
+            lock.acquire(timeout=0)
+        except filelock.Timeout:
+            return None
+        return lock.release
+
+else:
+    import fcntl
+
+    _CONTENDED = frozenset({errno.EACCES, errno.EAGAIN, errno.EWOULDBLOCK})
+
+    def lock_file(path: Path) -> Release | None:
+        """Lock the file at ``path`` (created when missing) without waiting; None while another holder has it."""
+        # Read-write: NFS emulates flock with byte-range locks, and an exclusive one needs a descriptor open
+        # for writing. 0o666: the umask decides, as for open(path, "a").
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            os.close(fd)
+            if exc.errno in _CONTENDED:
+                return None
+            raise
+
+        def release() -> None:
+            try:
+                # Unlocked explicitly: a child forked while the lock was held (a process-isolated
+                # worker) shares this descriptor's lock, and closing ours alone would leave it held.
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            finally:
+                os.close(fd)
+
+        return release
