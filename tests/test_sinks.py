@@ -180,3 +180,19 @@ def test_a_file_made_in_the_way_after_the_sink_is_named_in_its_warning(
         f"cannot append a tuning record to {tmp_path}/later/records.jsonl: {tmp_path}/later is a file, not a "
         "directory; move it aside or name another path"
     ]
+
+
+def test_a_file_put_in_the_way_after_the_settings_were_read_does_not_fail_the_tune(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """JsonlSink now refuses a path under a file; made from TUNEKIT_RECORD at the first record, that must only warn."""
+    tk.configure(record=str(tmp_path / "later" / "records.jsonl"), samples=3)
+    (tmp_path / "later").write_text("")
+    client = CpuClient()
+    tunables = tk.TunableSet(key=_Key).with_tunable(tk.Tunable("same", lambda n: n))
+    with caplog.at_level("WARNING", logger="tunekit.records"):
+        assert tk.LocalTuner("in_the_way").execute(client.device_id, client, tunables, (3,)) == 3
+    assert any(f"'{tmp_path}/later' is a file, not a directory" in r.getMessage() for r in caplog.records)
+    (tmp_path / "later").unlink()
+    tk.LocalTuner("in_the_way_again").execute(client.device_id, client, tunables, (3,))
+    assert (tmp_path / "later" / "records.jsonl").read_text().count("\n") == 1

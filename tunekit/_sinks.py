@@ -219,8 +219,13 @@ def emit_to_all(record: AutotuneRecord, sinks: Sequence[RecordSink] = ()) -> Non
     targets = [*sinks, *global_sinks()]
     if setting is not None:
         if setting not in _setting_sinks:
-            _setting_sinks[setting] = sink_from_setting(setting)
-        configured = _setting_sinks[setting]
+            try:
+                _setting_sinks[setting] = sink_from_setting(setting)
+            except ValueError as exc:
+                # A file put in the way after the settings were read: the sink refuses the path, and a
+                # failing sink must not fail the tune (not cached, so moving the file aside recovers).
+                _log.warning("TUNEKIT_RECORD: %s; this record is not kept", exc)
+        configured = _setting_sinks.get(setting)
         if configured is not None:
             targets.append(configured)
     emit(record, tuple(targets))
