@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import json
+import os
 import stat
+import subprocess
+import sys
 from pathlib import Path
 from typing import Annotated, Any
 
+import _searched_set
 import numpy as np
 import pytest
+from _searched_set import RowKey
 from kt_cache import BEST, write_cache
 
 import tunekit as tk
+from tunekit_backends.cpu import CpuClient
 from tunekit_backends.replay import ReplayClient, ReplayData, load_kernel_tuner_cache
 
 
@@ -557,3 +563,78 @@ def test_a_record_of_another_schema_version_is_refused_as_another_tunekits(data:
     (tmp_path / "r.json").write_text(json.dumps(doc | {"schema_version": 2}))
     with pytest.raises(tk.RecordMismatch, match="record of schema_version 2, written by another tunekit version"):
         tk.Record.load(tmp_path / "r.json")
+
+
+def test_the_tunes_execute_ran_are_committed_and_a_fresh_process_seeds_them_without_tuning(tmp_path: Path) -> None:
+    """Regression: a search inside execute (with_search) had no way into a record; only tk.search's result did."""
+    tunes: list[tk.AutotuneRecord] = []
+    tuner: tk.LocalTuner[RowKey, Any] = tk.LocalTuner("rows", sinks=[tunes.append])
+    client = CpuClient()
+    tunables = tuner.init(_searched_set.make)
+    for n in _searched_set.SIZES:
+        tuner.execute(client.device_id, client, tunables, _searched_set.inputs(n))
+    record = tk.Record.for_tunables("rows", client.device_id, tunables)
+    for tune in tunes:
+        record.add_tune(tune, RowKey)
+    path = tmp_path / "rows.json"
+    record.save(path)
+    entries = json.loads(path.read_text())["entries"]
+    assert [e["key"] for e in entries] == [{"n": 1024}, {"n": 4096}]
+    for entry, tune in zip(entries, tunes, strict=True):
+        winner = next(c for c in tune.candidates if c.name == tune.winner)
+        assert winner.stats is not None
+        assert entry["winner"] == entry["ranking"][0] == tune.winner
+        assert entry["median_ns"] == winner.stats.median_ns
+        assert entry["config"] == {"CHUNK": int(entry["winner"].split("=")[1])}
+        assert (entry["strategy"], entry["evaluations"], entry["stopped_by"]) == ("model_ils", 3, "max_evals")
+    env = {**os.environ, "TUNEKIT_CACHE_DIR": str(tmp_path / "production-cache")}  # nothing stored to fall back on
+    helper = Path(__file__).with_name("_searched_set.py")
+    done = subprocess.run(
+        [sys.executable, str(helper), str(path)], env=env, capture_output=True, text=True, timeout=120, check=True
+    )
+    assert json.loads(done.stdout) == {"seeded": 2, "tunes": 0, "warnings": []}
+
+
+def test_a_tune_is_refused_where_it_answers_another_question(tmp_path: Path) -> None:
+    """Another key, tuner or set, a tune that measured nothing and a tk.search's record are refused, naming why."""
+    tunes: list[tk.AutotuneRecord] = []
+    tuner: tk.LocalTuner[RowKey, Any] = tk.LocalTuner("rows", sinks=[tunes.append])
+    client = CpuClient()
+    tunables = tuner.init(_searched_set.make)
+    tuner.execute(client.device_id, client, tunables, _searched_set.inputs(1000))
+    (tune,) = tunes
+    record = tk.Record.for_tunables("rows", client.device_id, tunables)
+    moved = tune.model_copy(update={"key": {"n": 1000}})
+    with pytest.raises(tk.RecordMismatch, match=r"key \{'n': 1000\} is no key bucket here, where it builds RowKey"):
+        record.add_tune(moved, RowKey)
+    with pytest.raises(tk.RecordMismatch, match="does not build a Shape"):
+        record.add_tune(tune.model_copy(update={"key": {"m": 1}}), Shape)
+    with pytest.raises(TypeError, match="takes the @tk.autotune_key class"):
+        record.add_tune(tune, dict)
+    with pytest.raises(TypeError, match=r"is added with record.add_tune\(tune, KeyClass\)"):
+        record.add(RowKey(n=1024), tune)  # type: ignore[arg-type]
+    with pytest.raises(tk.RecordMismatch, match="this record is for tuner 'other'"):
+        tk.Record.for_tunables("other", client.device_id, tunables).add_tune(tune, RowKey)
+    edited = tk.Record.for_tunables("rows", client.device_id, _searched_set.make().with_extra("checksum:v", "2"))
+    with pytest.raises(tk.RecordMismatch, match="the tune measured a set of checksum"):
+        edited.add_tune(tune, RowKey)
+    with pytest.raises(ValueError, match="'disabled' record .* has no measured winner"):
+        record.add_tune(tune.model_copy(update={"decision": "disabled"}), RowKey)
+    inputs = _searched_set.inputs(1000)
+    searched_records: list[tk.AutotuneRecord] = []
+    searched = tk.search(
+        _searched_set.SPACE,
+        _searched_set.build,
+        client,
+        inputs,
+        tuner="rows",
+        key=RowKey(n=1024),
+        sinks=[searched_records.append],
+    )
+    (searched_record,) = searched_records
+    with pytest.raises(tk.RecordMismatch, match="a tk.search is added as the SearchResult it returned"):
+        record.add_tune(searched_record, RowKey)
+    assert record.add(RowKey(n=1024), searched).winner == searched.best.config.name
+    assert record.add_tune(tune, RowKey).winner == tune.winner  # replaces the entry, as add does
+    with pytest.raises(TypeError, match=r"a search result is added with record.add\(key, result\)"):
+        record.add_tune(searched, RowKey)  # type: ignore[arg-type]

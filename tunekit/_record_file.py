@@ -31,6 +31,7 @@ from tunekit._local import LocalTuner
 from tunekit._outcome import Measured
 from tunekit._paths import file_in_the_way
 from tunekit._persisted import STORED, Persisted, known_versions
+from tunekit._records import AutotuneRecord, SearchEnded
 from tunekit._search import SearchResult
 from tunekit._search_spec import check_search_names, config_name
 from tunekit._settings import AutotuneLevel
@@ -164,25 +165,51 @@ class Record:
         """Record ``result``'s winner for ``key``'s bucket (replacing an earlier one)."""
         if not is_autotune_key(key):
             raise TypeError(f"Record.add() takes an @tk.autotune_key instance, got {type(key).__name__}")
+        if isinstance(result, AutotuneRecord):
+            raise TypeError(
+                "Record.add() takes the tk.SearchResult of tk.search or tk.tune_objective; the tk.AutotuneRecord "
+                "of a tune execute ran is added with record.add_tune(tune, KeyClass)"
+            )
         if not isinstance(result, SearchResult):  # result.best (a Trial) failed as "no attribute 'tuner'"
             raise TypeError(
                 f"Record.add() takes the tk.SearchResult that tk.search or tk.tune_objective returned, "
                 f"got {type(result).__name__}"
             )
-        if result.tuner != self.tuner or result.device_id != self.device_id:
-            raise RecordMismatch(
-                f"the search ran for tuner {result.tuner!r} on {result.device_id!r}; "
-                f"this record is for tuner {self.tuner!r} on {self.device_id!r}"
+        return self._add(key, self._of_search(key, result, runners_up))
+
+    def add_tune(self, tune: AutotuneRecord, key_type: type[Any], *, runners_up: int = 4) -> RecordEntry:
+        """Record the winner of a tune ``execute`` ran for its key's bucket (replacing an earlier one).
+
+        ``tune`` is the ``tk.AutotuneRecord`` the tune emitted: a set searched inside ``execute``
+        (``with_search``) has no search result to ``add``, so its winners are committed from
+        these. Collect them with ``tk.LocalTuner(name, sinks=[tunes.append])``, or read them
+        back from a ``TUNEKIT_RECORD`` file with ``tk.read_records``. ``key_type`` is the
+        ``@tk.autotune_key`` class the key is built from, as for ``seed``.
+        """
+        if not isinstance(tune, AutotuneRecord):
+            raise TypeError(
+                f"Record.add_tune() takes the tk.AutotuneRecord of a tune execute ran, got {type(tune).__name__}"
+                + ("; a search result is added with record.add(key, result)" if isinstance(tune, SearchResult) else "")
             )
-        if result.key is not None and result.key != key:
-            # A loop that searched one key and added another committed a winner for a size it was
-            # never measured at, which load_verified cannot see.
-            raise RecordMismatch(
-                f"the search ran for key {result.key!r}, not {key!r}; add it under its own key: "
-                "record.add(result.key, result)"
+        if not (isinstance(key_type, type) and getattr(key_type, "__tunekit_key__", False)):
+            raise TypeError(
+                f"Record.add_tune(key_type=...) takes the @tk.autotune_key class the tune's key is made of, "
+                f"got {key_type.__qualname__ if isinstance(key_type, type) else repr(key_type)}"
             )
-        if self.space_hash is not None and result.space.hash != self.space_hash:
-            raise RecordMismatch(f"the search ran over space {result.space.hash}; this record is for {self.space_hash}")
+        try:
+            key = key_type(**tune.key)
+        except TypeError as exc:
+            raise RecordMismatch(f"the tune's key {tune.key} does not build a {key_type.__name__}: {exc}") from None
+        return self._add(key, self._of_tune(key, tune, runners_up))
+
+    def _add(self, key: object, made: dict[str, Any]) -> RecordEntry:
+        """Check ``key`` against the record's set, key class and level, then store the entry ``made``."""
+        names: list[str] = made["ranking"]
+        if self.tunables is not None and (strangers := [n for n in names if self.tunables.index_of(n) is None]):
+            raise RecordMismatch(
+                f"the search's {strangers} are not candidates of the record's {self.tunables!r}: it searched "
+                "another space or kernel than the set the record was made for"
+            )
         anchored = anchored_fields(type(key))
         if self.entries and self.anchored_fields is not None and self.anchored_fields != anchored:
             raise RecordMismatch(
@@ -203,6 +230,28 @@ class Record:
                 f"there): it was built at another level; build the keys at {level!r} "
                 f"(tk.configure(autotune_level={level!r})), or start a new record at the level they were built at"
             )
+        entry = RecordEntry(key=dict(json.loads(key_to_json(key))), winner=names[0], **made)
+        if not self.entries:
+            self.anchored_fields = anchored
+        self.entries[key_to_json(key)] = entry
+        return entry
+
+    def _of_search(self, key: object, result: SearchResult, runners_up: int) -> dict[str, Any]:
+        """The entry fields of a search's result."""
+        if result.tuner != self.tuner or result.device_id != self.device_id:
+            raise RecordMismatch(
+                f"the search ran for tuner {result.tuner!r} on {result.device_id!r}; "
+                f"this record is for tuner {self.tuner!r} on {self.device_id!r}"
+            )
+        if result.key is not None and result.key != key:
+            # A loop that searched one key and added another committed a winner for a size it was
+            # never measured at, which load_verified cannot see.
+            raise RecordMismatch(
+                f"the search ran for key {result.key!r}, not {key!r}; add it under its own key: "
+                "record.add(result.key, result)"
+            )
+        if self.space_hash is not None and result.space.hash != self.space_hash:
+            raise RecordMismatch(f"the search ran over space {result.space.hash}; this record is for {self.space_hash}")
         ranking = result.ranking
         if not ranking:
             raise ValueError(f"the search for {key!r} measured nothing successfully; there is no winner to record")
@@ -210,27 +259,63 @@ class Record:
         if not isinstance(best.outcome, Measured):
             raise AssertionError("ranking holds measured trials only")
         durations = best.outcome.durations
-        names = [self._name_of(t.config) for t in ranking[: 1 + runners_up]]
-        if self.tunables is not None and (strangers := [n for n in names if self.tunables.index_of(n) is None]):
-            raise RecordMismatch(
-                f"the search's {strangers} are not candidates of the record's {self.tunables!r}: it searched "
-                "another space or kernel than the set the record was made for"
-            )
-        entry = RecordEntry(
-            key=dict(json.loads(key_to_json(key))),
-            winner=names[0],
+        return dict(
+            ranking=[self._name_of(t.config) for t in ranking[: 1 + runners_up]],
             config=best.config.to_dict(),
-            ranking=names,
             median_ns=durations.score,
             samples=len(durations.samples_ns),
             strategy=result.strategy,
             evaluations=result.evaluations,
             stopped_by=result.stopped_by,
         )
-        if not self.entries:
-            self.anchored_fields = anchored
-        self.entries[key_to_json(key)] = entry
-        return entry
+
+    def _of_tune(self, key: object, tune: AutotuneRecord, runners_up: int) -> dict[str, Any]:
+        """The entry fields of the record of a tune ``execute`` ran (a search inside it, or a plain tune)."""
+        if tune.tuner != self.tuner or tune.device_id != self.device_id:
+            raise RecordMismatch(
+                f"the tune ran for tuner {tune.tuner!r} on {tune.device_id!r}; "
+                f"this record is for tuner {self.tuner!r} on {self.device_id!r}"
+            )
+        if tune.key != json.loads(key_to_json(key)):
+            # Built again here, the key anchors at the running level: a tune at another one lands elsewhere.
+            raise RecordMismatch(
+                f"the tune's key {tune.key} is no key bucket here, where it builds {key!r}: it was tuned at another "
+                "autotune level, or the key's anchors changed; tune again at this level"
+            )
+        if tune.checksum != self.checksum:
+            # A tk.search record carries its space's hash here: it is added as its SearchResult.
+            raise RecordMismatch(
+                f"the tune measured a set of checksum {tune.checksum}, this record's candidates have {self.checksum}: "
+                "add tunes of the set the record was made for (tk.Record.for_tunables(tuner, device_id, tunables)); "
+                "a tk.search is added as the SearchResult it returned"
+            )
+        measured = {c.name: c for c in tune.candidates if c.status == "measured" and c.stats is not None}
+        winner = measured.get(tune.winner) if tune.decision == "tuned" and tune.winner is not None else None
+        if winner is None or winner.stats is None:
+            raise ValueError(
+                f"the {tune.decision!r} record of {tune.key} has no measured winner to commit "
+                f"(winner {tune.winner!r}); add the record of a tune that measured its candidates"
+            )
+        rest = sorted(
+            (c for c in measured.values() if c is not winner), key=lambda c: c.stats.median_ns if c.stats else 0
+        )
+        ended = next((e for e in tune.events if isinstance(e, SearchEnded)), None)
+        fn = (
+            self.tunables.tunables[i].fn
+            if self.tunables and (i := self.tunables.index_of(winner.name)) is not None
+            else None
+        )
+        config = getattr(fn, "config", None)
+        return dict(
+            ranking=[winner.name, *(c.name for c in rest[:runners_up])],
+            config=config.to_dict() if isinstance(config, Config) else None,
+            median_ns=winner.stats.median_ns,
+            samples=len(winner.samples_ns),
+            strategy=ended.strategy if ended else None,
+            evaluations=ended.evaluations if ended else None,
+            stopped_by=ended.stopped_by if ended else None,
+            measured_at=tune.timestamp,
+        )
 
     def _name_of(self, config: Config) -> str:
         """The candidate name of ``config`` in the record's set.
@@ -301,7 +386,7 @@ class Record:
         except FileNotFoundError:
             raise FileNotFoundError(
                 f"no committed record at {path}; create one with tk.Record.for_tunables(tuner, device_id, tunables), "
-                "record.add(key, search_result) and record.save(path)"
+                "record.add(key, search_result) (or record.add_tune(tune, KeyClass)) and record.save(path)"
             ) from None
         except IsADirectoryError:  # said only "[Errno 21] Is a directory", where save() says what to give
             raise IsADirectoryError(
