@@ -320,6 +320,14 @@ def test_a_space_whose_restrictions_reject_everything_is_an_error_not_an_empty_r
     assert tk.search(fixed, lambda c: lambda: None, tk_cpu(), (), tuner="t2", log=tmp_path / "u.jsonl").evaluations == 2
 
 
+@pytest.mark.parametrize("strategy", ["auto", "random"])
+def test_a_space_too_big_to_walk_whose_restrictions_reject_everything_is_an_error(strategy: tk.StrategyName) -> None:
+    """A restriction rejecting all 10^12 points (a typo) had every search drawing at random for weeks."""
+    space = tk.Space(restrict=lambda c: c.A < 0, **{name: range(1000) for name in "ABCD"})
+    with pytest.raises(ValueError, match=r"no configuration passed the space's restrictions in 500,000 random draws"):
+        tk.search(space, lambda c: lambda: None, tk_cpu(), (), tuner="t", strategy=strategy, max_evals=5)
+
+
 class ProposesAGenerator(ProposesDicts):
     def propose(self, n: int) -> list[tk.Config]:
         return (c for c in [self.first])  # type: ignore[return-value]

@@ -488,3 +488,10 @@ def test_counted_size_is_known_without_walking_the_space() -> None:
     assert space.size_up_to(5) is None and space.counted_size() is None
     assert space.size == 45 and space.counted_size() == 45
     assert tk.Space(A=range(10), B=["x", "y"]).counted_size() == 20
+
+
+def test_sampling_a_space_too_big_to_walk_that_allows_nothing_is_an_error() -> None:
+    """sample() of 10^12 points whose restriction rejects everything drew at random for weeks."""
+    space = tk.Space(restrict=lambda c: c.A < 0, **{name: range(1000) for name in "ABCD"})
+    with pytest.raises(ValueError, match=r"restrict= rejects everything.*Check the restrictions"):
+        space.sample(3, 0)

@@ -354,6 +354,36 @@ def test_a_strategy_draws_from_a_sparse_space_too_big_to_walk(name: str) -> None
     assert len(order) == 12
 
 
+def test_the_guided_search_draws_a_smaller_pool_from_a_sparse_space() -> None:
+    """model_ils (what auto picks) drew its 4096-point pool by rejection: four million restriction calls, 20 s."""
+    calls = [0]
+    space = sparse_trillion(calls)
+    strategy = make_strategy("model_ils", 40)(space, np.random.default_rng(0))
+    order = drive(strategy, space, 40, 8, lambda c: 1.0 + c.D)
+    assert len(order) == 40
+    assert calls[0] < 100_000, calls[0]  # 8 draws per point wanted, and the climbs' own
+    assert strategy._pool is not None and 0 < len(strategy._pool) < 4096
+
+
+def test_a_walker_whose_valid_points_ran_out_in_a_space_too_big_to_walk_ends() -> None:
+    """Once the few valid points were drawn, the walker drew for the rest (weeks: half a walk of 10^12 points)."""
+    allowed: list[tk.Config] = []
+    calls = [0]
+
+    def first_three(c: tk.Config) -> bool:  # the first three points asked about, then nothing
+        calls[0] += 1
+        if calls[0] > 3_000_000:  # a walk, or drawing for weeks: fail instead
+            raise RuntimeError("the walker did not give up")
+        if c in allowed or len(allowed) < 3:
+            allowed.append(c)
+            return True
+        return False
+
+    walker = Walker(tk.Space(restrict=first_three, **{n: range(1000) for n in "ABCD"}), np.random.default_rng(0))
+    assert len(walker.random_fresh(3)) == 3
+    assert walker.random_fresh(1) == []
+
+
 def test_a_walker_keeps_no_invalid_draw_of_a_space_too_big_to_walk() -> None:
     """The walker memoised every invalid draw: at 0.001 % valid, 40 evaluations held 4 million of them (1 GiB)."""
     calls = [0]

@@ -84,6 +84,13 @@ def test_a_tunable_version_must_be_a_str() -> None:
         tk.Tunable("a", lambda: 1, version=3)  # type: ignore[arg-type]
 
 
+def test_from_space_refuses_a_space_too_big_to_walk() -> None:
+    """One tunable per configuration of 10^12 points walked the product (weeks) before running out of memory."""
+    space = tk.Space(restrict=lambda c: c.A % 2 == 0, **{name: range(1000) for name in "ABCD"})
+    with pytest.raises(ValueError, match=r"from_space\(\) makes one tunable per valid configuration.*tk.search"):
+        tk.TunableSet.from_space(space, lambda c: lambda: None, key=_key)
+
+
 def test_from_space_refuses_a_space_whose_restrictions_reject_everything() -> None:
     """An empty space gave an empty set, which failed at its first execute saying to add tunables with with_tunable."""
     space = tk.Space(BLOCK=[64, 128], restrict=[lambda c: c.BLOCK >= 128, lambda c: c.BLOCK < 128])

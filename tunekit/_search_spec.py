@@ -15,6 +15,7 @@ from tunekit._space import Config, Space
 __all__ = [
     "SearchSpec",
     "check_build",
+    "check_enumerable",
     "check_search_args",
     "check_search_names",
     "config_name",
@@ -193,3 +194,18 @@ def empty_space_error(where: str, space: Space) -> ValueError:
         f"{where}: the space has no valid configuration: its restrictions reject all {space.cartesian_size} "
         f"points of {space!r}; loosen restrict=..."
     )
+
+
+ENUMERABLE_LIMIT = 10_000_000
+"""Points past which a set of one tunable per configuration is refused: 10^6 took 10-21 s and 577 MB."""
+
+
+def check_enumerable(where: str, space: Space) -> None:
+    """Refuse to make one tunable per configuration of a space whose walk alone is out of reach."""
+    if space.walk_cost > ENUMERABLE_LIMIT:
+        raise ValueError(
+            f"{where} makes one tunable per valid configuration, walking all {space.walk_cost:,} points of "
+            f"the space to find them (over {ENUMERABLE_LIMIT:,}: minutes to weeks of restriction calls, and "
+            "memory for each tunable); search a space this big with tk.search(space, build, client, ...) or "
+            "tk.tune_objective(...), or narrow its domains"
+        )

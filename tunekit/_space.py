@@ -43,6 +43,8 @@ Restriction = Callable[["Config"], "bool | np.bool_"]
 _SCALARS = (bool, int, float, str)
 _INT64_MAX = int(np.iinfo(np.int64).max)
 _MAX_REMEMBERED = 1 << 20
+_HOPELESS_DRAWS = 500_000
+"""Random draws that found no valid point, past which a space too big to walk is refused."""
 
 
 def pow2(lo: int, hi: int) -> tuple[int, ...]:
@@ -335,6 +337,23 @@ class Space:
         """
         return (wanted - found) * tries > max(found, 1) * (self.walk_cost // 2)
 
+    def _hopeless(self, tries: int, found: int) -> bool:
+        """Whether ``tries`` draws that found nothing valid mean drawing cannot go on: no walk could settle it.
+
+        A restriction that rejects everything (a typo: ``c.A < 0``) on 10^12 points had every
+        search and ``sample`` drawing forever: half a walk of draws is weeks there.
+        """
+        return found == 0 and tries >= _HOPELESS_DRAWS and self.walk_cost > 2 * _HOPELESS_DRAWS
+
+    def _hopeless_error(self, tries: int) -> ValueError:
+        return ValueError(
+            f"no configuration passed the space's restrictions in {tries:,} random draws of its "
+            f"{self._cartesian:,} points: restrict= rejects everything, or so nearly everything that "
+            "drawing at random cannot find what it allows. Check the restrictions; to search a space "
+            "this sparse, declare the parameters they tie together as one parameter whose values are "
+            "the allowed combinations"
+        )
+
     @property
     def size(self) -> int:
         """Number of valid configurations; with restrictions, counted once by walking the space."""
@@ -519,7 +538,8 @@ class Space:
         ``rng`` is a numpy Generator, or an int seed for one. Rejection sampling over Cartesian
         indices: nothing is materialised. When the restrictions reject so much that finishing
         by rejection would cost more than half a walk of the space, the space is walked once
-        instead.
+        instead. Raises ValueError when 500,000 draws of a space too big to walk found nothing
+        its restrictions allow.
         """
         if isinstance(rng, numbers.Integral) and not isinstance(rng, bool):
             rng = np.random.default_rng(int(rng))
@@ -529,6 +549,14 @@ class Space:
             )
         if not isinstance(n, numbers.Integral) or isinstance(n, bool) or n < 0:
             raise ValueError(f"Space.sample(n, rng): n must be an int >= 0, got {n!r}")
+        return self._sample(int(n), rng)
+
+    def _sample(self, n: int, rng: np.random.Generator, max_draws: int | None = None) -> list[Config]:
+        """``sample``; with ``max_draws``, what that many draws found (never a walk).
+
+        A strategy's pool of guesses wants many points but not at any price: on a 10^12-point
+        space at 0.1 % valid, 4096 of them cost four million restriction calls (20 s).
+        """
         total = self._cartesian
         # numpy draws one index only below 2**63: past that (20 parameters of 10 values), each
         # parameter's position is drawn instead, which is as uniform over the Cartesian product.
@@ -537,6 +565,10 @@ class Space:
         rejected: set[int] = set()
         tries = 0
         while len(picked) < n and len(picked) + len(rejected) < total:
+            if max_draws is not None and tries >= max_draws:
+                return list(picked.values())
+            if self._hopeless(tries, len(picked)):
+                raise self._hopeless_error(tries)
             if tries >= 64 * n + 1024 and self._draws_outcost_walk(tries, len(picked), n):
                 break
             tries += 1

@@ -14,6 +14,7 @@ from tunekit._check import Reference
 from tunekit._search_spec import (
     SearchSpec,
     check_build,
+    check_enumerable,
     check_search_args,
     config_name,
     empty_space_error,
@@ -168,6 +169,7 @@ class TunableSet(Generic[K, Out]):
         if not isinstance(space, Space):
             raise TypeError(f"TunableSet.from_space() takes a tk.Space, got {type(space).__name__}")
         check_build("TunableSet.from_space", build)
+        check_enumerable("TunableSet.from_space()", space)
         tunables = [Tunable(config.name, LazyBuild(build, config), version) for config in space]
         if not tunables:  # an empty set failed only at its first execute, saying to add tunables
             raise empty_space_error("TunableSet.from_space()", space)

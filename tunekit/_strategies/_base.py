@@ -109,6 +109,12 @@ class Walker:
         while len(out) < n and not self._exhausted:
             if tries >= 200 * n + 200 and (not patient or self.space._draws_outcost_walk(tries, len(out), n)):
                 break
+            if patient and self.space._hopeless(tries, len(out)):
+                if not any(self._valid.values()):
+                    raise self.space._hopeless_error(tries)
+                # Valid points were found before: those left are too rare to draw, and a walk is out of reach.
+                self._exhausted = True
+                break
             tries += 1
             # One call for every parameter: the same draws as one call each, at a third of the cost.
             p = tuple(self.rng.integers(0, self._width_array).tolist())

@@ -14,7 +14,7 @@ from typing import Any, Generic
 from typing_extensions import TypeVar
 
 import tunekit as tk
-from tunekit._search_spec import empty_space_error
+from tunekit._search_spec import check_enumerable, empty_space_error
 from tunekit._space import Config, ParamValue, ParamValues, Restriction, Space
 from tunekit._tunable import Tunable, TuneGroup
 from tunekit._tunable_set import KeyGenerator, TunableSet
@@ -188,6 +188,7 @@ class KernelTemplate(Generic[K]):
     def tunables(self, client: OpenCLClient, key: KeyGenerator[K]) -> list[Tunable[Any]]:
         """One tunable per configuration, compiled lazily for ``client`` (or in the prepare phase)."""
         group = TuneGroup(f"{self.kernel_name}:applies", lambda k: 0) if self.applies is not None else None
+        check_enumerable(f"KernelTemplate {self.kernel_name!r}", self.space)
         out = []
         for config in self.space:
             variant = _Variant(self, client, config, key)
