@@ -638,3 +638,12 @@ def test_a_tune_is_refused_where_it_answers_another_question(tmp_path: Path) -> 
     assert record.add_tune(tune, RowKey).winner == tune.winner  # replaces the entry, as add does
     with pytest.raises(TypeError, match=r"a search result is added with record.add\(key, result\)"):
         record.add_tune(searched, RowKey)  # type: ignore[arg-type]
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc, where no process can create a file")
+def test_a_record_that_cannot_be_written_is_named_with_what_to_do(data: ReplayData) -> None:
+    """Regression: it said "No such file or directory: '/proc/.r.json.86305799eca6.tmp'", a file never asked for."""
+    record = tk.Record.for_tunables("replayed", "dev", tk.TunableSet.from_space(data.space, lambda c: c, key=key_of))
+    with pytest.raises(OSError, match=r"cannot save the record /proc/r\.json: .*; give a path in a dir") as caught:
+        record.save("/proc/r.json")
+    assert ".tmp" not in str(caught.value) and caught.value.filename == "/proc/r.json"

@@ -375,7 +375,19 @@ class Record:
                 f"cannot save the record: {blocking} is a file, not a directory; give a path in a directory",
                 str(path),
             ) from None
-        write_atomic(path, self.model().model_dump_json(indent=2) + "\n")
+        try:
+            write_atomic(path, self.model().model_dump_json(indent=2) + "\n")
+        except IsADirectoryError:  # write_atomic's own message says to give a file path in it
+            raise
+        except OSError as exc:
+            # It named the temporary file written first beside the record ('.gemm.json.86305799eca6.tmp'),
+            # a file the caller never asked for, instead of the record and what to do.
+            raise type(exc)(
+                exc.errno,
+                f"cannot save the record {path}: {exc.strerror or exc}; give a path in a directory this process can "
+                "write",
+                str(path),
+            ) from None
 
     @classmethod
     def load(cls, path: str | Path) -> Record:
