@@ -552,7 +552,7 @@ class Space:
         return self._sample(int(n), rng)
 
     def _sample(self, n: int, rng: np.random.Generator, max_draws: int | None = None) -> list[Config]:
-        """``sample``; with ``max_draws``, what that many draws found (never a walk).
+        """``sample``; with ``max_draws``, what that many draws found, unless a walk costs less than going on.
 
         A strategy's pool of guesses wants many points but not at any price: on a 10^12-point
         space at 0.1 % valid, 4096 of them cost four million restriction calls (20 s).
@@ -566,7 +566,9 @@ class Space:
         tries = 0
         while len(picked) < n and len(picked) + len(rejected) < total:
             if max_draws is not None and tries >= max_draws:
-                return list(picked.values())
+                if not self._draws_outcost_walk(tries, len(picked), n):
+                    return list(picked.values())
+                break  # a walk costs less than the draws still wanted: a replayed sparse cache walks its keys
             if self._hopeless(tries, len(picked)):
                 raise self._hopeless_error(tries)
             if tries >= 64 * n + 1024 and self._draws_outcost_walk(tries, len(picked), n):
