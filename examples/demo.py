@@ -1,4 +1,4 @@
-"""The demo `make demo` runs: tune the CPU examples, print a table, say where things went."""
+"""The demo `make demo` runs: tune the CPU and OpenCL examples, search a space, print tables, say where things went."""
 
 from __future__ import annotations
 
@@ -23,13 +23,19 @@ from row_sum import row_sum
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "opencl"))
 from demo_opencl import run_opencl_demo
+from demo_search import run_search_demo
+
+
+def _demo_dir() -> Path:
+    """Where the demo's files go: the cache directory, never the checkout."""
+    return tk.settings().cache_dir or tk.default_cache_dir()
 
 
 def _default_records_path() -> Path:
     configured = tk.settings().record
     if configured and configured not in ("stdout", "stderr"):
         return Path(configured)
-    return (tk.settings().cache_dir or tk.default_cache_dir()) / "records.jsonl"
+    return _demo_dir() / "records.jsonl"
 
 
 def main() -> int:
@@ -89,6 +95,7 @@ def main() -> int:
     served = sum(1 for _, source, _ in calls if source == "persistent cache")
     console.print(f"{len(calls)} calls: {len(calls) - served} tuned now, {served} served from the persistent cache")
     status = run_opencl_demo(console)
+    run_search_demo(console, _demo_dir())
     # Where everything went, last, so it is what the terminal shows when the demo ends.
     console.print(f"cache:   {cache.path if cache is not None else 'memory only (TUNEKIT_CACHE=0)'}")
     console.print(f"records: {records_path}")

@@ -1,0 +1,166 @@
+"""The search part of ``make demo``: search a space too big to measure whole, commit the winner, serve it.
+
+Offline, ``tk.search`` measures a budget's worth of the configurations of the numpy pipeline of
+``pipeline_objective.py`` on the CPU, one trial log line per configuration, and the winner goes
+into a committed record (``tk.Record``). Production loads that record verified and seeds its
+tuner with it, so it never tunes: the next run finds the record verified and searches nothing.
+Run it alone::
+
+    python examples/demo_search.py DIRECTORY    # the trial log and the record go into DIRECTORY
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from rich.console import Console
+from rich.table import Table
+
+import tunekit as tk
+from tunekit_backends.cpu import CpuClient
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from pipeline_objective import SPACE, PipelineKey, build, pipeline, pipeline_key
+
+TUNER: tk.LocalTuner[PipelineKey, np.ndarray] = tk.LocalTuner("pipeline")
+INCUMBENT = {"METHOD": "direct", "BLOCK": 1024, "DTYPE": "float64", "BATCH": 1}
+"""The configuration a hand-tuned pipeline would ship: the search must beat or equal it."""
+
+
+def tunable_set() -> tk.TunableSet[PipelineKey, np.ndarray]:
+    """One candidate per configuration of the pipeline's space (built only if run)."""
+    return tk.TunableSet.from_space(SPACE, build, key=pipeline_key)
+
+
+def filter_rms(client: CpuClient, x: np.ndarray, taps: np.ndarray) -> np.ndarray:
+    """Production's call: the pipeline by the winner for this request's key."""
+    tunables = TUNER.init(tunable_set)
+    return TUNER.execute(client.device_id, client, tunables, (x, taps))
+
+
+@dataclass(frozen=True)
+class SearchDemo:
+    """What one run did: searched now (``result``) or found the record verified (``result`` None)."""
+
+    key: PipelineKey
+    result: tk.SearchResult | None
+    entry: tk.RecordEntry
+    log_path: Path
+    record_path: Path
+    production_tunes: int
+    """Tunes the production call ran after seeding the record: 0, or the record did not serve it."""
+    refused: str | None = None
+    """Why a record already there was not used (tk.RecordMismatch), so the key was searched again."""
+
+
+def run_search_demo(
+    console: Console,
+    directory: Path,
+    *,
+    signals: int = 16,
+    length: int = 16384,
+    max_evals: int = 20,
+    max_seconds: float = 10.0,
+) -> SearchDemo:
+    """Search the pipeline's space for one request shape unless a verified record has it, then serve it."""
+    client = CpuClient()
+    rng = np.random.default_rng(0)
+    x, taps = rng.standard_normal((signals, length)), rng.standard_normal(63)
+    key = pipeline_key(x, taps)
+    tunables = TUNER.init(tunable_set)
+    record_path = directory / "pipeline-record.json"
+    # A log answers for one set on one device: a changed space or another machine starts a new
+    # log instead of being refused by the old one (as TunableSet.with_search names its logs).
+    digest = hashlib.sha256(f"{client.device_id}\n{tunables.checksum()}".encode()).hexdigest()[:8]
+    log_path = directory / f"pipeline-trials.signals={key.signals},length={key.length}.{digest}.jsonl"
+
+    record: tk.Record | None = None
+    refused = None
+    if record_path.exists():
+        try:
+            record = tk.Record.load_verified(record_path, tunables, client.device_id)
+        except tk.RecordMismatch as exc:
+            refused = str(exc)
+    result = None
+    if record is None or tk.key_to_json(key) not in record.entries:
+        result = tk.search(
+            SPACE,
+            build,
+            client,
+            (x, taps),
+            tuner=TUNER.name,
+            key=key,
+            strategy="auto",
+            seed=0,
+            max_evals=max_evals,
+            max_seconds=max_seconds,
+            require=[INCUMBENT],
+            log=log_path,
+        )
+        record = record or tk.Record.for_tunables(TUNER.name, client.device_id, tunables)
+        record.add(key, result)
+        record.save(record_path)
+        # Production's side: it trusts nothing it has not verified, the file just written included.
+        record = tk.Record.load_verified(record_path, tunables, client.device_id)
+    for warning in record.warnings:
+        console.print(f"[yellow]record warning:[/] {warning}")
+    record.seed(TUNER, tunables, PipelineKey)
+
+    tunes: list[tk.AutotuneRecord] = []
+    sink = tk.add_record_sink(tunes.append)
+    try:
+        out = filter_rms(client, x, taps)
+    finally:
+        tk.remove_record_sink(sink)
+    # Every configuration computes the same RMS (BLOCK only reorders the sum, float32 rounds).
+    np.testing.assert_allclose(out, pipeline(x, taps, SPACE.config(**INCUMBENT)), rtol=1e-3)
+    demo = SearchDemo(key, result, record.entries[tk.key_to_json(key)], log_path, record_path, len(tunes), refused)
+    print_search_demo(console, demo, max_evals=max_evals, max_seconds=max_seconds)
+    return demo
+
+
+def print_search_demo(console: Console, demo: SearchDemo, *, max_evals: int, max_seconds: float) -> None:
+    """One two-column table: the space, the budget, what the search did (or the record says), where it went."""
+    entry, result = demo.entry, demo.result
+    table = Table(title="Search a space too big to measure whole (examples/pipeline_objective.py)", show_header=False)
+    table.add_column(no_wrap=True)
+    table.add_column(overflow="fold")
+    table.add_row("key", f"signals={demo.key.signals} length={demo.key.length}")
+    table.add_row("space", f"{SPACE.size} configurations ({SPACE.cartesian_size} before restrictions)")
+    table.add_row("budget", f"max_evals={max_evals}, max_seconds={max_seconds:g}")
+    table.add_row("strategy", f"auto -> {entry.strategy}")
+    if result is not None:
+        resumed = sum(t.resumed for t in result.trials)
+        evaluated = (
+            f"{result.evaluations}, the incumbent first ({resumed} from the trial log), {result.wall_seconds:.1f} s"
+        )
+    else:
+        evaluated = f"{entry.evaluations} (by the search that made the record)"
+    table.add_row("evaluated", evaluated)
+    table.add_row("stopped by", entry.stopped_by)
+    table.add_row("winner", entry.winner)
+    # The finalists' side-by-side measurement: the one that decided the winner.
+    table.add_row("median", f"{entry.median_ns / 1e6:.2f} ms over {entry.samples} samples")
+    table.add_row("trial log", str(demo.log_path))
+    table.add_row("record", str(demo.record_path))
+    how = "searched now, record committed and verified" if result is not None else "record verified, no search"
+    if demo.production_tunes == 0:
+        table.add_row("served", f"{how}; production call served from the record, no tune")
+    else:
+        table.add_row(
+            "served", f"{how}; [red]production call tuned ({demo.production_tunes}): the record did not serve it"
+        )
+    if demo.refused:
+        console.print(f"[yellow]record not used, searched again:[/] {demo.refused}")
+    console.print(table)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        raise SystemExit(f"usage: {sys.argv[0]} DIRECTORY")
+    run_search_demo(Console(), Path(sys.argv[1]))
