@@ -12,6 +12,7 @@ from kt_cache import BEST, write_cache
 
 import tunekit as tk
 from tunekit_backends.replay import ReplayClient, ReplayData, load_kernel_tuner_cache
+from tunekit_backends.simulated import NoiseModel, SimulatedClient
 
 
 @pytest.fixture
@@ -476,3 +477,25 @@ def test_a_counted_restricted_space_searched_whole_within_its_budget_says_exhaus
     space = tk.Space(A=range(40), B=["x", "y"], restrict=lambda c: c.A % 2 == 0)
     result = tk.tune_objective(Cheap(space), tuner="t", device_id="d", max_evals=40, max_seconds=3600)
     assert (result.strategy, result.evaluations, result.stopped_by) == ("exhaustive", 40, "exhausted")
+
+
+def test_an_incumbent_measured_cold_is_re_measured_with_the_finalists() -> None:
+    """A required configuration timed alone on a cold device (one sample) was left out of the finalists: the winner
+    was slower than it, though the issue promises the winner always beats or equals every incumbent."""
+    tk.configure(warmup_ms=0)
+    client = SimulatedClient(NoiseModel(ramp=2.0, ramp_tau_ms=5.0), seed=0)
+    true_ns = {x: 1_000_000 if x == 0 else 1_200_000 + 10_000 * x for x in range(40)}
+    result = tk.search(
+        tk.Space(X=range(40)),
+        lambda c: client.kernel(true_ns[c.X]),
+        client,
+        (),
+        tuner="cold",
+        require=[{"X": 0}],
+        max_evals=24,
+        finalists=1,
+        seed=0,
+    )
+    first = result.trials[0]
+    assert first.config.X == 0 and first.score is not None and first.score > 1.5 * 1_200_000  # measured cold
+    assert result.best is not None and result.best.config.X == 0
