@@ -527,7 +527,9 @@ def search(
             [Tunable(name_of(c), LazyBuild(build, c)) for c in configs]
         )
         with open_runner(client, tunables, args, settings, key=key) as runner:
-            measured = measure_batch(runner, range(len(configs)), settings, client=client, names=tunables.names)
+            measured = measure_batch(
+                runner, range(len(configs)), settings, client=client, names=tunables.names, sample_alone=True
+            )
         ranked = Ranked({c: measured.get(i, Skipped("not measured")) for i, c in enumerate(configs)})
         ranked.ranking = tuple(configs[i] for i in measured.ranking)
         return ranked
