@@ -12,6 +12,7 @@ import pytest
 from kt_cache import BEST, COMPILE_FAILED, PARAMS, RUNTIME_FAILED, mean_ms, write_cache
 
 import tunekit as tk
+from tunekit._strategies import ModelGuidedLocalSearch
 from tunekit_backends.replay import ReplayClient, ReplayFailure, load_kernel_tuner_cache
 
 INVALID = (8, 128, 0)  # 8 * 128 <= 1024: in the space, so free to mark invalid
@@ -222,6 +223,9 @@ def test_a_sparse_cache_from_a_run_that_did_not_try_everything_is_counted_walked
             data.space, client.kernel, client, (), tuner=f"sparse-{strategy}", strategy=strategy, max_evals=60
         )
         assert result.evaluations == 60 and result.best is not None, strategy
+    # model_ils ranks guesses over every key: its capped draws of the 4^20 product find almost none, so it walks them
+    guided = ModelGuidedLocalSearch(data.space, np.random.default_rng(0))
+    assert len(guided._pool_positions()) == 300
 
 
 def test_a_brute_force_cache_walks_and_samples_as_any_restricted_space(tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ from kt_cache import BEST, write_cache
 import tunekit as tk
 from tunekit_backends.cpu import CpuClient
 from tunekit_backends.replay import ReplayClient, ReplayData, load_kernel_tuner_cache
+from tunekit_backends.simulated import NoiseModel, SimulatedClient
 
 
 @pytest.fixture
@@ -517,3 +518,36 @@ def test_a_finalist_that_fails_its_remeasurement_does_not_win() -> None:
     (record,) = records
     assert record.winner == result.best.config.name
     assert {c.name: c.status for c in record.candidates}["A=0"] == "failed"
+
+
+def test_an_incumbent_measured_cold_is_re_measured_with_the_finalists() -> None:
+    """A required configuration timed alone on a cold device (one sample) was left out of the finalists: the winner
+    was slower than it, though the issue promises the winner always beats or equals every incumbent."""
+    tk.configure(warmup_ms=0)
+    client = SimulatedClient(NoiseModel(ramp=2.0, ramp_tau_ms=20.0), seed=0)
+    true_ns = {x: 1_000_000 if x == 0 else 1_200_000 + 10_000 * x for x in range(40)}
+    result = tk.search(
+        tk.Space(X=range(40)),
+        lambda c: client.kernel(true_ns[c.X]),
+        client,
+        (),
+        tuner="cold",
+        require=[{"X": 0}],
+        max_evals=24,
+        finalists=1,
+        seed=0,
+    )
+    first = result.trials[0]
+    assert first.config.X == 0 and first.score is not None and first.score > 1.3 * 1_200_000  # measured cold
+    assert result.best is not None and result.best.config.X == 0
+
+
+def test_a_configuration_measured_alone_gets_min_samples() -> None:
+    """A batch of one (batch=1, an incumbent, the budget's last) was timed once, and that single sample was
+    compared with other batches' medians; the tuner's own one-candidate batch still takes one."""
+    client = SimulatedClient(NoiseModel(noise=0.05), seed=0)
+    result = tk.search(
+        tk.Space(X=range(10)), lambda c: client.kernel(1_000_000 + 50_000 * c.X), client, (), tuner="alone", batch=1
+    )
+    counts = {len(t.outcome.durations.samples_ns) for t in result.trials if isinstance(t.outcome, tk.Measured)}
+    assert counts == {tk.settings().min_samples}, counts

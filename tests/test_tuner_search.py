@@ -358,3 +358,20 @@ def test_an_opencl_search_checks_each_batch_on_the_device_inputs_as_they_were_fi
     checks = [e for e in record.events if isinstance(e, CheckResult)]
     assert len(checks) >= 4 and all(check.passed for check in checks), [c.detail for c in checks if not c.passed]
     assert {c.status for c in record.candidates} == {"measured"}
+
+
+def test_a_set_searched_one_configuration_at_a_time_gives_each_min_samples(tmp_path: Path) -> None:
+    """with_search(batch=1) timed each configuration once: a tune's lone candidate needs no more; a search's does."""
+    data = load_kernel_tuner_cache(write_cache(tmp_path / "c.json"))
+    client = ReplayClient(data, seed=3)
+    tunables = tk.TunableSet.from_space(data.space, client.kernel, key=lambda: OneKey(n=1)).with_search(
+        strategy="random", max_evals=5, seed=7, batch=1, finalists=0
+    )
+    records, sink = _records()
+    try:
+        tk.LocalTuner[OneKey, Any]("one-by-one").execute(client.device_id, client, tunables, ())
+    finally:
+        tk.remove_record_sink(sink)
+    (record,) = records
+    kept = {len(c.samples_ns) for c in record.candidates if c.status == "measured"}
+    assert kept == {tk.settings().min_samples}, kept

@@ -121,6 +121,7 @@ def measure_batch(
     client: Client | None = None,
     limit_ns: float | None = None,
     names: Sequence[str] | None = None,
+    sample_alone: bool = False,
 ) -> BatchResult:
     """Time the candidates of ``batch`` and rank them.
 
@@ -131,12 +132,14 @@ def measure_batch(
         client: the device, for its own warm-up when it supports one.
         limit_ns: the roofline short-circuit limit, None for no short circuit.
         names: candidate names by index, for the record's events.
+        sample_alone: give a candidate left alone ``min_samples`` kept samples all the same. A search
+            compares its score with other batches' medians; a tune ranks a batch on its own.
 
     A candidate that raises is disqualified with its error; the rest still run.
     """
     if not settings.adaptive:
         return _fixed(runner, batch, settings)
-    return _Adaptive(runner, batch, settings, client, limit_ns, names).run()
+    return _Adaptive(runner, batch, settings, client, limit_ns, names, sample_alone).run()
 
 
 def _fixed(runner: CandidateRunner, batch: Sequence[int], settings: Settings) -> BatchResult:
@@ -169,8 +172,10 @@ class _Adaptive:
         client: Client | None,
         limit_ns: float | None,
         names: Sequence[str] | None,
+        sample_alone: bool = False,
     ) -> None:
         self.runner = runner
+        self.sample_alone = sample_alone
         self.batch = list(batch)
         self.settings = settings
         self.client = client
@@ -283,7 +288,7 @@ class _Adaptive:
     def rounds(self) -> None:
         number = 1
         while True:
-            if len(self.live) <= 1:
+            if len(self.live) <= 1 and not self.short_of_samples():
                 self.stop("one_left" if not self.eliminated else "decided", number)
                 return
             if min(len(self.kept(i)) for i in self.live) >= self.settings.min_samples:
@@ -299,6 +304,10 @@ class _Adaptive:
                 return
             number += 1
             self.one_round(number)
+
+    def short_of_samples(self) -> bool:
+        """A lone candidate of a search with fewer than ``min_samples`` kept samples (one, when it ran alone)."""
+        return self.sample_alone and len(self.live) == 1 and len(self.kept(self.live[0])) < self.settings.min_samples
 
     def one_round(self, number: int) -> None:
         # Rotating the order spreads the first and last slot of a round over every candidate.

@@ -354,6 +354,11 @@ def run_search(
             trial_log.close()
     final: tuple[Trial, ...] = ()
     leaders = sorted((t for t in done.values() if t.score is not None), key=_score)[:finalists]
+    if finalists:
+        # Every measured incumbent joins the finalists: its one measurement (a lone batch gets a
+        # single sample) could have kept it out, and the winner then showed slower than it.
+        chosen = {t.config for t in leaders}
+        leaders += [done[c] for c in incumbents if c in done and done[c].score is not None and c not in chosen]
     if len(leaders) > 1:
         # Re-measured side by side in one batch, so the schedule decides between close
         # candidates under the same conditions rather than across a long search's drift.
@@ -474,8 +479,9 @@ def search(
     ``require``: incumbent configurations measured first, whatever the budget, so the
     winner is never slower than them; one outside the space is an error. ``log``: a JSONL
     trial log; a rerun resumes it, skipping configurations it already measured.
-    ``finalists``: the fastest few are re-measured together in one batch at the end, and
-    that measurement picks the winner (not counted in the budget; not logged).
+    ``finalists``: the fastest few, and every measured incumbent, are re-measured together in
+    one batch at the end, and that measurement picks the winner (not counted in the budget;
+    not logged).
     ``strategy``: ``auto`` (exhaustive when the budget covers the space, else the best
     large-space strategy), a name from ``tk.STRATEGIES``, or a factory.
     ``name_of``: a configuration's candidate name in the record and errors, as the set the
@@ -524,7 +530,9 @@ def search(
             [Tunable(name_of(c), LazyBuild(build, c)) for c in configs]
         )
         with open_runner(client, tunables, args, settings, key=key) as runner:
-            measured = measure_batch(runner, range(len(configs)), settings, client=client, names=tunables.names)
+            measured = measure_batch(
+                runner, range(len(configs)), settings, client=client, names=tunables.names, sample_alone=True
+            )
         ranked = Ranked({c: measured.get(i, Skipped("not measured")) for i, c in enumerate(configs)})
         ranked.ranking = tuple(configs[i] for i in measured.ranking)
         return ranked

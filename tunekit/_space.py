@@ -269,7 +269,17 @@ class Space:
     :class:`Config`, or a list of them, all of which must hold.
     """
 
-    __slots__ = ("_at_least", "_cartesian", "_domains", "_hash", "_names", "_restrictions", "_size", "_strides")
+    __slots__ = (
+        "_at_least",
+        "_cartesian",
+        "_domain_list",
+        "_domains",
+        "_hash",
+        "_names",
+        "_restrictions",
+        "_size",
+        "_strides",
+    )
 
     def __init__(
         self,
@@ -283,6 +293,8 @@ class Space:
         restrictions = _restrictions(restrict)
         self._names = tuple(domains)
         self._domains = domains
+        # In parameter order: a strategy converts positions and configurations thousands of times a search.
+        self._domain_list = tuple(domains[name] for name in self._names)
         self._restrictions = restrictions
         strides = []
         stride = 1
@@ -425,10 +437,12 @@ class Space:
 
     def from_positions(self, positions: Sequence[int]) -> Config:
         """The configuration whose values sit at ``positions`` in each parameter's domain."""
-        return Config(self._names, [self._domains[n][p] for n, p in zip(self._names, positions, strict=True)])
+        return Config(self._names, [domain[p] for domain, p in zip(self._domain_list, positions, strict=True)])
 
     def positions(self, config: Config) -> tuple[int, ...]:
         """Each value's position in its parameter's domain (a strategy's coordinates)."""
+        if isinstance(config, Config) and config._names == self._names:
+            return tuple([domain.index(v) for domain, v in zip(self._domain_list, config._values, strict=True)])
         return tuple(self._domains[n].index(config[n]) for n in self._names)
 
     def index(self, config: Config) -> int:
@@ -552,7 +566,7 @@ class Space:
         return self._sample(int(n), rng)
 
     def _sample(self, n: int, rng: np.random.Generator, max_draws: int | None = None) -> list[Config]:
-        """``sample``; with ``max_draws``, what that many draws found (never a walk).
+        """``sample``; with ``max_draws``, what that many draws found, unless a walk costs less than going on.
 
         A strategy's pool of guesses wants many points but not at any price: on a 10^12-point
         space at 0.1 % valid, 4096 of them cost four million restriction calls (20 s).
@@ -566,7 +580,9 @@ class Space:
         tries = 0
         while len(picked) < n and len(picked) + len(rejected) < total:
             if max_draws is not None and tries >= max_draws:
-                return list(picked.values())
+                if not self._draws_outcost_walk(tries, len(picked), n):
+                    return list(picked.values())
+                break  # a walk costs less than the draws still wanted: a replayed sparse cache walks its keys
             if self._hopeless(tries, len(picked)):
                 raise self._hopeless_error(tries)
             if tries >= 64 * n + 1024 and self._draws_outcost_walk(tries, len(picked), n):

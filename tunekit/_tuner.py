@@ -512,6 +512,7 @@ class Tuner:
                     client=client,
                     limit_ns=limit_ns,
                     names=tunables.names,
+                    sample_alone=tunables.search is not None,
                 )
                 results.update(measured)
                 events.extend(measured.events)
