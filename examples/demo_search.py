@@ -87,7 +87,7 @@ def run_search_demo(
         except tk.RecordMismatch as exc:
             refused = str(exc)
     result = None
-    if record is None or tk.key_to_json(key) not in record.entries:
+    if record is None or key not in record:
         result = tk.search(
             SPACE,
             build,
@@ -119,7 +119,9 @@ def run_search_demo(
         tk.remove_record_sink(sink)
     # Every configuration computes the same RMS (BLOCK only reorders the sum, float32 rounds).
     np.testing.assert_allclose(out, pipeline(x, taps, SPACE.config(**INCUMBENT)), rtol=1e-3)
-    demo = SearchDemo(key, result, record.entries[tk.key_to_json(key)], log_path, record_path, len(tunes), refused)
+    entry = record.get(key)
+    assert entry is not None, "the record was just verified with this key's entry"
+    demo = SearchDemo(key, result, entry, log_path, record_path, len(tunes), refused)
     print_search_demo(console, demo, max_evals=max_evals, max_seconds=max_seconds)
     return demo
 

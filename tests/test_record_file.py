@@ -62,6 +62,18 @@ def test_a_record_round_trips_with_its_provenance(data: ReplayData, tmp_path: Pa
     assert loaded.model() == record.model()
 
 
+def test_a_record_is_looked_up_by_key(data: ReplayData, tmp_path: Path) -> None:
+    """Reading one key's winner took record.entries[tk.key_to_json(key)]."""
+    committed(data, tmp_path / "r.json")
+    loaded = tk.Record.load(tmp_path / "r.json")
+    entry = loaded.get(Shape(n=1000))  # the bucket n=1024
+    assert entry is not None and entry.winner == "X=4,Y=32,Z=1"
+    assert Shape(n=5000) in loaded and Shape(n=100) not in loaded and loaded.get(Shape(n=100)) is None
+    assert "n=1024" not in loaded
+    with pytest.raises(TypeError, match=r"Record.get\(\) takes an @tk.autotune_key instance, got dict"):
+        loaded.get({"n": 1024})
+
+
 def test_a_verified_record_seeds_the_tuner_so_nothing_is_tuned(data: ReplayData, tmp_path: Path) -> None:
     client = ReplayClient(data)
     _, tunables = committed(data, tmp_path / "r.json", client)

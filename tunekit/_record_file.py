@@ -317,6 +317,16 @@ class Record:
             measured_at=tune.timestamp,
         )
 
+    def get(self, key: object) -> RecordEntry | None:
+        """The entry of ``key``'s bucket (the key as built: anchored), or None when the record has none."""
+        if not is_autotune_key(key):
+            raise TypeError(f"Record.get() takes an @tk.autotune_key instance, got {type(key).__name__}")
+        return self.entries.get(key_to_json(key))
+
+    def __contains__(self, key: object) -> bool:
+        """Whether the record holds ``key``'s bucket (``Shape(n=1000) in record``)."""
+        return is_autotune_key(key) and key_to_json(key) in self.entries
+
     def _name_of(self, config: Config) -> str:
         """The candidate name of ``config`` in the record's set.
 
