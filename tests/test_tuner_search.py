@@ -375,3 +375,29 @@ def test_a_set_searched_one_configuration_at_a_time_gives_each_min_samples(tmp_p
     (record,) = records
     kept = {len(c.samples_ns) for c in record.candidates if c.status == "measured"}
     assert kept == {tk.settings().min_samples}, kept
+
+
+def test_a_search_inside_execute_that_measures_nothing_says_how_it_ended(tmp_path: Path) -> None:
+    """Regression: the error listed the 3 configurations a budget of 3 evaluated as if they were the whole set."""
+
+    def build(config: tk.Config) -> Any:
+        def run() -> None:
+            raise RuntimeError(f"A={config.A} is broken")
+
+        return run
+
+    tunables = tk.TunableSet.from_space(tk.Space(A=list(range(10))), build, key=lambda: OneKey(n=1)).with_search(
+        max_evals=3, log=tmp_path / "broken.jsonl"
+    )
+    client = CpuClient()
+    with pytest.raises(tk.NoValidKernelFound) as caught:
+        tk.LocalTuner[OneKey, None]("broken").execute(client.device_id, client, tunables, ())
+    (log,) = tmp_path.glob("broken.*.jsonl")
+    assert len(caught.value.failures) == 3
+    assert caught.value.recorded.startswith("the search (model_ils, seed 0) evaluated 3 configurations")
+    assert "stopped at max_evals; a larger max_evals or max_seconds evaluates more of the space" in str(caught.value)
+    assert f"every trial is kept in {log}" in str(caught.value)
+    plain = tk.TunableSet(key=lambda: OneKey(n=1)).with_tunable(tk.Tunable("a", build(tk.Space(A=[0]).config(A=0))))
+    with pytest.raises(tk.NoValidKernelFound) as unsearched:
+        tk.LocalTuner[OneKey, None]("plain").execute(client.device_id, client, plain, ())
+    assert unsearched.value.recorded == ""

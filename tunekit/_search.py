@@ -50,6 +50,7 @@ __all__ = [
     "StopReason",
     "Trial",
     "emit_search_record",
+    "no_winner_note",
     "raise_if_no_winner",
     "run_search",
     "search",
@@ -437,16 +438,23 @@ def raise_if_no_winner(
         return
     final = {t.config: t.outcome for t in result.finalists}  # a finalist's failure is its last word
     failures = [(name_of(t.config), outcome_reason(final.get(t.config, t.outcome), staged=True)) for t in result.trials]
+    raise NoValidKernelFound(result.tuner, key, failures, recorded=no_winner_note(search_ended(result), log))
+
+
+def no_winner_note(ended: SearchEnded, log: str | Path | None) -> str:
+    """How a search that measured nothing ended, and where its trials are kept (``NoValidKernelFound.recorded``)."""
     kept = f"; every trial is kept in {log}: a rerun with the same log resumes it" if log is not None else ""
-    budget_empty_at_start = not result.trials and result.stopped_by == "objective_budget"
+    budget_empty_at_start = not ended.evaluations and ended.stopped_by == "objective_budget"
     why = " (the objective's remaining() was 0 before anything was measured)" if budget_empty_at_start else ""
-    raise NoValidKernelFound(
-        result.tuner,
-        key,
-        failures,
-        recorded=f"the search ({result.strategy}, seed {result.seed}) evaluated {result.evaluations} "
-        f"configuration{'s' if result.evaluations != 1 else ''} and stopped at {result.stopped_by}{why}{kept}",
+    # Cut short by the budget, the rest of the space was never tried: a larger one tries more of it.
+    more = "; a larger max_evals or max_seconds evaluates more of the space" if ended.stopped_by in _BUDGETS else ""
+    return (
+        f"the search ({ended.strategy}, seed {ended.seed}) evaluated {ended.evaluations} "
+        f"configuration{'s' if ended.evaluations != 1 else ''} and stopped at {ended.stopped_by}{why}{more}{kept}"
     )
+
+
+_BUDGETS = ("max_evals", "max_seconds")
 
 
 def search(

@@ -47,7 +47,7 @@ from tunekit._tunable_set import TunableSet
 from tunekit._tune_failure import forget_failure, record_failure, repeat_failure
 from tunekit._tune_lock import tune_lock
 from tunekit._tuner_names import claim_name
-from tunekit._tuner_search import search_tune
+from tunekit._tuner_search import search_note, search_tune
 
 __all__ = ["Tuner", "persistent_cache"]
 
@@ -429,7 +429,8 @@ class Tuner:
             if cache is not None and not _callers_input_refused(tunables, outcomes):
                 # still under the tune lock: a waiter reads it before it could tune
                 record_failure(cache, self.device_id, self.name, key_json, tunables, failures, settings)
-            raise NoValidKernelFound(self.name, key, failures)
+            note = search_note(tuner=self.name, device_id=self.device_id, tunables=tunables, key=key, events=events)
+            raise NoValidKernelFound(self.name, key, failures, recorded=note)
         return ranking
 
     def _check(

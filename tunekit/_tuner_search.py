@@ -10,20 +10,21 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from tunekit._key import key_to_dict
 from tunekit._outcome import Outcome, Skipped
 from tunekit._plan import skip_reason
-from tunekit._records import RecordEvent, ShortCircuit
+from tunekit._records import RecordEvent, SearchEnded, ShortCircuit
 from tunekit._schedule import BatchResult
-from tunekit._search import Ranked, run_search, search_ended
+from tunekit._search import Ranked, no_winner_note, run_search, search_ended
 from tunekit._search_spec import SearchSpec
 from tunekit._space import Config
 from tunekit._trials import key_log_path
 from tunekit._tunable_set import TunableSet
 
-__all__ = ["search_tune"]
+__all__ = ["search_note", "search_tune"]
 
 RunBatch = Callable[[list[int], int], tuple[dict[int, Outcome], BatchResult]]
 """(batch indices, batch number) -> (every outcome, the schedule's result): the tuner's own step
@@ -87,9 +88,7 @@ def search_tune(
         batch=spec.batch,
         finalists=spec.finalists,
         require=spec.require,
-        log=key_log_path(spec.log, tuner=tuner, device_id=device_id, key=key_to_dict(key), checksum=tunables.checksum())
-        if spec.log
-        else None,
+        log=_log_path(tuner, device_id, tunables, key, spec),
     )
     events.append(search_ended(result))
     for trial in result.trials:
@@ -104,3 +103,24 @@ def search_tune(
             batch_of[index] = 0  # measured by an earlier run, in no batch of this one
     ranking = tuple(index_of[trial.config] for trial in result.ranking if trial.config in index_of)
     return outcomes, batch_of, ranking
+
+
+def search_note(
+    *, tuner: str, device_id: str, tunables: TunableSet[Any, Any], key: object, events: list[RecordEvent]
+) -> str:
+    """How the search of a tune that found no winner ended, for ``NoValidKernelFound``; '' for a tune without one.
+
+    Without it, the error listed the few configurations a search had evaluated as if they were
+    all the set held, naming neither the budget that stopped it nor the trial log keeping them.
+    """
+    ended = next((e for e in events if isinstance(e, SearchEnded)), None)
+    if ended is None or tunables.search is None:
+        return ""
+    return no_winner_note(ended, _log_path(tuner, device_id, tunables, key, tunables.search))
+
+
+def _log_path(tuner: str, device_id: str, tunables: TunableSet[Any, Any], key: object, spec: SearchSpec) -> Path | None:
+    """The key's own trial log beside ``spec.log`` (one search per key and device), or None without one."""
+    if not spec.log:
+        return None
+    return key_log_path(spec.log, tuner=tuner, device_id=device_id, key=key_to_dict(key), checksum=tunables.checksum())
