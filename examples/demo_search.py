@@ -84,7 +84,7 @@ def run_search_demo(
     if record_path.exists():
         try:
             record = tk.Record.load_verified(record_path, tunables, client.device_id)
-        except tk.RecordMismatch as exc:
+        except (tk.RecordMismatch, OSError) as exc:  # refused, corrupt or unreadable: searched again
             refused = str(exc)
     result = None
     if record is None or key not in record:

@@ -550,3 +550,20 @@ def test_a_configuration_measured_alone_gets_min_samples() -> None:
     )
     counts = {len(t.outcome.durations.samples_ns) for t in result.trials if isinstance(t.outcome, tk.Measured)}
     assert counts == {tk.settings().min_samples}, counts
+
+
+def test_a_huge_space_whose_only_valid_point_is_an_incumbent_ends_exhausted_with_it() -> None:
+    """The hopeless-draws error ignored a measured incumbent: the search raised "rejects everything" and lost it."""
+    space = tk.Space(restrict=lambda c: c.values_tuple == (7, 0, 0, 0), **{name: range(100) for name in "ABCD"})
+    client = SimulatedClient(seed=0)
+    result = tk.search(
+        space,
+        lambda c: client.kernel(1_000_000),
+        client,
+        (),
+        tuner="one",
+        require=[{"A": 7, "B": 0, "C": 0, "D": 0}],
+        strategy="random",
+        max_evals=5,
+    )
+    assert result.stopped_by == "exhausted" and [t.config.values_tuple for t in result.trials] == [(7, 0, 0, 0)]

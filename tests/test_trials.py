@@ -339,3 +339,16 @@ def test_a_log_refused_for_one_of_its_lines_keeps_its_half_written_tail(
     with pytest.raises(tk.TrialLogError, match="line 3"):
         run(data, log)
     assert log.read_text() == text
+
+
+def test_closing_a_trial_log_twice_leaves_other_files_alone(tmp_path: Path) -> None:
+    """A second release unlocked and closed the descriptor number again, which another file had taken since."""
+    from tunekit._file_lock import lock_file
+
+    release = lock_file(tmp_path / "t.jsonl")
+    assert release is not None
+    release()
+    with open(tmp_path / "other", "w") as other:  # takes the freed descriptor number
+        release()
+        other.write("still open")
+    assert (tmp_path / "other").read_text() == "still open"

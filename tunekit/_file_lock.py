@@ -57,7 +57,13 @@ else:
                 return None
             raise
 
+        released = False
+
         def release() -> None:
+            nonlocal released
+            if released:  # a second close would unlock and close whatever file has the number since
+                return
+            released = True
             try:
                 # Unlocked explicitly: a child forked while the lock was held (a process-isolated
                 # worker) shares this descriptor's lock, and closing ours alone would leave it held.

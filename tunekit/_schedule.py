@@ -121,7 +121,7 @@ def measure_batch(
     client: Client | None = None,
     limit_ns: float | None = None,
     names: Sequence[str] | None = None,
-    sample_alone: bool = False,
+    lone_samples: int = 1,
 ) -> BatchResult:
     """Time the candidates of ``batch`` and rank them.
 
@@ -132,14 +132,14 @@ def measure_batch(
         client: the device, for its own warm-up when it supports one.
         limit_ns: the roofline short-circuit limit, None for no short circuit.
         names: candidate names by index, for the record's events.
-        sample_alone: give a candidate left alone ``min_samples`` kept samples all the same. A search
-            compares its score with other batches' medians; a tune ranks a batch on its own.
+        lone_samples: kept samples a candidate left alone gets. One for a tune, which ranks a batch on
+            its own; a search compares the candidate's score with other batches' medians.
 
     A candidate that raises is disqualified with its error; the rest still run.
     """
     if not settings.adaptive:
         return _fixed(runner, batch, settings)
-    return _Adaptive(runner, batch, settings, client, limit_ns, names, sample_alone).run()
+    return _Adaptive(runner, batch, settings, client, limit_ns, names, lone_samples).run()
 
 
 def _fixed(runner: CandidateRunner, batch: Sequence[int], settings: Settings) -> BatchResult:
@@ -172,10 +172,10 @@ class _Adaptive:
         client: Client | None,
         limit_ns: float | None,
         names: Sequence[str] | None,
-        sample_alone: bool = False,
+        lone_samples: int = 1,
     ) -> None:
         self.runner = runner
-        self.sample_alone = sample_alone
+        self.lone_samples = lone_samples
         self.batch = list(batch)
         self.settings = settings
         self.client = client
@@ -306,8 +306,8 @@ class _Adaptive:
             self.one_round(number)
 
     def short_of_samples(self) -> bool:
-        """A lone candidate of a search with fewer than ``min_samples`` kept samples (one, when it ran alone)."""
-        return self.sample_alone and len(self.live) == 1 and len(self.kept(self.live[0])) < self.settings.min_samples
+        """The one candidate left has fewer kept samples than ``lone_samples``."""
+        return len(self.live) == 1 and len(self.kept(self.live[0])) < self.lone_samples
 
     def one_round(self, number: int) -> None:
         # Rotating the order spreads the first and last slot of a round over every candidate.

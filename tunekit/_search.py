@@ -356,8 +356,8 @@ def run_search(
     final: tuple[Trial, ...] = ()
     leaders = sorted((t for t in done.values() if t.score is not None), key=_score)[:finalists]
     if finalists:
-        # Every measured incumbent joins the finalists: its one measurement (a lone batch gets a
-        # single sample) could have kept it out, and the winner then showed slower than it.
+        # Every measured incumbent joins the finalists: measured first, alone, on a device that may
+        # still be cold, its score could keep it out, and the winner then showed slower than it.
         chosen = {t.config for t in leaders}
         leaders += [done[c] for c in incumbents if c in done and done[c].score is not None and c not in chosen]
     if len(leaders) > 1:
@@ -539,7 +539,12 @@ def search(
         )
         with open_runner(client, tunables, args, settings, key=key) as runner:
             measured = measure_batch(
-                runner, range(len(configs)), settings, client=client, names=tunables.names, sample_alone=True
+                runner,
+                range(len(configs)),
+                settings,
+                client=client,
+                names=tunables.names,
+                lone_samples=settings.min_samples,
             )
         ranked = Ranked({c: measured.get(i, Skipped("not measured")) for i, c in enumerate(configs)})
         ranked.ranking = tuple(configs[i] for i in measured.ranking)

@@ -200,12 +200,11 @@ ENUMERABLE_LIMIT = 10_000_000
 """Points past which a set of one tunable per configuration is refused: 10^6 took 10-21 s and 577 MB."""
 
 
-def check_enumerable(where: str, space: Space) -> None:
-    """Refuse to make one tunable per configuration of a space whose walk alone is out of reach."""
+def check_enumerable(where: str, space: Space, fix: str) -> None:
+    """Refuse one tunable per configuration of a space whose walk is out of reach; ``fix`` says what to do."""
     if space.walk_cost > ENUMERABLE_LIMIT:
         raise ValueError(
             f"{where} makes one tunable per valid configuration, walking all {space.walk_cost:,} points of "
             f"the space to find them (over {ENUMERABLE_LIMIT:,}: minutes to weeks of restriction calls, and "
-            "memory for each tunable); search a space this big with tk.search(space, build, client, ...) or "
-            "tk.tune_objective(...), or narrow its domains"
+            f"memory for each tunable); {fix}"
         )

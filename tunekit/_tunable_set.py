@@ -169,7 +169,12 @@ class TunableSet(Generic[K, Out]):
         if not isinstance(space, Space):
             raise TypeError(f"TunableSet.from_space() takes a tk.Space, got {type(space).__name__}")
         check_build("TunableSet.from_space", build)
-        check_enumerable("TunableSet.from_space()", space)
+        check_enumerable(
+            "TunableSet.from_space()",
+            space,
+            "search a space this big with tk.search(space, build, client, ...) or tk.tune_objective(...), or narrow "
+            "its domains",
+        )
         tunables = [Tunable(config.name, LazyBuild(build, config), version) for config in space]
         if not tunables:  # an empty set failed only at its first execute, saying to add tunables
             raise empty_space_error("TunableSet.from_space()", space)

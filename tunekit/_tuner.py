@@ -513,7 +513,7 @@ class Tuner:
                     client=client,
                     limit_ns=limit_ns,
                     names=tunables.names,
-                    sample_alone=tunables.search is not None,
+                    lone_samples=settings.min_samples if tunables.search is not None else 1,
                 )
                 results.update(measured)
                 events.extend(measured.events)

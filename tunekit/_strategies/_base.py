@@ -110,7 +110,8 @@ class Walker:
             if tries >= 200 * n + 200 and (not patient or self.space._draws_outcost_walk(tries, len(out), n)):
                 break
             if patient and self.space._hopeless(tries, len(out)):
-                if not any(self._valid.values()):
+                # Every point proposed or observed (an incumbent) is in the space, as is every valid draw.
+                if not self.seen and not any(self._valid.values()):
                     raise self.space._hopeless_error(tries)
                 # Valid points were found before: those left are too rare to draw, and a walk is out of reach.
                 self._exhausted = True

@@ -42,4 +42,5 @@ class RandomSearch:
         return self._walker.take(self._walker.random_fresh(n))
 
     def observe(self, config: Config, score: float | None) -> None:
-        """Random search learns nothing."""
+        """Random search learns nothing but what it must not draw again (an incumbent it did not propose)."""
+        self._walker.record(config, score)

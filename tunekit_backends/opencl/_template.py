@@ -126,6 +126,13 @@ class KernelTemplate(Generic[K]):
             self.space = space
         else:
             self.space = Space(restrict=restrict, **dict(space))
+        # Here rather than at tunable_set(): a template's set, which every use of it goes through, lists
+        # every configuration.
+        check_enumerable(
+            f"KernelTemplate({kernel_name!r})",
+            self.space,
+            "narrow the template's parameter values (a restriction does not shorten the walk)",
+        )
         # Kept as a tuple at once: a generator would be used up by the checks below.
         options = options if isinstance(options, str) else tuple(options)
         if isinstance(options, str) or not all(isinstance(o, str) for o in options):
@@ -188,7 +195,6 @@ class KernelTemplate(Generic[K]):
     def tunables(self, client: OpenCLClient, key: KeyGenerator[K]) -> list[Tunable[Any]]:
         """One tunable per configuration, compiled lazily for ``client`` (or in the prepare phase)."""
         group = TuneGroup(f"{self.kernel_name}:applies", lambda k: 0) if self.applies is not None else None
-        check_enumerable(f"KernelTemplate {self.kernel_name!r}", self.space)
         out = []
         for config in self.space:
             variant = _Variant(self, client, config, key)
