@@ -53,3 +53,12 @@ def test_an_interaction_the_additive_model_averages_away_is_learned() -> None:
     shmem_on_pow2 = np.array([[0, 1, 0]])
     assert pairwise.predict(grid[best : best + 1])[0] < pairwise.predict(shmem_on_pow2)[0]
     assert additive.predict(grid[best : best + 1])[0] > additive.predict(shmem_on_pow2)[0]
+
+
+def test_wide_domains_count_agreements_without_a_one_hot_product() -> None:
+    """The one-hot product cost 14 ms a fit on four parameters of 1000 values (0.5 ms comparing rows)."""
+    rng = np.random.default_rng(1)
+    for widths in [(40, 3, 50), (4, 1, 3, 5)]:
+        xs = np.stack([rng.integers(w, size=30) for w in widths], axis=1)
+        expected = (xs[:, None, :] == xs[None, :, :]).sum(axis=2) - sum(w == 1 for w in widths)
+        np.testing.assert_array_equal(PairwiseModel(widths)._agreements(xs), expected)

@@ -17,6 +17,9 @@ import numpy as np
 
 __all__ = ["PairwiseModel"]
 
+_ONE_HOT_PER_PARAMETER = 16
+"""Mean values per parameter up to which agreements are counted by a one-hot product."""
+
 
 class PairwiseModel:
     """Ridge regression on one-hot parameter values plus one-hot pairs of values."""
@@ -36,11 +39,7 @@ class PairwiseModel:
 
     def fit(self, positions: np.ndarray, targets: np.ndarray) -> None:
         """Fit to ``targets`` (log times) at ``positions`` (n x parameters)."""
-        # Agreements as one product of one-hot rows: exact small integers, a tenth of the cost of
-        # comparing every pair of rows parameter by parameter (384 rows of 14 parameters).
-        onehot = np.zeros((len(positions), self._features))
-        onehot[np.arange(len(positions))[:, None], positions[:, self._active] + self._offsets] = 1.0
-        agree = onehot @ onehot.T
+        agree = self._agreements(positions)
         gram = 1.0 + agree + agree * (agree - 1.0) / 2.0
         gram[np.diag_indices(len(positions))] += self._ridge
         self._mean = float(targets.mean())
@@ -55,6 +54,18 @@ class PairwiseModel:
             cells = self._widths[i] * self._widths[j]
             flat = np.bincount(positions[:, i] * self._widths[j] + positions[:, j], weights=alpha, minlength=cells)
             self._tables[(i, j)] = flat.reshape(self._widths[i], self._widths[j])
+
+    def _agreements(self, positions: np.ndarray) -> np.ndarray:
+        """How many parameter values each pair of rows shares (exact small integers, as floats)."""
+        x = positions[:, self._active]
+        if self._features > _ONE_HOT_PER_PARAMETER * len(self._active):
+            # Wide domains (range(1000)): a one-hot product would cost a thousand times the comparisons.
+            return np.asarray((x[:, None, :] == x[None, :, :]).sum(axis=2), dtype=float)
+        # One product of one-hot rows: a tenth of the cost of comparing every pair of rows parameter by
+        # parameter (384 rows of 14 parameters of a few values each).
+        onehot = np.zeros((len(positions), self._features))
+        onehot[np.arange(len(positions))[:, None], x + self._offsets] = 1.0
+        return np.asarray(onehot @ onehot.T)
 
     def predict(self, positions: np.ndarray) -> np.ndarray:
         """Predicted log times."""
