@@ -182,6 +182,19 @@ def test_a_winner_that_is_not_first_in_its_ranking_is_refused(data: ReplayData, 
         tk.RecordEntry(key={"n": 8}, winner="a", ranking=[], median_ns=1.0, samples=3)
 
 
+def test_an_entry_whose_config_is_not_its_winner_is_refused(data: ReplayData, tmp_path: Path) -> None:
+    """Regression: a hand-edited config loaded and seeded; production ran the winner, the file showed another."""
+    _, tunables = committed(data, tmp_path / "r.json")
+    doc = json.loads((tmp_path / "r.json").read_text())
+    entry = doc["entries"][0]
+    other = next(c for c in data.space if c.name != entry["winner"])
+    entry["config"] = other.to_dict()
+    (tmp_path / "r.json").write_text(json.dumps(doc))
+    pattern = rf"its config .* is candidate '{other.name}', not its winner '{entry['winner']}'"
+    with pytest.raises(tk.RecordMismatch, match=pattern):
+        tk.Record.load_verified(tmp_path / "r.json", tunables, ReplayClient(data).device_id)
+
+
 def test_two_entries_for_one_key_are_refused(data: ReplayData, tmp_path: Path) -> None:
     """Regression: a record merged by hand with one key twice loaded, the later entry silently winning."""
     committed(data, tmp_path / "r.json")

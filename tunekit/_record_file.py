@@ -476,6 +476,7 @@ class Record:
             problems.append(f"it was written by tunekit {record.tunekit_version}, this is {__version__}")
         if strangers := _not_candidates(record.entries.values(), tunables):
             problems.append(f"{strangers} in its rankings are not candidates of the running TunableSet")
+        problems.extend(_configs_not_winners(record.entries.values(), tunables))
         if (level := _level_mismatch(record, record.anchored_fields)) is not None:
             problems.append(level)
         if problems:
@@ -590,6 +591,25 @@ def _entry_key(entry: RecordEntry) -> str:
 def _not_candidates(entries: Iterable[RecordEntry], tunables: TunableSet[Any, Any]) -> list[str]:
     """Names in the entries' rankings (winners included) that ``tunables`` does not hold."""
     return sorted({name for e in entries for name in e.ranking if tunables.index_of(name) is None})
+
+
+def _configs_not_winners(entries: Iterable[RecordEntry], tunables: TunableSet[Any, Any]) -> list[str]:
+    """Entries whose ``config`` names another candidate than their winner (a hand edit of one of the two).
+
+    ``seed`` installs the ranking's names, so such an entry ran its winner while the committed
+    file, read in a review, showed another configuration.
+    """
+    name_of: Callable[[Config], str] = tunables.extras.get("space_name_of", config_name)
+    out = []
+    for entry in entries:
+        if entry.config is None:
+            continue
+        named = name_of(Config(list(entry.config), list(entry.config.values())))
+        if named != entry.winner:
+            out.append(
+                f"entry {entry.key}: its config {entry.config} is candidate {named!r}, not its winner {entry.winner!r}"
+            )
+    return out
 
 
 def _required_samples(settings: _settings.Settings) -> tuple[int, str]:
