@@ -137,6 +137,16 @@ def test_timing_only_drift_is_a_warning_not_a_refusal(data: ReplayData, tmp_path
     assert "tunekit 0.0.9" in text and "1 samples" in text and "over a year ago" in text
 
 
+def test_an_entry_measured_in_the_future_is_a_warning(data: ReplayData, tmp_path: Path) -> None:
+    """A measured_at years ahead loaded with no word: it would then never be found stale."""
+    _, tunables = committed(data, tmp_path / "r.json")
+    doc = json.loads((tmp_path / "r.json").read_text())
+    doc["entries"][0]["measured_at"] = "2999-01-01T00:00:00Z"
+    (tmp_path / "r.json").write_text(json.dumps(doc))
+    record = tk.Record.load_verified(tmp_path / "r.json", tunables, ReplayClient(data).device_id)
+    assert len(record.warnings) == 1 and "2999-01-01, which is in the future here" in record.warnings[0]
+
+
 def test_a_record_made_and_loaded_under_the_default_schedule_has_no_warning(
     data: ReplayData, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -46,6 +46,7 @@ __all__ = ["Record", "RecordEntry", "RecordFile", "RecordMismatch"]
 JsonScalar = int | float | str | bool | None
 
 _STALE_AFTER = timedelta(days=365)
+_CLOCK_SLACK = timedelta(days=1)
 
 
 class RecordMismatch(TunekitError):
@@ -650,4 +651,10 @@ def _drift(record: Record, path: Path) -> list[str]:
             out.append(f"{path}: {entry.key} was measured with {entry.samples} samples (< {samples}, {setting})")
         if now - entry.measured_at > _STALE_AFTER:
             out.append(f"{path}: {entry.key} was measured on {entry.measured_at:%Y-%m-%d}, over a year ago")
+        elif entry.measured_at - now > _CLOCK_SLACK:
+            # Taken as fresh, it would never be found stale: a wrong clock where it was measured, or a hand edit.
+            out.append(
+                f"{path}: {entry.key} was measured on {entry.measured_at:%Y-%m-%d}, which is in the future here: "
+                "the clock of the machine that measured it (or this one's) was wrong, or the entry was edited"
+            )
     return out
