@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import bisect
+import heapq
 from collections.abc import Callable, Iterable
 from typing import Protocol, runtime_checkable
 
@@ -13,6 +15,9 @@ __all__ = ["Positions", "Strategy", "StrategyFactory", "Walker"]
 
 _WALK_LIMIT = 1_000_000
 """Cartesian points past which a walker keeps drawing at random rather than walk the space."""
+
+_LEADERS = 10
+"""Best measurements the walker keeps at hand (a restart keeps away from them)."""
 
 Positions = tuple[int, ...]
 """A configuration as the position of each value in its parameter's domain."""
@@ -53,7 +58,8 @@ class Walker:
         self._valid: dict[Positions, bool] = {}
         self._exhausted = False
         self._everything: list[Positions] | None = None
-        self._best: tuple[Positions, float] | None = None
+        # The _LEADERS best (score, positions) measured, fastest first, kept as scores come (None: rebuild).
+        self._leaders: list[tuple[float, Positions]] | None = []
 
     def valid(self, p: Positions) -> bool:
         """Whether ``p`` is in the space (restrictions memoised)."""
@@ -87,12 +93,13 @@ class Walker:
         """Remember an observation; returns its positions."""
         p = self.space.positions(config)
         self.seen.add(p)
+        rescored = p in self.scores
         self.scores[p] = score
-        if self._best is not None and self._best[0] == p:
-            self._best = None  # re-scored: found again below
-            self.best()
-        elif score is not None and (self._best is None or (score, p) < (self._best[1], self._best[0])):
-            self._best = (p, score)
+        if rescored:
+            self._leaders = None  # its old score may be among them: found again when asked
+        elif score is not None and self._leaders is not None:
+            bisect.insort(self._leaders, (score, p))
+            del self._leaders[_LEADERS:]
         return p
 
     def random_fresh(self, n: int) -> list[Positions]:
@@ -148,11 +155,16 @@ class Walker:
                     out.append((*p[:k], v, *p[k + 1 :]))
         return out
 
+    def leaders(self) -> list[tuple[float, Positions]]:
+        """The best measurements so far as (score, positions), fastest first, up to ten (read, never changed).
+
+        Kept as observations come: a long search asks at every kick and restart.
+        """
+        if self._leaders is None:
+            self._leaders = heapq.nsmallest(_LEADERS, ((s, p) for p, s in self.scores.items() if s is not None))
+        return self._leaders
+
     def best(self) -> tuple[Positions, float] | None:
-        """The best observation so far (kept as observations come: a long search asks at every kick)."""
-        if self._best is None:
-            measured = [(s, p) for p, s in self.scores.items() if s is not None]
-            if measured:
-                score, p = min(measured)
-                self._best = (p, score)
-        return self._best
+        """The best observation so far."""
+        leaders = self.leaders()
+        return (leaders[0][1], leaders[0][0]) if leaders else None

@@ -39,8 +39,6 @@ more, 4-5x gave W6600 back.
 
 from __future__ import annotations
 
-import bisect
-import heapq
 import math
 
 import numpy as np
@@ -51,9 +49,6 @@ from tunekit._strategies._blas import one_blas_thread
 from tunekit._strategies._pairwise import PairwiseModel
 
 __all__ = ["AdditiveModel", "ModelGuidedLocalSearch", "initial_points", "wide_after"]
-
-_TOP = 10
-"""Best measurements a restart keeps away from."""
 
 
 def wide_after(max_evals: int | None) -> int | None:
@@ -211,8 +206,6 @@ class ModelGuidedLocalSearch:
         self._diverse = diverse
         self._fitted_at = 0
         self._observed = _Observations(len(self._w.widths))
-        # The ten best (score, positions) measured, kept as scores come (None: rebuild from the walker).
-        self._top: list[tuple[float, Positions]] | None = []
         self._current: tuple[Positions, float] | None = None
         self._queue: list[Positions] | None = None
         self._kicked: Positions | None = None
@@ -265,9 +258,7 @@ class ModelGuidedLocalSearch:
             candidates = [p for p in pinned if w.fresh(p)]
         if not candidates:
             return None
-        if self._top is None:
-            self._top = heapq.nsmallest(_TOP, ((s, p) for p, s in w.scores.items() if s is not None))
-        measured = self._top
+        measured = w.leaders()
         if not measured:
             return candidates[0]
         best = np.array([p for _, p in measured])
@@ -432,14 +423,8 @@ class ModelGuidedLocalSearch:
 
     def observe(self, config: Config, score: float | None) -> None:
         """Learn the score; move to an improvement, or to the kicked point."""
-        known = len(self._w.scores)
         p = self._w.record(config, score)
         self._mark(p)
-        if len(self._w.scores) == known:
-            self._top = None  # re-scored: its old score may sit in the list
-        elif score is not None and self._top is not None:
-            bisect.insort(self._top, (score, p))
-            del self._top[_TOP:]
         if score is None:
             self._failed.append(p)
             if p == self._kicked:
