@@ -8,6 +8,7 @@ import math
 import os
 import threading
 import time
+from pathlib import Path
 from typing import Annotated
 
 import numpy as np
@@ -361,3 +362,53 @@ def test_prepare_hooks_see_the_policy_of_the_tune_they_work_for() -> None:
     assert tk.current_run_policy() == tk.RunPolicy("process", 7)  # outside a tune: the settings'
     tk.configure(isolation="none", candidate_timeout_s=math.inf)
     assert tk.current_run_policy() == tk.RunPolicy("none", None)  # no limit reads as None, as inside a tune
+
+
+class _UnforkableCpu(CpuClient):
+    """A real CPU client that says a forked worker cannot use it, as an OpenCL or CUDA client does."""
+
+    def __init__(self, hazard: str | None) -> None:
+        super().__init__()
+        self.hazard = hazard
+
+    @property
+    def fork_hazard(self) -> str | None:
+        return self.hazard
+
+
+def test_a_client_that_cannot_be_forked_is_refused_before_anything_is_prepared_or_run() -> None:
+    """Regression: process isolation forked a client that names a fork hazard; each candidate hung to its limit."""
+    prepared: list[int] = []
+    ran: list[int] = []
+
+    def run(n: int) -> int:
+        ran.append(n)
+        return n
+
+    base = tk.TunableSet(key=_key).with_tunable(tk.Tunable("only", run, prepare=prepared.append))
+    client = _UnforkableCpu("its handle does not survive fork()")
+    assert isinstance(client, tk.SupportsForkCheck) and not isinstance(CLIENT, tk.SupportsForkCheck)
+    tuner: tk.LocalTuner[NKey, int] = tk.LocalTuner("unforkable")
+    own = r"tuner 'unforkable': the set's with_isolation\('process'\) has no worker factory, so it forks this process"
+    with pytest.raises(tk.TunekitError, match=own + r".*its handle does not survive fork\(\).*worker=build"):
+        tuner.execute(client.device_id, client, base.with_isolation("process"), (5,))
+    tk.configure(isolation="process")
+    setting = r"isolation='process' \(TUNEKIT_ISOLATION or tk.configure\) forks this process.*TUNEKIT_ISOLATION=none"
+    with pytest.raises(tk.TunekitError, match=setting):
+        tuner.execute(client.device_id, client, base, (5,))
+    assert prepared == [] and ran == []
+    assert tuner.execute(client.device_id, client, base.with_isolation("none"), (5,)) == 5  # in-process: fine
+    safe = _UnforkableCpu(None)  # a client that says it survives fork() is forked as before
+    assert tk.LocalTuner[NKey, int]("forkable").execute(safe.device_id, safe, base, (6,)) == 6
+    assert _no_children_left()
+
+
+def test_tk_search_refuses_a_client_that_cannot_be_forked_before_the_trial_log_is_written(tmp_path: Path) -> None:
+    """Regression: tk.search under process isolation forked such a client, and it cannot take a worker factory."""
+    tk.configure(isolation="process")
+    client = _UnforkableCpu("its handle does not survive fork()")
+    log = tmp_path / "trials.jsonl"
+    fixes = r"To tune on it, time the candidates in this process: TUNEKIT_ISOLATION=none or tk.configure"
+    with pytest.raises(tk.TunekitError, match=r"tk.search\(tuner='s'\): isolation='process'.*" + fixes):
+        tk.search(tk.Space(X=[1, 2]), lambda c: lambda: c.X, client, (), tuner="s", log=log)
+    assert not log.exists()

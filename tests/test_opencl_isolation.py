@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -53,3 +54,31 @@ def test_compile_workers_hold_a_hanging_first_launch_to_the_sets_own_timeout() -
     assert "hung a compile worker" in error and "within 2 s" in error, error
     assert outcome["spin[MODE=0]"][0] == "measured", outcome
     assert record.winner == "spin[MODE=0]"
+
+
+def test_process_isolation_without_a_worker_factory_is_refused_before_any_variant_runs() -> None:
+    """Regression: TUNEKIT_ISOLATION=process forked the OpenCL client; every variant hung to its limit, then
+    NoValidKernelFound (8 variants: 8 minutes)."""
+    import _hanging_opencl
+
+    from tunekit_backends.opencl import OpenCLClient
+
+    tk.configure(isolation="process", candidate_timeout_s=2)
+    client, tunables, inputs = _hanging_opencl._tune(OpenCLClient(compile_in="thread"), _hanging_opencl.N)
+    records: list[tk.AutotuneRecord] = []
+    sink = tk.add_record_sink(records.append)
+    tuner = tk.LocalTuner[_hanging_opencl.SpinKey, Any]("unforked-opencl")
+    try:
+        with pytest.raises(tk.TunekitError) as raised:
+            tuner.execute(client.device_id, client, tunables, inputs)
+        with pytest.raises(tk.TunekitError, match=r"the set's with_isolation\('process'\) has no worker factory"):
+            tuner.execute(client.device_id, client, tunables.with_isolation("process", timeout_s=2), inputs)
+    finally:
+        tk.remove_record_sink(sink)
+        client.close()
+    message = str(raised.value)
+    assert not isinstance(raised.value, tk.NoValidKernelFound), message
+    assert "tuner 'unforked-opencl': isolation='process'" in message, message
+    assert "an OpenCL context does not survive fork()" in message, message
+    assert "with_isolation('process', worker=build)" in message and "TUNEKIT_ISOLATION=none" in message, message
+    assert records == []  # nothing was tuned, so nothing recorded

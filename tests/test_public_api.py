@@ -71,6 +71,7 @@ EXPECTED = {
     "StreamSink",
     "SupportsCacheFlush",
     "SupportsCheckBuffers",
+    "SupportsForkCheck",
     "SupportsLocator",
     "SupportsPeaks",
     "SupportsWarmup",

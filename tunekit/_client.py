@@ -11,9 +11,11 @@ __all__ = [
     "Client",
     "DevicePeaks",
     "SupportsCacheFlush",
+    "SupportsForkCheck",
     "SupportsLocator",
     "SupportsPeaks",
     "SupportsWarmup",
+    "fork_hazard_of",
     "locator_of",
     "require_client",
 ]
@@ -158,3 +160,25 @@ class SupportsLocator(Protocol):
 def locator_of(client: object) -> str | None:
     """The client's locator, or None when it does not provide one."""
     return client.locator if isinstance(client, SupportsLocator) else None
+
+
+@runtime_checkable
+class SupportsForkCheck(Protocol):
+    """Optional: say whether a worker forked from the calling process can use this client.
+
+    ``isolation="process"`` without a worker factory forks the caller and times candidates with
+    the same client object in the child. A device runtime whose state does not survive
+    ``fork()`` (OpenCL, CUDA: the driver's threads are not copied) hangs there at the first
+    launch, so every candidate ran into its time limit and the tune ended in
+    ``NoValidKernelFound``; a client that names its hazard is refused before any candidate runs.
+    """
+
+    @property
+    def fork_hazard(self) -> str | None:
+        """Why a forked child cannot use this client (a clause for an error message), or None when it can."""
+        ...
+
+
+def fork_hazard_of(client: object) -> str | None:
+    """Why a forked worker cannot use ``client``, or None (also for a client that does not say)."""
+    return client.fork_hazard if isinstance(client, SupportsForkCheck) else None

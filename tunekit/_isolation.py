@@ -32,15 +32,23 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from tunekit._check import CheckOutcome, Gate
-from tunekit._client import Client
-from tunekit._errors import CandidateFailed
+from tunekit._client import Client, fork_hazard_of
+from tunekit._errors import CandidateFailed, TunekitError
 from tunekit._key import key_to_dict
 from tunekit._runner import CandidateRunner, InProcessRunner
 from tunekit._settings import IsolationMode, Settings, current
 from tunekit._tunable_set import TunableSet
 from tunekit._worker import ProcessRunner, SpawnRecipe, timeout_reason
 
-__all__ = ["Isolation", "RunPolicy", "WatchdogRunner", "check_candidate", "current_run_policy", "open_runner"]
+__all__ = [
+    "Isolation",
+    "RunPolicy",
+    "WatchdogRunner",
+    "check_candidate",
+    "current_run_policy",
+    "open_runner",
+    "refuse_unforkable",
+]
 
 T = TypeVar("T")
 
@@ -115,6 +123,41 @@ def current_run_policy() -> RunPolicy:
     """
     policy = _running.get()
     return policy if policy is not None else _policy(None, current())
+
+
+def refuse_unforkable(
+    client: Client, own: Isolation | None, settings: Settings, *, where: str, takes_worker: bool = True
+) -> None:
+    """Refuse, before any candidate runs, a forked worker for a client that cannot be used in one.
+
+    Forked, such a client (an OpenCL context) hangs at the first launch: each candidate ran into
+    its time limit (8 variants, 60 s each: 8 minutes) and the tune ended in NoValidKernelFound
+    with nothing saying why. ``own`` is the set's ``with_isolation`` (None: the settings decide);
+    ``where`` names the call, as in ``tuner 'gemm'``; ``takes_worker``: whether the caller can
+    give a worker factory (``tk.search`` cannot), to offer only the fixes that apply.
+    """
+    if not _policy(own, settings).isolated or (own is not None and own.worker is not None):
+        return
+    hazard = fork_hazard_of(client)
+    if hazard is None:
+        return
+    if own is not None:
+        asked = "the set's with_isolation('process') has no worker factory, so it forks this process"
+        in_process = "with_isolation('none') on the set"
+    else:
+        asked = "isolation='process' (TUNEKIT_ISOLATION or tk.configure) forks this process"
+        in_process = "TUNEKIT_ISOLATION=none or tk.configure(isolation='none')"
+    fixes = f"time the candidates in this process: {in_process}"
+    if takes_worker:
+        fixes = (
+            "give the set a worker factory, which builds its own client in a fresh interpreter: "
+            "tunables.with_isolation('process', worker=build), where build(key_fields, *, device_id, locator) -> "
+            f"(client, tunables, inputs) is a function at the top level of a module (docs/robustness.md); or {fixes}"
+        )
+    raise TunekitError(
+        f"{where}: {asked} to time candidates, but {client!r} cannot be used in a forked process: {hazard}, "
+        f"so every candidate would hang until its time limit. To tune on it, {fixes}"
+    )
 
 
 # -- in-process: a watchdog thread ------------------------------------------------------------
@@ -241,9 +284,15 @@ def open_runner(
     settings: Settings,
     *,
     key: object,
+    where: str,
     gate: Gate | None = None,
 ) -> Iterator[CandidateRunner]:
-    """The runner the settings (or the set's ``with_isolation``) ask for for ``key``, shut down on exit."""
+    """The runner the settings (or the set's ``with_isolation``) ask for for ``key``, shut down on exit.
+
+    Raises TunekitError, starting nothing, when the runner would fork a client that cannot be
+    forked; ``where`` names the call in that message.
+    """
+    refuse_unforkable(client, tunables.isolation, settings, where=where)
     policy = _policy(tunables.isolation, settings)
     timeout_s = policy.timeout_s
     runner: ProcessRunner | WatchdogRunner | InProcessRunner

@@ -21,7 +21,7 @@ from tunekit import _settings
 from tunekit._benchmark import BenchmarkDurations
 from tunekit._client import Client, require_client
 from tunekit._errors import NoValidKernelFound, TunekitError
-from tunekit._isolation import open_runner
+from tunekit._isolation import open_runner, refuse_unforkable
 from tunekit._key import is_autotune_key, key_to_dict
 from tunekit._outcome import Failed, Measured, Outcome, Skipped, outcome_reason
 from tunekit._records import AutotuneRecord, CandidateRecord, SearchEnded
@@ -532,12 +532,14 @@ def search(
     )
     args = tuple(inputs)
     settings = _settings.current()
+    where = f"tk.search(tuner={tuner!r})"
+    refuse_unforkable(client, None, settings, where=where, takes_worker=False)  # before the trial log is opened
 
     def evaluate(configs: Sequence[Config]) -> Mapping[Config, Outcome]:
         tunables: TunableSet[Any, Any] = TunableSet(key=lambda *_: None).with_tunables(
             [Tunable(name_of(c), LazyBuild(build, c)) for c in configs]
         )
-        with open_runner(client, tunables, args, settings, key=key) as runner:
+        with open_runner(client, tunables, args, settings, key=key, where=where) as runner:
             measured = measure_batch(
                 runner,
                 range(len(configs)),

@@ -20,7 +20,7 @@ from tunekit._cache_state import CacheState, Hit, Miss, Pending, Unchecked
 from tunekit._check import Gate, ReferenceFailed
 from tunekit._client import Client, require_client
 from tunekit._errors import ClientClosed, InputTypeError, NoValidKernelFound, TunekitError, TuneRecursionError
-from tunekit._isolation import check_candidate, open_runner
+from tunekit._isolation import check_candidate, open_runner, refuse_unforkable
 from tunekit._key import is_autotune_key, key_to_dict, key_to_json
 from tunekit._observe import CacheLookup, TuneObservation, decision, notify, observe_tune
 from tunekit._outcome import Failed, Measured, Outcome, Skipped, outcome_reason
@@ -480,6 +480,8 @@ class Tuner:
         observation: TuneObservation,
     ) -> tuple[dict[int, Outcome], dict[int, int], tuple[int, ...]]:
         """Measure the plan's batches until one yields a measured candidate; the outcomes and ranking."""
+        where = f"tuner {self.name!r}"
+        refuse_unforkable(client, tunables.isolation, settings, where=where)  # before inputs, peaks or compiles
         bench_inputs = self._benchmark_inputs(tunables, key, inputs)
         gate = Gate(client, bench_inputs, tunables.reference) if tunables.reference is not None else None
         batches = plan_batches(key, tunables.tunables)
@@ -496,7 +498,7 @@ class Tuner:
             if index not in planned:
                 outcomes[index] = Skipped(skip_reason(key, tunables.tunables[index]))
         # Compiling and checking run in this process, before the runner times anything.
-        with open_runner(client, tunables, bench_inputs, settings, key=key, gate=gate) as opened:
+        with open_runner(client, tunables, bench_inputs, settings, key=key, where=where, gate=gate) as opened:
             runner = observation.runner(opened, tunables.names)
 
             def run_batch(batch: list[int], number: int) -> tuple[dict[int, Outcome], BatchResult]:

@@ -251,6 +251,11 @@ class OpenCLClient:
         return self._locator
 
     @property
+    def fork_hazard(self) -> str:
+        """Why a forked worker cannot use this client (``tk.SupportsForkCheck``): process isolation needs a factory."""
+        return "an OpenCL context does not survive fork() (the driver's threads are not copied; a launch there hangs)"
+
+    @property
     def is_cpu(self) -> bool:
         """Whether the device is a CPU (PoCL's, typically)."""
         return bool(self.device.type & self._cl.device_type.CPU)
