@@ -7,6 +7,7 @@ import os
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -682,3 +683,74 @@ def test_a_record_that_cannot_be_written_is_named_with_what_to_do(data: ReplayDa
     with pytest.raises(OSError, match=r"cannot save the record /proc/r\.json: .*; give a path in a dir") as caught:
         record.save("/proc/r.json")
     assert ".tmp" not in str(caught.value) and caught.value.filename == "/proc/r.json"
+
+
+def _add_in_child(data: ReplayData, path: Path, n: int, ready: Path, others: list[Path]) -> None:
+    """In a forked child: read the record (or start one), wait until every child has, add key ``n``, save."""
+    client = ReplayClient(data)
+    tunables = tk.TunableSet.from_space(data.space, client.kernel, key=key_of)
+    record = (
+        tk.Record.load_verified(path, tunables, client.device_id)
+        if path.exists()
+        else tk.Record.for_tunables("replayed", client.device_id, tunables)
+    )
+    ready.touch()
+    deadline = time.monotonic() + 30
+    while not all(p.exists() for p in others) and time.monotonic() < deadline:
+        time.sleep(0.005)
+    result = tk.search(data.space, client.kernel, client, (), tuner="replayed", key=Shape(n=n))
+    record.add(Shape(n=n), result)
+    record.save(path)
+
+
+def test_processes_adding_their_keys_to_one_record_at_once_lose_none(data: ReplayData, tmp_path: Path) -> None:
+    """Regression: each process read the record, added its key, replaced the file: only the last one's stayed."""
+    path = tmp_path / "r.json"
+    committed(data, path)  # keys 1024 and 8192 already committed
+    sizes = (100, 300, 2000)
+    ready = [tmp_path / f"ready.{n}" for n in sizes]
+    pids = []
+    for n, mine in zip(sizes, ready, strict=True):
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child
+            code = 1
+            try:
+                _add_in_child(data, path, n, mine, ready)
+                code = 0
+            finally:
+                os._exit(code)
+        pids.append(pid)
+    assert all(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0 for pid in pids)
+    keys = [e["key"]["n"] for e in json.loads(path.read_text())["entries"]]
+    assert sorted(keys) == [128, 512, 1024, 2048, 8192]
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no lock or temporary file left
+
+
+def test_saving_keeps_the_files_other_keys_and_its_newer_entries_but_replaces_another_sets_record(
+    data: ReplayData, tmp_path: Path
+) -> None:
+    """A fresh record saved over a committed one of the same set dropped every key it did not hold."""
+    path = tmp_path / "r.json"
+    _, tunables = committed(data, path)
+    client = ReplayClient(data)
+    first = tk.Record.load_verified(path, tunables, client.device_id)
+    second = tk.Record.load_verified(path, tunables, client.device_id)
+    retuned = second.add(
+        Shape(n=1000), tk.search(data.space, client.kernel, client, (), tuner="replayed", key=Shape(n=1000))
+    )
+    second.save(path)
+    first.add(Shape(n=100), tk.search(data.space, client.kernel, client, (), tuner="replayed", key=Shape(n=100)))
+    first.save(path)  # it holds the 1024 entry as it read it, before `second` re-tuned it
+    saved = tk.Record.load(path)
+    assert sorted(e.key["n"] for e in saved.entries.values()) == [128, 1024, 8192]
+    assert saved.get(Shape(n=1000)) == retuned
+    assert first.model() == saved.model()  # the record holds what it wrote
+    fresh = tk.Record.for_tunables("replayed", client.device_id, tunables)
+    fresh.add(Shape(n=5000), tk.search(data.space, client.kernel, client, (), tuner="replayed", key=Shape(n=5000)))
+    fresh.save(path)
+    assert sorted(e.key["n"] for e in tk.Record.load(path).entries.values()) == [128, 1024, 8192]
+    bumped = tk.TunableSet.from_space(data.space, client.kernel, key=key_of, version="2")
+    other = tk.Record.for_tunables("replayed", client.device_id, bumped)
+    other.add(Shape(n=100), tk.search(data.space, client.kernel, client, (), tuner="replayed", key=Shape(n=100)))
+    other.save(path)  # other candidates: the old winners answer another question
+    assert [e.key["n"] for e in tk.Record.load(path).entries.values()] == [128]

@@ -16,19 +16,26 @@ hard links to one log are not told apart on Windows.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
-__all__ = ["Release", "lock_file"]
+__all__ = ["Release", "lock_file", "locked_directory"]
 
 Release = Callable[[], None]
 
 
 if sys.platform == "win32":  # pragma: no cover - tested on POSIX only
     import filelock
+
+    @contextlib.contextmanager
+    def locked_directory(path: Path, name: str) -> Iterator[None]:
+        """Hold an exclusive lock for ``name`` in directory ``path``, waiting for it: a lock file beside ``name``."""
+        with filelock.FileLock(os.path.join(os.path.realpath(path), f".{name}.lock")):
+            yield
 
     def lock_file(path: Path) -> Release | None:
         """Lock the file at ``path`` (created when missing) without waiting; None while another holder has it."""
@@ -43,6 +50,32 @@ else:
     import fcntl
 
     _CONTENDED = frozenset({errno.EACCES, errno.EAGAIN, errno.EWOULDBLOCK})
+
+    @contextlib.contextmanager
+    def locked_directory(path: Path, name: str) -> Iterator[None]:
+        """Hold an exclusive lock on the directory ``path`` (for its file ``name``), waiting for it.
+
+        For a file replaced by renaming (a committed record): a lock on the file itself stays
+        with the inode the rename unlinks, so the directory, which outlives every rename, is
+        locked instead. Nothing is created in it, except where directories cannot be locked (NFS).
+        """
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            held: contextlib.AbstractContextManager[object] = contextlib.nullcontext()
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            except OSError:
+                # NFS emulates flock with byte-range locks, which a descriptor of a directory (open
+                # read-only) cannot take: a lock file beside the file is the lock there.
+                import filelock
+
+                held = filelock.FileLock(os.path.join(path, f".{name}.lock"))
+            with held:
+                yield
+        finally:
+            with contextlib.suppress(OSError):
+                fcntl.flock(fd, fcntl.LOCK_UN)  # explicitly: a child forked meanwhile shares the descriptor's lock
+            os.close(fd)
 
     def lock_file(path: Path) -> Release | None:
         """Lock the file at ``path`` (created when missing) without waiting; None while another holder has it."""

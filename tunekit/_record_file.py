@@ -26,6 +26,7 @@ from tunekit import _settings
 from tunekit._atomic import write_atomic
 from tunekit._errors import TunekitError
 from tunekit._file_kind import other_kind
+from tunekit._file_lock import locked_directory
 from tunekit._key import anchored_fields, is_autotune_key, key_to_json, off_buckets
 from tunekit._local import LocalTuner
 from tunekit._outcome import Measured
@@ -141,6 +142,9 @@ class Record:
     tunables: TunableSet[Any, Any] | None = field(default=None, repr=False, compare=False)
     """The set the record was made for (``for_tunables``) or verified against (``load_verified``):
     ``add`` names winners as its candidates. None after a plain ``load``: names are ``config.name``."""
+    _added: set[str] = field(default_factory=set, init=False, repr=False, compare=False)
+    """Keys added (``add``, ``add_tune``) since the record was made, loaded or last saved: ``save``
+    writes these over the file's entries and keeps the file's others."""
     _config_named: bool = field(default=False, init=False, repr=False, compare=False)
     """Without a set: the entries were found named ``config.name``. Checked once, since ``add``
     then writes only such names (checked at every name of every ``add``, it read every entry each time)."""
@@ -235,6 +239,7 @@ class Record:
         if not self.entries:
             self.anchored_fields = anchored
         self.entries[key_to_json(key)] = entry
+        self._added.add(key_to_json(key))
         return entry
 
     def _of_search(self, key: object, result: SearchResult, runners_up: int) -> dict[str, Any]:
@@ -373,8 +378,14 @@ class Record:
     def save(self, path: str | Path) -> None:
         """Write atomically (temp file + rename): a crash leaves the old file or the new, never half.
 
-        The file keeps the mode of the one it replaces; a new one gets the mode of a plain
-        ``open(path, "w")``, so a committed record is readable wherever it is checked out.
+        A record of the same tuner, device, candidates, space and autotune level already at
+        ``path`` is added to, not replaced: its entries for keys this record did not add since
+        it was made or loaded are kept, so processes that each add their keys to one file (one
+        run per shape, in parallel) lose none of them. Read, merge and write happen under a
+        lock on the directory. This record then holds the merged entries. A file of another
+        provenance is replaced. The file keeps the mode of the one it replaces; a new one gets
+        the mode of a plain ``open(path, "w")``, so a committed record is readable wherever it
+        is checked out.
         """
         path = Path(path).expanduser()  # else "~/gemm.json" was saved under a directory named "~"
         try:
@@ -387,7 +398,12 @@ class Record:
                 str(path),
             ) from None
         try:
-            write_atomic(path, self.model().model_dump_json(indent=2) + "\n")
+            # Each process read the file, added its key and wrote the file whole: of several run at
+            # once, the last writer's record replaced the others', whose keys were lost unnoticed.
+            with locked_directory(Path(os.path.realpath(path)).parent, path.name):
+                self._merge_saved(path)
+                write_atomic(path, self.model().model_dump_json(indent=2) + "\n")
+            self._added.clear()
         except IsADirectoryError:  # write_atomic's own message says to give a file path in it
             raise
         except OSError as exc:
@@ -399,6 +415,33 @@ class Record:
                 "write",
                 str(path),
             ) from None
+
+    def _merge_saved(self, path: Path) -> None:
+        """Take in the entries of the record at ``path`` that this one did not add, when it is of the same provenance.
+
+        A file that is missing, no record, or a record of other candidates, device or level is
+        replaced as it stands: its entries answer another question.
+        """
+        try:
+            saved = RecordFile.model_validate_json(path.read_bytes(), context=STORED)
+        except (OSError, ValidationError):
+            return
+        same = (saved.tuner, saved.device_id, saved.checksum, saved.space_hash, saved.autotune_level) == (
+            self.tuner,
+            self.device_id,
+            self.checksum,
+            self.space_hash,
+            self.autotune_level,
+        )
+        fields = None if saved.anchored_fields is None else tuple(saved.anchored_fields)
+        if not same or (self.anchored_fields is not None and fields is not None and fields != self.anchored_fields):
+            return
+        merged = {_entry_key(e): e for e in saved.entries}
+        # A loaded entry that another process has since re-tuned is not put back over the newer one.
+        merged.update({k: e for k, e in self.entries.items() if k in self._added or k not in merged})
+        self.entries = merged
+        if self.anchored_fields is None:
+            self.anchored_fields = fields
 
     @classmethod
     def load(cls, path: str | Path) -> Record:
