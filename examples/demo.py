@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import sys
+import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
@@ -26,22 +28,39 @@ from demo_opencl import run_opencl_demo
 from demo_search import run_search_demo
 
 
-def _demo_dir() -> Path:
-    """Where the demo's files go: the cache directory, never the checkout."""
-    return tk.settings().cache_dir or tk.default_cache_dir()
+def _demo_dir() -> tuple[Path, bool]:
+    """Where the demo's files go, never the checkout, and whether that is a temporary directory.
+
+    The cache directory, so a second run finds the record and the trial log there. With the
+    cache off (TUNEKIT_CACHE=0) nothing is to be kept there: a new temporary directory instead,
+    named at the end, so each run searches anew and the cache directory is left untouched.
+    """
+    settings = tk.settings()
+    if not settings.cache:
+        return Path(tempfile.mkdtemp(prefix="tunekit-demo-")), True
+    return settings.cache_dir or tk.default_cache_dir(), False
 
 
-def _default_records_path() -> Path:
+def _default_records_path(directory: Path) -> Path:
     configured = tk.settings().record
     if configured and configured not in ("stdout", "stderr"):
         return Path(configured)
-    return _demo_dir() / "records.jsonl"
+    return directory / "records.jsonl"
+
+
+def _summary(candidates: Iterable[tuple[str, str, float | None]]) -> str:
+    """Each candidate's median, or its status when it has none."""
+    return ", ".join(
+        f"{name} {median / 1e3:.1f}us" if median is not None else f"{name} {status}"
+        for name, status, median in candidates
+    )
 
 
 def main() -> int:
     """Tune every example on the CPU client, then the OpenCL ones, and report; returns the exit code."""
     console = Console()
-    records_path = _default_records_path()
+    directory, temporary = _demo_dir()
+    records_path = _default_records_path(directory)
     if not tk.settings().record:
         os.environ["TUNEKIT_RECORD"] = str(records_path)
     # The demo's tunes take a fraction of a second each, under the one-second delay after which
@@ -72,32 +91,29 @@ def main() -> int:
     table = Table(title=f"tunekit demo on {client.device_id}")
     for column in ("tuner", "key", "candidates (median)", "winner", "served from"):
         table.add_column(column)
-    rows_by_key: dict[tuple[str, str], tk.CacheRow] = {}
+    # Winners from the cache, and those tuned now from their records: with the cache off only the latter exist.
+    shown: dict[tuple[str, str], tuple[str, str, str]] = {}
     if cache is not None:
         for row in cache.rows(device_id=client.device_id):
-            if not isinstance(row, str):
-                rows_by_key[(row.tuner, row.key)] = row
-    for (tuner_name, key), row in sorted(rows_by_key.items()):
-        if tuner_name not in {ROW_SUM_TUNER.name, MATMUL_TUNER.name}:
-            continue
-        medians = ", ".join(
-            f"{r.name} {r.median_ns / 1e3:.1f}us" if r.median_ns is not None else f"{r.name} {r.status}"
-            for r in row.value.results
-        )
-        tuned_now = any(
-            r.tuner == tuner_name and json.dumps(r.key, sort_keys=True, separators=(",", ":")) == key for r in tuned
-        )
+            if not isinstance(row, str) and row.tuner in {ROW_SUM_TUNER.name, MATMUL_TUNER.name}:
+                medians = _summary((r.name, r.status, r.median_ns) for r in row.value.results)
+                shown[(row.tuner, row.key)] = (medians, row.value.winner, "persistent cache")
+    for record in (r for r in tuned if r.decision == "tuned"):
+        key = json.dumps(record.key, sort_keys=True, separators=(",", ":"))
+        medians = _summary((c.name, c.status, c.stats.median_ns if c.stats else None) for c in record.candidates)
+        shown[(record.tuner, key)] = (medians, record.winner or "-", "tuned now")
+    for (tuner_name, key), (medians, winner, source) in sorted(shown.items()):
         shown_key = " ".join(f"{name}={value}" for name, value in json.loads(key).items())
-        table.add_row(
-            tuner_name, shown_key, medians, row.value.winner, "tuned now" if tuned_now else "persistent cache"
-        )
+        table.add_row(tuner_name, shown_key, medians, winner, source)
     console.print(table)
     served = sum(1 for _, source, _ in calls if source == "persistent cache")
     console.print(f"{len(calls)} calls: {len(calls) - served} tuned now, {served} served from the persistent cache")
     status = run_opencl_demo(console)
-    run_search_demo(console, _demo_dir())
+    run_search_demo(console, directory)
     # Where everything went, last, so it is what the terminal shows when the demo ends.
     console.print(f"cache:   {cache.path if cache is not None else 'memory only (TUNEKIT_CACHE=0)'}")
+    if temporary:
+        console.print(f"files:   {directory}  (temporary: the cache is off, so the next run starts afresh)")
     console.print(f"records: {records_path}")
     if records_path.exists():
         report = tk.write_report(records_path, records_path.with_name("report.html"))

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import tunekit as tk
-from tunekit._key import key_to_json
+from tunekit._key import key_to_dict, key_to_json
 
 
 @dataclass(frozen=True)
@@ -53,32 +53,40 @@ def summarize(
     numpy_ns: float,
     work: float,
     unit: str,
-    tuned_now: bool,
+    records: Sequence[tk.AutotuneRecord],
 ) -> ExampleResult:
-    """Read the stored ranking of ``key`` (fresh or cached) into an :class:`ExampleResult`."""
-    cache = tk.persistent_cache()
-    row = None
-    if cache is not None:
-        for got in cache.rows(device_id=device_id, tuner=tuner.name):
-            if not isinstance(got, str) and got.key == key_to_json(key):
-                row = got
-    if row is None:
-        raise RuntimeError(f"{example}: no stored result for {key}; run with the persistent cache on")
-    measured = [(r.median_ns, r.name) for r in row.value.results if r.median_ns is not None]
+    """Read the ranking of ``key`` into an :class:`ExampleResult`: from its tune's record, else the cache.
+
+    ``records``: what the call emitted. A key tuned now is read from its record, so the example
+    reports with the cache off (TUNEKIT_CACHE=0) too; one served from the cache from its row.
+    """
+    tuned = [r for r in records if r.decision == "tuned" and r.tuner == tuner.name and r.key == key_to_dict(key)]
+    if tuned:
+        winner = tuned[-1].winner or ""
+        results = [(c.name, c.status, c.stats.median_ns if c.stats else None) for c in tuned[-1].candidates]
+    else:
+        cache = tk.persistent_cache()
+        rows = cache.rows(device_id=device_id, tuner=tuner.name) if cache is not None else []
+        row = next((r for r in rows if not isinstance(r, str) and r.key == key_to_json(key)), None)
+        if row is None:
+            raise RuntimeError(f"{example}: {key} was neither tuned now nor found in the persistent cache")
+        winner = row.value.winner
+        results = [(r.name, r.status, r.median_ns) for r in row.value.results]
+    measured = [(median, name) for name, _, median in results if median is not None]
     best, worst = min(measured), max(measured)
     return ExampleResult(
         example=example,
         shape=shape,
-        winner=row.value.winner,
+        winner=winner,
         winner_ns=best[0],
         worst=worst[1],
         worst_ns=worst[0],
         numpy_ns=numpy_ns,
-        candidates=len(row.value.results),
-        failed=sum(1 for r in row.value.results if r.status != "measured"),
+        candidates=len(results),
+        failed=sum(1 for _, status, _ in results if status != "measured"),
         work=work,
         unit=unit,
-        tuned_now=tuned_now,
+        tuned_now=bool(tuned),
     )
 
 

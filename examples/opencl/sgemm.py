@@ -129,7 +129,7 @@ def run(client: OpenCLClient, m: int = 256, n: int = 256, k: int = 256) -> Examp
     numpy_ns = time_host(lambda: a @ b)
     key = SgemmKey(m=m, n=n, k=k)
     return summarize(
-        "sgemm", TUNER, client.device_id, key, f"{m}x{n}x{k}", numpy_ns, 2.0 * m * n * k, "GFLOP/s", bool(records)
+        "sgemm", TUNER, client.device_id, key, f"{m}x{n}x{k}", numpy_ns, 2.0 * m * n * k, "GFLOP/s", records
     )
 
 

@@ -1,0 +1,34 @@
+"""``tunekit demo`` run as a real subprocess: where its files go."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+_ENTRY = Path(sys.executable).with_name("tunekit")
+COMMAND = [str(_ENTRY)] if _ENTRY.exists() else [sys.executable, "-m", "tunekit._cli"]
+
+
+def test_with_the_cache_off_the_demo_writes_nothing_into_the_cache_directory(tmp_path: Path) -> None:
+    """Regression: with TUNEKIT_CACHE=0 the demo wrote its records, trial log and record into the cache directory
+    (and its OpenCL part stopped: it read its results from the cache)."""
+    cache_dir, scratch = tmp_path / "cache", tmp_path / "tmp"
+    cache_dir.mkdir()
+    scratch.mkdir()
+    env = {**os.environ, "TUNEKIT_CACHE": "0", "TUNEKIT_CACHE_DIR": str(cache_dir), "TMPDIR": str(scratch)}
+    env.pop("TUNEKIT_RECORD", None)
+    done = subprocess.run(
+        [*COMMAND, "demo"], check=False, capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path
+    )
+    assert done.returncode == 0, (done.stdout[-3000:], done.stderr[-3000:])
+    assert list(cache_dir.iterdir()) == []
+    (directory,) = scratch.glob("tunekit-demo-*")
+    written = {p.name for p in directory.iterdir()}
+    assert {"pipeline-record.json", "records.jsonl", "report.html"} <= written, written
+    assert any(name.startswith("pipeline-trials.") and name.endswith(".jsonl") for name in written), written
+    shown = " ".join(done.stdout.split())  # rich wraps long lines at the terminal width
+    assert "memory only (TUNEKIT_CACHE=0)" in shown and "the cache is off" in shown, shown
+    assert str(cache_dir) not in shown.replace(" ", ""), shown
+    assert list(tmp_path.glob("*.json*")) == []  # nor into the working directory
