@@ -83,7 +83,7 @@ def run_search_demo(
     refused = None
     if record_path.exists():
         try:
-            record = tk.Record.load_verified(record_path, tunables, client.device_id)
+            record = tk.Record.load_verified(record_path, tunables, client.device_id, tuner=TUNER)
         except (tk.RecordMismatch, OSError) as exc:  # refused, corrupt or unreadable: searched again
             refused = str(exc)
     result = None
@@ -106,7 +106,7 @@ def run_search_demo(
         record.add(key, result)
         record.save(record_path)
         # Production's side: it trusts nothing it has not verified, the file just written included.
-        record = tk.Record.load_verified(record_path, tunables, client.device_id)
+        record = tk.Record.load_verified(record_path, tunables, client.device_id, tuner=TUNER)
     for warning in record.warnings:
         console.print(f"[yellow]record warning:[/] {warning}")
     record.seed(TUNER, tunables, PipelineKey)

@@ -151,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     tunables = tk.TunableSet.from_space(SPACE, build, key=pipeline_key)
     # Added to the record already there (one entry per key bucket): a fresh one replaced it, losing other keys.
     record = (
-        tk.Record.load_verified(args.record, tunables, device)
+        tk.Record.load_verified(args.record, tunables, device, tuner="pipeline")
         if args.record.exists()
         else tk.Record.for_tunables("pipeline", device, tunables)
     )

@@ -246,6 +246,24 @@ def test_seeding_another_tuner_is_refused(data: ReplayData, tmp_path: Path) -> N
         record.seed(tk.LocalTuner("other"), tunables, Shape)
 
 
+def test_load_verified_refuses_a_record_made_for_another_tuner(data: ReplayData, tmp_path: Path) -> None:
+    """Regression: load_verified(..., tuner=) did not check the record's tuner; only seed did, so get() served it."""
+    record, tunables = committed(data, tmp_path / "r.json")
+    path, device = tmp_path / "r.json", record.device_id
+    mismatch = r"r\.json does not apply here: it was made for tuner 'replayed', this is tuner 'other'; re-tune"
+    with pytest.raises(tk.RecordMismatch, match=mismatch):
+        tk.Record.load_verified(path, tunables, device, tuner="other")
+    with pytest.raises(tk.RecordMismatch, match=mismatch):
+        tk.Record.load_verified(path, tunables, device, tuner=tk.LocalTuner[Shape, Any]("other"))
+    with pytest.raises(tk.RecordMismatch, match=r"measured on device .*; it was made for tuner 'replayed'"):
+        tk.Record.load_verified(path, tunables, "replay:another/gpu", tuner="other")  # every problem at once
+    with pytest.raises(TypeError, match=r"load_verified\(tuner=...\) takes the tuner the record serves.*got ''"):
+        tk.Record.load_verified(path, tunables, device, tuner="")
+    mine = tk.LocalTuner[Shape, Any]("replayed")
+    for tuner in ("replayed", mine, mine.tuner(device), None):  # None: as before, seed checks the tuner
+        assert tk.Record.load_verified(path, tunables, device, tuner=tuner).get(Shape(n=1000)) is not None
+
+
 def test_a_saved_record_is_readable_by_others_and_keeps_its_mode(tmp_path: Path) -> None:
     """Regression: Record.save wrote 0600 (mkstemp) and reset a replaced file to it: CI could not read it."""
     path = tmp_path / "tuning" / "r.json"

@@ -106,6 +106,53 @@ def test_an_opencl_template_compiles_only_the_variants_the_search_measures(isola
     assert len(set(y.get().tolist())) == 1
 
 
+def test_variants_a_search_evaluates_that_do_not_apply_to_the_key_are_in_its_record_and_error(
+    isolated_settings: Path,
+) -> None:
+    """Regression: they were left out of both, and the error said "(no candidate was planned)" after evaluating them."""
+    cla = pytest.importorskip("pyopencl.array", reason="pip install 'tunekit[opencl]'")
+    from tunekit_backends.opencl import KernelTemplate, OpenCLClient
+
+    client = OpenCLClient(compile_in="thread")
+    template = KernelTemplate(
+        SOURCE,
+        "fill",
+        {"BLOCK": [8, 16, 32, 64], "UNROLL": [1, 2]},
+        geometry=lambda config, key: ((64,), (int(config.BLOCK),)),
+        applies=lambda config, key: key.n >= config.BLOCK * config.UNROLL,
+    )
+    says = "does not apply to this key (the KernelTemplate's applies= returned False for this variant)"
+    y = cla.zeros(client.queue, 64, np.float32)
+    records, sink = _records()
+    try:
+        for n, evals in ((64, 2), (8, 2)):
+            tunables = template.tunable_set(
+                client,
+                key=lambda y, n: OneKey(n=int(n)),
+                inputs=lambda key, y, n: (cla.zeros(client.queue, 64, np.float32), n),
+            ).with_search(max_evals=evals, require=[{"BLOCK": 64, "UNROLL": 2}, {"BLOCK": 32, "UNROLL": 1}])
+            tuner = tk.LocalTuner[OneKey, Any]("opencl-applies")
+            if n == 64:  # 64 * 2 does not apply; 32 * 1 does, and wins
+                tuner.execute(client.device_id, client, tunables, (y, np.int32(n)))
+                continue
+            with pytest.raises(tk.NoValidKernelFound) as caught:  # neither applies to n=8
+                tuner.execute(client.device_id, client, tunables, (y, np.int32(n)))
+    finally:
+        tk.remove_record_sink(sink)
+    assert list(caught.value.failures) == [("fill[BLOCK=64,UNROLL=2]", says), ("fill[BLOCK=32,UNROLL=1]", says)]
+    assert "no candidate was planned" not in str(caught.value)
+    applies, none_applies = records
+    assert applies.winner == "fill[BLOCK=32,UNROLL=1]"
+    assert [(c.name, c.status, c.error) for c in applies.candidates] == [
+        ("fill[BLOCK=64,UNROLL=2]", "skipped", says),
+        ("fill[BLOCK=32,UNROLL=1]", "measured", None),
+    ]
+    assert [(c.name, c.status) for c in none_applies.candidates] == [
+        ("fill[BLOCK=64,UNROLL=2]", "skipped"),
+        ("fill[BLOCK=32,UNROLL=1]", "skipped"),
+    ]
+
+
 def test_a_search_ends_at_the_batch_where_a_candidate_meets_the_roofline() -> None:
     """With bounds, a search inside execute short-circuits like a tune, and stops searching there."""
     tk.configure(autotune_level="balanced", warmup_ms=1.0)

@@ -489,12 +489,22 @@ class Record:
         )
 
     @classmethod
-    def load_verified(cls, path: str | Path, tunables: TunableSet[Any, Any], device_id: str) -> Record:
-        """Load ``path`` and check its provenance against ``tunables`` and ``device_id``.
+    def load_verified(
+        cls,
+        path: str | Path,
+        tunables: TunableSet[Any, Any],
+        device_id: str,
+        *,
+        tuner: str | LocalTuner[Any, Any] | Tuner | None = None,
+    ) -> Record:
+        """Load ``path`` and check its provenance against ``tunables``, ``device_id`` and ``tuner``.
 
-        Raises RecordMismatch when the device, the candidates (checksum), the space or
+        Raises RecordMismatch when the device, the tuner, the candidates (checksum), the space or
         tunekit's major version differ, or a winner or runner-up is not a candidate. Drift that
-        only shifts timings is returned in ``record.warnings``.
+        only shifts timings is returned in ``record.warnings``. ``tuner``: the name, or the
+        ``tk.LocalTuner``, the record is to serve; a record made for another tuner's keys is
+        refused here, as :meth:`seed` refuses it (None: checked only by ``seed``, so a caller that
+        reads winners with ``get`` should pass it).
         """
         # A tk.Space given as tunables failed as "'Space' object has no attribute 'checksum'".
         _check_tunables("tk.Record.load_verified", tunables)
@@ -503,10 +513,13 @@ class Record:
                 f"tk.Record.load_verified(device_id=...) takes the running client's device_id (a non-empty str), "
                 f"got {device_id!r}"
             )
+        expected = _tuner_name("tk.Record.load_verified", tuner)
         record = cls.load(path)
         problems = []
         if record.device_id != device_id:
             problems.append(f"it was measured on device {record.device_id!r}, this is {device_id!r}")
+        if expected is not None and record.tuner != expected:
+            problems.append(f"it was made for tuner {record.tuner!r}, this is tuner {expected!r}")
         if record.checksum != tunables.checksum():
             problems.append(
                 f"its candidates had checksum {record.checksum}, the running TunableSet has {tunables.checksum()} "
@@ -584,6 +597,20 @@ class Record:
         for key, entry in keys:  # nothing installed before every key is known to be sound
             tuner.seed(tunables, key, entry.ranking)
         return len(self.entries)
+
+
+def _tuner_name(where: str, tuner: object) -> str | None:
+    """The tuner name ``tuner`` (a name, a ``LocalTuner`` or a ``Tuner``) stands for; None for None."""
+    if tuner is None:
+        return None
+    if isinstance(tuner, LocalTuner | Tuner):
+        return tuner.name
+    if isinstance(tuner, str) and tuner:
+        return tuner
+    raise TypeError(
+        f"{where}(tuner=...) takes the tuner the record serves: its name (a non-empty str) or the tk.LocalTuner, "
+        f"got {tuner!r}"
+    )
 
 
 def _check_tunables(where: str, tunables: object) -> None:

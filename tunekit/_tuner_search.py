@@ -61,7 +61,10 @@ def search_tune(
             if index is None:
                 ranked[config] = Skipped(f"the set has no candidate named {spec.name_of(config)!r}")
             elif index not in planned:
-                ranked[config] = Skipped(skip_reason(key, tunables.tunables[index]))
+                # Kept in the tune's outcomes too: the record and NoValidKernelFound left out every
+                # evaluated variant that does not apply to the key, and said "no candidate was planned".
+                ranked[config] = outcomes[index] = Skipped(skip_reason(key, tunables.tunables[index]))
+                batch_of[index] = number
             else:
                 index_of[config] = index
                 config_at[index] = config
@@ -97,10 +100,15 @@ def search_tune(
         if trial.config in index_of:  # measured in this tune: most trials
             continue
         index = tunables.index_of(spec.name_of(trial.config))
-        if index is not None and index in planned:
-            index_of[trial.config] = index
-            outcomes[index] = trial.outcome
-            batch_of[index] = 0  # measured by an earlier run, in no batch of this one
+        if index is None:
+            continue
+        if index not in planned:  # a variant that does not apply to the key: skipped again, not answered from the log
+            outcomes[index] = Skipped(skip_reason(key, tunables.tunables[index]))
+            batch_of[index] = 0
+            continue
+        index_of[trial.config] = index
+        outcomes[index] = trial.outcome
+        batch_of[index] = 0  # measured by an earlier run, in no batch of this one
     ranking = tuple(index_of[trial.config] for trial in result.ranking if trial.config in index_of)
     return outcomes, batch_of, ranking
 
