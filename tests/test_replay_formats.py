@@ -296,3 +296,17 @@ def test_values_whose_key_texts_collide_or_hold_separators_replay_from_the_entri
     client = ReplayClient(data)
     result = tk.search(data.space, client.kernel, client, (), tuner="odd")
     assert result.best is not None and result.best.config.to_dict() == {"A": "'1'", "S": "a%2Cb", "D": 2}
+
+
+def test_kernel_tuners_t4_results_and_t1_input_files_are_named_with_what_to_pass_instead(tmp_path: Path) -> None:
+    """A T4 results file (store_output_file) or a T1 input file was refused as three pydantic 'Field required'."""
+    t4 = tmp_path / "t4.json"
+    result = {"configuration": {"X": 1}, "times": {"runtimes": [1.0]}, "invalidity": "correct", "correctness": 1}
+    t4.write_text(json.dumps({"schema_version": "1.0.0", "metadata": {}, "results": [result]}))
+    with pytest.raises(ValueError, match=r"t4\.json: a T4 results file .* not a Kernel Tuner cache file; .*cache=PATH"):
+        load_kernel_tuner_cache(t4)
+    t1 = tmp_path / "t1.json"
+    t1_doc = {"General": {}, "ConfigurationSpace": {"TuningParameters": []}, "KernelSpecification": {}}
+    t1.write_text(json.dumps(t1_doc))
+    with pytest.raises(ValueError, match=r"t1\.json: a T1 input file \(the description of a tuning problem"):
+        load_kernel_tuner_cache(t1)
