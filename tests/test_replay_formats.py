@@ -310,3 +310,12 @@ def test_kernel_tuners_t4_results_and_t1_input_files_are_named_with_what_to_pass
     t1.write_text(json.dumps(t1_doc))
     with pytest.raises(ValueError, match=r"t1\.json: a T1 input file \(the description of a tuning problem"):
         load_kernel_tuner_cache(t1)
+
+
+def test_an_object_valued_parameter_left_out_of_the_keys_is_read_from_each_entry(tmp_path: Path) -> None:
+    """Kernel Tuner's open_cache_looks_like_closed.json lists object_param: [{}] and keys "16,1": it was refused."""
+    params: dict[str, list[Any]] = {"bx": [16, 32], "by": [1, 2], "object_param": [{}]}
+    cache = {f"16,{by}": {"bx": 16, "by": by, "time": 1.0 + by, "object_param": {}} for by in (1, 2)}
+    data = load_kernel_tuner_cache(write_doc(tmp_path / "object.json", params, cache))
+    assert data.space.domains["object_param"] == ("{}",) and data.file_value("object_param", "{}") == {}
+    assert sorted(data.mean_ms(c) for c in data.samples_ms) == [2.0, 3.0]
