@@ -263,7 +263,8 @@ def _load(path: str, mtime_ns: int, size: int) -> tuple[dict[str, float], str]:
     from tunekit_backends.replay import load_kernel_tuner_cache
 
     data = load_kernel_tuner_cache(path)
-    return {",".join(map(str, c.values_tuple)): data.mean_ms(c) for c in data.samples_ms}, data.objective
+    # Keyed as Kernel Tuner keys them: a parameter the replay names by text maps back to the file's values.
+    return {data.key_text(c): data.mean_ms(c) for c in data.samples_ms}, data.objective
 
 
 def _file_facts(path: str) -> tuple[int, float, int]:

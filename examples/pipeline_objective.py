@@ -21,6 +21,7 @@ from typing import Annotated
 import numpy as np
 
 import tunekit as tk
+from tunekit_backends.cpu import CpuClient
 
 SPACE = tk.Space(
     METHOD=["direct", "fft"],
@@ -132,7 +133,9 @@ def main(argv: list[str] | None = None) -> int:
     key = pipeline_key(objective.x, objective.taps)
     # A trial log holds one key's search: one shared default refused every other --length.
     log = args.log or Path(f"pipeline-trials.signals={key.signals},length={key.length}.jsonl")
-    device = "cpu-numpy"
+    # What the timings depend on: this CPU and numpy stack. A fixed name ("cpu-numpy") let another
+    # machine's record load verified, and its trial log answer this machine's search.
+    device = CpuClient().device_id
     result = tk.tune_objective(
         objective,
         tuner="pipeline",

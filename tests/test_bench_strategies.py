@@ -209,3 +209,22 @@ def test_kernel_tuner_is_not_run_on_a_cartesian_product_it_cannot_enumerate(tmp_
     )
     with pytest.raises(RuntimeError, match=r"^1.1e\+12 Cartesian points: more than Kernel Tuner's simulation mode"):
         bench.run_kernel_tuner(str(path), "random_sample", 0)
+
+
+def test_a_mixed_type_parameter_runs_and_is_scored_by_kernel_tuners_key_text(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Kernel Tuner's strategies test cache (M: ["test", 1, True, 2.45]) was "not run": tk.Space refused 1 and True."""
+    bench = load_bench()
+    path = write_cache(tmp_path / "mixed.json")
+    doc = json.loads(path.read_text())
+    doc["tune_params_keys"].append("M")
+    doc["tune_params"]["M"] = ["test", 1, True, 2.45]
+    doc["cache"] = {f"{k},{m}": {**entry, "M": m} for k, entry in doc["cache"].items() for m in doc["tune_params"]["M"]}
+    path.write_text(json.dumps(doc))
+    # Kernel Tuner's runs are scored by str() of their values: the tunekit side must key them the same way.
+    means = bench._valid_means(str(path))
+    assert len(means) == 4 * 55 and {k.rsplit(",", 1)[1] for k in means} == {"test", "1", "True", "2.45"}
+    args = [str(path), "--only", str(tmp_path), "--seeds", "2", "--kt", "none", "--tunekit", "auto"]
+    assert bench.main([*args, "--results", str(tmp_path / "results.jsonl")]) == 0
+    assert "mixed: 220 valid configurations" in capsys.readouterr().out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -10,6 +11,7 @@ import numpy as np
 import pytest
 
 import tunekit as tk
+from tunekit_backends.cpu import CpuClient
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 
@@ -138,6 +140,24 @@ def test_the_example_run_for_two_keys_keeps_both_in_its_record(tmp_path: Path, m
     record = tk.Record.load(tmp_path / "pipeline-record.json")
     assert sorted(entry.key["length"] for entry in record.entries.values()) == [2048, 4096]
     assert len(list(tmp_path.glob("pipeline-trials.*.jsonl"))) == 2
+
+
+def test_the_examples_record_and_log_are_of_this_machine_and_another_machines_are_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Regression: the example committed its record and trial log under the fixed device id "cpu-numpy", so another
+    machine's record loaded verified and its log answered this machine's search."""
+    monkeypatch.chdir(tmp_path)
+    args = ["--signals", "4", "--length", "2048", "--max-evals", "4"]
+    assert main(args) == 0
+    (log,) = tmp_path.glob("pipeline-trials.*.jsonl")
+    assert json.loads(log.read_text().splitlines()[0])["device_id"] == CpuClient().device_id
+    doc = json.loads((tmp_path / "pipeline-record.json").read_text())
+    assert doc["device_id"] == CpuClient().device_id
+    doc["device_id"] = "cpu:another machine"
+    (tmp_path / "pipeline-record.json").write_text(json.dumps(doc))
+    with pytest.raises(tk.RecordMismatch, match="measured on device 'cpu:another machine'"):
+        main(args)
 
 
 def test_bad_search_arguments_are_refused_before_the_objective_measures() -> None:

@@ -240,3 +240,59 @@ def test_a_negative_seed_is_refused_when_the_client_is_made(tmp_path: Path) -> N
     """ReplayClient(seed=-1) was accepted; every candidate then failed as numpy's "expected non-negative integer"."""
     with pytest.raises(ValueError, match=r"ReplayClient\(seed=...\) must be an int >= 0, got -1"):
         ReplayClient(load_kernel_tuner_cache(write_cache(tmp_path / "c.json")), seed=-1)
+
+
+def write_doc(path: Path, params: dict[str, list[Any]], cache: dict[str, dict[str, Any]]) -> Path:
+    path.write_text(
+        json.dumps({"kernel_name": "k", "tune_params_keys": list(params), "tune_params": params, "cache": cache})
+    )
+    return path
+
+
+def test_a_mixed_type_parameter_as_in_kernel_tuners_own_test_file_replays_with_its_values_distinct(
+    tmp_path: Path,
+) -> None:
+    """["test", 1, True, 2.45] (Kernel Tuner's strategies test cache): tk.Space refused 1 and True as equal."""
+    mixed: list[Any] = ["test", 1, True, 2.45]
+    params = {"B": [64, 128], "flag": [True, False], "M": mixed}
+    cache = {}
+    for b in params["B"]:
+        for flag in params["flag"]:
+            for rank, m in enumerate(mixed):
+                # 1 is the fastest and True (equal to 1 in Python) the slowest: merging them would show.
+                t = (5.0, 1.0, 9.0, 3.0)[rank] + 0.5 * (b == 128) + 0.25 * flag
+                cache[f"{b},{flag},{m}"] = {"B": b, "flag": flag, "M": m, "time": t, "times": [t, t]}
+    data = load_kernel_tuner_cache(write_doc(tmp_path / "kt_strategies.json", params, cache))
+    assert data.space.domains["M"] == ("test", "1", "True", "2.45"), "each value named by its key text"
+    assert data.space.domains["flag"] == (True, False) and data.space.domains["B"] == (64, 128), "only M is renamed"
+    assert data.space.size == len(data.samples_ms) == 16
+    assert {data.key_text(c) for c in data.samples_ms} == set(cache)
+    one, true = data.file_value("M", "1"), data.file_value("M", "True")
+    assert (type(one), type(true)) == (int, bool)
+    client = ReplayClient(data)
+    result = tk.search(data.space, client.kernel, client, (), tuner="mixed")
+    assert result.best is not None and result.best.config.to_dict() == {"B": 64, "flag": False, "M": "1"}
+    assert data.key_text(result.best.config) == "64,False,1"
+    with pytest.raises(ValueError, match="compare equal"):
+        tk.Space(M=mixed)  # a space written by hand still refuses it: there, 1 and True are a mistake
+
+
+def test_values_whose_key_texts_collide_or_hold_separators_replay_from_the_entries_own_fields(tmp_path: Path) -> None:
+    """1 and "1", strings holding ',' or '=', None and a value listed twice made the file unreplayable."""
+    strings = ["a,b", "a%2Cb", "c=d", None]
+    params: dict[str, list[Any]] = {"A": [1, "1"], "S": strings, "D": [2, 2, 4]}
+    cache = {}
+    for a in params["A"]:
+        for rank, s in enumerate(strings):
+            for d in (2, 4):
+                # Kernel Tuner keys by str(): A=1 and A="1" share a key, so the file keeps the last one tuned.
+                t = 1.0 + rank + d
+                cache[f"{a},{s},{d}"] = {"A": a, "S": s, "D": d, "time": t}
+    data = load_kernel_tuner_cache(write_doc(tmp_path / "odd.json", params, cache))
+    assert data.space.domains == {"A": ("1", "'1'"), "S": ("a%2Cb", "a%252Cb", "c%3Dd", "None"), "D": (2, 4)}
+    assert {c["A"] for c in data.samples_ms} == {"'1'"} and data.file_value("A", "'1'") == "1"
+    assert [data.file_value("S", v) for v in data.space.domains["S"]] == strings
+    assert {data.key_text(c) for c in data.samples_ms} == set(cache)
+    client = ReplayClient(data)
+    result = tk.search(data.space, client.kernel, client, (), tuner="odd")
+    assert result.best is not None and result.best.config.to_dict() == {"A": "'1'", "S": "a%2Cb", "D": 2}

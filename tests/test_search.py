@@ -205,7 +205,12 @@ def test_a_factory_that_builds_no_strategy_is_refused(replay: tuple[ReplayData, 
             {"require": {"block_size_x": 16}},
             r"tk.search\(require=...\) takes a list of configurations.*require=\[config\]",
         ),
-        ({"require": ["block_size_x=16"]}, r"require=...\) takes a list of configurations"),
+        # It said to put the configuration in a list, which it was: the item is what is wrong.
+        (
+            {"require": ["block_size_x=16"]},
+            r"tk.search\(require=...\): item 0 is the str 'block_size_x=16', not a configuration; give a tk.Config",
+        ),
+        ({"require": [{"block_size_x": 16}, ("block_size_x", 16)]}, r"item 1 is the tuple \('block_size_x', 16\)"),
         ({"strategy": 5}, r"tk.search\(strategy=...\) takes a strategy name .* got 5"),
         ({"strategy": "anneal"}, r"tk.search\(strategy=...\): unknown strategy 'anneal'; choose one of"),
         ({"log": 5}, r"tk.search\(log=...\) takes a file path .* got 5"),

@@ -109,11 +109,18 @@ def check_search_args(
         raise ValueError(f"{where}(batch=...) must be a positive int (configurations per batch), got {batch!r}")
     if not (_is_int(finalists) and finalists >= 0):
         raise ValueError(f"{where}(finalists=...) must be an int >= 0 (0: no final re-measurement), got {finalists!r}")
-    if not isinstance(require, list | tuple) or not all(isinstance(given, Mapping) for given in require):
+    if not isinstance(require, list | tuple):
         raise TypeError(
             f"{where}(require=...) takes a list of configurations (tk.Config or dicts name -> value), got {require!r}; "
             "a single configuration goes in a list: require=[config]"
         )
+    for position, given in enumerate(require):
+        if not isinstance(given, Mapping):
+            # A list was given: saying to put the configuration in a list sent the user back to what they wrote.
+            raise TypeError(
+                f"{where}(require=...): item {position} is the {type(given).__name__} {given!r}, not a configuration; "
+                "give a tk.Config (space.config(BLOCK=256, ...)) or a dict name -> value ({'BLOCK': 256, ...})"
+            )
     # Checked here: an unknown name surfaced only after the trial log was opened, and a
     # non-callable one as "'int' object is not callable" from inside the driver.
     if isinstance(strategy, str):

@@ -12,6 +12,7 @@ anything else is refused with the file's name. Nothing loaded is executed.
 
 from __future__ import annotations
 
+import functools
 import gzip
 import hashlib
 import json
@@ -57,7 +58,8 @@ class KernelTunerCacheFile(BaseModel):
     device_name: str = ""
     kernel_name: str = ""
     tune_params_keys: list[str]
-    tune_params: dict[str, list[int | float | str | bool]]
+    # Any JSON value: Kernel Tuner keys a value by its text whatever its type (see _replay_domain).
+    tune_params: dict[str, list[Any]]
     # A list when Kernel Tuner 1.x tuned several objectives at once (``objectives={...}``).
     objective: str | list[str] = "time"
     cache: dict[str, dict[str, Any]]
@@ -121,6 +123,17 @@ class ReplayData:
     space: tk.Space
     samples_ms: Mapping[tk.Config, tuple[float, ...]]
     failures: Mapping[tk.Config, str]
+    relabelled: Mapping[str, Mapping[tk.ParamValue, Any]]
+    """Parameters whose values ``tk.Space`` refuses as the file lists them (``[1, True]``: equal in
+    Python, two values to Kernel Tuner), replayed as strings: each replayed value -> the file's."""
+
+    def file_value(self, name: str, value: tk.ParamValue) -> Any:
+        """The value as the file lists it of a replayed ``value`` of parameter ``name``."""
+        return self.relabelled.get(name, {}).get(value, value)
+
+    def key_text(self, config: tk.Config) -> str:
+        """The cache key Kernel Tuner gives ``config`` (``str()`` of each value, comma-joined)."""
+        return ",".join(str(self.file_value(n, v)) for n, v in config.items())
 
     @property
     def best_ms(self) -> float:
@@ -209,27 +222,84 @@ def _entry_value(path: Path, key: str, entry: Mapping[str, Any], names: Sequence
     return tuple(float(t) for t in times)
 
 
+@dataclass(frozen=True)
+class _Domain:
+    """One parameter's values as the file lists them (``listed``) and as the replay names them (``values``)."""
+
+    listed: tuple[Any, ...]
+    values: tuple[tk.ParamValue, ...]
+
+    @property
+    def relabelled(self) -> bool:
+        return self.values != self.listed
+
+    @functools.cached_property
+    def by_text(self) -> Mapping[str, tuple[int, ...]]:
+        """Positions of the values Kernel Tuner keys by each text (several where texts collide: ``1`` and ``"1"``)."""
+        at: dict[str, tuple[int, ...]] = {}
+        for i, value in enumerate(self.listed):
+            at[str(value)] = (*at.get(str(value), ()), i)
+        return at
+
+
+def _replay_domain(path: Path, name: str, listed: Sequence[Any]) -> _Domain:
+    """A parameter's values for the replay: as listed where ``tk.Space`` takes them, else named by their text.
+
+    Kernel Tuner keys a configuration by ``str()`` of its values, so to it ``1``, ``True`` and
+    ``1.0`` are three values (its own strategies test file lists ``["test", 1, True, 2.45]``),
+    while ``tk.Space`` refuses them as one value (they compare equal in Python) and refuses
+    ``None``, lists and strings holding ``,`` or ``=`` (configuration names would be ambiguous).
+    Such a parameter, and only such a one, is replayed with a string per value: its key text,
+    else ``repr()`` where two texts collide (``1`` and ``"1"``), with ``%``, ``,`` and ``=``
+    percent-escaped where a text holds ``,`` or ``=``. Distinct values keep distinct names, and
+    ``ReplayData.file_value`` maps a name back. A value listed twice is one key, so one value.
+    """
+    unique = tuple({(type(v), repr(v)): v for v in listed}.values())
+    try:
+        tk.Space(restrict=None, **{name: unique})
+        return _Domain(unique, unique)
+    except (TypeError, ValueError) as exc:
+        refused = exc
+    texts = [str(v) for v in unique]
+    if len(set(texts)) < len(texts):
+        texts = [repr(v) for v in unique]
+    if any("," in t or "=" in t for t in texts):
+        texts = [t.replace("%", "%25").replace(",", "%2C").replace("=", "%3D") for t in texts]
+    try:
+        tk.Space(restrict=None, **{name: texts})
+    except (TypeError, ValueError):
+        # Not the values: the name itself (a keyword, a Config attribute), which no text fixes.
+        raise ValueError(f"{path}: its tune_params do not make a search space: {refused}") from refused
+    return _Domain(unique, tuple(texts))
+
+
 def _key_values(
-    path: Path, key: str, entry: Mapping[str, Any], by_text: Mapping[str, Mapping[str, tk.ParamValue]]
+    path: Path, key: str, entry: Mapping[str, Any], domains: Mapping[str, _Domain]
 ) -> tuple[tk.ParamValue, ...]:
-    """The configuration a cache key names, as values of ``tune_params`` (``by_text``: each value by its text).
+    """The configuration a cache key names, as replay values.
 
     Kernel Tuner keys an entry by ``str()`` of each value as it tuned, but writes ``tune_params``
     and the entry's own fields through JSON: a ``np.float32(0.1)`` is keyed ``0.1`` and written
-    ``0.10000000149011612``. A key part that matches no value's text is read from the entry.
+    ``0.10000000149011612``. A key part that matches no value's text, or several, is read from
+    the entry's own field, as is the whole key where a value's text holds ``,``.
     """
-    parts = key.split(",")
-    if len(parts) != len(by_text):
-        raise ValueError(f"{path}: cache key {key!r} has {len(parts)} values for {len(by_text)} parameters")
+    parts: list[str | None] = list(key.split(","))
+    if len(parts) != len(domains):
+        if not all(name in entry for name in domains):
+            raise ValueError(
+                f"{path}: cache key {key!r} has {len(parts)} values for {len(domains)} parameters, and its entry "
+                "does not name each parameter's value (a tune_params string holding ',' splits its key)"
+            )
+        parts = [None] * len(domains)
     values = []
-    for (name, texts), part in zip(by_text.items(), parts, strict=True):
-        value = texts.get(part)
-        if value is None and name in entry:
+    for (name, domain), part in zip(domains.items(), parts, strict=True):
+        at = domain.by_text.get(part, ()) if part is not None else ()
+        if len(at) != 1 and name in entry:
             own = entry[name]
-            value = next((v for v in texts.values() if type(v) is type(own) and v == own), None)
-        if value is None:
+            at = tuple(i for i, v in enumerate(domain.listed) if type(v) is type(own) and v == own)
+        if len(at) != 1:
             raise ValueError(f"{path}: cache key {key!r} holds a value outside tune_params ({name}={part!r})")
-        values.append(value)
+        values.append(domain.values[at[0]])
     return tuple(values)
 
 
@@ -248,18 +318,13 @@ def load_kernel_tuner_cache(path: str | Path) -> ReplayData:
     names = data.tune_params_keys
     if sorted(names) != sorted(data.tune_params):
         raise ValueError(f"{path}: tune_params_keys {names} do not match tune_params {sorted(data.tune_params)}")
-    params = {n: data.tune_params[n] for n in names}
-    try:
-        # Checked before the keys are parsed: a value the space refuses (a string holding ',')
-        # would otherwise surface as a key with too many values.
-        tk.Space(restrict=None, **params)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{path}: its tune_params do not make a search space: {exc}") from exc
-    by_text = {name: {str(v): v for v in domain} for name, domain in params.items()}
+    # Checked before the keys are parsed: a name the space refuses is the file's error, not a key's.
+    domains = {n: _replay_domain(path, n, data.tune_params[n]) for n in names}
+    params = {n: d.values for n, d in domains.items()}
     samples: dict[tuple[tk.ParamValue, ...], tuple[float, ...]] = {}
     failures: dict[tuple[tk.ParamValue, ...], str] = {}
     for key, entry in data.cache.items():
-        values = _key_values(path, key, entry, by_text)
+        values = _key_values(path, key, entry, domains)
         value = _entry_value(path, key, entry, names)
         if isinstance(value, str):
             failures[values] = value
@@ -289,6 +354,7 @@ def load_kernel_tuner_cache(path: str | Path) -> ReplayData:
         space=space,
         samples_ms={tk.Config(names, k): v for k, v in samples.items()},
         failures={tk.Config(names, k): v for k, v in failures.items()},
+        relabelled={n: dict(zip(d.values, d.listed, strict=True)) for n, d in domains.items() if d.relabelled},
     )
 
 
