@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -772,3 +773,34 @@ def test_saving_keeps_the_files_other_keys_and_its_newer_entries_but_replaces_an
     other.add(Shape(n=100), tk.search(data.space, client.kernel, client, (), tuner="replayed", key=Shape(n=100)))
     other.save(path)  # other candidates: the old winners answer another question
     assert [e.key["n"] for e in tk.Record.load(path).entries.values()] == [128]
+
+
+def test_saving_over_a_file_that_is_no_record_is_refused_and_leaves_it(data: ReplayData, tmp_path: Path) -> None:
+    """Regression: record.save(path) replaced whatever the path held: a trial log or a Kernel Tuner cache given by
+    mistake was lost."""
+    client = ReplayClient(data)
+    log = tmp_path / "trials.jsonl"
+    tk.search(data.space, client.kernel, client, (), tuner="replayed", max_evals=3, log=log)
+    newer = tmp_path / "newer.json"
+    newer.write_text(json.dumps({"schema_version": 2, "tuner": "replayed", "device_id": "d", "entries": []}))
+    source = tmp_path / "gemm.py"
+    source.write_text("print('the kernel')\n")
+    kt_cache = write_cache(tmp_path / "kt.json")
+    says = {
+        log: "it holds a trial log",
+        kt_cache: "it holds a Kernel Tuner cache file",
+        newer: "it holds a committed record of schema_version 2, written by another tunekit version",
+        source: "it holds a file that is no committed record",
+    }
+    record, _ = committed(data, tmp_path / "r.json")
+    for path, what in says.items():
+        before = path.read_bytes()
+        with pytest.raises(
+            FileExistsError, match=rf"not saving the record over {re.escape(str(path))}: {what}.*delete that file first"
+        ):
+            record.save(path)
+        assert path.read_bytes() == before
+    empty = tmp_path / "empty.json"
+    empty.touch()
+    record.save(empty)  # nothing there to lose
+    assert tk.Record.load(empty).model() == record.model()

@@ -382,10 +382,11 @@ class Record:
         ``path`` is added to, not replaced: its entries for keys this record did not add since
         it was made or loaded are kept, so processes that each add their keys to one file (one
         run per shape, in parallel) lose none of them. Read, merge and write happen under a
-        lock on the directory. This record then holds the merged entries. A file of another
-        provenance is replaced. The file keeps the mode of the one it replaces; a new one gets
-        the mode of a plain ``open(path, "w")``, so a committed record is readable wherever it
-        is checked out.
+        lock on the directory. This record then holds the merged entries. A record of another
+        provenance is replaced; a file holding anything else (a trial log, a Kernel Tuner cache, a
+        record of another schema version) raises FileExistsError and is left as it is. The file
+        keeps the mode of the one it replaces; a new one gets the mode of a plain
+        ``open(path, "w")``, so a committed record is readable wherever it is checked out.
         """
         path = Path(path).expanduser()  # else "~/gemm.json" was saved under a directory named "~"
         try:
@@ -404,7 +405,7 @@ class Record:
                 self._merge_saved(path)
                 write_atomic(path, self.model().model_dump_json(indent=2) + "\n")
             self._added.clear()
-        except IsADirectoryError:  # write_atomic's own message says to give a file path in it
+        except (IsADirectoryError, FileExistsError):  # their messages say what to give
             raise
         except OSError as exc:
             # It named the temporary file written first beside the record ('.gemm.json.86305799eca6.tmp'),
@@ -419,12 +420,20 @@ class Record:
     def _merge_saved(self, path: Path) -> None:
         """Take in the entries of the record at ``path`` that this one did not add, when it is of the same provenance.
 
-        A file that is missing, no record, or a record of other candidates, device or level is
-        replaced as it stands: its entries answer another question.
+        A record of other candidates, device or level is replaced as it stands: its entries
+        answer another question. A file that holds something else is refused (FileExistsError).
         """
         try:
-            saved = RecordFile.model_validate_json(path.read_bytes(), context=STORED)
-        except (OSError, ValidationError):
+            data = path.read_bytes()
+        except OSError:  # none there (or a directory, which write_atomic names)
+            return
+        try:
+            saved = RecordFile.model_validate_json(data, context=STORED)
+        except ValidationError:
+            if data.strip():
+                # A trial log, a Kernel Tuner cache or a source file given as the path was replaced
+                # without a word: hours of measurements lost to a wrong argument.
+                raise FileExistsError(errno.EEXIST, _not_replaced(path), str(path)) from None
             return
         same = (saved.tuner, saved.device_id, saved.checksum, saved.space_hash, saved.autotune_level) == (
             self.tuner,
@@ -641,6 +650,20 @@ def _level_mismatch(record: Record, anchored: tuple[str, ...] | None) -> str | N
 
 def _same_buckets(made: AutotuneLevel, running: AutotuneLevel) -> bool:
     return _settings.level_anchor_exponent(made) == _settings.level_anchor_exponent(running)
+
+
+def _not_replaced(path: Path) -> str:
+    """Why ``save`` leaves the file at ``path`` alone: what it holds, and what to do."""
+    if (version := _schema_version(path)) is not None:
+        what = f"a committed record of schema_version {version!r}, written by another tunekit version"
+    elif kind := other_kind(path, "committed record"):
+        what = kind.split(";")[0]  # the kind, without what to do with it when it is read
+    else:
+        what = "a file that is no committed record"
+    return (
+        f"not saving the record over {path}: it holds {what}, which the record would replace; give the record "
+        "its own path (e.g. tuning/gemm.json), or delete that file first"
+    )
 
 
 def _schema_version(path: Path) -> object:
