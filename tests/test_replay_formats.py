@@ -296,3 +296,26 @@ def test_values_whose_key_texts_collide_or_hold_separators_replay_from_the_entri
     client = ReplayClient(data)
     result = tk.search(data.space, client.kernel, client, (), tuner="odd")
     assert result.best is not None and result.best.config.to_dict() == {"A": "'1'", "S": "a%2Cb", "D": 2}
+
+
+def test_kernel_tuners_t4_results_and_t1_input_files_are_named_with_what_to_pass_instead(tmp_path: Path) -> None:
+    """A T4 results file (store_output_file) or a T1 input file was refused as three pydantic 'Field required'."""
+    t4 = tmp_path / "t4.json"
+    result = {"configuration": {"X": 1}, "times": {"runtimes": [1.0]}, "invalidity": "correct", "correctness": 1}
+    t4.write_text(json.dumps({"schema_version": "1.0.0", "metadata": {}, "results": [result]}))
+    with pytest.raises(ValueError, match=r"t4\.json: a T4 results file .* not a Kernel Tuner cache file; .*cache=PATH"):
+        load_kernel_tuner_cache(t4)
+    t1 = tmp_path / "t1.json"
+    t1_doc = {"General": {}, "ConfigurationSpace": {"TuningParameters": []}, "KernelSpecification": {}}
+    t1.write_text(json.dumps(t1_doc))
+    with pytest.raises(ValueError, match=r"t1\.json: a T1 input file \(the description of a tuning problem"):
+        load_kernel_tuner_cache(t1)
+
+
+def test_an_object_valued_parameter_left_out_of_the_keys_is_read_from_each_entry(tmp_path: Path) -> None:
+    """Kernel Tuner's open_cache_looks_like_closed.json lists object_param: [{}] and keys "16,1": it was refused."""
+    params: dict[str, list[Any]] = {"bx": [16, 32], "by": [1, 2], "object_param": [{}]}
+    cache = {f"16,{by}": {"bx": 16, "by": by, "time": 1.0 + by, "object_param": {}} for by in (1, 2)}
+    data = load_kernel_tuner_cache(write_doc(tmp_path / "object.json", params, cache))
+    assert data.space.domains["object_param"] == ("{}",) and data.file_value("object_param", "{}") == {}
+    assert sorted(data.mean_ms(c) for c in data.samples_ms) == [2.0, 3.0]

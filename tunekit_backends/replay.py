@@ -303,6 +303,20 @@ def _key_values(
     return tuple(values)
 
 
+_CACHE_HINT = "the replay reads the cache file a tuning run writes with kernel_tuner.tune_kernel(..., cache=PATH)"
+
+
+def _other_kernel_tuner_file(doc: Any) -> str | None:
+    """Kernel Tuner's other JSON files, named: each was refused as dozens of pydantic field errors."""
+    if not isinstance(doc, dict) or "cache" in doc:
+        return None
+    if isinstance(doc.get("results"), list):
+        return "a T4 results file (kernel_tuner.store_output_file, autotuning_methodology)"
+    if "ConfigurationSpace" in doc or "KernelSpecification" in doc:
+        return "a T1 input file (the description of a tuning problem: no measurements)"
+    return None
+
+
 def load_kernel_tuner_cache(path: str | Path) -> ReplayData:
     """Load a Kernel Tuner cache file (``.json`` or ``.json.gz``) for replay.
 
@@ -311,8 +325,12 @@ def load_kernel_tuner_cache(path: str | Path) -> ReplayData:
     measures), whatever objective the file was tuned for.
     """
     path = Path(path)
+    doc = read_cache_document(path)
+    other = _other_kernel_tuner_file(doc)
+    if other is not None:
+        raise ValueError(f"{path}: {other}, not a Kernel Tuner cache file; {_CACHE_HINT}")
     try:
-        data = KernelTunerCacheFile.model_validate(read_cache_document(path))
+        data = KernelTunerCacheFile.model_validate(doc)
     except ValidationError as exc:
         raise ValueError(f"{path}: not a Kernel Tuner cache file: {exc}") from exc
     names = data.tune_params_keys
