@@ -532,7 +532,7 @@ class Record:
         if record.checksum != tunables.checksum():
             problems.append(
                 f"its candidates had checksum {record.checksum}, the running TunableSet has {tunables.checksum()} "
-                "(a tunable, its version, or the space changed)"
+                "(a tunable, its version, from_space's build code, or the space changed)"
             )
         space_hash = tunables.extras.get("checksum:space")
         if record.space_hash is not None and space_hash is not None and record.space_hash != space_hash:
