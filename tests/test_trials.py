@@ -293,6 +293,21 @@ def test_a_file_that_is_not_a_trial_log_is_left_as_it_is(data: ReplayData, tmp_p
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.json", "notes.txt"], "no lock file was left beside it"
 
 
+def test_another_tunekit_file_given_as_log_is_named_for_what_it_is(data: ReplayData, tmp_path: Path) -> None:
+    """Regression: a committed record was refused as "the first line is not a trial-log header (Invalid JSON: EOF
+    while parsing an object)", about a valid file whose first line is the "{" of an indented document."""
+    record = tmp_path / "gemm.json"
+    tk.Record("replayed", "d", "abc").save(record)
+    kt_cache = write_cache(tmp_path / "kt.json")
+    for path, what in ((record, r"a committed record \(tk.Record.save\)"), (kt_cache, "a Kernel Tuner cache file")):
+        before = path.read_bytes()
+        with pytest.raises(
+            tk.TrialLogError, match=rf"is not a tunekit trial log \(it is {what}\) and was left as it is"
+        ):
+            run(data, path)
+        assert path.read_bytes() == before
+
+
 def test_a_half_written_header_starts_the_log_again(data: ReplayData, tmp_path: Path) -> None:
     log = tmp_path / "t.jsonl"
     run(data, log)

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -96,3 +100,60 @@ def test_from_space_refuses_a_space_whose_restrictions_reject_everything() -> No
     space = tk.Space(BLOCK=[64, 128], restrict=[lambda c: c.BLOCK >= 128, lambda c: c.BLOCK < 128])
     with pytest.raises(ValueError, match=r"from_space\(\): the space has no valid configuration.*all 2 points"):
         tk.TunableSet.from_space(space, lambda c: lambda: None, key=_key)
+
+
+_CHECKSUM_SCRIPT = """
+import sys
+sys.path.insert(0, sys.argv[1])
+import tunekit as tk
+import kernels
+print(tk.TunableSet.from_space(tk.Space(BLOCK=[1, 2, 4]), kernels.build, key=lambda n: n).checksum())
+"""
+
+
+def _checksum_in_a_new_process(tmp_path: Path, module_text: str) -> str:
+    (tmp_path / "kernels.py").write_text(module_text)
+    done = subprocess.run(
+        [sys.executable, "-c", _CHECKSUM_SCRIPT, str(tmp_path)],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(Path(tk.__file__).parent.parent)},
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def test_from_space_checksum_follows_the_build_code_across_processes(tmp_path: Path) -> None:
+    """An edited build kept the set's checksum: the old kernels' cached winners, trial logs and records were re-used."""
+    original = (
+        "FACTOR = 2\n\n"
+        "def _scale(x, block):\n    return x * block * FACTOR\n\n"
+        "def build(config):\n    return lambda x: _scale(x, config.BLOCK)\n"
+    )
+    first = _checksum_in_a_new_process(tmp_path, original)
+    # Comments and layout are not the code: the same checksum in a new process.
+    relaid = original.replace("def build(config):\n", "# the kernel\ndef build(config):  # one per BLOCK\n\n")
+    assert _checksum_in_a_new_process(tmp_path, relaid) == first
+    assert _checksum_in_a_new_process(tmp_path, original.replace("x * block", "x + block")) != first  # a helper
+    assert _checksum_in_a_new_process(tmp_path, original.replace("config.BLOCK)", "config.BLOCK + 1)")) != first
+    assert _checksum_in_a_new_process(tmp_path, original.replace("FACTOR = 2", "FACTOR = 3")) != first  # data read
+
+
+def test_from_space_checksum_of_a_bound_build_ignores_the_objects_changing_state() -> None:
+    """A client's method as build: its clock and counters move as it runs, and each later set re-tuned."""
+
+    class Kernels:
+        def __init__(self) -> None:
+            self.calls = 0
+
+        def build(self, config: tk.Config) -> Any:
+            self.calls += 1
+            return lambda: config.A
+
+    kernels = Kernels()
+    space = tk.Space(A=[1, 2])
+    before = TunableSet.from_space(space, kernels.build, key=_key).checksum()
+    kernels.build(space.config(A=1))
+    assert TunableSet.from_space(space, kernels.build, key=_key).checksum() == before

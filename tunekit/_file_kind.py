@@ -15,7 +15,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-__all__ = ["other_kind"]
+__all__ = ["other_kind", "other_kind_name"]
 
 _KINDS = {
     "trial log": "a trial log (written by tk.search(log=...)); a search's record goes where TUNEKIT_RECORD or "
@@ -80,3 +80,9 @@ def other_kind(path: Path, expected: str) -> str | None:
             continue
         return _KINDS[kind]
     return None
+
+
+def other_kind_name(path: Path, expected: str) -> str | None:
+    """What ``path`` is, without what to do with it (``a trial log (written by tk.search(log=...))``), or None."""
+    kind = other_kind(path, expected)
+    return kind.split(";")[0] if kind else None

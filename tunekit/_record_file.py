@@ -25,7 +25,7 @@ from pydantic import Field, ValidationError, model_validator
 from tunekit import _settings
 from tunekit._atomic import write_atomic
 from tunekit._errors import TunekitError
-from tunekit._file_kind import other_kind
+from tunekit._file_kind import other_kind, other_kind_name
 from tunekit._file_lock import locked_directory
 from tunekit._key import anchored_fields, is_autotune_key, key_to_json, off_buckets
 from tunekit._local import LocalTuner
@@ -532,7 +532,7 @@ class Record:
         if record.checksum != tunables.checksum():
             problems.append(
                 f"its candidates had checksum {record.checksum}, the running TunableSet has {tunables.checksum()} "
-                "(a tunable, its version, or the space changed)"
+                "(a tunable, its version, from_space's build code, or the space changed)"
             )
         space_hash = tunables.extras.get("checksum:space")
         if record.space_hash is not None and space_hash is not None and record.space_hash != space_hash:
@@ -656,8 +656,8 @@ def _not_replaced(path: Path) -> str:
     """Why ``save`` leaves the file at ``path`` alone: what it holds, and what to do."""
     if (version := _schema_version(path)) is not None:
         what = f"a committed record of schema_version {version!r}, written by another tunekit version"
-    elif kind := other_kind(path, "committed record"):
-        what = kind.split(";")[0]  # the kind, without what to do with it when it is read
+    elif kind := other_kind_name(path, "committed record"):
+        what = kind
     else:
         what = "a file that is no committed record"
     return (

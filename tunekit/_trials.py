@@ -22,6 +22,7 @@ from typing import IO, Annotated, Literal
 from pydantic import Field, TypeAdapter, ValidationError
 
 from tunekit._errors import TunekitError
+from tunekit._file_kind import other_kind_name
 from tunekit._file_lock import Release, lock_file
 from tunekit._paths import file_in_the_way
 from tunekit._persisted import STORED, Persisted, known_versions
@@ -284,17 +285,26 @@ def _read_header(path: Path, first: bytes, *, partial: bool) -> TrialLogHeader |
         if first.startswith(_HEADER_START) or _HEADER_START.startswith(first):
             return None
         raise TrialLogError(
-            f"{path} is not a tunekit trial log (it does not start with a trial-log header) and was left as it is; "
-            "give log= a new path or an earlier search's log"
+            f"{path} is not a tunekit trial log ({_what_it_is(path, 'it does not start with a trial-log header')}) and "
+            "was left as it is; give log= a new path or an earlier search's log"
         )
     try:
         return TrialLogHeader.model_validate_json(first, context=STORED)
     except ValidationError as exc:
         _check_version(path, 1, first, "header", TrialLogHeader)
+        what = _what_it_is(path, f"its first line is no trial-log header: {exc.errors()[0]['msg']}")
         raise TrialLogError(
-            f"{path}: the first line is not a tunekit trial-log header ({exc.errors()[0]['msg']}) and the file was "
-            "left as it is; use another path"
+            f"{path} is not a tunekit trial log ({what}) and was left as it is; give log= a new path or an earlier "
+            "search's log"
         ) from None
+
+
+def _what_it_is(path: Path, otherwise: str) -> str:
+    """What the file that is no trial log holds, when it is another tunekit file; else ``otherwise``."""
+    # A committed record given as log= was "the first line is not a trial-log header (Invalid JSON:
+    # EOF while parsing an object)": its first line is "{" of a valid, indented JSON document.
+    kind = other_kind_name(path, "trial log")
+    return f"it is {kind}" if kind else otherwise
 
 
 def _check_version(path: Path, number: int, line: bytes, kind: str, model: type[Persisted]) -> None:

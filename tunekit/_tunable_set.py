@@ -8,9 +8,11 @@ import numbers
 import os
 import typing
 from collections.abc import Callable, Mapping, Sequence
+from types import MethodType
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from tunekit._check import Reference
+from tunekit._restriction_id import restriction_identity
 from tunekit._search_spec import (
     SearchSpec,
     check_build,
@@ -78,6 +80,18 @@ _ISOLATION = "tunekit:isolation"
 
 BoundsFn = Callable[[Any, tuple[Any, ...]], Any]
 """(key, benchmark inputs) -> tk.Bounds; used by the roofline short circuit."""
+
+
+def _build_identity(build: Callable[..., object]) -> str:
+    """A digest of what ``build`` makes candidates from: its code, the module helpers it calls, the plain data it reads.
+
+    The restriction identity of the space hash, for the same reason: an edited build measured
+    other kernels than the cached winner's, yet re-used its winners, trial logs and records.
+    A bound method counts by its function alone: the object's state (a client's clock and
+    counters) changes as it runs, and with it the checksum of every set made later.
+    """
+    fn = build.__func__ if isinstance(build, MethodType) else build
+    return hashlib.sha256(restriction_identity(fn).encode()).hexdigest()[:32]
 
 
 def _check_key_annotation(key: Callable[..., object]) -> None:
@@ -161,8 +175,10 @@ class TunableSet(Generic[K, Out]):
 
         ``build(config)`` is called lazily, at a candidate's first run, so a space of
         compiled kernels compiles only what is measured and a build error is that
-        candidate's failure. The space's hash enters the checksum. Every configuration is
-        enumerated here: for spaces too big to measure whole, search them with ``tk.search``.
+        candidate's failure. The space's hash and ``build``'s code enter the checksum, so
+        editing either re-tunes, starts new trial logs and refuses records made before.
+        Every configuration is enumerated here: for spaces too big to measure whole, search
+        them with ``tk.search``.
         """
         # key is a plain Callable, not KeyGenerator[K2]: mypy cannot infer a lambda's type against
         # a generic Protocol while it also solves O2 from build, so `key=lambda x: Key(...)` failed.
@@ -182,6 +198,7 @@ class TunableSet(Generic[K, Out]):
             TunableSet(key, inputs)
             .with_tunables(tunables)
             .with_extra("checksum:space", space.hash)
+            .with_extra("checksum:build", _build_identity(build))
             .with_extra("space", space)
         )
 
@@ -390,7 +407,10 @@ class TunableSet(Generic[K, Out]):
         return self._names.get(name)
 
     def checksum(self) -> str:
-        """Stable hash of the candidates: names in order, each version, and source hashes.
+        """Stable hash of the candidates: names in order, each version, and the ``checksum:`` extras.
+
+        Those hold what else decides the candidates: a space's hash, ``from_space``'s build
+        code, an OpenCL template's kernel source.
 
         A cached winner whose checksum differs was measured against other candidates
         and is re-tuned.
