@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 import tunekit as tk
+import tunekit._space
 
 
 @pytest.fixture(autouse=True)
@@ -24,3 +25,14 @@ def isolated_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterat
     yield cache_dir
     monkeypatch.undo()
     tk.configure()
+
+
+@pytest.fixture
+def few_hopeless_draws(monkeypatch: pytest.MonkeyPatch) -> int:
+    """Gives up on a space too big to walk after 20,000 draws that found nothing valid, not 500,000 (~4 s each).
+
+    For tests of what happens at that limit, not of its value: test_space's sampling test keeps the real one.
+    """
+    draws = 20_000
+    monkeypatch.setattr(tunekit._space, "_HOPELESS_DRAWS", draws)
+    return draws

@@ -7,6 +7,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 HEADER = textwrap.dedent(
     """
     from typing import Annotated
@@ -30,20 +32,20 @@ HEADER = textwrap.dedent(
 )
 
 
-def _mypy(tmp_path: Path, body: str, header: str = HEADER) -> subprocess.CompletedProcess[str]:
+@pytest.fixture(scope="module")
+def mypy_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One cache for the module's runs: a cold run re-reads numpy, pydantic and tunekit (~10 s), a warm one ~0.5 s.
+
+    It starts empty each session, so it never holds an older tunekit; mypy re-checks any module whose source changed.
+    """
+    return tmp_path_factory.mktemp("mypy_cache")
+
+
+def _mypy(tmp_path: Path, cache: Path, body: str, header: str = HEADER) -> subprocess.CompletedProcess[str]:
     source = tmp_path / "user_code.py"
     source.write_text(header + textwrap.dedent(body))
     return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "mypy",
-            "--strict",
-            "--no-incremental",
-            "--cache-dir",
-            str(tmp_path / "mc"),
-            str(source),
-        ],
+        [sys.executable, "-m", "mypy", "--strict", "--cache-dir", str(cache), str(source)],
         capture_output=True,
         text=True,
         check=False,
@@ -51,9 +53,10 @@ def _mypy(tmp_path: Path, body: str, header: str = HEADER) -> subprocess.Complet
     )
 
 
-def test_correct_user_code_passes(tmp_path: Path) -> None:
+def test_correct_user_code_passes(tmp_path: Path, mypy_cache: Path) -> None:
     result = _mypy(
         tmp_path,
+        mypy_cache,
         """
         def row_sum(client: CpuClient, x: np.ndarray) -> np.ndarray:
             tunables = TUNER.init(lambda: tk.TunableSet(key=lambda x: SumKey(n=x.shape[1], dtype=str(x.dtype)))
@@ -66,9 +69,10 @@ def test_correct_user_code_passes(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stdout
 
 
-def test_tunable_returning_wrong_type_is_a_type_error(tmp_path: Path) -> None:
+def test_tunable_returning_wrong_type_is_a_type_error(tmp_path: Path, mypy_cache: Path) -> None:
     result = _mypy(
         tmp_path,
+        mypy_cache,
         """
         def row_sum(client: CpuClient, x: np.ndarray) -> np.ndarray:
             tunables = TUNER.init(lambda: tk.TunableSet(key=lambda x: SumKey(n=x.shape[1], dtype=str(x.dtype)))
@@ -81,9 +85,10 @@ def test_tunable_returning_wrong_type_is_a_type_error(tmp_path: Path) -> None:
     assert 'incompatible type "Callable[[], TunableSet[SumKey, int | ndarray' in result.stdout
 
 
-def test_wrong_key_type_and_wrong_field_are_type_errors(tmp_path: Path) -> None:
+def test_wrong_key_type_and_wrong_field_are_type_errors(tmp_path: Path, mypy_cache: Path) -> None:
     result = _mypy(
         tmp_path,
+        mypy_cache,
         """
         def width(x: np.ndarray) -> int:
             return int(x.shape[1])
@@ -99,10 +104,11 @@ def test_wrong_key_type_and_wrong_field_are_type_errors(tmp_path: Path) -> None:
     assert 'Argument "n" to "SumKey" has incompatible type "str"' in result.stdout
 
 
-def test_from_space_with_a_lambda_key_type_checks_and_carries_the_key(tmp_path: Path) -> None:
+def test_from_space_with_a_lambda_key_type_checks_and_carries_the_key(tmp_path: Path, mypy_cache: Path) -> None:
     # from_space(..., key=lambda x: SumKey(...)) failed mypy with "Cannot infer type of lambda".
     result = _mypy(
         tmp_path,
+        mypy_cache,
         """
         from collections.abc import Callable
 
@@ -129,11 +135,12 @@ def test_from_space_with_a_lambda_key_type_checks_and_carries_the_key(tmp_path: 
     assert 'expected "SumKey"' in result.stdout
 
 
-def test_a_search_results_best_needs_no_none_check(tmp_path: Path) -> None:
+def test_a_search_results_best_needs_no_none_check(tmp_path: Path, mypy_cache: Path) -> None:
     # tk.search never returns a result without a winner, yet best was typed Trial | None, so the
     # documented `result.best.config` failed mypy --strict with 'Item "None" ... has no attribute'.
     result = _mypy(
         tmp_path,
+        mypy_cache,
         """
         SPACE = tk.Space(SCALE=[1, 2])
 
@@ -149,10 +156,11 @@ def test_a_search_results_best_needs_no_none_check(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stdout
 
 
-def test_a_misspelt_strategy_name_is_a_type_error(tmp_path: Path) -> None:
+def test_a_misspelt_strategy_name_is_a_type_error(tmp_path: Path, mypy_cache: Path) -> None:
     # strategy was typed StrategyName | str, so mypy passed "bayes" and the search failed at run time.
     result = _mypy(
         tmp_path,
+        mypy_cache,
         """
         SPACE = tk.Space(SCALE=[1, 2])
         CHOSEN: tk.StrategyName = "model_ils"
@@ -168,10 +176,11 @@ def test_a_misspelt_strategy_name_is_a_type_error(tmp_path: Path) -> None:
     assert "'bayes'" in errors[0] and "'simulated_annealing'" in errors[1], result.stdout
 
 
-def test_a_set_or_a_dict_of_values_is_a_type_error_and_ordered_values_are_not(tmp_path: Path) -> None:
+def test_a_set_or_a_dict_of_values_is_a_type_error_and_ordered_values_are_not(tmp_path: Path, mypy_cache: Path) -> None:
     # Space's values were typed Iterable[ParamValue], so mypy passed tk.Space(A={1, 2}), refused at run time.
     result = _mypy(
         tmp_path,
+        mypy_cache,
         """
         from tunekit_backends.opencl import KernelTemplate
 
@@ -224,9 +233,10 @@ TEMPLATE_HEADER = textwrap.dedent(
 )
 
 
-def test_a_kernel_template_carries_its_key_type(tmp_path: Path) -> None:
+def test_a_kernel_template_carries_its_key_type(tmp_path: Path, mypy_cache: Path) -> None:
     result = _mypy(
         tmp_path,
+        mypy_cache,
         """
         typed: KernelTemplate[MatKey] = MAT  # inferred from the geometry's key parameter
 
@@ -248,10 +258,11 @@ def test_a_kernel_template_carries_its_key_type(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stdout
 
 
-def test_a_kernel_template_of_another_key_is_a_type_error(tmp_path: Path) -> None:
+def test_a_kernel_template_of_another_key_is_a_type_error(tmp_path: Path, mypy_cache: Path) -> None:
     """Regression: KernelTemplate was not generic, so a template for MatKey made sets of any key mypy accepted."""
     result = _mypy(
         tmp_path,
+        mypy_cache,
         """
         def wrong_key(client: OpenCLClient) -> None:
             MAT.tunable_set(client, key=vec_key)
@@ -276,10 +287,11 @@ def test_a_kernel_template_of_another_key_is_a_type_error(tmp_path: Path) -> Non
     assert '"VecKey" has no attribute "m"' in errors[3]
 
 
-def test_seeding_a_record_checks_the_key_class_against_the_tuner(tmp_path: Path) -> None:
+def test_seeding_a_record_checks_the_key_class_against_the_tuner(tmp_path: Path, mypy_cache: Path) -> None:
     # Record.seed took LocalTuner[Any, Any], TunableSet[Any, Any] and any type: a wrong key class type-checked.
     result = _mypy(
         tmp_path,
+        mypy_cache,
         """
         @tk.autotune_key
         class OtherKey:
