@@ -345,7 +345,7 @@ def test_a_batch_with_nothing_left_to_measure_adds_no_sampling_stopped_event() -
     tunables = (
         tk.TunableSet(key=lambda xs: SizeKey(n=len(xs)))
         .with_tunable(tk.Tunable("broken", broken).group(group, lambda key: 2))
-        .with_tunable(tk.Tunable("fallback", lambda xs: sum(xs)).group(group, lambda key: 1))
+        .with_tunable(tk.Tunable("fallback", sum).group(group, lambda key: 1))
     )
     client = CpuClient()
     assert tuner.execute(client.device_id, client, tunables, (list(range(100)),)) == sum(range(100))
