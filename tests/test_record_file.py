@@ -816,3 +816,20 @@ def test_saving_over_a_file_that_is_no_record_is_refused_and_leaves_it(data: Rep
     empty.touch()
     record.save(empty)  # nothing there to lose
     assert tk.Record.load(empty).model() == record.model()
+
+
+def test_an_entry_deleted_from_a_loaded_record_stays_deleted_when_saved(data: ReplayData, tmp_path: Path) -> None:
+    """Regression: save merged the file's entries back, so `del record.entries[k]; record.save(path)` kept k."""
+    path = tmp_path / "r.json"
+    _, tunables = committed(data, path)
+    record = tk.Record.load(path)
+    (stale, *kept) = sorted(record.entries)
+    assert kept
+    del record.entries[stale]
+    record.save(path)
+    assert sorted(tk.Record.load(path).entries) == kept
+    client = ReplayClient(data)
+    again = tk.Record.load_verified(path, tunables, client.device_id)
+    again.add(Shape(n=100), tk.search(data.space, client.kernel, client, (), tuner="replayed", key=Shape(n=100)))
+    again.save(path)  # nothing deleted this time: the file keeps every key it had
+    assert len(tk.Record.load(path).entries) == len(kept) + 1

@@ -145,6 +145,9 @@ class Record:
     _added: set[str] = field(default_factory=set, init=False, repr=False, compare=False)
     """Keys added (``add``, ``add_tune``) since the record was made, loaded or last saved: ``save``
     writes these over the file's entries and keeps the file's others."""
+    _held: set[str] = field(default_factory=set, init=False, repr=False, compare=False)
+    """Keys the record held when it was loaded or last saved: one of them no longer in ``entries``
+    was removed by the caller (``del record.entries[k]``), and ``save`` drops it from the file too."""
     _config_named: bool = field(default=False, init=False, repr=False, compare=False)
     """Without a set: the entries were found named ``config.name``. Checked once, since ``add``
     then writes only such names (checked at every name of every ``add``, it read every entry each time)."""
@@ -380,12 +383,13 @@ class Record:
 
         A record of the same tuner, device, candidates, space and autotune level already at
         ``path`` is added to, not replaced: its entries for keys this record did not add since
-        it was made or loaded are kept, so processes that each add their keys to one file (one
-        run per shape, in parallel) lose none of them. Read, merge and write happen under a
-        lock on the directory. This record then holds the merged entries. A record of another
-        provenance is replaced; a file holding anything else (a trial log, a Kernel Tuner cache, a
-        record of another schema version) raises FileExistsError and is left as it is. The file
-        keeps the mode of the one it replaces; a new one gets the mode of a plain
+        it was made or loaded are kept (but for those deleted from ``entries`` after a load),
+        so processes that each add their keys to one file (one run per shape, in parallel) lose
+        none of them. Read, merge and write happen under a lock on the directory. This record
+        then holds the merged entries. A record of another provenance is replaced; a file
+        holding anything else (a trial log, a Kernel Tuner cache, a record of another schema
+        version) raises FileExistsError and is left as it is. The file keeps the mode of the
+        one it replaces; a new one gets the mode of a plain
         ``open(path, "w")``, so a committed record is readable wherever it is checked out.
         """
         path = Path(path).expanduser()  # else "~/gemm.json" was saved under a directory named "~"
@@ -405,6 +409,7 @@ class Record:
                 self._merge_saved(path)
                 write_atomic(path, self.model().model_dump_json(indent=2) + "\n")
             self._added.clear()
+            self._held = set(self.entries)
         except (IsADirectoryError, FileExistsError):  # their messages say what to give
             raise
         except OSError as exc:
@@ -445,7 +450,9 @@ class Record:
         fields = None if saved.anchored_fields is None else tuple(saved.anchored_fields)
         if not same or (self.anchored_fields is not None and fields is not None and fields != self.anchored_fields):
             return
-        merged = {_entry_key(e): e for e in saved.entries}
+        # An entry removed from a loaded record stays removed: merged back from the file, it could not be dropped.
+        removed = self._held - set(self.entries)
+        merged = {k: e for e in saved.entries if (k := _entry_key(e)) not in removed}
         # A loaded entry that another process has since re-tuned is not put back over the newer one.
         merged.update({k: e for k, e in self.entries.items() if k in self._added or k not in merged})
         self.entries = merged
@@ -485,7 +492,7 @@ class Record:
                 f"{path} is not a valid tunekit record file (schema_version {' and '.join(map(str, known))}): "
                 f"{validation_text(exc, whole='file')}"
             ) from None
-        return cls(
+        record = cls(
             tuner=data.tuner,
             device_id=data.device_id,
             checksum=data.checksum,
@@ -496,6 +503,8 @@ class Record:
             anchored_fields=None if data.anchored_fields is None else tuple(data.anchored_fields),
             newer_fields=dict(data.model_extra or {}),
         )
+        record._held = set(record.entries)
+        return record
 
     @classmethod
     def load_verified(
