@@ -798,7 +798,14 @@ def test_saving_over_a_file_that_is_no_record_is_refused_and_leaves_it(data: Rep
     source = tmp_path / "gemm.py"
     source.write_text("print('the kernel')\n")
     kt_cache = write_cache(tmp_path / "kt.json")
+    # This version's record, hand-merged with one key twice: it was said to be another version's.
+    _, _ = committed(data, tmp_path / "merged.json")
+    merged = tmp_path / "merged.json"
+    doubled = json.loads(merged.read_text())
+    doubled["entries"].append(doubled["entries"][0])
+    merged.write_text(json.dumps(doubled))
     says = {
+        merged: r"it holds a committed record that does not validate \(tk.Record.load says why",
         log: "it holds a trial log",
         kt_cache: "it holds a Kernel Tuner cache file",
         newer: "it holds a committed record of schema_version 2, written by another tunekit version",

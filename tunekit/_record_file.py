@@ -682,8 +682,12 @@ def _same_buckets(made: AutotuneLevel, running: AutotuneLevel) -> bool:
 
 def _not_replaced(path: Path) -> str:
     """Why ``save`` leaves the file at ``path`` alone: what it holds, and what to do."""
-    if (version := _schema_version(path)) is not None:
+    known = known_versions(RecordFile)
+    if (version := _schema_version(path)) is not None and version not in known:
         what = f"a committed record of schema_version {version!r}, written by another tunekit version"
+    elif version is not None:
+        # This version's record that does not validate (a hand-merged file with a key twice): not another version's.
+        what = "a committed record that does not validate (tk.Record.load says why; fix or delete it)"
     elif kind := other_kind_name(path, "committed record"):
         what = kind
     else:
