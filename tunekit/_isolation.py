@@ -26,7 +26,7 @@ import numbers
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -125,16 +125,29 @@ def current_run_policy() -> RunPolicy:
     return policy if policy is not None else _policy(None, current())
 
 
+WORKER_FACTORY_FIX = (
+    "give the set a worker factory, which builds its own client in a fresh interpreter: "
+    "tunables.with_isolation('process', worker=build), where build(key_fields, *, device_id, locator) -> "
+    "(client, tunables, inputs) is a function at the top level of a module (docs/robustness.md)"
+)
+"""The fix offered first to a caller that can take a worker factory (a tuner; ``tk.search`` cannot)."""
+
+
 def refuse_unforkable(
-    client: Client, own: Isolation | None, settings: Settings, *, where: str, takes_worker: bool = True
+    client: Client,
+    own: Isolation | None,
+    settings: Settings,
+    *,
+    where: str,
+    other_fixes: Sequence[str] = (WORKER_FACTORY_FIX,),
 ) -> None:
     """Refuse, before any candidate runs, a forked worker for a client that cannot be used in one.
 
     Forked, such a client (an OpenCL context) hangs at the first launch: each candidate ran into
     its time limit (8 variants, 60 s each: 8 minutes) and the tune ended in NoValidKernelFound
     with nothing saying why. ``own`` is the set's ``with_isolation`` (None: the settings decide);
-    ``where`` names the call, as in ``tuner 'gemm'``; ``takes_worker``: whether the caller can
-    give a worker factory (``tk.search`` cannot), to offer only the fixes that apply.
+    ``where`` names the call, as in ``tuner 'gemm'``; ``other_fixes``: what the caller can do
+    besides timing in this process, offered first (only the fixes that apply to it).
     """
     if not _policy(own, settings).isolated or (own is not None and own.worker is not None):
         return
@@ -147,13 +160,7 @@ def refuse_unforkable(
     else:
         asked = "isolation='process' (TUNEKIT_ISOLATION or tk.configure) forks this process"
         in_process = "TUNEKIT_ISOLATION=none or tk.configure(isolation='none')"
-    fixes = f"time the candidates in this process: {in_process}"
-    if takes_worker:
-        fixes = (
-            "give the set a worker factory, which builds its own client in a fresh interpreter: "
-            "tunables.with_isolation('process', worker=build), where build(key_fields, *, device_id, locator) -> "
-            f"(client, tunables, inputs) is a function at the top level of a module (docs/robustness.md); or {fixes}"
-        )
+    fixes = "; or ".join([*other_fixes, f"time the candidates in this process: {in_process}"])
     raise TunekitError(
         f"{where}: {asked} to time candidates, but {client!r} cannot be used in a forked process: {hazard}, "
         f"so every candidate would hang until its time limit. To tune on it, {fixes}"

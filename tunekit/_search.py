@@ -572,7 +572,7 @@ def search(
     args = tuple(inputs)
     settings = _settings.current()
     where = f"tk.search(tuner={tuner!r})"
-    refuse_unforkable(client, None, settings, where=where, takes_worker=False)  # before the trial log is opened
+    refuse_unforkable(client, None, settings, where=where, other_fixes=())  # before the trial log is opened
 
     # One gate for the whole search: the reference runs once, and every batch is checked on the
     # inputs as they were at the first check (timed runs of in-place kernels change them).
