@@ -576,3 +576,45 @@ def test_a_huge_space_whose_only_valid_point_is_an_incumbent_ends_exhausted_with
         max_evals=5,
     )
     assert result.stopped_by == "exhausted" and [t.config.values_tuple for t in result.trials] == [(7, 0, 0, 0)]
+
+
+def test_search_gates_each_configuration_against_the_reference_before_timing_it(tmp_path: Path) -> None:
+    """tk.search had no correctness gate: a wrong kernel (CHUNK 256 skips its last chunk) was timed and could win."""
+
+    def build(config: tk.Config) -> Any:
+        def axpy(x: np.ndarray, y: np.ndarray) -> None:
+            stop = len(x) - config.CHUNK if config.CHUNK == 256 else len(x)  # the wrong one: fastest, skips work
+            for start in range(0, stop, config.CHUNK):
+                y[start : start + config.CHUNK] += 2 * x[start : start + config.CHUNK]
+
+        return axpy
+
+    space = tk.Space(CHUNK=[8, 16, 32, 64, 128, 256])
+    client = CpuClient()
+    log = tmp_path / "axpy.jsonl"
+    result = tk.search(
+        space,
+        build,
+        client,
+        (np.arange(1024.0), np.ones(1024)),
+        tuner="axpy",
+        strategy="exhaustive",
+        batch=2,
+        log=log,
+        reference=lambda x, y: 2 * x + y,
+        outputs=[1],
+    )
+    by_chunk = {t.config.CHUNK: t.outcome for t in result.trials}
+    wrong = by_chunk[256]
+    assert isinstance(wrong, tk.Failed) and wrong.stage == "check", wrong
+    # Every correct one passed, in every batch: their in-place writes did not spoil later checks.
+    assert all(isinstance(by_chunk[c], tk.Measured) for c in (8, 16, 32, 64, 128)), by_chunk
+    assert result.best is not None and result.best.config.CHUNK != 256
+    assert '"stage":"check"' in log.read_text().replace(" ", "")
+
+
+def test_search_refuses_a_reference_that_is_not_callable_before_measuring() -> None:
+    with pytest.raises(TypeError, match=r"tk.search\(reference=...\) takes a callable"):
+        tk.search(tk.Space(A=[1]), lambda c: lambda: 1, CpuClient(), (), tuner="t", reference=3)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"tk.search\(outputs=...\) takes a list"):
+        tk.search(tk.Space(A=[1]), lambda c: lambda: 1, CpuClient(), (), tuner="t", reference=abs, outputs=1)  # type: ignore[arg-type]

@@ -19,13 +19,14 @@ import numpy as np
 
 from tunekit import _settings
 from tunekit._benchmark import BenchmarkDurations
+from tunekit._check import Gate, Reference, ReferenceFailed
 from tunekit._client import Client, require_client
 from tunekit._errors import NoValidKernelFound, TunekitError
-from tunekit._isolation import open_runner, refuse_unforkable
+from tunekit._isolation import check_candidate, open_runner, refuse_unforkable
 from tunekit._key import is_autotune_key, key_to_dict
 from tunekit._outcome import Failed, Measured, Outcome, Skipped, outcome_reason
 from tunekit._records import AutotuneRecord, CandidateRecord, SearchEnded
-from tunekit._schedule import measure_batch
+from tunekit._schedule import candidate_failure, measure_batch
 from tunekit._search_spec import (
     check_build,
     check_search_args,
@@ -457,6 +458,36 @@ def no_winner_note(ended: SearchEnded, log: str | Path | None) -> str:
 _BUDGETS = ("max_evals", "max_seconds")
 
 
+def _search_reference(
+    reference: Callable[..., Any], outputs: Sequence[int] | None, rtol: float, atol: float
+) -> Reference:
+    """``tk.search``'s check, validated before anything runs (as ``with_reference`` validates a set's)."""
+    if not callable(reference):
+        raise TypeError(f"tk.search(reference=...) takes a callable (*inputs) -> expected, got {reference!r}")
+    for name, value in (("rtol", rtol), ("atol", atol)):
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            raise TypeError(f"tk.search({name}=...) takes a number, got {value!r}")
+    if outputs is not None and (not isinstance(outputs, Sequence) or isinstance(outputs, str | bytes)):
+        raise TypeError(f"tk.search(outputs=...) takes a list of argument positions, e.g. outputs=[1], got {outputs!r}")
+    return Reference(reference, None if outputs is None else tuple(outputs), float(rtol), float(atol))
+
+
+def _check_batch(runner: Any, gate: Gate, tunables: TunableSet[Any, Any]) -> dict[int, Outcome]:
+    """Run the gate on every candidate of a batch: those that fail it (or raise) are never timed."""
+    failed: dict[int, Outcome] = {}
+    for index in range(len(tunables.tunables)):
+        try:
+            check = check_candidate(runner, gate, index, tunables)
+        except ReferenceFailed:  # the user's reference, not a candidate: the search stops with it
+            raise
+        except Exception as exc:
+            failed[index] = candidate_failure(exc)
+            continue
+        if not check.passed:
+            failed[index] = Failed(check.detail, "check")
+    return failed
+
+
 def search(
     space: Space,
     build: Callable[[Config], Callable[..., Any]],
@@ -475,6 +506,10 @@ def search(
     finalists: int = 4,
     sinks: Sequence[RecordSink | Callable[[AutotuneRecord], object]] = (),
     name_of: Callable[[Config], str] = config_name,
+    reference: Callable[..., Any] | None = None,
+    outputs: Sequence[int] | None = None,
+    rtol: float = 0.0,
+    atol: float = 0.0,
 ) -> SearchResult:
     """Search a space of kernels too big to measure whole; every candidate timed on ``client``.
 
@@ -496,6 +531,10 @@ def search(
     winner is for names it: ``template.name_of`` for an OpenCL ``KernelTemplate``
     (``fill[BLOCK=16]``, as its tuner and ``tk.Record`` name it); by default ``config.name``
     (``BLOCK=16``, as ``TunableSet.from_space`` names it).
+    ``reference``, ``outputs``, ``rtol``, ``atol``: the correctness gate of
+    ``TunableSet.with_reference``: each configuration runs once on fresh copies of the inputs
+    and is timed only if its outputs match ``reference(*inputs)``; one that does not is a
+    failure (stage ``check``) in the result, the log and the record.
 
     Raises ``tk.NoValidKernelFound`` (listing each configuration and why it failed) when no
     evaluated configuration could be measured, as ``execute`` does, after emitting the
@@ -535,20 +574,27 @@ def search(
     where = f"tk.search(tuner={tuner!r})"
     refuse_unforkable(client, None, settings, where=where, takes_worker=False)  # before the trial log is opened
 
+    # One gate for the whole search: the reference runs once, and every batch is checked on the
+    # inputs as they were at the first check (timed runs of in-place kernels change them).
+    gate = None if reference is None else Gate(client, args, _search_reference(reference, outputs, rtol, atol))
+
     def evaluate(configs: Sequence[Config]) -> Mapping[Config, Outcome]:
         tunables: TunableSet[Any, Any] = TunableSet(key=lambda *_: None).with_tunables(
             [Tunable(name_of(c), LazyBuild(build, c)) for c in configs]
         )
-        with open_runner(client, tunables, args, settings, key=key, where=where) as runner:
+        failed: dict[int, Outcome] = {}
+        with open_runner(client, tunables, args, settings, key=key, where=where, gate=gate) as runner:
+            if gate is not None:
+                failed = _check_batch(runner, gate, tunables)
             measured = measure_batch(
                 runner,
-                range(len(configs)),
+                [i for i in range(len(configs)) if i not in failed],
                 settings,
                 client=client,
                 names=tunables.names,
                 lone_samples=settings.min_samples,
             )
-        ranked = Ranked({c: measured.get(i, Skipped("not measured")) for i, c in enumerate(configs)})
+        ranked = Ranked({c: failed.get(i) or measured.get(i, Skipped("not measured")) for i, c in enumerate(configs)})
         ranked.ranking = tuple(configs[i] for i in measured.ranking)
         return ranked
 
