@@ -143,7 +143,10 @@ def _kt_file(path: str) -> tuple[str, dict[str, Any]]:
         texts = {n: {str(v) for v in doc["tune_params"][n]} for n in names}
         cache = {}
         for key, entry in doc.pop("cache").items():
-            as_listed = all(part in texts[n] for n, part in zip(names, key.split(","), strict=False))
+            # A key with a part per parameter, each a listed value's text; else Kernel Tuner's own key (its
+            # test fixture open_cache_looks_like_closed.json keys "16,1" for three parameters).
+            parts = key.split(",")
+            as_listed = len(parts) == len(names) and all(part in texts[n] for n, part in zip(names, parts, strict=True))
             cache[key if as_listed else ",".join(str(entry.get(n)) for n in names)] = entry
         doc = {"device_name": "", "kernel_name": "kernel", **doc, "cache": cache}
         copy = Path(tempfile.mkdtemp(prefix="kt-cache-")) / "cache.json"

@@ -228,3 +228,16 @@ def test_a_mixed_type_parameter_runs_and_is_scored_by_kernel_tuners_key_text(
     args = [str(path), "--only", str(tmp_path), "--seeds", "2", "--kt", "none", "--tunekit", "auto"]
     assert bench.main([*args, "--results", str(tmp_path / "results.jsonl")]) == 0
     assert "mixed: 220 valid configurations" in capsys.readouterr().out
+
+
+def test_kernel_tuners_copy_rekeys_a_key_with_too_few_parts_as_kernel_tuner_looks_up(tmp_path: Path) -> None:
+    """Keys "16,1" for three parameters passed as listed, so the bench's restriction admitted nothing (max_fevals 0)."""
+    bench = load_bench()
+    params: dict[str, list[Any]] = {"bx": [16, 32], "by": [1, 2], "obj": [{}]}
+    cache = {f"16,{by}": {"bx": 16, "by": by, "obj": {}, "time": 1.0 + by} for by in (1, 2)}
+    path = tmp_path / "short_keys.json"
+    path.write_text(
+        json.dumps({"kernel_name": "k", "tune_params_keys": list(params), "tune_params": params, "cache": cache})
+    )
+    _, read = bench._kt_file(str(path))
+    assert set(read["cache"]) == {"16,1,{}", "16,2,{}"} == set(bench._valid_means(str(path)))
