@@ -242,9 +242,21 @@ def test_a_file_that_is_not_a_record_is_refused(tmp_path: Path) -> None:
 
 
 def test_seeding_another_tuner_is_refused(data: ReplayData, tmp_path: Path) -> None:
-    record, tunables = committed(data, tmp_path / "r.json")
-    with pytest.raises(tk.RecordMismatch, match="tuner 'replayed'"):
+    """Regression: seed's refusal named the two tuners but not what to do (load_verified's says it)."""
+    _, tunables = committed(data, tmp_path / "r.json")
+    record = tk.Record.load(tmp_path / "r.json")
+    with pytest.raises(tk.RecordMismatch) as refused:
         record.seed(tk.LocalTuner("other"), tunables, Shape)
+    assert str(refused.value) == (
+        "this record does not apply here: it is for tuner 'replayed', this is tuner 'other'; seed the tuner it was "
+        "made for (tk.LocalTuner('replayed')), or the record committed for 'other' into this one "
+        "(tk.Record.load_verified(path, tunables, device_id, tuner=...) checks both at load), "
+        "or re-tune and commit a new record"
+    )
+    elsewhere = tk.LocalTuner[Shape, Any]("replayed").tuner("replay:another/gpu")
+    device = r"this tuner runs on 'replay:another/gpu'; seed the record committed for 'replay:another/gpu'"
+    with pytest.raises(tk.RecordMismatch, match=device):
+        record.seed(elsewhere, tunables, Shape)
 
 
 def test_load_verified_refuses_a_record_made_for_another_tuner(data: ReplayData, tmp_path: Path) -> None:

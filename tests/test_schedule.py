@@ -330,3 +330,26 @@ def test_a_client_closed_during_the_runoff_stops_it_instead_of_crowning_the_othe
     )
     with pytest.raises(tk.ClientClosed, match="the test's CPU client was closed"):
         runoff(InProcessRunner(client, tunables, ()), 0, 1, max_pairs=8)
+
+
+def test_a_batch_with_nothing_left_to_measure_adds_no_sampling_stopped_event() -> None:
+    """Regression: a batch whose candidates all raised recorded sampling_stopped(one_left, survivors=[])."""
+    tk.configure(warmup_ms=1.0)
+    records: list[tk.AutotuneRecord] = []
+    tuner: tk.LocalTuner[SizeKey, int] = tk.LocalTuner("nothing-left", sinks=[records.append])
+    group = tk.TuneGroup("g", lambda key: 1)
+
+    def broken(xs: list[int]) -> int:
+        raise RuntimeError("no kernel for this device")
+
+    tunables = (
+        tk.TunableSet(key=lambda xs: SizeKey(n=len(xs)))
+        .with_tunable(tk.Tunable("broken", broken).group(group, lambda key: 2))
+        .with_tunable(tk.Tunable("fallback", sum).group(group, lambda key: 1))
+    )
+    client = CpuClient()
+    assert tuner.execute(client.device_id, client, tunables, (list(range(100)),)) == sum(range(100))
+    (record,) = records
+    assert record.winner == "fallback"
+    stopped = [e for e in record.events if isinstance(e, tk.SamplingStopped)]
+    assert [(e.reason, e.survivors) for e in stopped] == [("one_left", ["fallback"])]

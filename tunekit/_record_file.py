@@ -571,10 +571,7 @@ class Record:
         if isinstance(tuner, LocalTuner):
             tuner = tuner.tuner(self.device_id)
         if tuner.name != self.tuner or tuner.device_id != self.device_id:
-            raise RecordMismatch(
-                f"this record is for tuner {self.tuner!r} on {self.device_id!r}, "
-                f"not tuner {tuner.name!r} on {tuner.device_id!r}"
-            )
+            raise RecordMismatch(_not_this_tuner(self, tuner))
         if strangers := _not_candidates(self.entries.values(), tunables):
             raise RecordMismatch(
                 f"{strangers} in this record's rankings are not candidates of {tunables!r}; "
@@ -619,6 +616,28 @@ def _tuner_name(where: str, tuner: object) -> str | None:
     raise TypeError(
         f"{where}(tuner=...) takes the tuner the record serves: its name (a non-empty str) or the tk.LocalTuner, "
         f"got {tuner!r}"
+    )
+
+
+def _not_this_tuner(record: Record, tuner: Tuner) -> str:
+    """Why ``record`` cannot seed ``tuner`` (another tuner's or device's winners), and what to do."""
+    problems, remedies = [], []
+    if tuner.name != record.tuner:
+        problems.append(f"it is for tuner {record.tuner!r}, this is tuner {tuner.name!r}")
+        remedies.append(
+            f"seed the tuner it was made for (tk.LocalTuner({record.tuner!r})), or the record committed for "
+            f"{tuner.name!r} into this one"
+        )
+    if tuner.device_id != record.device_id:
+        problems.append(f"it was measured on device {record.device_id!r}, this tuner runs on {tuner.device_id!r}")
+        remedies.append(f"seed the record committed for {tuner.device_id!r}")
+    return (
+        "this record does not apply here: "
+        + "; ".join(problems)
+        + "; "
+        + "; ".join(remedies)
+        + " (tk.Record.load_verified(path, tunables, device_id, tuner=...) checks both at load), "
+        "or re-tune and commit a new record"
     )
 
 

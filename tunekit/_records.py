@@ -187,7 +187,9 @@ StopReason = Literal["decided", "two_left", "one_left", "max_samples", "short_ci
 
 class SamplingStopped(Persisted):
     """Why the rounds ended: one left after eliminations (decided), two close finalists left
-    (the runoff decides), a single candidate, ``max_samples`` reached, or a short circuit."""
+    (the runoff decides), a single candidate, ``max_samples`` reached, or a short circuit.
+
+    Never empty: a batch whose candidates all failed has no rounds to stop, and no such event."""
 
     kind: Literal["sampling_stopped"] = "sampling_stopped"
     reason: StopReason

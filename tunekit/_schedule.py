@@ -401,6 +401,10 @@ class _Adaptive:
         )
 
     def stop(self, reason: StopReason, rounds: int) -> None:
+        if not self.live:
+            # Every candidate failed (or none reached the schedule): there was nothing to stop, and
+            # a "one_left" event naming no one read as a tune that measured something.
+            return
         self.events.append(SamplingStopped(reason=reason, rounds=rounds, survivors=[self.name(i) for i in self.live]))
 
     def result(self) -> BatchResult:
