@@ -616,5 +616,7 @@ def test_search_gates_each_configuration_against_the_reference_before_timing_it(
 def test_search_refuses_a_reference_that_is_not_callable_before_measuring() -> None:
     with pytest.raises(TypeError, match=r"tk.search\(reference=...\) takes a callable"):
         tk.search(tk.Space(A=[1]), lambda c: lambda: 1, CpuClient(), (), tuner="t", reference=3)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"needs the expected outputs: pass reference=fn"):
+        tk.search(tk.Space(A=[1]), lambda c: lambda: 1, CpuClient(), (), tuner="t", outputs=[0])
     with pytest.raises(TypeError, match=r"tk.search\(outputs=...\) takes a list"):
         tk.search(tk.Space(A=[1]), lambda c: lambda: 1, CpuClient(), (), tuner="t", reference=abs, outputs=1)  # type: ignore[arg-type]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import sys
@@ -111,10 +112,10 @@ print(tk.TunableSet.from_space(tk.Space(BLOCK=[1, 2, 4]), kernels.build, key=lam
 """
 
 
-def _checksum_in_a_new_process(tmp_path: Path, module_text: str) -> str:
-    (tmp_path / "kernels.py").write_text(module_text)
+def _checksum_in_a_new_process(folder: Path, module_text: str) -> str:
+    (folder / "kernels.py").write_text(module_text)
     done = subprocess.run(
-        [sys.executable, "-c", _CHECKSUM_SCRIPT, str(tmp_path)],
+        [sys.executable, "-c", _CHECKSUM_SCRIPT, str(folder)],
         check=False,
         capture_output=True,
         text=True,
@@ -138,7 +139,23 @@ def test_from_space_checksum_follows_the_build_code_across_processes(tmp_path: P
     assert _checksum_in_a_new_process(tmp_path, relaid) == first
     assert _checksum_in_a_new_process(tmp_path, original.replace("x * block", "x + block")) != first  # a helper
     assert _checksum_in_a_new_process(tmp_path, original.replace("config.BLOCK)", "config.BLOCK + 1)")) != first
-    assert _checksum_in_a_new_process(tmp_path, original.replace("FACTOR = 2", "FACTOR = 3")) != first  # data read
+    # Values read are not the code (an unseeded array or a path would differ per process): bump version= for those.
+    assert _checksum_in_a_new_process(tmp_path, original.replace("FACTOR = 2", "FACTOR = 3")) == first
+
+
+def test_from_space_checksum_is_the_same_in_every_process_and_checkout_running_the_same_build(tmp_path: Path) -> None:
+    """A build reading an unseeded array or __file__ got a new checksum per process or per clone: always re-tuned."""
+    module = (
+        "import os\nimport numpy as np\n\n"
+        "WEIGHTS = np.random.rand(8)\nHERE = os.path.dirname(__file__)\n\n"
+        "def build(config):\n"
+        "    source = os.path.join(os.path.dirname(__file__), 'k.cl')\n"
+        "    return lambda x: (x * WEIGHTS[config.BLOCK], source, HERE)\n"
+    )
+    first, second = tmp_path / "clone1", tmp_path / "clone2"
+    first.mkdir()
+    second.mkdir()
+    assert _checksum_in_a_new_process(first, module) == _checksum_in_a_new_process(second, module)
 
 
 def test_from_space_checksum_of_a_bound_build_ignores_the_objects_changing_state() -> None:
@@ -152,8 +169,17 @@ def test_from_space_checksum_of_a_bound_build_ignores_the_objects_changing_state
             self.calls += 1
             return lambda: config.A
 
+        def compile(self, source: str, config: tk.Config) -> Any:
+            self.calls += 1
+            return lambda: (source, config.A)
+
     kernels = Kernels()
     space = tk.Space(A=[1, 2])
     before = TunableSet.from_space(space, kernels.build, key=_key).checksum()
+    partial_before = TunableSet.from_space(space, functools.partial(kernels.compile, "src"), key=_key).checksum()
     kernels.build(space.config(A=1))
     assert TunableSet.from_space(space, kernels.build, key=_key).checksum() == before
+    assert (
+        TunableSet.from_space(space, functools.partial(kernels.compile, "src"), key=_key).checksum() == partial_before
+    )
+    assert TunableSet.from_space(space, functools.partial(kernels.build), key=_key).checksum() != partial_before

@@ -25,7 +25,10 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["restriction_identity"]
+__all__ = ["code_identity", "restriction_identity"]
+
+Render = Callable[[object], "str | None"]
+"""The text a value read by the function adds to its identity; None leaves it out."""
 
 # Finding a lambda's own text parses prefixes of its source line: bounded, so a generated line of
 # megabytes, or a line of many lambdas, costs milliseconds before falling back to the code itself.
@@ -39,22 +42,33 @@ _MAX_DEPTH = 3
 
 def restriction_identity(fn: Callable[..., Any]) -> str:
     """What a restriction contributes to the space hash (also shown by ``space.describe()``)."""
-    return _identity(fn, depth=0, seen=set())
+    return _identity(fn, depth=0, seen=set(), render=lambda value: _data_repr(value, 0))
 
 
-def _identity(fn: Callable[..., Any], *, depth: int, seen: set[int]) -> str:
+def code_identity(fn: Callable[..., Any]) -> str:
+    """A function's code alone: its normalised source and that of its module's functions it calls.
+
+    For a ``build``, whose kernels follow its code: the values it reads are left out, because
+    they often differ between processes running the same code (an unseeded array, a path made
+    from ``__file__`` in each checkout, a client's clock), and each difference re-tuned.
+    """
+    return _identity(fn, depth=0, seen=set(), render=lambda value: None)
+
+
+def _identity(fn: Callable[..., Any], *, depth: int, seen: set[int], render: Render) -> str:
     declared = getattr(fn, "fingerprint", None)
     if isinstance(declared, str):
         # A callable object may name its own identity (a lookup table, say, whose source says nothing of the table).
         return f"fingerprint:{declared}"
     if isinstance(fn, functools.partial):
         bound = {f"arg{i}": v for i, v in enumerate(fn.args)} | dict(fn.keywords)
-        return _with(f"partial({_identity(fn.func, depth=depth, seen=seen)})", _data(bound))
+        inner = _identity(fn.func, depth=depth, seen=seen, render=render)
+        return _with(f"partial({inner})", _data(bound, render))
     owner = {"self": fn.__self__} if isinstance(fn, MethodType) else {}
     fn = inspect.unwrap(fn.__func__ if isinstance(fn, MethodType) else fn)
     code = getattr(fn, "__code__", None)
     if not isinstance(code, CodeType):
-        return _object_identity(fn)
+        return _object_identity(fn, render)
     seen.add(id(fn))
     source = _normalised_source(fn, code)
     text = source if source is not None else f"{fn.__qualname__} code:{_code_digest(code)}"
@@ -73,7 +87,7 @@ def _identity(fn: Callable[..., Any], *, depth: int, seen: set[int]) -> str:
         if isinstance(value, FunctionType) and value.__module__ == fn.__module__:
             # A helper of the same module decides the answers too; others (numpy, math) are libraries.
             if depth < _MAX_DEPTH and id(value) not in seen:
-                helpers.append(f"{name}: {_identity(value, depth=depth + 1, seen=seen)}")
+                helpers.append(f"{name}: {_identity(value, depth=depth + 1, seen=seen, render=render)}")
             continue
         values[name] = value
     for i, value in enumerate(getattr(fn, "__defaults__", None) or ()):
@@ -81,7 +95,7 @@ def _identity(fn: Callable[..., Any], *, depth: int, seen: set[int]) -> str:
     values |= getattr(fn, "__kwdefaults__", None) or {}
     for name, obj in owner.items():
         values |= {f"{name}.{k}": v for k, v in getattr(obj, "__dict__", {}).items()}
-    data = _data(values)
+    data = _data(values, render)
     return _with(text, ", ".join([*helpers, data] if data else helpers))
 
 
@@ -89,11 +103,11 @@ def _with(text: str, data: str) -> str:
     return f"{text} with {data}" if data else text
 
 
-def _data(values: dict[str, object]) -> str:
-    """``name=value`` for every plain-data value, sorted; anything else is left out."""
+def _data(values: dict[str, object], render: Render) -> str:
+    """``name=value`` for every value ``render`` names, sorted; anything else is left out."""
     out = []
     for name, value in sorted(values.items()):
-        text = _data_repr(value, 0)
+        text = render(value)
         if text is not None:
             if len(text) > _MAX_VALUE_TEXT:
                 text = f"<sha256:{hashlib.sha256(text.encode()).hexdigest()[:16]}>"
@@ -213,11 +227,11 @@ def _shape_of(node: ast.Lambda) -> str:
     return _shape(inner[0]) if inner else ""
 
 
-def _object_identity(fn: Callable[..., Any]) -> str:
+def _object_identity(fn: Callable[..., Any], render: Render) -> str:
     """A callable object: its class's source (or name) and its plain-data attributes."""
     cls = type(fn)
     try:
         text = ast.unparse(ast.parse(textwrap.dedent(inspect.getsource(cls))))
     except (OSError, TypeError, SyntaxError):
         text = getattr(fn, "__qualname__", cls.__qualname__)
-    return _with(text, _data(dict(getattr(fn, "__dict__", {}))))
+    return _with(text, _data(dict(getattr(fn, "__dict__", {})), render))

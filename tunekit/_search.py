@@ -576,6 +576,12 @@ def search(
 
     # One gate for the whole search: the reference runs once, and every batch is checked on the
     # inputs as they were at the first check (timed runs of in-place kernels change them).
+    if reference is None and (outputs is not None or rtol or atol):
+        # Else ignored: the caller believed the configurations checked, and a wrong one could win.
+        raise TypeError(
+            "tk.search(outputs=, rtol=, atol=) tune the correctness check, which needs the expected outputs: "
+            "pass reference=fn too (fn(*inputs) returns them)"
+        )
     gate = None if reference is None else Gate(client, args, _search_reference(reference, outputs, rtol, atol))
 
     def evaluate(configs: Sequence[Config]) -> Mapping[Config, Outcome]:

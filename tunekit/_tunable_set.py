@@ -8,11 +8,10 @@ import numbers
 import os
 import typing
 from collections.abc import Callable, Mapping, Sequence
-from types import MethodType
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from tunekit._check import Reference
-from tunekit._restriction_id import restriction_identity
+from tunekit._restriction_id import code_identity
 from tunekit._search_spec import (
     SearchSpec,
     check_build,
@@ -83,15 +82,12 @@ BoundsFn = Callable[[Any, tuple[Any, ...]], Any]
 
 
 def _build_identity(build: Callable[..., object]) -> str:
-    """A digest of what ``build`` makes candidates from: its code, the module helpers it calls, the plain data it reads.
+    """A digest of ``build``'s code and of its module's functions it calls (not of the values it reads).
 
-    The restriction identity of the space hash, for the same reason: an edited build measured
-    other kernels than the cached winner's, yet re-used its winners, trial logs and records.
-    A bound method counts by its function alone: the object's state (a client's clock and
-    counters) changes as it runs, and with it the checksum of every set made later.
+    An edited build measured other kernels than the cached winner's, yet re-used its winners,
+    trial logs and records.
     """
-    fn = build.__func__ if isinstance(build, MethodType) else build
-    return hashlib.sha256(restriction_identity(fn).encode()).hexdigest()[:32]
+    return hashlib.sha256(code_identity(build).encode()).hexdigest()[:32]
 
 
 def _check_key_annotation(key: Callable[..., object]) -> None:
