@@ -127,6 +127,44 @@ def test_a_record_for_other_candidates_or_another_space_is_refused(data: ReplayD
         tk.Record.load_verified(tmp_path / "r.json", other_space, client.device_id)
 
 
+def test_a_record_refused_for_an_edited_space_says_what_changed(data: ReplayData, tmp_path: Path) -> None:
+    """Regression: the refusal named two space hashes only, where the trial log says "Z was [0, 1, 2], is [...]"."""
+    path = tmp_path / "r.json"
+    committed(data, path)
+    assert tk.SpaceModel.model_validate(json.loads(path.read_text())["space"]) == data.space.describe()
+    cache = json.loads(data.path.read_text())
+    cache["tune_params"]["Z"] = [0, 1, 2, 3]  # a value added to the space, nothing measured for it
+    data.path.write_text(json.dumps(cache))  # the same file: the same replayed device
+    edited = load_kernel_tuner_cache(data.path)
+    client = ReplayClient(edited)
+    tunables = tk.TunableSet.from_space(edited.space, client.kernel, key=key_of)
+    changed = r"it was searched over space \w+, the running space is \w+ \(Z was \[0, 1, 2\], is \[0, 1, 2, 3\]\);"
+    with pytest.raises(tk.RecordMismatch, match=changed):
+        tk.Record.load_verified(path, tunables, client.device_id)
+    search = tk.search(edited.space, client.kernel, client, (), tuner="replayed", key=Shape(n=1000), max_evals=2)
+    with pytest.raises(tk.RecordMismatch, match=r"this record is for \w+ \(Z was \[0, 1, 2\], is \[0, 1, 2, 3\]\)"):
+        tk.Record.load(path).add(Shape(n=1000), search)
+
+
+def test_a_record_written_before_it_kept_its_space_loads_as_before(data: ReplayData, tmp_path: Path) -> None:
+    """Records committed without the space field still load, verify and refuse (naming the hashes only)."""
+    path = tmp_path / "r.json"
+    _, tunables = committed(data, path)
+    doc = json.loads(path.read_text())
+    del doc["space"]
+    path.write_text(json.dumps(doc))
+    client = ReplayClient(data)
+    record = tk.Record.load_verified(path, tunables, client.device_id)
+    assert record.space is None and len(record.entries) == 2
+    smaller = tk.TunableSet.from_space(tk.Space(X=[1, 2], Y=[16], Z=[0]), client.kernel, key=key_of)
+    with pytest.raises(tk.RecordMismatch, match=r"the running space is \w+; \["):
+        tk.Record.load_verified(path, smaller, client.device_id)
+    # A search of its space added to it completes the file.
+    record.add(Shape(n=100), tk.search(data.space, client.kernel, client, (), tuner="replayed", key=Shape(n=100)))
+    record.save(path)
+    assert json.loads(path.read_text())["space"] == data.space.describe().model_dump(mode="json")
+
+
 def test_timing_only_drift_is_a_warning_not_a_refusal(data: ReplayData, tmp_path: Path) -> None:
     _, tunables = committed(data, tmp_path / "r.json")
     doc = json.loads((tmp_path / "r.json").read_text())

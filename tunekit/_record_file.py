@@ -36,7 +36,7 @@ from tunekit._records import AutotuneRecord, SearchEnded
 from tunekit._search import SearchResult
 from tunekit._search_spec import check_search_names, config_name
 from tunekit._settings import AutotuneLevel
-from tunekit._space import Config, ParamValue
+from tunekit._space import Config, ParamValue, Space, SpaceModel, space_difference
 from tunekit._tunable_set import TunableSet
 from tunekit._tuner import Tuner
 from tunekit._validation_text import validation_text
@@ -89,6 +89,12 @@ class RecordFile(Persisted):
     device_id: str
     checksum: str = Field(description="TunableSet.checksum() of the candidates the winners were chosen from.")
     space_hash: str | None = None
+    space: SpaceModel | None = Field(
+        None,
+        description="The space searched (parameter names and values, restriction identities), kept so that a "
+        "record refused for an edited space says what changed, not only two hashes. None for a set made without "
+        "a space, or in records written before it was kept.",
+    )
     tunekit_version: str = __version__
     autotune_level: AutotuneLevel | None = Field(
         None,
@@ -142,6 +148,8 @@ class Record:
     tunables: TunableSet[Any, Any] | None = field(default=None, repr=False, compare=False)
     """The set the record was made for (``for_tunables``) or verified against (``load_verified``):
     ``add`` names winners as its candidates. None after a plain ``load``: names are ``config.name``."""
+    space: SpaceModel | None = field(default=None, repr=False)
+    """The space of ``space_hash``, described (``Space.describe()``); None: no space, or an older file."""
     _added: set[str] = field(default_factory=set, init=False, repr=False, compare=False)
     """Keys added (``add``, ``add_tune``) since the record was made, loaded or last saved: ``save``
     writes these over the file's entries and keeps the file's others."""
@@ -164,6 +172,7 @@ class Record:
             space_hash if isinstance(space_hash, str) else None,
             autotune_level=_settings.current().autotune_level,
             tunables=tunables,
+            space=_described(tunables),
         )
 
     def add(self, key: object, result: SearchResult, *, runners_up: int = 4) -> RecordEntry:
@@ -180,7 +189,10 @@ class Record:
                 f"Record.add() takes the tk.SearchResult that tk.search or tk.tune_objective returned, "
                 f"got {type(result).__name__}"
             )
-        return self._add(key, self._of_search(key, result, runners_up))
+        entry = self._add(key, self._of_search(key, result, runners_up))
+        if self.space is None and result.space.hash == self.space_hash:  # a record of an older file learns it
+            self.space = result.space.describe()
+        return entry
 
     def add_tune(self, tune: AutotuneRecord, key_type: type[Any], *, runners_up: int = 4) -> RecordEntry:
         """Record the winner of a tune ``execute`` ran for its key's bucket (replacing an earlier one).
@@ -257,7 +269,10 @@ class Record:
                 "record.add(result.key, result)"
             )
         if self.space_hash is not None and result.space.hash != self.space_hash:
-            raise RecordMismatch(f"the search ran over space {result.space.hash}; this record is for {self.space_hash}")
+            changed = f" ({space_difference(self.space, result.space.describe())})" if self.space is not None else ""
+            raise RecordMismatch(
+                f"the search ran over space {result.space.hash}; this record is for {self.space_hash}{changed}"
+            )
         ranking = result.ranking
         if not ranking:
             raise ValueError(f"the search for {key!r} measured nothing successfully; there is no winner to record")
@@ -366,6 +381,7 @@ class Record:
             device_id=self.device_id,
             checksum=self.checksum,
             space_hash=self.space_hash,
+            space=self.space,
             tunekit_version=self.tunekit_version,
             autotune_level=self.autotune_level,
             anchored_fields=None if self.anchored_fields is None else list(self.anchored_fields),
@@ -451,6 +467,8 @@ class Record:
         self.entries = merged
         if self.anchored_fields is None:
             self.anchored_fields = fields
+        if self.space is None:
+            self.space = saved.space
 
     @classmethod
     def load(cls, path: str | Path) -> Record:
@@ -490,6 +508,7 @@ class Record:
             device_id=data.device_id,
             checksum=data.checksum,
             space_hash=data.space_hash,
+            space=data.space,
             tunekit_version=data.tunekit_version,
             entries={_entry_key(e): e for e in data.entries},
             autotune_level=data.autotune_level,
@@ -536,7 +555,11 @@ class Record:
             )
         space_hash = tunables.extras.get("checksum:space")
         if record.space_hash is not None and space_hash is not None and record.space_hash != space_hash:
-            problems.append(f"it was searched over space {record.space_hash}, the running space is {space_hash}")
+            running = _described(tunables)
+            changed = f" ({space_difference(record.space, running)})" if record.space and running else ""
+            problems.append(
+                f"it was searched over space {record.space_hash}, the running space is {space_hash}{changed}"
+            )
         major = record.tunekit_version.split(".")[0]
         if major != str(MAJOR):
             problems.append(f"it was written by tunekit {record.tunekit_version}, this is {__version__}")
@@ -603,6 +626,12 @@ class Record:
         for key, entry in keys:  # nothing installed before every key is known to be sound
             tuner.seed(tunables, key, entry.ranking)
         return len(self.entries)
+
+
+def _described(tunables: TunableSet[Any, Any]) -> SpaceModel | None:
+    """The space ``tunables`` was made from (``from_space``, a template), described; None without one."""
+    space = tunables.extras.get("space")
+    return space.describe() if isinstance(space, Space) else None
 
 
 def _tuner_name(where: str, tuner: object) -> str | None:

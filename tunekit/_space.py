@@ -261,6 +261,27 @@ class SpaceModel(Persisted):
     hash: str
 
 
+def space_difference(logged: SpaceModel, running: SpaceModel) -> str:
+    """What changed from the ``logged`` space (a trial log's, a record's) to the ``running`` one, in words.
+
+    Two hashes told nobody what to fix; the trial log and the committed record both say it this way.
+    """
+    changes = []
+    for name in dict.fromkeys([*logged.params, *running.params]):
+        before, after = logged.params.get(name), running.params.get(name)
+        if before is None:
+            changes.append(f"parameter {name} is new")
+        elif after is None:
+            changes.append(f"parameter {name} is gone")
+        elif before != after:
+            changes.append(f"{name} was {before}, is {after}")
+    if list(logged.params) != list(running.params) and not changes:
+        changes.append(f"the parameters were in the order {list(logged.params)}, are {list(running.params)}")
+    if logged.restrictions != running.restrictions:
+        changes.append(f"the restrictions were {logged.restrictions}, are {running.restrictions}")
+    return "; ".join(changes) or "the same parameters and restriction text: data a restriction reads changed"
+
+
 class Space:
     """A declared search space: ``tk.Space(BLOCK=tk.pow2(64, 1024), VEC=[1, 2, 4], restrict=...)``.
 

@@ -26,7 +26,7 @@ from tunekit._file_kind import other_kind_name
 from tunekit._file_lock import Release, lock_file
 from tunekit._paths import file_in_the_way
 from tunekit._persisted import STORED, Persisted, known_versions
-from tunekit._space import Config, ParamValue, Space, SpaceModel
+from tunekit._space import Config, ParamValue, Space, SpaceModel, space_difference
 from tunekit._validation_text import validation_text
 from tunekit._version import __version__
 
@@ -264,7 +264,7 @@ def _check_same_search(path: Path, logged: TrialLogHeader, running: TrialLogHead
     for field in ("tuner", "key", "device_id", "space_hash"):
         theirs, ours = getattr(logged, field), getattr(running, field)
         if theirs != ours:
-            what = f" ({_space_difference(logged.space, running.space)})" if field == "space_hash" else ""
+            what = f" ({space_difference(logged.space, running.space)})" if field == "space_hash" else ""
             raise TrialLogError(
                 f"{path} was written for {field}={theirs!r}, but this search has {field}={ours!r}{what}: "
                 "its trials do not apply here; give this search another log path (or delete the old log)"
@@ -330,24 +330,6 @@ def _one_line(exc: ValueError) -> str:
     if isinstance(exc, ValidationError):
         return validation_text(exc, whole="the line")
     return str(exc)
-
-
-def _space_difference(logged: SpaceModel, running: SpaceModel) -> str:
-    """What changed between the logged space and this search's, in words: two hashes told nobody what to fix."""
-    changes = []
-    for name in dict.fromkeys([*logged.params, *running.params]):
-        before, after = logged.params.get(name), running.params.get(name)
-        if before is None:
-            changes.append(f"parameter {name} is new")
-        elif after is None:
-            changes.append(f"parameter {name} is gone")
-        elif before != after:
-            changes.append(f"{name} was {before}, is {after}")
-    if list(logged.params) != list(running.params) and not changes:
-        changes.append(f"the parameters were in the order {list(logged.params)}, are {list(running.params)}")
-    if logged.restrictions != running.restrictions:
-        changes.append(f"the restrictions were {logged.restrictions}, are {running.restrictions}")
-    return "; ".join(changes) or "the same parameters and restriction text: data a restriction reads changed"
 
 
 def _cut_half_written_line(path: Path, data: bytes, complete: bytes) -> None:
