@@ -90,7 +90,7 @@ def _build_on(
 def test_opencl_infinite_loop_and_python_abort_are_disqualified_in_a_spawned_worker(factory: Any) -> None:
     # With a reference the two die in the correctness check, which runs in the worker too; without, when timed.
     client, tunables, inputs = factory({"n": N})
-    isolated = tunables.with_isolation("process", timeout_s=5, worker=factory)
+    isolated = tunables.with_isolation("process", timeout_s=3, worker=factory)
     tuner: tk.LocalTuner[SizeKey, Any] = tk.LocalTuner("opencl-isolated")
     records: list[tk.AutotuneRecord] = []
     sink = tk.add_record_sink(records.append)
@@ -102,7 +102,7 @@ def test_opencl_infinite_loop_and_python_abort_are_disqualified_in_a_spawned_wor
     assert np.all(inputs[0].get() == 0.5), "the winner ran on the caller's real buffers"
     (record,) = records
     outcome = {c.name: (c.status, c.stage, c.error) for c in record.candidates}
-    assert outcome["spin"] == ("failed", "timeout", "timeout after 5 s")
+    assert outcome["spin"] == ("failed", "timeout", "timeout after 3 s")
     assert outcome["abort"] == ("failed", "crash", "crashed: signal 6 (SIGABRT)")
     assert outcome["slow"][0] == outcome["fast"][0] == "measured"
     assert record.winner == "fast"
