@@ -26,16 +26,18 @@ import numbers
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from tunekit._check import CheckOutcome, Gate
+from tunekit._check import CheckOutcome, Gate, ReferenceFailed
 from tunekit._client import Client, fork_hazard_of
 from tunekit._errors import CandidateFailed, TunekitError
 from tunekit._key import key_to_dict
+from tunekit._outcome import Failed
 from tunekit._runner import CandidateRunner, InProcessRunner
+from tunekit._schedule import candidate_failure
 from tunekit._settings import IsolationMode, Settings, current
 from tunekit._tunable_set import TunableSet
 from tunekit._worker import ProcessRunner, SpawnRecipe, timeout_reason
@@ -281,6 +283,22 @@ def check_candidate(runner: CandidateRunner, gate: Gate, index: int, tunables: T
     if isinstance(runner, WatchdogRunner):
         return runner.guard(lambda: gate.check(tunable.name, tunable.fn))
     return gate.check(tunable.name, tunable.fn)
+
+
+def check_each(
+    runner: CandidateRunner, gate: Gate, indices: Iterable[int], tunables: TunableSet[Any, Any]
+) -> Iterator[tuple[int, CheckOutcome | Failed]]:
+    """Each candidate's check, or the failure it raised on the way (a crash, a timeout), in order.
+
+    ``ReferenceFailed`` (the user's reference, not a candidate) propagates: the tune or search stops with it.
+    """
+    for index in indices:
+        try:
+            yield index, check_candidate(runner, gate, index, tunables)
+        except ReferenceFailed:
+            raise
+        except Exception as exc:  # out, as in measure_batch; a ClientClosed is re-raised: it ends the tune
+            yield index, candidate_failure(exc)
 
 
 @contextlib.contextmanager

@@ -19,14 +19,14 @@ import numpy as np
 
 from tunekit import _settings
 from tunekit._benchmark import BenchmarkDurations
-from tunekit._check import Gate, Reference, ReferenceFailed
+from tunekit._check import Gate, reference_of
 from tunekit._client import Client, require_client
 from tunekit._errors import NoValidKernelFound, TunekitError
-from tunekit._isolation import check_candidate, open_runner, refuse_unforkable
+from tunekit._isolation import check_each, open_runner, refuse_unforkable
 from tunekit._key import is_autotune_key, key_to_dict
 from tunekit._outcome import Failed, Measured, Outcome, Skipped, outcome_reason
 from tunekit._records import AutotuneRecord, CandidateRecord, SearchEnded
-from tunekit._schedule import candidate_failure, measure_batch
+from tunekit._schedule import measure_batch
 from tunekit._search_spec import (
     check_build,
     check_search_args,
@@ -458,36 +458,6 @@ def no_winner_note(ended: SearchEnded, log: str | Path | None) -> str:
 _BUDGETS = ("max_evals", "max_seconds")
 
 
-def _search_reference(
-    reference: Callable[..., Any], outputs: Sequence[int] | None, rtol: float, atol: float
-) -> Reference:
-    """``tk.search``'s check, validated before anything runs (as ``with_reference`` validates a set's)."""
-    if not callable(reference):
-        raise TypeError(f"tk.search(reference=...) takes a callable (*inputs) -> expected, got {reference!r}")
-    for name, value in (("rtol", rtol), ("atol", atol)):
-        if not isinstance(value, int | float) or isinstance(value, bool):
-            raise TypeError(f"tk.search({name}=...) takes a number, got {value!r}")
-    if outputs is not None and (not isinstance(outputs, Sequence) or isinstance(outputs, str | bytes)):
-        raise TypeError(f"tk.search(outputs=...) takes a list of argument positions, e.g. outputs=[1], got {outputs!r}")
-    return Reference(reference, None if outputs is None else tuple(outputs), float(rtol), float(atol))
-
-
-def _check_batch(runner: Any, gate: Gate, tunables: TunableSet[Any, Any]) -> dict[int, Outcome]:
-    """Run the gate on every candidate of a batch: those that fail it (or raise) are never timed."""
-    failed: dict[int, Outcome] = {}
-    for index in range(len(tunables.tunables)):
-        try:
-            check = check_candidate(runner, gate, index, tunables)
-        except ReferenceFailed:  # the user's reference, not a candidate: the search stops with it
-            raise
-        except Exception as exc:
-            failed[index] = candidate_failure(exc)
-            continue
-        if not check.passed:
-            failed[index] = Failed(check.detail, "check")
-    return failed
-
-
 def search(
     space: Space,
     build: Callable[[Config], Callable[..., Any]],
@@ -574,15 +544,17 @@ def search(
     where = f"tk.search(tuner={tuner!r})"
     refuse_unforkable(client, None, settings, where=where, other_fixes=())  # before the trial log is opened
 
-    # One gate for the whole search: the reference runs once, and every batch is checked on the
-    # inputs as they were at the first check (timed runs of in-place kernels change them).
     if reference is None and (outputs is not None or rtol or atol):
         # Else ignored: the caller believed the configurations checked, and a wrong one could win.
         raise TypeError(
             "tk.search(outputs=, rtol=, atol=) tune the correctness check, which needs the expected outputs: "
             "pass reference=fn too (fn(*inputs) returns them)"
         )
-    gate = None if reference is None else Gate(client, args, _search_reference(reference, outputs, rtol, atol))
+    if reference is not None and not callable(reference):
+        raise TypeError(f"tk.search(reference=...) takes a callable (*inputs) -> expected, got {reference!r}")
+    # One gate for the whole search: the reference runs once, and every batch is checked on the
+    # inputs as they were at the first check (timed runs of in-place kernels change them).
+    gate = None if reference is None else Gate(client, args, reference_of("tk.search", reference, outputs, rtol, atol))
 
     def evaluate(configs: Sequence[Config]) -> Mapping[Config, Outcome]:
         tunables: TunableSet[Any, Any] = TunableSet(key=lambda *_: None).with_tunables(
@@ -591,7 +563,10 @@ def search(
         failed: dict[int, Outcome] = {}
         with open_runner(client, tunables, args, settings, key=key, where=where, gate=gate) as runner:
             if gate is not None:
-                failed = _check_batch(runner, gate, tunables)
+                # Those that fail the check (or raise) are never timed.
+                for index, check in check_each(runner, gate, range(len(configs)), tunables):
+                    if isinstance(check, Failed) or not check.passed:
+                        failed[index] = check if isinstance(check, Failed) else Failed(check.detail, "check")
             measured = measure_batch(
                 runner,
                 [i for i in range(len(configs)) if i not in failed],

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import inspect
-import numbers
 import os
 import typing
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
-from tunekit._check import Reference
+from tunekit._check import Reference, reference_of
 from tunekit._restriction_id import code_identity
 from tunekit._search_spec import (
     SearchSpec,
@@ -257,17 +256,8 @@ class TunableSet(Generic[K, Out]):
         to the finer dtype's rounding widened by them. A candidate that fails is recorded with
         the error figures and never timed.
         """
-        for name, value in (("rtol", rtol), ("atol", atol)):
-            # float() read "1e-3" as a number and failed on "a" naming neither argument
-            if not isinstance(value, numbers.Real) or isinstance(value, bool):
-                raise TypeError(f"with_reference({name}=...) takes a number, got {value!r}")
-        if outputs is not None and (not isinstance(outputs, Sequence) or isinstance(outputs, str | bytes)):
-            # tuple(0) failed as "'int' object is not iterable", naming neither the argument nor the fix
-            raise TypeError(
-                f"with_reference(outputs=...) takes a list of argument positions, e.g. outputs=[1], got {outputs!r}"
-            )
         new = self._copy()
-        new._reference = Reference(reference, tuple(outputs) if outputs is not None else None, float(rtol), float(atol))
+        new._reference = reference_of("with_reference", reference, outputs, rtol, atol)
         return new
 
     @property

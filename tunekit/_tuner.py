@@ -20,7 +20,7 @@ from tunekit._cache_state import CacheState, Hit, Miss, Pending, Unchecked
 from tunekit._check import Gate, ReferenceFailed
 from tunekit._client import Client, require_client
 from tunekit._errors import ClientClosed, InputTypeError, NoValidKernelFound, TunekitError, TuneRecursionError
-from tunekit._isolation import check_candidate, open_runner, refuse_unforkable
+from tunekit._isolation import check_each, open_runner, refuse_unforkable
 from tunekit._key import is_autotune_key, key_to_dict, key_to_json
 from tunekit._observe import CacheLookup, TuneObservation, decision, notify, observe_tune
 from tunekit._outcome import Failed, Measured, Outcome, Skipped, outcome_reason
@@ -38,7 +38,7 @@ from tunekit._records import (
     SharedTunerName,
 )
 from tunekit._runner import CandidateRunner
-from tunekit._schedule import BatchResult, candidate_failure, describe_error, measure_batch
+from tunekit._schedule import BatchResult, describe_error, measure_batch
 from tunekit._self_call import runs_within, tuned_by_parent, tuning
 from tunekit._set_origin import SetOrigin, report_stale
 from tunekit._settings import Settings
@@ -574,31 +574,29 @@ class Tuner:
             )
         if gate is None:
             return failures
-        for index in batch:
-            if index in failures:
-                continue
-            name = tunables.tunables[index].name
-            try:
-                check = check_candidate(runner, gate, index, tunables)
-            except ReferenceFailed as exc:
-                raise ReferenceFailed(f"tuner {self.name!r}: {exc}") from exc.__cause__
-            except Exception as exc:  # out, as in measure_batch; a ClientClosed is re-raised: it ends the tune
-                failures[index] = candidate_failure(exc)
-                continue
-            events.append(
-                CheckResult(
-                    name=name,
-                    passed=check.passed,
-                    against=gate.against,
-                    detail=check.detail,
-                    max_abs_error=check.max_abs_error,
-                    max_rel_error=check.max_rel_error,
+        try:
+            # Each check's event is kept as its check ends: a reference that fails later stops the tune with them.
+            for index, check in check_each(runner, gate, [i for i in batch if i not in failures], tunables):
+                if isinstance(check, Failed):
+                    failures[index] = check
+                    continue
+                name = tunables.tunables[index].name
+                events.append(
+                    CheckResult(
+                        name=name,
+                        passed=check.passed,
+                        against=gate.against,
+                        detail=check.detail,
+                        max_abs_error=check.max_abs_error,
+                        max_rel_error=check.max_rel_error,
+                    )
                 )
-            )
-            if not check.passed:
-                failures[index] = Failed(check.detail, "check")
-            else:
-                observation.checked(name)
+                if not check.passed:
+                    failures[index] = Failed(check.detail, "check")
+                else:
+                    observation.checked(name)
+        except ReferenceFailed as exc:
+            raise ReferenceFailed(f"tuner {self.name!r}: {exc}") from exc.__cause__
         return failures
 
     def _benchmark_inputs(
