@@ -76,6 +76,29 @@ def test_a_rerun_of_a_finished_log_measures_nothing(data: ReplayData, tmp_path: 
     assert all(t.resumed for t in again.trials)
 
 
+@pytest.mark.parametrize("rerun", [{"max_evals": 40}, {"max_evals": 40, "seed": 9}, {"max_evals": 40, "strategy": "random"}])
+def test_a_resume_that_proposes_other_configurations_keeps_every_logged_trial(
+    data: ReplayData, tmp_path: Path, rerun: dict[str, object]
+) -> None:
+    """A resume with a larger budget (or another seed or strategy) dropped the logged trials its path missed: uncounted, unranked, the winner worse."""
+    log = tmp_path / "t.jsonl"
+    first = run(data, log, max_evals=20)
+    resumed = run(data, log, **rerun)
+    logged = {t.config for t in first.trials}
+    assert logged <= {t.config for t in resumed.trials}, "every logged trial is one of the resumed search's"
+    assert resumed.evaluations == 40 and resumed.stopped_by == "max_evals"
+    assert len(log.read_text().splitlines()) == 1 + 40, "20 logged + 20 measured: the budget counts the log"
+    assert sum(t.resumed for t in resumed.trials) == 20
+
+
+def test_a_rerun_with_a_smaller_budget_than_the_log_holds_measures_nothing(data: ReplayData, tmp_path: Path) -> None:
+    log = tmp_path / "t.jsonl"
+    run(data, log, max_evals=20)
+    smaller = run(data, log, max_evals=5, strategy="random", seed=9)
+    assert smaller.evaluations == 5 and all(t.resumed for t in smaller.trials)
+    assert len(log.read_text().splitlines()) == 1 + 20
+
+
 @pytest.mark.parametrize(
     ("change", "field"),
     [({"tuner": "other"}, "tuner"), ({"key_space": True}, "space_hash")],

@@ -300,11 +300,16 @@ def run_search(
             if met_limit:
                 stopped = "roofline"
                 break
-            if _searched_whole(space, len(done)):
+            # The budget counts every trial of this search, the log's included: a resume whose
+            # strategy does not propose a logged trial again (a larger max_evals reshapes
+            # model_ils's path; another seed or strategy) continues from it rather than leaving it
+            # out of the count and of the ranking.
+            evaluated = len(done) + len(previous.keys() - done.keys())
+            if _searched_whole(space, evaluated):
                 # Before the budgets: a space of 80 searched whole with max_evals=80 was recorded
                 # as stopped by max_evals, as if the budget had cut it.
                 break
-            if max_evals is not None and len(done) >= max_evals:
+            if max_evals is not None and evaluated >= max_evals:
                 stopped = "max_evals"
                 break
             # Not before anything is evaluated: a budget spent opening the log or building the
@@ -341,12 +346,30 @@ def run_search(
                 if config not in space:
                     raise TunekitError(f"strategy {name!r} proposed {config!r}, which is not in the space")
                 proposed.add(config)
+            if max_evals is not None:
+                # Asked for as many as a run without a log would be (so a resume retraces its path),
+                # but measured only as far as the budget left by the logged trials allows.
+                room = max_evals - evaluated
+                kept = []
+                for config in proposals:
+                    if config in done or config in previous:
+                        kept.append(config)
+                    elif room > 0:
+                        kept.append(config)
+                        room -= 1
+                proposals = kept
             new = [c for c in proposals if c not in done]
             measured = {t.config: t for t in measure(new)}
             t0 = time.thread_time()
             for config in proposals:
                 strat.observe(config, (measured.get(config) or done[config]).score)
             spent += time.thread_time() - t0
+        # The logged trials this run did not propose again are still this search's evaluations
+        # (in the log's order, up to max_evals: a rerun with a smaller budget than the log holds
+        # gets the log's first trials, measuring nothing).
+        for config, entry in previous.items():
+            if config not in done and (max_evals is None or len(done) < max_evals):
+                done[config] = Trial(config, _outcome(entry), resumed=True)
         if not done and stopped == "exhausted" and next(iter(space), None) is None:
             # Checked once the strategy found nothing rather than up front, where walking a
             # large space to its first valid point would cost every search.
