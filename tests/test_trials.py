@@ -76,11 +76,13 @@ def test_a_rerun_of_a_finished_log_measures_nothing(data: ReplayData, tmp_path: 
     assert all(t.resumed for t in again.trials)
 
 
-@pytest.mark.parametrize("rerun", [{"max_evals": 40}, {"max_evals": 40, "seed": 9}, {"max_evals": 40, "strategy": "random"}])
+@pytest.mark.parametrize(
+    "rerun", [{"max_evals": 40}, {"max_evals": 40, "seed": 9}, {"max_evals": 40, "strategy": "random"}]
+)
 def test_a_resume_that_proposes_other_configurations_keeps_every_logged_trial(
     data: ReplayData, tmp_path: Path, rerun: dict[str, object]
 ) -> None:
-    """A resume with a larger budget (or another seed or strategy) dropped the logged trials its path missed: uncounted, unranked, the winner worse."""
+    """A resume with a larger budget (or another seed or strategy) dropped the logged trials it did not propose."""
     log = tmp_path / "t.jsonl"
     first = run(data, log, max_evals=20)
     resumed = run(data, log, **rerun)
