@@ -30,6 +30,19 @@ def test_loads_the_space_failures_and_samples(tmp_path: Path, name: str) -> None
     assert data.gpu == f"{tmp_path.name}/cache"
 
 
+def test_the_device_id_does_not_depend_on_the_directory_the_file_is_named_from(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file named from its own folder ("c.json") replayed as device "replay:/c": its logs were refused elsewhere."""
+    path = write_cache(tmp_path / "c.json")
+    monkeypatch.chdir(tmp_path)
+    ids = {
+        ReplayClient(load_kernel_tuner_cache(p)).device_id
+        for p in ("c.json", "./c.json", path, f"../{tmp_path.name}/c.json")
+    }
+    assert ids == {f"replay:{tmp_path.name}/c"}
+
+
 def test_restricted_out_configurations_are_not_in_the_space(tmp_path: Path) -> None:
     data = load_kernel_tuner_cache(write_cache(tmp_path / "c.json"))
     assert {"X": 16, "Y": 128, "Z": 0} not in data.space

@@ -17,6 +17,7 @@ import gzip
 import hashlib
 import json
 import math
+import os
 import threading
 import zlib
 from collections import Counter
@@ -180,6 +181,10 @@ def read_cache_document(path: str | Path) -> Any:
 
 def _gpu_name(path: Path) -> str:
     """The GPU id from the file path (some files leave ``device_name`` empty)."""
+    # The folder as the absolute path names it: "A100.json.gz" given from inside its folder had no
+    # parent name ("replay:/A100"), so the same file had another device id (and its trial logs and
+    # records were refused) depending on the directory the search was started from.
+    path = Path(os.path.abspath(path))
     stem = path.name.removesuffix(".gz").removesuffix(".json")
     return f"{path.parent.name}/{stem}"
 
