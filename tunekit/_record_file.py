@@ -161,8 +161,14 @@ class Record:
     then writes only such names (checked at every name of every ``add``, it read every entry each time)."""
 
     @classmethod
-    def for_tunables(cls, tuner: str, device_id: str, tunables: TunableSet[Any, Any]) -> Record:
-        """An empty record for winners chosen among ``tunables``."""
+    def for_tunables(
+        cls, tuner: str | LocalTuner[Any, Any] | Tuner, device_id: str, tunables: TunableSet[Any, Any]
+    ) -> Record:
+        """An empty record for winners chosen among ``tunables``; ``tuner`` is the tuner's name or the tuner."""
+        # The tk.LocalTuner the record serves, as load_verified(tuner=) and seed take it: it was refused
+        # as "must be a non-empty str, got <tunekit._local.LocalTuner object at 0x...>".
+        if isinstance(tuner, LocalTuner | Tuner):
+            tuner = tuner.name
         # An empty tuner or device id was saved, and such a record matches no tuner that can run.
         check_search_names("tk.Record.for_tunables", tuner=tuner, device_id=device_id)
         if not isinstance(tunables, TunableSet):
