@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -152,6 +153,31 @@ def test_a_log_from_another_device_is_refused(data: ReplayData, tmp_path: Path) 
     run(data, log)
     with pytest.raises(tk.TrialLogError, match="device_id"):
         TrialLog.open(log, tuner="t", space=data.space, device_id="another gpu")
+
+
+def test_a_log_measured_with_other_build_code_is_refused(data: ReplayData, tmp_path: Path) -> None:
+    """tk.search answered an edited kernel's configurations with the old code's timings from its log."""
+    log = tmp_path / "t.jsonl"
+    client = ReplayClient(data)
+
+    def build(config: tk.Config) -> Callable[..., None]:
+        return client.kernel(config)
+
+    def edited(config: tk.Config) -> Callable[..., None]:
+        kernel = client.kernel(config)
+        return lambda: (kernel(), kernel())[0]
+
+    tk.search(data.space, build, client, (), tuner="t", max_evals=5, log=log)
+    assert tk.search(data.space, build, client, (), tuner="t", max_evals=5, log=log).evaluations == 5
+    with pytest.raises(tk.TrialLogError, match=r"t\.jsonl was measured with other code: the search's build"):
+        tk.search(data.space, edited, client, (), tuner="t", max_evals=5, log=log)
+    # A log written before the build was kept has none in its header: resumed as before.
+    lines = log.read_text().splitlines()
+    header = json.loads(lines[0])
+    del header["build"]
+    log.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
+    resumed = tk.search(data.space, edited, client, (), tuner="t", max_evals=5, log=log)
+    assert all(t.resumed for t in resumed.trials)
 
 
 def test_a_corrupt_middle_line_is_refused_not_guessed(data: ReplayData, tmp_path: Path) -> None:
