@@ -262,9 +262,7 @@ def run_search(
     name, factory = _choose(space, strategy, max_evals, max_seconds)
     started = time.monotonic()
     trial_log = (
-        TrialLog.open(log, tuner=tuner, space=space, device_id=device_id, key=key_dict, build=build_id)
-        if log
-        else None
+        TrialLog.open(log, tuner=tuner, space=space, device_id=device_id, key=key_dict, build=build_id) if log else None
     )
     try:
         previous = trial_log.previous if trial_log else {}
