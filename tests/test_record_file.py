@@ -367,7 +367,7 @@ def test_loading_or_seeding_with_the_wrong_arguments_names_them(data: ReplayData
         record.seed("replayed", tunables, Shape)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match=r"Record.seed\(\) takes the running tk.TunableSet"):
         record.seed(tk.LocalTuner("replayed"), data.space, Shape)  # type: ignore[arg-type]
-    with pytest.raises(FileNotFoundError, match=r"tk.Record.for_tunables\(tuner, device_id, tunables\)"):
+    with pytest.raises(FileNotFoundError, match=r"tk.Record.for_tunables\(tuner, client, tunables\)"):
         tk.Record.load(tmp_path / "missing.json")
     # A directory said only "[Errno 21] Is a directory", where save() to one says what to give.
     with pytest.raises(IsADirectoryError, match="give the record's file path in it"):
