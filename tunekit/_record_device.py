@@ -32,16 +32,19 @@ def running_device(where: str, device: object) -> RunningDevice:
         return RunningDevice(device, None)
     if not isinstance(device, type) and isinstance(device, Client):
         device_id, model = device.device_id, device_model_of(device)
-        for name, value in (("device_id", device_id), ("device_model", model)):
-            # Compared as strings with the record's, a None or "" matched nothing or, worse, everything empty.
-            if (value is not None or name == "device_id") and (not isinstance(value, str) or not value):
-                raise TypeError(
-                    f"{where}: the client's {name} must be a non-empty str, got {value!r} from {type(device).__name__}"
-                )
+        if not isinstance(device_id, str) or not device_id:
+            raise TypeError(_not_a_name(where, "device_id", device_id, device))
+        # An empty model would equal another client's empty one, and take a record of that other device.
+        if model is not None and (not isinstance(model, str) or not model):
+            raise TypeError(_not_a_name(where, "device_model", model, device))
         return RunningDevice(device_id, model)
     raise TypeError(
         f"{where}(device_id=...) takes the client (a tk.Client) or its device_id (a non-empty str), got {device!r}"
     )
+
+
+def _not_a_name(where: str, member: str, value: object, client: object) -> str:
+    return f"{where}: the client's {member} must be a non-empty str, got {value!r} from {type(client).__name__}"
 
 
 def device_refusal(measured_on: str, measured_model: str | None, running: RunningDevice) -> str | None:
