@@ -71,6 +71,7 @@ EXPECTED = {
     "StreamSink",
     "SupportsCacheFlush",
     "SupportsCheckBuffers",
+    "SupportsDeviceModel",
     "SupportsForkCheck",
     "SupportsLocator",
     "SupportsPeaks",
