@@ -268,6 +268,7 @@ def run_search(
         previous = trial_log.previous if trial_log else {}
         done: dict[Config, Trial] = {}
         offset = max((e.elapsed_s for e in previous.values()), default=0.0)
+        unproposed = set(previous)  # logged trials this run has not evaluated (yet): the budget counts them
 
         met_limit = False
 
@@ -289,6 +290,7 @@ def run_search(
                 trials.append(Trial(config, outcome))
             for trial in trials:
                 done[trial.config] = trial
+                unproposed.discard(trial.config)
             return trials
 
         spent = 0.0
@@ -309,7 +311,7 @@ def run_search(
             # strategy does not propose a logged trial again (a larger max_evals reshapes
             # model_ils's path; another seed or strategy) continues from it rather than leaving it
             # out of the count and of the ranking.
-            evaluated = len(done) + len(previous.keys() - done.keys())
+            evaluated = len(done) + len(unproposed)
             if _searched_whole(space, evaluated):
                 # Before the budgets: a space of 80 searched whole with max_evals=80 was recorded
                 # as stopped by max_evals, as if the budget had cut it.
