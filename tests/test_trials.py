@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -367,3 +368,31 @@ def test_closing_a_trial_log_twice_leaves_other_files_alone(tmp_path: Path) -> N
         release()
         other.write("still open")
     assert (tmp_path / "other").read_text() == "still open"
+
+
+class _Sleepy:
+    """An objective whose every measurement takes 0.1 s of wall time."""
+
+    space = tk.Space(A=range(10), B=range(10))
+
+    def __init__(self) -> None:
+        self.measured: list[tk.Config] = []
+
+    def measure(self, config: tk.Config) -> tk.Outcome:
+        self.measured.append(config)
+        time.sleep(0.1)
+        return tk.Measured(tk.BenchmarkDurations((1000 + 10 * config.A + config.B,)))
+
+    def remaining(self) -> int | None:
+        return None
+
+
+def test_a_resumed_search_counts_the_logged_time_against_max_seconds(tmp_path: Path) -> None:
+    """Regression: each run got the whole max_seconds again, while max_evals counted the logged trials."""
+    log = tmp_path / "t.jsonl"
+    first = tk.tune_objective(_Sleepy(), tuner="t", device_id="d", strategy="random", max_evals=4, log=log)
+    assert first.evaluations == 4  # at least 0.4 s logged
+    again = _Sleepy()
+    resumed = tk.tune_objective(again, tuner="t", device_id="d", strategy="random", max_seconds=0.2, log=log)
+    assert again.measured == [], "the logged 0.4 s already spent the 0.2 s budget"
+    assert resumed.stopped_by == "max_seconds" and resumed.earlier_seconds >= 0.4

@@ -131,6 +131,12 @@ class SearchResult:
     finalists: tuple[Trial, ...] = ()
     key: object = None
     """The key bucket the search was for (``key=``), None when it was given none."""
+    earlier_seconds: float = 0.0
+    """Seconds earlier runs of this search spent, as its trial log holds them; ``max_seconds`` counts them.
+
+    ``wall_seconds`` is this call's alone: a resumed search can stop at ``max_seconds`` after a
+    fraction of a second, its time spent before it was killed.
+    """
 
     @property
     def ranking(self) -> tuple[Trial, ...]:
@@ -262,7 +268,10 @@ def run_search(
     try:
         previous = trial_log.previous if trial_log else {}
         done: dict[Config, Trial] = {}
-        offset = max((e.elapsed_s for e in previous.values()), default=0.0)
+        # The log's clock goes on: max_seconds bounds the search, not each run of it, as max_evals
+        # counts the logged trials. A killed search resumed with the whole time again measured
+        # 20 more configurations after 13 logged ones, where an uninterrupted one measured 20 in all.
+        offset = trial_log.spent_s if trial_log is not None else 0.0
 
         met_limit = False
 
@@ -309,7 +318,7 @@ def run_search(
                 break
             # Not before anything is evaluated: a budget spent opening the log or building the
             # strategy ended the search with no winner (and execute() stored that as a failed tune).
-            if max_seconds is not None and done and time.monotonic() - started >= max_seconds:
+            if max_seconds is not None and done and offset + time.monotonic() - started >= max_seconds:
                 stopped = "max_seconds"
                 break
             left = remaining() if remaining is not None else None
@@ -383,6 +392,7 @@ def run_search(
         wall_seconds=time.monotonic() - started,
         finalists=final,
         key=key,
+        earlier_seconds=offset,
     )
     return result
 
@@ -489,6 +499,8 @@ def search(
 
     Budget: stop after ``max_evals`` distinct configurations and/or ``max_seconds``;
     ``result.stopped_by`` says which ended it (``exhausted`` when the strategy ran out).
+    Both bound the whole search, not each run: a search resumed from ``log`` counts the
+    logged trials against ``max_evals`` and the time they took against ``max_seconds``.
     ``require``: incumbent configurations measured first, whatever the budget, so the
     winner is never slower than them; one outside the space is an error. ``log``: a JSONL
     trial log; a rerun resumes it, skipping configurations it already measured.
