@@ -224,6 +224,22 @@ def _searched_whole(space: Space, evaluated: int) -> bool:
     return size is not None and evaluated >= size
 
 
+def _within(proposals: Sequence[Config], evaluated: set[Config], room: int) -> list[Config]:
+    """The proposals up to the ``room`` the budget has left for configurations not evaluated yet.
+
+    Only a resume that took another path than the logged one is cut here: one with the same
+    arguments proposes logged configurations and measures nothing outside its budget.
+    """
+    kept: list[Config] = []
+    for config in proposals:
+        if config not in evaluated:
+            if room == 0:
+                break
+            room -= 1
+        kept.append(config)
+    return kept
+
+
 def _choose(
     space: Space, strategy: str | StrategyFactory, max_evals: int | None, max_seconds: float | None
 ) -> tuple[str, StrategyFactory]:
@@ -272,6 +288,11 @@ def run_search(
         # counts the logged trials. A killed search resumed with the whole time again measured
         # 20 more configurations after 13 logged ones, where an uninterrupted one measured 20 in all.
         offset = trial_log.spent_s if trial_log is not None else 0.0
+        # Every logged trial belongs to the search and uses its budget, whether or not this run's
+        # strategy proposes it again: with another max_evals, model_ils (which scales its phases
+        # with it) took another path, so a resume from 30 logged trials to max_evals=40 measured 26
+        # more (56 in all), and one to max_evals=20 returned 20 trials, not the log's best.
+        evaluated: set[Config] = set(previous)
 
         met_limit = False
 
@@ -293,6 +314,7 @@ def run_search(
                 trials.append(Trial(config, outcome))
             for trial in trials:
                 done[trial.config] = trial
+                evaluated.add(trial.config)
             return trials
 
         spent = 0.0
@@ -309,22 +331,24 @@ def run_search(
             if met_limit:
                 stopped = "roofline"
                 break
-            if _searched_whole(space, len(done)):
+            if _searched_whole(space, len(evaluated)):
                 # Before the budgets: a space of 80 searched whole with max_evals=80 was recorded
                 # as stopped by max_evals, as if the budget had cut it.
                 break
-            if max_evals is not None and len(done) >= max_evals:
+            if max_evals is not None and len(evaluated) >= max_evals:
                 stopped = "max_evals"
                 break
             # Not before anything is evaluated: a budget spent opening the log or building the
             # strategy ended the search with no winner (and execute() stored that as a failed tune).
-            if max_seconds is not None and done and offset + time.monotonic() - started >= max_seconds:
+            if max_seconds is not None and evaluated and offset + time.monotonic() - started >= max_seconds:
                 stopped = "max_seconds"
                 break
             left = remaining() if remaining is not None else None
             if left is not None and left <= 0:
                 stopped = "objective_budget"
                 break
+            # Asked of this run's path alone, so a resume with the same arguments proposes what the
+            # killed run did (a logged trial it has not reached yet is proposed again, not new).
             want = batch if max_evals is None else min(batch, max_evals - len(done))
             if left is not None:
                 want = min(want, left)
@@ -350,12 +374,17 @@ def run_search(
                 if config not in space:
                     raise TunekitError(f"strategy {name!r} proposed {config!r}, which is not in the space")
                 proposed.add(config)
+            if max_evals is not None:
+                proposals = _within(proposals, evaluated, max_evals - len(evaluated))
             new = [c for c in proposals if c not in done]
             measured = {t.config: t for t in measure(new)}
             t0 = time.thread_time()
             for config in proposals:
                 strat.observe(config, (measured.get(config) or done[config]).score)
             spent += time.thread_time() - t0
+        for config, entry in previous.items():  # logged trials this run did not propose: still measured
+            if config not in done:
+                done[config] = Trial(config, _outcome(entry), resumed=True)
         if not done and stopped == "exhausted" and next(iter(space), None) is None:
             # Checked once the strategy found nothing rather than up front, where walking a
             # large space to its first valid point would cost every search.
