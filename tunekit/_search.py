@@ -293,11 +293,16 @@ def run_search(
         # with it) took another path, so a resume from 30 logged trials to max_evals=40 measured 26
         # more (56 in all), and one to max_evals=20 returned 20 trials, not the log's best.
         evaluated: set[Config] = set(previous)
+        # What max_evals counts: configurations that ran (measured or failed). A variant that does
+        # not apply to the key (skipped) is not built or timed, and used the budget of one that is:
+        # max_evals=6 over a template whose first 5 variants did not apply measured 1.
+        ran = {config for config, entry in previous.items() if entry.status != "skipped"}
+        ran_here = 0  # of them, those this run's path reached
 
         met_limit = False
 
         def measure(configs: Sequence[Config]) -> list[Trial]:
-            nonlocal met_limit
+            nonlocal met_limit, ran_here
             fresh = [c for c in configs if c not in previous]
             outcomes = evaluate(fresh) if fresh else {}
             met_limit = met_limit or (isinstance(outcomes, Ranked) and outcomes.met_limit)
@@ -315,6 +320,9 @@ def run_search(
             for trial in trials:
                 done[trial.config] = trial
                 evaluated.add(trial.config)
+                if not isinstance(trial.outcome, Skipped):
+                    ran.add(trial.config)
+                    ran_here += 1
             return trials
 
         spent = 0.0
@@ -335,7 +343,7 @@ def run_search(
                 # Before the budgets: a space of 80 searched whole with max_evals=80 was recorded
                 # as stopped by max_evals, as if the budget had cut it.
                 break
-            if max_evals is not None and len(evaluated) >= max_evals:
+            if max_evals is not None and len(ran) >= max_evals:
                 stopped = "max_evals"
                 break
             # Not before anything is evaluated: a budget spent opening the log or building the
@@ -349,7 +357,7 @@ def run_search(
                 break
             # Asked of this run's path alone, so a resume with the same arguments proposes what the
             # killed run did (a logged trial it has not reached yet is proposed again, not new).
-            want = batch if max_evals is None else min(batch, max_evals - len(done))
+            want = batch if max_evals is None else min(batch, max_evals - ran_here)
             if left is not None:
                 want = min(want, left)
             t0 = time.thread_time()
@@ -375,7 +383,7 @@ def run_search(
                     raise TunekitError(f"strategy {name!r} proposed {config!r}, which is not in the space")
                 proposed.add(config)
             if max_evals is not None:
-                proposals = _within(proposals, evaluated, max_evals - len(evaluated))
+                proposals = _within(proposals, evaluated, max_evals - len(ran))
             new = [c for c in proposals if c not in done]
             measured = {t.config: t for t in measure(new)}
             t0 = time.thread_time()
