@@ -21,7 +21,7 @@ from tunekit import _settings
 from tunekit._benchmark import BenchmarkDurations
 from tunekit._check import Gate, reference_of
 from tunekit._client import Client, require_client
-from tunekit._errors import NoValidKernelFound, TunekitError
+from tunekit._errors import AutotuneDisabled, NoValidKernelFound, TunekitError
 from tunekit._isolation import check_each, open_runner, refuse_unforkable
 from tunekit._key import is_autotune_key, key_to_dict
 from tunekit._outcome import Failed, Measured, Outcome, Skipped, outcome_reason
@@ -53,6 +53,7 @@ __all__ = [
     "emit_search_record",
     "no_winner_note",
     "raise_if_no_winner",
+    "refuse_autotune_off",
     "run_search",
     "search",
     "search_ended",
@@ -505,6 +506,19 @@ def no_winner_note(ended: SearchEnded, log: str | Path | None) -> str:
 _BUDGETS = ("max_evals", "max_seconds")
 
 
+def refuse_autotune_off(where: str, settings: _settings.Settings) -> None:
+    """Raise ``tk.AutotuneDisabled`` when autotuning is off: a search measures, and the setting says measure nothing."""
+    if settings.autotune:
+        return
+    raise AutotuneDisabled(
+        f"{where} searches by measuring configurations, and autotuning is off (TUNEKIT_AUTOTUNE=0, autotune = false "
+        "in tunekit.toml or [tool.tunekit], or tk.configure(autotune=False)): nothing was built, measured or written. "
+        "To search, switch it on for this run (unset TUNEKIT_AUTOTUNE, or tk.configure(autotune=True)); to run "
+        "without measuring, seed a committed record (tk.Record.load_verified(...).seed(...)) or run the set "
+        "through TUNER.execute, which takes the first candidate in plan order while it is off"
+    )
+
+
 def search(
     space: Space,
     build: Callable[[Config], Callable[..., Any]],
@@ -557,7 +571,8 @@ def search(
 
     Raises ``tk.NoValidKernelFound`` (listing each configuration and why it failed) when no
     evaluated configuration could be measured, as ``execute`` does, after emitting the
-    search's record and keeping every trial in ``log``.
+    search's record and keeping every trial in ``log``. Raises ``tk.AutotuneDisabled``, before
+    anything is built, measured or written, when autotuning is off (``TUNEKIT_AUTOTUNE=0``).
     """
     if not isinstance(space, Space):
         raise TypeError(
@@ -591,6 +606,7 @@ def search(
     args = tuple(inputs)
     settings = _settings.current()
     where = f"tk.search(tuner={tuner!r})"
+    refuse_autotune_off(where, settings)  # before anything is built or the trial log is opened
     refuse_unforkable(client, None, settings, where=where, other_fixes=())  # before the trial log is opened
 
     if reference is None and (outputs is not None or rtol or atol):
