@@ -505,6 +505,15 @@ def no_winner_note(ended: SearchEnded, log: str | Path | None) -> str:
 
 _BUDGETS = ("max_evals", "max_seconds")
 
+_SEARCH_IN_A_TUNER_FIX = (
+    "search inside a tuner, which takes a worker factory: a set made from the space "
+    "(tk.TunableSet.from_space(space, build, key=...), or KernelTemplate(...).tunable_set(...)) with "
+    ".with_search(...).with_isolation('process', worker=factory), run through TUNER.execute, where "
+    "factory(key_fields, *, device_id, locator) -> (client, tunables, inputs) is a function at the top level "
+    "of a module (docs/robustness.md)"
+)
+"""The fix ``tk.search`` offers for a client that cannot be forked: the same search, run by a tuner."""
+
 
 def refuse_autotune_off(where: str, settings: _settings.Settings) -> None:
     """Raise ``tk.AutotuneDisabled`` when autotuning is off: a search measures, and the setting says measure nothing."""
@@ -607,7 +616,10 @@ def search(
     settings = _settings.current()
     where = f"tk.search(tuner={tuner!r})"
     refuse_autotune_off(where, settings)  # before anything is built or the trial log is opened
-    refuse_unforkable(client, None, settings, where=where, other_fixes=())  # before the trial log is opened
+    # Before the trial log is opened. tk.search takes no worker factory, but a tuner does, and
+    # searches a set as tk.search would: without that route the refusal left only untimed-in-
+    # process tuning, though a searched OpenCL set under process isolation works through execute.
+    refuse_unforkable(client, None, settings, where=where, other_fixes=(_SEARCH_IN_A_TUNER_FIX,))
 
     if reference is None and (outputs is not None or rtol or atol):
         # Else ignored: the caller believed the configurations checked, and a wrong one could win.
