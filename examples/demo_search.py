@@ -83,7 +83,8 @@ def run_search_demo(
     refused = None
     if record_path.exists():
         try:
-            record = tk.Record.load_verified(record_path, tunables, client.device_id, tuner=TUNER)
+            # Given the client, a record of this CPU under another numpy or BLAS is used, with a warning.
+            record = tk.Record.load_verified(record_path, tunables, client, tuner=TUNER)
         except (tk.RecordMismatch, OSError) as exc:  # refused, corrupt or unreadable: searched again
             refused = str(exc)
     result = None
@@ -102,11 +103,13 @@ def run_search_demo(
             require=[INCUMBENT],
             log=log_path,
         )
-        record = record or tk.Record.for_tunables(TUNER.name, client.device_id, tunables)
+        if record is None or record.device_id != client.device_id:
+            # A record measured under another numpy takes no winner measured under this one: it is started afresh.
+            record = tk.Record.for_tunables(TUNER.name, client, tunables)
         record.add(key, result)
         record.save(record_path)
         # Production's side: it trusts nothing it has not verified, the file just written included.
-        record = tk.Record.load_verified(record_path, tunables, client.device_id, tuner=TUNER)
+        record = tk.Record.load_verified(record_path, tunables, client, tuner=TUNER)
     for warning in record.warnings:
         console.print(f"[yellow]record warning:[/] {warning}")
     record.seed(TUNER, tunables, PipelineKey)

@@ -36,6 +36,13 @@ class ClientConformance:
         assert isinstance(client.device_id, str) and len(client.device_id) > 8
         assert self.make().device_id == client.device_id
 
+    def test_a_device_model_is_a_stable_non_empty_str_when_supported(self) -> None:
+        client = self.make()
+        if isinstance(client, tk.SupportsDeviceModel):
+            # Compared with a committed record's: an empty or unstable one would match other models' records, or none.
+            assert isinstance(client.device_model, str) and client.device_model
+            assert self.make().device_model == client.device_model
+
     def test_passes_the_up_front_client_check_of_execute(self) -> None:
         require_client(self.make(), "conformance")  # raises TypeError naming what a client lacks
 

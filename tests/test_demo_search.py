@@ -60,6 +60,7 @@ def test_a_record_of_another_device_is_refused_and_the_key_searched_again(tmp_pa
     first, _ = run(tmp_path)
     data = json.loads(first.record_path.read_text())
     data["device_id"] = "another machine"
+    data["device_model"] = "another machine's CPU"
     first.record_path.write_text(json.dumps(data))
 
     again, shown = run(tmp_path)
@@ -68,3 +69,20 @@ def test_a_record_of_another_device_is_refused_and_the_key_searched_again(tmp_pa
     assert sum(t.resumed for t in again.result.trials) == SMALL["max_evals"]  # same device: its log still answers
     assert "searched again" in shown
     assert tk.Record.load(again.record_path).device_id != "another machine"
+
+
+def test_a_record_of_this_cpu_under_another_numpy_is_used_with_a_warning_and_nothing_searched(tmp_path: Path) -> None:
+    """Regression: a numpy or BLAS upgrade changed the device id, the committed record was refused, searched again."""
+    first, _ = run(tmp_path)
+    data = json.loads(first.record_path.read_text())
+    model, _, stack = data["device_id"].partition(":numpy-")
+    assert stack and data["device_model"] == model
+    data["device_id"] = f"{model}:numpy-1.26.4:openblas-0.3.21"
+    first.record_path.write_text(json.dumps(data))
+
+    again, shown = run(tmp_path)
+    assert again.refused is None and again.result is None and again.production_tunes == 0
+    assert "record warning" in shown and "numpy-1.26.4" in shown
+    assert tk.Record.load(again.record_path).device_id == data["device_id"], (
+        "the record still says where it was measured"
+    )

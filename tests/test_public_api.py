@@ -72,6 +72,7 @@ EXPECTED = {
     "StreamSink",
     "SupportsCacheFlush",
     "SupportsCheckBuffers",
+    "SupportsDeviceModel",
     "SupportsForkCheck",
     "SupportsLocator",
     "SupportsPeaks",

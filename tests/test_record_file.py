@@ -288,7 +288,7 @@ def test_seeding_another_tuner_is_refused(data: ReplayData, tmp_path: Path) -> N
     assert str(refused.value) == (
         "this record does not apply here: it is for tuner 'replayed', this is tuner 'other'; seed the tuner it was "
         "made for (tk.LocalTuner('replayed')), or the record committed for 'other' into this one "
-        "(tk.Record.load_verified(path, tunables, device_id, tuner=...) checks both at load), "
+        "(tk.Record.load_verified(path, tunables, client, tuner=...) checks both at load), "
         "or re-tune and commit a new record"
     )
     elsewhere = tk.LocalTuner[Shape, Any]("replayed").tuner("replay:another/gpu")
@@ -344,7 +344,9 @@ def test_a_record_for_an_empty_tuner_or_device_or_no_set_is_refused() -> None:
     tunables = tk.TunableSet(key=key_of).with_tunable(tk.Tunable("a", lambda x: x))
     with pytest.raises(ValueError, match=r"tk.Record.for_tunables\(tuner=...\) must be a non-empty str, got ''"):
         tk.Record.for_tunables("", "cpu", tunables)
-    with pytest.raises(TypeError, match=r"for_tunables\(device_id=...\) must be a non-empty str, got None"):
+    with pytest.raises(
+        TypeError, match=r"for_tunables\(device_id=...\) takes the client \(a tk.Client\) or .*got None"
+    ):
         tk.Record.for_tunables("t", None, tunables)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match=r"takes a tk.TunableSet, got list"):
         tk.Record.for_tunables("t", "cpu", [tunables])  # type: ignore[arg-type]
@@ -365,7 +367,7 @@ def test_loading_or_seeding_with_the_wrong_arguments_names_them(data: ReplayData
         record.seed("replayed", tunables, Shape)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match=r"Record.seed\(\) takes the running tk.TunableSet"):
         record.seed(tk.LocalTuner("replayed"), data.space, Shape)  # type: ignore[arg-type]
-    with pytest.raises(FileNotFoundError, match=r"tk.Record.for_tunables\(tuner, device_id, tunables\)"):
+    with pytest.raises(FileNotFoundError, match=r"tk.Record.for_tunables\(tuner, client, tunables\)"):
         tk.Record.load(tmp_path / "missing.json")
     # A directory said only "[Errno 21] Is a directory", where save() to one says what to give.
     with pytest.raises(IsADirectoryError, match="give the record's file path in it"):

@@ -11,10 +11,12 @@ __all__ = [
     "Client",
     "DevicePeaks",
     "SupportsCacheFlush",
+    "SupportsDeviceModel",
     "SupportsForkCheck",
     "SupportsLocator",
     "SupportsPeaks",
     "SupportsWarmup",
+    "device_model_of",
     "fork_hazard_of",
     "locator_of",
     "require_client",
@@ -160,6 +162,33 @@ class SupportsLocator(Protocol):
 def locator_of(client: object) -> str | None:
     """The client's locator, or None when it does not provide one."""
     return client.locator if isinstance(client, SupportsLocator) else None
+
+
+@runtime_checkable
+class SupportsDeviceModel(Protocol):
+    """Optional: the hardware part of ``device_id``, without the software stack.
+
+    ``device_id`` changes with a driver or library upgrade, so that cached winners are
+    measured afresh. A committed record is the winners a team chose to keep, though: one
+    measured on the same model under another stack is used (with a warning naming both
+    stacks) by ``tk.Record.load_verified`` given a client that says its model, instead of
+    being refused and re-tuned in production.
+    """
+
+    @property
+    def device_model(self) -> str:
+        """The device's hardware identity: the part of ``device_id`` an upgrade of the software leaves as it is.
+
+        E.g. ``"cpu:<model>:8c:x86_64"`` for ``cpu:<model>:8c:x86_64:numpy-2.1.0:openblas-0.3.27``.
+        Two devices of one model must give the same string, and two of different models
+        different ones.
+        """
+        ...
+
+
+def device_model_of(client: object) -> str | None:
+    """The client's device model, or None when it does not say."""
+    return client.device_model if isinstance(client, SupportsDeviceModel) else None
 
 
 @runtime_checkable

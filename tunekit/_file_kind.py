@@ -21,7 +21,7 @@ _KINDS = {
     "trial log": "a trial log (written by tk.search(log=...)); a search's record goes where TUNEKIT_RECORD or "
     "sinks= send records",
     "committed record": "a committed record (tk.Record.save); production loads it with "
-    "tk.Record.load_verified(path, tunables, device_id) and record.seed(...)",
+    "tk.Record.load_verified(path, tunables, client) and record.seed(...)",
     "cache bundle": "a cache bundle (tunekit cache export); store it in a cache with tunekit cache import",
     "records": "a records file (JSONL of tk.AutotuneRecord); read it with tunekit records summary",
     "kernel tuner cache": "a Kernel Tuner cache file; replay it as a device with "

@@ -24,6 +24,7 @@ from pydantic import Field, ValidationError, model_validator
 
 from tunekit import _settings
 from tunekit._atomic import write_atomic
+from tunekit._client import Client
 from tunekit._errors import TunekitError
 from tunekit._file_kind import other_kind, other_kind_name
 from tunekit._file_lock import locked_directory
@@ -32,6 +33,7 @@ from tunekit._local import LocalTuner
 from tunekit._outcome import Measured
 from tunekit._paths import file_in_the_way
 from tunekit._persisted import STORED, Persisted, known_versions
+from tunekit._record_device import RunningDevice, device_refusal, running_device, stack_drift
 from tunekit._records import AutotuneRecord, SearchEnded
 from tunekit._search import SearchResult
 from tunekit._search_spec import check_search_names, config_name
@@ -87,6 +89,12 @@ class RecordFile(Persisted):
     schema_version: Literal[1] = 1
     tuner: str
     device_id: str
+    device_model: str | None = Field(
+        None,
+        description="The hardware part of device_id (tk.SupportsDeviceModel), without the software stack: a record of "
+        "the same model under another driver or numpy is used, with a warning. None when the client that made the "
+        "record does not say its model, or in records written before it was kept: then only device_id is taken.",
+    )
     checksum: str = Field(description="TunableSet.checksum() of the candidates the winners were chosen from.")
     space_hash: str | None = None
     space: SpaceModel | None = Field(
@@ -150,6 +158,12 @@ class Record:
     ``add`` names winners as its candidates. None after a plain ``load``: names are ``config.name``."""
     space: SpaceModel | None = field(default=None, repr=False)
     """The space of ``space_hash``, described (``Space.describe()``); None: no space, or an older file."""
+    device_model: str | None = None
+    """The hardware part of ``device_id`` (``tk.SupportsDeviceModel``); None: its client did not say, or an old file."""
+    running_device_id: str | None = field(default=None, compare=False)
+    """The running device ``load_verified`` accepted the record for: ``device_id``, or another stack's id on the
+    same model. ``seed`` installs the winners there; ``device_id`` stays where they were measured, and is what
+    ``save`` writes. None after a plain ``load``: ``seed`` installs into ``device_id``'s tuner."""
     _added: set[str] = field(default_factory=set, init=False, repr=False, compare=False)
     """Keys added (``add``, ``add_tune``) since the record was made, loaded or last saved: ``save``
     writes these over the file's entries and keeps the file's others."""
@@ -161,21 +175,30 @@ class Record:
     then writes only such names (checked at every name of every ``add``, it read every entry each time)."""
 
     @classmethod
-    def for_tunables(cls, tuner: str, device_id: str, tunables: TunableSet[Any, Any]) -> Record:
-        """An empty record for winners chosen among ``tunables``."""
+    def for_tunables(cls, tuner: str, device_id: str | Client, tunables: TunableSet[Any, Any]) -> Record:
+        """An empty record for winners chosen among ``tunables``, measured on ``device_id``.
+
+        ``device_id``: the client the winners are measured on, or its ``device_id``. Given the
+        client, the record also keeps its ``device_model`` (``tk.SupportsDeviceModel``), so that
+        it is used on the same hardware under another driver or numpy (with a warning) instead
+        of being refused there.
+        """
+        where = "tk.Record.for_tunables"
         # An empty tuner or device id was saved, and such a record matches no tuner that can run.
-        check_search_names("tk.Record.for_tunables", tuner=tuner, device_id=device_id)
+        device = RunningDevice(device_id, None) if isinstance(device_id, str) else running_device(where, device_id)
+        check_search_names(where, tuner=tuner, device_id=device.id)
         if not isinstance(tunables, TunableSet):
             raise TypeError(f"tk.Record.for_tunables() takes a tk.TunableSet, got {type(tunables).__name__}")
         space_hash = tunables.extras.get("checksum:space")
         return cls(
             tuner,
-            device_id,
+            device.id,
             tunables.checksum(),
             space_hash if isinstance(space_hash, str) else None,
             autotune_level=_settings.current().autotune_level,
             tunables=tunables,
             space=_described(tunables),
+            device_model=device.model,
         )
 
     def add(self, key: object, result: SearchResult, *, runners_up: int = 4) -> RecordEntry:
@@ -260,10 +283,7 @@ class Record:
     def _of_search(self, key: object, result: SearchResult, runners_up: int) -> dict[str, Any]:
         """The entry fields of a search's result."""
         if result.tuner != self.tuner or result.device_id != self.device_id:
-            raise RecordMismatch(
-                f"the search ran for tuner {result.tuner!r} on {result.device_id!r}; "
-                f"this record is for tuner {self.tuner!r} on {self.device_id!r}"
-            )
+            raise RecordMismatch(self._not_measured_here("search", result.tuner, result.device_id))
         if result.key is not None and result.key != key:
             # A loop that searched one key and added another committed a winner for a size it was
             # never measured at, which load_verified cannot see.
@@ -296,10 +316,7 @@ class Record:
     def _of_tune(self, key: object, tune: AutotuneRecord, runners_up: int) -> dict[str, Any]:
         """The entry fields of the record of a tune ``execute`` ran (a search inside it, or a plain tune)."""
         if tune.tuner != self.tuner or tune.device_id != self.device_id:
-            raise RecordMismatch(
-                f"the tune ran for tuner {tune.tuner!r} on {tune.device_id!r}; "
-                f"this record is for tuner {self.tuner!r} on {self.device_id!r}"
-            )
+            raise RecordMismatch(self._not_measured_here("tune", tune.tuner, tune.device_id))
         if tune.key != json.loads(key_to_json(key)):
             # Built again here, the key anchors at the running level: a tune at another one lands elsewhere.
             raise RecordMismatch(
@@ -341,6 +358,19 @@ class Record:
             measured_at=tune.timestamp,
         )
 
+    def _not_measured_here(self, what: str, tuner: str, device_id: str) -> str:
+        """Why a search or tune of ``tuner`` on ``device_id`` is not added to this record."""
+        said = f"the {what} ran for tuner {tuner!r} on {device_id!r}; this record is for tuner {self.tuner!r} on "
+        said += repr(self.device_id)
+        if tuner == self.tuner and device_id == self.running_device_id:
+            # Added, its winner would be saved as measured under the record's stack: a record names one stack for all.
+            said += (
+                ", the same device model under another software stack: one record holds winners measured under one "
+                "stack, so re-tune its keys here into a new record (tk.Record.for_tunables(tuner, client, tunables)) "
+                "to refresh it"
+            )
+        return said
+
     def get(self, key: object) -> RecordEntry | None:
         """The entry of ``key``'s bucket (the key as built: anchored), or None when the record has none."""
         if not is_autotune_key(key):
@@ -372,7 +402,7 @@ class Record:
                 raise RecordMismatch(
                     f"this record's set names its candidates its own way ({entry.winner!r} for {named!r}), which "
                     "tk.Record.load() cannot know; read the record with "
-                    "tk.Record.load_verified(path, tunables, device_id) to add to it"
+                    "tk.Record.load_verified(path, tunables, client) to add to it"
                 )
         self._config_named = True
         return config.name
@@ -382,6 +412,7 @@ class Record:
         known = RecordFile(
             tuner=self.tuner,
             device_id=self.device_id,
+            device_model=self.device_model,
             checksum=self.checksum,
             space_hash=self.space_hash,
             space=self.space,
@@ -476,6 +507,8 @@ class Record:
             self.anchored_fields = fields
         if self.space is None:
             self.space = saved.space
+        if self.device_model is None:
+            self.device_model = saved.device_model
 
     @classmethod
     def load(cls, path: str | Path) -> Record:
@@ -485,7 +518,7 @@ class Record:
             data = RecordFile.model_validate_json(path.read_bytes(), context=STORED)
         except FileNotFoundError:
             raise FileNotFoundError(
-                f"no committed record at {path}; create one with tk.Record.for_tunables(tuner, device_id, tunables), "
+                f"no committed record at {path}; create one with tk.Record.for_tunables(tuner, client, tunables), "
                 "record.add(key, search_result) (or record.add_tune(tune, KeyClass)) and record.save(path)"
             ) from None
         except IsADirectoryError:  # said only "[Errno 21] Is a directory", where save() says what to give
@@ -513,6 +546,7 @@ class Record:
         record = cls(
             tuner=data.tuner,
             device_id=data.device_id,
+            device_model=data.device_model,
             checksum=data.checksum,
             space_hash=data.space_hash,
             space=data.space,
@@ -530,7 +564,7 @@ class Record:
         cls,
         path: str | Path,
         tunables: TunableSet[Any, Any],
-        device_id: str,
+        device_id: str | Client,
         *,
         tuner: str | LocalTuner[Any, Any] | Tuner | None = None,
     ) -> Record:
@@ -538,23 +572,24 @@ class Record:
 
         Raises RecordMismatch when the device, the tuner, the candidates (checksum), the space or
         tunekit's major version differ, or a winner or runner-up is not a candidate. Drift that
-        only shifts timings is returned in ``record.warnings``. ``tuner``: the name, or the
-        ``tk.LocalTuner``, the record is to serve; a record made for another tuner's keys is
-        refused here, as :meth:`seed` refuses it (None: checked only by ``seed``, so a caller that
-        reads winners with ``get`` should pass it).
+        only shifts timings is returned in ``record.warnings``. ``device_id``: the running
+        client, or its ``device_id``. Given a client that says its ``device_model``
+        (``tk.SupportsDeviceModel``), a record of the same model measured under another
+        software stack (driver, numpy) is used, with a warning naming both, and :meth:`seed`
+        installs it for the running device; another model is refused. Given a device id, or
+        for a record that does not say its model, the device ids must be equal. ``tuner``: the
+        name, or the ``tk.LocalTuner``, the record is to serve; a record made for another
+        tuner's keys is refused here, as :meth:`seed` refuses it (None: checked only by
+        ``seed``, so a caller that reads winners with ``get`` should pass it).
         """
         # A tk.Space given as tunables failed as "'Space' object has no attribute 'checksum'".
         _check_tunables("tk.Record.load_verified", tunables)
-        if not isinstance(device_id, str) or not device_id:
-            raise TypeError(
-                f"tk.Record.load_verified(device_id=...) takes the running client's device_id (a non-empty str), "
-                f"got {device_id!r}"
-            )
+        here = running_device("tk.Record.load_verified", device_id)
         expected = _tuner_name("tk.Record.load_verified", tuner)
         record = cls.load(path)
         problems = []
-        if record.device_id != device_id:
-            problems.append(f"it was measured on device {record.device_id!r}, this is {device_id!r}")
+        if (device := device_refusal(record.device_id, record.device_model, here)) is not None:
+            problems.append(device)
         if expected is not None and record.tuner != expected:
             problems.append(f"it was made for tuner {record.tuner!r}, this is tuner {expected!r}")
         if record.checksum != tunables.checksum():
@@ -581,8 +616,12 @@ class Record:
             raise RecordMismatch(
                 f"{path} does not apply here: " + "; ".join(problems) + "; re-tune and commit a new record"
             )
-        record.warnings = tuple(_drift(record, Path(path)))
+        stack = stack_drift(record.device_id, here)
+        record.warnings = tuple([f"{path}: {stack}"] if stack else []) + tuple(_drift(record, Path(path)))
         record.tunables = tunables
+        record.running_device_id = here.id
+        if record.device_id == here.id and record.device_model is None:  # a record of an older file learns it
+            record.device_model = here.model
         return record
 
     def seed(self, tuner: Tuner | LocalTuner[K, Out], tunables: TunableSet[K, Out], key_type: type[K]) -> int:
@@ -600,9 +639,12 @@ class Record:
                 f"Record.seed(key_type=...) takes the @tk.autotune_key class the operation's keys are made of, "
                 f"got {key_type.__qualname__ if isinstance(key_type, type) else repr(key_type)}"
             )
+        # Verified for the same model under another stack, the winners serve the running device's tuner:
+        # execute looks them up by the running client's device_id.
+        serves = self.running_device_id or self.device_id
         if isinstance(tuner, LocalTuner):
-            tuner = tuner.tuner(self.device_id)
-        if tuner.name != self.tuner or tuner.device_id != self.device_id:
+            tuner = tuner.tuner(serves)
+        if tuner.name != self.tuner or tuner.device_id not in (serves, self.device_id):
             raise RecordMismatch(_not_this_tuner(self, tuner))
         if strangers := _not_candidates(self.entries.values(), tunables):
             raise RecordMismatch(
@@ -666,15 +708,23 @@ def _not_this_tuner(record: Record, tuner: Tuner) -> str:
             f"seed the tuner it was made for (tk.LocalTuner({record.tuner!r})), or the record committed for "
             f"{tuner.name!r} into this one"
         )
-    if tuner.device_id != record.device_id:
+    if tuner.device_id not in (record.device_id, record.running_device_id):
         problems.append(f"it was measured on device {record.device_id!r}, this tuner runs on {tuner.device_id!r}")
-        remedies.append(f"seed the record committed for {tuner.device_id!r}")
+        remedies.append(
+            f"seed the record committed for {tuner.device_id!r}"
+            + (
+                f", or, for the same device model ({record.device_model!r}) under another software stack, verify "
+                "this one with the running client first"
+                if record.device_model is not None and record.running_device_id is None
+                else ""
+            )
+        )
     return (
         "this record does not apply here: "
         + "; ".join(problems)
         + "; "
         + "; ".join(remedies)
-        + " (tk.Record.load_verified(path, tunables, device_id, tuner=...) checks both at load), "
+        + " (tk.Record.load_verified(path, tunables, client, tuner=...) checks both at load), "
         "or re-tune and commit a new record"
     )
 

@@ -41,22 +41,33 @@ def _blas() -> str:
 
 
 @functools.cache
-def _device_id() -> str:
+def _device_model() -> str:
     cores = os.cpu_count() or 0
-    return f"cpu:{_cpu_model()}:{cores}c:{platform.machine()}:numpy-{np.__version__}:{_blas()}"
+    return f"cpu:{_cpu_model()}:{cores}c:{platform.machine()}"
+
+
+@functools.cache
+def _device_id() -> str:
+    return f"{_device_model()}:numpy-{np.__version__}:{_blas()}"
 
 
 class CpuClient:
     """The host CPU as a tunekit client.
 
     ``device_id`` names the CPU model, core count, numpy version and BLAS, since any of
-    them can change which candidate is fastest.
+    them can change which candidate is fastest; ``device_model`` (``tk.SupportsDeviceModel``)
+    is its hardware part, the CPU model, core count and architecture.
     """
 
     @property
     def device_id(self) -> str:
         """Stable, specific identity of this host's CPU and numpy stack."""
         return _device_id()
+
+    @property
+    def device_model(self) -> str:
+        """The CPU model, core count and architecture: ``device_id`` without numpy and its BLAS."""
+        return _device_model()
 
     def profile(self, run: Callable[[], T]) -> tuple[T, int]:
         """Run ``run`` once; its duration in ns by the host's monotonic clock."""

@@ -106,6 +106,11 @@ def _device_id_of(device: Any) -> str:
     return f"opencl:{plat.name}|{plat.version}|{device.name}|driver {device.driver_version}|{device.version}"
 
 
+def _device_model_of(device: Any) -> str:
+    """A device's hardware identity (see ``OpenCLClient.device_model``): its id without the driver's versions."""
+    return f"opencl:{device.platform.name}|{device.name}"
+
+
 def _select(
     cl: Any, platform: int | str | None, device: int | str | None, device_id: str | None = None
 ) -> tuple[Any, Any]:
@@ -235,11 +240,23 @@ class OpenCLClient:
         self._flush_count = 0
         self._helpers: Any = None
         self._device_id = _device_id_of(self.device)
+        self._device_model = _device_model_of(self.device)
 
     @property
     def device_id(self) -> str:
         """Platform, device, driver version and OpenCL version: a driver upgrade re-tunes."""
         return self._device_id
+
+    @property
+    def device_model(self) -> str:
+        """The platform and device names (``tk.SupportsDeviceModel``): ``device_id`` without its versions.
+
+        The platform's version, the driver's and the device's OpenCL version all come with the
+        driver (``OpenCL 3.0 CUDA 12.4``, ``PoCL 5.0 ... LLVM 16``), so an upgrade changes them
+        on the same hardware. The platform's name stays: another implementation on one device
+        (PoCL or the vendor's runtime on a CPU) compiles kernels its own way, and is another device here.
+        """
+        return self._device_model
 
     @property
     def locator(self) -> str:
