@@ -352,6 +352,15 @@ def test_a_record_for_an_empty_tuner_or_device_or_no_set_is_refused() -> None:
         tk.Record.for_tunables("t", "cpu", [tunables])  # type: ignore[arg-type]
 
 
+def test_a_record_is_made_for_the_local_tuner_it_serves(data: ReplayData, tmp_path: Path) -> None:
+    """for_tunables(TUNER, ...) was refused as "must be a non-empty str", though load_verified(tuner=TUNER) takes it."""
+    tuner: tk.LocalTuner[Shape, None] = tk.LocalTuner("replayed_local")
+    tunables = tk.TunableSet.from_space(data.space, ReplayClient(data).kernel, key=key_of)
+    record = tk.Record.for_tunables(tuner, "cpu", tunables)
+    record.save(tmp_path / "r.json")
+    assert tk.Record.load_verified(tmp_path / "r.json", tunables, "cpu", tuner=tuner).model().tuner == "replayed_local"
+
+
 def test_loading_or_seeding_with_the_wrong_arguments_names_them(data: ReplayData, tmp_path: Path) -> None:
     """load_verified(path, space, ...) failed as "'Space' object has no attribute 'checksum'"; seed(..., dict) as a
     key "not JSON-serialisable"; a missing file told to use tk.Record(...), which needs a checksum by hand."""

@@ -30,11 +30,35 @@ def test_loads_the_space_failures_and_samples(tmp_path: Path, name: str) -> None
     assert data.gpu == f"{tmp_path.name}/cache"
 
 
+def test_the_device_id_does_not_depend_on_the_directory_the_file_is_named_from(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file named from its own folder ("c.json") replayed as device "replay:/c": its logs were refused elsewhere."""
+    path = write_cache(tmp_path / "c.json")
+    monkeypatch.chdir(tmp_path)
+    ids = {
+        ReplayClient(load_kernel_tuner_cache(p)).device_id
+        for p in ("c.json", "./c.json", path, f"../{tmp_path.name}/c.json")
+    }
+    assert ids == {f"replay:{tmp_path.name}/c"}
+
+
 def test_restricted_out_configurations_are_not_in_the_space(tmp_path: Path) -> None:
     data = load_kernel_tuner_cache(write_cache(tmp_path / "c.json"))
     assert {"X": 16, "Y": 128, "Z": 0} not in data.space
     with pytest.raises(ValueError, match="restricted out"):
         ReplayClient(data).kernel(tk.Config(("X", "Y", "Z"), (16, 128, 0)))
+
+
+def test_a_required_configuration_the_file_has_no_entry_for_is_refused_naming_the_file(tmp_path: Path) -> None:
+    """It was "excluded by the space's restriction #1 of 1 ('fingerprint:replay-keys:...')", naming no file."""
+    data = load_kernel_tuner_cache(write_cache(tmp_path / "c.json"))
+    client = ReplayClient(data)
+    with pytest.raises(ValueError, match=r"\{'X': 16, 'Y': 128, 'Z': 0\} has no entry in c\.json: Kernel Tuner's run"):
+        tk.search(data.space, client.kernel, client, (), tuner="t", require=[{"X": 16, "Y": 128, "Z": 0}])
+    with pytest.raises(ValueError, match=r"X=3 is not one of \[1, 2, 4, 8, 16\]"):
+        data.space.config(X=3, Y=16, Z=0)
+    assert {"X": 16, "Y": 128, "Z": 0} not in data.space and {"X": 1, "Y": 16, "Z": 0} in data.space
 
 
 def test_each_run_takes_a_recorded_sample_on_the_virtual_clock(tmp_path: Path) -> None:

@@ -355,6 +355,17 @@ def test_sample_takes_an_int_seed_and_refuses_what_is_neither_a_generator_nor_a_
         space.sample(-1, 0)
 
 
+def test_a_restriction_taking_one_argument_per_parameter_is_refused_where_the_space_is_declared() -> None:
+    """lambda BLOCK, VEC: ... failed at the first walk as "raised TypeError ...; make it return False instead"."""
+    with pytest.raises(
+        TypeError, match=r"restriction '.*<lambda>' cannot be called as restriction\(config\) \(missing"
+    ):
+        tk.Space(BLOCK=[64, 128], VEC=[1, 2], restrict=lambda BLOCK, VEC: BLOCK * VEC <= 128)  # noqa: N803
+    with pytest.raises(TypeError, match=r"\(#2 of 2 in restrict=\) cannot be called as restriction\(config\)"):
+        tk.Space(BLOCK=[64, 128], restrict=[lambda c: c.BLOCK > 0, lambda: True])
+    assert tk.Space(BLOCK=[64, 128], restrict=lambda c, limit=64: limit < c.BLOCK).size == 1
+
+
 @pytest.mark.parametrize(
     ("result", "type_name"),
     [

@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -78,6 +79,33 @@ def test_a_rerun_of_a_finished_log_measures_nothing(data: ReplayData, tmp_path: 
 
 
 @pytest.mark.parametrize(
+    "rerun", [{"max_evals": 40}, {"max_evals": 40, "seed": 9}, {"max_evals": 40, "strategy": "random"}]
+)
+def test_a_resume_that_proposes_other_configurations_keeps_every_logged_trial(
+    data: ReplayData, tmp_path: Path, rerun: dict[str, object]
+) -> None:
+    """A resume with a larger budget (or another seed or strategy) dropped the logged trials it did not propose."""
+    log = tmp_path / "t.jsonl"
+    first = run(data, log, max_evals=20)
+    resumed = run(data, log, **rerun)
+    logged = {t.config for t in first.trials}
+    assert logged <= {t.config for t in resumed.trials}, "every logged trial is one of the resumed search's"
+    assert resumed.evaluations == 40 and resumed.stopped_by == "max_evals"
+    assert len(log.read_text().splitlines()) == 1 + 40, "20 logged + 20 measured: the budget counts the log"
+    assert sum(t.resumed for t in resumed.trials) == 20
+
+
+def test_a_rerun_with_a_smaller_budget_than_the_log_holds_measures_nothing(data: ReplayData, tmp_path: Path) -> None:
+    """Every logged trial is kept, not the log's first max_evals: those cut could hold the log's best."""
+    log = tmp_path / "t.jsonl"
+    first = run(data, log, max_evals=20)
+    smaller = run(data, log, max_evals=5, strategy="random", seed=9)
+    assert smaller.evaluations == 20 and all(t.resumed for t in smaller.trials)
+    assert {t.config for t in smaller.trials} == {t.config for t in first.trials}
+    assert len(log.read_text().splitlines()) == 1 + 20
+
+
+@pytest.mark.parametrize(
     ("change", "field"),
     [({"tuner": "other"}, "tuner"), ({"key_space": True}, "space_hash")],
 )
@@ -128,6 +156,31 @@ def test_a_log_from_another_device_is_refused(data: ReplayData, tmp_path: Path) 
     run(data, log)
     with pytest.raises(tk.TrialLogError, match="device_id"):
         TrialLog.open(log, tuner="t", space=data.space, device_id="another gpu")
+
+
+def test_a_log_measured_with_other_build_code_is_refused(data: ReplayData, tmp_path: Path) -> None:
+    """tk.search answered an edited kernel's configurations with the old code's timings from its log."""
+    log = tmp_path / "t.jsonl"
+    client = ReplayClient(data)
+
+    def build(config: tk.Config) -> Callable[..., None]:
+        return client.kernel(config)
+
+    def edited(config: tk.Config) -> Callable[..., None]:
+        kernel = client.kernel(config)
+        return lambda: (kernel(), kernel())[0]
+
+    tk.search(data.space, build, client, (), tuner="t", max_evals=5, log=log)
+    assert tk.search(data.space, build, client, (), tuner="t", max_evals=5, log=log).evaluations == 5
+    with pytest.raises(tk.TrialLogError, match=r"t\.jsonl was measured with other code: the search's build"):
+        tk.search(data.space, edited, client, (), tuner="t", max_evals=5, log=log)
+    # A log written before the build was kept has none in its header: resumed as before.
+    lines = log.read_text().splitlines()
+    header = json.loads(lines[0])
+    del header["build"]
+    log.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
+    resumed = tk.search(data.space, edited, client, (), tuner="t", max_evals=5, log=log)
+    assert all(t.resumed for t in resumed.trials)
 
 
 def test_a_corrupt_middle_line_is_refused_not_guessed(data: ReplayData, tmp_path: Path) -> None:

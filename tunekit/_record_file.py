@@ -175,15 +175,21 @@ class Record:
     then writes only such names (checked at every name of every ``add``, it read every entry each time)."""
 
     @classmethod
-    def for_tunables(cls, tuner: str, device_id: str | Client, tunables: TunableSet[Any, Any]) -> Record:
+    def for_tunables(
+        cls, tuner: str | LocalTuner[Any, Any] | Tuner, device_id: str | Client, tunables: TunableSet[Any, Any]
+    ) -> Record:
         """An empty record for winners chosen among ``tunables``, measured on ``device_id``.
 
-        ``device_id``: the client the winners are measured on, or its ``device_id``. Given the
-        client, the record also keeps its ``device_model`` (``tk.SupportsDeviceModel``), so that
-        it is used on the same hardware under another driver or numpy (with a warning) instead
-        of being refused there.
+        ``tuner``: the tuner's name, or the ``tk.LocalTuner`` the record serves. ``device_id``: the
+        client the winners are measured on, or its ``device_id``. Given the client, the record also
+        keeps its ``device_model`` (``tk.SupportsDeviceModel``), so that it is used on the same
+        hardware under another driver or numpy (with a warning) instead of being refused there.
         """
         where = "tk.Record.for_tunables"
+        # The tk.LocalTuner the record serves, as load_verified(tuner=) and seed take it: it was refused
+        # as "must be a non-empty str, got <tunekit._local.LocalTuner object at 0x...>".
+        if isinstance(tuner, LocalTuner | Tuner):
+            tuner = tuner.name
         # An empty tuner or device id was saved, and such a record matches no tuner that can run.
         device = RunningDevice(device_id, None) if isinstance(device_id, str) else running_device(where, device_id)
         check_search_names(where, tuner=tuner, device_id=device.id)

@@ -40,7 +40,7 @@ from tunekit._space import Config, Space
 from tunekit._strategies import Strategy, StrategyFactory, StrategyName, make_strategy
 from tunekit._trials import TrialEntry, TrialLog
 from tunekit._tunable import Tunable
-from tunekit._tunable_set import LazyBuild, TunableSet
+from tunekit._tunable_set import LazyBuild, TunableSet, build_identity
 
 __all__ = [
     "AUTO_COUNT_LIMIT",
@@ -235,7 +235,7 @@ def _within(proposals: Sequence[Config], evaluated: set[Config], room: int) -> l
     for config in proposals:
         if config not in evaluated:
             if room == 0:
-                break
+                continue  # a logged one after it is still kept: answered from the log, it costs nothing
             room -= 1
         kept.append(config)
     return kept
@@ -267,11 +267,14 @@ def run_search(
     remaining: Callable[[], int | None] | None = None,
     batch: int = 8,
     finalists: int = 0,
+    build_id: str | None = None,
 ) -> SearchResult:
     """Search ``space`` with ``strategy`` until a budget ends it; see :func:`search`.
 
     The caller records the result (:func:`emit_search_record`, or as part of its own record)
     and has checked the arguments (``check_search_args``), naming its own call in the errors.
+    ``build_id``: a digest of the code that builds the candidates, kept in the trial log's
+    header so that a log measured with other code is refused.
     """
     key_dict: dict[str, Any] | None = None
     if key is not None:
@@ -281,7 +284,9 @@ def run_search(
     incumbents = incumbents_of(space, require)
     name, factory = _choose(space, strategy, max_evals, max_seconds)
     started = time.monotonic()
-    trial_log = TrialLog.open(log, tuner=tuner, space=space, device_id=device_id, key=key_dict) if log else None
+    trial_log = (
+        TrialLog.open(log, tuner=tuner, space=space, device_id=device_id, key=key_dict, build=build_id) if log else None
+    )
     try:
         previous = trial_log.previous if trial_log else {}
         done: dict[Config, Trial] = {}
@@ -670,6 +675,7 @@ def search(
         log=log,
         batch=batch,
         finalists=finalists,
+        build_id=build_identity(build) if log is not None else None,  # only a log keeps it
     )
     emit_search_record(result, key, resolved_sinks, name_of)
     raise_if_no_winner(result, key, log, name_of)

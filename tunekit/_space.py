@@ -8,6 +8,7 @@ and rejects restricted-out ones, so a 10^6-point space costs nothing until it is
 from __future__ import annotations
 
 import hashlib
+import inspect
 import itertools
 import json
 import keyword
@@ -225,16 +226,41 @@ def _restrictions(restrict: Restriction | Sequence[Restriction] | None) -> tuple
     if restrict is None:
         return ()
     if callable(restrict):
+        _check_one_argument(restrict, 0, 1)
         return (restrict,)
     bad: object = restrict
     if isinstance(restrict, list | tuple):
         bad = next((fn for fn in restrict if not callable(fn)), None)
         if bad is None:
-            return tuple(restrict)
+            restrictions = tuple(restrict)
+            for position, fn in enumerate(restrictions):
+                _check_one_argument(fn, position, len(restrictions))
+            return restrictions
     raise TypeError(
         f"tk.Space(restrict=...) takes a predicate (config -> bool) or a list of them, got {bad!r}; "
         "e.g. restrict=lambda c: c.BLOCK * c.VEC <= 1024"
     )
+
+
+def _check_one_argument(fn: Restriction, position: int, count: int) -> None:
+    """Refuse, where the space is declared, a restriction that cannot be called with one configuration.
+
+    ``lambda BLOCK, VEC: BLOCK * VEC <= 1024`` (one argument per parameter, as Optuna or Kernel
+    Tuner users write them) failed at the first walk as "raised TypeError ... make it return False
+    instead", which pointed at the wrong fix.
+    """
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):  # a builtin or C callable without one: its first call will tell
+        return
+    try:
+        signature.bind(None)
+    except TypeError as exc:
+        raise TypeError(
+            f"{_restriction_label(fn, position, count)} cannot be called as restriction(config) ({exc}): a "
+            "restriction takes one configuration and reads the parameters from it, "
+            "e.g. restrict=lambda c: c.BLOCK * c.VEC <= 1024"
+        ) from None
 
 
 def _restriction_label(fn: Restriction, position: int, count: int) -> str:

@@ -51,6 +51,11 @@ class TrialLogHeader(Persisted):
     device_id: str
     space_hash: str
     space: SpaceModel
+    build: str | None = Field(
+        None,
+        description="A digest of tk.search's build code: a log measured with other kernels is refused. None where "
+        "the search has no build (tk.tune_objective), or in logs written before it was kept (resumed as before).",
+    )
     tunekit_version: str = __version__
     created: datetime = Field(default_factory=lambda: datetime.now(UTC))
 
@@ -120,15 +125,17 @@ class TrialLog:
         space: Space,
         device_id: str,
         key: dict[str, JsonScalar] | None = None,
+        build: str | None = None,
     ) -> TrialLog:
         """Open ``path`` for appending, resuming its trials, or start it with a header.
 
-        Raises TrialLogError when the log belongs to another tuner, key, space or device,
-        when a line other than the last is corrupt, or when another search holds it.
+        Raises TrialLogError when the log belongs to another tuner, key, space, device or
+        build (``build``: a digest of the code that builds the candidates), when a line other
+        than the last is corrupt, or when another search holds it.
         """
         path = check_log_path(path)
         header = TrialLogHeader(
-            tuner=tuner, key=key, device_id=device_id, space_hash=space.hash, space=space.describe()
+            tuner=tuner, key=key, device_id=device_id, space_hash=space.hash, space=space.describe(), build=build
         )
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -271,7 +278,7 @@ def key_log_path(base: Path, *, tuner: str, device_id: str, key: Mapping[str, ob
 
 
 def _check_same_search(path: Path, logged: TrialLogHeader, running: TrialLogHeader) -> None:
-    """Refuse (TrialLogError) a log written for another tuner, key, device or space, naming what differs."""
+    """Refuse (TrialLogError) a log written for another tuner, key, device, space or build, naming what differs."""
     for field in ("tuner", "key", "device_id", "space_hash"):
         theirs, ours = getattr(logged, field), getattr(running, field)
         if theirs != ours:
@@ -280,6 +287,14 @@ def _check_same_search(path: Path, logged: TrialLogHeader, running: TrialLogHead
                 f"{path} was written for {field}={theirs!r}, but this search has {field}={ours!r}{what}: "
                 "its trials do not apply here; give this search another log path (or delete the old log)"
             )
+    # A log kept before the build was (None) is resumed as before: nothing says its kernels differ.
+    if logged.build is not None and running.build is not None and logged.build != running.build:
+        # An edited kernel was answered with the old code's timings and failures, and could win on them.
+        raise TrialLogError(
+            f"{path} was measured with other code: the search's build (or a function of its module that it calls) "
+            f"changed since (build {logged.build}, now {running.build}), so its trials timed other kernels; give "
+            "this search another log path (or delete the old log)"
+        )
 
 
 _HEADER_START = b'{"kind":"header"'

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from tunekit._strategies import StrategyName
     from tunekit._worker import DeviceLocatorWorkerFactory, DeviceWorkerFactory, LocatorWorkerFactory, WorkerFactory
 
-__all__ = ["BoundsFn", "InputGenerator", "KeyGenerator", "LazyBuild", "TunableSet"]
+__all__ = ["BoundsFn", "InputGenerator", "KeyGenerator", "LazyBuild", "TunableSet", "build_identity"]
 
 K = TypeVar("K", covariant=True)
 Out = TypeVar("Out", covariant=True)
@@ -80,7 +80,7 @@ BoundsFn = Callable[[Any, tuple[Any, ...]], Any]
 """(key, benchmark inputs) -> tk.Bounds; used by the roofline short circuit."""
 
 
-def _build_identity(build: Callable[..., object]) -> str:
+def build_identity(build: Callable[..., object]) -> str:
     """A digest of ``build``'s code and of its module's functions it calls (not of the values it reads).
 
     An edited build measured other kernels than the cached winner's, yet re-used its winners,
@@ -193,7 +193,7 @@ class TunableSet(Generic[K, Out]):
             TunableSet(key, inputs)
             .with_tunables(tunables)
             .with_extra("checksum:space", space.hash)
-            .with_extra("checksum:build", _build_identity(build))
+            .with_extra("checksum:build", build_identity(build))
             .with_extra("space", space)
         )
 

@@ -17,6 +17,7 @@ import gzip
 import hashlib
 import json
 import math
+import os
 import threading
 import zlib
 from collections import Counter
@@ -76,9 +77,10 @@ class ReplayFailure(RuntimeError):
 class _KnownKeys:
     """The restriction of a replayed space: exactly the configurations the file holds."""
 
-    def __init__(self, keys: frozenset[tuple[tk.ParamValue, ...]], fingerprint: str) -> None:
+    def __init__(self, keys: frozenset[tuple[tk.ParamValue, ...]], fingerprint: str, source: str) -> None:
         self.keys = keys
-        self.fingerprint = fingerprint
+        self.fingerprint = fingerprint  # the space's hash reads this alone: the keys, not where they were read
+        self.source = source
 
     def __call__(self, config: tk.Config) -> bool:
         return config.values_tuple in self.keys
@@ -97,6 +99,26 @@ class ReplaySpace(tk.Space):
         super().__init__(restrict=known, **params)
         at = [{v: i for i, v in enumerate(params[name])} for name in self.names]
         self._walk = sorted(known.keys, key=lambda values: tuple(at[k][v] for k, v in enumerate(values)))
+        self._known = known
+
+    def config(self, values: Mapping[str, Any] | None = None, /, **kw: Any) -> tk.Config:
+        """As ``tk.Space.config``; a configuration the file has no entry for is refused naming the file."""
+        try:
+            return super().config(values, **kw)
+        except ValueError:
+            given = {n: v.item() if isinstance(v, np.generic) else v for n, v in dict(values or {}, **kw).items()}
+            domains = self.domains
+            if set(given) != set(domains) or not all(
+                any(type(v) is type(given[n]) and v == given[n] for v in domains[n]) for n in domains
+            ):
+                raise
+            # Every value in its domain, so the one restriction, the file's keys, refused it: the error
+            # named it "restriction #1 of 1 ('fingerprint:replay-keys:516c...')", which told nobody anything.
+            raise ValueError(
+                f"configuration {given!r} has no entry in {self._known.source}: Kernel Tuner's run never measured "
+                "it (restricted out of the space it tuned, or not tried); pick a configuration the file holds "
+                "(for config in data.space)"
+            ) from None
 
     @property
     def walk_cost(self) -> int:
@@ -180,6 +202,10 @@ def read_cache_document(path: str | Path) -> Any:
 
 def _gpu_name(path: Path) -> str:
     """The GPU id from the file path (some files leave ``device_name`` empty)."""
+    # The folder as the absolute path names it: "A100.json.gz" given from inside its folder had no
+    # parent name ("replay:/A100"), so the same file had another device id (and its trial logs and
+    # records were refused) depending on the directory the search was started from.
+    path = Path(os.path.abspath(path))
     stem = path.name.removesuffix(".gz").removesuffix(".json")
     return f"{path.parent.name}/{stem}"
 
@@ -361,7 +387,7 @@ def load_kernel_tuner_cache(path: str | Path) -> ReplayData:
         )
     keys = frozenset(samples) | frozenset(failures)
     digest = hashlib.sha256("\n".join(sorted(",".join(map(str, k)) for k in keys)).encode()).hexdigest()[:32]
-    space = ReplaySpace(_KnownKeys(keys, f"replay-keys:{digest}"), params)
+    space = ReplaySpace(_KnownKeys(keys, f"replay-keys:{digest}", path.name), params)
     objective = data.objective if isinstance(data.objective, str) else ",".join(data.objective)
     return ReplayData(
         path=path,
