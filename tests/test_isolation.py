@@ -404,11 +404,18 @@ def test_a_client_that_cannot_be_forked_is_refused_before_anything_is_prepared_o
 
 
 def test_tk_search_refuses_a_client_that_cannot_be_forked_before_the_trial_log_is_written(tmp_path: Path) -> None:
-    """Regression: tk.search under process isolation forked such a client, and it cannot take a worker factory."""
+    """Regression: tk.search under process isolation forked such a client, and it cannot take a worker factory.
+
+    The refusal offered only timing in this process; it names the search a tuner runs with a worker factory too.
+    """
     tk.configure(isolation="process")
     client = _UnforkableCpu("its handle does not survive fork()")
     log = tmp_path / "trials.jsonl"
-    fixes = r"To tune on it, time the candidates in this process: TUNEKIT_ISOLATION=none or tk.configure"
+    fixes = (
+        r"To tune on it, search inside a tuner, which takes a worker factory: .*\.with_search\(\.\.\.\)"
+        r"\.with_isolation\('process', worker=factory\), run through TUNER\.execute.*; "
+        r"or time the candidates in this process: TUNEKIT_ISOLATION=none or tk.configure"
+    )
     with pytest.raises(tk.TunekitError, match=r"tk.search\(tuner='s'\): isolation='process'.*" + fixes):
         tk.search(tk.Space(X=[1, 2]), lambda c: lambda: c.X, client, (), tuner="s", log=log)
     assert not log.exists()

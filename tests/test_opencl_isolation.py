@@ -85,3 +85,27 @@ def test_process_isolation_without_a_worker_factory_is_refused_before_any_varian
     assert "an OpenCL context does not survive fork()" in message, message
     assert "with_isolation('process', worker=build)" in message and "TUNEKIT_ISOLATION=none" in message, message
     assert records == []  # nothing was tuned, so nothing recorded
+
+
+def test_a_searched_template_runs_under_process_isolation_through_execute_with_a_worker_factory(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The route tk.search's refusal of an OpenCL client names: with_search and a worker factory, through execute."""
+    monkeypatch.syspath_prepend(str(TESTS))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]))
+    import _searched_opencl
+
+    from tunekit_backends.opencl import OpenCLClient
+
+    client, tunables, inputs = _searched_opencl.searched(OpenCLClient(compile_in="thread"), 64)
+    isolated = tunables.with_isolation("process", timeout_s=60, worker=_searched_opencl.build)
+    records: list[tk.AutotuneRecord] = []
+    tuner = tk.LocalTuner[_searched_opencl.FillKey, Any]("searched-isolated", sinks=[records.append])
+    try:
+        tuner.execute(client.device_id, client, isolated, inputs).wait()
+    finally:
+        client.close()
+    (record,) = records
+    (ended,) = [e for e in record.events if isinstance(e, tk.SearchEnded)]
+    assert (ended.evaluations, ended.stopped_by) == (4, "max_evals")
+    assert record.winner is not None and {c.status for c in record.candidates} == {"measured"}

@@ -7,6 +7,7 @@ import tunekit as tk
 EXPECTED = {
     "Anchor",
     "AutotuneBound",
+    "AutotuneDisabled",
     "AutotuneRecord",
     "BadLine",
     "BatchStarted",

@@ -620,3 +620,31 @@ def test_search_refuses_a_reference_that_is_not_callable_before_measuring() -> N
         tk.search(tk.Space(A=[1]), lambda c: lambda: 1, CpuClient(), (), tuner="t", outputs=[0])
     with pytest.raises(TypeError, match=r"tk.search\(outputs=...\) takes a list"):
         tk.search(tk.Space(A=[1]), lambda c: lambda: 1, CpuClient(), (), tuner="t", reference=abs, outputs=1)  # type: ignore[arg-type]
+
+
+def test_explicit_searches_refuse_to_measure_when_autotuning_is_off(tmp_path: Path) -> None:
+    """Regression: tk.search and tk.tune_objective measured and wrote their logs under TUNEKIT_AUTOTUNE=0."""
+    tk.configure(autotune=False)
+    built: list[str] = []
+
+    def build(config: tk.Config) -> Any:
+        built.append(config.name)
+        return lambda: None
+
+    space = tk.Space(N=[1, 2, 4])
+    with pytest.raises(tk.AutotuneDisabled, match=r"tk.search\(tuner='off'\).*autotuning is off.*TUNEKIT_AUTOTUNE=0"):
+        tk.search(space, build, tk_cpu(), (), tuner="off", log=tmp_path / "s.jsonl")
+    objective = Cheap(space)
+    objective.measure = lambda config: pytest.fail(f"measured {config.name}")  # type: ignore[method-assign]
+    with pytest.raises(tk.AutotuneDisabled, match=r"tk.tune_objective\(tuner='off'\).*TUNER.execute"):
+        tk.tune_objective(objective, tuner="off", device_id="d", log=tmp_path / "o.jsonl")
+    assert built == [] and list(tmp_path.iterdir()) == []
+    # A searched set inside execute follows the setting like any set: the first configuration, unmeasured.
+    tunables = tk.TunableSet.from_space(space, build, key=lambda: _Length(n=1)).with_search(
+        max_evals=2, log=tmp_path / "w.jsonl"
+    )
+    records: list[tk.AutotuneRecord] = []
+    client = tk_cpu()
+    tk.LocalTuner[_Length, Any]("off", sinks=[records.append]).execute(client.device_id, client, tunables, ())
+    assert built == ["N=1"] and list(tmp_path.iterdir()) == []
+    assert [(r.decision, r.winner) for r in records] == [("disabled", "N=1")]

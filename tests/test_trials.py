@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -95,10 +96,12 @@ def test_a_resume_that_proposes_other_configurations_keeps_every_logged_trial(
 
 
 def test_a_rerun_with_a_smaller_budget_than_the_log_holds_measures_nothing(data: ReplayData, tmp_path: Path) -> None:
+    """Every logged trial is kept, not the log's first max_evals: those cut could hold the log's best."""
     log = tmp_path / "t.jsonl"
-    run(data, log, max_evals=20)
+    first = run(data, log, max_evals=20)
     smaller = run(data, log, max_evals=5, strategy="random", seed=9)
-    assert smaller.evaluations == 5 and all(t.resumed for t in smaller.trials)
+    assert smaller.evaluations == 20 and all(t.resumed for t in smaller.trials)
+    assert {t.config for t in smaller.trials} == {t.config for t in first.trials}
     assert len(log.read_text().splitlines()) == 1 + 20
 
 
@@ -418,3 +421,63 @@ def test_closing_a_trial_log_twice_leaves_other_files_alone(tmp_path: Path) -> N
         release()
         other.write("still open")
     assert (tmp_path / "other").read_text() == "still open"
+
+
+class _Sleepy:
+    """An objective whose every measurement takes 0.1 s of wall time."""
+
+    space = tk.Space(A=range(10), B=range(10))
+
+    def __init__(self) -> None:
+        self.measured: list[tk.Config] = []
+
+    def measure(self, config: tk.Config) -> tk.Outcome:
+        self.measured.append(config)
+        time.sleep(0.1)
+        return tk.Measured(tk.BenchmarkDurations((1000 + 10 * config.A + config.B,)))
+
+    def remaining(self) -> int | None:
+        return None
+
+
+def test_a_resumed_search_counts_the_logged_time_against_max_seconds(tmp_path: Path) -> None:
+    """Regression: each run got the whole max_seconds again, while max_evals counted the logged trials."""
+    log = tmp_path / "t.jsonl"
+    first = tk.tune_objective(_Sleepy(), tuner="t", device_id="d", strategy="random", max_evals=4, log=log)
+    assert first.evaluations == 4  # at least 0.4 s logged
+    again = _Sleepy()
+    resumed = tk.tune_objective(again, tuner="t", device_id="d", strategy="random", max_seconds=0.2, log=log)
+    assert again.measured == [], "the logged 0.4 s already spent the 0.2 s budget"
+    assert resumed.stopped_by == "max_seconds" and resumed.earlier_seconds >= 0.4
+    assert resumed.best.config == first.best.config
+
+
+class _Bowl:
+    """A deterministic objective over 288 configurations, recording what it measures."""
+
+    space = tk.Space(A=range(12), B=range(6), C=["x", "y", "z", "w"])
+
+    def __init__(self) -> None:
+        self.measured: list[tk.Config] = []
+
+    def measure(self, config: tk.Config) -> tk.Outcome:
+        self.measured.append(config)
+        cost = 1000 + (config.A - 9) ** 2 * 50 + (config.B - 2) ** 2 * 80 + "xyzw".index(config.C) * 30
+        return tk.Measured(tk.BenchmarkDurations((cost,)))
+
+    def remaining(self) -> int | None:
+        return None
+
+
+def test_a_resume_with_another_max_evals_counts_and_keeps_every_logged_trial(tmp_path: Path) -> None:
+    """Regression: model_ils's other path measured 26 more trials for max_evals 30 -> 40, and 20 dropped the best."""
+    log = tmp_path / "t.jsonl"
+    first = tk.tune_objective(_Bowl(), tuner="t", device_id="d", strategy="model_ils", max_evals=30, log=log)
+    larger = _Bowl()
+    grown = tk.tune_objective(larger, tuner="t", device_id="d", strategy="model_ils", max_evals=40, log=log)
+    assert len(larger.measured) == 10 and not set(larger.measured) & {t.config for t in first.trials}
+    assert grown.evaluations == 40 and {t.config for t in grown.trials} >= {t.config for t in first.trials}
+    smaller = _Bowl()
+    cut = tk.tune_objective(smaller, tuner="t", device_id="d", strategy="model_ils", max_evals=20, log=log)
+    assert smaller.measured == [] and cut.stopped_by == "max_evals"
+    assert cut.evaluations == 40 and cut.best.score == min(t.score for t in grown.trials if t.score is not None)

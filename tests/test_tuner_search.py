@@ -125,32 +125,75 @@ def test_variants_a_search_evaluates_that_do_not_apply_to_the_key_are_in_its_rec
     y = cla.zeros(client.queue, 64, np.float32)
     records, sink = _records()
     try:
-        for n, evals in ((64, 2), (8, 2)):
+        for n in (64, 4):
             tunables = template.tunable_set(
                 client,
                 key=lambda y, n: OneKey(n=int(n)),
                 inputs=lambda key, y, n: (cla.zeros(client.queue, 64, np.float32), n),
-            ).with_search(max_evals=evals, require=[{"BLOCK": 64, "UNROLL": 2}, {"BLOCK": 32, "UNROLL": 1}])
+            ).with_search(max_evals=2, require=[{"BLOCK": 64, "UNROLL": 2}, {"BLOCK": 32, "UNROLL": 1}])
             tuner = tk.LocalTuner[OneKey, Any]("opencl-applies")
-            if n == 64:  # 64 * 2 does not apply; 32 * 1 does, and wins
+            if n == 64:  # 64 * 2 does not apply; 32 * 1 does
                 tuner.execute(client.device_id, client, tunables, (y, np.int32(n)))
                 continue
-            with pytest.raises(tk.NoValidKernelFound) as caught:  # neither applies to n=8
+            # No variant applies to n=4: those skipped use no budget, so the search tries all 8.
+            with pytest.raises(tk.NoValidKernelFound) as caught:
                 tuner.execute(client.device_id, client, tunables, (y, np.int32(n)))
     finally:
         tk.remove_record_sink(sink)
-    assert list(caught.value.failures) == [("fill[BLOCK=64,UNROLL=2]", says), ("fill[BLOCK=32,UNROLL=1]", says)]
+    failures = list(caught.value.failures)
+    assert failures[:2] == [("fill[BLOCK=64,UNROLL=2]", says), ("fill[BLOCK=32,UNROLL=1]", says)]
+    assert len(failures) == 8 and {why for _, why in failures} == {says}
     assert "no candidate was planned" not in str(caught.value)
     applies, none_applies = records
-    assert applies.winner == "fill[BLOCK=32,UNROLL=1]"
-    assert [(c.name, c.status, c.error) for c in applies.candidates] == [
+    assert [(c.name, c.status, c.error) for c in applies.candidates][:2] == [
         ("fill[BLOCK=64,UNROLL=2]", "skipped", says),
         ("fill[BLOCK=32,UNROLL=1]", "measured", None),
     ]
-    assert [(c.name, c.status) for c in none_applies.candidates] == [
+    # The skipped incumbent used no budget: a second configuration was searched for, and measured.
+    measured = [c.name for c in applies.candidates if c.status == "measured"]
+    assert len(measured) == 2 and applies.winner in measured
+    assert [(c.name, c.status) for c in none_applies.candidates][:2] == [
         ("fill[BLOCK=64,UNROLL=2]", "skipped"),
         ("fill[BLOCK=32,UNROLL=1]", "skipped"),
     ]
+    assert len(none_applies.candidates) == 8 and {c.status for c in none_applies.candidates} == {"skipped"}
+
+
+def test_variants_that_do_not_apply_to_the_key_do_not_use_the_search_budget(isolated_settings: Path) -> None:
+    """Regression: max_evals counted them, so a budget of 2 spent on two such variants measured nothing."""
+    cla = pytest.importorskip("pyopencl.array", reason="pip install 'tunekit[opencl]'")
+    from tunekit_backends.opencl import KernelTemplate, OpenCLClient
+
+    client = OpenCLClient(compile_in="thread")
+    template = KernelTemplate(
+        SOURCE,
+        "fill",
+        {"BLOCK": [64, 32, 16, 8], "UNROLL": [2, 1]},  # exhaustive order: 64x2, 64x1, 32x2 do not apply to n=32
+        geometry=lambda config, key: ((64,), (int(config.BLOCK),)),
+        applies=lambda config, key: key.n >= config.BLOCK * config.UNROLL,
+    )
+    tunables = template.tunable_set(
+        client,
+        key=lambda y, n: OneKey(n=int(n)),
+        inputs=lambda key, y, n: (cla.zeros(client.queue, 64, np.float32), n),
+    ).with_search(strategy="exhaustive", max_evals=2, batch=2)
+    records, sink = _records()
+    try:
+        tk.LocalTuner[OneKey, Any]("opencl-budget").execute(
+            client.device_id, client, tunables, (cla.zeros(client.queue, 64, np.float32), np.int32(32))
+        )
+    finally:
+        tk.remove_record_sink(sink)
+    (record,) = records
+    assert [(c.name, c.status) for c in record.candidates] == [
+        ("fill[BLOCK=64,UNROLL=2]", "skipped"),
+        ("fill[BLOCK=64,UNROLL=1]", "skipped"),
+        ("fill[BLOCK=32,UNROLL=2]", "skipped"),
+        ("fill[BLOCK=32,UNROLL=1]", "measured"),
+        ("fill[BLOCK=16,UNROLL=2]", "measured"),
+    ]
+    (ended,) = [e for e in record.events if isinstance(e, tk.SearchEnded)]
+    assert (ended.stopped_by, ended.evaluations) == ("max_evals", 5)
 
 
 def test_a_search_ends_at_the_batch_where_a_candidate_meets_the_roofline() -> None:

@@ -52,6 +52,7 @@ if TYPE_CHECKING:
         SupportsWarmup,
     )
     from tunekit._errors import (
+        AutotuneDisabled,
         CandidateFailed,
         ClientClosed,
         InputTypeError,
@@ -119,6 +120,7 @@ if TYPE_CHECKING:
 _EXPORTS: dict[str, tuple[str, str]] = {
     "Anchor": ("tunekit._anchor", "Anchor"),
     "AutotuneBound": ("tunekit._bounds", "AutotuneBound"),
+    "AutotuneDisabled": ("tunekit._errors", "AutotuneDisabled"),
     "AutotuneRecord": ("tunekit._records", "AutotuneRecord"),
     "BadLine": ("tunekit._record_reader", "BadLine"),
     "BatchStarted": ("tunekit._observe", "BatchStarted"),
@@ -233,6 +235,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
 __all__ = [
     "Anchor",
     "AutotuneBound",
+    "AutotuneDisabled",
     "AutotuneRecord",
     "BadLine",
     "BatchStarted",

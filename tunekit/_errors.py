@@ -9,6 +9,7 @@ if TYPE_CHECKING:
     from tunekit._outcome import FailureStage
 
 __all__ = [
+    "AutotuneDisabled",
     "CandidateFailed",
     "ClientClosed",
     "InputTypeError",
@@ -21,6 +22,16 @@ __all__ = [
 
 class TunekitError(Exception):
     """Base class of tunekit's own errors."""
+
+
+class AutotuneDisabled(TunekitError, RuntimeError):
+    """An explicit search (``tk.search``, ``tk.tune_objective``) was called with autotuning off.
+
+    ``TUNEKIT_AUTOTUNE=0`` means "measure and write nothing": ``execute`` then takes the first
+    candidate in plan order, but a search has no such candidate to fall back on, and measuring
+    anyway broke the promise (a production process set to never tune would spend its device
+    on a search). Raised before anything is built, measured or written.
+    """
 
 
 class NoValidKernelFound(TunekitError):

@@ -13,12 +13,13 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from tunekit import _settings
 from tunekit._benchmark import BenchmarkDurations
 from tunekit._errors import ClientClosed
 from tunekit._outcome import Failed, Measured, Outcome, Skipped
 from tunekit._records import AutotuneRecord
 from tunekit._schedule import describe_error
-from tunekit._search import SearchResult, emit_search_record, raise_if_no_winner, run_search
+from tunekit._search import SearchResult, emit_search_record, raise_if_no_winner, refuse_autotune_off, run_search
 from tunekit._search_spec import _is_int, check_search_args, check_search_names
 from tunekit._sinks import RecordSink, as_sinks
 from tunekit._space import Config, Space
@@ -73,7 +74,8 @@ def tune_objective(
     The incumbents (``require``) are measured whatever the budget, as for ``tk.search``:
     even when ``remaining()`` is already 0, so the engine's budget can be overrun by up
     to ``len(require)`` measurements. Raises ``tk.NoValidKernelFound`` when no configuration
-    was measured (every one invalid, or none evaluated), after emitting the record.
+    was measured (every one invalid, or none evaluated), after emitting the record, and
+    ``tk.AutotuneDisabled``, before the objective measures anything, when autotuning is off.
     """
     if isinstance(objective, type):
         # The class passes the protocol check (its space is a class attribute), then remaining()
@@ -100,6 +102,7 @@ def tune_objective(
         strategy=strategy,
         log=log,
     )
+    refuse_autotune_off(f"tk.tune_objective(tuner={tuner!r})", _settings.current())
     space = objective.space
     if not isinstance(space, Space):
         raise TypeError(f"objective.space must be a tk.Space, got {type(space).__name__}")

@@ -21,7 +21,7 @@ from tunekit import _settings
 from tunekit._benchmark import BenchmarkDurations
 from tunekit._check import Gate, reference_of
 from tunekit._client import Client, require_client
-from tunekit._errors import NoValidKernelFound, TunekitError
+from tunekit._errors import AutotuneDisabled, NoValidKernelFound, TunekitError
 from tunekit._isolation import check_each, open_runner, refuse_unforkable
 from tunekit._key import is_autotune_key, key_to_dict
 from tunekit._outcome import Failed, Measured, Outcome, Skipped, outcome_reason
@@ -53,6 +53,7 @@ __all__ = [
     "emit_search_record",
     "no_winner_note",
     "raise_if_no_winner",
+    "refuse_autotune_off",
     "run_search",
     "search",
     "search_ended",
@@ -131,6 +132,12 @@ class SearchResult:
     finalists: tuple[Trial, ...] = ()
     key: object = None
     """The key bucket the search was for (``key=``), None when it was given none."""
+    earlier_seconds: float = 0.0
+    """Seconds earlier runs of this search spent, as its trial log holds them; ``max_seconds`` counts them.
+
+    ``wall_seconds`` is this call's alone: a resumed search can stop at ``max_seconds`` after a
+    fraction of a second, its time spent before it was killed.
+    """
 
     @property
     def ranking(self) -> tuple[Trial, ...]:
@@ -218,6 +225,22 @@ def _searched_whole(space: Space, evaluated: int) -> bool:
     return size is not None and evaluated >= size
 
 
+def _within(proposals: Sequence[Config], evaluated: set[Config], room: int) -> list[Config]:
+    """The proposals up to the ``room`` the budget has left for configurations not evaluated yet.
+
+    Only a resume that took another path than the logged one is cut here: one with the same
+    arguments proposes logged configurations and measures nothing outside its budget.
+    """
+    kept: list[Config] = []
+    for config in proposals:
+        if config not in evaluated:
+            if room == 0:
+                continue  # a logged one after it is still kept: answered from the log, it costs nothing
+            room -= 1
+        kept.append(config)
+    return kept
+
+
 def _choose(
     space: Space, strategy: str | StrategyFactory, max_evals: int | None, max_seconds: float | None
 ) -> tuple[str, StrategyFactory]:
@@ -267,13 +290,25 @@ def run_search(
     try:
         previous = trial_log.previous if trial_log else {}
         done: dict[Config, Trial] = {}
-        offset = max((e.elapsed_s for e in previous.values()), default=0.0)
-        unproposed = set(previous)  # logged trials this run has not evaluated (yet): the budget counts them
+        # The log's clock goes on: max_seconds bounds the search, not each run of it, as max_evals
+        # counts the logged trials. A killed search resumed with the whole time again measured
+        # 20 more configurations after 13 logged ones, where an uninterrupted one measured 20 in all.
+        offset = trial_log.spent_s if trial_log is not None else 0.0
+        # Every logged trial belongs to the search and uses its budget, whether or not this run's
+        # strategy proposes it again: with another max_evals, model_ils (which scales its phases
+        # with it) took another path, so a resume from 30 logged trials to max_evals=40 measured 26
+        # more (56 in all), and one to max_evals=20 returned 20 trials, not the log's best.
+        evaluated: set[Config] = set(previous)
+        # What max_evals counts: configurations that ran (measured or failed). A variant that does
+        # not apply to the key (skipped) is not built or timed, and used the budget of one that is:
+        # max_evals=6 over a template whose first 5 variants did not apply measured 1.
+        ran = {config for config, entry in previous.items() if entry.status != "skipped"}
+        ran_here = 0  # of them, those this run's path reached
 
         met_limit = False
 
         def measure(configs: Sequence[Config]) -> list[Trial]:
-            nonlocal met_limit
+            nonlocal met_limit, ran_here
             fresh = [c for c in configs if c not in previous]
             outcomes = evaluate(fresh) if fresh else {}
             met_limit = met_limit or (isinstance(outcomes, Ranked) and outcomes.met_limit)
@@ -290,7 +325,10 @@ def run_search(
                 trials.append(Trial(config, outcome))
             for trial in trials:
                 done[trial.config] = trial
-                unproposed.discard(trial.config)
+                evaluated.add(trial.config)
+                if not isinstance(trial.outcome, Skipped):
+                    ran.add(trial.config)
+                    ran_here += 1
             return trials
 
         spent = 0.0
@@ -307,28 +345,25 @@ def run_search(
             if met_limit:
                 stopped = "roofline"
                 break
-            # The budget counts every trial of this search, the log's included: a resume whose
-            # strategy does not propose a logged trial again (a larger max_evals reshapes
-            # model_ils's path; another seed or strategy) continues from it rather than leaving it
-            # out of the count and of the ranking.
-            evaluated = len(done) + len(unproposed)
-            if _searched_whole(space, evaluated):
+            if _searched_whole(space, len(evaluated)):
                 # Before the budgets: a space of 80 searched whole with max_evals=80 was recorded
                 # as stopped by max_evals, as if the budget had cut it.
                 break
-            if max_evals is not None and evaluated >= max_evals:
+            if max_evals is not None and len(ran) >= max_evals:
                 stopped = "max_evals"
                 break
             # Not before anything is evaluated: a budget spent opening the log or building the
             # strategy ended the search with no winner (and execute() stored that as a failed tune).
-            if max_seconds is not None and done and time.monotonic() - started >= max_seconds:
+            if max_seconds is not None and evaluated and offset + time.monotonic() - started >= max_seconds:
                 stopped = "max_seconds"
                 break
             left = remaining() if remaining is not None else None
             if left is not None and left <= 0:
                 stopped = "objective_budget"
                 break
-            want = batch if max_evals is None else min(batch, max_evals - len(done))
+            # Asked of this run's path alone, so a resume with the same arguments proposes what the
+            # killed run did (a logged trial it has not reached yet is proposed again, not new).
+            want = batch if max_evals is None else min(batch, max_evals - ran_here)
             if left is not None:
                 want = min(want, left)
             t0 = time.thread_time()
@@ -354,28 +389,15 @@ def run_search(
                     raise TunekitError(f"strategy {name!r} proposed {config!r}, which is not in the space")
                 proposed.add(config)
             if max_evals is not None:
-                # Asked for as many as a run without a log would be (so a resume retraces its path),
-                # but measured only as far as the budget left by the logged trials allows.
-                room = max_evals - evaluated
-                kept = []
-                for config in proposals:
-                    if config in done or config in previous:
-                        kept.append(config)
-                    elif room > 0:
-                        kept.append(config)
-                        room -= 1
-                proposals = kept
+                proposals = _within(proposals, evaluated, max_evals - len(ran))
             new = [c for c in proposals if c not in done]
             measured = {t.config: t for t in measure(new)}
             t0 = time.thread_time()
             for config in proposals:
                 strat.observe(config, (measured.get(config) or done[config]).score)
             spent += time.thread_time() - t0
-        # The logged trials this run did not propose again are still this search's evaluations
-        # (in the log's order, up to max_evals: a rerun with a smaller budget than the log holds
-        # gets the log's first trials, measuring nothing).
-        for config, entry in previous.items():
-            if config not in done and (max_evals is None or len(done) < max_evals):
+        for config, entry in previous.items():  # logged trials this run did not propose: still measured
+            if config not in done:
                 done[config] = Trial(config, _outcome(entry), resumed=True)
         if not done and stopped == "exhausted" and next(iter(space), None) is None:
             # Checked once the strategy found nothing rather than up front, where walking a
@@ -413,6 +435,7 @@ def run_search(
         wall_seconds=time.monotonic() - started,
         finalists=final,
         key=key,
+        earlier_seconds=offset,
     )
     return result
 
@@ -487,6 +510,28 @@ def no_winner_note(ended: SearchEnded, log: str | Path | None) -> str:
 
 _BUDGETS = ("max_evals", "max_seconds")
 
+_SEARCH_IN_A_TUNER_FIX = (
+    "search inside a tuner, which takes a worker factory: a set made from the space "
+    "(tk.TunableSet.from_space(space, build, key=...), or KernelTemplate(...).tunable_set(...)) with "
+    ".with_search(...).with_isolation('process', worker=factory), run through TUNER.execute, where "
+    "factory(key_fields, *, device_id, locator) -> (client, tunables, inputs) is a function at the top level "
+    "of a module (docs/robustness.md)"
+)
+"""The fix ``tk.search`` offers for a client that cannot be forked: the same search, run by a tuner."""
+
+
+def refuse_autotune_off(where: str, settings: _settings.Settings) -> None:
+    """Raise ``tk.AutotuneDisabled`` when autotuning is off: a search measures, and the setting says measure nothing."""
+    if settings.autotune:
+        return
+    raise AutotuneDisabled(
+        f"{where} searches by measuring configurations, and autotuning is off (TUNEKIT_AUTOTUNE=0, autotune = false "
+        "in tunekit.toml or [tool.tunekit], or tk.configure(autotune=False)): nothing was built, measured or written. "
+        "To search, switch it on for this run (unset TUNEKIT_AUTOTUNE, or tk.configure(autotune=True)); to run "
+        "without measuring, seed a committed record (tk.Record.load_verified(...).seed(...)) or run the set "
+        "through TUNER.execute, which takes the first candidate in plan order while it is off"
+    )
+
 
 def search(
     space: Space,
@@ -519,6 +564,8 @@ def search(
 
     Budget: stop after ``max_evals`` distinct configurations and/or ``max_seconds``;
     ``result.stopped_by`` says which ended it (``exhausted`` when the strategy ran out).
+    Both bound the whole search, not each run: a search resumed from ``log`` counts the
+    logged trials against ``max_evals`` and the time they took against ``max_seconds``.
     ``require``: incumbent configurations measured first, whatever the budget, so the
     winner is never slower than them; one outside the space is an error. ``log``: a JSONL
     trial log; a rerun resumes it, skipping configurations it already measured.
@@ -538,7 +585,8 @@ def search(
 
     Raises ``tk.NoValidKernelFound`` (listing each configuration and why it failed) when no
     evaluated configuration could be measured, as ``execute`` does, after emitting the
-    search's record and keeping every trial in ``log``.
+    search's record and keeping every trial in ``log``. Raises ``tk.AutotuneDisabled``, before
+    anything is built, measured or written, when autotuning is off (``TUNEKIT_AUTOTUNE=0``).
     """
     if not isinstance(space, Space):
         raise TypeError(
@@ -572,7 +620,11 @@ def search(
     args = tuple(inputs)
     settings = _settings.current()
     where = f"tk.search(tuner={tuner!r})"
-    refuse_unforkable(client, None, settings, where=where, other_fixes=())  # before the trial log is opened
+    refuse_autotune_off(where, settings)  # before anything is built or the trial log is opened
+    # Before the trial log is opened. tk.search takes no worker factory, but a tuner does, and
+    # searches a set as tk.search would: without that route the refusal left only untimed-in-
+    # process tuning, though a searched OpenCL set under process isolation works through execute.
+    refuse_unforkable(client, None, settings, where=where, other_fixes=(_SEARCH_IN_A_TUNER_FIX,))
 
     if reference is None and (outputs is not None or rtol or atol):
         # Else ignored: the caller believed the configurations checked, and a wrong one could win.

@@ -77,7 +77,9 @@ class TrialEntry(Persisted):
     score_ns: float | None = Field(None, ge=0, description="Median sample: lower is better.")
     stage: str | None = None
     error: str | None = None
-    elapsed_s: float = Field(0.0, ge=0, description="Seconds since the search (or its first run) started.")
+    elapsed_s: float = Field(
+        0.0, ge=0, description="Seconds the search had run when the trial was written, earlier runs' included."
+    )
     batch: int | None = Field(None, ge=0, description="Which measured batch of this log the trial was in.")
     batch_size: int | None = Field(None, ge=1, description="How many trials that batch measured.")
 
@@ -88,7 +90,13 @@ _LINE: TypeAdapter[TrialLogHeader | TrialEntry] = TypeAdapter(
 
 
 class TrialLog:
-    """An open, locked trial log; ``previous`` holds the trials of earlier runs by configuration."""
+    """An open, locked trial log; ``previous`` holds the trials of earlier runs by configuration.
+
+    ``spent_s`` is the time earlier runs spent, as far as their last written trial shows it
+    (a batch the kill left unfinished included: that time was spent, though it is measured
+    again). The search counts it against ``max_seconds``, as it counts logged trials against
+    ``max_evals``, so a killed search resumes with what was left of its time, not all of it.
+    """
 
     def __init__(
         self,
@@ -98,11 +106,13 @@ class TrialLog:
         next_batch: int,
         release: Release,
         file: IO[bytes],
+        spent_s: float,
     ) -> None:
         self.path = path
         self.header = header
         self.previous = previous
         self.next_batch = next_batch
+        self.spent_s = spent_s
         self._release = release
         self._file = file
 
@@ -148,7 +158,7 @@ class TrialLog:
                 "a hard link); wait for it, or give this search another log="
             )
         try:
-            previous, next_batch = cls._resume(path, header, space)
+            previous, next_batch, spent_s = cls._resume(path, header, space)
             file = open(path, "ab")  # noqa: SIM115 - owned by the TrialLog until close()
             if file.tell() == 0:
                 file.write(header.model_dump_json().encode() + b"\n")
@@ -157,15 +167,15 @@ class TrialLog:
         except BaseException:
             release()
             raise
-        return cls(path, header, previous, next_batch, release, file)
+        return cls(path, header, previous, next_batch, release, file, spent_s)
 
     @staticmethod
-    def _resume(path: Path, header: TrialLogHeader, space: Space) -> tuple[dict[Config, TrialEntry], int]:
-        """The finished trials of earlier runs, and the number the next batch written takes."""
+    def _resume(path: Path, header: TrialLogHeader, space: Space) -> tuple[dict[Config, TrialEntry], int, float]:
+        """The finished trials of earlier runs, the number the next batch written takes, and their time spent."""
         try:
             data = path.read_bytes()
         except FileNotFoundError:
-            return {}, 0
+            return {}, 0, 0.0
         complete = data[: data.rfind(b"\n") + 1]
         # Checked before anything is cut: a file given as log= by mistake (notes, a config) lost
         # its last line, and one of a single line without a newline was overwritten by a header;
@@ -173,7 +183,7 @@ class TrialLog:
         first = _read_header(path, complete.split(b"\n", 1)[0] if complete else data, partial=not complete)
         if first is None:
             _cut_half_written_line(path, data, complete)
-            return {}, 0
+            return {}, 0, 0.0
         _check_same_search(path, first, header)
         lines = complete.splitlines()
         entries: list[tuple[Config, TrialEntry]] = []
@@ -209,7 +219,8 @@ class TrialLog:
                 path,
                 unfinished,
             )
-        return previous, max(written, default=-1) + 1
+        spent = max((entry.elapsed_s for _, entry in entries), default=0.0)
+        return previous, max(written, default=-1) + 1, spent
 
     def take_batch(self) -> int:
         """The number of the next batch of trials written to this log."""
