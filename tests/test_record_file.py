@@ -575,6 +575,20 @@ def test_a_record_of_a_key_class_without_anchors_applies_at_every_level(data: Re
     assert tk.Record.load(path).seed(tk.LocalTuner("replayed"), tunables, Rows) == 2
 
 
+def test_a_record_that_keeps_its_level_with_a_key_off_its_buckets_says_why(data: ReplayData, tmp_path: Path) -> None:
+    """A hand-edited key (n=3000 at balanced) was blamed on the record predating records keeping their level."""
+    path = tmp_path / "r.json"
+    _, tunables = committed(data, path)
+    doc = json.loads(path.read_text())
+    doc["entries"][0]["key"]["n"] = 3000
+    path.write_text(json.dumps(doc))
+    record = tk.Record.load_verified(path, tunables, ReplayClient(data).device_id)
+    with pytest.raises(
+        tk.RecordMismatch, match=r"n': 3000\} -> \{'n': 4096\}\): the record was made at 'balanced' too"
+    ):
+        record.seed(tk.LocalTuner("replayed"), tunables, Shape)
+
+
 def test_levels_that_share_buckets_load_with_a_warning_not_a_refusal(data: ReplayData, tmp_path: Path) -> None:
     """Only minimal changes the buckets: a record tuned at extensive serves balanced, noting the other threshold."""
     path = tmp_path / "r.json"

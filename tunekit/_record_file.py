@@ -674,11 +674,18 @@ class Record:
             keys.append((key, entry))
         if moved:
             level = _settings.current().autotune_level
+            # A record that keeps its level passed the level check above: its keys moved for another
+            # reason, which the message named as "it predates records keeping theirs", true only of old files.
+            why = (
+                "the record was made at another autotune level (it predates records keeping theirs) or the key's "
+                "anchors changed; seed it at the level it was made at, or re-tune and commit a new record"
+                if self.autotune_level is None
+                else f"the record was made at {self.autotune_level!r} too, so the key class's anchors changed since "
+                "it was made, or its keys were edited by hand; re-tune and commit a new record"
+            )
             raise RecordMismatch(
                 f"{len(moved)} of this record's keys are not key buckets of {key_type.__name__} at "
-                f"autotune_level={level!r} ({', '.join(moved[:3])}{', ...' if len(moved) > 3 else ''}): the record "
-                "was made at another autotune level (it predates records keeping theirs) or the key's anchors "
-                "changed; seed it at the level it was made at, or re-tune and commit a new record"
+                f"autotune_level={level!r} ({', '.join(moved[:3])}{', ...' if len(moved) > 3 else ''}): {why}"
             )
         for key, entry in keys:  # nothing installed before every key is known to be sound
             tuner.seed(tunables, key, entry.ranking)
