@@ -648,3 +648,28 @@ def test_explicit_searches_refuse_to_measure_when_autotuning_is_off(tmp_path: Pa
     tk.LocalTuner[_Length, Any]("off", sinks=[records.append]).execute(client.device_id, client, tunables, ())
     assert built == ["N=1"] and list(tmp_path.iterdir()) == []
     assert [(r.decision, r.winner) for r in records] == [("disabled", "N=1")]
+
+
+def test_a_build_that_raises_is_a_compile_failure_in_the_result_log_record_and_error(tmp_path: Path) -> None:
+    """build(config) raising was a failure at stage 'run' in the trials, the log, the record and the error."""
+
+    def build(config: tk.Config) -> Any:
+        if config.B != 1:
+            raise ValueError(f"B={config.B} does not build")
+        return lambda x: x.sum()
+
+    records: list[tk.AutotuneRecord] = []
+    log = tmp_path / "lazy.jsonl"
+    space = tk.Space(B=[1, 2, 3])
+    result = tk.search(
+        space, build, CpuClient(), (np.ones(8),), tuner="lazy", strategy="exhaustive", log=log, sinks=[records.append]
+    )
+    failed = [t.outcome for t in result.trials if t.config.B == 2]
+    assert failed == [tk.Failed("ValueError: B=2 does not build", "compile")]
+    assert {(c.name, c.stage) for c in records[-1].candidates if c.status == "failed"} == {
+        ("B=2", "compile"),
+        ("B=3", "compile"),
+    }
+    assert log.read_text().replace(" ", "").count('"stage":"compile"') == 2
+    with pytest.raises(tk.NoValidKernelFound, match="B=2: compile: ValueError: B=2 does not build"):
+        tk.search(tk.Space(B=[2]), build, CpuClient(), (np.ones(8),), tuner="none-build")

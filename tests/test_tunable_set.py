@@ -9,10 +9,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 import tunekit as tk
 from tunekit._tunable_set import TunableSet
+from tunekit_backends.cpu import CpuClient
 
 
 @tk.autotune_key
@@ -183,3 +185,37 @@ def test_from_space_checksum_of_a_bound_build_ignores_the_objects_changing_state
         TunableSet.from_space(space, functools.partial(kernels.compile, "src"), key=_key).checksum() == partial_before
     )
     assert TunableSet.from_space(space, functools.partial(kernels.build), key=_key).checksum() != partial_before
+
+
+@tk.autotune_key
+class Rows:
+    n: int
+
+
+def _build_refusing_two(config: tk.Config) -> Any:
+    if config.B == 2:
+        raise ValueError("B=2 does not build")
+    return lambda x: x * config.B
+
+
+@pytest.mark.parametrize("isolation", ["none", "process"])
+@pytest.mark.parametrize("checked", [False, True])
+def test_a_from_space_build_that_raises_is_a_compile_failure(isolation: str, checked: bool) -> None:
+    """build(config) raising was reported as stage 'run' in the record and NoValidKernelFound, not 'compile'."""
+    records: list[tk.AutotuneRecord] = []
+    tuner: tk.LocalTuner[Rows, Any] = tk.LocalTuner(f"lazy-{isolation}-{checked}", sinks=[records.append])
+    tunables = tk.TunableSet.from_space(tk.Space(B=[1, 2, 3]), _build_refusing_two, key=lambda x: Rows(len(x)))
+    tunables = tunables.with_isolation("process") if isolation == "process" else tunables
+    # With a reference, the build first runs in the correctness check, not in the timed runs.
+    tunables = tunables.with_reference(lambda x: x * 3, rtol=1e-9) if checked else tunables
+    client = CpuClient()
+    tuner.execute(client.device_id, client, tunables, (np.ones(4),))
+    failed = [(c.name, c.stage, c.error) for c in records[-1].candidates if c.status == "failed"]
+    assert ("B=2", "compile", "ValueError: B=2 does not build") in failed, failed
+
+
+def test_a_from_space_build_that_raises_outside_a_tune_raises_its_own_error() -> None:
+    """The compile stage is a tune's verdict: a cached winner launched by the caller still raises the build's error."""
+    tunables = tk.TunableSet.from_space(tk.Space(B=[2]), _build_refusing_two, key=lambda x: Rows(len(x)))
+    with pytest.raises(ValueError, match="B=2 does not build"):
+        tunables.tunables[0].fn(np.ones(4))

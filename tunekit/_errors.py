@@ -17,7 +17,14 @@ __all__ = [
     "SettingsError",
     "TuneRecursionError",
     "TunekitError",
+    "describe_error",
 ]
+
+
+def describe_error(exc: BaseException) -> str:
+    """One line naming the exception type and its message."""
+    message = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {message[0]}" if message else type(exc).__name__
 
 
 class TunekitError(Exception):

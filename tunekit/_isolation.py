@@ -39,7 +39,7 @@ from tunekit._outcome import Failed
 from tunekit._runner import CandidateRunner, InProcessRunner
 from tunekit._schedule import candidate_failure
 from tunekit._settings import IsolationMode, Settings, current
-from tunekit._tunable_set import TunableSet
+from tunekit._tunable_set import TunableSet, tuned_function
 from tunekit._worker import ProcessRunner, SpawnRecipe, timeout_reason
 
 __all__ = [
@@ -281,8 +281,8 @@ def check_candidate(runner: CandidateRunner, gate: Gate, index: int, tunables: T
     if isinstance(runner, ProcessRunner):
         return runner.check(index)
     if isinstance(runner, WatchdogRunner):
-        return runner.guard(lambda: gate.check(tunable.name, tunable.fn))
-    return gate.check(tunable.name, tunable.fn)
+        return runner.guard(lambda: gate.check(tunable.name, tuned_function(tunable.fn)))
+    return gate.check(tunable.name, tuned_function(tunable.fn))
 
 
 def check_each(

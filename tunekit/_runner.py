@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
 from tunekit._client import Client, SupportsCacheFlush
-from tunekit._tunable_set import TunableSet
+from tunekit._tunable_set import TunableSet, tuned_function
 
 __all__ = ["CandidateRunner", "InProcessRunner", "timed_run"]
 
@@ -70,13 +70,13 @@ class InProcessRunner:
 
     def warmup(self, index: int) -> None:
         """Run candidate ``index`` once, untimed."""
-        self.tunables.tunables[index].fn(*self.inputs)
+        tuned_function(self.tunables.tunables[index].fn)(*self.inputs)
         self.client.sync()
 
     def sample(self, index: int, *, flush: bool = True) -> int:
         """Time one run of candidate ``index``."""
         if flush and self._flusher is not None:
             self._flusher.flush_cache()
-        fn = self.tunables.tunables[index].fn
+        fn = tuned_function(self.tunables.tunables[index].fn)  # built outside the timed run
         inputs = self.inputs
         return timed_run(self.client, lambda: fn(*inputs))

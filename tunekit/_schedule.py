@@ -28,7 +28,7 @@ from collections.abc import Iterator, Mapping, Sequence
 
 from tunekit._benchmark import BenchmarkDurations
 from tunekit._client import Client, SupportsWarmup
-from tunekit._errors import CandidateFailed, ClientClosed
+from tunekit._errors import CandidateFailed, ClientClosed, describe_error
 from tunekit._outcome import Failed, Measured, Outcome, Skipped
 from tunekit._records import (
     Eliminated,
@@ -52,12 +52,6 @@ SEPARATION_Z = 3.0
 High on purpose: the test is repeated every round, and dropping the true best is the one
 mistake the schedule cannot undo.
 """
-
-
-def describe_error(exc: BaseException) -> str:
-    """One line naming the exception type and its message."""
-    message = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {message[0]}" if message else type(exc).__name__
 
 
 def candidate_failure(exc: Exception) -> Failed:

@@ -559,8 +559,8 @@ def search(
     """Search a space of kernels too big to measure whole; every candidate timed on ``client``.
 
     ``build(config)`` returns the runnable for a configuration (called lazily, once per
-    measured configuration; raising makes that configuration a failure). Candidates are
-    timed in batches of ``batch`` through ``measure_batch``, like every other tuning.
+    measured configuration; raising makes that configuration a failure at stage ``compile``).
+    Candidates are timed in batches of ``batch`` through ``measure_batch``, like every other tuning.
 
     Budget: stop after ``max_evals`` distinct configurations and/or ``max_seconds``;
     ``result.stopped_by`` says which ended it (``exhausted`` when the strategy ran out).

@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from tunekit._check import Reference, reference_of
+from tunekit._errors import CandidateFailed, ClientClosed, describe_error
 from tunekit._restriction_id import code_identity
 from tunekit._search_spec import (
     SearchSpec,
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
     from tunekit._strategies import StrategyName
     from tunekit._worker import DeviceLocatorWorkerFactory, DeviceWorkerFactory, LocatorWorkerFactory, WorkerFactory
 
-__all__ = ["BoundsFn", "InputGenerator", "KeyGenerator", "LazyBuild", "TunableSet", "build_identity"]
+__all__ = ["BoundsFn", "InputGenerator", "KeyGenerator", "LazyBuild", "TunableSet", "build_identity", "tuned_function"]
 
 K = TypeVar("K", covariant=True)
 Out = TypeVar("Out", covariant=True)
@@ -49,12 +50,35 @@ class LazyBuild(Generic[O2]):
         self.config = config
 
     def __call__(self, *args: Any, **kwargs: Any) -> O2:
+        return self.function()(*args, **kwargs)
+
+    def function(self) -> Callable[..., O2]:
+        """``build(config)``, called once; what it raises (or a result that is not callable) propagates."""
         fn = self._fn
         if fn is None:
-            fn = self._fn = self._build(self.config)
+            fn = self._build(self.config)
             if not callable(fn):
                 raise TypeError(f"build({self.config!r}) returned {type(fn).__name__}, not a callable")
-        return fn(*args, **kwargs)
+            self._fn = fn
+        return fn
+
+
+def tuned_function(fn: Callable[..., O2]) -> Callable[..., O2]:
+    """What tuning runs for a candidate whose function is ``fn``: a ``LazyBuild`` is built first.
+
+    A build that raises is the candidate's ``compile``-stage failure (``CandidateFailed``), as an
+    OpenCL build error is: run inside the candidate's first call it was reported as ``run``, and
+    a user filtering failures on the compile stage missed it. A cached winner launched outside
+    a tune calls the ``LazyBuild`` itself, so its caller still gets the build's own exception.
+    """
+    if not isinstance(fn, LazyBuild):
+        return fn
+    try:
+        return fn.function()
+    except ClientClosed:  # no candidate's fault: the tune stops with it
+        raise
+    except Exception as exc:
+        raise CandidateFailed(describe_error(exc), "compile") from exc
 
 
 class KeyGenerator(Protocol[K]):
@@ -170,7 +194,7 @@ class TunableSet(Generic[K, Out]):
 
         ``build(config)`` is called lazily, at a candidate's first run, so a space of
         compiled kernels compiles only what is measured and a build error is that
-        candidate's failure. The space's hash and ``build``'s code enter the checksum, so
+        candidate's failure, at stage ``compile``. The space's hash and ``build``'s code enter the checksum, so
         editing either re-tunes, starts new trial logs and refuses records made before.
         Every configuration is enumerated here: for spaces too big to measure whole, search
         them with ``tk.search``.

@@ -46,7 +46,7 @@ from tunekit._client import Client, locator_of
 from tunekit._errors import CandidateFailed, ClientClosed, TunekitError
 from tunekit._runner import InProcessRunner
 from tunekit._self_call import inherit, tunes_to_pass_on
-from tunekit._tunable_set import TunableSet
+from tunekit._tunable_set import TunableSet, tuned_function
 
 __all__ = [
     "DeviceLocatorWorkerFactory",
@@ -229,7 +229,8 @@ def _serve(conn: Connection, runner: InProcessRunner, gate: Gate | None) -> None
                 reply = ("ok", runner.sample(index, flush=bool(arg)))
             elif op == "check" and gate is not None:
                 known = gate.baseline is not None
-                outcome = gate.check(runner.tunables.tunables[index].name, runner.tunables.tunables[index].fn)
+                tunable = runner.tunables.tunables[index]
+                outcome = gate.check(tunable.name, tuned_function(tunable.fn))
                 # The first candidate's outputs become the baseline: the caller keeps them for later workers.
                 reply = ("ok", (outcome, None if known else gate.baseline))
             elif op == "adopt" and gate is not None:
@@ -239,6 +240,8 @@ def _serve(conn: Connection, runner: InProcessRunner, gate: Gate | None) -> None
                 reply = ("error", f"the worker cannot {op!r}")
         except ClientClosed as exc:  # the worker's client went away: no candidate's fault, the tune stops
             reply = ("closed", str(exc))
+        except CandidateFailed as exc:  # its stage goes too: a build error in the worker is a compile failure
+            reply = ("failed", (exc.reason, exc.stage))
         except BaseException as exc:  # even SystemExit from a candidate disqualifies only that candidate
             reply = ("error", describe_error(exc))
         conn.send(reply)
@@ -430,6 +433,8 @@ class ProcessRunner:
             raise CandidateFailed(_exit_reason(worker.stop(kill=False)), "crash") from None
         if status == "error":
             raise CandidateFailed(str(value), "run")
+        if status == "failed":
+            raise CandidateFailed(*value)
         if status == "closed":
             raise ClientClosed(f"in the isolated worker process: {value}")
         return value
