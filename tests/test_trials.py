@@ -11,10 +11,12 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import pytest
 from kt_cache import write_cache
 
 import tunekit as tk
+from tunekit._strategies import IteratedLocalSearch
 from tunekit._trials import TrialLog, key_log_path
 from tunekit_backends.replay import ReplayClient, ReplayData, load_kernel_tuner_cache
 
@@ -48,8 +50,9 @@ def test_resume_after_a_kill_mid_line_skips_measured_trials_and_reaches_the_same
     data: ReplayData, tmp_path: Path
 ) -> None:
     # The default, adaptive schedule eliminates against batchmates: the batch the kill cuts (its
-    # first trial written whole, its second half written) is re-measured whole, with the same
-    # batchmates, so the resumed run repeats the first one exactly.
+    # first trial written whole, its second half written) is measured again as a whole. The resumed
+    # strategy observes every logged trial before it proposes, so its path then differs from the
+    # uninterrupted run's, and reaches the same winner here.
     assert tk.settings().adaptive
     full = tmp_path / "full.jsonl"
     reference = run(data, full)
@@ -61,8 +64,7 @@ def test_resume_after_a_kill_mid_line_skips_measured_trials_and_reaches_the_same
     killed.write_bytes(b"".join(lines[: 2 + first]) + lines[2 + first][: len(lines[2 + first]) // 2])
     resumed = run(data, killed)
     assert sum(t.resumed for t in resumed.trials) == first
-    assert [t.config for t in resumed.trials] == [t.config for t in reference.trials]
-    assert resumed.best is not None and reference.best is not None
+    assert [t.config for t in resumed.trials][:first] == [t.config for t in reference.trials][:first]
     assert resumed.best.config == reference.best.config
     assert resumed.evaluations == 25 and resumed.stopped_by == "max_evals"
     kept, appended = first + 1, 25 - first
@@ -481,3 +483,47 @@ def test_a_resume_with_another_max_evals_counts_and_keeps_every_logged_trial(tmp
     cut = tk.tune_objective(smaller, tuner="t", device_id="d", strategy="model_ils", max_evals=20, log=log)
     assert smaller.measured == [] and cut.stopped_by == "max_evals"
     assert cut.evaluations == 40 and cut.best.score == min(t.score for t in grown.trials if t.score is not None)
+
+
+def test_a_resumed_strategy_observes_every_logged_trial_before_it_proposes_and_never_proposes_one(
+    tmp_path: Path,
+) -> None:
+    """A resume observed only the logged trials its strategy proposed again: it searched blind to the rest."""
+    log = tmp_path / "t.jsonl"
+    first = tk.tune_objective(_Bowl(), tuner="t", device_id="d", strategy="random", max_evals=12, seed=1, log=log)
+    logged = {t.config for t in first.trials}
+    events: list[tuple[str, tk.Config]] = []
+
+    class Recording:
+        def __init__(self, space: tk.Space, rng: np.random.Generator) -> None:
+            self.inner = IteratedLocalSearch(space, rng)
+
+        def propose(self, n: int) -> list[tk.Config]:
+            proposals = self.inner.propose(n)
+            events.extend(("propose", c) for c in proposals)
+            return proposals
+
+        def observe(self, config: tk.Config, score: float | None) -> None:
+            events.append(("observe", config))
+            self.inner.observe(config, score)
+
+    bowl = _Bowl()
+    resumed = tk.tune_objective(bowl, tuner="t", device_id="d", strategy=Recording, max_evals=20, seed=2, log=log)
+    first_proposal = next(i for i, (what, _) in enumerate(events) if what == "propose")
+    assert {c for what, c in events[:first_proposal] if what == "observe"} == logged
+    assert not {c for what, c in events if what == "propose"} & logged, "a logged trial was proposed again"
+    assert len(bowl.measured) == 8 and resumed.evaluations == 20 and resumed.stopped_by == "max_evals"
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_model_ils_resumed_from_a_log_climbs_from_its_best(tmp_path: Path, seed: int) -> None:
+    """Resumed from 30 logged random trials, model_ils drew 10 more at random, blind to the log's best (1130 stayed)."""
+    log = tmp_path / "t.jsonl"
+    first = tk.tune_objective(_Bowl(), tuner="t", device_id="d", strategy="random", max_evals=30, seed=seed, log=log)
+    assert first.best.score > 1000, "the bowl's minimum is 1000: the log leaves room to improve"
+    more = _Bowl()
+    grown = tk.tune_objective(
+        more, tuner="t", device_id="d", strategy="model_ils", max_evals=40, seed=seed + 100, log=log
+    )
+    assert len(more.measured) == 10
+    assert grown.best.score < first.best.score, "10 informed trials improve on the log's best"

@@ -225,22 +225,6 @@ def _searched_whole(space: Space, evaluated: int) -> bool:
     return size is not None and evaluated >= size
 
 
-def _within(proposals: Sequence[Config], evaluated: set[Config], room: int) -> list[Config]:
-    """The proposals up to the ``room`` the budget has left for configurations not evaluated yet.
-
-    Only a resume that took another path than the logged one is cut here: one with the same
-    arguments proposes logged configurations and measures nothing outside its budget.
-    """
-    kept: list[Config] = []
-    for config in proposals:
-        if config not in evaluated:
-            if room == 0:
-                continue  # a logged one after it is still kept: answered from the log, it costs nothing
-            room -= 1
-        kept.append(config)
-    return kept
-
-
 def _choose(
     space: Space, strategy: str | StrategyFactory, max_evals: int | None, max_seconds: float | None
 ) -> tuple[str, StrategyFactory]:
@@ -294,21 +278,19 @@ def run_search(
         # counts the logged trials. A killed search resumed with the whole time again measured
         # 20 more configurations after 13 logged ones, where an uninterrupted one measured 20 in all.
         offset = trial_log.spent_s if trial_log is not None else 0.0
-        # Every logged trial belongs to the search and uses its budget, whether or not this run's
-        # strategy proposes it again: with another max_evals, model_ils (which scales its phases
-        # with it) took another path, so a resume from 30 logged trials to max_evals=40 measured 26
-        # more (56 in all), and one to max_evals=20 returned 20 trials, not the log's best.
+        # Every logged trial belongs to the search and uses its budget: counted only when proposed
+        # again, a resume from 30 logged trials to max_evals=40 measured 26 more (56 in all), and
+        # one to max_evals=20 returned 20 trials, not the log's best.
         evaluated: set[Config] = set(previous)
         # What max_evals counts: configurations that ran (measured or failed). A variant that does
         # not apply to the key (skipped) is not built or timed, and used the budget of one that is:
         # max_evals=6 over a template whose first 5 variants did not apply measured 1.
         ran = {config for config, entry in previous.items() if entry.status != "skipped"}
-        ran_here = 0  # of them, those this run's path reached
 
         met_limit = False
 
         def measure(configs: Sequence[Config]) -> list[Trial]:
-            nonlocal met_limit, ran_here
+            nonlocal met_limit
             fresh = [c for c in configs if c not in previous]
             outcomes = evaluate(fresh) if fresh else {}
             met_limit = met_limit or (isinstance(outcomes, Ranked) and outcomes.met_limit)
@@ -328,7 +310,6 @@ def run_search(
                 evaluated.add(trial.config)
                 if not isinstance(trial.outcome, Skipped):
                     ran.add(trial.config)
-                    ran_here += 1
             return trials
 
         spent = 0.0
@@ -339,6 +320,16 @@ def run_search(
             t0 = time.thread_time()
             strat.observe(trial.config, trial.score)
             spent += time.thread_time() - t0
+        # Every logged trial is observed before the first proposal, in the order it was measured, so the
+        # strategy resumes knowing all of them and never proposes one again. Answered only when
+        # re-proposed, the logged trials this run's path did not reach were unknown to it: model_ils
+        # climbed on as if the log's best had never been measured.
+        t0 = time.thread_time()
+        for config, entry in previous.items():
+            if config not in done:
+                done[config] = Trial(config, _outcome(entry), resumed=True)
+                strat.observe(config, done[config].score)
+        spent += time.thread_time() - t0
         proposed: set[Config] = set()
         stopped: StopReason = "exhausted"
         while True:
@@ -361,9 +352,7 @@ def run_search(
             if left is not None and left <= 0:
                 stopped = "objective_budget"
                 break
-            # Asked of this run's path alone, so a resume with the same arguments proposes what the
-            # killed run did (a logged trial it has not reached yet is proposed again, not new).
-            want = batch if max_evals is None else min(batch, max_evals - ran_here)
+            want = batch if max_evals is None else min(batch, max_evals - len(ran))
             if left is not None:
                 want = min(want, left)
             t0 = time.thread_time()
@@ -388,17 +377,12 @@ def run_search(
                 if config not in space:
                     raise TunekitError(f"strategy {name!r} proposed {config!r}, which is not in the space")
                 proposed.add(config)
-            if max_evals is not None:
-                proposals = _within(proposals, evaluated, max_evals - len(ran))
             new = [c for c in proposals if c not in done]
             measured = {t.config: t for t in measure(new)}
             t0 = time.thread_time()
             for config in proposals:
                 strat.observe(config, (measured.get(config) or done[config]).score)
             spent += time.thread_time() - t0
-        for config, entry in previous.items():  # logged trials this run did not propose: still measured
-            if config not in done:
-                done[config] = Trial(config, _outcome(entry), resumed=True)
         if not done and stopped == "exhausted" and next(iter(space), None) is None:
             # Checked once the strategy found nothing rather than up front, where walking a
             # large space to its first valid point would cost every search.

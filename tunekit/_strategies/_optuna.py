@@ -99,9 +99,20 @@ class OptunaTPE:
 
     def observe(self, config: Config, score: float | None) -> None:
         """Tell TPE the log time, or a failure."""
-        self._w.record(config, score)
+        p = self._w.record(config, score)
         trial = self._pending.pop(config, None)
         if trial is None:
+            # Not asked of TPE (an incumbent, a resumed search's logged trial): added as a finished
+            # trial, so the sampler models it too rather than only steering away from it.
+            state = self._optuna.trial.TrialState
+            self._study.add_trial(
+                self._optuna.trial.create_trial(
+                    params=dict(zip(self._w.space.names, p, strict=True)),
+                    distributions=self._dists,
+                    value=None if score is None else math.log(max(score, 1e-300)),
+                    state=state.FAIL if score is None else state.COMPLETE,
+                )
+            )
             return
         if score is None:
             self._study.tell(trial, state=self._optuna.trial.TrialState.FAIL)

@@ -17,18 +17,22 @@ class Exhaustive:
 
     def __init__(self, space: Space, rng: np.random.Generator) -> None:
         self._configs: Iterator[Config] = iter(space)
+        self._observed: set[Config] = set()
 
     def propose(self, n: int) -> list[Config]:
-        """The next ``n`` configurations in enumeration order."""
+        """The next ``n`` configurations in enumeration order that were not observed already."""
         out = []
         for config in self._configs:
+            if config in self._observed:
+                continue
             out.append(config)
             if len(out) == n:
                 break
         return out
 
     def observe(self, config: Config, score: float | None) -> None:
-        """Exhaustive search learns nothing."""
+        """Exhaustive search learns only what it must not propose (an incumbent, a resumed search's logged trial)."""
+        self._observed.add(config)
 
 
 class RandomSearch:

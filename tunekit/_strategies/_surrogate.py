@@ -423,6 +423,10 @@ class ModelGuidedLocalSearch:
 
     def observe(self, config: Config, score: float | None) -> None:
         """Learn the score; move to an improvement, or to the kicked point."""
+        if self._initial_left > 0 and self._w.space.positions(config) not in self._w.seen:
+            # A point it did not propose (an incumbent, a resumed search's logged trial) samples the
+            # space as well as a random one: a search resumed from 15 logged trials drew 8 more at random.
+            self._initial_left -= 1
         p = self._w.record(config, score)
         self._mark(p)
         if score is None:
