@@ -219,3 +219,60 @@ def test_a_from_space_build_that_raises_outside_a_tune_raises_its_own_error() ->
     tunables = tk.TunableSet.from_space(tk.Space(B=[2]), _build_refusing_two, key=lambda x: Rows(len(x)))
     with pytest.raises(ValueError, match="B=2 does not build"):
         tunables.tunables[0].fn(np.ones(4))
+
+
+@pytest.mark.parametrize("restricted", [False, True])
+def test_from_space_names_and_builds_every_configuration_as_the_space_walks_it(restricted: bool) -> None:
+    """from_space names its tunables from texts made once per value: they must still be config.name, in walk order."""
+    space = tk.Space(
+        A=[1, 2.5, -3],
+        B=["x", "y"],
+        C=[True, False],
+        D=tk.pow2(1, 8),
+        restrict=(lambda c: c.D * c.A > 1) if restricted else None,
+    )
+    tunables = tk.TunableSet.from_space(space, _build_refusing_two, key=_key)
+    configs = list(space)
+    assert tunables.names == tuple(c.name for c in configs)
+    assert [t.fn.config for t in tunables.tunables] == configs  # type: ignore[attr-defined]
+    assert [tunables.index_of(c.name) for c in configs] == list(range(len(configs)))
+    with pytest.raises(ValueError, match="duplicate tunable name"):
+        tunables.with_tunable(tk.Tunable(configs[0].name, lambda: None))
+    assert tunables.extras["space"] is space and tunables.checksum() == tunables.with_extra("x", 1).checksum()
+
+
+def test_from_space_leaves_the_garbage_collector_as_it_found_it() -> None:
+    """from_space pauses the collector while it builds the set; a restriction that raises must not leave it off."""
+    import gc
+
+    def broken(c: tk.Config) -> bool:
+        raise RuntimeError("no")
+
+    assert gc.isenabled()
+    tk.TunableSet.from_space(tk.Space(A=[1, 2]), _build_refusing_two, key=_key)
+    assert gc.isenabled()
+    with pytest.raises(ValueError, match="raised RuntimeError"):
+        tk.TunableSet.from_space(tk.Space(A=[1, 2], restrict=broken), _build_refusing_two, key=_key)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        tk.TunableSet.from_space(tk.Space(A=[1, 2]), _build_refusing_two, key=_key)
+        assert not gc.isenabled(), "a caller's disabled collector was switched on"
+    finally:
+        gc.enable()
+
+
+def test_from_space_refuses_a_key_without_an_autotune_key_before_walking_the_space() -> None:
+    """A key generator returning no autotune key was refused only after the whole space was walked."""
+    walked: list[tk.Config] = []
+
+    def counting(c: tk.Config) -> bool:
+        walked.append(c)
+        return True
+
+    def plain() -> int:
+        return 1
+
+    with pytest.raises(TypeError, match="not an @tk.autotune_key class"):
+        tk.TunableSet.from_space(tk.Space(A=[1, 2], restrict=counting), _build_refusing_two, key=plain)
+    assert walked == []
