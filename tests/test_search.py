@@ -305,6 +305,40 @@ def test_a_strategy_that_proposes_dicts_is_told_to_propose_configs(replay: tuple
         tk.search(data.space, client.kernel, client, (), tuner="t", strategy=ProposesDicts, max_evals=3)
 
 
+class ProposesCartesianPoints:
+    """Proposes space.at(i) for i = 0, 1, ...: what the advice for a strategy proposing dicts said to do."""
+
+    def __init__(self, space: tk.Space, rng: np.random.Generator) -> None:
+        self.space, self.next = space, 0
+
+    def propose(self, n: int) -> list[tk.Config]:
+        indices = range(self.next, min(self.next + n, self.space.cartesian_size))
+        self.next += n
+        return [self.space.at(i) for i in indices]
+
+    def observe(self, config: tk.Config, score: float | None) -> None:
+        pass
+
+
+def test_the_advice_to_a_strategy_gives_configurations_the_restrictions_allow() -> None:
+    """Regression: told to propose space.at(i), a strategy proposed restricted-out points, refused with no reason."""
+    space = tk.Space(A=[1, 2, 3], B=[1, 2, 3], restrict=lambda c: c.A <= c.B)
+
+    def build(config: tk.Config) -> Any:
+        return lambda: None
+
+    with pytest.raises(tk.TunekitError) as refused:
+        tk.search(space, build, CpuClient(), (), tuner="t", strategy=ProposesCartesianPoints, max_evals=9)
+    said = str(refused.value)
+    assert "proposed Config(A=2, B=1), which is not in the space" in said
+    assert "excluded by the space's restriction #1" in said and "c.A <= c.B" in said
+    assert "space.at(i) and space.from_positions(...) give any Cartesian point" in said
+    assert "space.sample(n, rng)" in said
+    with pytest.raises(tk.TunekitError, match=r"ProposesDicts.*a dict, not a tk.Config") as dicts:
+        tk.search(space, build, CpuClient(), (), tuner="t", strategy=ProposesDicts, max_evals=3)
+    assert "space.allows(config)" in str(dicts.value), "the advice keeps at(i) only with its check"
+
+
 def test_a_small_budget_starts_climbing_after_a_quarter_of_it(replay: tuple[ReplayData, ReplayClient]) -> None:
     """auto spent its first 20 evaluations on random points, so a budget of 12 was random search."""
     data, _ = replay
