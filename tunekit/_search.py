@@ -450,6 +450,7 @@ def search_ended(result: SearchResult) -> SearchEnded:
         resumed=sum(t.resumed for t in result.trials),
         stopped_by=result.stopped_by,
         strategy_seconds=result.strategy_seconds,
+        earlier_seconds=result.earlier_seconds,
     )
 
 
