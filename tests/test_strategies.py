@@ -198,47 +198,45 @@ def test_a_restarted_climb_moves_to_a_model_guess_only_when_it_beats_every_measu
     assert strategy._current == (other, 2.0)
 
 
-def test_a_walker_walks_a_space_that_rejection_cannot_sample_once() -> None:
-    """Every restart on a nearly empty space walked the whole Cartesian space again."""
-    calls = 0
+def nearly_empty(calls: list[int]) -> tk.Space:
+    """40 valid points of 100,000; every restriction call is appended to ``calls``."""
 
     def restrict(c: tk.Config) -> bool:
-        nonlocal calls
-        calls += 1
+        calls.append(1)
         return bool(c.A == 7 and c.B < 40)
 
-    space = tk.Space(A=range(100), B=range(1000), restrict=restrict)
+    return tk.Space(A=range(100), B=range(1000), restrict=restrict)
+
+
+def test_a_walker_walks_a_space_that_rejection_cannot_sample_once() -> None:
+    """Every restart on a nearly empty space walked the whole Cartesian space again."""
+    calls: list[int] = []
+    space = nearly_empty(calls)
     walker = Walker(space, np.random.default_rng(0))
     first = walker.random_fresh(5)
     walker.take(first)
-    before = calls
+    before = len(calls)
     second = walker.random_fresh(5)
     assert len(first) == len(second) == 5 and not set(first) & set(second)
-    assert calls - before < space.cartesian_size // 10
+    assert len(calls) - before < space.cartesian_size // 10
 
 
 def test_a_walker_draws_later_points_among_the_walked_ones_without_rejecting_again() -> None:
     """After the walk, every restart drew 200 points per wanted one from the product again (6 s a search)."""
-    calls = 0
-
-    def restrict(c: tk.Config) -> bool:
-        nonlocal calls
-        calls += 1
-        return bool(c.A == 7 and c.B < 40)
-
-    walker = Walker(tk.Space(A=range(100), B=range(1000), restrict=restrict), np.random.default_rng(0))
+    calls: list[int] = []
+    walker = Walker(nearly_empty(calls), np.random.default_rng(0))
     drawn = walker.take(walker.random_fresh(5))
-    before = calls
+    before = len(calls)
     later = []
     for _ in range(6):
         later.append(walker.random_fresh(5))
         walker.take(later[-1])
-    assert calls == before
+    assert len(calls) == before
     assert len({p for batch in later for p in batch}) == 30 and all(len(b) == 5 for b in later)
     last = walker.random_fresh(10)  # 35 of the 40 valid points taken: the 5 left, then none
     assert len(drawn) == 5 and len(last) == 5 and not set(last) & walker.seen
     walker.take(last)
-    assert walker.random_fresh(1) == [] and calls == before
+    assert walker.random_fresh(1) == [] and len(calls) == before
 
 
 def test_the_walkers_best_follows_observations_and_rescoring() -> None:

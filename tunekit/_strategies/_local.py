@@ -55,13 +55,7 @@ class IteratedLocalSearch:
         if start is None:
             fresh = w.random_fresh(1)
             return fresh[0] if fresh else None
-        for _ in range(64):
-            p = start
-            for _ in range(self._kick):
-                moves = [q for q in w.neighbours(p, far=True) if w.valid(q)]
-                if not moves:
-                    break
-                p = moves[int(w.rng.integers(len(moves)))]
+        for p in w.kicks(start, self._kick, 64):
             if w.fresh(p):
                 return p
         fresh = w.random_fresh(1)
