@@ -58,6 +58,15 @@ def _summary(candidates: Iterable[tuple[str, str, float | None]]) -> str:
 
 def main() -> int:
     """Tune every example on the CPU client, then the OpenCL ones, and report; returns the exit code."""
+    if not tk.settings().autotune:
+        # Every part of the demo measures: it ran with nothing measured, printed an empty table and
+        # "5 tuned now", then stopped at the OpenCL part with a RuntimeError traceback.
+        print(
+            "tunekit demo: autotuning is disabled by TUNEKIT_AUTOTUNE=0, and the demo measures and searches; "
+            "run it without TUNEKIT_AUTOTUNE (or with TUNEKIT_AUTOTUNE=1)",
+            file=sys.stderr,
+        )
+        return 2
     console = Console()
     directory, temporary = _demo_dir()
     records_path = _default_records_path(directory)

@@ -435,6 +435,39 @@ def test_records_summary_lists_skipped_candidates_apart_from_the_failures(tmp_pa
     assert summary["skipped"] == [{"name": "small", "reason": "negative priority for this key"}]
 
 
+def test_records_summary_shows_the_search_that_chose_a_winner(tmp_path: Path) -> None:
+    """Regression: the summary of a searched key said nothing of its strategy or of what ended the search."""
+    path = tmp_path / "records.jsonl"
+    tk.configure(record=str(path))
+    space = tk.Space(SCALE=[1, 2, 3, 4, 5, 6])
+
+    def build(config: tk.Config) -> object:
+        return lambda x: x * config.SCALE
+
+    x = np.ones(1000)
+    tk.search(space, build, CLIENT, (x,), tuner="cli_searched", key=SumKey(n=1000), strategy="random", max_evals=4)
+    tk.search(space, build, CLIENT, (x,), tuner="cli_searched", key=SumKey(n=10), strategy="random", max_evals=9)
+    tuner: tk.LocalTuner[SumKey, np.ndarray] = tk.LocalTuner("cli_plain")
+    plain = tk.TunableSet(key=lambda x: SumKey(n=x.shape[0])).with_tunable(tk.Tunable("np_sum", lambda x: x.sum()))
+    tuner.execute(CLIENT.device_id, CLIENT, plain, (x,))
+    out = run("records", "summary", str(path)).stdout
+    header, *rows = out.splitlines()[1:]
+    start, end = header.index("search"), header.index("device")
+    search = {tuple(row.split()[:2]): row[start:end].strip() for row in rows}
+    assert search == {
+        ("cli_plain", '{"n":1024}'): "-",
+        ("cli_searched", '{"n":1024}'): "random, 4 evaluated, stopped by max_evals",
+        ("cli_searched", '{"n":16}'): "random, 6 evaluated, stopped by exhausted",
+    }
+    summaries = {
+        (s["tuner"], s["key"]["n"]): s for s in json.loads(run("records", "summary", "--json", str(path)).stdout)
+    }
+    searched = summaries[("cli_searched", 1024)]
+    assert (searched["strategy"], searched["evaluations"], searched["stopped_by"]) == ("random", 4, "max_evals")
+    assert summaries[("cli_searched", 16)]["stopped_by"] == "exhausted"
+    assert (summaries[("cli_plain", 1024)]["strategy"], summaries[("cli_plain", 1024)]["stopped_by"]) == (None, None)
+
+
 def test_verify_a_relative_cache_dir(records: Path, isolated_settings: Path) -> None:
     """Regression: `cache verify` with a relative TUNEKIT_CACHE_DIR crashed: relative path can't be a file URI."""
     relative = os.path.relpath(isolated_settings, records.parent)

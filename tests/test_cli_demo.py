@@ -32,3 +32,17 @@ def test_with_the_cache_off_the_demo_writes_nothing_into_the_cache_directory(tmp
     assert "memory only (TUNEKIT_CACHE=0)" in shown and "the cache is off" in shown, shown
     assert str(cache_dir) not in shown.replace(" ", ""), shown
     assert list(tmp_path.glob("*.json*")) == []  # nor into the working directory
+
+
+def test_with_autotuning_off_the_demo_says_so_in_one_line(tmp_path: Path) -> None:
+    """Regression: under TUNEKIT_AUTOTUNE=0 the demo printed an empty table, then a RuntimeError traceback."""
+    env = {**os.environ, "TUNEKIT_AUTOTUNE": "0", "TUNEKIT_CACHE_DIR": str(tmp_path / "cache")}
+    env.pop("TUNEKIT_RECORD", None)
+    done = subprocess.run(
+        [*COMMAND, "demo"], check=False, capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path
+    )
+    assert done.returncode == 2, (done.stdout[-3000:], done.stderr[-3000:])
+    assert done.stdout == ""
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr, done.stderr
+    assert "autotuning is disabled by TUNEKIT_AUTOTUNE=0" in done.stderr
+    assert not (tmp_path / "cache").exists(), "nothing written"

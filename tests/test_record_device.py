@@ -189,6 +189,68 @@ def test_seed_goes_to_the_running_devices_tuner_and_refuses_another(tmp_path: Pa
         tk.Record.load(path).seed(local.tuner(client.device_id), tunables, Shape)
 
 
+def test_a_plain_load_seeded_for_another_device_id_says_why_the_running_one_tunes(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Regression: seed of a plain load filled the record's device's tuner; the running device re-tuned silently."""
+    client = CpuClient()
+    path = tmp_path / "scale.json"
+    ran: list[int] = []
+    _, tunables = committed_on_cpu(path, client, ran)
+    measured_on = older_numpy(client.device_id)
+    rewritten(path, device_id=measured_on)
+    decisions: list[tk.AutotuneRecord] = []
+    production: tk.LocalTuner[Shape, Any] = tk.LocalTuner("scale", sinks=[decisions.append])
+    assert tk.Record.load(path).seed(production, tunables, Shape) == 1
+    x = np.ones(1000, np.float32)
+    with caplog.at_level("WARNING", logger="tunekit"):
+        production.execute(client.device_id, client, tunables, (x,))
+        production.execute(client.device_id, client, tunables, (x,))
+    said = [r.getMessage() for r in caplog.records if "seeded into it" in r.getMessage()]
+    assert len(said) == 1, "said once, at the first call on the device"
+    assert measured_on in said[0] and client.device_id in said[0] and "tuned here" in said[0]
+    assert "tk.Record.load_verified(path, tunables, client" in said[0]
+    assert [d.decision for d in decisions] == ["tuned"]
+    # Verified with the client, the same record serves the running device: nothing tuned, nothing to say.
+    caplog.clear()
+    decisions.clear()
+    verified: tk.LocalTuner[Shape, Any] = tk.LocalTuner("scale", sinks=[decisions.append])
+    tk.Record.load_verified(path, tunables, client).seed(verified, tunables, Shape)
+    with caplog.at_level("WARNING", logger="tunekit"):
+        verified.execute(client.device_id, client, tunables, (x,))
+    assert decisions == [] and not [r for r in caplog.records if "seeded into it" in r.getMessage()]
+
+
+def test_a_plain_load_of_another_device_model_says_to_commit_one_measured_here(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    client = CpuClient()
+    path = tmp_path / "scale.json"
+    _, tunables = committed_on_cpu(path, client, [])
+    rewritten(path, device_id="cpu:Other CPU:numpy-2", device_model="cpu:Other CPU")
+    production: tk.LocalTuner[Shape, Any] = tk.LocalTuner("scale")
+    tk.Record.load(path).seed(production, tunables, Shape)
+    with caplog.at_level("WARNING", logger="tunekit"):
+        production.execute(client.device_id, client, tunables, (np.ones(1000, np.float32),))
+    (said,) = [r.getMessage() for r in caplog.records if "seeded into it" in r.getMessage()]
+    assert "another device model ('cpu:Other CPU'" in said and "commit a record measured on this one" in said
+    assert "load_verified" not in said
+
+
+def test_a_plain_load_seeded_for_the_running_device_says_nothing(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    client = CpuClient()
+    path = tmp_path / "scale.json"
+    _, tunables = committed_on_cpu(path, client, [])
+    decisions: list[tk.AutotuneRecord] = []
+    production: tk.LocalTuner[Shape, Any] = tk.LocalTuner("scale", sinks=[decisions.append])
+    tk.Record.load(path).seed(production, tunables, Shape)
+    with caplog.at_level("WARNING", logger="tunekit"):
+        production.execute(client.device_id, client, tunables, (np.ones(1000, np.float32),))
+    assert decisions == [] and not caplog.records
+
+
 class _NoModel(CpuClient):
     @property
     def device_model(self) -> str:

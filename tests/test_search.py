@@ -12,6 +12,7 @@ import pytest
 from kt_cache import BEST, write_cache
 
 import tunekit as tk
+from tunekit._event_text import describe_events
 from tunekit_backends.cpu import CpuClient
 from tunekit_backends.replay import ReplayClient, ReplayData, load_kernel_tuner_cache
 from tunekit_backends.simulated import NoiseModel, SimulatedClient
@@ -119,6 +120,36 @@ def test_the_search_emits_a_record_saying_how_it_ended(replay: tuple[ReplayData,
     assert event.stopped_by == "max_evals" and event.evaluations == 6 and event.space_hash == data.space.hash
     assert len(record.candidates) == 6
     assert tk.AutotuneRecord.model_validate_json(record.model_dump_json()) == record
+
+
+def test_the_search_record_of_a_resumed_search_keeps_the_time_earlier_runs_spent(
+    replay: tuple[ReplayData, ReplayClient], tmp_path: Path
+) -> None:
+    """Regression: SearchEnded lacked result.earlier_seconds, so a record of a resumed search hid the time before it."""
+    data, client = replay
+    log = tmp_path / "trials.jsonl"
+    first: list[tk.AutotuneRecord] = []
+    tk.search(data.space, client.kernel, client, (), tuner="t", max_evals=3, log=log, sinks=[first.append], seed=1)
+    (fresh,) = first[0].events
+    assert isinstance(fresh, tk.SearchEnded) and fresh.earlier_seconds == 0.0
+    assert "earlier runs" not in " ".join(describe_events(first[0].events))
+    records: list[tk.AutotuneRecord] = []
+    result = tk.search(
+        data.space, client.kernel, client, (), tuner="t", max_evals=5, log=log, sinks=[records.append], seed=1
+    )
+    (event,) = records[0].events
+    assert isinstance(event, tk.SearchEnded) and event.resumed == 3
+    assert event.earlier_seconds == result.earlier_seconds and result.earlier_seconds > 0
+    read_back = tk.AutotuneRecord.model_validate_json(records[0].model_dump_json())
+    assert read_back == records[0]
+    (text,) = describe_events(read_back.events)
+    assert f"(3 resumed from the trial log; earlier runs spent {result.earlier_seconds:.3g} s of its time)" in text
+    # A record written before the field was kept still reads, and says nothing of it.
+    older = records[0].model_dump(mode="json")
+    del older["events"][0]["earlier_seconds"]
+    (old_event,) = tk.AutotuneRecord.model_validate(older).events
+    assert isinstance(old_event, tk.SearchEnded) and old_event.earlier_seconds is None
+    assert "earlier runs" not in " ".join(describe_events([old_event]))
 
 
 class Repeating:
@@ -303,6 +334,40 @@ def test_a_strategy_that_proposes_dicts_is_told_to_propose_configs(replay: tuple
     data, client = replay
     with pytest.raises(tk.TunekitError, match=r"ProposesDicts.*a dict, not a tk.Config"):
         tk.search(data.space, client.kernel, client, (), tuner="t", strategy=ProposesDicts, max_evals=3)
+
+
+class ProposesCartesianPoints:
+    """Proposes space.at(i) for i = 0, 1, ...: what the advice for a strategy proposing dicts said to do."""
+
+    def __init__(self, space: tk.Space, rng: np.random.Generator) -> None:
+        self.space, self.next = space, 0
+
+    def propose(self, n: int) -> list[tk.Config]:
+        indices = range(self.next, min(self.next + n, self.space.cartesian_size))
+        self.next += n
+        return [self.space.at(i) for i in indices]
+
+    def observe(self, config: tk.Config, score: float | None) -> None:
+        pass
+
+
+def test_the_advice_to_a_strategy_gives_configurations_the_restrictions_allow() -> None:
+    """Regression: told to propose space.at(i), a strategy proposed restricted-out points, refused with no reason."""
+    space = tk.Space(A=[1, 2, 3], B=[1, 2, 3], restrict=lambda c: c.A <= c.B)
+
+    def build(config: tk.Config) -> Any:
+        return lambda: None
+
+    with pytest.raises(tk.TunekitError) as refused:
+        tk.search(space, build, CpuClient(), (), tuner="t", strategy=ProposesCartesianPoints, max_evals=9)
+    said = str(refused.value)
+    assert "proposed Config(A=2, B=1), which is not in the space" in said
+    assert "excluded by the space's restriction #1" in said and "c.A <= c.B" in said
+    assert "space.at(i) and space.from_positions(...) give any Cartesian point" in said
+    assert "space.sample(n, rng)" in said
+    with pytest.raises(tk.TunekitError, match=r"ProposesDicts.*a dict, not a tk.Config") as dicts:
+        tk.search(space, build, CpuClient(), (), tuner="t", strategy=ProposesDicts, max_evals=3)
+    assert "space.allows(config)" in str(dicts.value), "the advice keeps at(i) only with its check"
 
 
 def test_a_small_budget_starts_climbing_after_a_quarter_of_it(replay: tuple[ReplayData, ReplayClient]) -> None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import itertools
+import json
+import pickle
 import re
 import subprocess
 import sys
@@ -308,7 +310,9 @@ def test_parameter_names_that_shadow_config_attributes_are_refused(name: str) ->
     """A parameter called `values` was shadowed: c.values in a restriction was a bound method."""
     with pytest.raises(ValueError, match="rename it") as raised:
         tk.Space(**{name: [1, 2]})
-    public = sorted(n for n in dir(tk.Config) if not n.startswith("_"))
+    config = tk.Config(["A"], [1])
+    # dict's update, pop, copy... are hidden on a Config (it has none as a Mapping): they are no attributes.
+    public = sorted(n for n in dir(tk.Config) if not n.startswith("_") and hasattr(config, n))
     assert all(attribute in str(raised.value) for attribute in public)
 
 
@@ -508,3 +512,28 @@ def test_sampling_a_space_too_big_to_walk_that_allows_nothing_is_an_error() -> N
         ValueError, match=r"in 500,000 random draws .*restrict= rejects everything.*Check the restrictions"
     ):
         space.sample(3, 0)
+
+
+def test_a_config_is_logged_by_json_dumps_and_stays_immutable_and_hashable() -> None:
+    """Regression: json.dumps(config) raised "Object of type Config is not JSON serializable" (it was a Mapping)."""
+    space = tk.Space(BLOCK=[64, 128], DTYPE=["float32"], update=[True], copy=[1])
+    config = next(iter(space))
+    assert json.dumps(config) == '{"BLOCK": 64, "DTYPE": "float32", "update": true, "copy": 1}'
+    assert json.loads(json.dumps({"config": config, "ms": 1.5})) == {"config": config.to_dict(), "ms": 1.5}
+    with pytest.raises(TypeError, match="Config is immutable"):
+        config["BLOCK"] = 128
+    with pytest.raises(TypeError, match="Config is immutable"):
+        del config["BLOCK"]
+    with pytest.raises(TypeError, match="Config is immutable"):
+        config |= {"BLOCK": 128}
+    with pytest.raises(AttributeError, match="immutable"):
+        config.BLOCK = 128
+    # dict's own mutators are hidden: parameters of their names are read, others are no attributes.
+    assert (config.update, config.copy) == (True, 1)
+    with pytest.raises(AttributeError, match="has no parameter 'pop'"):
+        config.pop("BLOCK")
+    assert config == {"BLOCK": 64, "DTYPE": "float32", "update": True, "copy": 1}
+    assert {config: "kept"}[space.config(BLOCK=64, DTYPE="float32", update=True, copy=1)] == "kept"
+    assert pickle.loads(pickle.dumps(config)) == config and hash(pickle.loads(pickle.dumps(config))) == hash(config)
+    swapped = tk.Config(["DTYPE", "BLOCK", "update", "copy"], ["float32", 64, True, 1])
+    assert (swapped == config, swapped != config) == (False, True), "another order differs, both ways"

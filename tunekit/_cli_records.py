@@ -44,7 +44,7 @@ def _report_bad(file: str, bad: list[BadLine]) -> None:
 
 
 def summary(args: argparse.Namespace) -> int:
-    """Per tuner and key: winner, runner-up, margin, samples, time, failures, skipped; exit 1 if lines were bad."""
+    """Per tuner and key: winner, runner-up, margin, samples, time, search, failures, skipped; exit 1 on bad lines."""
     good, bad = read_or_fail(args.file)
     _report_bad(args.file, bad)
     summaries = summarise(line.record for line in good)
@@ -54,8 +54,22 @@ def summary(args: argparse.Namespace) -> int:
     skipped = f", {len(bad)} bad line{'s' if len(bad) != 1 else ''} skipped" if bad else ""
     print(f"{args.file}: {len(good)} records, {len(summaries)} keys{skipped}")
     if summaries:
+        # A column for the search that chose a winner (its strategy, what stopped it) only where one did:
+        # a file of plain tunes keeps its table as it was.
+        searched = any(s.search is not None for s in summaries)
         print_table(
-            ("tuner", "key", "winner", "runner-up", "margin", "samples", "tuning", "decisions", "device"),
+            (
+                "tuner",
+                "key",
+                "winner",
+                "runner-up",
+                "margin",
+                "samples",
+                "tuning",
+                "decisions",
+                *(("search",) if searched else ()),
+                "device",
+            ),
             [
                 (
                     s.tuner,
@@ -68,6 +82,7 @@ def summary(args: argparse.Namespace) -> int:
                     str(s.samples),
                     f"{s.tuning_time_s:.3g} s",
                     str(s.decisions),
+                    *((s.search_text,) if searched else ()),
                     s.device_id,
                 )
                 for s in summaries

@@ -70,7 +70,9 @@ def _one(event: RecordEvent) -> str | None:
                 f"{winner} wins by {margin:.1%}"
             )
         case SearchEnded(strategy=strategy, evaluations=evaluations, stopped_by=stopped_by, resumed=resumed):
-            again = f" ({resumed} resumed from the trial log)" if resumed else ""
+            earlier = event.earlier_seconds
+            spent = f"; earlier runs spent {earlier:.3g} s of its time" if earlier else ""
+            again = f" ({resumed} resumed from the trial log{spent})" if resumed or earlier else ""
             return f"search ({strategy}): {evaluations} configurations evaluated{again}, stopped by {stopped_by}"
         case _:
             return None

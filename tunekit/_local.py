@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any, Generic, TypeVar
 
 from tunekit._built_sets import BuiltSets
-from tunekit._client import CHECKED_CLIENT_TYPES, Client, require_client
+from tunekit._client import CHECKED_CLIENT_TYPES, Client, device_model_of, require_client
 from tunekit._errors import SettingsError
+from tunekit._record_device import RunningDevice, unverified_elsewhere
 from tunekit._records import AutotuneRecord
 from tunekit._sinks import RecordSink, as_sinks
 from tunekit._tunable_set import TunableSet
 from tunekit._tuner import Tuner
 
 __all__ = ["LocalTuner", "describe_inputs"]
+
+_log = logging.getLogger("tunekit.tuner")
 
 K = TypeVar("K")
 Out = TypeVar("Out")
@@ -38,6 +42,9 @@ class LocalTuner(Generic[K, Out]):
         self._lock = threading.Lock()
         self._sets: BuiltSets[K, Out] = BuiltSets(name)
         self._tuners: dict[str, Tuner] = {}
+        # Device id -> model of the records seeded unverified (Record.load, then seed): their winners serve
+        # only that id, so a call on another device tunes, and says why once (_on_new_device).
+        self._unverified: dict[str, str | None] = {}
 
     def init(self, factory: Callable[[], TunableSet[K, Out]]) -> TunableSet[K, Out]:
         """Build the tunable set on the first call; later calls return it without building it again.
@@ -91,7 +98,7 @@ class LocalTuner(Generic[K, Out]):
                 f"tuner {self.name!r}: execute() takes the inputs as a tuple, e.g. (x,) or (a, b); "
                 f"got {type(inputs).__name__}"
             )
-        tuner = self._tuners.get(device_id) or self.tuner(device_id)
+        tuner = self._tuners.get(device_id) or self._on_new_device(device_id, client)
         try:
             key = tunables.key(*inputs)
         except SettingsError:  # settings are first read by an anchored key: not the key generator's fault
@@ -124,6 +131,18 @@ class LocalTuner(Generic[K, Out]):
         except Exception as exc:
             return tuner.recover(tunables, key, inputs, exc)  # type: ignore[no-any-return]
 
+    def _on_new_device(self, device_id: str, client: Client) -> Tuner:
+        """The tuner of a device this operation runs on for the first time; warns when seeded winners miss it."""
+        if self._unverified and device_id not in self._unverified:
+            running = RunningDevice(device_id, device_model_of(client))
+            _log.warning("%s", unverified_elsewhere(self.name, dict(self._unverified), running))
+        return self.tuner(device_id)
+
+    def _seeded_unverified(self, device_id: str, device_model: str | None) -> None:
+        """Note that ``Record.seed`` installed an unverified record's winners for ``device_id`` only."""
+        with self._lock:
+            self._unverified[device_id] = device_model
+
     def _require_set(self, tunables: object) -> None:
         """Refuse what is no TunableSet (a list of tunables, say), which failed deep inside with an AttributeError."""
         if not isinstance(tunables, TunableSet):
@@ -143,6 +162,7 @@ class LocalTuner(Generic[K, Out]):
             for tuner in self._tuners.values():
                 tuner.clear()
             self._tuners.clear()
+            self._unverified.clear()
 
 
 def describe_inputs(inputs: tuple[Any, ...]) -> str:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from tunekit._client import Client, device_model_of
 
-__all__ = ["RunningDevice", "device_refusal", "running_device", "stack_drift"]
+__all__ = ["RunningDevice", "device_refusal", "running_device", "stack_drift", "unverified_elsewhere"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,4 +81,31 @@ def stack_drift(measured_on: str, running: RunningDevice) -> str | None:
         "another software stack (driver or library versions), which shifts timings and can, rarely, change the "
         "winner; its winners are used here as they are; to refresh them, re-tune on this stack and commit the new "
         "record (tk.Record.for_tunables(tuner, client, tunables))"
+    )
+
+
+def unverified_elsewhere(tuner: str, seeded: dict[str, str | None], running: RunningDevice) -> str:
+    """Why the winners of records seeded unverified (``seeded``: device id -> model) do not serve ``running``.
+
+    ``Record.seed`` of a plain ``Record.load`` installs the winners for the device the record
+    was measured on, the only one it knows. Run on another device id, the operation tuned its
+    keys without a word, though the record may be of the same model under another stack, which
+    ``load_verified`` moves to the running device.
+    """
+    ids = ", ".join(map(repr, seeded))
+    said = (
+        f"tuner {tuner!r}: the committed winners seeded into it (tk.Record.load, not verified) serve device {ids}, "
+        f"and it runs on {running.id!r}, so its keys are tuned here"
+    )
+    models = {model for model in seeded.values() if model is not None}
+    if running.model is not None and models and running.model not in models:
+        return said + (
+            f"; the record was measured on another device model ({', '.join(map(repr, sorted(models)))}, this is "
+            f"{running.model!r}): commit a record measured on this one (tk.Record.for_tunables(tuner, client, "
+            "tunables))"
+        )
+    return said + (
+        "; to use a record of this device model measured under another software stack here, load it with "
+        "tk.Record.load_verified(path, tunables, client, tuner=...) before seed, which installs its winners for "
+        "the running client's device id (and refuses another model's)"
     )

@@ -633,6 +633,12 @@ class Record:
     def seed(self, tuner: Tuner | LocalTuner[K, Out], tunables: TunableSet[K, Out], key_type: type[K]) -> int:
         """Install every winner into ``tuner`` so those keys are never tuned; returns how many.
 
+        The winners serve one device id: the running client's that ``load_verified`` accepted the
+        record for, or, after a plain ``load``, the ``device_id`` the record was measured on. A
+        ``tk.LocalTuner`` seeded from a plain ``load`` that then runs on another device id tunes
+        there, and logs a warning at its first call on it saying why (and that ``load_verified``
+        with the client moves a record of the same device model to it).
+
         Typed like ``LocalTuner.execute``: a key class or set of another key than the tuner's is
         a type error (it took any tuner, set and class, so mypy let ``seed(T, tunables, OtherKey)`` by).
         """
@@ -648,6 +654,7 @@ class Record:
         # Verified for the same model under another stack, the winners serve the running device's tuner:
         # execute looks them up by the running client's device_id.
         serves = self.running_device_id or self.device_id
+        local = tuner if isinstance(tuner, LocalTuner) else None
         if isinstance(tuner, LocalTuner):
             tuner = tuner.tuner(serves)
         if tuner.name != self.tuner or tuner.device_id not in (serves, self.device_id):
@@ -689,6 +696,10 @@ class Record:
             )
         for key, entry in keys:  # nothing installed before every key is known to be sound
             tuner.seed(tunables, key, entry.ranking)
+        if local is not None and self.running_device_id is None:
+            # Unverified, the record serves only the device it names: the operation run on another
+            # device id tuned its keys without a word; it now warns there, naming load_verified.
+            local._seeded_unverified(self.device_id, self.device_model)
         return len(self.entries)
 
 

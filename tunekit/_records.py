@@ -221,6 +221,13 @@ class SearchEnded(Persisted):
     resumed: int = Field(ge=0, description="Trials answered from the trial log of an earlier run.")
     stopped_by: Literal["max_evals", "max_seconds", "exhausted", "objective_budget", "roofline"]
     strategy_seconds: float = Field(ge=0, description="CPU time the strategy itself took to propose and learn.")
+    earlier_seconds: float | None = Field(
+        None,
+        ge=0,
+        description="Seconds earlier runs of a resumed search spent, as its trial log holds them (max_seconds counts "
+        "them; the record's wall_time_s is this run's alone); 0 for a search not resumed. None in records written "
+        "before it was kept.",
+    )
 
 
 class CheckResult(Persisted):

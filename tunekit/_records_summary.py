@@ -1,4 +1,4 @@
-"""What a records file says per tuner and key: winner, runner-up, margin, cost, failures, skipped candidates."""
+"""What a records file says per tuner and key: winner, runner-up, margin, cost, failures, skipped, the search."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from tunekit._records import AutotuneRecord, CandidateRecord, Demoted, Runoff
+from tunekit._records import AutotuneRecord, CandidateRecord, Demoted, Runoff, SearchEnded
 
 __all__ = ["Failure", "KeySummary", "Skip", "summarise"]
 
@@ -57,6 +57,15 @@ class KeySummary:
     latest: AutotuneRecord | None = None
     runoff: Runoff | None = None
     demoted: set[str] = field(default_factory=set)
+    search: SearchEnded | None = None
+    """How the search that chose the latest winner went (strategy, what stopped it); None: no search chose it."""
+
+    @property
+    def search_text(self) -> str:
+        """The search's strategy, evaluations and what stopped it, in a few words; ``-`` without a search."""
+        if self.search is None:
+            return "-"
+        return f"{self.search.strategy}, {self.search.evaluations} evaluated, stopped by {self.search.stopped_by}"
 
     @property
     def decided_by(self) -> str:
@@ -98,6 +107,9 @@ class KeySummary:
                 {"name": f.name, "status": f.status, "stage": f.stage, "reason": f.reason} for f in self.failures
             ],
             "skipped": [{"name": s.name, "reason": s.reason} for s in self.skipped],
+            "strategy": self.search.strategy if self.search else None,
+            "evaluations": self.search.evaluations if self.search else None,
+            "stopped_by": self.search.stopped_by if self.search else None,
         }
 
 
@@ -117,6 +129,7 @@ def _apply_tune(summary: KeySummary, record: AutotuneRecord, winner: str | None,
     summary.skipped = [Skip(c.name, c.error or "") for c in record.candidates if c.status == "skipped"]
     summary.latest = record
     summary.runoff = next((e for e in reversed(record.events) if isinstance(e, Runoff)), None)
+    summary.search = next((e for e in reversed(record.events) if isinstance(e, SearchEnded)), None)
 
 
 def summarise(records: Iterable[AutotuneRecord]) -> list[KeySummary]:

@@ -370,12 +370,12 @@ def run_search(
                 if not isinstance(config, Config):
                     raise TunekitError(
                         f"strategy {name!r} proposed {config!r}, a {type(config).__name__}, not a tk.Config; "
-                        "make it propose points of the space (space.at(i), space.sample(...), space.config(...))"
+                        f"make it propose points of the space: {_VALID_POINTS}"
                     )
                 if config in proposed:
                     raise TunekitError(f"strategy {name!r} proposed {config.name} twice")
                 if config not in space:
-                    raise TunekitError(f"strategy {name!r} proposed {config!r}, which is not in the space")
+                    raise TunekitError(_not_in_space(name, space, config))
                 proposed.add(config)
             new = [c for c in proposals if c not in done]
             measured = {t.config: t for t in measure(new)}
@@ -434,6 +434,7 @@ def search_ended(result: SearchResult) -> SearchEnded:
         resumed=sum(t.resumed for t in result.trials),
         stopped_by=result.stopped_by,
         strategy_seconds=result.strategy_seconds,
+        earlier_seconds=result.earlier_seconds,
     )
 
 
@@ -664,3 +665,22 @@ def search(
     emit_search_record(result, key, resolved_sinks, name_of)
     raise_if_no_winner(result, key, log, name_of)
     return result
+
+
+_VALID_POINTS = (
+    "space.sample(n, rng), space.config(...), space.neighbours(config) or iter(space) give only points the "
+    "space's restrictions allow; space.at(i) and space.from_positions(...) give any Cartesian point, so keep "
+    "those for which space.allows(config) holds"
+)
+"""How a strategy gets valid configurations: the advice to use ``space.at(i)`` gave restricted-out ones."""
+
+
+def _not_in_space(strategy: str, space: Space, config: Config) -> str:
+    """Why ``config``, proposed by ``strategy``, is no point of ``space``, and how to propose one."""
+    try:
+        space.config(config)
+    except ValueError as exc:
+        why = str(exc)
+    else:  # not reached: `config in space` asks space.config too
+        why = "the space refuses it"
+    return f"strategy {strategy!r} proposed {config!r}, which is not in the space ({why}); {_VALID_POINTS}"

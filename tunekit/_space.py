@@ -16,7 +16,7 @@ import math
 import numbers
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, ValuesView
 from collections.abc import Set as AbstractSet
-from typing import Any, Literal
+from typing import Any, Literal, NoReturn
 
 import numpy as np
 import numpy.typing as npt
@@ -78,68 +78,64 @@ def pow2(lo: int, hi: int) -> tuple[int, ...]:
     return tuple(values)
 
 
-_set = object.__setattr__  # a Config is immutable: its own constructors set its slots through object's
-
-
-class Config(Mapping[str, Any]):
+class Config(dict[str, Any]):
     """One point of a space: an immutable, ordered, hashable mapping name -> value.
 
     Values are also attributes (``c.BLOCK``), so restrictions and builders read naturally.
+    A Config is a ``dict`` that refuses every change, so ``json.dumps(config)`` and
+    ``json.dumps({"config": config, ...})`` log it as ``{"BLOCK": 64, ...}`` (as a Mapping it
+    raised "Object of type Config is not JSON serializable"); ``to_dict()`` gives a plain,
+    mutable copy. Two configs are equal when they hold the same names, in the same order, and
+    values; a config and a plain dict when their items are.
     """
 
     __slots__ = ("_hash", "_names", "_values")
 
     _names: tuple[str, ...]
     _values: tuple[ParamValue, ...]
-    _hash: int
+    _hash: int | None
 
     def __init__(self, names: Sequence[str], values: Sequence[ParamValue]) -> None:
+        # Spaces pass their names tuple and a fresh tuple of values: kept as given, no copies,
+        # since a space walk builds a Config per Cartesian point.
+        names = names if type(names) is tuple else tuple(names)
+        values = values if type(values) is tuple else tuple(values)
         if len(names) != len(values):
             raise ValueError(f"Config needs one value per name, got {len(names)} names and {len(values)} values")
-        object.__setattr__(self, "_names", tuple(names))
-        object.__setattr__(self, "_values", tuple(values))
-        object.__setattr__(self, "_hash", hash((self._names, self._values)))
-
-    def __getitem__(self, name: str) -> Any:
-        try:
-            return self._values[self._names.index(name)]
-        except ValueError:
-            raise KeyError(name) from None
+        super().__init__(zip(names, values, strict=True))
+        if len(self) != len(names):
+            raise ValueError(f"Config needs distinct names, got {list(names)}")
+        object.__setattr__(self, "_names", names)
+        object.__setattr__(self, "_values", values)
+        object.__setattr__(self, "_hash", None)  # computed when first asked: most walked points never are
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_"):
             raise AttributeError(name)
         try:
-            return self._values[self._names.index(name)]
-        except ValueError:
+            return self[name]
+        except KeyError:
             raise AttributeError(
                 f"configuration has no parameter {name!r}; it has {list(self._names)}", name=name, obj=self
             ) from None
 
-    @classmethod
-    def _of(cls, names: tuple[str, ...], values: tuple[ParamValue, ...]) -> Config:
-        """A Config from a space's own names and a tuple of as many values: a walk's, unchecked.
-
-        A walk builds one per Cartesian point, up to 10^7 of them: the checks and copies of
-        ``__init__`` were a third of its cost per point.
-        """
-        config = object.__new__(cls)
-        _set(config, "_names", names)
-        _set(config, "_values", values)
-        _set(config, "_hash", hash((names, values)))
-        return config
-
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError("Config is immutable")
 
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._names)
+    def __setitem__(self, name: str, value: Any) -> NoReturn:
+        raise TypeError(_IMMUTABLE)
 
-    def __len__(self) -> int:
-        return len(self._names)
+    def __delitem__(self, name: str) -> NoReturn:
+        raise TypeError(_IMMUTABLE)
 
-    def __hash__(self) -> int:
-        return self._hash
+    def __ior__(self, other: object) -> NoReturn:  # type: ignore[misc]  # dict's |= changes it in place
+        raise TypeError(_IMMUTABLE)
+
+    def __hash__(self) -> int:  # type: ignore[override]  # dict is unhashable; a Config is immutable, so it is
+        if (known := self._hash) is None:
+            known = hash((self._names, self._values))
+            object.__setattr__(self, "_hash", known)
+        return known
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Config):
@@ -147,6 +143,11 @@ class Config(Mapping[str, Any]):
         if isinstance(other, Mapping):
             return dict(self.items()) == dict(other.items())
         return NotImplemented
+
+    def __ne__(self, other: object) -> bool:
+        # dict's own != compares items in any order: Config(A, B) != Config(B, A) was False while == was too.
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
 
     def __repr__(self) -> str:
         return f"Config({', '.join(f'{n}={v!r}' for n, v in zip(self._names, self._values, strict=True))})"
@@ -165,11 +166,34 @@ class Config(Mapping[str, Any]):
         return ",".join(f"{n}={v}" for n, v in zip(self._names, self._values, strict=True))
 
     def to_dict(self) -> dict[str, ParamValue]:
-        """A plain dict, in parameter order (for JSON)."""
+        """A plain, mutable dict, in parameter order."""
         return dict(zip(self._names, self._values, strict=True))
 
 
-_CONFIG_ATTRIBUTES = tuple(sorted(n for n in dir(Config) if not n.startswith("_")))
+_IMMUTABLE = "Config is immutable; config.to_dict() gives a plain dict to change"
+
+_DICT_ONLY = ("clear", "copy", "fromkeys", "pop", "popitem", "setdefault", "update")
+"""dict's attributes that a Mapping lacks: hidden on Config, so they stay free as parameter names.
+
+As a Mapping, a Config had none of them, so a parameter named ``copy`` or ``update`` was read
+as ``c.copy``. Inherited from dict, ``c.update`` would be the method, and such spaces would have
+to be refused. A property whose getter raises AttributeError hands the lookup to ``__getattr__``,
+which reads the parameter (or says there is none).
+"""
+
+
+def _hidden(name: str) -> property:
+    def hide(self: Config) -> Any:
+        raise AttributeError(name)
+
+    return property(hide)
+
+
+for _name in _DICT_ONLY:
+    setattr(Config, _name, _hidden(_name))
+
+
+_CONFIG_ATTRIBUTES = tuple(sorted(n for n in dir(Config) if not n.startswith("_") and n not in _DICT_ONLY))
 """What ``c.<name>`` already means on a Config, so a parameter of that name would be shadowed."""
 
 
@@ -606,10 +630,10 @@ class Space:
         names = self._names
         if not self._restrictions:
             for values in itertools.product(*self._domain_list):
-                yield Config._of(names, values)
+                yield Config(names, values)
             return
         for values in itertools.product(*self._domain_list):
-            config = Config._of(names, values)
+            config = Config(names, values)
             if self._rejecting(config) is None:
                 yield config
 
@@ -626,10 +650,10 @@ class Space:
         join = ",".join
         if not self._restrictions:
             for values, text in walk:
-                yield Config._of(names, values), join(text)
+                yield Config(names, values), join(text)
             return
         for values, text in walk:
-            config = Config._of(names, values)
+            config = Config(names, values)
             if self._rejecting(config) is None:
                 yield config, join(text)
 
