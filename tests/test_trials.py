@@ -515,15 +515,26 @@ def test_a_resumed_strategy_observes_every_logged_trial_before_it_proposes_and_n
     assert len(bowl.measured) == 8 and resumed.evaluations == 20 and resumed.stopped_by == "max_evals"
 
 
-@pytest.mark.parametrize("seed", range(6))
-def test_model_ils_resumed_from_a_log_climbs_from_its_best(tmp_path: Path, seed: int) -> None:
-    """Resumed from 30 logged random trials, model_ils drew 10 more at random, blind to the log's best (1130 stayed)."""
-    log = tmp_path / "t.jsonl"
-    first = tk.tune_objective(_Bowl(), tuner="t", device_id="d", strategy="random", max_evals=30, seed=seed, log=log)
-    assert first.best.score > 1000, "the bowl's minimum is 1000: the log leaves room to improve"
-    more = _Bowl()
-    grown = tk.tune_objective(
-        more, tuner="t", device_id="d", strategy="model_ils", max_evals=40, seed=seed + 100, log=log
-    )
-    assert len(more.measured) == 10
-    assert grown.best.score < first.best.score, "10 informed trials improve on the log's best"
+def test_model_ils_resumed_from_a_log_climbs_from_its_best(tmp_path: Path) -> None:
+    """Resumed from 30 logged random trials, model_ils drew 10 more at random, blind to the log's best (1130 stayed).
+
+    Improved on the log's best in 3 of 12 seeds then; one of the 10 is a random point by design (the
+    search is past a fifth of its budget), and a climb can spend the other 9 without finding the next step.
+    """
+    improved, tried, seed = 0, 0, 0
+    while tried < 12:
+        seed += 1
+        log = tmp_path / f"t{seed}.jsonl"
+        first = tk.tune_objective(
+            _Bowl(), tuner="t", device_id="d", strategy="random", max_evals=30, seed=seed, log=log
+        )
+        if first.best.score == 1000:  # the bowl's minimum: the log leaves no room to improve
+            continue
+        more = _Bowl()
+        grown = tk.tune_objective(
+            more, tuner="t", device_id="d", strategy="model_ils", max_evals=40, seed=seed + 100, log=log
+        )
+        assert len(more.measured) == 10
+        tried += 1
+        improved += grown.best.score < first.best.score
+    assert improved >= 10, f"10 informed trials improved on the log's best in {improved} of 12 seeds"

@@ -68,6 +68,11 @@ class Walker:
             self._everything = [space.positions(c) for c in space]
             self._members = frozenset(self._everything)
 
+    @property
+    def walked(self) -> list[Positions] | None:
+        """Every valid point in the space's order, once the space was walked (else None)."""
+        return self._everything
+
     def valid(self, p: Positions) -> bool:
         """Whether ``p`` is in the space (restrictions memoised)."""
         if self._members is not None:
