@@ -475,3 +475,25 @@ def test_a_walker_keeps_no_invalid_draw_of_a_space_too_big_to_walk() -> None:
     drawn = walker.random_fresh(20)
     assert len(drawn) == 20 and calls[0] > 2000  # the draws were mostly rejected ...
     assert len(walker._valid) == 20  # ... and none of the rejected ones is kept
+
+
+def test_the_pairwise_model_predicts_an_encoded_pool_exactly_as_from_positions() -> None:
+    """The pool is encoded once and ranked at every step: any other sum would change which guesses tie and win."""
+    rng = np.random.default_rng(0)
+    widths = (5, 1, 3, 7, 2)
+    pool = np.stack([rng.integers(0, w, size=500) for w in widths], axis=1)
+    model = PairwiseModel(widths)
+    model.fit(pool[:60], rng.normal(size=60))
+    assert np.array_equal(model.predict_encoded(model.encode(pool)), model.predict(pool))
+    flat = PairwiseModel((1, 1))
+    flat.fit(np.zeros((3, 2), dtype=np.intp), np.array([1.0, 2.0, 3.0]))
+    assert np.array_equal(flat.predict_encoded(flat.encode(np.zeros((4, 2), dtype=np.intp))), np.full(4, 2.0))
+
+
+def test_the_smallest_predictions_are_the_stable_sorts_first_ties_included() -> None:
+    from tunekit._strategies._surrogate import _smallest
+
+    rng = np.random.default_rng(1)
+    for values in (rng.integers(0, 5, size=200).astype(float), rng.normal(size=50), np.array([np.nan, 1.0, np.nan])):
+        for n in (1, 4, 49, 200):
+            assert np.array_equal(_smallest(values, n), np.argsort(values, kind="stable")[:n])

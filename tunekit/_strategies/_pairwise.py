@@ -58,7 +58,8 @@ class PairwiseModel:
             cells = self._widths[i] * self._widths[j]
             flat = np.bincount(positions[:, i] * self._widths[j] + positions[:, j], weights=alpha, minlength=cells)
             self._tables[(i, j)] = flat.reshape(self._widths[i], self._widths[j])
-        self._weights = np.concatenate([*self._singles.values(), *(table.ravel() for table in self._tables.values())])
+        tables = [table.ravel() for table in self._tables.values()]
+        self._weights = np.concatenate([np.zeros(0), *self._singles.values(), *tables])  # zeros: no parameter varies
 
     def _agreements(self, positions: np.ndarray) -> np.ndarray:
         """How many parameter values each pair of rows shares (exact small integers, as floats)."""
