@@ -135,7 +135,8 @@ class SearchResult:
     earlier_seconds: float = 0.0
     """Seconds earlier runs of this search spent, as its trial log holds them; ``max_seconds`` counts them.
 
-    ``wall_seconds`` is this call's alone: a resumed search can stop at ``max_seconds`` after a
+    ``wall_seconds`` is this call's alone, from its trial log's opening (a wait for another search
+    holding the log is that search's time): a resumed search can stop at ``max_seconds`` after a
     fraction of a second, its time spent before it was killed.
     """
 
@@ -267,10 +268,17 @@ def run_search(
         key_dict = key_to_dict(key)
     incumbents = incumbents_of(space, require)
     name, factory = _choose(space, strategy, max_evals, max_seconds)
-    started = time.monotonic()
+    # Another search on the log (another process on the same key) is waited for as another tune of
+    # a key is: then its trials are resumed here instead of measured again.
+    wait_s = _settings.current().tune_lock_timeout_s
     trial_log = (
-        TrialLog.open(log, tuner=tuner, space=space, device_id=device_id, key=key_dict, build=build_id) if log else None
+        TrialLog.open(log, tuner=tuner, space=space, device_id=device_id, key=key_dict, build=build_id, wait_s=wait_s)
+        if log
+        else None
     )
+    # Once the log is open: the time spent waiting for another search on it is in that search's
+    # logged time (offset below) already, and counted twice it left the resumed search no budget.
+    started = time.monotonic()
     try:
         previous = trial_log.previous if trial_log else {}
         done: dict[Config, Trial] = {}
