@@ -69,7 +69,7 @@ def plan_batches(key: object, tunables: Sequence[Tunable[object]] | TunableSet[A
         for within_priority in sorted(tiers[group_priority], reverse=True):
             batch = (ungrouped if first else []) + tiers[group_priority][within_priority]
             first = False
-            fresh = [i for i in batch if i not in seen]
+            fresh = [i for i in dict.fromkeys(batch) if i not in seen]  # in two groups of one tier: listed once
             seen.update(fresh)
             if fresh:
                 batches.append(fresh)
