@@ -25,7 +25,7 @@ from row_sum import row_sum
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "opencl"))
 from demo_opencl import run_opencl_demo
-from demo_search import run_search_demo
+from demo_search import SearchDemo, run_search_demo, serve_committed_record
 
 
 def _demo_dir() -> tuple[Path, bool]:
@@ -56,17 +56,40 @@ def _summary(candidates: Iterable[tuple[str, str, float | None]]) -> str:
     )
 
 
-def main() -> int:
-    """Tune every example on the CPU client, then the OpenCL ones, and report; returns the exit code."""
-    if not tk.settings().autotune:
+def _serve_committed() -> int:
+    """Autotuning off: serve what an earlier run committed, measuring nothing; exit code 2 when nothing can be.
+
+    Only the search part commits its winner (a verified record in the demo directory); the
+    other parts keep theirs in the persistent cache, which autotuning off does not read.
+    """
+    console = Console()
+    served: SearchDemo | str
+    if not tk.settings().cache:  # the demo then keeps nothing between runs, so no record was committed
+        served = "the cache is off (TUNEKIT_CACHE=0), so the demo keeps no record between runs"
+    else:
+        served = serve_committed_record(console, _demo_dir()[0])
+    if isinstance(served, str):
         # Every part of the demo measures: it ran with nothing measured, printed an empty table and
         # "5 tuned now", then stopped at the OpenCL part with a RuntimeError traceback.
         print(
-            "tunekit demo: autotuning is disabled by TUNEKIT_AUTOTUNE=0, and the demo measures and searches; "
-            "run it without TUNEKIT_AUTOTUNE (or with TUNEKIT_AUTOTUNE=1)",
+            "tunekit demo: autotuning is disabled by TUNEKIT_AUTOTUNE=0, and the demo measures and searches, with "
+            f"nothing committed to serve instead: {served}. Run it without TUNEKIT_AUTOTUNE (or with "
+            "TUNEKIT_AUTOTUNE=1)",
             file=sys.stderr,
         )
         return 2
+    console.print(
+        "Autotuning is disabled by TUNEKIT_AUTOTUNE=0: the search part was served from the committed record "
+        f"{served.record_path}, nothing measured or written; the CPU and OpenCL examples, which tune, were skipped "
+        "(run without TUNEKIT_AUTOTUNE to tune them)"
+    )
+    return 0
+
+
+def main() -> int:
+    """Tune every example on the CPU client, then the OpenCL ones, and report; returns the exit code."""
+    if not tk.settings().autotune:
+        return _serve_committed()
     console = Console()
     directory, temporary = _demo_dir()
     records_path = _default_records_path(directory)

@@ -3,8 +3,8 @@
 Offline, ``tk.search`` measures a budget's worth of the configurations of the numpy pipeline of
 ``pipeline_objective.py`` on the CPU, one trial log line per configuration, and the winner goes
 into a committed record (``tk.Record``). Production loads that record verified and seeds its
-tuner with it, so it never tunes: the next run finds the record verified and searches nothing.
-Run it alone::
+tuner with it, so it never tunes: the next run finds the record verified and searches nothing,
+and a run with autotuning off is served by it too (``serve_committed_record``). Run it alone::
 
     python examples/demo_search.py DIRECTORY    # the trial log and the record go into DIRECTORY
 """
@@ -58,6 +58,32 @@ class SearchDemo:
     """Why a record already there was not used (tk.RecordMismatch), so the key was searched again."""
 
 
+@dataclass(frozen=True)
+class _Request:
+    """The demo's request, its set, and where its trial log and record go in ``directory``."""
+
+    client: CpuClient
+    x: np.ndarray
+    taps: np.ndarray
+    key: PipelineKey
+    tunables: tk.TunableSet[PipelineKey, np.ndarray]
+    record_path: Path
+    log_path: Path
+
+
+def _request(directory: Path, signals: int, length: int) -> _Request:
+    client = CpuClient()
+    rng = np.random.default_rng(0)
+    x, taps = rng.standard_normal((signals, length)), rng.standard_normal(63)
+    key = pipeline_key(x, taps)
+    tunables = TUNER.init(tunable_set)
+    # A log answers for one set on one device: a changed space or another machine starts a new
+    # log instead of being refused by the old one (as TunableSet.with_search names its logs).
+    digest = hashlib.sha256(f"{client.device_id}\n{tunables.checksum()}".encode()).hexdigest()[:8]
+    log_path = directory / f"pipeline-trials.signals={key.signals},length={key.length}.{digest}.jsonl"
+    return _Request(client, x, taps, key, tunables, directory / "pipeline-record.json", log_path)
+
+
 def run_search_demo(
     console: Console,
     directory: Path,
@@ -68,17 +94,8 @@ def run_search_demo(
     max_seconds: float = 10.0,
 ) -> SearchDemo:
     """Search the pipeline's space for one request shape unless a verified record has it, then serve it."""
-    client = CpuClient()
-    rng = np.random.default_rng(0)
-    x, taps = rng.standard_normal((signals, length)), rng.standard_normal(63)
-    key = pipeline_key(x, taps)
-    tunables = TUNER.init(tunable_set)
-    record_path = directory / "pipeline-record.json"
-    # A log answers for one set on one device: a changed space or another machine starts a new
-    # log instead of being refused by the old one (as TunableSet.with_search names its logs).
-    digest = hashlib.sha256(f"{client.device_id}\n{tunables.checksum()}".encode()).hexdigest()[:8]
-    log_path = directory / f"pipeline-trials.signals={key.signals},length={key.length}.{digest}.jsonl"
-
+    request = _request(directory, signals, length)
+    client, key, tunables, record_path = request.client, request.key, request.tunables, request.record_path
     record: tk.Record | None = None
     refused = None
     if record_path.exists():
@@ -93,7 +110,7 @@ def run_search_demo(
             SPACE,
             build,
             client,
-            (x, taps),
+            (request.x, request.taps),
             tuner=TUNER.name,
             key=key,
             strategy="auto",
@@ -101,7 +118,7 @@ def run_search_demo(
             max_evals=max_evals,
             max_seconds=max_seconds,
             require=[INCUMBENT],
-            log=log_path,
+            log=request.log_path,
         )
         if record is None or record.device_id != client.device_id:
             # A record measured under another numpy takes no winner measured under this one: it is started afresh.
@@ -110,26 +127,55 @@ def run_search_demo(
         record.save(record_path)
         # Production's side: it trusts nothing it has not verified, the file just written included.
         record = tk.Record.load_verified(record_path, tunables, client, tuner=TUNER)
+    demo = _serve(console, request, record, result, refused)
+    print_search_demo(console, demo, budget=f"max_evals={max_evals}, max_seconds={max_seconds:g}")
+    return demo
+
+
+def serve_committed_record(
+    console: Console, directory: Path, *, signals: int = 16, length: int = 16384
+) -> SearchDemo | str:
+    """With autotuning off: serve the request from the record a run committed in ``directory``, searching nothing.
+
+    Returns what was served, or why nothing can be (no record, or one that does not serve
+    this request here), for the caller to say.
+    """
+    request = _request(directory, signals, length)
+    if not request.record_path.exists():
+        return f"no record committed at {request.record_path}, which a run with autotuning on commits"
+    try:
+        record = tk.Record.load_verified(request.record_path, request.tunables, request.client, tuner=TUNER)
+    except (tk.RecordMismatch, OSError) as exc:
+        return f"the record at {request.record_path} does not serve this run: {exc}"
+    if request.key not in record:
+        return f"the record at {request.record_path} has no winner for {request.key}"
+    demo = _serve(console, request, record, None, None)
+    print_search_demo(console, demo, budget=None)  # the record does not keep the search's budget
+    return demo
+
+
+def _serve(
+    console: Console, request: _Request, record: tk.Record, result: tk.SearchResult | None, refused: str | None
+) -> SearchDemo:
+    """Production's side: seed the verified record into the tuner and run the request through it."""
     for warning in record.warnings:
         console.print(f"[yellow]record warning:[/] {warning}")
-    record.seed(TUNER, tunables, PipelineKey)
+    record.seed(TUNER, request.tunables, PipelineKey)
 
     tunes: list[tk.AutotuneRecord] = []
     sink = tk.add_record_sink(tunes.append)
     try:
-        out = filter_rms(client, x, taps)
+        out = filter_rms(request.client, request.x, request.taps)
     finally:
         tk.remove_record_sink(sink)
     # Every configuration computes the same RMS (BLOCK only reorders the sum, float32 rounds).
-    np.testing.assert_allclose(out, pipeline(x, taps, SPACE.config(**INCUMBENT)), rtol=1e-3)
-    entry = record.get(key)
+    np.testing.assert_allclose(out, pipeline(request.x, request.taps, SPACE.config(**INCUMBENT)), rtol=1e-3)
+    entry = record.get(request.key)
     assert entry is not None, "the record was just verified with this key's entry"
-    demo = SearchDemo(key, result, entry, log_path, record_path, len(tunes), refused)
-    print_search_demo(console, demo, max_evals=max_evals, max_seconds=max_seconds)
-    return demo
+    return SearchDemo(request.key, result, entry, request.log_path, request.record_path, len(tunes), refused)
 
 
-def print_search_demo(console: Console, demo: SearchDemo, *, max_evals: int, max_seconds: float) -> None:
+def print_search_demo(console: Console, demo: SearchDemo, *, budget: str | None) -> None:
     """One two-column table: the space, the budget, what the search did (or the record says), where it went."""
     entry, result = demo.entry, demo.result
     table = Table(title="Search a space too big to measure whole (examples/pipeline_objective.py)", show_header=False)
@@ -137,7 +183,8 @@ def print_search_demo(console: Console, demo: SearchDemo, *, max_evals: int, max
     table.add_column(overflow="fold")
     table.add_row("key", f"signals={demo.key.signals} length={demo.key.length}")
     table.add_row("space", f"{SPACE.size} configurations ({SPACE.cartesian_size} before restrictions)")
-    table.add_row("budget", f"max_evals={max_evals}, max_seconds={max_seconds:g}")
+    if budget is not None:
+        table.add_row("budget", budget)
     table.add_row("strategy", f"auto -> {entry.strategy}")
     if result is not None:
         resumed = sum(t.resumed for t in result.trials)

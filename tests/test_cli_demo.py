@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 _ENTRY = Path(sys.executable).with_name("tunekit")
 COMMAND = [str(_ENTRY)] if _ENTRY.exists() else [sys.executable, "-m", "tunekit._cli"]
 
@@ -45,4 +46,43 @@ def test_with_autotuning_off_the_demo_says_so_in_one_line(tmp_path: Path) -> Non
     assert done.stdout == ""
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr, done.stderr
     assert "autotuning is disabled by TUNEKIT_AUTOTUNE=0" in done.stderr
+    assert f"no record committed at {tmp_path / 'cache' / 'pipeline-record.json'}" in done.stderr
     assert not (tmp_path / "cache").exists(), "nothing written"
+
+
+def test_with_autotuning_off_the_demo_serves_the_record_an_earlier_run_committed(tmp_path: Path) -> None:
+    """Regression: under TUNEKIT_AUTOTUNE=0 the demo stopped with exit 2 though its committed record could serve."""
+    cache_dir = tmp_path / "cache"
+    env = {**os.environ, "TUNEKIT_CACHE_DIR": str(cache_dir)}
+    for name in ("TUNEKIT_RECORD", "TUNEKIT_AUTOTUNE", "TUNEKIT_CACHE"):
+        env.pop(name, None)
+    # The search part alone, as `make demo` runs it with autotuning on: it searches and commits the record.
+    searched = subprocess.run(
+        [sys.executable, str(EXAMPLES / "demo_search.py"), str(cache_dir)],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert searched.returncode == 0, (searched.stdout[-3000:], searched.stderr[-3000:])
+    assert (cache_dir / "pipeline-record.json").exists()
+    before = {p.name: p.read_bytes() for p in cache_dir.iterdir()}
+
+    done = subprocess.run(
+        [*COMMAND, "demo"],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**env, "TUNEKIT_AUTOTUNE": "0", "COLUMNS": "400"},  # wide enough that rich wraps no table cell
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, (done.stdout[-3000:], done.stderr[-3000:])
+    shown = " ".join(done.stdout.split())
+    assert "record verified, no search; production call served from the record, no tune" in shown, shown
+    assert "served from the committed record" in shown and "which tune, were skipped" in shown, shown
+    assert "Traceback" not in done.stderr, done.stderr
+    assert {p.name: p.read_bytes() for p in cache_dir.iterdir()} == before, "nothing written"
+    assert list(tmp_path.iterdir()) == [cache_dir]

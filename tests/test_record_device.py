@@ -221,6 +221,31 @@ def test_a_plain_load_seeded_for_another_device_id_says_why_the_running_one_tune
     assert decisions == [] and not [r for r in caplog.records if "seeded into it" in r.getMessage()]
 
 
+def test_a_plain_load_seeded_after_the_tuner_ran_on_another_device_id_says_why_it_tunes(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Regression: seeded into a tuner that had already run on the device, a plain load's miss tuned silently."""
+    client = CpuClient()
+    path = tmp_path / "scale.json"
+    _, tunables = committed_on_cpu(path, client, [])
+    measured_on = older_numpy(client.device_id)
+    rewritten(path, device_id=measured_on)
+    decisions: list[tk.AutotuneRecord] = []
+    production: tk.LocalTuner[Shape, Any] = tk.LocalTuner("scale", sinks=[decisions.append])
+    with caplog.at_level("WARNING", logger="tunekit"):
+        production.execute(client.device_id, client, tunables, (np.ones(500, np.float32),))
+    assert not caplog.records, "nothing seeded yet, nothing to say"
+    assert tk.Record.load(path).seed(production, tunables, Shape) == 1
+    with caplog.at_level("WARNING", logger="tunekit"):
+        production.execute(client.device_id, client, tunables, (np.ones(1000, np.float32),))
+        production.execute(client.device_id, client, tunables, (np.ones(2000, np.float32),))
+    said = [r.getMessage() for r in caplog.records if "seeded into it" in r.getMessage()]
+    assert len(said) == 1, "said once, at the device's first key tuned after the seed"
+    assert measured_on in said[0] and client.device_id in said[0] and "tuned here" in said[0]
+    assert "tk.Record.load_verified(path, tunables, client" in said[0]
+    assert [d.decision for d in decisions] == ["tuned", "tuned", "tuned"]
+
+
 def test_a_plain_load_of_another_device_model_says_to_commit_one_measured_here(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

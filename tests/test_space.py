@@ -530,7 +530,7 @@ def test_a_config_is_logged_by_json_dumps_and_stays_immutable_and_hashable() -> 
         config.BLOCK = 128
     # dict's own mutators are hidden: parameters of their names are read, others are no attributes.
     assert (config.update, config.copy) == (True, 1)
-    with pytest.raises(AttributeError, match="has no parameter 'pop'"):
+    with pytest.raises(AttributeError, match=r"has no parameter 'pop' \(Config is immutable; config.to_dict\(\) gives"):
         config.pop("BLOCK")
     assert config == {"BLOCK": 64, "DTYPE": "float32", "update": True, "copy": 1}
     assert {config: "kept"}[space.config(BLOCK=64, DTYPE="float32", update=True, copy=1)] == "kept"

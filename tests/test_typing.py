@@ -309,3 +309,50 @@ def test_seeding_a_record_checks_the_key_class_against_the_tuner(tmp_path: Path,
     wrong = 1 + next(i for i, line in enumerate(source) if "record.seed(TUNER, tunables, OtherKey)" in line)
     errors = [line for line in result.stdout.splitlines() if ": error:" in line]
     assert len(errors) == 1 and f":{wrong}: error:" in errors[0] and '"seed" of "Record"' in errors[0], result.stdout
+
+
+def test_changing_a_config_is_a_type_error_and_reading_it_is_not(tmp_path: Path, mypy_cache: Path) -> None:
+    # Config refuses every change at run time, but mypy --strict passed config.update(...) and config["x"] = 1.
+    mutations = {
+        'config["BLOCK"] = 128': "Invalid index type",
+        'del config["BLOCK"]': '"__delitem__" of "Config"',
+        'config |= {"BLOCK": 128}': '"__ior__" of "Config"',
+        'config.update({"BLOCK": 128})': '"update" of "Config"',
+        "config.update(BLOCK=128)": '"update" of "Config"',
+        'config.pop("BLOCK")': '"pop" of "Config"',
+        'config.setdefault("BLOCK", 128)': '"setdefault" of "Config"',
+        "config.clear()": 'Missing positional argument "config_is_immutable" in call to "clear" of "Config"',
+        "config.popitem()": 'Missing positional argument "config_is_immutable" in call to "popitem" of "Config"',
+    }
+    # One function per mutation: each returns NoReturn, so mypy skips what follows it in a function.
+    body = "".join(f"def change_{i}(config: tk.Config) -> None:\n    {line}\n" for i, line in enumerate(mutations))
+    result = _mypy(
+        tmp_path,
+        mypy_cache,
+        body
+        + textwrap.dedent(
+            """
+            import json
+            from collections.abc import Mapping
+
+            def total(params: Mapping[str, int]) -> int:
+                return sum(params.values())
+
+            def read(config: tk.Config) -> str:
+                changed = config.to_dict()
+                changed["BLOCK"] = 128
+                changed.update(VEC=2)
+                merged: dict[str, object] = {**config, "VEC": 2} | dict(config)
+                return json.dumps({"config": config, "total": total(config), "block": config["BLOCK"], **merged})
+            """
+        ),
+    )
+    assert result.returncode == 1, result.stdout
+    source = (tmp_path / "user_code.py").read_text().splitlines()
+    errors = [line for line in result.stdout.splitlines() if ": error:" in line]
+    for mutation, message in mutations.items():
+        line = 1 + source.index(f"    {mutation}")
+        found = [error for error in errors if f":{line}: error:" in error]
+        assert any(message in error for error in found), (mutation, found, result.stdout)
+    flagged = {int(error.split(":")[1]) for error in errors}
+    assert len(flagged) == len(mutations), result.stdout

@@ -43,8 +43,9 @@ class LocalTuner(Generic[K, Out]):
         self._sets: BuiltSets[K, Out] = BuiltSets(name)
         self._tuners: dict[str, Tuner] = {}
         # Device id -> model of the records seeded unverified (Record.load, then seed): their winners serve
-        # only that id, so a call on another device tunes, and says why once (_on_new_device).
+        # only that id, so a call on another device tunes, and says why once per device (_say_unserved).
         self._unverified: dict[str, str | None] = {}
+        self._told: set[str] = set()
 
     def init(self, factory: Callable[[], TunableSet[K, Out]]) -> TunableSet[K, Out]:
         """Build the tunable set on the first call; later calls return it without building it again.
@@ -98,7 +99,7 @@ class LocalTuner(Generic[K, Out]):
                 f"tuner {self.name!r}: execute() takes the inputs as a tuple, e.g. (x,) or (a, b); "
                 f"got {type(inputs).__name__}"
             )
-        tuner = self._tuners.get(device_id) or self._on_new_device(device_id, client)
+        tuner = self._tuners.get(device_id) or self.tuner(device_id)
         try:
             key = tunables.key(*inputs)
         except SettingsError:  # settings are first read by an anchored key: not the key generator's fault
@@ -123,6 +124,8 @@ class LocalTuner(Generic[K, Out]):
                 except Exception as exc:
                     return tuner.recover(tunables, key, inputs, exc)  # type: ignore[no-any-return]
         self._require_set(tunables)  # off the hot path: a set with winners in memory is one
+        if self._unverified and device_id not in self._unverified and device_id not in self._told:
+            self._say_unserved(device_id, client)
         if not tunables.tunables:
             tunables.validate(self.name)
         ranking = tuner.resolve(client, tunables, key, inputs)
@@ -131,12 +134,18 @@ class LocalTuner(Generic[K, Out]):
         except Exception as exc:
             return tuner.recover(tunables, key, inputs, exc)  # type: ignore[no-any-return]
 
-    def _on_new_device(self, device_id: str, client: Client) -> Tuner:
-        """The tuner of a device this operation runs on for the first time; warns when seeded winners miss it."""
-        if self._unverified and device_id not in self._unverified:
-            running = RunningDevice(device_id, device_model_of(client))
-            _log.warning("%s", unverified_elsewhere(self.name, dict(self._unverified), running))
-        return self.tuner(device_id)
+    def _say_unserved(self, device_id: str, client: Client) -> None:
+        """Warn, once per device id, that the unverified records' winners do not serve ``device_id``.
+
+        Said at the device's first key not in memory after a seed, not only at its first call:
+        a record seeded into a tuner that had already run there tuned its keys without a word.
+        """
+        with self._lock:
+            if device_id in self._told:
+                return
+            self._told.add(device_id)
+            seeded = dict(self._unverified)
+        _log.warning("%s", unverified_elsewhere(self.name, seeded, RunningDevice(device_id, device_model_of(client))))
 
     def _seeded_unverified(self, device_id: str, device_model: str | None) -> None:
         """Note that ``Record.seed`` installed an unverified record's winners for ``device_id`` only."""
@@ -163,6 +172,7 @@ class LocalTuner(Generic[K, Out]):
                 tuner.clear()
             self._tuners.clear()
             self._unverified.clear()
+            self._told.clear()
 
 
 def describe_inputs(inputs: tuple[Any, ...]) -> str:

@@ -637,7 +637,8 @@ class Record:
         record for, or, after a plain ``load``, the ``device_id`` the record was measured on. A
         ``tk.LocalTuner`` seeded from a plain ``load`` that then runs on another device id tunes
         there, and logs a warning at its first call on it saying why (and that ``load_verified``
-        with the client moves a record of the same device model to it).
+        with the client moves a record of the same device model to it); one that had already run
+        there says it at the first key it does not find in memory.
 
         Typed like ``LocalTuner.execute``: a key class or set of another key than the tuner's is
         a type error (it took any tuner, set and class, so mypy let ``seed(T, tunables, OtherKey)`` by).

@@ -16,7 +16,7 @@ import math
 import numbers
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, ValuesView
 from collections.abc import Set as AbstractSet
-from typing import Any, Literal, NoReturn
+from typing import TYPE_CHECKING, Any, Literal, Never, NoReturn
 
 import numpy as np
 import numpy.typing as npt
@@ -116,21 +116,36 @@ class Config(dict[str, Any]):
         try:
             return self[name]
         except KeyError:
+            # config.update(...) on a space without an `update` parameter: say why it is no method.
+            why = f" ({_IMMUTABLE})" if name in _DICT_MUTATORS else ""
             raise AttributeError(
-                f"configuration has no parameter {name!r}; it has {list(self._names)}", name=name, obj=self
+                f"configuration has no parameter {name!r}{why}; it has {list(self._names)}", name=name, obj=self
             ) from None
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError("Config is immutable")
 
-    def __setitem__(self, name: str, value: Any) -> NoReturn:
+    # The mutators take arguments typed Never, so a type checker refuses `config["x"] = 1`,
+    # `del config["x"]`, `config |= {...}` and `config.update(...)` in the user's code instead of
+    # passing them to fail at run time. As a Mapping (what a Config is passed as) it has none of them.
+    def __setitem__(self, name: Never, value: Never) -> NoReturn:  # type: ignore[override]
         raise TypeError(_IMMUTABLE)
 
-    def __delitem__(self, name: str) -> NoReturn:
+    def __delitem__(self, name: Never) -> NoReturn:  # type: ignore[override]
         raise TypeError(_IMMUTABLE)
 
-    def __ior__(self, other: object) -> NoReturn:  # type: ignore[misc]  # dict's |= changes it in place
+    def __ior__(self, other: Never) -> NoReturn:  # type: ignore[override,misc]  # dict's |= changes it in place
         raise TypeError(_IMMUTABLE)
+
+    if TYPE_CHECKING:
+        # At run time these names are hidden (see _DICT_ONLY below) so that they stay free as
+        # parameter names; to a type checker they are calls that no argument list satisfies (even
+        # `config.clear()` misses the required one, which names why).
+        def update(self, config_is_immutable: Never, *args: Never, **kwargs: Never) -> NoReturn: ...  # type: ignore[override]
+        def pop(self, config_is_immutable: Never, *args: Never) -> NoReturn: ...  # type: ignore[override]
+        def setdefault(self, config_is_immutable: Never, *args: Never) -> NoReturn: ...  # type: ignore[override]
+        def clear(self, config_is_immutable: Never) -> NoReturn: ...  # type: ignore[override]
+        def popitem(self, config_is_immutable: Never) -> NoReturn: ...  # type: ignore[override]
 
     def __hash__(self) -> int:  # type: ignore[override]  # dict is unhashable; a Config is immutable, so it is
         if (known := self._hash) is None:
@@ -173,6 +188,7 @@ class Config(dict[str, Any]):
 
 _IMMUTABLE = "Config is immutable; config.to_dict() gives a plain dict to change"
 
+_DICT_MUTATORS = ("clear", "pop", "popitem", "setdefault", "update")
 _DICT_ONLY = ("clear", "copy", "fromkeys", "pop", "popitem", "setdefault", "update")
 """dict's attributes that a Mapping lacks: hidden on Config, so they stay free as parameter names.
 
