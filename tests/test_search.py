@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from pathlib import Path
@@ -49,7 +50,25 @@ def test_a_time_budget_spent_before_the_first_batch_still_measures_one() -> None
     space = tk.Space(A=range(100))
     result = tk.search(space, lambda c: lambda: None, tk_cpu(), (), tuner="t", strategy="random", max_seconds=1e-9)
     assert result.stopped_by == "max_seconds"
-    assert result.evaluations == 8, "one batch"
+    assert result.evaluations == 1, "the first configuration of the first batch, no more"
+
+
+def test_max_seconds_stops_inside_a_batch_at_the_first_trial_that_finds_the_time_spent(tmp_path: Path) -> None:
+    """Regression: max_seconds was checked only between batches, so a batch of 40 ran whole past a 0.3 s budget."""
+    space = tk.Space(A=range(40))
+
+    def build(c: tk.Config) -> object:
+        return lambda: time.sleep(0.02)
+
+    log = tmp_path / "trials.jsonl"
+    result = tk.search(space, build, tk_cpu(), (), tuner="t", strategy="random", batch=40, max_seconds=0.3, log=log)
+    assert result.stopped_by == "max_seconds"
+    # Admitting a candidate runs it at least twice (a warm-up and a kept sample): >= 0.04 s of sleep, so at
+    # most 0.3 / 0.04 + 1 of them start before the deadline, however slow the machine; the old driver ran 40.
+    assert 1 <= result.evaluations <= 9, result.evaluations
+    entries = [json.loads(line) for line in log.read_text().splitlines()[1:]]
+    assert len(entries) == result.evaluations, "the configurations the deadline kept from starting are no trials"
+    assert {e["status"] for e in entries} == {"measured"} and {e["batch_size"] for e in entries} == {len(entries)}
 
 
 def test_a_build_that_cannot_take_the_configuration_is_refused_at_the_call() -> None:

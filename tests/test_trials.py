@@ -328,6 +328,7 @@ def test_a_log_reached_through_a_hard_link_is_locked_as_the_file_itself(data: Re
     )
     try:
         assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        tk.configure(tune_lock_timeout_s=0)  # not waited for: the holder ends only once this test says so
         with pytest.raises(tk.TrialLogError, match=r"in use by another search \(it may be reached by .* a hard link"):
             run(data, log)
     finally:
@@ -527,3 +528,63 @@ def test_model_ils_resumed_from_a_log_climbs_from_its_best(tmp_path: Path, seed:
     )
     assert len(more.measured) == 10
     assert grown.best.score < first.best.score, "10 informed trials improve on the log's best"
+
+
+def _wait_for(found: Callable[[], bool], what: str, timeout_s: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not found():
+        assert time.monotonic() < deadline, f"no {what} in {timeout_s:g} s"
+        time.sleep(0.02)
+
+
+def test_a_second_process_searching_the_same_new_key_waits_for_the_log_and_resumes_it(tmp_path: Path) -> None:
+    """Regression: with the cache off, a second process tuning the same new key with log= failed at once: "in use"."""
+    script = Path(__file__).with_name("_shared_log.py")
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    base = tmp_path / "logs" / "rows.jsonl"
+    env = {**os.environ, "TUNEKIT_CACHE": "0"}  # no cache, no tune lock: the log's lock is all they share
+    command = [sys.executable, str(script), str(base), str(gate)]
+    first = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    second = None
+    try:
+        _wait_for((gate / "started").exists, "first candidate run of the first process")
+        said = tmp_path / "second.stderr"
+        with said.open("w") as stderr:
+            second = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=stderr, text=True)
+        waiting = "is in use by another search; waiting"
+        _wait_for(lambda: waiting in said.read_text() or second.poll() is not None, "wait said by the second")
+        assert waiting in said.read_text() and second.poll() is None, said.read_text()[-3000:]
+    finally:
+        (gate / "go").touch()  # the first measures on and ends, whatever happened above
+        out_first, err_first = first.communicate(timeout=300)
+        out_second = second.communicate(timeout=300)[0] if second is not None else ""
+    assert first.returncode == 0, err_first[-3000:]
+    assert second is not None and second.returncode == 0, said.read_text()[-3000:]
+    measured, resumed = json.loads(out_first), json.loads(out_second)
+    assert (measured["evaluations"], measured["resumed"]) == (3, 0)
+    assert (resumed["evaluations"], resumed["resumed"]) == (3, 3), "the second measured its trials again"
+    (log,) = base.parent.iterdir()
+    assert len(log.read_text().splitlines()) == 1 + 3, "one header, the first process's three trials"
+
+
+def test_a_log_held_past_the_wait_is_refused_saying_what_to_do(data: ReplayData, tmp_path: Path) -> None:
+    log = tmp_path / "t.jsonl"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLD, str(data.path), str(log)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        tk.configure(tune_lock_timeout_s=0.2)
+        with pytest.raises(
+            tk.TrialLogError,
+            match=r"in use by another search .*, still after waiting 0.2 s for it \(tune_lock_timeout_s\); let it end "
+            r"and run this search again, which resumes the trials it logged \(TUNEKIT_TUNE_LOCK_TIMEOUT_S",
+        ):
+            run(data, log)
+    finally:
+        holder.communicate("", timeout=60)
+    assert run(data, log).evaluations == 25, "usable once the other search is done"

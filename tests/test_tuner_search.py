@@ -388,6 +388,33 @@ def test_a_time_budget_too_small_for_one_batch_still_tunes_the_key() -> None:
     assert tuner.execute(client.device_id, client, tunables.with_search(max_seconds=1e-9), ()) in range(50)
 
 
+def test_a_searched_set_stops_inside_a_batch_at_the_first_trial_that_finds_its_time_spent() -> None:
+    """Regression: with_search(max_seconds=0.3, batch=40) ran its one batch of 40 candidates whole."""
+
+    def build(c: tk.Config) -> Any:
+        def run() -> int:
+            time.sleep(0.02)
+            return int(c.A)
+
+        return run
+
+    space = tk.Space(A=range(40))
+    tunables = tk.TunableSet.from_space(space, build, key=lambda: OneKey(n=1))
+    records, sink = _records()
+    try:
+        tuner: tk.LocalTuner[OneKey, int] = tk.LocalTuner("timed")
+        client = CpuClient()
+        searched = tunables.with_search(strategy="random", batch=40, max_seconds=0.3)
+        assert tuner.execute(client.device_id, client, searched, ()) in range(40)
+    finally:
+        tk.remove_record_sink(sink)
+    (record,) = records
+    (ended,) = [e for e in record.events if isinstance(e, tk.SearchEnded)]
+    # A started candidate runs at least twice before the next starts (>= 0.04 s of sleep): at most 9 start by 0.3 s.
+    assert ended.stopped_by == "max_seconds" and 1 <= ended.evaluations <= 9, ended
+    assert len(record.candidates) == ended.evaluations, "the candidates the deadline kept from starting are no trials"
+
+
 @tk.autotune_key
 class AxpyKey:
     n: int

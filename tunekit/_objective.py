@@ -9,6 +9,7 @@ log and result as kernel tuning, so its winner can go into a committed ``tk.Reco
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -120,9 +121,11 @@ def tune_objective(
 
     remaining()  # once before anything is measured, so a bad answer stops the search before it starts
 
-    def evaluate(configs: Sequence[Config]) -> Mapping[Config, Outcome]:
+    def evaluate(configs: Sequence[Config], deadline: float | None) -> Mapping[Config, Outcome]:
         outcomes: dict[Config, Outcome] = {}
         for config in configs:
+            if outcomes and deadline is not None and time.monotonic() >= deadline:
+                break  # the search's time is spent: the rest are no trials
             try:
                 outcome = objective.measure(config)
             except ClientClosed:  # the engine's client went away: the search stops, no configuration is blamed

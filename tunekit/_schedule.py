@@ -116,6 +116,7 @@ def measure_batch(
     limit_ns: float | None = None,
     names: Sequence[str] | None = None,
     lone_samples: int = 1,
+    deadline: float | None = None,
 ) -> BatchResult:
     """Time the candidates of ``batch`` and rank them.
 
@@ -128,17 +129,25 @@ def measure_batch(
         names: candidate names by index, for the record's events.
         lone_samples: kept samples a candidate left alone gets. One for a tune, which ranks a batch on
             its own; a search compares the candidate's score with other batches' medians.
+        deadline: a ``time.monotonic()`` time (a search's ``max_seconds``) after which no further
+            candidate starts: those are left out of the result, unevaluated. The first always runs.
 
     A candidate that raises is disqualified with its error; the rest still run.
     """
     if not settings.adaptive:
-        return _fixed(runner, batch, settings)
-    return _Adaptive(runner, batch, settings, client, limit_ns, names, lone_samples).run()
+        return _fixed(runner, batch, settings, deadline)
+    return _Adaptive(runner, batch, settings, client, limit_ns, names, lone_samples, deadline).run()
 
 
-def _fixed(runner: CandidateRunner, batch: Sequence[int], settings: Settings) -> BatchResult:
+def _past(deadline: float | None) -> bool:
+    return deadline is not None and time.monotonic() >= deadline
+
+
+def _fixed(runner: CandidateRunner, batch: Sequence[int], settings: Settings, deadline: float | None) -> BatchResult:
     outcomes: dict[int, Outcome] = {}
     for index in batch:
+        if outcomes and _past(deadline):
+            break
         try:
             for _ in range(settings.warmup):
                 runner.warmup(index)
@@ -167,9 +176,11 @@ class _Adaptive:
         limit_ns: float | None,
         names: Sequence[str] | None,
         lone_samples: int = 1,
+        deadline: float | None = None,
     ) -> None:
         self.runner = runner
         self.lone_samples = lone_samples
+        self.deadline = deadline
         self.batch = list(batch)
         self.settings = settings
         self.client = client
@@ -233,9 +244,15 @@ class _Adaptive:
     def admit(self) -> bool:
         """The first round, in priority order; True when a short circuit ended the batch."""
         round_samples: dict[str, int] = {}
+        started = False
         for position, index in enumerate(self.batch):
             if index in self.outcomes:
                 continue
+            # A search's time is spent: the candidates not started are not evaluated (the rounds
+            # still rank those that were). Checked between candidates, the budget was overrun by a batch.
+            if started and _past(self.deadline):
+                break
+            started = True
             try:
                 # The first timed sample is the candidate's first warm-up run: timed for the
                 # record, left out of the statistics. ``warmup`` - 1 untimed runs come before it.

@@ -61,8 +61,13 @@ __all__ = [
 
 StopReason = Literal["max_evals", "max_seconds", "exhausted", "objective_budget", "roofline"]
 
-Evaluate = Callable[[Sequence[Config]], Mapping[Config, Outcome]]
-"""Measures a batch of configurations; one outcome per configuration."""
+Evaluate = Callable[[Sequence[Config], float | None], Mapping[Config, Outcome]]
+"""Measures a batch of configurations; one outcome per configuration evaluated.
+
+The second argument is the search's deadline (a ``time.monotonic()`` time, from ``max_seconds``;
+None without one): no configuration after the first starts past it, and those left out of the
+outcomes are no trials (not logged, not counted, not observed).
+"""
 
 
 class Ranked(dict[Config, Outcome]):
@@ -135,7 +140,8 @@ class SearchResult:
     earlier_seconds: float = 0.0
     """Seconds earlier runs of this search spent, as its trial log holds them; ``max_seconds`` counts them.
 
-    ``wall_seconds`` is this call's alone: a resumed search can stop at ``max_seconds`` after a
+    ``wall_seconds`` is this call's alone, from its trial log's opening (a wait for another search
+    holding the log is that search's time): a resumed search can stop at ``max_seconds`` after a
     fraction of a second, its time spent before it was killed.
     """
 
@@ -267,10 +273,17 @@ def run_search(
         key_dict = key_to_dict(key)
     incumbents = incumbents_of(space, require)
     name, factory = _choose(space, strategy, max_evals, max_seconds)
-    started = time.monotonic()
+    # Another search on the log (another process on the same key) is waited for as another tune of
+    # a key is: then its trials are resumed here instead of measured again.
+    wait_s = _settings.current().tune_lock_timeout_s
     trial_log = (
-        TrialLog.open(log, tuner=tuner, space=space, device_id=device_id, key=key_dict, build=build_id) if log else None
+        TrialLog.open(log, tuner=tuner, space=space, device_id=device_id, key=key_dict, build=build_id, wait_s=wait_s)
+        if log
+        else None
     )
+    # Once the log is open: the time spent waiting for another search on it is in that search's
+    # logged time (offset below) already, and counted twice it left the resumed search no budget.
+    started = time.monotonic()
     try:
         previous = trial_log.previous if trial_log else {}
         done: dict[Config, Trial] = {}
@@ -288,19 +301,28 @@ def run_search(
         ran = {config for config, entry in previous.items() if entry.status != "skipped"}
 
         met_limit = False
+        # Where max_seconds ends, on this run's clock: handed to each batch, which starts no trial
+        # after it. Checked only between batches, the budget was overrun by up to a whole batch.
+        deadline = None if max_seconds is None else started + max_seconds - offset
 
         def measure(configs: Sequence[Config]) -> list[Trial]:
             nonlocal met_limit
             fresh = [c for c in configs if c not in previous]
-            outcomes = evaluate(fresh) if fresh else {}
+            # A batch's first configuration always runs, so a budget spent before any (opening the log,
+            # building the strategy) still evaluates one.
+            outcomes = evaluate(fresh, deadline) if fresh else {}
             met_limit = met_limit or (isinstance(outcomes, Ranked) and outcomes.met_limit)
+            # Those the deadline left out are no trials: a resume measures them, as a batch's size counts only trials.
+            fresh = [c for c in fresh if c in outcomes]
             number = trial_log.take_batch() if trial_log is not None and fresh else 0
             trials = []
             for config in configs:
                 if config in previous:
                     trials.append(Trial(config, _outcome(previous[config]), resumed=True))
                     continue
-                outcome = outcomes.get(config, Skipped("not measured"))
+                if config not in outcomes:
+                    continue
+                outcome = outcomes[config]
                 if trial_log is not None:
                     entry = _entry(config, outcome, offset + time.monotonic() - started)
                     trial_log.append(entry.model_copy(update={"batch": number, "batch_size": len(fresh)}))
@@ -381,7 +403,8 @@ def run_search(
             measured = {t.config: t for t in measure(new)}
             t0 = time.thread_time()
             for config in proposals:
-                strat.observe(config, (measured.get(config) or done[config]).score)
+                if (answered := measured.get(config) or done.get(config)) is not None:  # else not started in time
+                    strat.observe(config, answered.score)
             spent += time.thread_time() - t0
         if not done and stopped == "exhausted" and next(iter(space), None) is None:
             # Checked once the strategy found nothing rather than up front, where walking a
@@ -400,7 +423,7 @@ def run_search(
     if len(leaders) > 1:
         # Re-measured side by side in one batch, so the schedule decides between close
         # candidates under the same conditions rather than across a long search's drift.
-        outcomes = evaluate([t.config for t in leaders])
+        outcomes = evaluate([t.config for t in leaders], None)  # not counted in the budget
         order = list(outcomes.ranking) if isinstance(outcomes, Ranked) and outcomes.ranking else []
         by_score = sorted(
             (t.config for t in leaders if t.config not in order),
@@ -623,7 +646,7 @@ def search(
     # inputs as they were at the first check (timed runs of in-place kernels change them).
     gate = None if reference is None else Gate(client, args, reference_of("tk.search", reference, outputs, rtol, atol))
 
-    def evaluate(configs: Sequence[Config]) -> Mapping[Config, Outcome]:
+    def evaluate(configs: Sequence[Config], deadline: float | None) -> Mapping[Config, Outcome]:
         tunables: TunableSet[Any, Any] = TunableSet(key=lambda *_: None).with_tunables(
             [Tunable(name_of(c), LazyBuild(build, c)) for c in configs]
         )
@@ -641,8 +664,10 @@ def search(
                 client=client,
                 names=tunables.names,
                 lone_samples=settings.min_samples,
+                deadline=deadline,
             )
-        ranked = Ranked({c: failed.get(i) or measured.get(i, Skipped("not measured")) for i, c in enumerate(configs)})
+        # Those the deadline kept from starting are left out: they are no trials.
+        ranked = Ranked({c: o for i, c in enumerate(configs) if (o := failed.get(i, measured.get(i))) is not None})
         ranked.ranking = tuple(configs[i] for i in measured.ranking)
         return ranked
 

@@ -118,7 +118,8 @@ class Settings(BaseSettings):
         600.0,
         ge=0,
         description="How long a process waits for another process tuning the same key (then reads its winner) "
-        "before tuning the key itself.",
+        "before tuning the key itself, and a search for another search holding its trial log (then resumes its "
+        "trials) before refusing the log.",
     )
     failed_tune_retry_s: float = Field(
         60.0,

@@ -4,7 +4,8 @@ The header names the tuner, the key, the space (and its hash) and the device: a 
 written for anything else is refused, because its timings would answer the wrong
 question. Each trial is one ``write`` of a whole line followed by a flush and fsync, so
 a killed process leaves at worst a half-written last line, which the next run cuts off.
-A lock on the log file itself keeps a second concurrent search off it, by whichever path.
+A lock on the log file itself keeps a second concurrent search off it, by whichever path:
+the second waits for the first to end, then resumes the trials it logged.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import json
 import logging
 import os
 import re
+import threading
+import time
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -115,6 +118,9 @@ class TrialLog:
         self.spent_s = spent_s
         self._release = release
         self._file = file
+        self._identity = _identity(file.fileno())
+        with _holders_lock:
+            _holders[self._identity] = threading.get_ident()
 
     @classmethod
     def open(
@@ -126,12 +132,17 @@ class TrialLog:
         device_id: str,
         key: dict[str, JsonScalar] | None = None,
         build: str | None = None,
+        wait_s: float = 0.0,
     ) -> TrialLog:
         """Open ``path`` for appending, resuming its trials, or start it with a header.
 
+        Another search holding the log is waited for, up to ``wait_s``, and its trials are then
+        resumed: two processes that search the same new key with one log (with the cache off,
+        no tune lock keeps the second away) failed at once, the second with "in use".
+
         Raises TrialLogError when the log belongs to another tuner, key, space, device or
         build (``build``: a digest of the code that builds the candidates), when a line other
-        than the last is corrupt, or when another search holds it.
+        than the last is corrupt, or when another search holds it past ``wait_s``.
         """
         path = check_log_path(path)
         header = TrialLogHeader(
@@ -148,15 +159,7 @@ class TrialLog:
         # On the file itself, whatever path names it: a lock file beside the path (or, later, beside
         # the real path) was one lock per symlink (or per hard link), and two searches wrote one log
         # at once (139 lines, 120 distinct configurations, colliding batches).
-        try:
-            release = lock_file(path)
-        except OSError as exc:
-            raise TrialLogError(f"cannot open and lock trial log {path}: {exc.strerror or exc}") from exc
-        if release is None:
-            raise TrialLogError(
-                f"trial log {path} is in use by another search (it may be reached by another path: a symlink or "
-                "a hard link); wait for it, or give this search another log="
-            )
+        release = _lock(path, wait_s)
         try:
             previous, next_batch, spent_s = cls._resume(path, header, space)
             file = open(path, "ab")  # noqa: SIM115 - owned by the TrialLog until close()
@@ -236,6 +239,9 @@ class TrialLog:
 
     def close(self) -> None:
         """Close the file and release the lock."""
+        if not self._file.closed:  # a second close must not drop a later holder of the same file
+            with _holders_lock:
+                _holders.pop(self._identity, None)
         try:
             self._file.close()
         finally:
@@ -246,6 +252,60 @@ class TrialLog:
 
     def __exit__(self, *_: object) -> None:
         self.close()
+
+
+_POLL_S = 0.05
+"""How often a search waiting for a log held by another tries its lock again (as the tune lock's waiters do)."""
+
+_holders: dict[tuple[int, int], int] = {}
+"""The logs this process's searches hold, by (device, inode), and the thread that opened each."""
+_holders_lock = threading.Lock()
+
+
+def _identity(fd: int) -> tuple[int, int]:
+    """The file behind ``fd``, whatever path reached it: (device, inode)."""
+    st = os.fstat(fd)
+    return st.st_dev, st.st_ino
+
+
+def _lock(path: Path, wait_s: float) -> Release:
+    """The log's lock, once another search holding it ends (waiting up to ``wait_s``); TrialLogError otherwise."""
+    try:
+        release = lock_file(path)
+        if release is not None:
+            return release
+        with open(path, "rb") as file:
+            held_by = _holders.get(_identity(file.fileno()))
+    except OSError as exc:
+        raise TrialLogError(f"cannot open and lock trial log {path}: {exc.strerror or exc}") from exc
+    where = "(it may be reached by another path: a symlink or a hard link)"
+    if held_by == threading.get_ident():
+        # A search nested in one of this thread's own (in a candidate): the holder cannot end while this one waits.
+        raise TrialLogError(
+            f"trial log {path} is in use by another search that this thread runs {where}, which cannot end while "
+            "this one waits for it; give this search another log="
+        )
+    if wait_s > 0:
+        _log.info(
+            "trial log %s is in use by another search; waiting up to %g s for it to end, then resuming its trials",
+            path,
+            wait_s,
+        )
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline:
+            time.sleep(min(_POLL_S, max(deadline - time.monotonic(), 0.0)))
+            try:
+                release = lock_file(path)
+            except OSError as exc:
+                raise TrialLogError(f"cannot open and lock trial log {path}: {exc.strerror or exc}") from exc
+            if release is not None:
+                return release
+    waited = f", still after waiting {wait_s:g} s for it (tune_lock_timeout_s)" if wait_s > 0 else ""
+    raise TrialLogError(
+        f"trial log {path} is in use by another search {where}{waited}; let it end and run this search again, "
+        "which resumes the trials it logged (TUNEKIT_TUNE_LOCK_TIMEOUT_S sets how long a search waits for it), "
+        "or give this search another log="
+    )
 
 
 def check_log_path(path: str | os.PathLike[str]) -> Path:

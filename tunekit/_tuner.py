@@ -506,7 +506,9 @@ class Tuner:
         with open_runner(client, tunables, bench_inputs, settings, key=key, where=where, gate=gate) as opened:
             runner = observation.runner(opened, tunables.names)
 
-            def run_batch(batch: list[int], number: int) -> tuple[dict[int, Outcome], BatchResult]:
+            def run_batch(
+                batch: list[int], number: int, deadline: float | None = None
+            ) -> tuple[dict[int, Outcome], BatchResult]:
                 """Compile, check and time one batch; every outcome, and the schedule's result."""
                 results: dict[int, Outcome] = dict(
                     self._prepare_and_check(
@@ -521,6 +523,7 @@ class Tuner:
                     limit_ns=limit_ns,
                     names=tunables.names,
                     lone_samples=settings.min_samples if tunables.search is not None else 1,
+                    deadline=deadline,
                 )
                 results.update(measured)
                 events.extend(measured.events)

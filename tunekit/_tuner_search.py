@@ -26,9 +26,11 @@ from tunekit._tunable_set import TunableSet
 
 __all__ = ["search_note", "search_tune"]
 
-RunBatch = Callable[[list[int], int], tuple[dict[int, Outcome], BatchResult]]
-"""(batch indices, batch number) -> (every outcome, the schedule's result): the tuner's own step
-for one batch (compile, check, time; roofline short circuit included), shared with plan batches."""
+RunBatch = Callable[[list[int], int, float | None], tuple[dict[int, Outcome], BatchResult]]
+"""(batch indices, batch number, deadline) -> (every outcome, the schedule's result): the tuner's own
+step for one batch (compile, check, time; roofline short circuit included), shared with plan batches.
+No candidate after the first starts past the deadline (``time.monotonic()``; None: none); those
+have no outcome."""
 
 
 def search_tune(
@@ -52,7 +54,7 @@ def search_tune(
     index_of: dict[Config, int] = {}
     numbers = itertools.count()
 
-    def evaluate(configs: Sequence[Config]) -> Mapping[Config, Outcome]:
+    def evaluate(configs: Sequence[Config], deadline: float | None) -> Mapping[Config, Outcome]:
         number = next(numbers)
         ranked = Ranked()
         config_at: dict[int, Config] = {}
@@ -68,9 +70,10 @@ def search_tune(
             else:
                 index_of[config] = index
                 config_at[index] = config
-        results, measured = run_batch(list(config_at), number)
+        results, measured = run_batch(list(config_at), number, deadline)
         for index, config in config_at.items():
-            outcome = results.get(index, Skipped("not measured"))
+            if (outcome := results.get(index)) is None:  # not started by the search's deadline: no trial
+                continue
             outcomes[index] = outcome
             batch_of[index] = number
             ranked[config] = outcome
