@@ -152,3 +152,10 @@ def test_a_skip_is_explained_by_the_priority_function_that_skipped_it() -> None:
     assert skip_reason(Key(n=3), explained) == "3 is odd"
     assert skip_reason(Key(n=3), plain) == "negative priority for this key"
     assert _names([explained, plain], Key(n=3)) == [] and _names([explained, plain], Key(n=2)) == [["even"]]
+
+
+def test_a_tunable_in_two_groups_of_one_tier_is_planned_once() -> None:
+    """It was listed twice in its batch, so the batch held more indices than the set had candidates."""
+    first, second = tk.TuneGroup("first", _const(1)), tk.TuneGroup("second", _const(1))
+    both = _t("both").group(first, _const(0)).group(second, _const(0))
+    assert tk.plan_batches(KEY, [both, _t("plain")]) == [[1, 0]]

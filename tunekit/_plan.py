@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from tunekit._key import is_autotune_key
+from tunekit._space_tunables import SpaceTunables
 from tunekit._tunable import Tunable
 from tunekit._tunable_set import TunableSet
 
@@ -45,10 +46,13 @@ def plan_batches(key: object, tunables: Sequence[Tunable[object]] | TunableSet[A
         raise TypeError(_not_a_key(key))
     if isinstance(tunables, TunableSet):  # the set itself failed as "'TunableSet' object is not iterable"
         tunables = tunables.tunables
-    ungrouped: list[int] = []
+    # A space's tunables are in no group: planned without making each (10^6 of them for one search).
+    start = tunables.ungrouped if isinstance(tunables, SpaceTunables) else 0
+    ungrouped: list[int] = list(range(start))
     # group priority -> within-group priority -> indices, in declaration order
     tiers: dict[int, dict[int, list[int]]] = {}
-    for index, tunable in enumerate(tunables):
+    for index in range(start, len(tunables)):
+        tunable = tunables[index]
         if not tunable.groups:
             ungrouped.append(index)
             continue
@@ -65,7 +69,7 @@ def plan_batches(key: object, tunables: Sequence[Tunable[object]] | TunableSet[A
         for within_priority in sorted(tiers[group_priority], reverse=True):
             batch = (ungrouped if first else []) + tiers[group_priority][within_priority]
             first = False
-            fresh = [i for i in batch if i not in seen]
+            fresh = [i for i in dict.fromkeys(batch) if i not in seen]  # in two groups of one tier: listed once
             seen.update(fresh)
             if fresh:
                 batches.append(fresh)

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import hashlib
 import inspect
-import operator
 import os
 import typing
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from tunekit._check import Reference, reference_of
@@ -25,6 +22,7 @@ from tunekit._search_spec import (
     incumbents_of,
 )
 from tunekit._space import Config, Space
+from tunekit._space_tunables import SpaceTunables
 from tunekit._trials import check_log_path
 from tunekit._tunable import Tunable
 
@@ -82,26 +80,6 @@ def tuned_function(fn: Callable[..., O2]) -> Callable[..., O2]:
         raise
     except Exception as exc:
         raise CandidateFailed(describe_error(exc), "compile") from exc
-
-
-_name_of = operator.attrgetter("name")
-
-
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """The cyclic garbage collector paused (unless it already was) while a large set is built.
-
-    Every object built for it stays alive, so there is nothing to collect, yet every 700
-    allocations started a collection, and every few of those a full one over all built so far:
-    40 % of ``from_space``'s time over 10^6 configurations. It is switched back on after.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 class KeyGenerator(Protocol[K]):
@@ -171,7 +149,8 @@ class TunableSet(Generic[K, Out]):
 
     key: KeyGenerator[K]
     inputs: InputGenerator | None
-    tunables: tuple[Tunable[Any], ...]
+    tunables: Sequence[Tunable[Any]]
+    """The candidates in order: a tuple, or for a :meth:`from_space` set a sequence making each when asked for."""
 
     def __init__(self, key: KeyGenerator[K], inputs: InputGenerator | None = None) -> None:
         if not callable(key):
@@ -213,21 +192,25 @@ class TunableSet(Generic[K, Out]):
         inputs: InputGenerator | None = None,
         version: str = "",
     ) -> TunableSet[K2, O2]:
-        """One tunable per valid configuration of ``space``, named ``config.name``.
+        """One tunable per valid configuration of ``space``, named ``config.name``, made when asked for.
 
         ``build(config)`` is called lazily, at a candidate's first run, so a space of
         compiled kernels compiles only what is measured and a build error is that
         candidate's failure, at stage ``compile``. The space's hash and ``build``'s code
         enter the checksum, so editing either re-tunes, starts new trial logs and refuses
         records made before.
-        Every configuration is enumerated here: for spaces too big to measure whole, search
-        them with ``tk.search``.
+        The space is walked here, once, for the configurations its restrictions allow (a space
+        without restrictions is not walked); the set keeps which they are, not a tunable each:
+        ``tunables[i]``, a lookup by name or an iteration makes a candidate when it first reaches it.
+        For spaces too big to walk, search them with ``tk.search``.
         """
         # key is a plain Callable, not KeyGenerator[K2]: mypy cannot infer a lambda's type against
         # a generic Protocol while it also solves O2 from build, so `key=lambda x: Key(...)` failed.
         if not isinstance(space, Space):
             raise TypeError(f"TunableSet.from_space() takes a tk.Space, got {type(space).__name__}")
         check_build("TunableSet.from_space", build)
+        if not isinstance(version, str):  # each Tunable refused it when made; made lazily, it would fail far from here
+            raise TypeError(f"TunableSet.from_space(version=...) must be a str, got {version!r}")
         check_enumerable(
             "TunableSet.from_space()",
             space,
@@ -235,17 +218,16 @@ class TunableSet(Generic[K, Out]):
             "its domains",
         )
         new: TunableSet[K2, O2] = TunableSet(key, inputs)  # its key and inputs refused before the walk, not after
-        with _collector_paused():
-            tunables = tuple([Tunable(name, LazyBuild(build, config), version) for config, name in space._named()])
-            names = dict(zip(map(_name_of, tunables), range(len(tunables)), strict=True))
+
+        def make(config: Config, name: str, version: str) -> Tunable[O2]:
+            return Tunable(name, LazyBuild(build, config), version)
+
+        tunables = SpaceTunables(space, version, make)
         if not tunables:  # an empty set failed only at its first execute, saying to add tunables
             raise empty_space_error("TunableSet.from_space()", space)
-        if len(names) < len(tunables):  # the space's value texts are distinct, so never; with_tunables names it
-            return new.with_tunables(tunables)
-        # Set here, not through with_tunables and three with_extra: each copied the set's name index,
-        # and with_tunables checked again, one at a time, what the space guarantees.
+        # Set here, not through with_tunables and three with_extra: each copied the set, and
+        # with_tunables checked again, one at a time, what the space guarantees (distinct names).
         new.tunables = tunables
-        new._names = names
         new.extras.update({"checksum:space": space.hash, "checksum:build": build_identity(build), "space": space})
         return new
 
@@ -261,15 +243,20 @@ class TunableSet(Generic[K, Out]):
             raise TypeError("with_tunables() takes a list of tk.Tunable; for a single one use with_tunable(tunable)")
         new: TunableSet[K, Out | O2] = self._copy()
         added = tuple(tunables)
+        names: dict[str, int] = {}
         for tunable in added:
             if not isinstance(tunable, Tunable):
                 raise TypeError(f"with_tunable() takes a tk.Tunable, got {type(tunable).__name__}")
-            if tunable.name in new._names:
+            if tunable.name in names or self.index_of(tunable.name) is not None:
                 raise ValueError(
                     f"duplicate tunable name {tunable.name!r}: names identify winners in the cache, make each unique"
                 )
-            new._names[tunable.name] = len(new._names)
-        new.tunables = (*self.tunables, *added)
+            names[tunable.name] = len(self.tunables) + len(names)
+        if isinstance(self.tunables, SpaceTunables):  # the space's stay unmade
+            new.tunables = self.tunables.extended(added)
+        else:
+            new._names.update(names)
+            new.tunables = (*self.tunables, *added)
         return new
 
     def with_bounds(self, bounds: BoundsFn) -> TunableSet[K, Out]:
@@ -436,12 +423,16 @@ class TunableSet(Generic[K, Out]):
         return self._short_circuit
 
     @property
-    def names(self) -> tuple[str, ...]:
-        """Tunable names in declaration order."""
+    def names(self) -> Sequence[str]:
+        """Tunable names in declaration order: a tuple, or for a :meth:`from_space` set a sequence equal to one."""
+        if isinstance(self.tunables, SpaceTunables):  # named from the space, making no tunable
+            return self.tunables.names
         return tuple(t.name for t in self.tunables)
 
     def index_of(self, name: str) -> int | None:
         """Position of the tunable called ``name``, or None when it is not a member."""
+        if isinstance(self.tunables, SpaceTunables):
+            return self.tunables.index_of(name)
         return self._names.get(name)
 
     def checksum(self) -> str:
@@ -455,8 +446,11 @@ class TunableSet(Generic[K, Out]):
         """
         if self._checksum is None:
             digest = hashlib.sha256()
-            for tunable in self.tunables:
-                digest.update(f"{tunable.name}\x00{tunable.version}\x01".encode())
+            if isinstance(self.tunables, SpaceTunables):  # the same bytes, without making a tunable each
+                self.tunables.hash_into(digest)
+            else:
+                for tunable in self.tunables:
+                    digest.update(f"{tunable.name}\x00{tunable.version}\x01".encode())
             for name in sorted(self.extras):
                 if name.startswith("checksum:"):
                     digest.update(f"{name}={self.extras[name]}\x02".encode())

@@ -9,7 +9,7 @@ would, and its winner is cached and recorded like any other.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +40,7 @@ def search_tune(
     tunables: TunableSet[Any, Any],
     key: object,
     spec: SearchSpec,
-    planned: set[int],
+    planned: Container[int],
     run_batch: RunBatch,
     events: list[RecordEvent],
 ) -> tuple[dict[int, Outcome], dict[int, int], tuple[int, ...]]:

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
+import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 import tunekit as tk
@@ -130,6 +131,16 @@ class ReplaySpace(tk.Space):
         names = self.names
         for values in self._walk:
             yield tk.Config(names, values)
+
+    def _valid_indices(self) -> npt.NDArray[Any]:
+        """The file's configurations' Cartesian indices, from its keys alone.
+
+        ``TunableSet.from_space`` walked the whole product for them, testing each point against
+        the file's keys: past 10^8 points, one product of a sparse cache, it never ended.
+        """
+        names = self.names
+        points = [self.index(tk.Config(names, values)) for values in self._walk]
+        return np.array(points, dtype=np.int64 if self.cartesian_size <= np.iinfo(np.int64).max else object)
 
 
 @dataclass(frozen=True)
