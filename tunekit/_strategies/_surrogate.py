@@ -32,8 +32,8 @@ Climbs and guesses both follow what was measured, so a best basin that no move l
 the model predicts poorly (pnpoly: climbs stuck at 1.15x on use_method 2, the best needing a tile
 change *and* use_method 0) was found by fewer seeds than random search alone would have found it
 in; an eighth of the phase spent at random puts a floor under that. Through benches/strategies.py,
-300 seeds, share reaching 5 % of the best: pnpoly RTX 3090 95.0 -> 98.7 %, RTX 3060 98.3 -> 99.7 %,
-convolution MI250X 99.0 -> 100 %, but W6600 96.7 -> 95.7 % and A100 99.0 -> 98.3 % (benches/README.md).
+300 seeds, share reaching 5 % of the best: pnpoly RTX 3090 95.0 -> 98.7 %, RTX 3060 98.3 -> 99.3 %,
+convolution MI250X 99.0 -> 100 %, but W6600 96.7 -> 95.0 % and A100 99.0 -> 97.7 % (benches/README.md).
 The first phase, where most medians are reached, proposes what it did before.
 
 A wide climb may also be *pinned*: when one value of a two-valued parameter measures on average
