@@ -76,8 +76,12 @@ def _score(order: list[tuple[str, float]], best: float, budget: int) -> dict[str
         if mean <= best * 1.01:
             hit1 = n
             break
-    fingerprint = hashlib.sha256("|".join(k for k, _ in order[:50]).encode()).hexdigest()[:12]
-    return {"to5": hit5, "to1": hit1, "valid": len(order), "fingerprint": fingerprint}
+    keys = [k for k, _ in order]
+    # The fingerprint tells seeds apart early ("distinct orders"); the whole order is what tells two versions
+    # of a strategy apart: two drafts with the same first 50 evaluations gave W6600 95.7 % and 95.0 % of seeds.
+    fingerprint = hashlib.sha256("|".join(keys[:50]).encode()).hexdigest()[:12]
+    whole = hashlib.sha256("|".join(keys).encode()).hexdigest()[:12]
+    return {"to5": hit5, "to1": hit1, "valid": len(order), "fingerprint": fingerprint, "order": whole}
 
 
 def run_tunekit(path: str, strategy: str, seed: int) -> dict[str, Any]:

@@ -241,3 +241,13 @@ def test_kernel_tuners_copy_rekeys_a_key_with_too_few_parts_as_kernel_tuner_look
     )
     _, read = bench._kt_file(str(path))
     assert set(read["cache"]) == {"16,1,{}", "16,2,{}"} == set(bench._valid_means(str(path)))
+
+
+def test_a_run_records_a_digest_of_its_whole_order_besides_the_first_50() -> None:
+    """Two versions that differ only after 50 evaluations had the same digest: a comparison mixed them unseen."""
+    bench = load_bench()
+    first = [(f"k{i}", 2.0) for i in range(80)]
+    later = [*first[:60], ("other", 2.0), *first[61:]]
+    a, b = bench._score(first, 1.0, 100), bench._score(later, 1.0, 100)
+    assert a["fingerprint"] == b["fingerprint"] and a["order"] != b["order"]
+    assert bench._score(list(first), 1.0, 100)["order"] == a["order"]
