@@ -225,7 +225,7 @@ def test_a_sparse_cache_from_a_run_that_did_not_try_everything_is_counted_walked
         assert result.evaluations == 60 and result.best is not None, strategy
     # model_ils ranks guesses over every key: its capped draws of the 4^20 product find almost none, so it walks them
     guided = ModelGuidedLocalSearch(data.space, np.random.default_rng(0))
-    assert len(guided._pool_positions()) == 300
+    assert len(guided._pool_array()) == 300
 
 
 def test_a_search_of_a_sparse_cache_tests_its_keys_not_every_neighbour_and_ranks_every_key(
@@ -261,7 +261,7 @@ def test_a_search_of_a_sparse_cache_tests_its_keys_not_every_neighbour_and_ranks
         )
         assert result.evaluations == 60 and calls <= 60, (strategy, calls)  # one check per proposal
     # a pool of 64 wanted: the 300 keys are ranked whole (a sample of the 4^20 product found a few, then 64 walked)
-    assert len(ModelGuidedLocalSearch(data.space, np.random.default_rng(0), pool_max=64)._pool_positions()) == 300
+    assert len(ModelGuidedLocalSearch(data.space, np.random.default_rng(0), pool_max=64)._pool_array()) == 300
 
 
 def test_a_brute_force_cache_walks_and_samples_as_any_restricted_space(tmp_path: Path) -> None:

@@ -61,18 +61,24 @@ class _Points:
         """The Cartesian index of valid configuration ``index`` (0 <= index < len)."""
         return index if self.valid is None else int(self.valid[index])
 
-    def name(self, index: int) -> str:
+    def positions(self, index: int) -> list[int]:
+        """Each parameter's value position in valid configuration ``index``."""
         point = self.point(index)
-        return ",".join([t[(point // s) % w] for t, s, w in zip(self.texts, self.strides, self.widths, strict=True)])
+        return [(point // s) % w for s, w in zip(self.strides, self.widths, strict=True)]
+
+    def name(self, index: int) -> str:
+        return self._name_at(self.positions(index))
+
+    def _name_at(self, positions: list[int]) -> str:
+        return ",".join([texts[p] for texts, p in zip(self.texts, positions, strict=True)])
 
     def tunable(self, index: int) -> Tunable[Any]:
         made = self.made.get(index)
         if made is None:
-            point = self.point(index)
-            positions = [(point // s) % w for s, w in zip(self.strides, self.widths, strict=True)]
+            positions = self.positions(index)
             config = self.space.from_positions(positions)
             # setdefault: two threads asking at once both make one, and both get the one kept.
-            made = self.made.setdefault(index, self.make(config, self.name(index), self.version))
+            made = self.made.setdefault(index, self.make(config, self._name_at(positions), self.version))
         return made
 
     def index_of(self, name: object) -> int | None:

@@ -352,12 +352,8 @@ class ModelGuidedLocalSearch:
                     chosen = (climbs, (k, v))
         return None if chosen is None else chosen[1]
 
-    def _pool_positions(self) -> np.ndarray:
-        """Unmeasured candidates for the pairwise model to rank (the pool is drawn once)."""
-        return np.asarray(self._pool_array()[self._pool_fresh])
-
     def _pool_array(self) -> np.ndarray:
-        """The pool, measured rows included (drawn, encoded and indexed at the first call)."""
+        """Candidates for the pairwise model to rank, measured rows included (drawn, encoded and indexed once)."""
         w = self._w
         if self._pool is None:
             space = w.space
