@@ -25,7 +25,7 @@ from rich.console import Console
 from rich.table import Table
 
 import tunekit as tk
-from tunekit._search import _budget_covers
+from tunekit._search.driver import _budget_covers
 
 
 @dataclass(frozen=True)

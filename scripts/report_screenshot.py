@@ -31,7 +31,7 @@ def _chromium() -> str:
 def _records(scratch: Path) -> Path:
     records = scratch / "records.jsonl"
     env = {**os.environ, "TUNEKIT_CACHE_DIR": str(scratch / "cache"), "TUNEKIT_RECORD": str(records)}
-    subprocess.run([sys.executable, "-m", "tunekit._cli", "demo"], check=True, env=env, cwd=ROOT)
+    subprocess.run([sys.executable, "-m", "tunekit", "demo"], check=True, env=env, cwd=ROOT)
     return records
 
 
@@ -41,7 +41,7 @@ def main() -> int:
         scratch = Path(scratch_dir)
         records = Path(sys.argv[1]) if len(sys.argv) > 1 else _records(scratch)
         report = scratch / "report.html"
-        subprocess.run([sys.executable, "-m", "tunekit._cli", "report", str(records), "-o", str(report)], check=True)
+        subprocess.run([sys.executable, "-m", "tunekit", "report", str(records), "-o", str(report)], check=True)
         flags = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars"]
         dom = subprocess.run(
             [*flags, "--dump-dom", report.as_uri()], check=True, capture_output=True, text=True, timeout=120

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import tunekit as tk
-import tunekit._space
+import tunekit._candidates.space
 
 
 @pytest.fixture(autouse=True)
@@ -34,5 +34,5 @@ def few_hopeless_draws(monkeypatch: pytest.MonkeyPatch) -> int:
     For tests of what happens at that limit, not of its value: test_space's sampling test keeps the real one.
     """
     draws = 20_000
-    monkeypatch.setattr(tunekit._space, "_HOPELESS_DRAWS", draws)
+    monkeypatch.setattr(tunekit._candidates.space, "_HOPELESS_DRAWS", draws)
     return draws

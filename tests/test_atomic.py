@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tunekit._atomic import write_atomic
+from tunekit._base.atomic import write_atomic
 
 
 def mode(path: Path) -> int:
@@ -35,7 +35,7 @@ def test_the_umask_in_force_is_applied(tmp_path: Path) -> None:
     # The umask is per process and changing it here would race with other threads: a child sets it.
     script = (
         "import os, stat, sys\n"
-        "from tunekit._atomic import write_atomic\n"
+        "from tunekit._base.atomic import write_atomic\n"
         "os.umask(0o027)\n"
         "write_atomic(sys.argv[1], 'x')\n"
         "print(oct(stat.S_IMODE(os.stat(sys.argv[1]).st_mode)))\n"

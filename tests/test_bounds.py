@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import tunekit as tk
-from tunekit._bounds import clear_peaks, device_peaks, time_limit_ns
+from tunekit._measure.bounds import clear_peaks, device_peaks, time_limit_ns
 from tunekit_backends.cpu import CpuClient
 from tunekit_backends.simulated import SimulatedClient
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import tunekit as tk
-from tunekit._built_sets import MAX_SETS
+from tunekit._tune.built_sets import MAX_SETS
 from tunekit_backends.cpu import CpuClient
 from tunekit_backends.simulated import SimulatedClient
 

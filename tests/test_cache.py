@@ -216,7 +216,7 @@ def test_a_row_with_fields_of_a_newer_tunekit_is_reused_not_retuned(isolated_set
     assert (
         "0 problems"
         in subprocess.run(
-            [sys.executable, "-m", "tunekit._cli", "cache", "verify"], capture_output=True, text=True, check=True
+            [sys.executable, "-m", "tunekit", "cache", "verify"], capture_output=True, text=True, check=True
         ).stdout
     )
 

@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import tunekit as tk
-from tunekit._version import MAJOR
+from tunekit._base.version import MAJOR
 from tunekit_backends.cpu import CpuClient
 
 CLIENT = CpuClient()

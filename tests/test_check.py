@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import tunekit as tk
-from tunekit._check import ReferenceFailed, compare, default_tolerance
+from tunekit._measure.check import ReferenceFailed, compare, default_tolerance
 from tunekit_backends.cpu import CpuClient
 
 CLIENT = CpuClient()

@@ -22,7 +22,7 @@ from tunekit_backends.opencl import OpenCLClient
 
 CLIENT = CpuClient()
 _ENTRY = Path(sys.executable).with_name("tunekit")
-COMMAND = [str(_ENTRY)] if _ENTRY.exists() else [sys.executable, "-m", "tunekit._cli"]
+COMMAND = [str(_ENTRY)] if _ENTRY.exists() else [sys.executable, "-m", "tunekit"]
 
 
 @tk.autotune_key

@@ -9,7 +9,7 @@ from pathlib import Path
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 _ENTRY = Path(sys.executable).with_name("tunekit")
-COMMAND = [str(_ENTRY)] if _ENTRY.exists() else [sys.executable, "-m", "tunekit._cli"]
+COMMAND = [str(_ENTRY)] if _ENTRY.exists() else [sys.executable, "-m", "tunekit"]
 
 
 def test_with_the_cache_off_the_demo_writes_nothing_into_the_cache_directory(tmp_path: Path) -> None:

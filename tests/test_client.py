@@ -11,7 +11,7 @@ from typing import TypeVar
 import pytest
 
 import tunekit as tk
-from tunekit._client import CHECKED_CLIENT_TYPES, require_client
+from tunekit._measure.client import CHECKED_CLIENT_TYPES, require_client
 from tunekit_backends.cpu import CpuClient
 
 T = TypeVar("T")

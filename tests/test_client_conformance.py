@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import tunekit as tk
-from tunekit._client import require_client
+from tunekit._measure.client import require_client
 from tunekit_backends.cpu import CpuClient
 
 

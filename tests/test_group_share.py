@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tunekit._cache import CacheValue, PersistentCache
+from tunekit._store.cache import CacheValue, PersistentCache
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX permissions")
 

@@ -305,7 +305,7 @@ def test_a_worker_started_by_a_thread_that_ends_lives_on_with_the_process(spawne
     """Regression: PR_SET_PDEATHSIG killed the worker when the thread that started it ended (the next run 'crashed')."""
     import _self_calling
 
-    from tunekit._worker import ProcessRunner, SpawnRecipe
+    from tunekit._measure.worker import ProcessRunner, SpawnRecipe
 
     recipe = SpawnRecipe("_self_calling:build", {"n": 3}) if spawned else None
     runner = ProcessRunner(_self_calling.CLIENT, _self_calling.SET, (3,), timeout_s=60, recipe=recipe)
@@ -342,7 +342,7 @@ def test_a_client_closed_in_the_worker_stops_the_tune_and_stores_nothing(stage: 
 
 
 def test_prepare_hooks_see_the_policy_of_the_tune_they_work_for() -> None:
-    """Regression: a third-party backend's prepare hook reached the policy only through private tunekit._isolation."""
+    """Regression: a third-party backend's prepare hook reached the policy only through a private module."""
     tk.configure(candidate_timeout_s=30)
     seen: list[tk.RunPolicy] = []
     prepared = tk.Tunable("prepared", lambda n: n, prepare=lambda n: seen.append(tk.current_run_policy()))

@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 import tunekit as tk
-from tunekit._records import Prepared
+from tunekit._values.records import Prepared
 from tunekit_backends.opencl import CompileError, KernelTemplate, OpenCLClient
 from tunekit_backends.opencl._batch import batchable, batched_program
 from tunekit_backends.opencl._compile import CompilePool, InputsFile, WorkerDied

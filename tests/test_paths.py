@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tunekit._paths import file_in_the_way
+from tunekit._base.paths import file_in_the_way
 
 
 def test_the_file_nearest_the_root_is_named_and_a_creatable_path_has_none(

@@ -10,7 +10,7 @@ import pytest
 from pydantic import ValidationError
 
 import tunekit as tk
-from tunekit._persisted import STORED
+from tunekit._base.persisted import STORED
 
 
 def test_a_misspelt_field_in_code_is_refused_naming_it_and_the_fields() -> None:

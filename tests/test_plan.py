@@ -145,7 +145,7 @@ class _EvenOnly:
 
 
 def test_a_skip_is_explained_by_the_priority_function_that_skipped_it() -> None:
-    from tunekit._plan import skip_reason
+    from tunekit._candidates.plan import skip_reason
 
     group = tk.TuneGroup("g", _const(0))
     explained, plain = _t("even").group(group, _EvenOnly()), _t("plain").group(group, _const(-1))

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 import tunekit as tk
-from tunekit._event_text import describe_events
+from tunekit._observe.event_text import describe_events
 from tunekit_backends.cpu import CpuClient
 
 CLIENT = CpuClient()

@@ -14,7 +14,7 @@ from _tunables import sleeping as _sleep
 from rich.console import Console
 
 import tunekit as tk
-from tunekit._progress import TerminalProgress, format_ns
+from tunekit._observe.progress import TerminalProgress, format_ns
 from tunekit_backends.cpu import CpuClient
 
 CLIENT = CpuClient()

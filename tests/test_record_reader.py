@@ -10,9 +10,9 @@ from pathlib import Path
 import jsonschema
 
 import tunekit as tk
-from tunekit._event_text import describe_events
-from tunekit._record_reader import BadLine, RecordLine, follow_records, read_records
-from tunekit._records import FallbackBatch, UnknownEvent
+from tunekit._observe.event_text import describe_events
+from tunekit._observe.reader import BadLine, RecordLine, follow_records, read_records
+from tunekit._values.records import FallbackBatch, UnknownEvent
 
 
 def _record(tuner: str = "reader") -> tk.AutotuneRecord:

@@ -11,7 +11,7 @@ import jsonschema
 import pytest
 
 import tunekit as tk
-from tunekit._records import _KINDS, RecordEvent, UnknownEvent
+from tunekit._values.records import _KINDS, RecordEvent, UnknownEvent
 from tunekit_backends.cpu import CpuClient
 
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import tunekit as tk
-from tunekit._event_text import describe_events
-from tunekit._records import Demoted, Eliminated, Round, Runoff, SamplingStopped
-from tunekit._records_summary import summarise
+from tunekit._observe.event_text import describe_events
+from tunekit._observe.summary import summarise
+from tunekit._values.records import Demoted, Eliminated, Round, Runoff, SamplingStopped
 
 
 def _measured(name: str, *samples: int) -> tk.CandidateRecord:

@@ -12,7 +12,7 @@ import pytest
 from kt_cache import BEST, COMPILE_FAILED, PARAMS, RUNTIME_FAILED, mean_ms, write_cache
 
 import tunekit as tk
-from tunekit._strategies import ModelGuidedLocalSearch
+from tunekit._search.strategies import ModelGuidedLocalSearch
 from tunekit_backends.replay import ReplayClient, ReplayFailure, load_kernel_tuner_cache
 
 INVALID = (8, 128, 0)  # 8 * 128 <= 1024: in the space, so free to mark invalid

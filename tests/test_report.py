@@ -9,7 +9,7 @@ from typing import Annotated
 from _tunables import sleeping as _sleep
 
 import tunekit as tk
-from tunekit._report import render_report
+from tunekit._observe.report import render_report
 from tunekit_backends.cpu import CpuClient
 
 CLIENT = CpuClient()

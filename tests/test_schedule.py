@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 import tunekit as tk
-from tunekit._runner import InProcessRunner
-from tunekit._runoff import runoff
-from tunekit._schedule import BatchResult, measure_batch
+from tunekit._measure.runner import InProcessRunner
+from tunekit._measure.runoff import runoff
+from tunekit._measure.schedule import BatchResult, measure_batch
 from tunekit_backends.cpu import CpuClient
 from tunekit_backends.simulated import NoiseModel, SimulatedClient
 

@@ -13,7 +13,7 @@ import pytest
 from kt_cache import BEST, write_cache
 
 import tunekit as tk
-from tunekit._event_text import describe_events
+from tunekit._observe.event_text import describe_events
 from tunekit_backends.cpu import CpuClient
 from tunekit_backends.replay import ReplayClient, ReplayData, load_kernel_tuner_cache
 from tunekit_backends.simulated import NoiseModel, SimulatedClient
@@ -459,7 +459,7 @@ def test_auto_is_exhaustive_when_the_budget_covers_a_large_restricted_space() ->
 
 
 def test_auto_does_not_count_a_restricted_space_past_the_counting_limit(monkeypatch: pytest.MonkeyPatch) -> None:
-    from tunekit import _search
+    from tunekit._search import driver as _search
 
     calls = 0
 

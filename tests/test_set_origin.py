@@ -9,9 +9,9 @@ import textwrap
 from pathlib import Path
 
 import tunekit as tk
-from tunekit._event_text import describe_events
-from tunekit._records import SharedTunerName
-from tunekit._set_origin import SetOrigin, _same_operation
+from tunekit._observe.event_text import describe_events
+from tunekit._tune.set_origin import SetOrigin, _same_operation
+from tunekit._values.records import SharedTunerName
 
 # Two programs of one service: "matmul" and "conv" are different operations that both ended up
 # named "shared". EDIT=1 is the matmul program after an edit (one candidate's version bumped).
@@ -202,8 +202,8 @@ def test_origins_that_differ_only_in_a_newer_tunekits_fields_warn_once() -> None
     so a field differing from row to row repeated the warning for every key."""
     import logging
 
-    from tunekit._persisted import STORED
-    from tunekit._set_origin import report_stale
+    from tunekit._base.persisted import STORED
+    from tunekit._tune.set_origin import report_stale
 
     @tk.autotune_key
     class Key:

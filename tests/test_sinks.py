@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import tunekit as tk
-from tunekit._sinks import sink_from_setting
+from tunekit._observe.sinks import sink_from_setting
 from tunekit_backends.cpu import CpuClient
 
 

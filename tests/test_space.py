@@ -468,7 +468,7 @@ def test_sampling_a_sparse_space_keeps_a_bounded_number_of_rejected_draws(monkey
     space = tk.Space(
         A=range(1000), B=range(1000), C=range(1000), D=range(1000), restrict=lambda c: c.A % 10 == 0 == c.B % 10
     )
-    monkeypatch.setattr("tunekit._space._MAX_REMEMBERED", 1000)
+    monkeypatch.setattr("tunekit._candidates.space._MAX_REMEMBERED", 1000)
     space.sample(1, 0)  # what a first call allocates once
     tracemalloc.start()
     try:
@@ -486,7 +486,7 @@ def test_a_sample_past_the_rejected_draws_it_keeps_is_the_same_sample(
     """Forgetting rejected draws past a bound changes neither the draws nor the answer, down to a full walk."""
     space = tk.Space(A=range(100), B=range(100), restrict=lambda c: c.A % 10 == 3 and c.B % 10 == 7)
     expected = [space.sample(n, seed) for n in (5, 60, 100, 150)]
-    monkeypatch.setattr("tunekit._space._MAX_REMEMBERED", 8)
+    monkeypatch.setattr("tunekit._candidates.space._MAX_REMEMBERED", 8)
     assert [space.sample(n, seed) for n in (5, 60, 100, 150)] == expected
 
 

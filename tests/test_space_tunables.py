@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import tunekit as tk
-from tunekit._space_tunables import SpaceNames, SpaceTunables
+from tunekit._candidates.space_tunables import SpaceNames, SpaceTunables
 from tunekit_backends.cpu import CpuClient
 from tunekit_backends.replay import ReplaySpace, _KnownKeys
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 
-from tunekit._steady import warm_until_steady
+from tunekit._measure.steady import warm_until_steady
 
 
 def _chunks(durations: Iterator[int], calls: list[int]) -> object:

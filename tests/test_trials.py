@@ -16,8 +16,8 @@ import pytest
 from kt_cache import write_cache
 
 import tunekit as tk
-from tunekit._strategies import IteratedLocalSearch
-from tunekit._trials import TrialLog, key_log_path
+from tunekit._search.strategies import IteratedLocalSearch
+from tunekit._store.trials import TrialLog, key_log_path
 from tunekit_backends.replay import ReplayClient, ReplayData, load_kernel_tuner_cache
 
 
@@ -302,7 +302,7 @@ def test_a_log_reached_through_a_symlink_is_locked_as_the_file_itself(data: Repl
 
 _HOLD = """
 import sys
-from tunekit._trials import TrialLog
+from tunekit._store.trials import TrialLog
 from tunekit_backends.replay import load_kernel_tuner_cache
 
 data = load_kernel_tuner_cache(sys.argv[1])
@@ -415,7 +415,7 @@ def test_a_log_refused_for_one_of_its_lines_keeps_its_half_written_tail(
 
 def test_closing_a_trial_log_twice_leaves_other_files_alone(tmp_path: Path) -> None:
     """A second release unlocked and closed the descriptor number again, which another file had taken since."""
-    from tunekit._file_lock import lock_file
+    from tunekit._base.file_lock import lock_file
 
     release = lock_file(tmp_path / "t.jsonl")
     assert release is not None

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import tunekit as tk
-from tunekit._tunable_set import TunableSet
+from tunekit._candidates.tunable_set import TunableSet
 from tunekit_backends.cpu import CpuClient
 
 

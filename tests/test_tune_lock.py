@@ -201,8 +201,8 @@ HAMMER = textwrap.dedent(
     """
     import os, sys, time
     from pathlib import Path
-    from tunekit._cache import PersistentCache
-    from tunekit._tune_lock import tune_lock
+    from tunekit._store.cache import PersistentCache
+    from tunekit._store.tune_lock import tune_lock
 
     cache_dir, marker, go, rounds = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3]), int(sys.argv[4])
     cache = PersistentCache(cache_dir)
@@ -243,8 +243,8 @@ HOLD = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    from tunekit._cache import PersistentCache
-    from tunekit._tune_lock import tune_lock
+    from tunekit._store.cache import PersistentCache
+    from tunekit._store.tune_lock import tune_lock
 
     with tune_lock(PersistentCache(Path(sys.argv[1])), "dev", "hold", sys.argv[2], timeout_s=60) as held:
         print("held" if held else "not held", flush=True)
@@ -268,8 +268,8 @@ def _hold(tmp_path: Path, key_json: str, script_name: str = "hold.py") -> subpro
 
 
 def test_cache_clear_removes_the_lock_file_of_a_killed_tune_and_keeps_a_held_one(tmp_path: Path) -> None:
-    from tunekit._cache import PersistentCache
-    from tunekit._tune_lock import tune_lock
+    from tunekit._store.cache import PersistentCache
+    from tunekit._store.tune_lock import tune_lock
 
     killed = _hold(tmp_path, '{"n":1}')
     killed.kill()
@@ -279,7 +279,7 @@ def test_cache_clear_removes_the_lock_file_of_a_killed_tune_and_keeps_a_held_one
     try:
         assert len(_lock_files(tmp_path)) == 2
         done = subprocess.run(
-            [sys.executable, "-m", "tunekit._cli", "cache", "clear"],
+            [sys.executable, "-m", "tunekit", "cache", "clear"],
             check=False,
             env=dict(os.environ, TUNEKIT_CACHE_DIR=str(tmp_path / "cache")),
             capture_output=True,
@@ -304,8 +304,8 @@ RELEASE_ON_ENTER = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from tunekit._cache import PersistentCache
-    from tunekit._tune_lock import tune_lock
+    from tunekit._store.cache import PersistentCache
+    from tunekit._store.tune_lock import tune_lock
 
     with tune_lock(PersistentCache(Path(sys.argv[1])), "dev", "hold", sys.argv[2], timeout_s=60) as held:
         print("held" if held else "not held", flush=True)
@@ -318,7 +318,7 @@ def test_a_process_that_opened_the_file_before_its_holder_removed_it_does_not_ta
     """The race that makes filelock keep its Unix lock files (tox-dev/filelock#574), played step by step."""
     import fcntl
 
-    from tunekit._tune_lock import _lock_opened
+    from tunekit._store.tune_lock import _lock_opened
 
     script = tmp_path / "release_on_enter.py"
     script.write_text(RELEASE_ON_ENTER)
@@ -359,7 +359,7 @@ def test_a_lock_whose_identity_check_fails_is_released_or_given_up_not_held_or_s
     """
     import fcntl
 
-    from tunekit import _tune_lock
+    from tunekit._store import tune_lock as _tune_lock
 
     path = tmp_path / "k.lock"
 
@@ -390,8 +390,8 @@ def _umask() -> int:
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the umask from /proc")
 def test_a_cache_directory_a_group_shares_gets_lock_files_the_group_can_lock(tmp_path: Path) -> None:
     """Regression: lock files were 0644 in a group-writable cache, so the group's other users tuned without the lock."""
-    from tunekit._cache import PersistentCache
-    from tunekit._tune_lock import tune_lock
+    from tunekit._store.cache import PersistentCache
+    from tunekit._store.tune_lock import tune_lock
 
     shared, private = tmp_path / "shared", tmp_path / "private"
     shared.mkdir()
@@ -409,7 +409,7 @@ def test_a_cache_directory_a_group_shares_gets_lock_files_the_group_can_lock(tmp
 
 def _shared_cache(top: str) -> tuple[Path, Path]:
     """A cache directory every user may write (the second user here is nobody) and the lock file of one key."""
-    from tunekit._tune_lock import lock_path
+    from tunekit._store.tune_lock import lock_path
 
     os.chmod(top, 0o755)
     cache_dir = Path(top) / "cache"
@@ -436,8 +436,8 @@ def test_a_lock_file_this_user_may_only_read_still_locks_the_key() -> None:
         path.chmod(0o444)
 
         def child() -> dict[str, object]:
-            from tunekit._cache import PersistentCache
-            from tunekit._tune_lock import tune_lock
+            from tunekit._store.cache import PersistentCache
+            from tunekit._store.tune_lock import tune_lock
 
             drop_root()
             writable = os.access(path, os.W_OK)
@@ -468,8 +468,8 @@ def test_a_lock_file_this_user_cannot_open_is_a_warning_naming_it_and_the_fix() 
         path.chmod(0o000)  # another user's private file: the child (nobody, when this runs as root) cannot open it
 
         def child() -> dict[str, object]:
-            from tunekit._cache import PersistentCache
-            from tunekit._tune_lock import tune_lock
+            from tunekit._store.cache import PersistentCache
+            from tunekit._store.tune_lock import tune_lock
 
             drop_root()
             caught = tunekit_messages(logging.WARNING)
@@ -487,8 +487,8 @@ def test_a_lock_file_this_user_cannot_open_is_a_warning_naming_it_and_the_fix() 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX permissions")
 def test_a_locks_directory_made_before_lock_files_were_shared_is_shared_by_its_owner(tmp_path: Path) -> None:
     """Regression: a 0755 locks/ made by an earlier tunekit stayed so in a shared cache: the group locked nothing."""
-    from tunekit._cache import PersistentCache
-    from tunekit._tune_lock import tune_lock
+    from tunekit._store.cache import PersistentCache
+    from tunekit._store.tune_lock import tune_lock
 
     shared = tmp_path / "shared"
     shared.mkdir()

@@ -12,7 +12,7 @@ import pytest
 from kt_cache import write_cache
 
 import tunekit as tk
-from tunekit._records import CheckResult
+from tunekit._values.records import CheckResult
 from tunekit_backends.cpu import CpuClient
 from tunekit_backends.replay import ReplayClient, load_kernel_tuner_cache
 from tunekit_backends.simulated import SimulatedClient

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from tunekit._validation_text import validation_text
+from tunekit._base.validation_text import validation_text
 
 
 class _Row(BaseModel):

@@ -32,26 +32,10 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from tunekit._version import __version__
+from tunekit._base.version import __version__
 
 if TYPE_CHECKING:
-    from tunekit._anchor import Anchor, anchor
-    from tunekit._benchmark import BenchmarkDurations, tune_benchmark
-    from tunekit._bounds import AutotuneBound, Bounds, Thresholds, Work, calculate_bounds
-    from tunekit._cache import CacheRow, CacheValue, PersistentCache, default_cache_dir
-    from tunekit._cache_state import CacheState, Hit, Miss, Pending, Unchecked
-    from tunekit._check import SupportsCheckBuffers
-    from tunekit._client import (
-        Client,
-        DevicePeaks,
-        SupportsCacheFlush,
-        SupportsDeviceModel,
-        SupportsForkCheck,
-        SupportsLocator,
-        SupportsPeaks,
-        SupportsWarmup,
-    )
-    from tunekit._errors import (
+    from tunekit._base.errors import (
         AutotuneDisabled,
         CandidateFailed,
         ClientClosed,
@@ -61,11 +45,30 @@ if TYPE_CHECKING:
         TunekitError,
         TuneRecursionError,
     )
-    from tunekit._isolation import Isolation, RunPolicy, current_run_policy
-    from tunekit._key import autotune_key, is_autotune_key, key_to_json
-    from tunekit._local import LocalTuner
-    from tunekit._objective import Objective, tune_objective
-    from tunekit._observe import (
+    from tunekit._base.settings import Settings, configure
+    from tunekit._base.settings import current as settings
+    from tunekit._candidates.plan import plan_batches
+    from tunekit._candidates.space import Config, ParamValue, ParamValues, Space, SpaceModel, pow2
+    from tunekit._candidates.tunable import Tunable, TuneGroup
+    from tunekit._candidates.tunable_set import InputGenerator, KeyGenerator, TunableSet
+    from tunekit._keys.anchor import Anchor, anchor
+    from tunekit._keys.key import autotune_key, is_autotune_key, key_to_json
+    from tunekit._measure.benchmark import BenchmarkDurations, tune_benchmark
+    from tunekit._measure.bounds import AutotuneBound, Bounds, Thresholds, Work, calculate_bounds
+    from tunekit._measure.check import SupportsCheckBuffers
+    from tunekit._measure.client import (
+        Client,
+        DevicePeaks,
+        SupportsCacheFlush,
+        SupportsDeviceModel,
+        SupportsForkCheck,
+        SupportsLocator,
+        SupportsPeaks,
+        SupportsWarmup,
+    )
+    from tunekit._measure.isolation import Isolation, RunPolicy, current_run_policy
+    from tunekit._measure.prepare import PreparesTogether
+    from tunekit._observe.observers import (
         BatchStarted,
         CacheLookup,
         CandidateProgress,
@@ -76,13 +79,29 @@ if TYPE_CHECKING:
         add_observer,
         remove_observer,
     )
-    from tunekit._otel import instrument_opentelemetry
-    from tunekit._outcome import Failed, Measured, Outcome, Skipped
-    from tunekit._plan import plan_batches
-    from tunekit._prepare import PreparesTogether
-    from tunekit._record_file import Record, RecordEntry, RecordFile, RecordMismatch
-    from tunekit._record_reader import BadLine, RecordLine, read_records
-    from tunekit._records import (
+    from tunekit._observe.otel import instrument_opentelemetry
+    from tunekit._observe.reader import BadLine, RecordLine, read_records
+    from tunekit._observe.report import write_report
+    from tunekit._observe.sinks import (
+        CallbackSink,
+        JsonlSink,
+        LoggingSink,
+        RecordSink,
+        StreamSink,
+        add_record_sink,
+        remove_record_sink,
+    )
+    from tunekit._search.driver import BestTrial, SearchResult, Trial, search
+    from tunekit._search.objective import Objective, tune_objective
+    from tunekit._search.strategies import STRATEGIES, Strategy, StrategyFactory, StrategyName
+    from tunekit._store.cache import CacheRow, CacheValue, PersistentCache, default_cache_dir
+    from tunekit._store.trials import TrialEntry, TrialLogError, TrialLogHeader
+    from tunekit._tune.local import LocalTuner
+    from tunekit._tune.record import Record, RecordEntry, RecordFile, RecordMismatch
+    from tunekit._tune.tuner import Tuner, persistent_cache
+    from tunekit._values.cache_state import CacheState, Hit, Miss, Pending, Unchecked
+    from tunekit._values.outcome import Failed, Measured, Outcome, Skipped
+    from tunekit._values.records import (
         AutotuneRecord,
         CandidateRecord,
         Eliminated,
@@ -94,142 +113,123 @@ if TYPE_CHECKING:
         ShortCircuit,
         Warmup,
     )
-    from tunekit._report import write_report
-    from tunekit._search import BestTrial, SearchResult, Trial, search
-    from tunekit._settings import Settings, configure
-    from tunekit._settings import current as settings
-    from tunekit._sinks import (
-        CallbackSink,
-        JsonlSink,
-        LoggingSink,
-        RecordSink,
-        StreamSink,
-        add_record_sink,
-        remove_record_sink,
-    )
-    from tunekit._space import Config, ParamValue, ParamValues, Space, SpaceModel, pow2
-    from tunekit._strategies import STRATEGIES, Strategy, StrategyFactory, StrategyName
-    from tunekit._trials import TrialEntry, TrialLogError, TrialLogHeader
-    from tunekit._tunable import Tunable, TuneGroup
-    from tunekit._tunable_set import InputGenerator, KeyGenerator, TunableSet
-    from tunekit._tuner import Tuner, persistent_cache
 
 # Public name -> (private module, name there). Nothing below is imported with the package:
 # `tunekit --help` and `import tunekit` stay fast, and a name loads its module (numpy,
 # pydantic, ...) on first use. Type checkers read the imports above instead.
 _EXPORTS: dict[str, tuple[str, str]] = {
-    "Anchor": ("tunekit._anchor", "Anchor"),
-    "AutotuneBound": ("tunekit._bounds", "AutotuneBound"),
-    "AutotuneDisabled": ("tunekit._errors", "AutotuneDisabled"),
-    "AutotuneRecord": ("tunekit._records", "AutotuneRecord"),
-    "BadLine": ("tunekit._record_reader", "BadLine"),
-    "BatchStarted": ("tunekit._observe", "BatchStarted"),
-    "BenchmarkDurations": ("tunekit._benchmark", "BenchmarkDurations"),
-    "Bounds": ("tunekit._bounds", "Bounds"),
-    "CacheLookup": ("tunekit._observe", "CacheLookup"),
-    "CacheRow": ("tunekit._cache", "CacheRow"),
-    "CacheState": ("tunekit._cache_state", "CacheState"),
-    "CacheValue": ("tunekit._cache", "CacheValue"),
-    "CallbackSink": ("tunekit._sinks", "CallbackSink"),
-    "CandidateFailed": ("tunekit._errors", "CandidateFailed"),
-    "ClientClosed": ("tunekit._errors", "ClientClosed"),
-    "InputTypeError": ("tunekit._errors", "InputTypeError"),
-    "CandidateProgress": ("tunekit._observe", "CandidateProgress"),
-    "CandidateRecord": ("tunekit._records", "CandidateRecord"),
-    "Client": ("tunekit._client", "Client"),
-    "Config": ("tunekit._space", "Config"),
-    "DevicePeaks": ("tunekit._client", "DevicePeaks"),
-    "Eliminated": ("tunekit._records", "Eliminated"),
-    "Failed": ("tunekit._outcome", "Failed"),
-    "Hit": ("tunekit._cache_state", "Hit"),
-    "InputGenerator": ("tunekit._tunable_set", "InputGenerator"),
-    "Isolation": ("tunekit._isolation", "Isolation"),
-    "RunPolicy": ("tunekit._isolation", "RunPolicy"),
-    "current_run_policy": ("tunekit._isolation", "current_run_policy"),
-    "JsonlSink": ("tunekit._sinks", "JsonlSink"),
-    "KeyGenerator": ("tunekit._tunable_set", "KeyGenerator"),
-    "LocalTuner": ("tunekit._local", "LocalTuner"),
-    "LoggingSink": ("tunekit._sinks", "LoggingSink"),
-    "Measured": ("tunekit._outcome", "Measured"),
-    "Miss": ("tunekit._cache_state", "Miss"),
-    "NoValidKernelFound": ("tunekit._errors", "NoValidKernelFound"),
-    "Objective": ("tunekit._objective", "Objective"),
-    "Outcome": ("tunekit._outcome", "Outcome"),
-    "ParamValue": ("tunekit._space", "ParamValue"),
-    "ParamValues": ("tunekit._space", "ParamValues"),
-    "Pending": ("tunekit._cache_state", "Pending"),
-    "PersistentCache": ("tunekit._cache", "PersistentCache"),
-    "Record": ("tunekit._record_file", "Record"),
-    "RecordEntry": ("tunekit._record_file", "RecordEntry"),
-    "RecordFile": ("tunekit._record_file", "RecordFile"),
-    "RecordLine": ("tunekit._record_reader", "RecordLine"),
-    "RecordMismatch": ("tunekit._record_file", "RecordMismatch"),
-    "RecordSink": ("tunekit._sinks", "RecordSink"),
-    "Round": ("tunekit._records", "Round"),
-    "Runoff": ("tunekit._records", "Runoff"),
-    "STRATEGIES": ("tunekit._strategies", "STRATEGIES"),
-    "SampleStats": ("tunekit._records", "SampleStats"),
-    "SamplingStopped": ("tunekit._records", "SamplingStopped"),
-    "SearchEnded": ("tunekit._records", "SearchEnded"),
-    "SearchResult": ("tunekit._search", "SearchResult"),
-    "Settings": ("tunekit._settings", "Settings"),
-    "SettingsError": ("tunekit._errors", "SettingsError"),
-    "ShortCircuit": ("tunekit._records", "ShortCircuit"),
-    "Skipped": ("tunekit._outcome", "Skipped"),
-    "Space": ("tunekit._space", "Space"),
-    "SpaceModel": ("tunekit._space", "SpaceModel"),
-    "Strategy": ("tunekit._strategies", "Strategy"),
-    "StrategyFactory": ("tunekit._strategies", "StrategyFactory"),
-    "StrategyName": ("tunekit._strategies", "StrategyName"),
-    "StreamSink": ("tunekit._sinks", "StreamSink"),
-    "SupportsCacheFlush": ("tunekit._client", "SupportsCacheFlush"),
-    "SupportsCheckBuffers": ("tunekit._check", "SupportsCheckBuffers"),
-    "SupportsDeviceModel": ("tunekit._client", "SupportsDeviceModel"),
-    "SupportsForkCheck": ("tunekit._client", "SupportsForkCheck"),
-    "SupportsLocator": ("tunekit._client", "SupportsLocator"),
-    "SupportsPeaks": ("tunekit._client", "SupportsPeaks"),
-    "SupportsWarmup": ("tunekit._client", "SupportsWarmup"),
-    "PreparesTogether": ("tunekit._prepare", "PreparesTogether"),
-    "Thresholds": ("tunekit._bounds", "Thresholds"),
-    "Trial": ("tunekit._search", "Trial"),
-    "BestTrial": ("tunekit._search", "BestTrial"),
-    "TrialEntry": ("tunekit._trials", "TrialEntry"),
-    "TrialLogError": ("tunekit._trials", "TrialLogError"),
-    "TrialLogHeader": ("tunekit._trials", "TrialLogHeader"),
-    "Tunable": ("tunekit._tunable", "Tunable"),
-    "TunableSet": ("tunekit._tunable_set", "TunableSet"),
-    "TuneEvent": ("tunekit._observe", "TuneEvent"),
-    "TuneFinished": ("tunekit._observe", "TuneFinished"),
-    "TuneGroup": ("tunekit._tunable", "TuneGroup"),
-    "TuneObserver": ("tunekit._observe", "TuneObserver"),
-    "TuneRecursionError": ("tunekit._errors", "TuneRecursionError"),
-    "TuneStarted": ("tunekit._observe", "TuneStarted"),
-    "TunekitError": ("tunekit._errors", "TunekitError"),
-    "Tuner": ("tunekit._tuner", "Tuner"),
-    "Unchecked": ("tunekit._cache_state", "Unchecked"),
-    "Warmup": ("tunekit._records", "Warmup"),
-    "Work": ("tunekit._bounds", "Work"),
-    "add_observer": ("tunekit._observe", "add_observer"),
-    "add_record_sink": ("tunekit._sinks", "add_record_sink"),
-    "anchor": ("tunekit._anchor", "anchor"),
-    "autotune_key": ("tunekit._key", "autotune_key"),
-    "calculate_bounds": ("tunekit._bounds", "calculate_bounds"),
-    "configure": ("tunekit._settings", "configure"),
-    "default_cache_dir": ("tunekit._cache", "default_cache_dir"),
-    "instrument_opentelemetry": ("tunekit._otel", "instrument_opentelemetry"),
-    "is_autotune_key": ("tunekit._key", "is_autotune_key"),
-    "key_to_json": ("tunekit._key", "key_to_json"),
-    "persistent_cache": ("tunekit._tuner", "persistent_cache"),
-    "plan_batches": ("tunekit._plan", "plan_batches"),
-    "pow2": ("tunekit._space", "pow2"),
-    "read_records": ("tunekit._record_reader", "read_records"),
-    "remove_observer": ("tunekit._observe", "remove_observer"),
-    "remove_record_sink": ("tunekit._sinks", "remove_record_sink"),
-    "search": ("tunekit._search", "search"),
-    "settings": ("tunekit._settings", "current"),
-    "tune_benchmark": ("tunekit._benchmark", "tune_benchmark"),
-    "tune_objective": ("tunekit._objective", "tune_objective"),
-    "write_report": ("tunekit._report", "write_report"),
+    "Anchor": ("tunekit._keys.anchor", "Anchor"),
+    "AutotuneBound": ("tunekit._measure.bounds", "AutotuneBound"),
+    "AutotuneDisabled": ("tunekit._base.errors", "AutotuneDisabled"),
+    "AutotuneRecord": ("tunekit._values.records", "AutotuneRecord"),
+    "BadLine": ("tunekit._observe.reader", "BadLine"),
+    "BatchStarted": ("tunekit._observe.observers", "BatchStarted"),
+    "BenchmarkDurations": ("tunekit._measure.benchmark", "BenchmarkDurations"),
+    "Bounds": ("tunekit._measure.bounds", "Bounds"),
+    "CacheLookup": ("tunekit._observe.observers", "CacheLookup"),
+    "CacheRow": ("tunekit._store.cache", "CacheRow"),
+    "CacheState": ("tunekit._values.cache_state", "CacheState"),
+    "CacheValue": ("tunekit._store.cache", "CacheValue"),
+    "CallbackSink": ("tunekit._observe.sinks", "CallbackSink"),
+    "CandidateFailed": ("tunekit._base.errors", "CandidateFailed"),
+    "ClientClosed": ("tunekit._base.errors", "ClientClosed"),
+    "InputTypeError": ("tunekit._base.errors", "InputTypeError"),
+    "CandidateProgress": ("tunekit._observe.observers", "CandidateProgress"),
+    "CandidateRecord": ("tunekit._values.records", "CandidateRecord"),
+    "Client": ("tunekit._measure.client", "Client"),
+    "Config": ("tunekit._candidates.space", "Config"),
+    "DevicePeaks": ("tunekit._measure.client", "DevicePeaks"),
+    "Eliminated": ("tunekit._values.records", "Eliminated"),
+    "Failed": ("tunekit._values.outcome", "Failed"),
+    "Hit": ("tunekit._values.cache_state", "Hit"),
+    "InputGenerator": ("tunekit._candidates.tunable_set", "InputGenerator"),
+    "Isolation": ("tunekit._measure.isolation", "Isolation"),
+    "RunPolicy": ("tunekit._measure.isolation", "RunPolicy"),
+    "current_run_policy": ("tunekit._measure.isolation", "current_run_policy"),
+    "JsonlSink": ("tunekit._observe.sinks", "JsonlSink"),
+    "KeyGenerator": ("tunekit._candidates.tunable_set", "KeyGenerator"),
+    "LocalTuner": ("tunekit._tune.local", "LocalTuner"),
+    "LoggingSink": ("tunekit._observe.sinks", "LoggingSink"),
+    "Measured": ("tunekit._values.outcome", "Measured"),
+    "Miss": ("tunekit._values.cache_state", "Miss"),
+    "NoValidKernelFound": ("tunekit._base.errors", "NoValidKernelFound"),
+    "Objective": ("tunekit._search.objective", "Objective"),
+    "Outcome": ("tunekit._values.outcome", "Outcome"),
+    "ParamValue": ("tunekit._candidates.space", "ParamValue"),
+    "ParamValues": ("tunekit._candidates.space", "ParamValues"),
+    "Pending": ("tunekit._values.cache_state", "Pending"),
+    "PersistentCache": ("tunekit._store.cache", "PersistentCache"),
+    "Record": ("tunekit._tune.record", "Record"),
+    "RecordEntry": ("tunekit._tune.record", "RecordEntry"),
+    "RecordFile": ("tunekit._tune.record", "RecordFile"),
+    "RecordLine": ("tunekit._observe.reader", "RecordLine"),
+    "RecordMismatch": ("tunekit._tune.record", "RecordMismatch"),
+    "RecordSink": ("tunekit._observe.sinks", "RecordSink"),
+    "Round": ("tunekit._values.records", "Round"),
+    "Runoff": ("tunekit._values.records", "Runoff"),
+    "STRATEGIES": ("tunekit._search.strategies", "STRATEGIES"),
+    "SampleStats": ("tunekit._values.records", "SampleStats"),
+    "SamplingStopped": ("tunekit._values.records", "SamplingStopped"),
+    "SearchEnded": ("tunekit._values.records", "SearchEnded"),
+    "SearchResult": ("tunekit._search.driver", "SearchResult"),
+    "Settings": ("tunekit._base.settings", "Settings"),
+    "SettingsError": ("tunekit._base.errors", "SettingsError"),
+    "ShortCircuit": ("tunekit._values.records", "ShortCircuit"),
+    "Skipped": ("tunekit._values.outcome", "Skipped"),
+    "Space": ("tunekit._candidates.space", "Space"),
+    "SpaceModel": ("tunekit._candidates.space", "SpaceModel"),
+    "Strategy": ("tunekit._search.strategies", "Strategy"),
+    "StrategyFactory": ("tunekit._search.strategies", "StrategyFactory"),
+    "StrategyName": ("tunekit._search.strategies", "StrategyName"),
+    "StreamSink": ("tunekit._observe.sinks", "StreamSink"),
+    "SupportsCacheFlush": ("tunekit._measure.client", "SupportsCacheFlush"),
+    "SupportsCheckBuffers": ("tunekit._measure.check", "SupportsCheckBuffers"),
+    "SupportsDeviceModel": ("tunekit._measure.client", "SupportsDeviceModel"),
+    "SupportsForkCheck": ("tunekit._measure.client", "SupportsForkCheck"),
+    "SupportsLocator": ("tunekit._measure.client", "SupportsLocator"),
+    "SupportsPeaks": ("tunekit._measure.client", "SupportsPeaks"),
+    "SupportsWarmup": ("tunekit._measure.client", "SupportsWarmup"),
+    "PreparesTogether": ("tunekit._measure.prepare", "PreparesTogether"),
+    "Thresholds": ("tunekit._measure.bounds", "Thresholds"),
+    "Trial": ("tunekit._search.driver", "Trial"),
+    "BestTrial": ("tunekit._search.driver", "BestTrial"),
+    "TrialEntry": ("tunekit._store.trials", "TrialEntry"),
+    "TrialLogError": ("tunekit._store.trials", "TrialLogError"),
+    "TrialLogHeader": ("tunekit._store.trials", "TrialLogHeader"),
+    "Tunable": ("tunekit._candidates.tunable", "Tunable"),
+    "TunableSet": ("tunekit._candidates.tunable_set", "TunableSet"),
+    "TuneEvent": ("tunekit._observe.observers", "TuneEvent"),
+    "TuneFinished": ("tunekit._observe.observers", "TuneFinished"),
+    "TuneGroup": ("tunekit._candidates.tunable", "TuneGroup"),
+    "TuneObserver": ("tunekit._observe.observers", "TuneObserver"),
+    "TuneRecursionError": ("tunekit._base.errors", "TuneRecursionError"),
+    "TuneStarted": ("tunekit._observe.observers", "TuneStarted"),
+    "TunekitError": ("tunekit._base.errors", "TunekitError"),
+    "Tuner": ("tunekit._tune.tuner", "Tuner"),
+    "Unchecked": ("tunekit._values.cache_state", "Unchecked"),
+    "Warmup": ("tunekit._values.records", "Warmup"),
+    "Work": ("tunekit._measure.bounds", "Work"),
+    "add_observer": ("tunekit._observe.observers", "add_observer"),
+    "add_record_sink": ("tunekit._observe.sinks", "add_record_sink"),
+    "anchor": ("tunekit._keys.anchor", "anchor"),
+    "autotune_key": ("tunekit._keys.key", "autotune_key"),
+    "calculate_bounds": ("tunekit._measure.bounds", "calculate_bounds"),
+    "configure": ("tunekit._base.settings", "configure"),
+    "default_cache_dir": ("tunekit._store.cache", "default_cache_dir"),
+    "instrument_opentelemetry": ("tunekit._observe.otel", "instrument_opentelemetry"),
+    "is_autotune_key": ("tunekit._keys.key", "is_autotune_key"),
+    "key_to_json": ("tunekit._keys.key", "key_to_json"),
+    "persistent_cache": ("tunekit._tune.tuner", "persistent_cache"),
+    "plan_batches": ("tunekit._candidates.plan", "plan_batches"),
+    "pow2": ("tunekit._candidates.space", "pow2"),
+    "read_records": ("tunekit._observe.reader", "read_records"),
+    "remove_observer": ("tunekit._observe.observers", "remove_observer"),
+    "remove_record_sink": ("tunekit._observe.sinks", "remove_record_sink"),
+    "search": ("tunekit._search.driver", "search"),
+    "settings": ("tunekit._base.settings", "current"),
+    "tune_benchmark": ("tunekit._measure.benchmark", "tune_benchmark"),
+    "tune_objective": ("tunekit._search.objective", "tune_objective"),
+    "write_report": ("tunekit._observe.report", "write_report"),
 }
 
 __all__ = [

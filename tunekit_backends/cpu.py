@@ -12,7 +12,7 @@ from typing import TypeVar
 import numpy as np
 
 from tunekit import DevicePeaks
-from tunekit._steady import warm_until_steady
+from tunekit._measure.steady import warm_until_steady
 
 __all__ = ["CpuClient"]
 

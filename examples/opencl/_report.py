@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import tunekit as tk
-from tunekit._key import key_to_dict, key_to_json
+from tunekit._keys.key import key_to_dict, key_to_json
 
 
 @dataclass(frozen=True)

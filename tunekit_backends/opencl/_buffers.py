@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tunekit._check import CANARY_BYTES, CANARY_VALUE, ReferenceFailed
+from tunekit._measure.check import CANARY_BYTES, CANARY_VALUE, ReferenceFailed
 from tunekit_backends.opencl._cl import pyopencl
 
 if TYPE_CHECKING:

@@ -1,0 +1,406 @@
+"""``tunekit cache ...``: look into, clear, move and verify the persistent cache of winners."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sqlite3
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from tunekit._base.atomic import write_atomic
+from tunekit._base.persisted import STORED
+from tunekit._base.settings import current
+from tunekit._base.validation_text import validation_text
+from tunekit._base.version import MAJOR
+from tunekit._cli.main import CliError
+from tunekit._cli.table import format_duration_ns, print_table
+from tunekit._store.cache import CacheRow, CacheValue, PersistentCache, default_cache_dir
+from tunekit._store.file_kind import other_kind
+from tunekit._store.tune_lock import sweep_lock_files
+from tunekit._values.bundle import BundleEntry, CacheBundle
+
+__all__ = ["clear", "export", "import_bundle", "list_rows", "path", "show", "verify"]
+
+
+def _cache_file() -> Path:
+    settings = current()
+    directory = (settings.cache_dir or default_cache_dir()).expanduser()
+    return directory / PersistentCache.FILENAME
+
+
+def _open_existing() -> PersistentCache | None:
+    """The cache, or None when nothing was ever stored (so that reading never creates one)."""
+    file = _cache_file()
+    if not file.exists():
+        return None
+    cache = PersistentCache(file.parent)
+    if not cache.available:
+        raise CliError(f"cannot open the tuning cache {file}", 1)
+    return cache
+
+
+def _key_filter(pairs: list[str]) -> dict[str, str]:
+    wanted: dict[str, str] = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name:
+            raise CliError(f"--key takes FIELD=VALUE (e.g. --key n=1024), got {pair!r}")
+        wanted[name] = value
+    return wanted
+
+
+def _key_matches(key_json: str, wanted: dict[str, str]) -> bool:
+    try:
+        fields = json.loads(key_json)
+    except json.JSONDecodeError:
+        return False
+    return all(name in fields and _same_value(fields[name], value) for name, value in wanted.items())
+
+
+def _same_value(stored: object, given: str) -> bool:
+    """Whether ``--key FIELD=given`` names the stored field value.
+
+    Compared as text, a float field stored as 2.0 did not match ``alpha=2``, nor a bool stored
+    as true ``flag=True``: numbers compare as numbers, bools without regard to case.
+    """
+    if isinstance(stored, bool) or stored is None:
+        return json.dumps(stored) == given.lower()
+    if isinstance(stored, int | float):
+        for number in (int, float):  # int first: a float would round a large int
+            try:
+                return number(given) == stored
+            except ValueError:
+                continue
+        return False
+    return str(stored) == given
+
+
+@dataclass(frozen=True, slots=True)
+class _Selection:
+    """What ``_select`` read: the rows matching every filter, unreadable rows' reasons, and the
+    readable rows of the tuner and device (whatever their key; None without a cache), kept for
+    :func:`_stored_values_hint`, which read them all a second time."""
+
+    rows: list[CacheRow]
+    bad: list[str]
+    stored: list[CacheRow] | None
+
+
+def _select(
+    cache: PersistentCache | None,
+    tuner: str | None,
+    device: str | None,
+    keys: list[str],
+    *,
+    failed: Sequence[tuple[str, str, str]] = (),
+) -> _Selection:
+    """Rows matching the filters, and unreadable rows' reasons; an unknown tuner or device is a usage error.
+
+    The tuners and devices of ``failed`` (recorded failed tunes, as (device, tuner, key)) count as known,
+    and so do those of unreadable rows: such a tuner was reported as absent from "the cache is empty".
+    """
+    wanted = _key_filter(keys)
+    rows: list[CacheRow] = []
+    bad: list[str] = []
+    _check_owners(cache, tuner, device, failed)
+    everything = list(cache.rows(device_id=device, tuner=tuner)) if cache is not None else []
+    valid = [r for r in everything if not isinstance(r, str)]
+    if wanted and valid:  # rows() filtered them by tuner and device
+        fields = sorted({name for r in valid for name in _key_fields(r.key)})
+        unknown = [name for name in wanted if name not in fields]
+        if unknown:  # a misspelt field matched nothing and listed an empty table, exit 0
+            raise CliError(
+                f"no stored key has a field named {unknown[0]!r} (key fields there: {', '.join(fields) or 'none'})"
+            )
+    for row in everything:
+        if isinstance(row, str):
+            bad.append(row)
+        elif _key_matches(row.key, wanted):
+            rows.append(row)
+    return _Selection(rows, bad, valid if cache is not None else None)
+
+
+def _check_owners(
+    cache: PersistentCache | None, tuner: str | None, device: str | None, failed: Sequence[tuple[str, str, str]]
+) -> None:
+    """A usage error for a tuner or device that neither a stored winner nor a failed tune in ``failed`` has."""
+    owners = cache.owners() if cache is not None else set()
+    for label, value, present in (
+        ("tuner", tuner, sorted({o[1] for o in owners} | {f[1] for f in failed})),
+        ("device", device, sorted({o[0] for o in owners} | {f[0] for f in failed})),
+    ):
+        if value is not None and value not in present:
+            known = ", ".join(present) if present else "none: the cache is empty"
+            raise CliError(f"no {label} named {value!r} in the cache at {_cache_file()} ({label}s there: {known})")
+
+
+def _stored_values_hint(selection: _Selection, keys: list[str]) -> str:
+    """What the ``--key`` fields do hold, for a filter that matched nothing.
+
+    Keys are stored anchored, so ``--key n=1000`` finds nothing where the row holds 1024: the
+    values there show the bucket to ask for. From the rows ``_select`` already read (unreadable
+    ones are reported on their own).
+    """
+    wanted = _key_filter(keys)
+    if selection.stored is None or not wanted:
+        return ""
+    held: dict[str, set[str]] = {name: set() for name in wanted}
+    for row in selection.stored:
+        fields = _key_dict(row.key)
+        for name, values in held.items():
+            if name in fields:
+                values.add(json.dumps(fields[name]).strip('"'))
+    parts = []
+    for name, values in held.items():
+        ordered = sorted(values, key=lambda v: (len(v), v))  # numbers in numeric order, as their text is
+        shown = ", ".join(ordered[:12]) + (f", ... {len(ordered) - 12} more" if len(ordered) > 12 else "")
+        parts.append(f"{name}: {shown}")
+    # The cache does not know which fields are anchored: the bucket hint is for a wanted int only.
+    sizes = any(value.isdigit() for value in wanted.values())
+    bucket = "; anchored fields hold the rounded-up bucket, e.g. 1024 for 1000" if sizes else ""
+    return f" (stored {'; '.join(parts)}{bucket})"
+
+
+def _key_dict(key_json: str) -> dict[str, object]:
+    """The stored key's fields; none for a hand-edited key that is no JSON object."""
+    try:
+        fields = json.loads(key_json)
+    except json.JSONDecodeError:
+        return {}
+    return fields if isinstance(fields, dict) else {}
+
+
+def _key_fields(key_json: str) -> list[str]:
+    return list(_key_dict(key_json))
+
+
+def path(_: argparse.Namespace) -> int:
+    """Print the cache file's path (whether or not it exists yet)."""
+    print(_cache_file())
+    return 0
+
+
+def list_rows(args: argparse.Namespace) -> int:
+    """One line per stored winner."""
+    cache = _open_existing()
+    if cache is None:
+        print(f"no tuning cache at {_cache_file()} (nothing tuned with this cache directory yet)", file=sys.stderr)
+        return 0
+    selection = _select(cache, args.tuner, args.device, args.key)
+    rows, bad = selection.rows, selection.bad
+    if not rows and not bad:  # a header over nothing (after `cache clear`) read as a broken listing
+        matching = " matching the filters" if args.tuner or args.device or args.key else ""
+        hint = _stored_values_hint(selection, args.key)
+        print(f"no stored winners{matching} in {cache.path}{hint}", file=sys.stderr)
+        return 0
+    print_table(
+        ("tuner", "key", "winner", "median", "tuned at", "device"),
+        [
+            (
+                r.tuner,
+                r.key,
+                r.value.winner,
+                format_duration_ns(_median(r.value, r.value.winner)),
+                r.value.tuned_at.strftime("%Y-%m-%d %H:%M"),
+                r.device_id,
+            )
+            for r in rows
+        ],
+    )
+    return _report_unreadable(bad)
+
+
+def _report_unreadable(bad: list[str], verb: str = "unreadable row") -> int:
+    """Name each unreadable row on stderr; exit code 1 when there is one (a problem in the data)."""
+    for reason in bad:
+        print(f"{verb}: {reason}", file=sys.stderr)
+    if bad:
+        print(
+            "(`tunekit cache verify` checks every row; a key whose row is unreadable is re-tuned at its next use)",
+            file=sys.stderr,
+        )
+    return 1 if bad else 0
+
+
+def _median(value: CacheValue, name: str) -> float | None:
+    return next((r.median_ns for r in value.results if r.name == name), None)
+
+
+def show(args: argparse.Namespace) -> int:
+    """Every candidate's result for the keys of one tuner."""
+    cache = _open_existing()
+    selection = _select(cache, args.tuner, args.device, args.key)
+    rows, bad = selection.rows, selection.bad
+    if not rows and not bad:
+        hint = _stored_values_hint(selection, args.key)
+        raise CliError(f"tuner {args.tuner!r} has no stored key matching {' '.join(args.key)}{hint}")
+    for number, row in enumerate(rows):
+        if number:
+            print()
+        print(f"{row.tuner} {row.key}")
+        print(f"  device:   {row.device_id}")
+        print(f"  checksum: {row.checksum}")
+        if row.value.origin is not None:
+            print(f"  set:      {row.value.origin.describe()}")
+        print(f"  tuned at: {row.value.tuned_at.isoformat()} by tunekit {row.value.tunekit_version}")
+        print(f"  ranking:  {' > '.join(row.value.ranking)}")
+        ranked = {name: i for i, name in enumerate(row.value.ranking)}
+        results = sorted(row.value.results, key=lambda r: (ranked.get(r.name, len(ranked)), r.name))
+        print_table(
+            ("  candidate", "status", "median", "samples", "note"),
+            [
+                (
+                    f"  {r.name}",
+                    r.status,
+                    format_duration_ns(r.median_ns),
+                    str(r.samples),
+                    "winner" if r.name == row.value.winner else (r.error or ""),
+                )
+                for r in results
+            ],
+        )
+    return _report_unreadable(bad)
+
+
+def clear(args: argparse.Namespace) -> int:
+    """Delete stored winners and recorded failed tunes: all of them, or those matching the filters.
+
+    Lock files left by processes killed while tuning go too, whatever the filters: they hold no
+    data, and the one of a tune running now is held, so it stays.
+    """
+    cache = _open_existing()
+    swept = sweep_lock_files(_cache_file().parent)
+    if swept:
+        print(f"removed {swept} lock file{'s' if swept != 1 else ''} left by killed processes")
+    if cache is None:
+        print(f"no tuning cache at {_cache_file()}: nothing to clear")
+        return 0
+    # A tuner whose every key failed to tune has only failed tunes: clearing them is the point.
+    _check_owners(cache, args.tuner, args.device, cache.failed_keys())
+    failures = len(cache.failed_keys(device_id=args.device, tuner=args.tuner))
+    removed = cache.delete(device_id=args.device, tuner=args.tuner)
+    if removed is None:
+        raise CliError(f"could not clear the tuning cache: {cache.write_refused}", 1)
+    also = f" and {failures} recorded failed tune{'s' if failures != 1 else ''}" if failures else ""
+    print(f"removed {removed} stored winner{'s' if removed != 1 else ''}{also} from {cache.path}")
+    return 0
+
+
+def export(args: argparse.Namespace) -> int:
+    """Write the selected winners as a JSON bundle."""
+    cache = _open_existing()
+    if cache is None:
+        raise CliError(f"no tuning cache at {_cache_file()}: nothing to export")
+    selection = _select(cache, args.tuner, args.device, args.key)
+    rows, bad = selection.rows, selection.bad
+    bundle, left_out = CacheBundle.of(rows)
+    bad.extend(left_out)
+    text = bundle.model_dump_json(indent=2) + "\n"
+    if args.output is None:
+        sys.stdout.write(text)
+    else:
+        target = Path(args.output)
+        try:
+            write_atomic(target, text)  # a reader never sees half a bundle
+        except OSError as exc:
+            raise CliError(f"cannot write {target}: {exc.strerror or exc}") from exc
+        print(f"exported {len(bundle.entries)} winners to {target}", file=sys.stderr)
+    return _report_unreadable(bad, "skipped unreadable row")
+
+
+def import_bundle(args: argparse.Namespace) -> int:
+    """Store a bundle's winners in this cache."""
+    source = Path(args.bundle)
+    try:
+        raw = source.read_bytes()
+    except OSError as exc:
+        raise CliError(f"cannot read {source}: {exc.strerror or exc}") from exc
+    try:
+        bundle = CacheBundle.model_validate_json(raw, context=STORED)
+    except ValidationError as exc:
+        if kind := other_kind(source, "cache bundle"):
+            raise CliError(f"{source} is {kind}, not a cache bundle") from exc
+        raise CliError(f"{source} is not a tunekit cache bundle: {validation_text(exc, whole='the file')}") from exc
+    # Every field has a default (for export), so "{}" would validate as an empty bundle and import nothing.
+    missing = sorted({"schema_version", "tunekit_major", "entries"} - bundle.model_fields_set)
+    if missing:
+        if kind := other_kind(source, "cache bundle"):  # a JSON document with other fields validated as an empty bundle
+            raise CliError(f"{source} is {kind}, not a cache bundle")
+        raise CliError(f"{source} is not a tunekit cache bundle: it lacks {', '.join(missing)}")
+    if bundle.tunekit_major != MAJOR:
+        raise CliError(
+            f"{source} was exported by tunekit {bundle.tunekit_version}; its rows only load into tunekit "
+            f"{bundle.tunekit_major}.x (this is {MAJOR}.x)"
+        )
+    file = _cache_file()
+    cache = PersistentCache(file.parent)
+    if not cache.available:
+        raise CliError(f"cannot open the tuning cache {file}", 1)
+    stored = kept = 0
+    for entry in bundle.entries:
+        if args.keep_existing and isinstance(cache.get(entry.device_id, entry.tuner, entry.key), tuple):
+            kept += 1
+            continue
+        if not cache.put(entry.device_id, entry.tuner, entry.key, entry.checksum, entry.value):
+            raise CliError(f"could not write to the tuning cache {file}", 1)
+        stored += 1
+    print(f"imported {stored} winners into {file}" + (f" ({kept} already stored, kept)" if kept else ""))
+    return 0
+
+
+def verify(_: argparse.Namespace) -> int:
+    """Check the database's integrity and every row against the schema; exit 1 on any problem."""
+    file = _cache_file()
+    if not file.exists():
+        print(f"no tuning cache at {file}: nothing to verify")
+        return 0
+    try:
+        # as_uri() refuses a relative path, and TUNEKIT_CACHE_DIR=cache (relative) is a fine setting.
+        connection = sqlite3.connect(f"{file.absolute().as_uri()}?mode=ro", uri=True, timeout=30.0)
+        try:
+            integrity = [str(r[0]) for r in connection.execute("PRAGMA integrity_check").fetchall()]
+            rows = connection.execute(
+                "SELECT tunekit_major, device_id, tuner, key, checksum, value FROM winners"
+            ).fetchall()
+        finally:
+            connection.close()
+    except sqlite3.DatabaseError as exc:
+        print(f"{file}: not a readable tuning cache: {exc}")
+        return 1
+    problems = [f"database: {line}" for line in integrity if line != "ok"]
+    other_major = 0
+    for major, device_id, tuner, key, checksum, value in rows:
+        if major != MAJOR:
+            other_major += 1
+            continue
+        label = f"{tuner}/{key} on {device_id}"
+        reason = _row_problem(device_id, tuner, key, checksum, value)
+        if reason is not None:
+            problems.append(f"{label}: {reason}")
+    for problem in problems:
+        print(problem)
+    checked = len(rows) - other_major
+    note = f" ({other_major} rows of other tunekit major versions ignored)" if other_major else ""
+    print(f"{file}: {checked} rows checked, {len(problems)} problem{'s' if len(problems) != 1 else ''}{note}")
+    return 1 if problems else 0
+
+
+def _row_problem(device_id: object, tuner: object, key: object, checksum: object, value: object) -> str | None:
+    """Why a raw row would not load, or None when it is valid."""
+    try:
+        parsed = json.loads(value) if isinstance(value, str | bytes) else value
+    except ValueError as exc:
+        return f"value is not JSON: {exc}"
+    try:
+        BundleEntry.model_validate(
+            {"device_id": device_id, "tuner": tuner, "key": key, "checksum": checksum, "value": parsed},
+            context=STORED,
+        )
+    except ValidationError as exc:
+        return validation_text(exc, limit=1)
+    return None

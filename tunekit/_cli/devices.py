@@ -1,0 +1,79 @@
+"""``tunekit devices``: every client and device found here, with its id, locator and measured peaks."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterator
+
+from tunekit._measure.client import Client, SupportsLocator, SupportsPeaks
+from tunekit._measure.schedule import describe_error
+
+__all__ = ["devices", "found_clients"]
+
+
+def found_clients() -> Iterator[tuple[str, Client | str]]:
+    """(backend, client) for each device found; a backend that cannot start yields its reason instead."""
+    from tunekit_backends.cpu import CpuClient
+
+    yield "cpu", CpuClient()
+    yield from _opencl_clients()
+
+
+def _opencl_clients() -> Iterator[tuple[str, Client | str]]:
+    """One client per OpenCL device; nothing when the backend is not installed."""
+    try:
+        from tunekit_backends.opencl import OpenCLClient
+        from tunekit_backends.opencl._cl import pyopencl
+
+        platforms = [len(platform.get_devices()) for platform in pyopencl().get_platforms()]
+    except ImportError:
+        return  # the opencl extra is not installed: not an error for a listing
+    except Exception as exc:  # a broken ICD loader must not hide the other devices
+        yield "opencl", describe_error(exc)
+        return
+    for p, count in enumerate(platforms):
+        for d in range(count):
+            # The label is how to select it: OpenCLClient(platform=p, device=d).
+            label = f"opencl (platform={p}, device={d})"
+            try:
+                yield label, OpenCLClient(platform=p, device=d)
+            except Exception as exc:
+                yield label, describe_error(exc)
+
+
+def _locator(client: Client) -> str | None:
+    """The ``locator:`` line for a client that has one: what ``OpenCLClient(locator=...)`` takes back."""
+    try:
+        # Inside the try: on Python 3.11 isinstance reads the property, so a broken one raises there.
+        if not isinstance(client, SupportsLocator):
+            return None
+        return f"locator: {client.locator}"
+    except Exception as exc:  # one client's broken property must not end the listing
+        return f"locator: unavailable ({describe_error(exc)})"
+
+
+def _peaks(client: Client) -> str:
+    if not isinstance(client, SupportsPeaks):
+        return "peaks: not measurable by this client"
+    try:
+        peaks = client.measure_peaks()
+    except Exception as exc:
+        return f"peaks: measurement failed ({describe_error(exc)})"
+    return (
+        f"peaks: {peaks.ops_per_s / 1e9:.3g} Gop/s compute, {peaks.bytes_per_s / 1e9:.3g} GB/s memory, "
+        f"{peaks.launch_overhead_ns / 1e3:.3g} us launch overhead"
+    )
+
+
+def devices(args: argparse.Namespace) -> int:
+    """Print one block per device: backend, device id, locator (if any) and (unless --no-peaks) measured peaks."""
+    for backend, client in found_clients():
+        if isinstance(client, str):
+            print(f"{backend}: unavailable: {client}")
+            continue
+        print(f"{backend}: {client.device_id}")
+        if (locator := _locator(client)) is not None:
+            print(f"  {locator}")
+        if not args.no_peaks:
+            print(f"  {_peaks(client)}", flush=True)
+    return 0

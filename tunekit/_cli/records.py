@@ -1,0 +1,162 @@
+"""``tunekit records summary|tail``, ``tunekit schema`` and ``tunekit report``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import deque
+from pathlib import Path
+
+from tunekit._cli.main import CliError
+from tunekit._cli.table import format_duration_ns, print_table
+from tunekit._observe.reader import BadLine, RecordLine, follow_records, read_records
+from tunekit._observe.summary import summarise
+from tunekit._store.file_kind import other_kind
+from tunekit._values.records import AutotuneRecord
+
+__all__ = ["read_or_fail", "report", "schema", "summary", "tail"]
+
+
+def read_or_fail(file: str) -> tuple[list[RecordLine], list[BadLine]]:
+    """Every line of a records file, split into records and bad lines; a file that cannot be read is a CliError."""
+    path = Path(file)
+    if path.is_dir():
+        raise CliError(f"{file} is a directory, not a records file")
+    good: list[RecordLine] = []
+    bad: list[BadLine] = []
+    try:
+        for line in read_records(path):
+            (good if isinstance(line, RecordLine) else bad).append(line)  # type: ignore[arg-type]
+    except FileNotFoundError as exc:
+        raise CliError(f"no records file at {file} (records are written where TUNEKIT_RECORD points)") from exc
+    except OSError as exc:
+        raise CliError(f"cannot read {file}: {exc.strerror or exc}") from exc
+    # A trial log or committed record given here listed every one of its lines as a bad record.
+    if bad and not good and (kind := other_kind(path, "records")):
+        raise CliError(f"{file} is {kind}, not a records file")
+    return good, bad
+
+
+def _report_bad(file: str, bad: list[BadLine]) -> None:
+    for line in bad:
+        print(f"{file}:{line.line}: {line.reason}", file=sys.stderr)
+
+
+def summary(args: argparse.Namespace) -> int:
+    """Per tuner and key: winner, runner-up, margin, samples, time, search, failures, skipped; exit 1 on bad lines."""
+    good, bad = read_or_fail(args.file)
+    _report_bad(args.file, bad)
+    summaries = summarise(line.record for line in good)
+    if args.json:
+        print(json.dumps([s.as_dict() for s in summaries], indent=2))
+        return 1 if bad else 0
+    skipped = f", {len(bad)} bad line{'s' if len(bad) != 1 else ''} skipped" if bad else ""
+    print(f"{args.file}: {len(good)} records, {len(summaries)} keys{skipped}")
+    if summaries:
+        # A column for the search that chose a winner (its strategy, what stopped it) only where one did:
+        # a file of plain tunes keeps its table as it was.
+        searched = any(s.search is not None for s in summaries)
+        print_table(
+            (
+                "tuner",
+                "key",
+                "winner",
+                "runner-up",
+                "margin",
+                "samples",
+                "tuning",
+                "decisions",
+                *(("search",) if searched else ()),
+                "device",
+            ),
+            [
+                (
+                    s.tuner,
+                    s.key_json,
+                    f"{s.winner or '-'} {format_duration_ns(s.winner_median_ns)}",
+                    f"{s.runner_up} {format_duration_ns(s.runner_up_median_ns)}" if s.runner_up else "-",
+                    (f"{s.margin:+.1%}" + (" (runoff)" if s.decided_by == "runoff" else ""))
+                    if s.margin is not None
+                    else "-",
+                    str(s.samples),
+                    f"{s.tuning_time_s:.3g} s",
+                    str(s.decisions),
+                    *((s.search_text,) if searched else ()),
+                    s.device_id,
+                )
+                for s in summaries
+            ],
+        )
+    failures = [(s, f) for s in summaries for f in s.failures]
+    if failures:
+        print("\nfailures:")
+        for s, f in failures:
+            stage = f" at {f.stage}" if f.stage else ""
+            print(f"  {s.tuner} {s.key_json}: {f.name} {f.status}{stage}: {f.reason}")
+    # Apart from the failures, which they are not: not measured by design (does not apply, short circuit).
+    skips = [(s, skip) for s in summaries for skip in s.skipped]
+    if skips:
+        print("\nskipped (not measured, by design):")
+        for s, skip in skips:
+            print(f"  {s.tuner} {s.key_json}: {skip.name}: {skip.reason}")
+    return 1 if bad else 0
+
+
+def _one_line(record: AutotuneRecord) -> str:
+    medians = {c.name: c.stats.median_ns for c in record.candidates if c.stats is not None}
+    median = format_duration_ns(medians.get(record.winner)) if record.winner in medians else ""
+    failed = sum(1 for c in record.candidates if c.status == "failed")
+    extra = f", {failed} failed" if failed else ""
+    key = json.dumps(record.key, sort_keys=True, separators=(",", ":"))
+    return (
+        f"{record.timestamp.strftime('%H:%M:%S')} {record.tuner} {key} -> {record.winner or 'no valid candidate'}"
+        f" {median} [{record.decision}, {len(record.candidates)} candidates{extra}, {record.wall_time_s:.3g} s]"
+    ).replace("  ", " ")
+
+
+def tail(args: argparse.Namespace) -> int:
+    """The last records of a file, then each new one as it is appended, until interrupted."""
+    good, bad = read_or_fail(args.file)
+    with open(args.file, "rb") as file:
+        # A last line still being written is left to the follower, which reads it once complete.
+        complete = sum(1 for raw in file if raw.endswith(b"\n"))
+    lines: list[RecordLine | BadLine] = [*good, *bad]
+    shown = sorted((item for item in lines if item.line <= complete), key=lambda item: item.line)
+    for line in deque(shown, maxlen=args.lines):
+        _print_line(args.file, line)
+    sys.stdout.flush()
+    for line in follow_records(args.file, from_line=complete + 1):
+        _print_line(args.file, line)
+        sys.stdout.flush()
+    return 0
+
+
+def _print_line(file: str, line: RecordLine | BadLine) -> None:
+    if isinstance(line, RecordLine):
+        print(_one_line(line.record))
+    else:
+        print(f"{file}:{line.line}: {line.reason}", file=sys.stderr)
+
+
+def schema(_: argparse.Namespace) -> int:
+    """Print the JSON schema every record line conforms to."""
+    print(json.dumps(AutotuneRecord.model_json_schema(), indent=2))
+    return 0
+
+
+def report(args: argparse.Namespace) -> int:
+    """Write the HTML report of a records file."""
+    from tunekit._observe.report import render_report
+
+    good, bad = read_or_fail(args.file)
+    _report_bad(args.file, bad)
+    if not good:
+        raise CliError(f"{args.file} holds no valid record to report on", 1)
+    output = Path(args.output)
+    try:
+        output.write_text(render_report([line.record for line in good], source=args.file), encoding="utf-8")
+    except OSError as exc:
+        raise CliError(f"cannot write {output}: {exc.strerror or exc}") from exc
+    print(f"report of {len(good)} records written to {output}")
+    return 0

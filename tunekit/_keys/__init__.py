@@ -1,0 +1,1 @@
+"""Autotune keys: frozen dataclasses whose anchored fields bucket problem sizes."""

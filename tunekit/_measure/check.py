@@ -1,0 +1,437 @@
+"""The correctness gate: every candidate must compute the right answer before it is timed.
+
+Each candidate runs once on fresh copies of the benchmark inputs, with canary bytes after
+every output buffer the client allocates, and its outputs are compared with a reference:
+the user's numpy function, or, without one, the first candidate that runs. Integers must
+match exactly; floats within a tolerance derived from the dtype's rounding. A fast wrong
+kernel is the worst outcome a tuner can produce, so a rejected candidate is never timed.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import numbers
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from tunekit._base.errors import ClientClosed, TunekitError
+
+__all__ = [
+    "CANARY_BYTES",
+    "CheckBuffers",
+    "CheckOutcome",
+    "Gate",
+    "HostCheckBuffers",
+    "Reference",
+    "SupportsCheckBuffers",
+    "compare",
+    "default_tolerance",
+    "precision_floor",
+]
+
+CANARY_BYTES = 64
+"""Bytes of canary pattern after each output buffer: one cache line catches off-by-one-vector writes."""
+
+CANARY_VALUE = 0xA5
+
+_RETURN_VALUES = (
+    "with_reference() without outputs= compares return values: return the output, or name the "
+    "arguments written in place with with_reference(..., outputs=[positions])"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Reference:
+    """How a set's candidates are checked (see ``TunableSet.with_reference``).
+
+    ``fn`` computes the expected outputs from the inputs (None: the first candidate that runs
+    is the reference). ``outputs`` names the argument positions a candidate writes in place;
+    None means the candidate's return value is its output. ``rtol``/``atol`` widen the
+    dtype-derived tolerance, never narrow it.
+    """
+
+    fn: Callable[..., Any] | None = None
+    outputs: tuple[int, ...] | None = None
+    rtol: float = 0.0
+    atol: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.fn is not None and not callable(self.fn):
+            raise TypeError(f"with_reference() takes a callable (*inputs) -> expected, got {type(self.fn).__name__}")
+        _check_values("with_reference", self.outputs, self.rtol, self.atol)
+
+
+def reference_of(
+    call: str, fn: Callable[..., Any] | None, outputs: Sequence[int] | None, rtol: float, atol: float
+) -> Reference:
+    """The check a caller's arguments describe, refused with ``call`` (``with_reference``, ``tk.search``) named."""
+    for name, value in (("rtol", rtol), ("atol", atol)):
+        # float() read "1e-3" as a number and failed on "a" naming neither argument
+        if not isinstance(value, numbers.Real) or isinstance(value, bool):
+            raise TypeError(f"{call}({name}=...) takes a number, got {value!r}")
+    if outputs is not None and (not isinstance(outputs, Sequence) or isinstance(outputs, str | bytes)):
+        # tuple(0) failed as "'int' object is not iterable", naming neither the argument nor the fix
+        raise TypeError(f"{call}(outputs=...) takes a list of argument positions, e.g. outputs=[1], got {outputs!r}")
+    positions = None if outputs is None else tuple(outputs)
+    _check_values(call, positions, float(rtol), float(atol))
+    return Reference(fn, positions, float(rtol), float(atol))
+
+
+def _check_values(call: str, outputs: tuple[int, ...] | None, rtol: float, atol: float) -> None:
+    if outputs is not None and (
+        not outputs or any(not isinstance(i, int) or isinstance(i, bool) or i < 0 for i in outputs)
+    ):
+        raise ValueError(f"{call}(outputs=...) takes argument positions (ints >= 0), got {outputs!r}")
+    for name, value in (("rtol", rtol), ("atol", atol)):
+        if not math.isfinite(value) or value < 0:
+            raise ValueError(f"{call}({name}=...) must be a finite number >= 0, got {value!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class CheckOutcome:
+    """One candidate's check: passed or not, and the figures that say by how much."""
+
+    passed: bool
+    detail: str
+    max_abs_error: float | None = None
+    max_rel_error: float | None = None
+
+
+class CheckBuffers(Protocol):
+    """Fresh copies of the inputs for one checked run, with canaries after the outputs."""
+
+    @property
+    def args(self) -> tuple[Any, ...]:
+        """The arguments the candidate is called with."""
+        ...
+
+    def read(self, position: int) -> Any:
+        """Argument ``position`` as a host value: a numpy array for a buffer (canaries excluded)."""
+        ...
+
+    def damaged(self) -> list[int]:
+        """Positions of output buffers whose canary bytes were overwritten."""
+        ...
+
+
+@runtime_checkable
+class SupportsCheckBuffers(Protocol):
+    """Optional client capability: copies device buffers for a checked run, canaries included."""
+
+    def check_buffers(self, inputs: tuple[Any, ...], outputs: Sequence[int]) -> CheckBuffers:
+        """Copies of ``inputs``; each output position gets a canary region after its data."""
+        ...
+
+
+class HostCheckBuffers:
+    """Host (numpy) inputs: deep copies, and each output ndarray a view into a larger canaried block."""
+
+    def __init__(self, inputs: tuple[Any, ...], outputs: Sequence[int]) -> None:
+        args = list(copy.deepcopy(inputs))
+        self._blocks: dict[int, np.ndarray] = {}
+        for position in outputs:
+            original = args[position]
+            if isinstance(original, np.ndarray):
+                flat = np.ascontiguousarray(original).reshape(-1)
+                block = np.full(flat.nbytes + CANARY_BYTES, CANARY_VALUE, dtype=np.uint8)
+                data = block[: flat.nbytes].view(original.dtype)
+                data[:] = flat
+                self._blocks[position] = block
+                args[position] = data.reshape(original.shape)
+        self._args = tuple(args)
+
+    @property
+    def args(self) -> tuple[Any, ...]:
+        """The copied arguments."""
+        return self._args
+
+    def read(self, position: int) -> Any:
+        """Argument ``position`` as it is now."""
+        return self._args[position]
+
+    def damaged(self) -> list[int]:
+        """Outputs whose canary block changed."""
+        return [p for p, block in self._blocks.items() if not np.all(block[-CANARY_BYTES:] == CANARY_VALUE)]
+
+
+def default_tolerance(dtype: np.dtype[Any]) -> tuple[float, float] | None:
+    """(rtol, atol scale) for ``dtype``'s rounding, or None when values must match exactly.
+
+    ``sqrt(eps)`` leaves room for a different summation order over long reductions (whose
+    error grows with sqrt(n) * eps) while still catching any indexing mistake, which is off
+    by the data's own magnitude. atol is this times the largest expected magnitude, so
+    values that cancel to near zero do not demand impossible relative accuracy.
+    """
+    if dtype.kind in "fc":
+        eps = _eps(dtype)
+        return math.sqrt(eps), math.sqrt(eps)
+    return None
+
+
+def _eps(dtype: np.dtype[Any]) -> float:
+    return float(np.finfo(dtype).eps)
+
+
+def _num(value: Any) -> str:
+    return f"{complex(value):.6g}" if isinstance(value, complex | np.complexfloating) else f"{float(value):.6g}"
+
+
+def _where(index: int, shape: tuple[int, ...]) -> str:
+    return str(tuple(int(i) for i in np.unravel_index(index, shape))) if shape else "()"
+
+
+def precision_floor(inputs: Sequence[Any]) -> np.dtype[Any] | None:
+    """The finest float dtype among the array inputs (not scalars), or None when no input is a float array."""
+    dtypes = [
+        np.dtype(value.dtype)
+        for value in inputs
+        if getattr(value, "ndim", 0) > 0 and getattr(getattr(value, "dtype", None), "kind", "") in ("f", "c")
+    ]
+    return min(dtypes, key=_eps, default=None)
+
+
+def compare(
+    got: Any,
+    expected: Any,
+    *,
+    rtol: float = 0.0,
+    atol: float = 0.0,
+    label: str = "output",
+    floor: np.dtype[Any] | None = None,
+) -> CheckOutcome:
+    """Compare one output with its expected value; the outcome names the worst element.
+
+    ``floor`` is the finest float dtype of the inputs (:func:`precision_floor`): a float output
+    coarser than both it and the expected value threw away precision the inputs carried, and
+    fails, instead of being held to its own, looser rounding. When the user gave ``rtol`` or
+    ``atol``, they said how close is close enough: such an output is then held to the rounding
+    of the dtype it should have had, widened by them, rather than refused outright.
+    """
+    expected_arr = np.asarray(expected)
+    try:
+        got_arr = np.asarray(got)
+    except ClientClosed:  # a device array read back from a client closed meanwhile: no candidate's fault
+        raise
+    except Exception as exc:
+        return CheckOutcome(False, f"{label}: cannot be read as an array ({type(exc).__name__}: {exc})")
+    if got_arr.shape != expected_arr.shape:
+        return CheckOutcome(False, f"{label}: shape {got_arr.shape} differs from the expected {expected_arr.shape}")
+    if expected_arr.size == 0:
+        return CheckOutcome(True, f"{label}: empty")
+    # A float32 kernel of float32 inputs checked against a float64 reference is held to float32's rounding.
+    coarser = max(
+        (a.dtype for a in (got_arr, expected_arr) if a.dtype.kind in "fc"),
+        key=_eps,
+        default=expected_arr.dtype,
+    )
+    if (
+        floor is not None
+        and got_arr.dtype.kind in "fc"
+        and expected_arr.dtype.kind in "fc"
+        and _eps(got_arr.dtype) > max(_eps(expected_arr.dtype), _eps(floor))
+    ):
+        # Held to float16's rounding, a float16 result of float64 inputs passed and could win.
+        enough = max(expected_arr.dtype, floor, key=_eps)
+        if rtol == 0 and atol == 0:
+            return CheckOutcome(
+                False,
+                f"{label}: {got_arr.dtype} values where the expected value is {expected_arr.dtype} and the inputs "
+                f"hold {floor}: the candidate loses precision its inputs carry (return {enough} or finer, or give "
+                "with_reference(rtol=..., atol=...) the error you accept)",
+            )
+        coarser = enough  # not the output's own, looser rounding: the user's rtol/atol say how much more to allow
+    tolerance = default_tolerance(coarser)
+    if tolerance is None and expected_arr.dtype.kind not in "biu":
+        # Objects, strings: only equality means anything.
+        try:
+            same = bool(np.array_equal(got_arr, expected_arr))
+        except ClientClosed:
+            raise
+        except Exception as exc:  # a dict of arrays: its == is an array, whose truth value numpy refuses
+            return CheckOutcome(
+                False,
+                f"{label}: a {type(expected).__name__} cannot be compared ({type(exc).__name__}: {exc}); "
+                "return numpy arrays or scalars, or a tuple of them (one per output)",
+            )
+        return CheckOutcome(same, f"{label}: {'equal' if same else 'not equal to the expected value'}")
+    wide = np.float64 if expected_arr.dtype.kind != "c" else np.complex128
+    try:
+        e = expected_arr.astype(wide).reshape(-1)
+        g = got_arr.astype(wide).reshape(-1)
+    except (TypeError, ValueError) as exc:
+        return CheckOutcome(False, f"{label}: a {got_arr.dtype} value where numbers were expected ({exc})")
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):  # inf - inf: handled below
+        diff = np.abs(g - e)
+    both_nan = np.isnan(e) & np.isnan(g)  # NaN where NaN is expected is a match
+    diff = np.where(both_nan, 0.0, diff)
+    # An infinite expected value is met only by the same infinity: its tolerance (rtol * inf) would let
+    # any finite value, NaN or the other infinity pass.
+    infinite = np.isinf(e)
+    diff = np.where(infinite, np.where(g == e, 0.0, np.inf), diff)
+    diff = np.where(np.isnan(diff), np.inf, diff)
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        rel = np.where(diff == 0, 0.0, np.where(infinite, np.inf, diff / np.abs(e)))
+    if tolerance is None:
+        allowed = np.full(diff.shape, atol)
+        kind = "exact" if atol == 0 else f"atol {atol:g}"
+    else:
+        base_rtol, atol_scale = tolerance
+        scale = float(np.max(np.abs(e[np.isfinite(e)]), initial=0.0))
+        use_rtol = max(base_rtol, rtol)
+        use_atol = max(atol_scale * scale, atol)
+        allowed = np.where(infinite, 0.0, use_atol + use_rtol * np.abs(np.where(infinite, 0.0, e)))
+        kind = f"rtol {use_rtol:.3g}, atol {use_atol:.3g}"
+    bad = ~(diff <= allowed) & ~both_nan
+    worst = int(np.argmax(diff))
+    max_abs = float(diff[worst])
+    max_rel = float(np.max(rel))
+    if not bad.any():
+        return CheckOutcome(True, f"{label}: within {kind}; max abs error {max_abs:.3g}", max_abs, max_rel)
+    shape = expected_arr.shape
+    return CheckOutcome(
+        False,
+        f"{label}: {int(bad.sum())} of {bad.size} elements differ ({kind}); max abs error {max_abs:.3g} at "
+        f"{_where(worst, shape)} (got {_num(g[worst])}, expected {_num(e[worst])}); max rel error {max_rel:.3g} at "
+        f"{_where(int(np.argmax(rel)), shape)}",
+        max_abs,
+        max_rel,
+    )
+
+
+def as_outputs(value: Any, count: int, what: str) -> tuple[Any, ...]:
+    """``value`` as a tuple of ``count`` outputs (a single output may be given bare)."""
+    if count == 1 and not isinstance(value, tuple):
+        return (value,)
+    if not isinstance(value, tuple) or len(value) != count:
+        raise TypeError(f"{what} must give {count} outputs (a tuple, one per output position), got {value!r:.80}")
+    return value
+
+
+class ReferenceFailed(TunekitError):
+    """The set's check cannot run (its reference function failed, or an output cannot be read as numbers).
+
+    The tune stops instead of blaming every candidate for the set's mistake.
+    """
+
+
+class Gate:
+    """The check of one tune: computes the expected outputs once, then judges each candidate.
+
+    Without a reference function, the first candidate that runs becomes the baseline.
+    """
+
+    def __init__(self, client: object, inputs: tuple[Any, ...], reference: Reference) -> None:
+        self.client = client
+        self.inputs = inputs
+        self.reference = reference
+        self._expected: tuple[Any, ...] | None = None
+        self.against = "reference" if reference.fn is not None else ""
+        self._floor = precision_floor(inputs)
+        self._first: tuple[Any, ...] | None = None
+
+    def _buffers(self) -> CheckBuffers:
+        outputs = self.reference.outputs or ()
+        if any(p >= len(self.inputs) for p in outputs):
+            raise ReferenceFailed(
+                f"with_reference(outputs={list(outputs)}) names an argument position beyond the "
+                f"{len(self.inputs)} inputs"
+            )
+        if self._first is None:
+            # The timed runs of a candidate that writes in place (outputs=) change the benchmark
+            # inputs, and a search checks each batch after the earlier ones were timed: copied as
+            # they were by then, every correct candidate of a later batch failed against outputs
+            # expected from the inputs as they were at the first check. So every check copies that
+            # first state, kept here (taken before anything is timed: the first check precedes it).
+            self._first = self._copies(self.inputs, ()).args
+        return self._copies(self._first, outputs)
+
+    def _copies(self, inputs: tuple[Any, ...], outputs: Sequence[int]) -> CheckBuffers:
+        client = self.client
+        if isinstance(client, SupportsCheckBuffers):
+            return client.check_buffers(inputs, outputs)
+        return HostCheckBuffers(inputs, outputs)
+
+    def _run(self, fn: Callable[..., Any]) -> tuple[tuple[Any, ...], list[int]]:
+        """Run ``fn`` on fresh copies; its outputs as host values and the damaged canaries."""
+        buffers = self._buffers()
+        result = fn(*buffers.args)
+        _sync(self.client)
+        outputs = self.reference.outputs
+        if outputs is None:
+            return (result,) if not isinstance(result, tuple) else result, []
+        return tuple(buffers.read(p) for p in outputs), buffers.damaged()
+
+    def _reference_outputs(self, fn: Callable[..., Any]) -> tuple[Any, ...]:
+        """The reference runs on host copies of every argument and returns the expected outputs."""
+        buffers = self._buffers()
+        expected = fn(*(buffers.read(p) for p in range(len(buffers.args))))
+        if self.reference.outputs is not None:
+            return as_outputs(expected, len(self.reference.outputs), "the reference")
+        if expected is None:
+            raise TypeError(f"the reference returned None; {_RETURN_VALUES}")
+        return expected if isinstance(expected, tuple) else (expected,)
+
+    def prime(self) -> None:
+        """Compute the reference's expected outputs now, in this process (a no-op without a reference function).
+
+        An isolated tune primes the gate in the caller, so worker processes inherit (or are sent)
+        the expected outputs instead of re-running the reference, and a crash cannot lose them.
+        The reference runs once; its exception becomes ReferenceFailed, which blames no one.
+        """
+        if self._expected is None and self.reference.fn is not None:
+            try:
+                self._expected = self._reference_outputs(self.reference.fn)
+            except (ClientClosed, ReferenceFailed):  # neither is the reference's fault: the tune stops with it
+                raise
+            except Exception as exc:
+                # The reference is the user's, not a candidate's: no candidate is to blame.
+                raise ReferenceFailed(
+                    f"the reference function of with_reference() raised {type(exc).__name__}: {exc}"
+                ) from exc
+
+    @property
+    def baseline(self) -> tuple[tuple[Any, ...], str] | None:
+        """The expected outputs and what they came from, once known."""
+        return None if self._expected is None else (self._expected, self.against)
+
+    def adopt(self, expected: tuple[Any, ...], against: str) -> None:
+        """Take expected outputs computed in another process (an isolated worker's first candidate)."""
+        self._expected, self.against = expected, against
+
+    def check(self, name: str, fn: Callable[..., Any]) -> CheckOutcome:
+        """Run candidate ``name`` once and judge it; an exception from the candidate propagates."""
+        self.prime()
+        got, damaged = self._run(fn)
+        if self.reference.outputs is None and any(value is None for value in got):
+            return CheckOutcome(False, f"returned None where an output was expected; {_RETURN_VALUES}")
+        if damaged:
+            positions = ", ".join(f"argument {p}" for p in damaged)
+            return CheckOutcome(False, f"wrote past the end of its output buffer ({positions}): canary overwritten")
+        if self._expected is None:
+            self._expected = got
+            self.against = name
+            return CheckOutcome(True, "first candidate to run: the baseline the others are compared with")
+        if len(got) != len(self._expected):
+            return CheckOutcome(False, f"returned {len(got)} outputs, expected {len(self._expected)}")
+        worst = CheckOutcome(True, "")
+        details = []
+        labels = self.reference.outputs or range(len(got))
+        for label, g, e in zip(labels, got, self._expected, strict=True):
+            what = f"argument {label}" if self.reference.outputs is not None else f"output {label}"
+            outcome = compare(g, e, rtol=self.reference.rtol, atol=self.reference.atol, label=what, floor=self._floor)
+            details.append(outcome.detail)
+            if not outcome.passed:
+                return outcome
+            if (outcome.max_abs_error or 0.0) >= (worst.max_abs_error or 0.0):
+                worst = outcome
+        return CheckOutcome(True, "; ".join(details), worst.max_abs_error, worst.max_rel_error)
+
+
+def _sync(client: object) -> None:
+    sync = getattr(client, "sync", None)
+    if callable(sync):
+        sync()

@@ -1,0 +1,82 @@
+"""Candidate runners: the primitive operations a schedule performs on one candidate.
+
+The schedule decides *what* to run (which candidate, how many samples, in which order);
+a runner decides *where*: in this process, or in an isolated worker process. Keeping the
+two apart lets every schedule run under every isolation mode.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Callable
+from typing import Any, Protocol, runtime_checkable
+
+from tunekit._candidates.tunable_set import TunableSet, tuned_function
+from tunekit._measure.client import Client, SupportsCacheFlush
+
+__all__ = ["CandidateRunner", "InProcessRunner", "timed_run"]
+
+
+def timed_run(client: Client, run: Callable[[], object]) -> int:
+    """One ``client.profile(run)``: its duration in ns, or a ValueError naming the client.
+
+    A client's bug, not the candidate's, but caught here it fails the candidate with a reason:
+    a result that is not a pair failed as "too many values to unpack (expected 2)", naming
+    neither the client nor what profile() must return, and a negative duration failed the
+    record's validation after the whole tune.
+    """
+    result = client.profile(run)
+    if not (isinstance(result, tuple | list) and len(result) == 2):
+        raise ValueError(
+            f"{type(client).__name__}.profile() returned {type(result).__name__} {result!r:.60}; "
+            "it must return a pair (the output of run(), the duration in ns)"
+        )
+    duration_ns = result[1]
+    if (
+        not isinstance(duration_ns, numbers.Real)
+        or isinstance(duration_ns, bool)
+        or not math.isfinite(duration_ns)
+        or duration_ns < 0
+    ):
+        raise ValueError(
+            f"{type(client).__name__}.profile() returned a duration of {duration_ns!r}; "
+            "it must be a finite number of nanoseconds >= 0"
+        )
+    return int(duration_ns)
+
+
+@runtime_checkable
+class CandidateRunner(Protocol):
+    """Runs candidates of one tunable set on one set of benchmark inputs."""
+
+    def warmup(self, index: int) -> None:
+        """Run candidate ``index`` untimed, and wait for the device; raises what the candidate raises."""
+        ...
+
+    def sample(self, index: int, *, flush: bool = True) -> int:
+        """One timed run of candidate ``index`` in ns (the cache flushed first when ``flush``)."""
+        ...
+
+
+class InProcessRunner:
+    """Runs candidates in the calling process, timed by the client's clock."""
+
+    def __init__(self, client: Client, tunables: TunableSet[Any, Any], inputs: tuple[Any, ...]) -> None:
+        self.client = client
+        self.tunables = tunables
+        self.inputs = inputs
+        self._flusher = client if isinstance(client, SupportsCacheFlush) else None
+
+    def warmup(self, index: int) -> None:
+        """Run candidate ``index`` once, untimed."""
+        tuned_function(self.tunables.tunables[index].fn)(*self.inputs)
+        self.client.sync()
+
+    def sample(self, index: int, *, flush: bool = True) -> int:
+        """Time one run of candidate ``index``."""
+        if flush and self._flusher is not None:
+            self._flusher.flush_cache()
+        fn = tuned_function(self.tunables.tunables[index].fn)  # built outside the timed run
+        inputs = self.inputs
+        return timed_run(self.client, lambda: fn(*inputs))

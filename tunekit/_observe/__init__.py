@@ -1,0 +1,1 @@
+"""Watching tunes: observers, record sinks, live progress, OpenTelemetry, summaries and the report."""

@@ -1,0 +1,253 @@
+"""Tune observers: live notifications while a tune runs (progress displays, tracing, metrics).
+
+Records say what was decided, once it is decided; observers also see a tune while it
+runs (each compiled candidate, each timed sample), and the cache lookups that precede it.
+Notifying is free when nobody observes: :func:`observe_tune` then hands back a no-op.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import sys
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal, Protocol, runtime_checkable
+
+from tunekit._base.settings import Settings
+from tunekit._measure.runner import CandidateRunner
+from tunekit._measure.schedule import describe_error
+from tunekit._values.outcome import Failed, Measured, Outcome, Skipped
+from tunekit._values.records import AutotuneRecord
+
+__all__ = [
+    "BatchStarted",
+    "CacheLookup",
+    "CandidateProgress",
+    "TuneEvent",
+    "TuneFinished",
+    "TuneObserver",
+    "TuneStarted",
+    "add_observer",
+    "notify",
+    "observe_tune",
+    "remove_observer",
+]
+
+_log = logging.getLogger("tunekit.observe")
+
+LookupResult = Literal["hit", "miss", "stale"]
+ProgressStage = Literal["compiled", "checked", "sample", "measured", "failed", "skipped"]
+
+
+@dataclass(frozen=True, slots=True)
+class CacheLookup:
+    """The persistent cache was asked for a key: ``hit``, ``miss``, or ``stale`` (stored but re-tuned).
+
+    Only the slow path is reported: a call served by a winner already in memory costs a
+    dictionary read and notifies nobody.
+    """
+
+    tuner: str
+    device_id: str
+    key: Mapping[str, object]
+    result: LookupResult
+
+
+@dataclass(frozen=True, slots=True)
+class TuneStarted:
+    """A tune began; ``tune_id`` ties the events of one tune together (tunes may run concurrently)."""
+
+    tune_id: int
+    tuner: str
+    device_id: str
+    key: Mapping[str, object]
+    candidates: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class BatchStarted:
+    """A plan batch is about to be measured (batch 0 first; later ones are fallbacks)."""
+
+    tune_id: int
+    batch: int
+    candidates: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class CandidateProgress:
+    """One step of one candidate.
+
+    ``compiled``: its first launch succeeded (a launch includes compiling). ``checked``: its
+    output passed the correctness gate. ``sample``: one timed run of ``duration_ns``.
+    ``measured``, ``failed``, ``skipped``: its final outcome, with ``median_ns`` or ``detail``.
+    """
+
+    tune_id: int
+    name: str
+    stage: ProgressStage
+    duration_ns: float | None = None
+    detail: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TuneFinished:
+    """A decision was made (``record``) or the tune raised (``error``).
+
+    Decisions that measure nothing (autotuning disabled, a demotion) arrive with
+    ``tune_id=None`` and no :class:`TuneStarted` before them.
+    """
+
+    tune_id: int | None
+    record: AutotuneRecord | None
+    error: str | None = None
+
+
+TuneEvent = CacheLookup | TuneStarted | BatchStarted | CandidateProgress | TuneFinished
+
+
+@runtime_checkable
+class TuneObserver(Protocol):
+    """Receives :data:`TuneEvent` values, on the tuning thread; must be quick and must not raise."""
+
+    def observe(self, event: TuneEvent) -> None:
+        """Take one event; ``match`` on its type and ignore the kinds you do not need."""
+        ...
+
+
+_lock = threading.Lock()
+_observers: tuple[TuneObserver, ...] = ()
+_tune_ids = itertools.count(1)
+
+
+def add_observer(observer: TuneObserver) -> TuneObserver:
+    """Send every future tune event of every tuner to ``observer``; returns it, for :func:`remove_observer`."""
+    global _observers
+    if not isinstance(observer, TuneObserver):
+        raise TypeError(f"{observer!r} has no observe(event) method, so it cannot observe tunes")
+    with _lock:
+        _observers = (*_observers, observer)
+    return observer
+
+
+def remove_observer(observer: TuneObserver) -> None:
+    """Stop notifying ``observer``; unknown observers are ignored."""
+    global _observers
+    with _lock:
+        _observers = tuple(o for o in _observers if o is not observer)
+
+
+def _active(settings: Settings) -> tuple[TuneObserver, ...]:
+    observers = _observers
+    if settings.progress and _stderr_is_terminal():
+        from tunekit._observe.progress import terminal_progress
+
+        observers = (*observers, terminal_progress(settings.progress_delay_s))
+    return observers
+
+
+def _stderr_is_terminal() -> bool:
+    try:
+        return sys.stderr is not None and sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def notify(event: TuneEvent, observers: Sequence[TuneObserver] | None = None) -> None:
+    """Deliver ``event``; an observer that raises is logged and never breaks the tune."""
+    for observer in _observers if observers is None else observers:
+        try:
+            observer.observe(event)
+        except Exception:
+            _log.exception("tune observer %r failed on %s", observer, type(event).__name__)
+
+
+class TuneObservation:
+    """The observers of one tune, fixed when it starts, so the events of a tune go to the same places."""
+
+    def __init__(self, observers: tuple[TuneObserver, ...], tune_id: int) -> None:
+        self.observers = observers
+        self.tune_id = tune_id
+        self._compiled: set[int] = set()
+
+    def compiled(self, index: int, name: str) -> None:
+        """Candidate ``index`` compiled (by its prepare hook, or at its first launch); reported once."""
+        if self.observers and index not in self._compiled:
+            self._compiled.add(index)
+            notify(CandidateProgress(self.tune_id, name, "compiled"), self.observers)
+
+    def checked(self, name: str) -> None:
+        """Candidate ``name`` passed the correctness gate."""
+        if self.observers:
+            notify(CandidateProgress(self.tune_id, name, "checked"), self.observers)
+
+    def runner(self, inner: CandidateRunner, names: Sequence[str]) -> CandidateRunner:
+        """``inner``, reporting each first launch and each timed sample."""
+        return _ObservedRunner(inner, self, tuple(names)) if self.observers else inner
+
+    def batch(self, number: int, names: Sequence[str]) -> None:
+        """Batch ``number`` of the plan is about to run."""
+        if self.observers:
+            notify(BatchStarted(self.tune_id, number, tuple(names)), self.observers)
+
+    def outcomes(self, results: Mapping[int, Outcome], names: Sequence[str]) -> None:
+        """Report the final outcome of each candidate of a measured batch."""
+        for index, outcome in results.items() if self.observers else ():
+            match outcome:
+                case Measured(durations):
+                    event = CandidateProgress(self.tune_id, names[index], "measured", durations.median_ns)
+                case Failed(reason, _):
+                    event = CandidateProgress(self.tune_id, names[index], "failed", detail=reason)
+                case Skipped(reason):
+                    event = CandidateProgress(self.tune_id, names[index], "skipped", detail=reason)
+            notify(event, self.observers)
+
+    def failed(self, exc: BaseException) -> None:
+        """The tune raised before a decision was made."""
+        if self.observers:
+            notify(TuneFinished(self.tune_id, None, describe_error(exc)), self.observers)
+
+    def finished(self, record: AutotuneRecord) -> None:
+        """The decision of this tune."""
+        if self.observers:
+            notify(TuneFinished(self.tune_id, record), self.observers)
+
+
+def observe_tune(
+    tuner: str, device_id: str, key: Mapping[str, object], candidates: Sequence[str], settings: Settings
+) -> TuneObservation:
+    """Announce a tune to the observers in force (the terminal's progress display among them)."""
+    observers = _active(settings)
+    observation = TuneObservation(observers, next(_tune_ids))
+    if observers:
+        notify(TuneStarted(observation.tune_id, tuner, device_id, key, tuple(candidates)), observers)
+    return observation
+
+
+def decision(record: AutotuneRecord) -> None:
+    """Report a decision that measured nothing (autotuning disabled, a demotion)."""
+    if _observers:
+        notify(TuneFinished(None, record))
+
+
+class _ObservedRunner:
+    """Forwards to a runner and reports progress; timing happens inside ``inner``, so it is unaffected."""
+
+    def __init__(self, inner: CandidateRunner, observation: TuneObservation, names: tuple[str, ...]) -> None:
+        self._inner = inner
+        self._observation = observation
+        self._names = names
+
+    def warmup(self, index: int) -> None:
+        self._inner.warmup(index)
+        self._observation.compiled(index, self._names[index])
+
+    def sample(self, index: int, *, flush: bool = True) -> int:
+        duration_ns = self._inner.sample(index, flush=flush)
+        self._observation.compiled(index, self._names[index])
+        notify(
+            CandidateProgress(self._observation.tune_id, self._names[index], "sample", float(duration_ns)),
+            self._observation.observers,
+        )
+        return duration_ns

@@ -1,0 +1,115 @@
+"""Reading records files (JSONL) back: line by line, a bad line never hides the good ones.
+
+Records files are appended to by live processes, edited by hand and cut short by kills,
+so every line is validated on its own against :class:`AutotuneRecord`; a bad line comes
+back as a :class:`BadLine` naming its line number and what is wrong with it.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from tunekit._base.persisted import STORED
+from tunekit._base.validation_text import validation_text
+from tunekit._values.records import AutotuneRecord
+
+__all__ = ["BadLine", "RecordLine", "follow_records", "parse_line", "read_records"]
+
+# A record holds every sample of every candidate; a line far past this is not one of ours.
+_MAX_LINE = 64 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class RecordLine:
+    """A valid record and the line it came from (1-based)."""
+
+    line: int
+    record: AutotuneRecord
+
+
+@dataclass(frozen=True, slots=True)
+class BadLine:
+    """A line that is not a valid record, and why, in one line."""
+
+    line: int
+    reason: str
+
+
+def parse_line(number: int, raw: bytes) -> RecordLine | BadLine | None:
+    """One line of a records file; None for a blank line."""
+    if not raw.strip():
+        return None
+    if len(raw) > _MAX_LINE:
+        return BadLine(number, f"line is {len(raw)} bytes, longer than any record")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return BadLine(number, f"not UTF-8 ({exc.reason} at byte {exc.start})")
+    try:
+        return RecordLine(number, AutotuneRecord.model_validate_json(text, context=STORED))
+    except ValidationError as exc:
+        if exc.errors()[0]["type"] == "json_invalid":
+            return BadLine(number, f"not valid JSON: {exc.errors()[0]['msg']}")
+        return BadLine(number, f"not a valid AutotuneRecord: {validation_text(exc, limit=1)}")
+
+
+def read_records(path: str | os.PathLike[str]) -> Iterator[RecordLine | BadLine]:
+    """Every non-blank line of ``path``; raises ``OSError`` when the file cannot be opened.
+
+    A last line without its newline is reported as cut short (a writer was killed mid-line).
+    """
+    with open(path, "rb") as file:
+        for number, raw in enumerate(file, start=1):
+            parsed = parse_line(number, raw)
+            if isinstance(parsed, BadLine) and not raw.endswith(b"\n"):
+                parsed = BadLine(number, f"last line is cut short: {parsed.reason}")
+            if parsed is not None:
+                yield parsed
+
+
+def follow_records(
+    path: str | os.PathLike[str],
+    *,
+    from_line: int = 1,
+    poll_s: float = 0.2,
+    stop: Callable[[], bool] = lambda: False,
+) -> Iterator[RecordLine | BadLine]:
+    """Lines of ``path`` as they are appended, from line ``from_line`` on, until ``stop()`` is true.
+
+    A line is read only once its newline has arrived, so a record being written is never
+    seen half-written. A file truncated or replaced (log rotation) is followed from its start.
+    """
+    file_path = Path(path)
+    number = 0
+    pending = b""
+    offset = 0
+    identity: tuple[int, int] | None = None
+    while not stop():
+        try:
+            stat = file_path.stat()
+        except FileNotFoundError:
+            time.sleep(poll_s)
+            continue
+        if identity is not None and (identity != (stat.st_dev, stat.st_ino) or stat.st_size < offset):
+            number, pending, offset = 0, b"", 0
+        identity = (stat.st_dev, stat.st_ino)
+        if stat.st_size == offset:
+            time.sleep(poll_s)
+            continue
+        with open(file_path, "rb") as file:
+            file.seek(offset)
+            chunk = file.read(stat.st_size - offset)
+        offset += len(chunk)
+        *complete, pending = (pending + chunk).split(b"\n")
+        for raw in complete:
+            number += 1
+            if number >= from_line:
+                parsed = parse_line(number, raw)
+                if parsed is not None:
+                    yield parsed

@@ -1,0 +1,1 @@
+"""Searching a space under a budget: the driver, the strategies and caller-measured objectives."""

@@ -1,0 +1,163 @@
+"""Engine-scale objectives: when "fast" means a whole request, the caller measures.
+
+tunekit cannot own the launch of a serving engine's request or of a multi-stage
+pipeline: the caller implements :class:`Objective` (the space, how to measure one
+configuration end to end, and how much budget the engine has left), and
+:func:`tune_objective` runs it with the same strategies, budget, incumbents, trial
+log and result as kernel tuning, so its winner can go into a committed ``tk.Record``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from tunekit._base import settings as _settings
+from tunekit._base.errors import ClientClosed
+from tunekit._candidates.search_spec import _is_int, check_search_args, check_search_names
+from tunekit._candidates.space import Config, Space
+from tunekit._measure.benchmark import BenchmarkDurations
+from tunekit._measure.schedule import describe_error
+from tunekit._observe.sinks import RecordSink, as_sinks
+from tunekit._search.driver import SearchResult, emit_search_record, raise_if_no_winner, refuse_autotune_off, run_search
+from tunekit._search.strategies import StrategyFactory, StrategyName
+from tunekit._values.outcome import Failed, Measured, Outcome, Skipped
+from tunekit._values.records import AutotuneRecord
+
+__all__ = ["Objective", "tune_objective"]
+
+
+@runtime_checkable
+class Objective(Protocol):
+    """A caller-measured objective over a declared space (lower is better).
+
+    ``measure`` runs one configuration at engine scope and returns ``tk.Measured``
+    (durations in ns, or any lower-is-better cost scaled to integers) or ``tk.Failed``
+    with the reason it is invalid; an exception it raises is recorded as a failure of
+    that configuration. ``remaining`` is how many more measurements the engine allows,
+    or None when only tunekit's budget applies.
+    """
+
+    @property
+    def space(self) -> Space:
+        """The configurations to search."""
+        ...
+
+    def measure(self, config: Config) -> Outcome:
+        """Measure ``config`` end to end."""
+        ...
+
+    def remaining(self) -> int | None:
+        """Measurements the engine still allows (None: no limit of its own)."""
+        ...
+
+
+def tune_objective(
+    objective: Objective,
+    *,
+    tuner: str,
+    device_id: str,
+    key: object = None,
+    strategy: StrategyName | StrategyFactory = "auto",
+    seed: int = 0,
+    max_evals: int | None = None,
+    max_seconds: float | None = None,
+    require: Sequence[Mapping[str, Any]] = (),
+    log: str | Path | None = None,
+    sinks: Sequence[RecordSink | Callable[[AutotuneRecord], object]] = (),
+) -> SearchResult:
+    """Search ``objective.space``, measuring one configuration at a time through the objective.
+
+    Arguments mean what they mean for ``tk.search``; the search also stops with
+    ``stopped_by == "objective_budget"`` once ``objective.remaining()`` reaches 0.
+    The incumbents (``require``) are measured whatever the budget, as for ``tk.search``:
+    even when ``remaining()`` is already 0, so the engine's budget can be overrun by up
+    to ``len(require)`` measurements. Raises ``tk.NoValidKernelFound`` when no configuration
+    was measured (every one invalid, or none evaluated), after emitting the record, and
+    ``tk.AutotuneDisabled``, before the objective measures anything, when autotuning is off.
+    """
+    if isinstance(objective, type):
+        # The class passes the protocol check (its space is a class attribute), then remaining()
+        # failed unbound: "missing 1 required positional argument: 'self'".
+        raise TypeError(
+            f"tune_objective() takes a tk.Objective instance, got the class {objective.__name__}; "
+            f"pass {objective.__name__}(...)"
+        )
+    if not isinstance(objective, Objective):
+        raise TypeError(
+            f"tune_objective() takes a tk.Objective (space, measure, remaining), got {type(objective).__name__}"
+        )
+    # Checked before the search: a sink that is not one failed only at the end, losing the record.
+    resolved_sinks = as_sinks(sinks, "tk.tune_objective(sinks=...)")
+    check_search_names("tk.tune_objective", tuner=tuner, device_id=device_id)
+    check_search_args(
+        "tk.tune_objective",
+        seed=seed,
+        max_evals=max_evals,
+        max_seconds=max_seconds,
+        batch=1,
+        finalists=0,
+        require=require,
+        strategy=strategy,
+        log=log,
+    )
+    refuse_autotune_off(f"tk.tune_objective(tuner={tuner!r})", _settings.current())
+    space = objective.space
+    if not isinstance(space, Space):
+        raise TypeError(f"objective.space must be a tk.Space, got {type(space).__name__}")
+
+    def remaining() -> int | None:
+        # A str or float compared against the budget deep in the driver ('<=' not supported,
+        # or a fractional batch size); an engine's answer is checked where it is read.
+        left = objective.remaining()
+        if left is not None and not _is_int(left):
+            raise TypeError(
+                f"{type(objective).__name__}.remaining() must return an int (measurements the engine still "
+                f"allows) or None (no limit of its own), got {left!r}"
+            )
+        return None if left is None else int(left)
+
+    remaining()  # once before anything is measured, so a bad answer stops the search before it starts
+
+    def evaluate(configs: Sequence[Config], deadline: float | None) -> Mapping[Config, Outcome]:
+        outcomes: dict[Config, Outcome] = {}
+        for config in configs:
+            if outcomes and deadline is not None and time.monotonic() >= deadline:
+                break  # the search's time is spent: the rest are no trials
+            try:
+                outcome = objective.measure(config)
+            except ClientClosed:  # the engine's client went away: the search stops, no configuration is blamed
+                raise
+            except Exception as exc:  # the engine's error disqualifies only this configuration
+                outcome = Failed(describe_error(exc), "run")
+            if not isinstance(outcome, Measured | Failed | Skipped):
+                outcome = Failed(f"measure() returned {type(outcome).__name__}, not tk.Measured or tk.Failed", "run")
+            elif isinstance(outcome, Measured) and not isinstance(outcome.durations, BenchmarkDurations):
+                outcome = Failed(
+                    f"measure() returned tk.Measured of {type(outcome.durations).__name__}, "
+                    "not of tk.BenchmarkDurations(samples_ns)",
+                    "run",
+                )
+            outcomes[config] = outcome
+        return outcomes
+
+    result = run_search(
+        space,
+        evaluate,
+        tuner=tuner,
+        device_id=device_id,
+        key=key,
+        strategy=strategy,
+        seed=seed,
+        max_evals=max_evals,
+        max_seconds=max_seconds,
+        require=require,
+        log=log,
+        remaining=remaining,
+        batch=1,
+    )
+    emit_search_record(result, key, resolved_sinks)
+    raise_if_no_winner(result, key, log)
+    return result

@@ -1,0 +1,53 @@
+"""Search strategies behind one small protocol: propose configurations, observe their scores."""
+
+from __future__ import annotations
+
+import functools
+from typing import Literal, get_args
+
+from tunekit._search.strategies.base import Strategy, StrategyFactory, Walker
+from tunekit._search.strategies.genetic import Genetic
+from tunekit._search.strategies.local import IteratedLocalSearch
+from tunekit._search.strategies.simple import Exhaustive, RandomSearch
+from tunekit._search.strategies.surrogate import ModelGuidedLocalSearch, initial_points, wide_after
+
+__all__ = [
+    "STRATEGIES",
+    "Exhaustive",
+    "Genetic",
+    "IteratedLocalSearch",
+    "ModelGuidedLocalSearch",
+    "RandomSearch",
+    "Strategy",
+    "StrategyFactory",
+    "StrategyName",
+    "Walker",
+    "make_strategy",
+]
+
+StrategyName = Literal["auto", "exhaustive", "random", "ils", "genetic", "model_ils", "optuna_tpe"]
+
+STRATEGIES: tuple[str, ...] = get_args(StrategyName)
+"""Every strategy name ``search(strategy=...)`` accepts."""
+
+
+def make_strategy(name: str, max_evals: int | None = None) -> StrategyFactory:
+    """The factory of the strategy called ``name``, sized for ``max_evals`` (``auto`` is resolved by the driver)."""
+    match name:
+        case "exhaustive":
+            return Exhaustive
+        case "random":
+            return RandomSearch
+        case "ils":
+            return IteratedLocalSearch
+        case "genetic":
+            return Genetic
+        case "model_ils":
+            return functools.partial(
+                ModelGuidedLocalSearch, initial=initial_points(max_evals), wide_after=wide_after(max_evals)
+            )
+        case "optuna_tpe":
+            from tunekit._search.strategies.tpe import OptunaTPE
+
+            return OptunaTPE
+    raise ValueError(f"unknown strategy {name!r}; choose one of {list(STRATEGIES)} or pass a factory")

@@ -1,0 +1,499 @@
+"""Model-guided iterated local search: a cheap surrogate orders the climb, a richer one jumps.
+
+Two surrogates, both ridge regression of log(time). The additive one (one weight per
+parameter value: each value multiplies the time by a learned factor, which is how kernel
+parameters mostly act) is refitted as observations grow by an eighth, costs microseconds to
+query, and only ever *orders* the climb's moves: every such proposal is a real neighbour of a
+real measured point, so a wrong model slows the climb but cannot trap it (half of the climbs
+ignore it anyway, and restarts go where nothing was measured yet).
+
+The pairwise one (:class:`PairwiseModel`: values and pairs of values) learns interactions and
+ranks a pool of unmeasured configurations (all of them when the space is small, else a large
+random sample); every few evaluations the search measures its few best predictions, wherever
+they lie. That exploitation step, as in Bayesian optimisation, is what reaches an isolated
+best basin that no neighbour move leads into; when a prediction wins, the climb moves there.
+
+Except into a climb that a restart began: until it first reaches a local optimum, only a
+prediction that beats every measurement so far may take it over. On a landscape with a wide
+plateau just above an isolated best basin (a W6600 convolution: hundreds of configurations at
+1.2x the best, four at the best), the model's guesses land on the plateau and would pull every
+restart back onto it before the restart's own climb could find the basin.
+
+Past a fifth of a known budget the search goes wide: what is left buys as many climbs from far
+apart as it can. On most landscapes the kicked, half-random climbs of the first phase have
+found the best by then (the median run on the shared GPU files hits 5 % of the best at 3-25 %
+of its budget); where they have not, the best is in a basin they keep missing, and only new
+starts find it. Climbs are then ordered by the additive model alone, in steps of two moves
+(a first-improvement step should not pay for eight neighbours), and restart from the farthest
+of forty random points at every local optimum instead of kicking.
+
+Every 8 evaluations of the wide phase one of them goes to a uniformly random unmeasured point.
+Climbs and guesses both follow what was measured, so a best basin that no move leads into and
+the model predicts poorly (pnpoly: climbs stuck at 1.15x on use_method 2, the best needing a tile
+change *and* use_method 0) was found by fewer seeds than random search alone would have found it
+in; an eighth of the phase spent at random puts a floor under that. Through benches/strategies.py,
+300 seeds, share reaching 5 % of the best: pnpoly RTX 3090 95.0 -> 98.7 %, RTX 3060 98.3 -> 99.3 %,
+convolution MI250X 99.0 -> 100 %, but W6600 96.7 -> 95.0 % and A100 99.0 -> 97.7 % (benches/README.md).
+The first phase, where most medians are reached, proposes what it did before.
+
+A wide climb may also be *pinned*: when one value of a two-valued parameter measures on average
+three times slower than the other (so every climb leaves it at its first move) and its best is
+over 5 % worse than the best so far, the next climb starts inside that half and never changes
+that parameter (the half with the fewest pinned climbs first). On the W6600 convolution the
+best basin sits in such a half (use_shmem=0, 90x slower by median); in the direct replay
+(300 seeds) the share of seeds reaching 5 % of the best rose from 95 % to 99 %, against 99.7 %
+to 98.7 % on convolution A100, whose best is not in its slow half; a threshold of 2x cost A100
+more, 4-5x gave W6600 back.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from tunekit._candidates.space import Config, Space
+from tunekit._search.strategies.base import Positions, Walker
+from tunekit._search.strategies.blas import one_blas_thread
+from tunekit._search.strategies.pairwise import PairwiseModel
+
+__all__ = ["AdditiveModel", "ModelGuidedLocalSearch", "initial_points", "wide_after"]
+
+
+def wide_after(max_evals: int | None) -> int | None:
+    """Evaluations before the search goes wide: a fifth of ``max_evals`` (never, without one).
+
+    Measured on the shared GPU files (direct replay, 200-500 seeds): convolution W6600 reaches
+    5 % of the best in 92 % of seeds instead of 83 %, and no other file's median moves beyond
+    the spread between seed sets. A switch at 15-30 % of the budget, or after a tenth of it
+    without a 3 % gain, does no better.
+    """
+    return None if max_evals is None else math.ceil(max_evals / 5)
+
+
+def initial_points(max_evals: int | None) -> int:
+    """Random points before the first climb: 20, or a quarter of a budget under 80 (at least 4).
+
+    Twenty random points would spend all of a budget of 20 on random search; on 21 small
+    slices of the shared GPU files (budgets of 8-60, 40 seeds each) a quarter raised the mean
+    share of seeds reaching 5 % of the best from 54 % to 63 %.
+    """
+    if max_evals is None:
+        return 20
+    return max(4, min(20, math.ceil(max_evals / 4)))
+
+
+class AdditiveModel:
+    """Ridge regression on one-hot parameter values (solved in the smaller of primal and dual form)."""
+
+    def __init__(self, widths: tuple[int, ...], *, ridge: float = 1.0) -> None:
+        self._offsets = np.concatenate([[0], np.cumsum(widths)[:-1]]).astype(np.intp)
+        self._features = int(sum(widths))
+        self._ridge = ridge
+        self._weights: np.ndarray = np.zeros(self._features)
+        self._mean = 0.0
+
+    def fit(self, positions: np.ndarray, targets: np.ndarray) -> None:
+        """Fit to ``targets`` (log times) at ``positions`` (n x parameters)."""
+        n = len(positions)
+        x = np.zeros((n, self._features))
+        x[np.arange(n)[:, None], positions + self._offsets] = 1.0
+        self._mean = float(targets.mean())
+        centred = targets - self._mean
+        if n < self._features:
+            gram = x @ x.T
+            gram[np.diag_indices(n)] += self._ridge
+            self._weights = x.T @ np.linalg.solve(gram, centred)
+        else:
+            gram = x.T @ x
+            gram[np.diag_indices(self._features)] += self._ridge
+            self._weights = np.linalg.solve(gram, x.T @ centred)
+
+    def predict(self, positions: np.ndarray) -> np.ndarray:
+        """Predicted log times."""
+        return np.asarray(self._mean + self._weights[positions + self._offsets].sum(axis=1))
+
+
+def _smallest(values: np.ndarray, n: int) -> np.ndarray:
+    """The indices of the ``n`` smallest values, as ``np.argsort(values, kind="stable")[:n]`` gives them.
+
+    Sorting a pool of 20,000 predictions for its 4 best at every exploitation step was a tenth
+    of a sparse file's search; ties at the cut are kept so the stable order decides them.
+    """
+    if n >= len(values):
+        return np.argsort(values, kind="stable")
+    cut = np.partition(values, n - 1)[n - 1]
+    if np.isnan(cut):  # NaN sorts last in both; the comparison below would keep none of them
+        return np.argsort(values, kind="stable")[:n]
+    near = np.flatnonzero(values <= cut)
+    return near[np.argsort(values[near], kind="stable")][:n]
+
+
+class _Observations:
+    """Measured positions and log times, appended one at a time and read as arrays.
+
+    Read at every restart and model fit: a list converted to an array at each read cost
+    seconds over a search of 8,000 evaluations (83k configurations, a tenth as budget).
+    """
+
+    def __init__(self, parameters: int) -> None:
+        self._xs = np.zeros((64, parameters), dtype=np.intp)
+        self._ys = np.zeros(64)
+        self._n = 0
+
+    def __len__(self) -> int:
+        return self._n
+
+    def append(self, p: Positions, y: float) -> None:
+        if self._n == len(self._ys):
+            self._xs = np.concatenate([self._xs, np.zeros_like(self._xs)])
+            self._ys = np.concatenate([self._ys, np.zeros_like(self._ys)])
+        self._xs[self._n] = p
+        self._ys[self._n] = y
+        self._n += 1
+
+    @property
+    def xs(self) -> np.ndarray:
+        """Positions, one row per measurement (a view: read, never kept)."""
+        return self._xs[: self._n]
+
+    @property
+    def ys(self) -> np.ndarray:
+        """Log times, one per row of :attr:`xs`."""
+        return self._ys[: self._n]
+
+
+class _Halves:
+    """Count, sum and least log time measured on each value of a two-valued parameter."""
+
+    __slots__ = ("count", "least", "total")
+
+    def __init__(self) -> None:
+        self.count = [0, 0]
+        self.total = [0.0, 0.0]
+        self.least = [math.inf, math.inf]
+
+    def add(self, value: int, y: float) -> None:
+        self.count[value] += 1
+        self.total[value] += y
+        self.least[value] = min(self.least[value], y)
+
+
+class ModelGuidedLocalSearch:
+    """Iterated local search whose neighbour scan is ordered by an :class:`AdditiveModel`.
+
+    Climb: first improvement over one-parameter moves (any value), most promising first.
+    At a local optimum, kick the best point by ``kick`` random moves (the model picks
+    the most promising of ``kicks`` such kicks); after ``patience`` kicks without a new
+    best better by ``gain`` (relative: smaller gains are what noise finds on a plateau),
+    restart from the random point farthest (in parameters changed) from the best points so
+    far, so a wrong model cannot keep the search in one basin.
+
+    Every ``exploit_every`` observations (or a 32nd of them, when more), the next batch is the
+    ``exploit_top`` best predictions of a :class:`PairwiseModel` fitted to the ``fit_max`` best
+    observations, over a pool of up to ``pool_max`` unmeasured valid configurations.
+
+    After ``wide_after`` observations (never, when None) the search goes wide: ``mix`` 0,
+    ``patience`` 0, restarts from the farthest of ``wide_diverse`` random points, climb
+    batches of at most ``wide_batch`` moves, and one uniformly random point every
+    ``wide_random_every`` observations (never, when 0).
+    """
+
+    def __init__(
+        self,
+        space: Space,
+        rng: np.random.Generator,
+        *,
+        initial: int = 20,
+        kick: int = 3,
+        kicks: int = 8,
+        mix: float = 0.5,
+        patience: int = 1,
+        gain: float = 0.03,
+        diverse: int = 20,
+        exploit_every: int = 8,
+        exploit_top: int = 4,
+        fit_max: int = 384,
+        pool_max: int = 4096,
+        wide_after: int | None = None,
+        wide_diverse: int = 40,
+        wide_batch: int = 2,
+        wide_random_every: int = 8,
+        pin_slower: float = 3.0,
+    ) -> None:
+        self._w = Walker(space, rng)
+        self._model = AdditiveModel(self._w.widths)
+        self._initial_left = initial
+        self._kick = kick
+        self._kicks = kicks
+        self._mix = mix
+        self._patience = patience
+        self._gain = gain
+        self._diverse = diverse
+        self._fitted_at = 0
+        self._observed = _Observations(len(self._w.widths))
+        self._current: tuple[Positions, float] | None = None
+        self._queue: list[Positions] | None = None
+        self._kicked: Positions | None = None
+        self._stale = 0
+        self._best = math.inf
+        self._exploit_every = exploit_every
+        self._exploit_top = exploit_top
+        self._fit_max = fit_max
+        self._pool_max = pool_max
+        self._exploit_at = initial + exploit_every
+        self._pool: np.ndarray | None = None
+        self._pool_rows: dict[Positions, int] = {}
+        self._pool_codes: np.ndarray = np.zeros((0, 0), dtype=np.intp)
+        self._pool_fresh: np.ndarray = np.zeros(0, dtype=bool)
+        self._pairwise = PairwiseModel(self._w.widths)
+        self._failed: list[Positions] = []
+        self._guesses: set[Positions] = set()
+        # The current climb began at a restart and has not reached a local optimum yet.
+        self._restarted = False
+        self._wide_after = wide_after
+        self._wide_diverse = wide_diverse
+        self._climb_batch: int | None = None
+        self._wide_batch = wide_batch
+        self._wide_random_every = wide_random_every
+        self._random_at: int | None = None
+        self._pin_slower = pin_slower
+        # (parameter, value) that the running climb never changes, and how many climbs each pin had.
+        self._pin: tuple[int, int] | None = None
+        self._pinned: dict[tuple[int, int], int] = {}
+        # Log times of each half of every two-valued parameter, summed as they come: the pin is chosen at
+        # every wide restart, and a pass over all measurements each time cost a fifth of a long search.
+        self._halves = {k: _Halves() for k, width in enumerate(self._w.widths) if width == 2}
+
+    def _refit(self) -> None:
+        n = len(self._observed)
+        if n >= 2 and n >= self._fitted_at + max(8, n // 8):
+            with one_blas_thread():
+                self._model.fit(self._observed.xs, self._observed.ys)
+            self._fitted_at = n
+
+    def _rank(self, ps: list[Positions]) -> list[Positions]:
+        rng = self._w.rng
+        if not ps or self._fitted_at == 0 or rng.random() < self._mix:
+            return [ps[int(i)] for i in rng.permutation(len(ps))]
+        return [ps[int(i)] for i in np.argsort(self._model.predict(np.array(ps)), kind="stable")]
+
+    def _restart(self, pin: tuple[int, int] | None = None) -> Positions | None:
+        w = self._w
+        candidates = w.random_fresh(self._diverse)
+        if pin is not None:
+            k, v = pin
+            pinned = dict.fromkeys((*p[:k], v, *p[k + 1 :]) for p in candidates)
+            candidates = [p for p in pinned if w.fresh(p)]
+        if not candidates:
+            return None
+        measured = w.leaders()
+        if not measured:
+            return candidates[0]
+        best = np.array([p for _, p in measured])
+        distance = (np.array(candidates)[:, None, :] != best[None, :, :]).sum(axis=2).min(axis=1)
+        return candidates[int(np.argmax(distance))]
+
+    def _kick_point(self) -> Positions | None:
+        w = self._w
+        best = w.best()
+        self._restarted = False
+        if best is None or self._stale >= self._patience:
+            self._stale = 0
+            return self._fresh_climb()
+        self._stale += 1
+        kicked: list[Positions] = []
+        for p in w.kicks(best[0], self._kick, 4 * self._kicks):
+            if w.fresh(p) and p not in kicked:
+                kicked.append(p)
+                if len(kicked) == self._kicks:
+                    break
+        if not kicked:
+            return self._fresh_climb()
+        return self._rank(kicked)[0]
+
+    def _fresh_climb(self) -> Positions | None:
+        self._pin = None
+        start = None
+        pin = self._choose_pin() if self._climb_batch is not None else None
+        if pin is not None:
+            # Counted even when the half has no fresh start left: else it is chosen at every restart
+            # and starves every other slow half.
+            self._pinned[pin] = self._pinned.get(pin, 0) + 1
+            start = self._restart(pin)
+            if start is not None:
+                self._pin = pin
+        if start is None:
+            start = self._restart()
+        self._restarted = start is not None
+        return start
+
+    def _choose_pin(self) -> tuple[int, int] | None:
+        """The value of a two-valued parameter to hold through the next climb, if one is a neglected slow half.
+
+        A half qualifies when its measurements average ``pin_slower`` times slower than the other
+        half's (climbs leave it at their first move) and its best is over 5 % slower than the best
+        so far; of those, the one with the fewest pinned climbs (then the first parameter).
+        """
+        if not len(self._observed):
+            return None
+        best = float(self._observed.ys.min())
+        chosen: tuple[int, tuple[int, int]] | None = None
+        for k, half in self._halves.items():
+            if not half.count[0] or not half.count[1]:
+                continue
+            means = (half.total[0] / half.count[0], half.total[1] / half.count[1])
+            for v in range(2):
+                slower = means[v] - means[1 - v]
+                if slower <= math.log(self._pin_slower) or half.least[v] - best <= math.log(1.05):
+                    continue
+                climbs = self._pinned.get((k, v), 0)
+                if chosen is None or climbs < chosen[0]:
+                    chosen = (climbs, (k, v))
+        return None if chosen is None else chosen[1]
+
+    def _pool_array(self) -> np.ndarray:
+        """Candidates for the pairwise model to rank, measured rows included (drawn, encoded and indexed once)."""
+        w = self._w
+        if self._pool is None:
+            space = w.space
+            affordable = 8 * self._pool_max
+            # A sparse space walked cheaply (a replayed cache of 20,000 points of 10^10) is ranked whole: its
+            # points have almost no valid neighbours, so the model's guesses are what the search has, and a
+            # pool of a fifth of it missed the best in 3 of 3 seeds (found at ~80 evaluations ranked whole).
+            # Not a dense one: ranking all of gemm RTX 3090 (a fifth of its product) doubled the strategy's
+            # CPU, and its median rose from 56 to 67 evaluations.
+            sparse = 8 * space.walk_cost <= space.cartesian_size
+            small = space.cartesian_size <= affordable or (sparse and space.walk_cost <= affordable)
+            # Draws capped at 8 per point wanted: the shared GPU files need at most 5 (gemm RTX 3090, 22 %
+            # valid), a sparse space gets a smaller pool rather than seconds of rejected draws.
+            if small and w.walked is not None:
+                rows = list(w.walked)  # the same points in the same order, not a second walk
+            else:
+                configs = list(space) if small else space._sample(self._pool_max, w.rng, affordable)
+                rows = [space.positions(c) for c in configs]
+            self._pool = np.array(rows, dtype=np.intp).reshape(len(rows), len(w.widths))
+            self._pool_codes = self._pairwise.encode(self._pool)
+            self._pool_rows = {p: i for i, p in enumerate(rows)}
+            self._pool_fresh = np.array([p not in w.seen for p in rows], dtype=bool)
+        return self._pool
+
+    def _exploit(self, n: int) -> list[Positions]:
+        """The pairwise model's ``n`` best predictions among unmeasured configurations."""
+        pool = self._pool_array()
+        # Indices, not a copy of the unmeasured rows: a copy of a 20,000-key pool at every step.
+        candidates = np.flatnonzero(self._pool_fresh)
+        if len(candidates) == 0 or len(self._observed) < 2:
+            return []
+        xs, ys = self._observed.xs, self._observed.ys
+        if len(ys) > self._fit_max:
+            keep = np.argsort(ys, kind="stable")[: self._fit_max]
+            xs, ys = xs[keep], ys[keep]
+        elif self._failed:
+            # A failure is evidence too: fitted as a little worse than the worst time seen.
+            xs = np.concatenate([xs, np.array(self._failed, dtype=np.intp)])
+            ys = np.concatenate([ys, np.full(len(self._failed), ys.max() + 1.0)])
+        with one_blas_thread():
+            self._pairwise.fit(xs, ys)
+            # The whole pool, encoded once, then its unmeasured rows.
+            predicted = self._pairwise.predict_encoded(self._pool_codes)[candidates]
+        order = _smallest(predicted, n)
+        guesses = [tuple(int(v) for v in pool[candidates[i]]) for i in order]
+        self._guesses.update(guesses)
+        return guesses
+
+    def _mark(self, p: Positions) -> None:
+        row = self._pool_rows.get(p)
+        if row is not None:
+            self._pool_fresh[row] = False
+
+    def propose(self, n: int) -> list[Config]:
+        """Random points first, then the climb's next moves (a kick ends a batch), or the model's best guesses."""
+        w = self._w
+        if self._initial_left > 0 or self._current is None:
+            k = min(n, self._initial_left) if self._initial_left > 0 else n
+            self._initial_left -= k
+            return self._take(w.random_fresh(k))
+        observed = len(w.scores)
+        if self._wide_after is not None and observed >= self._wide_after and self._climb_batch is None:
+            self._mix, self._patience, self._diverse = 0.0, 0, self._wide_diverse
+            self._climb_batch = self._wide_batch
+            if self._wide_random_every:
+                self._random_at = observed + self._wide_random_every
+        if self._random_at is not None and observed >= self._random_at:
+            self._random_at = observed + self._wide_random_every
+            fresh = self._w.random_fresh(1)
+            if fresh:
+                # Held to the guesses' rule: it takes over a climb begun by a restart only as a new best.
+                self._guesses.update(fresh)
+                return self._take(fresh)
+        if observed >= self._exploit_at:
+            self._exploit_at = observed + max(self._exploit_every, observed // 32)
+            guesses = self._exploit(min(n, self._exploit_top))
+            if guesses:
+                return self._take(guesses)
+        self._refit()
+        if self._climb_batch is not None:
+            n = min(n, self._climb_batch)
+        out: list[Positions] = []
+        while len(out) < n:
+            if self._queue is None:
+                here = self._current[0]
+                moves = [q for q in w.neighbours(here, far=True) if w.fresh(q)]
+                if self._pin is not None:
+                    k = self._pin[0]
+                    moves = [q for q in moves if q[k] == here[k]]
+                self._queue = self._rank(moves)
+            move = None
+            while self._queue:
+                candidate = self._queue.pop(0)
+                if w.fresh(candidate):
+                    move = candidate
+                    break
+            if move is None:
+                move = self._kick_point()
+                if move is None:
+                    break
+                self._kicked = move
+            w.seen.add(move)
+            self._mark(move)
+            out.append(move)
+            if move == self._kicked:
+                break
+        return [w.space.from_positions(p) for p in out]
+
+    def _take(self, ps: list[Positions]) -> list[Config]:
+        for p in ps:
+            self._mark(p)
+        return self._w.take(ps)
+
+    def observe(self, config: Config, score: float | None) -> None:
+        """Learn the score; move to an improvement, or to the kicked point."""
+        if self._initial_left > 0 and self._w.space.positions(config) not in self._w.seen:
+            # A point it did not propose (an incumbent, a resumed search's logged trial) samples the
+            # space as well as a random one: a search resumed from 15 logged trials drew 8 more at random.
+            self._initial_left -= 1
+        p = self._w.record(config, score)
+        self._mark(p)
+        if score is None:
+            self._failed.append(p)
+            if p == self._kicked:
+                self._kicked = None
+            return
+        y = math.log(max(score, 1e-300))
+        self._observed.append(p, y)
+        for k, half in self._halves.items():
+            half.add(p[k], y)
+        new_best = score < self._best
+        if score < self._best * (1.0 - self._gain):
+            self._stale = 0
+        self._best = min(self._best, score)
+        if p == self._kicked:
+            self._kicked = None
+            self._current = (p, score)
+            self._queue = None
+        elif self._current is None or score < self._current[1]:
+            if self._restarted and p in self._guesses and not new_best:
+                return
+            self._current = (p, score)
+            self._queue = None

@@ -1,0 +1,1 @@
+"""What persists between processes: the cache of winners, tune locks, failure memory and trial logs."""

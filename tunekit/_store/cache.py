@@ -1,0 +1,526 @@
+"""The persistent cache: winners in SQLite, JSON values validated by pydantic.
+
+One file per cache root. Rows are namespaced by tunekit's major version, the device id
+and the tuner name; the key is the anchored key's canonical JSON. A row carries the
+checksum of the tunable set it was measured against, and the winner by *name*: nothing
+read from disk is ever executed or unpickled.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+import filelock
+import platformdirs
+from pydantic import Field, ValidationError
+
+from tunekit._base.group_share import describe_denied, permission_fix, share_with_group, unwritable
+from tunekit._base.persisted import STORED, Persisted
+from tunekit._base.validation_text import validation_text
+from tunekit._base.version import MAJOR, __version__
+from tunekit._tune.set_origin import SetOrigin
+
+__all__ = ["CacheRow", "CacheValue", "CandidateResult", "PersistentCache", "default_cache_dir"]
+
+_log = logging.getLogger("tunekit.cache")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS winners (
+    tunekit_major INTEGER NOT NULL,
+    device_id TEXT NOT NULL,
+    tuner TEXT NOT NULL,
+    key TEXT NOT NULL,
+    checksum TEXT NOT NULL,
+    value TEXT NOT NULL,
+    updated REAL NOT NULL,
+    PRIMARY KEY (tunekit_major, device_id, tuner, key)
+)
+"""
+# A key whose tune found no valid candidate: the JSON of a tk._tune_failure.FailedTune, kept
+# apart from the winners so that readers of winners (older versions included) never see one.
+_FAILURES_SCHEMA = _SCHEMA.replace("winners", "failed_tunes", 1)
+
+
+class CandidateResult(Persisted):
+    """What was measured for one candidate, kept for reports and demotion."""
+
+    name: str = Field(max_length=1000)
+    status: Literal["measured", "failed", "skipped"]
+    median_ns: float | None = Field(None, ge=0)
+    samples: int = Field(0, ge=0)
+    error: str | None = Field(None, max_length=10_000)
+
+
+class CacheValue(Persisted):
+    """The JSON stored per key.
+
+    ``ranking`` lists the measured candidates fastest first, so a winner that fails at
+    launch can be replaced by the runner-up without re-tuning. ``results`` is never read
+    back by the tuner; it is kept so ``tunekit cache show`` can say why a winner won.
+    """
+
+    schema_version: Literal[1] = 1
+    winner: str = Field(max_length=1000)
+    ranking: list[str] = Field(max_length=100_000)
+    results: list[CandidateResult] = Field(default_factory=list, max_length=100_000)
+    tunekit_version: str = __version__
+    tuned_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+    origin: SetOrigin | None = None
+    """Where the set that measured the row was defined. Never used to pick a winner: it tells a
+    process whose set has another checksum whether the set was edited or another operation shares
+    the tuner name (``_set_origin.py``). None in rows stored before it was kept."""
+
+
+@dataclass(frozen=True, slots=True)
+class CacheRow:
+    """One stored winner with its namespace."""
+
+    device_id: str
+    tuner: str
+    key: str
+    checksum: str
+    value: CacheValue
+
+
+def default_cache_dir() -> Path:
+    """The user cache directory of the platform (``~/.cache/tunekit`` on Linux)."""
+    return Path(platformdirs.user_cache_dir("tunekit", appauthor=False))
+
+
+class PersistentCache:
+    """SQLite-backed winners, safe for many threads and processes.
+
+    Every write is one single-statement transaction: a reader sees a row whole or not at
+    all, and a process killed mid-write leaves the previous committed state (WAL journal).
+    Writers wait for each other (busy timeout) instead of failing. Errors are told apart by
+    their SQLite code: only a file SQLite reports as corrupt is moved aside (under a file
+    lock, after a ``quick_check`` confirms it, so concurrent processes agree) and a fresh
+    one started; a directory or disk that cannot be written (read-only, full, no
+    permission) degrades to memory-only with one warning; a database this process may read
+    but not write (another user's, in a shared cache) is still read, and the one warning names
+    the file and the ``chmod`` that fixes it; a busy database is never mistaken for a broken
+    one. In a group-writable directory the database, its WAL files and the quarantine lock are
+    made group-writable (``_group_share.py``), so every member of the group can store winners.
+    Each row is validated on its own: a bad row is reported and re-tuned, the others stay usable.
+    """
+
+    FILENAME = "tunekit-cache.sqlite3"
+    MAX_VALUE_BYTES = 64 * 1024 * 1024
+    """A stored value larger than this is refused unread (a hand-edited file must not exhaust memory)."""
+    BUSY_TIMEOUT_S = 30.0
+    """How long a reader or writer waits for another process's write before giving up on this one."""
+
+    def __init__(self, directory: Path | str) -> None:
+        # A str is what most callers have at hand: `directory / FILENAME` failed on it as "unsupported operand".
+        directory = Path(directory)
+        self.directory = directory
+        self.path = directory / self.FILENAME
+        self._local = threading.local()
+        self._disabled_reason: str | None = None
+        self._read_only_reason: str | None = None
+        self._warned = False
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            self._connection()
+        except OSError as exc:
+            self._disable(f"cannot open {self.path}: {exc}{self._permission_advice()}")
+        except sqlite3.Error as exc:
+            self._disable(f"cannot open {self.path}: {_describe(exc)}{self._permission_advice()}")
+
+    @property
+    def available(self) -> bool:
+        """False once the cache fell back to memory-only."""
+        return self._disabled_reason is None
+
+    @property
+    def write_refused(self) -> str | None:
+        """Why this process stores nothing here (memory-only, or a database it may only read); None when it does."""
+        return self._disabled_reason or self._read_only_reason
+
+    def _files(self) -> list[Path]:
+        """The database and its WAL files: what every user of the cache must be able to write."""
+        return [self.path, *(Path(f"{self.path}{suffix}") for suffix in ("-wal", "-shm"))]
+
+    def _permission_advice(self) -> str:
+        """How to fix a cache file or directory this process may not write; empty when permissions are not the cause."""
+        denied = unwritable(self._files())
+        if denied is None:
+            return ""
+        return (
+            f". This user cannot write {describe_denied(denied)}: every user of a shared cache must be able to "
+            f"write it and its files, which the files' owner grants with: {permission_fix(self.directory)} "
+            "(tunekit keeps the files it makes in a group-writable cache directory group-writable)"
+        )
+
+    def _refuse_writes(self, reason: str) -> None:
+        """Keep reading a database this process may not write, and stop trying to write it."""
+        self._read_only_reason = reason
+        if not self._warned:
+            self._warned = True
+            _log.warning(
+                "tuning cache is read-only for this process: the winners stored there are used, the ones it tunes "
+                "are memory-only (other processes tune them again): %s",
+                reason,
+            )
+
+    def _disable(self, reason: str) -> None:
+        self._disabled_reason = reason
+        if not self._warned:
+            self._warned = True
+            _log.warning("tuning cache is memory-only for this process: %s", reason)
+
+    def _connect(self) -> sqlite3.Connection:
+        patience = self.BUSY_TIMEOUT_S
+        connection = sqlite3.connect(self.path, timeout=patience, isolation_level=None, check_same_thread=False)
+        try:
+            # Before WAL mode is set: SQLite gives the -wal and -shm files it creates the database's mode.
+            share_with_group(self.path)
+            # Switching to WAL takes a lock that the busy handler does not wait for when many
+            # processes create the cache at once; retry like the busy handler would.
+            _retry_busy(lambda: connection.execute("PRAGMA journal_mode = WAL").fetchone(), patience_s=patience)
+            connection.execute("PRAGMA synchronous = NORMAL")
+            _retry_busy(lambda: connection.execute(_SCHEMA), patience_s=patience)
+            _retry_busy(lambda: connection.execute(_FAILURES_SCHEMA), patience_s=patience)
+            connection.execute(f"SELECT {_COLUMNS} FROM winners LIMIT 0").fetchall()
+        except BaseException:
+            connection.close()
+            raise
+        for path in self._files():  # made by this user before tunekit shared them, or by another process of ours
+            share_with_group(path)
+        return connection
+
+    def _connection(self) -> sqlite3.Connection:
+        connection: sqlite3.Connection | None = getattr(self._local, "connection", None)
+        # A connection must not cross fork(): a child opens its own (the inherited one is
+        # dropped, not closed, since closing it could release the parent's locks).
+        if connection is None or self._local.pid != os.getpid():
+            try:
+                connection = self._connect()
+            except sqlite3.DatabaseError as exc:
+                if not _is_corrupt(exc):
+                    raise
+                self._quarantine(_describe(exc))
+                connection = self._connect()
+            self._local.connection = connection
+            self._local.pid = os.getpid()
+        return connection
+
+    def _quarantine(self, reason: str) -> None:
+        """Move a corrupt database aside so the next connection starts a fresh one."""
+        lock_file = Path(f"{self.path}.lock")
+        with filelock.FileLock(lock_file, timeout=60):
+            share_with_group(lock_file)  # the next member of the group to find it corrupt takes it too
+            if _intact(self.path):
+                return  # another process already replaced it, or the error did not come from the file
+            stamp = time.strftime("%Y%m%d-%H%M%S")
+            target = self.path.with_name(f"{self.path.name}.corrupt-{stamp}-{os.getpid()}")
+            _log.warning(
+                "tuning cache %s is unreadable (%s); moved to %s and starting afresh", self.path, reason, target
+            )
+            # The journal first: a WAL left beside a fresh file would be replayed into it.
+            for suffix in ("-wal", "-shm", ""):
+                source = Path(str(self.path) + suffix)
+                if source.exists():
+                    source.replace(Path(str(target) + suffix))
+
+    def _reset_connection(self) -> None:
+        connection = getattr(self._local, "connection", None)
+        if connection is not None:
+            with contextlib.suppress(sqlite3.Error):
+                connection.close()
+        self._local.connection = None
+
+    def _failed(self, exc: sqlite3.Error, doing: str) -> str:
+        """Handle an error of ``doing``: quarantine, degrade or just report; the one-line reason."""
+        detail = f"tuning cache {self.path}: {doing} failed ({_describe(exc)})"
+        if _is_corrupt(exc):
+            self._reset_connection()
+            try:
+                self._quarantine(_describe(exc))
+                self._connection()
+            except (OSError, sqlite3.Error) as again:
+                self._disable(f"{detail}; recovery failed: {again}")
+            return detail + "; recovered"
+        if _code(exc) == sqlite3.SQLITE_READONLY and (advice := self._permission_advice()):
+            self._refuse_writes(detail + advice)
+        elif _is_unwritable(exc):
+            self._disable(detail + self._permission_advice())
+        else:
+            _log.warning(detail)
+        return detail
+
+    def _row(self, table: str, device_id: str, tuner: str, key: str) -> Any:
+        """The raw (checksum, value) of one key in ``table`` (``winners`` or ``failed_tunes``), or None."""
+        return (
+            self._connection()
+            .execute(
+                f"SELECT {_RAW_CHECKSUM}, {_RAW_VALUE} FROM {table} "
+                "WHERE tunekit_major=? AND device_id=? AND tuner=? AND key=?",
+                (self.MAX_VALUE_BYTES, MAJOR, device_id, tuner, key),
+            )
+            .fetchone()
+        )
+
+    def _store(self, table: str, device_id: str, tuner: str, key: str, checksum: str, payload: str) -> None:
+        self._connection().execute(
+            f"INSERT OR REPLACE INTO {table} VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (MAJOR, device_id, tuner, key, checksum, payload, time.time()),
+        )
+
+    def get(self, device_id: str, tuner: str, key: str) -> tuple[str, CacheValue] | str | None:
+        """The stored (checksum, value); a reason string when the row is unreadable; None when absent."""
+        if not self.available:
+            return None
+        try:
+            row = self._row("winners", device_id, tuner, key)
+        except sqlite3.Error as exc:
+            return self._failed(exc, "reading a winner")
+        if row is None:
+            return None
+        try:
+            checksum, value = _parse(row[0], row[1])
+        except _BadRow as exc:
+            detail = f"cache row for {tuner}/{key} is invalid and will be re-tuned: {exc}"
+            _log.warning(detail)
+            return detail
+        return checksum, value
+
+    def put(self, device_id: str, tuner: str, key: str, checksum: str, value: CacheValue) -> bool:
+        """Store a winner atomically (one transaction); False when the cache is memory-only, read-only or busy."""
+        if self.write_refused is not None:
+            return False
+        try:
+            self._store("winners", device_id, tuner, key, checksum, value.model_dump_json())
+        except sqlite3.Error as exc:
+            self._failed(exc, "storing a winner")
+            return False
+        return True
+
+    def get_failure(self, device_id: str, tuner: str, key: str) -> tuple[str, str] | None:
+        """The (checksum, JSON) of the key's recorded failed tune; None when absent or unreadable."""
+        if not self.available:
+            return None
+        try:
+            row = self._row("failed_tunes", device_id, tuner, key)
+        except sqlite3.Error as exc:
+            self._failed(exc, "reading a failed tune")
+            return None
+        if row is None or not isinstance(row[0], bytes) or not isinstance(row[1], bytes):
+            return None
+        return row[0].decode("utf-8", errors="replace"), row[1].decode("utf-8", errors="replace")
+
+    def put_failure(self, device_id: str, tuner: str, key: str, checksum: str, payload: str | None) -> bool:
+        """Record a failed tune of the key (one transaction), or forget it when ``payload`` is None."""
+        if self.write_refused is not None:
+            return False
+        try:
+            if payload is None:
+                self._connection().execute(
+                    "DELETE FROM failed_tunes WHERE tunekit_major=? AND device_id=? AND tuner=? AND key=?",
+                    (MAJOR, device_id, tuner, key),
+                )
+            else:
+                self._store("failed_tunes", device_id, tuner, key, checksum, payload)
+        except sqlite3.Error as exc:
+            self._failed(exc, "recording a failed tune")
+            return False
+        return True
+
+    def failed_keys(self, device_id: str | None = None, tuner: str | None = None) -> list[tuple[str, str, str]]:
+        """The (device id, tuner, key) of every recorded failed tune of this major version."""
+        if not self.available:
+            return []
+        clauses, params = self._filters(device_id, tuner)
+        try:
+            fetched = (
+                self._connection()
+                .execute(
+                    "SELECT CAST(device_id AS BLOB), CAST(tuner AS BLOB), CAST(key AS BLOB) FROM failed_tunes "
+                    f"WHERE {clauses} ORDER BY tuner, key",
+                    params,
+                )
+                .fetchall()
+            )
+        except sqlite3.Error as exc:
+            self._failed(exc, "listing failed tunes")
+            return []
+        return [(_text(device, "?"), _text(name, "?"), _text(key, "?")) for device, name, key in fetched]
+
+    def delete(self, device_id: str | None = None, tuner: str | None = None) -> int | None:
+        """Remove rows of this major version, optionally only one device's or one tuner's.
+
+        Recorded failed tunes go too, so their keys are tuned again at the next call; the
+        count is of winners. None when nothing could be removed (``write_refused`` says why).
+        """
+        if self.write_refused is not None:
+            return None
+        clauses, params = self._filters(device_id, tuner)
+        try:
+            cursor = self._connection().execute(f"DELETE FROM winners WHERE {clauses}", params)
+            self._connection().execute(f"DELETE FROM failed_tunes WHERE {clauses}", params)
+        except sqlite3.Error as exc:
+            self._failed(exc, "removing winners")
+            return None
+        return int(cursor.rowcount)
+
+    def rows(self, device_id: str | None = None, tuner: str | None = None) -> Iterator[CacheRow | str]:
+        """Every row of this major version; an unreadable row yields its reason instead."""
+        if not self.available:
+            return
+        clauses, params = self._filters(device_id, tuner)
+        query = (
+            "SELECT CAST(device_id AS BLOB), CAST(tuner AS BLOB), CAST(key AS BLOB), "
+            f"{_RAW_CHECKSUM}, {_RAW_VALUE} FROM winners WHERE {clauses} ORDER BY tuner, key"
+        )
+        try:
+            fetched = self._connection().execute(query, (self.MAX_VALUE_BYTES, *params)).fetchall()
+        except sqlite3.Error as exc:
+            yield self._failed(exc, "listing winners")
+            return
+        for raw_device, raw_tuner, raw_key, raw_checksum, raw_value in fetched:
+            name, key = _text(raw_tuner, "?"), _text(raw_key, "?")
+            try:
+                checksum, value = _parse(raw_checksum, raw_value)
+                yield CacheRow(_decode(raw_device, "device_id"), _decode(raw_tuner, "tuner"), key, checksum, value)
+            except _BadRow as exc:
+                yield f"{name}/{key}: {exc}"
+
+    def owners(self) -> set[tuple[str, str]]:
+        """(device id, tuner) of every row of this major version, readable or not (for tools naming what is there)."""
+        if not self.available:
+            return set()
+        query = "SELECT DISTINCT CAST(device_id AS BLOB), CAST(tuner AS BLOB) FROM winners WHERE tunekit_major = ?"
+        try:
+            fetched = self._connection().execute(query, (MAJOR,)).fetchall()
+        except sqlite3.Error as exc:
+            self._failed(exc, "listing winners")
+            return set()
+        return {(_text(device, "?"), _text(tuner, "?")) for device, tuner in fetched}
+
+    @staticmethod
+    def _filters(device_id: str | None, tuner: str | None) -> tuple[str, tuple[object, ...]]:
+        clauses = ["tunekit_major = ?"]
+        params: list[object] = [MAJOR]
+        if device_id is not None:
+            clauses.append("device_id = ?")
+            params.append(device_id)
+        if tuner is not None:
+            clauses.append("tuner = ?")
+            params.append(tuner)
+        return " AND ".join(clauses), tuple(params)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+class _BadRow(Exception):
+    """One stored row that cannot be used; the message says why."""
+
+
+def _decode(raw: object, column: str) -> str:
+    if not isinstance(raw, bytes):
+        raise _BadRow(f"{column} is missing")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _BadRow(f"{column} is not UTF-8 ({exc.reason} at byte {exc.start})") from None
+
+
+def _text(raw: object, default: str) -> str:
+    """A column for a message: decoded leniently, shortened."""
+    if not isinstance(raw, bytes):
+        return default
+    text = raw.decode("utf-8", errors="replace")
+    return text if len(text) <= 200 else text[:200] + "..."
+
+
+def _parse(raw_checksum: object, raw_value: object) -> tuple[str, CacheValue]:
+    """A row's (checksum, value), validated; raises _BadRow naming what is wrong."""
+    checksum = _decode(raw_checksum, "checksum")
+    if raw_value is None:
+        raise _BadRow(f"value is missing or larger than {PersistentCache.MAX_VALUE_BYTES} bytes")
+    text = _decode(raw_value, "value")
+    try:
+        return checksum, CacheValue.model_validate_json(text, context=STORED)
+    except ValidationError as exc:  # its first line is only "1 validation error for CacheValue"
+        raise _BadRow(validation_text(exc, whole="value")) from None
+    except (ValueError, TypeError, RecursionError) as exc:
+        raise _BadRow(_first_line(exc)) from None
+
+
+# Every column is read as bytes, so a non-UTF-8 or non-text value fails its own row, not the query.
+_COLUMNS = "tunekit_major, device_id, tuner, key, checksum, value, updated"
+_RAW_CHECKSUM = "CAST(checksum AS BLOB)"
+_RAW_VALUE = "CASE WHEN length(CAST(value AS BLOB)) <= ? THEN CAST(value AS BLOB) END"
+
+
+def _code(exc: sqlite3.Error) -> int:
+    return int(getattr(exc, "sqlite_errorcode", -1)) & 0xFF
+
+
+def _describe(exc: sqlite3.Error) -> str:
+    name = getattr(exc, "sqlite_errorname", None)
+    return f"{name}: {exc}" if name else str(exc)
+
+
+def _is_corrupt(exc: sqlite3.Error) -> bool:
+    """The file itself is bad: not a database, malformed, or laid out as no tunekit cache is."""
+    if _code(exc) in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB):
+        return True
+    return isinstance(exc, sqlite3.OperationalError) and str(exc).startswith("no such column")
+
+
+def _is_unwritable(exc: sqlite3.Error) -> bool:
+    """The environment refuses: read-only, full, no permission, cannot create the journal, I/O error."""
+    return _code(exc) in (
+        sqlite3.SQLITE_READONLY,
+        sqlite3.SQLITE_FULL,
+        sqlite3.SQLITE_PERM,
+        sqlite3.SQLITE_CANTOPEN,
+        sqlite3.SQLITE_IOERR,
+        sqlite3.SQLITE_AUTH,
+    )
+
+
+def _retry_busy(run: Callable[[], object], *, patience_s: float) -> None:
+    deadline = time.monotonic() + patience_s
+    delay = 0.001
+    while True:
+        try:
+            run()
+            return
+        except sqlite3.OperationalError as exc:
+            if _code(exc) not in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED) or time.monotonic() > deadline:
+                raise
+        time.sleep(delay)
+        delay = min(delay * 2, 0.1)
+
+
+def _intact(path: Path) -> bool:
+    """False only when ``path`` is shown to be corrupt; an error of any other kind proves nothing."""
+    if not path.exists():
+        return True
+    try:
+        probe = sqlite3.connect(path, timeout=30.0)
+    except sqlite3.Error as exc:
+        return not _is_corrupt(exc)
+    try:
+        result = probe.execute("PRAGMA quick_check").fetchone()
+        probe.execute(f"SELECT {_COLUMNS} FROM winners LIMIT 0").fetchall()
+    except sqlite3.Error as exc:
+        return not _is_corrupt(exc)
+    finally:
+        probe.close()
+    return bool(result and result[0] == "ok")

@@ -1,0 +1,1 @@
+"""Tuning and dispatch: the device-scoped Tuner, LocalTuner and committed records."""

@@ -1,0 +1,189 @@
+"""The sets ``LocalTuner.init`` built, by what their factory's result can depend on.
+
+A factory takes no argument: what it builds for (the client, a dtype) comes from the values its
+closure captured. So one call site, ``TUNER.init(lambda: tunable_set(client))``, builds different
+sets for different clients: an OpenCL set binds its kernels to the client's context and queue.
+Keying the sets by the factory's code alone handed every client the set built for the first one,
+whose kernels then ran on the first client's device. The key is therefore the code together with
+what it captured (closure cells, defaults, a bound method's object, a ``functools.partial``'s
+arguments): a value that compares by value (an int, a str, a dtype, a tuple of them) by equality,
+anything else (a client, an array) by identity.
+
+An object named by identity must outlive its entry, or a new object reusing its id would find
+the set built for the old one: the entry watches it with a weak reference and is dropped when it
+is collected (an array captured per call does not keep its set alive), or holds it when it cannot
+be watched. A factory that captures something new at every call builds a set at every call; the
+oldest are dropped past ``MAX_SETS`` and the user is warned once, naming the captured variables.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import threading
+import types
+import weakref
+from collections.abc import Callable, Hashable
+from typing import Any, Generic, TypeVar
+
+from tunekit._candidates.tunable_set import TunableSet
+
+__all__ = ["MAX_SETS", "BuiltSets"]
+
+K = TypeVar("K")
+Out = TypeVar("Out")
+
+_log = logging.getLogger("tunekit.tuner")
+
+# Far more than one operation has clients and dtypes; past it, the factory captures per-call values.
+MAX_SETS = 64
+# A captured function is compared by its code and captures, down to this depth (a recursive helper captures itself).
+_MAX_DEPTH = 4
+_PLAIN = frozenset({int, float, complex, str, bytes, bool, type(None)})
+_EMPTY_CELL = ("empty cell",)
+
+
+class _Entry(Generic[K, Out]):
+    """One built set, and what its key names by identity."""
+
+    __slots__ = ("pinned", "tunables", "watchers")
+
+    def __init__(self, tunables: TunableSet[K, Out]) -> None:
+        self.tunables = tunables
+        self.watchers: list[weakref.ref[Any]] = []
+        self.pinned: list[object] = []
+
+
+class BuiltSets(Generic[K, Out]):
+    """A ``LocalTuner``'s built sets; lookups take no lock (single dict reads)."""
+
+    def __init__(self, tuner_name: str) -> None:
+        self._tuner_name = tuner_name
+        self._lock = threading.Lock()
+        self._entries: dict[Hashable, _Entry[K, Out]] = {}
+        self._warned = False
+
+    def get(self, factory: Callable[[], TunableSet[K, Out]]) -> TunableSet[K, Out] | None:
+        """The set already built for ``factory``, or None."""
+        if (
+            type(factory) is types.FunctionType
+            and factory.__closure__ is None
+            and factory.__defaults__ is None
+            and factory.__kwdefaults__ is None
+        ):  # a lambda capturing nothing, the common case: its code is its key (as _function_token says)
+            entry = self._entries.get(factory.__code__)
+        else:
+            entry = self._entries.get(_token(factory, [], 0))
+        return None if entry is None else entry.tunables
+
+    def add(
+        self, factory: Callable[[], TunableSet[K, Out]], build: Callable[[], TunableSet[K, Out]]
+    ) -> TunableSet[K, Out]:
+        """Build ``factory``'s set with ``build`` and keep it, unless another thread kept one first; the set kept."""
+        by_identity: list[object] = []
+        key = _token(factory, by_identity, 0)  # before building: what the factory had captured when init was called
+        built = build()
+        entry: _Entry[K, Out] = _Entry(built)
+        with self._lock:
+            current = self._entries.get(key)
+            if current is not None:
+                return current.tunables
+            for value in by_identity:
+                try:
+                    entry.watchers.append(weakref.ref(value, functools.partial(_drop, weakref.ref(self), key, entry)))
+                except TypeError:  # a list, a dict: nothing tells when it is gone, so its id stays taken
+                    entry.pinned.append(value)
+            self._entries[key] = entry
+            overflow = len(self._entries) > MAX_SETS
+            if overflow:
+                del self._entries[next(iter(self._entries))]
+            warn, self._warned = overflow and not self._warned, self._warned or overflow
+        if warn:
+            _log.warning(
+                "tuner %r: init() has built more than %d tunable sets; its factory %s captures values that "
+                "differ from call to call (%s), and a set is built for each. Capture only what the set depends "
+                "on (the client, a dtype), not the call's inputs; the oldest sets are dropped meanwhile",
+                self._tuner_name,
+                MAX_SETS,
+                _where(factory),
+                ", ".join(_captured_names(factory)) or "its arguments",
+            )
+        return built
+
+    def clear(self) -> None:
+        """Forget every built set."""
+        with self._lock:
+            self._entries.clear()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+def _token(value: object, by_identity: list[object], depth: int) -> Hashable:
+    """What identifies ``value`` as a capture of a factory: itself when it compares by value, else its id."""
+    kind = type(value)
+    if kind in _PLAIN:
+        return (kind, value)
+    if depth < _MAX_DEPTH:
+        if kind is types.FunctionType:
+            return _function_token(value, by_identity, depth + 1)  # type: ignore[arg-type]
+        if kind is types.MethodType:
+            method: types.MethodType = value  # type: ignore[assignment]
+            return (kind, _token(method.__func__, by_identity, depth + 1), _token(method.__self__, by_identity, depth))
+        if isinstance(value, functools.partial):
+            nested = depth + 1
+            arguments = tuple([_token(v, by_identity, nested) for v in value.args])
+            keywords = tuple([(k, _token(v, by_identity, nested)) for k, v in value.keywords.items()])
+            return (kind, _token(value.func, by_identity, nested), arguments, keywords)
+    if kind.__eq__ is not object.__eq__:  # compares by value: equal values build the same set
+        try:
+            hash(value)
+        except TypeError:  # mutable (a list, an array): only the same object is known to build the same set
+            pass
+        else:
+            return (kind, value)
+    by_identity.append(value)
+    return ("same object", id(value))
+
+
+def _function_token(function: types.FunctionType, by_identity: list[object], nested: int) -> Hashable:
+    """A function by its code and captures; by its code alone when it captures nothing (init's hot path)."""
+    closure, defaults, keywords = function.__closure__, function.__defaults__, function.__kwdefaults__
+    if closure is None and defaults is None and keywords is None:
+        return function.__code__
+    parts: list[Hashable] = [function.__code__]
+    for cell in closure or ():
+        parts.append(_token(_cell_contents(cell), by_identity, nested))
+    if defaults is not None or keywords is not None:
+        parts.extend(_token(v, by_identity, nested) for v in defaults or ())
+        parts.extend((k, _token(v, by_identity, nested)) for k, v in (keywords or {}).items())
+    return tuple(parts)
+
+
+def _cell_contents(cell: types.CellType) -> object:
+    try:
+        return cell.cell_contents
+    except ValueError:  # a variable captured before it was assigned
+        return _EMPTY_CELL
+
+
+def _drop(owner: weakref.ref[BuiltSets[Any, Any]], key: Hashable, entry: object, _: object) -> None:
+    """An object the entry names by identity was collected: its id may be reused, so forget the entry.
+
+    Without the lock, as single dict operations: the collection may run on a thread that holds it.
+    """
+    sets = owner()
+    if sets is not None and sets._entries.get(key) is entry:
+        sets._entries.pop(key, None)
+
+
+def _where(factory: object) -> str:
+    code = getattr(factory, "__code__", None)
+    if isinstance(code, types.CodeType):
+        return f"at {code.co_filename}:{code.co_firstlineno}"
+    return repr(factory)
+
+
+def _captured_names(factory: object) -> list[str]:
+    code = getattr(factory, "__code__", None)
+    return list(code.co_freevars) if isinstance(code, types.CodeType) else []

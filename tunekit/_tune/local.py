@@ -1,0 +1,185 @@
+"""LocalTuner: what user code holds, one per tuned operation."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any, Generic, TypeVar
+
+from tunekit._base.errors import SettingsError
+from tunekit._candidates.tunable_set import TunableSet
+from tunekit._measure.client import CHECKED_CLIENT_TYPES, Client, device_model_of, require_client
+from tunekit._observe.sinks import RecordSink, as_sinks
+from tunekit._tune.built_sets import BuiltSets
+from tunekit._tune.record_device import RunningDevice, unverified_elsewhere
+from tunekit._tune.tuner import Tuner
+from tunekit._values.records import AutotuneRecord
+
+__all__ = ["LocalTuner", "describe_inputs"]
+
+_log = logging.getLogger("tunekit.tuner")
+
+K = TypeVar("K")
+Out = TypeVar("Out")
+
+
+class LocalTuner(Generic[K, Out]):
+    """Builds an operation's tunable set once and dispatches each call to the tuned winner.
+
+    ``K`` is the key class and ``Out`` the output type every tunable must return, so a
+    candidate returning the wrong type is a type error in the user's code. ``name`` names the
+    operation in the cache, records and reports: on one device, a process refuses a second,
+    different tunable set asking for a key that a live set already runs under the name (the two
+    would overwrite each other's cached winner for it).
+    """
+
+    def __init__(self, name: str, *, sinks: Sequence[RecordSink | Callable[[AutotuneRecord], object]] = ()) -> None:
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"LocalTuner needs a non-empty name, got {name!r}")
+        self.name = name
+        self._sinks = as_sinks(sinks, f"LocalTuner {name!r}: sinks=")
+        self._lock = threading.Lock()
+        self._sets: BuiltSets[K, Out] = BuiltSets(name)
+        self._tuners: dict[str, Tuner] = {}
+        # Device id -> model of the records seeded unverified (Record.load, then seed): their winners serve
+        # only that id, so a call on another device tunes, and says why once per device (_say_unserved).
+        self._unverified: dict[str, str | None] = {}
+        self._told: set[str] = set()
+
+    def init(self, factory: Callable[[], TunableSet[K, Out]]) -> TunableSet[K, Out]:
+        """Build the tunable set on the first call; later calls return it without building it again.
+
+        Sets are remembered by the factory's code together with the values it captured, so a
+        fresh lambda written at the same place in the source finds the set built the first time,
+        while one capturing another client (another device, another OpenCL context) or another
+        dtype builds that client's own set. Captures are compared by value when they compare by
+        value (an int, a str, a dtype), else by identity (a client, an array): a factory that
+        captures the call's inputs builds a set at every call. A global the factory reads is no
+        capture: bind a module-level loop variable as a default (``lambda client=client: ...``).
+        """
+        if not callable(factory):  # the set itself, passed instead of a function that builds it
+            raise TypeError(
+                f"tuner {self.name!r}: init() takes a function that builds the set, e.g. "
+                f"TUNER.init(lambda: tk.TunableSet(key=...).with_tunable(...)), got {type(factory).__name__}"
+            )
+        tunables = self._sets.get(factory)
+        if tunables is not None:
+            return tunables
+        return self._sets.add(factory, lambda: self._build(factory))
+
+    def _build(self, factory: Callable[[], TunableSet[K, Out]]) -> TunableSet[K, Out]:
+        built = factory()
+        if not isinstance(built, TunableSet):
+            raise TypeError(f"tuner {self.name!r}: init() factory returned {type(built).__name__}, not a tk.TunableSet")
+        built.validate(self.name)
+        return built
+
+    def tuner(self, device_id: str) -> Tuner:
+        """The device-scoped tuner of ``device_id``, created on first use."""
+        tuner = self._tuners.get(device_id)
+        if tuner is None:
+            with self._lock:
+                tuner = self._tuners.get(device_id)
+                if tuner is None:
+                    tuner = self._tuners[device_id] = Tuner(self.name, device_id, sinks=self._sinks)
+        return tuner
+
+    def execute(self, device_id: str, client: Client, tunables: TunableSet[K, Out], inputs: tuple[Any, ...]) -> Out:
+        """Run the winner for these inputs' key on the real inputs, tuning first on a miss.
+
+        Raises TypeError at once, before any tuning or cache access, when ``client`` is not a
+        ``tk.Client`` (it names the members it lacks), and ValueError before a key's first tune
+        when ``device_id`` is not ``client.device_id``.
+        """
+        if type(client) not in CHECKED_CLIENT_TYPES:  # a set lookup on the hot path; the full check once per class
+            require_client(client, f"tuner {self.name!r}: execute()")
+        if type(inputs) is not tuple:
+            raise TypeError(
+                f"tuner {self.name!r}: execute() takes the inputs as a tuple, e.g. (x,) or (a, b); "
+                f"got {type(inputs).__name__}"
+            )
+        tuner = self._tuners.get(device_id) or self.tuner(device_id)
+        try:
+            key = tunables.key(*inputs)
+        except SettingsError:  # settings are first read by an anchored key: not the key generator's fault
+            raise
+        except Exception as exc:  # the user's own exception, with where it came from
+            self._require_set(tunables)
+            exc.add_note(
+                f"tunekit: raised by the key generator {tunables.describe_key_fn()} of tuner {self.name!r} "
+                f"{tunables!r} on inputs ({describe_inputs(inputs)})"
+            )
+            raise
+        winners = tuner.by_id.get(id(tunables))
+        if winners is not None:
+            try:
+                fn = winners.get(key)
+            except TypeError as exc:
+                exc.add_note(f"tunekit: tuner {self.name!r} {tunables!r}: the key {key!r} is not hashable")
+                raise
+            if fn is not None:
+                try:
+                    return fn(*inputs)  # type: ignore[no-any-return]
+                except Exception as exc:
+                    return tuner.recover(tunables, key, inputs, exc)  # type: ignore[no-any-return]
+        self._require_set(tunables)  # off the hot path: a set with winners in memory is one
+        if self._unverified and device_id not in self._unverified and device_id not in self._told:
+            self._say_unserved(device_id, client)
+        if not tunables.tunables:
+            tunables.validate(self.name)
+        ranking = tuner.resolve(client, tunables, key, inputs)
+        try:
+            return tunables.tunables[ranking[0]].fn(*inputs)  # type: ignore[no-any-return]
+        except Exception as exc:
+            return tuner.recover(tunables, key, inputs, exc)  # type: ignore[no-any-return]
+
+    def _say_unserved(self, device_id: str, client: Client) -> None:
+        """Warn, once per device id, that the unverified records' winners do not serve ``device_id``.
+
+        Said at the device's first key not in memory after a seed, not only at its first call:
+        a record seeded into a tuner that had already run there tuned its keys without a word.
+        """
+        with self._lock:
+            if device_id in self._told:
+                return
+            self._told.add(device_id)
+            seeded = dict(self._unverified)
+        _log.warning("%s", unverified_elsewhere(self.name, seeded, RunningDevice(device_id, device_model_of(client))))
+
+    def _seeded_unverified(self, device_id: str, device_model: str | None) -> None:
+        """Note that ``Record.seed`` installed an unverified record's winners for ``device_id`` only."""
+        with self._lock:
+            self._unverified[device_id] = device_model
+
+    def _require_set(self, tunables: object) -> None:
+        """Refuse what is no TunableSet (a list of tunables, say), which failed deep inside with an AttributeError."""
+        if not isinstance(tunables, TunableSet):
+            raise TypeError(
+                f"tuner {self.name!r}: execute() takes the tk.TunableSet that init() returned, got "
+                f"{type(tunables).__name__}; e.g. TUNER.execute(client.device_id, client, TUNER.init(build), inputs)"
+            )
+
+    def clear(self) -> None:
+        """Forget the built sets and every in-memory winner; the persistent cache is kept.
+
+        Once the old sets are gone, a different set may run under this tuner's name (a set
+        redefined in a running process, e.g. a notebook cell run again).
+        """
+        with self._lock:
+            self._sets.clear()
+            for tuner in self._tuners.values():
+                tuner.clear()
+            self._tuners.clear()
+            self._unverified.clear()
+            self._told.clear()
+
+
+def describe_inputs(inputs: tuple[Any, ...]) -> str:
+    """The inputs' types, with shape and dtype where they have them, for error messages."""
+    parts = []
+    for value in inputs:
+        shape, dtype = getattr(value, "shape", None), getattr(value, "dtype", None)
+        detail = ", ".join(f"{n}={v}" for n, v in (("shape", shape), ("dtype", dtype)) if v is not None)
+        parts.append(f"{type(value).__name__}({detail})" if detail else type(value).__name__)
+    return ", ".join(parts)
