@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tunekit._store.cache import CacheValue, PersistentCache
+from tunekit._store.cache import PersistentCache
+from tunekit._values.cache_row import CacheValue
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX permissions")
 

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import tunekit as tk
 from tunekit._observe.event_text import describe_events
-from tunekit._tune.set_origin import SetOrigin, _same_operation
+from tunekit._tune.stale import _same_operation
 from tunekit._values.records import SharedTunerName
+from tunekit._values.set_origin import SetOrigin
 
 # Two programs of one service: "matmul" and "conv" are different operations that both ended up
 # named "shared". EDIT=1 is the matmul program after an edit (one candidate's version bumped).
@@ -203,7 +204,7 @@ def test_origins_that_differ_only_in_a_newer_tunekits_fields_warn_once() -> None
     import logging
 
     from tunekit._base.persisted import STORED
-    from tunekit._tune.set_origin import report_stale
+    from tunekit._tune.stale import report_stale
 
     @tk.autotune_key
     class Key:

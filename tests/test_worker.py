@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import tunekit as tk
-from tunekit._measure.worker import factory_keywords
+from tunekit._candidates.isolation import factory_keywords
 from tunekit_backends.opencl import OpenCLClient
 
 N = 1 << 14

@@ -41,19 +41,23 @@ if TYPE_CHECKING:
         ClientClosed,
         InputTypeError,
         NoValidKernelFound,
+        RecordMismatch,
         SettingsError,
+        TrialLogError,
         TunekitError,
         TuneRecursionError,
     )
     from tunekit._base.settings import Settings, configure
     from tunekit._base.settings import current as settings
+    from tunekit._candidates.isolation import Isolation
     from tunekit._candidates.plan import plan_batches
     from tunekit._candidates.space import Config, ParamValue, ParamValues, Space, SpaceModel, pow2
+    from tunekit._candidates.strategy import STRATEGIES, StrategyName
     from tunekit._candidates.tunable import Tunable, TuneGroup
     from tunekit._candidates.tunable_set import InputGenerator, KeyGenerator, TunableSet
     from tunekit._keys.anchor import Anchor, anchor
     from tunekit._keys.key import autotune_key, is_autotune_key, key_to_json
-    from tunekit._measure.benchmark import BenchmarkDurations, tune_benchmark
+    from tunekit._measure.benchmark import tune_benchmark
     from tunekit._measure.bounds import AutotuneBound, Bounds, Thresholds, Work, calculate_bounds
     from tunekit._measure.check import SupportsCheckBuffers
     from tunekit._measure.client import (
@@ -66,9 +70,9 @@ if TYPE_CHECKING:
         SupportsPeaks,
         SupportsWarmup,
     )
-    from tunekit._measure.isolation import Isolation, RunPolicy, current_run_policy
+    from tunekit._measure.isolation import RunPolicy, current_run_policy
     from tunekit._measure.prepare import PreparesTogether
-    from tunekit._observe.observers import (
+    from tunekit._observe.events import (
         BatchStarted,
         CacheLookup,
         CandidateProgress,
@@ -76,9 +80,8 @@ if TYPE_CHECKING:
         TuneFinished,
         TuneObserver,
         TuneStarted,
-        add_observer,
-        remove_observer,
     )
+    from tunekit._observe.observers import add_observer, remove_observer
     from tunekit._observe.otel import instrument_opentelemetry
     from tunekit._observe.reader import BadLine, RecordLine, read_records
     from tunekit._observe.report import write_report
@@ -93,14 +96,16 @@ if TYPE_CHECKING:
     )
     from tunekit._search.driver import BestTrial, SearchResult, Trial, search
     from tunekit._search.objective import Objective, tune_objective
-    from tunekit._search.strategies import STRATEGIES, Strategy, StrategyFactory, StrategyName
-    from tunekit._store.cache import CacheRow, CacheValue, PersistentCache, default_cache_dir
-    from tunekit._store.trials import TrialEntry, TrialLogError, TrialLogHeader
+    from tunekit._search.strategies import Strategy, StrategyFactory
+    from tunekit._store.cache import PersistentCache, default_cache_dir
     from tunekit._tune.local import LocalTuner
-    from tunekit._tune.record import Record, RecordEntry, RecordFile, RecordMismatch
+    from tunekit._tune.record import Record
     from tunekit._tune.tuner import Tuner, persistent_cache
+    from tunekit._values.cache_row import CacheRow, CacheValue
     from tunekit._values.cache_state import CacheState, Hit, Miss, Pending, Unchecked
+    from tunekit._values.durations import BenchmarkDurations
     from tunekit._values.outcome import Failed, Measured, Outcome, Skipped
+    from tunekit._values.record_file import RecordEntry, RecordFile
     from tunekit._values.records import (
         AutotuneRecord,
         CandidateRecord,
@@ -113,6 +118,7 @@ if TYPE_CHECKING:
         ShortCircuit,
         Warmup,
     )
+    from tunekit._values.trial_log import TrialEntry, TrialLogHeader
 
 # Public name -> (private module, name there). Nothing below is imported with the package:
 # `tunekit --help` and `import tunekit` stay fast, and a name loads its module (numpy,
@@ -123,18 +129,18 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "AutotuneDisabled": ("tunekit._base.errors", "AutotuneDisabled"),
     "AutotuneRecord": ("tunekit._values.records", "AutotuneRecord"),
     "BadLine": ("tunekit._observe.reader", "BadLine"),
-    "BatchStarted": ("tunekit._observe.observers", "BatchStarted"),
-    "BenchmarkDurations": ("tunekit._measure.benchmark", "BenchmarkDurations"),
+    "BatchStarted": ("tunekit._observe.events", "BatchStarted"),
+    "BenchmarkDurations": ("tunekit._values.durations", "BenchmarkDurations"),
     "Bounds": ("tunekit._measure.bounds", "Bounds"),
-    "CacheLookup": ("tunekit._observe.observers", "CacheLookup"),
-    "CacheRow": ("tunekit._store.cache", "CacheRow"),
+    "CacheLookup": ("tunekit._observe.events", "CacheLookup"),
+    "CacheRow": ("tunekit._values.cache_row", "CacheRow"),
     "CacheState": ("tunekit._values.cache_state", "CacheState"),
-    "CacheValue": ("tunekit._store.cache", "CacheValue"),
+    "CacheValue": ("tunekit._values.cache_row", "CacheValue"),
     "CallbackSink": ("tunekit._observe.sinks", "CallbackSink"),
     "CandidateFailed": ("tunekit._base.errors", "CandidateFailed"),
     "ClientClosed": ("tunekit._base.errors", "ClientClosed"),
     "InputTypeError": ("tunekit._base.errors", "InputTypeError"),
-    "CandidateProgress": ("tunekit._observe.observers", "CandidateProgress"),
+    "CandidateProgress": ("tunekit._observe.events", "CandidateProgress"),
     "CandidateRecord": ("tunekit._values.records", "CandidateRecord"),
     "Client": ("tunekit._measure.client", "Client"),
     "Config": ("tunekit._candidates.space", "Config"),
@@ -143,7 +149,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "Failed": ("tunekit._values.outcome", "Failed"),
     "Hit": ("tunekit._values.cache_state", "Hit"),
     "InputGenerator": ("tunekit._candidates.tunable_set", "InputGenerator"),
-    "Isolation": ("tunekit._measure.isolation", "Isolation"),
+    "Isolation": ("tunekit._candidates.isolation", "Isolation"),
     "RunPolicy": ("tunekit._measure.isolation", "RunPolicy"),
     "current_run_policy": ("tunekit._measure.isolation", "current_run_policy"),
     "JsonlSink": ("tunekit._observe.sinks", "JsonlSink"),
@@ -160,14 +166,14 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "Pending": ("tunekit._values.cache_state", "Pending"),
     "PersistentCache": ("tunekit._store.cache", "PersistentCache"),
     "Record": ("tunekit._tune.record", "Record"),
-    "RecordEntry": ("tunekit._tune.record", "RecordEntry"),
-    "RecordFile": ("tunekit._tune.record", "RecordFile"),
+    "RecordEntry": ("tunekit._values.record_file", "RecordEntry"),
+    "RecordFile": ("tunekit._values.record_file", "RecordFile"),
     "RecordLine": ("tunekit._observe.reader", "RecordLine"),
-    "RecordMismatch": ("tunekit._tune.record", "RecordMismatch"),
+    "RecordMismatch": ("tunekit._base.errors", "RecordMismatch"),
     "RecordSink": ("tunekit._observe.sinks", "RecordSink"),
     "Round": ("tunekit._values.records", "Round"),
     "Runoff": ("tunekit._values.records", "Runoff"),
-    "STRATEGIES": ("tunekit._search.strategies", "STRATEGIES"),
+    "STRATEGIES": ("tunekit._candidates.strategy", "STRATEGIES"),
     "SampleStats": ("tunekit._values.records", "SampleStats"),
     "SamplingStopped": ("tunekit._values.records", "SamplingStopped"),
     "SearchEnded": ("tunekit._values.records", "SearchEnded"),
@@ -180,7 +186,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "SpaceModel": ("tunekit._candidates.space", "SpaceModel"),
     "Strategy": ("tunekit._search.strategies", "Strategy"),
     "StrategyFactory": ("tunekit._search.strategies", "StrategyFactory"),
-    "StrategyName": ("tunekit._search.strategies", "StrategyName"),
+    "StrategyName": ("tunekit._candidates.strategy", "StrategyName"),
     "StreamSink": ("tunekit._observe.sinks", "StreamSink"),
     "SupportsCacheFlush": ("tunekit._measure.client", "SupportsCacheFlush"),
     "SupportsCheckBuffers": ("tunekit._measure.check", "SupportsCheckBuffers"),
@@ -193,17 +199,17 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "Thresholds": ("tunekit._measure.bounds", "Thresholds"),
     "Trial": ("tunekit._search.driver", "Trial"),
     "BestTrial": ("tunekit._search.driver", "BestTrial"),
-    "TrialEntry": ("tunekit._store.trials", "TrialEntry"),
-    "TrialLogError": ("tunekit._store.trials", "TrialLogError"),
-    "TrialLogHeader": ("tunekit._store.trials", "TrialLogHeader"),
+    "TrialEntry": ("tunekit._values.trial_log", "TrialEntry"),
+    "TrialLogError": ("tunekit._base.errors", "TrialLogError"),
+    "TrialLogHeader": ("tunekit._values.trial_log", "TrialLogHeader"),
     "Tunable": ("tunekit._candidates.tunable", "Tunable"),
     "TunableSet": ("tunekit._candidates.tunable_set", "TunableSet"),
-    "TuneEvent": ("tunekit._observe.observers", "TuneEvent"),
-    "TuneFinished": ("tunekit._observe.observers", "TuneFinished"),
+    "TuneEvent": ("tunekit._observe.events", "TuneEvent"),
+    "TuneFinished": ("tunekit._observe.events", "TuneFinished"),
     "TuneGroup": ("tunekit._candidates.tunable", "TuneGroup"),
-    "TuneObserver": ("tunekit._observe.observers", "TuneObserver"),
+    "TuneObserver": ("tunekit._observe.events", "TuneObserver"),
     "TuneRecursionError": ("tunekit._base.errors", "TuneRecursionError"),
-    "TuneStarted": ("tunekit._observe.observers", "TuneStarted"),
+    "TuneStarted": ("tunekit._observe.events", "TuneStarted"),
     "TunekitError": ("tunekit._base.errors", "TunekitError"),
     "Tuner": ("tunekit._tune.tuner", "Tuner"),
     "Unchecked": ("tunekit._values.cache_state", "Unchecked"),

@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from tunekit._values.outcome import FailureStage
+from typing import Any, Literal
 
 __all__ = [
     "AutotuneDisabled",
@@ -19,6 +16,9 @@ __all__ = [
     "TunekitError",
     "describe_error",
 ]
+
+FailureStage = Literal["compile", "check", "run", "timeout", "crash"]
+"""Where a candidate failed: the stages a ``tk.Failed`` outcome and a ``tk.CandidateFailed`` name."""
 
 
 def describe_error(exc: BaseException) -> str:
@@ -143,3 +143,11 @@ class SettingsError(TunekitError, ValueError):
 
     Names each bad setting, where it came from, its value and what it accepts.
     """
+
+
+class TrialLogError(TunekitError):
+    """A trial log that cannot be resumed: written for another search, corrupt, or in use."""
+
+
+class RecordMismatch(TunekitError):
+    """A committed record whose provenance does not match the running code or device."""

@@ -62,3 +62,6 @@ class Persisted(BaseModel):
 def known_versions(model: type[Persisted]) -> tuple[object, ...]:
     """The ``schema_version`` values ``model`` reads (its field's Literal), for naming another tunekit's file."""
     return get_args(model.model_fields["schema_version"].annotation)
+
+
+JsonScalar = int | float | str | bool | None

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeGuard
 
+from tunekit._base.errors import TrialLogError
+from tunekit._base.extras import require_extra
 from tunekit._candidates.space import Config, Space
 
 __all__ = [
@@ -124,14 +126,12 @@ def check_search_args(
     # Checked here: an unknown name surfaced only after the trial log was opened, and a
     # non-callable one as "'int' object is not callable" from inside the driver.
     if isinstance(strategy, str):
-        from tunekit._search.strategies import STRATEGIES
+        from tunekit._candidates.strategy import STRATEGIES
 
         if strategy not in STRATEGIES:
             raise ValueError(f"{where}(strategy=...): unknown strategy {strategy!r}; choose one of {list(STRATEGIES)}")
         if strategy == "optuna_tpe":
-            from tunekit._search.strategies.tpe import require_optuna
-
-            require_optuna(where)
+            require_extra("optuna", "optuna", f"{where}(strategy='optuna_tpe'): the 'optuna_tpe' strategy needs Optuna")
     elif not callable(strategy):
         raise TypeError(
             f"{where}(strategy=...) takes a strategy name (one of tk.STRATEGIES) or a factory "
@@ -215,3 +215,14 @@ def check_enumerable(where: str, space: Space, fix: str) -> None:
             f"the space to find them (over {ENUMERABLE_LIMIT:,}: minutes to weeks of restriction calls, and "
             f"memory for each tunable); {fix}"
         )
+
+
+def check_log_path(path: str | os.PathLike[str]) -> Path:
+    """``path`` as a Path (``~`` expanded), refused (TrialLogError) when it names a directory: a log is a file."""
+    # Not expanded, log="~/trials.jsonl" quietly made a directory named "~" in the working directory.
+    path = Path(path).expanduser()
+    if path.is_dir():
+        raise TrialLogError(
+            f"trial log {path} is a directory; give a file path, e.g. log={str(path / 'trials.jsonl')!r}"
+        )
+    return path

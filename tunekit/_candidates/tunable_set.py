@@ -11,10 +11,22 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from tunekit._base.code_identity import code_identity
 from tunekit._base.errors import CandidateFailed, ClientClosed, describe_error
+from tunekit._base.settings import IsolationMode
+from tunekit._candidates.isolation import (
+    DeviceLocatorWorkerFactory,
+    DeviceWorkerFactory,
+    Isolation,
+    LocatorWorkerFactory,
+    WorkerFactory,
+    factory_keywords,
+    worker_reference,
+)
+from tunekit._candidates.reference import Reference, reference_of
 from tunekit._candidates.search_spec import (
     SearchSpec,
     check_build,
     check_enumerable,
+    check_log_path,
     check_search_args,
     config_name,
     empty_space_error,
@@ -22,20 +34,11 @@ from tunekit._candidates.search_spec import (
 )
 from tunekit._candidates.space import Config, Space
 from tunekit._candidates.space_tunables import SpaceTunables
+from tunekit._candidates.strategy import StrategyName
 from tunekit._candidates.tunable import Tunable
-from tunekit._measure.check import Reference, reference_of
-from tunekit._store.trials import check_log_path
 
 if TYPE_CHECKING:
-    from tunekit._base.settings import IsolationMode
-    from tunekit._measure.isolation import Isolation
-    from tunekit._measure.worker import (
-        DeviceLocatorWorkerFactory,
-        DeviceWorkerFactory,
-        LocatorWorkerFactory,
-        WorkerFactory,
-    )
-    from tunekit._search.strategies import StrategyName
+    from tunekit._candidates.strategy import StrategyName
 
 __all__ = ["BoundsFn", "InputGenerator", "KeyGenerator", "LazyBuild", "TunableSet", "build_identity", "tuned_function"]
 
@@ -131,6 +134,15 @@ def _check_key_annotation(key: Callable[..., object]) -> None:
             f"the key generator {getattr(key, '__qualname__', key)!r} returns {declared.__name__}, "
             "which is not an @tk.autotune_key class; decorate the key class with @tk.autotune_key"
         )
+
+
+_WorkerFactory = (
+    WorkerFactory["TunableSet[Any, Any]"]
+    | DeviceWorkerFactory["TunableSet[Any, Any]"]
+    | LocatorWorkerFactory["TunableSet[Any, Any]"]
+    | DeviceLocatorWorkerFactory["TunableSet[Any, Any]"]
+)
+"""What ``with_isolation(worker=)`` takes: a factory building (client, set, inputs), told the device id or locator."""
 
 
 class TunableSet(Generic[K, Out]):
@@ -330,7 +342,7 @@ class TunableSet(Generic[K, Out]):
         mode: IsolationMode,
         *,
         timeout_s: float | None = None,
-        worker: WorkerFactory | DeviceWorkerFactory | LocatorWorkerFactory | DeviceLocatorWorkerFactory | None = None,
+        worker: _WorkerFactory | None = None,
     ) -> TunableSet[K, Out]:
         """A new set tuned under its own isolation, whatever the global ``isolation`` setting says.
 
@@ -344,9 +356,6 @@ class TunableSet(Generic[K, Out]):
         None if it has none) which device of this machine; a factory without one of these
         parameters is called without it. It is checked here, not at tuning time.
         """
-        from tunekit._measure.isolation import Isolation
-        from tunekit._measure.worker import factory_keywords, worker_reference
-
         if worker is None:
             return self.with_extra(_ISOLATION, Isolation(mode, timeout_s))
         reference = worker_reference(worker)

@@ -15,14 +15,16 @@ from pydantic import ValidationError
 from tunekit._base.atomic import write_atomic
 from tunekit._base.persisted import STORED
 from tunekit._base.settings import current
+from tunekit._base.units import format_duration_ns
 from tunekit._base.validation_text import validation_text
 from tunekit._base.version import MAJOR
 from tunekit._cli.main import CliError
-from tunekit._cli.table import format_duration_ns, print_table
-from tunekit._store.cache import CacheRow, CacheValue, PersistentCache, default_cache_dir
+from tunekit._cli.table import print_table
+from tunekit._store.cache import PersistentCache, default_cache_dir
 from tunekit._store.file_kind import other_kind
 from tunekit._store.tune_lock import sweep_lock_files
 from tunekit._values.bundle import BundleEntry, CacheBundle
+from tunekit._values.cache_row import CacheRow, CacheValue
 
 __all__ = ["clear", "export", "import_bundle", "list_rows", "path", "show", "verify"]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from collections.abc import Iterator
 
+from tunekit._base.errors import describe_error
 from tunekit._measure.client import Client, SupportsLocator, SupportsPeaks
-from tunekit._measure.schedule import describe_error
 
 __all__ = ["devices", "found_clients"]
 

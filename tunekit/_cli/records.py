@@ -8,8 +8,9 @@ import sys
 from collections import deque
 from pathlib import Path
 
+from tunekit._base.units import format_duration_ns
 from tunekit._cli.main import CliError
-from tunekit._cli.table import format_duration_ns, print_table
+from tunekit._cli.table import print_table
 from tunekit._observe.reader import BadLine, RecordLine, follow_records, read_records
 from tunekit._observe.summary import summarise
 from tunekit._store.file_kind import other_kind

@@ -22,7 +22,6 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import math
-import numbers
 import os
 import threading
 import time
@@ -33,6 +32,7 @@ from typing import Any, TypeVar
 
 from tunekit._base.errors import CandidateFailed, TunekitError
 from tunekit._base.settings import IsolationMode, Settings, current
+from tunekit._candidates.isolation import Isolation
 from tunekit._candidates.tunable_set import TunableSet, tuned_function
 from tunekit._keys.key import key_to_dict
 from tunekit._measure.check import CheckOutcome, Gate, ReferenceFailed
@@ -53,39 +53,6 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-
-
-@dataclass(frozen=True, slots=True)
-class Isolation:
-    """A tunable set's own isolation, overriding the global settings (see ``TunableSet.with_isolation``).
-
-    ``timeout_s`` None takes ``candidate_timeout_s`` from the settings; ``math.inf`` means
-    no limit for this set. ``worker`` is the ``module:qualname`` of a factory a fresh worker
-    interpreter builds its client, candidates and inputs with (for devices that do not
-    survive ``fork()``); None forks the caller. ``worker_device_id``: the factory is called
-    with ``device_id=`` the tune's device id too, so it can build for that device;
-    ``worker_locator``: with ``locator=`` the calling client's locator, so it can build on
-    that very device when several identical ones share the id.
-    """
-
-    mode: IsolationMode
-    timeout_s: float | None = None
-    worker: str | None = None
-    worker_device_id: bool = False
-    worker_locator: bool = False
-
-    def __post_init__(self) -> None:
-        if self.mode not in ("none", "process"):
-            raise ValueError(f"isolation mode must be 'none' or 'process', got {self.mode!r}")
-        if self.timeout_s is not None and (
-            # "5" failed comparing str with int, and True was taken as one second
-            not isinstance(self.timeout_s, numbers.Real) or isinstance(self.timeout_s, bool) or not self.timeout_s > 0
-        ):
-            raise ValueError(f"timeout_s must be a number > 0 (math.inf for no limit), got {self.timeout_s!r}")
-        if self.worker is not None and self.mode != "process":
-            raise ValueError("a worker factory needs isolation mode 'process'")
-        if (self.worker_device_id or self.worker_locator) and self.worker is None:
-            raise ValueError("worker_device_id=True and worker_locator=True need a worker factory")
 
 
 @dataclass(frozen=True, slots=True)

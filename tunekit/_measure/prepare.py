@@ -16,9 +16,8 @@ from contextvars import copy_context
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from tunekit._base.errors import ClientClosed
+from tunekit._base.errors import ClientClosed, describe_error
 from tunekit._candidates.tunable_set import TunableSet
-from tunekit._measure.schedule import describe_error
 from tunekit._values.outcome import Failed
 
 __all__ = ["PreparedBatch", "PreparesTogether", "prepare_batch"]

@@ -28,10 +28,10 @@ from collections.abc import Iterator, Mapping, Sequence
 
 from tunekit._base.errors import CandidateFailed, ClientClosed, describe_error
 from tunekit._base.settings import Settings
-from tunekit._measure.benchmark import BenchmarkDurations
 from tunekit._measure.client import Client, SupportsWarmup
 from tunekit._measure.runner import CandidateRunner
 from tunekit._measure.runoff import runoff
+from tunekit._values.durations import BenchmarkDurations
 from tunekit._values.outcome import Failed, Measured, Outcome, Skipped
 from tunekit._values.records import (
     Eliminated,

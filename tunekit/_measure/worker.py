@@ -27,8 +27,6 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import ctypes
-import importlib
-import inspect
 import json
 import os
 import signal
@@ -39,10 +37,19 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, Pipe
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
-from tunekit._base.errors import CandidateFailed, ClientClosed, TunekitError
+from tunekit._base.errors import CandidateFailed, ClientClosed, TunekitError, describe_error
 from tunekit._base.self_call import inherit, tunes_to_pass_on
+from tunekit._candidates.isolation import (
+    DeviceLocatorWorkerFactory,
+    DeviceWorkerFactory,
+    LocatorWorkerFactory,
+    WorkerFactory,
+    factory_keywords,
+    resolve_reference,
+    worker_reference,
+)
 from tunekit._candidates.tunable_set import TunableSet, tuned_function
 from tunekit._measure.check import CheckOutcome, Gate
 from tunekit._measure.client import Client, locator_of
@@ -54,7 +61,6 @@ __all__ = [
     "LocatorWorkerFactory",
     "ProcessRunner",
     "WorkerFactory",
-    "describe_error",
     "factory_keywords",
     "resolve_reference",
     "timeout_reason",
@@ -103,104 +109,10 @@ def _forget_starter() -> None:
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_starter)
 
-WorkerFactory = Callable[[dict[str, Any]], tuple[Any, TunableSet[Any, Any], tuple[Any, ...]]]
-"""Builds, in a spawned worker, ``(client, tunable set, benchmark inputs)`` from the key's fields."""
-
-
-class DeviceWorkerFactory(Protocol):
-    """A worker factory that is also told the device id of the tune it builds for.
-
-    The key's fields alone cannot say which device: on a machine with several devices a
-    factory that only sees them can build only its default one.
-    """
-
-    def __call__(
-        self, key: dict[str, Any], /, *, device_id: str
-    ) -> tuple[Any, TunableSet[Any, Any], tuple[Any, ...]]: ...
-
-
-class LocatorWorkerFactory(Protocol):
-    """A worker factory told the locator of the client that called ``execute`` (None: it has none).
-
-    Identical devices share a device id; the locator (``tk.SupportsLocator``) says which of
-    them, e.g. ``OpenCLClient(locator=locator)``.
-    """
-
-    def __call__(
-        self, key: dict[str, Any], /, *, locator: str | None
-    ) -> tuple[Any, TunableSet[Any, Any], tuple[Any, ...]]: ...
-
-
-class DeviceLocatorWorkerFactory(Protocol):
-    """A worker factory told both the tune's device id and the calling client's locator."""
-
-    def __call__(
-        self, key: dict[str, Any], /, *, device_id: str, locator: str | None
-    ) -> tuple[Any, TunableSet[Any, Any], tuple[Any, ...]]: ...
-
-
-def describe_error(exc: BaseException) -> str:
-    """One line naming the exception type and its message."""
-    message = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {message[0]}" if message else type(exc).__name__
-
 
 def timeout_reason(timeout_s: float) -> str:
     """The reason a candidate that ran out of time is disqualified with."""
     return f"timeout after {timeout_s:g} s"
-
-
-def worker_reference(factory: Callable[..., Any]) -> str:
-    """``module:qualname`` of a module-level function, checked to import back to the same object."""
-    module, qualname = getattr(factory, "__module__", None), getattr(factory, "__qualname__", "")
-    if not module or "<" in qualname or module == "__main__":
-        raise ValueError(
-            f"worker={factory!r} must be a function defined at the top level of an importable module "
-            "(not a lambda, a nested function or __main__): the worker process imports it by name"
-        )
-    reference = f"{module}:{qualname}"
-    if resolve_reference(reference) is not factory:
-        raise ValueError(f"worker={factory!r} does not import back as {reference}")
-    return reference
-
-
-_FACTORY_KEYWORDS = ("device_id", "locator")
-
-
-def factory_keywords(factory: Callable[..., Any]) -> frozenset[str]:
-    """Which of ``device_id`` and ``locator`` the worker passes ``factory`` as keywords, after the key's fields.
-
-    Decided once, when the set is built, so a factory the worker could not call fails there.
-    """
-    try:
-        signature = inspect.signature(factory)
-    except (TypeError, ValueError):  # no signature to read (some C callables): the original form
-        return frozenset()
-    # Named, not **kwargs: a wrapper forwarding **kwargs to an older build(key_fields) took them before.
-    by_keyword = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-    taken = {
-        name
-        for name in _FACTORY_KEYWORDS
-        if name in signature.parameters and signature.parameters[name].kind in by_keyword
-    }
-    try:
-        signature.bind({}, **dict.fromkeys(taken, ""))
-    except TypeError:
-        raise ValueError(
-            f"worker={factory!r} takes {signature}, but the worker calls it build(key_fields), optionally with "
-            "device_id= (the tune's device id) and locator= (the calling client's locator) as keywords: take the "
-            "key's fields as the one positional argument"
-        ) from None
-    return frozenset(taken)
-
-
-def resolve_reference(reference: str) -> Any:
-    """The object ``module:qualname`` names."""
-    module, _, qualname = reference.partition(":")
-    target: Any = importlib.import_module(module)
-    for part in qualname.split("."):
-        target = getattr(target, part)
-    return target
 
 
 def _die_with_parent() -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tunekit._cli.table import format_duration_ns
+from tunekit._base.units import format_duration_ns
 from tunekit._values.records import (
     CacheRecovered,
     CheckResult,

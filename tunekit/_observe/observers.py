@@ -12,12 +12,20 @@ import logging
 import sys
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Literal, Protocol, runtime_checkable
 
+from tunekit._base.errors import describe_error
 from tunekit._base.settings import Settings
 from tunekit._measure.runner import CandidateRunner
-from tunekit._measure.schedule import describe_error
+from tunekit._observe.events import (
+    BatchStarted,
+    CacheLookup,
+    CandidateProgress,
+    TuneEvent,
+    TuneFinished,
+    TuneObserver,
+    TuneStarted,
+)
+from tunekit._observe.progress import terminal_progress
 from tunekit._values.outcome import Failed, Measured, Outcome, Skipped
 from tunekit._values.records import AutotuneRecord
 
@@ -36,84 +44,6 @@ __all__ = [
 ]
 
 _log = logging.getLogger("tunekit.observe")
-
-LookupResult = Literal["hit", "miss", "stale"]
-ProgressStage = Literal["compiled", "checked", "sample", "measured", "failed", "skipped"]
-
-
-@dataclass(frozen=True, slots=True)
-class CacheLookup:
-    """The persistent cache was asked for a key: ``hit``, ``miss``, or ``stale`` (stored but re-tuned).
-
-    Only the slow path is reported: a call served by a winner already in memory costs a
-    dictionary read and notifies nobody.
-    """
-
-    tuner: str
-    device_id: str
-    key: Mapping[str, object]
-    result: LookupResult
-
-
-@dataclass(frozen=True, slots=True)
-class TuneStarted:
-    """A tune began; ``tune_id`` ties the events of one tune together (tunes may run concurrently)."""
-
-    tune_id: int
-    tuner: str
-    device_id: str
-    key: Mapping[str, object]
-    candidates: tuple[str, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class BatchStarted:
-    """A plan batch is about to be measured (batch 0 first; later ones are fallbacks)."""
-
-    tune_id: int
-    batch: int
-    candidates: tuple[str, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class CandidateProgress:
-    """One step of one candidate.
-
-    ``compiled``: its first launch succeeded (a launch includes compiling). ``checked``: its
-    output passed the correctness gate. ``sample``: one timed run of ``duration_ns``.
-    ``measured``, ``failed``, ``skipped``: its final outcome, with ``median_ns`` or ``detail``.
-    """
-
-    tune_id: int
-    name: str
-    stage: ProgressStage
-    duration_ns: float | None = None
-    detail: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class TuneFinished:
-    """A decision was made (``record``) or the tune raised (``error``).
-
-    Decisions that measure nothing (autotuning disabled, a demotion) arrive with
-    ``tune_id=None`` and no :class:`TuneStarted` before them.
-    """
-
-    tune_id: int | None
-    record: AutotuneRecord | None
-    error: str | None = None
-
-
-TuneEvent = CacheLookup | TuneStarted | BatchStarted | CandidateProgress | TuneFinished
-
-
-@runtime_checkable
-class TuneObserver(Protocol):
-    """Receives :data:`TuneEvent` values, on the tuning thread; must be quick and must not raise."""
-
-    def observe(self, event: TuneEvent) -> None:
-        """Take one event; ``match`` on its type and ignore the kinds you do not need."""
-        ...
 
 
 _lock = threading.Lock()
@@ -141,8 +71,6 @@ def remove_observer(observer: TuneObserver) -> None:
 def _active(settings: Settings) -> tuple[TuneObserver, ...]:
     observers = _observers
     if settings.progress and _stderr_is_terminal():
-        from tunekit._observe.progress import terminal_progress
-
         observers = (*observers, terminal_progress(settings.progress_delay_s))
     return observers
 

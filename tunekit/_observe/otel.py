@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from tunekit._base.errors import TunekitError
 from tunekit._base.version import __version__
-from tunekit._observe.observers import CacheLookup, TuneEvent, TuneFinished, TuneObserver, TuneStarted, add_observer
+from tunekit._observe.events import CacheLookup, TuneEvent, TuneFinished, TuneObserver, TuneStarted
+from tunekit._observe.observers import add_observer
 from tunekit._values.records import AutotuneRecord, CandidateRecord
 
 if TYPE_CHECKING:

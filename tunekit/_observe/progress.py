@@ -17,17 +17,15 @@ from dataclasses import dataclass, field
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 
-from tunekit._observe.observers import BatchStarted, CandidateProgress, TuneEvent, TuneFinished, TuneStarted
+from tunekit._base.units import format_duration_ns
+from tunekit._observe.events import BatchStarted, CandidateProgress, TuneEvent, TuneFinished, TuneStarted
 
 __all__ = ["TerminalProgress", "format_ns", "terminal_progress"]
 
 
 def format_ns(ns: float) -> str:
-    """A duration with a unit a person reads at a glance."""
-    for unit, scale in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
-        if ns >= scale:
-            return f"{ns / scale:.3g} {unit}"
-    return f"{ns:.0f} ns"
+    """A duration with a unit a person reads at a glance (µs on the terminal)."""
+    return format_duration_ns(ns, micro="µs")
 
 
 def _describe_key(key: Mapping[str, object]) -> str:

@@ -15,8 +15,8 @@ from datetime import UTC, datetime, timedelta
 from html import escape
 from pathlib import Path
 
+from tunekit._base.units import format_duration_ns
 from tunekit._base.version import __version__
-from tunekit._cli.table import format_duration_ns
 from tunekit._observe.event_text import describe_events
 from tunekit._observe.reader import BadLine, read_records
 from tunekit._observe.summary import KeySummary, summarise

@@ -19,6 +19,7 @@ import numpy as np
 
 from tunekit._base import settings as _settings
 from tunekit._base.errors import AutotuneDisabled, NoValidKernelFound, TunekitError
+from tunekit._candidates.reference import reference_of
 from tunekit._candidates.search_spec import (
     check_build,
     check_search_args,
@@ -28,19 +29,21 @@ from tunekit._candidates.search_spec import (
     incumbents_of,
 )
 from tunekit._candidates.space import Config, Space
+from tunekit._candidates.strategy import StrategyName
 from tunekit._candidates.tunable import Tunable
 from tunekit._candidates.tunable_set import LazyBuild, TunableSet, build_identity
 from tunekit._keys.key import is_autotune_key, key_to_dict
-from tunekit._measure.benchmark import BenchmarkDurations
-from tunekit._measure.check import Gate, reference_of
+from tunekit._measure.check import Gate
 from tunekit._measure.client import Client, require_client
 from tunekit._measure.isolation import check_each, open_runner, refuse_unforkable
 from tunekit._measure.schedule import measure_batch
 from tunekit._observe.sinks import RecordSink, as_sinks, emit_to_all
-from tunekit._search.strategies import Strategy, StrategyFactory, StrategyName, make_strategy
-from tunekit._store.trials import TrialEntry, TrialLog
+from tunekit._search.strategies import Strategy, StrategyFactory, make_strategy
+from tunekit._store.trials import TrialLog
+from tunekit._values.durations import BenchmarkDurations
 from tunekit._values.outcome import Failed, Measured, Outcome, Skipped, outcome_reason
 from tunekit._values.records import AutotuneRecord, CandidateRecord, SearchEnded
+from tunekit._values.trial_log import TrialEntry
 
 __all__ = [
     "AUTO_COUNT_LIMIT",

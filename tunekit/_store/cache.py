@@ -15,20 +15,18 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import filelock
 import platformdirs
-from pydantic import Field, ValidationError
+from pydantic import ValidationError
 
 from tunekit._base.group_share import describe_denied, permission_fix, share_with_group, unwritable
-from tunekit._base.persisted import STORED, Persisted
+from tunekit._base.persisted import STORED
 from tunekit._base.validation_text import validation_text
-from tunekit._base.version import MAJOR, __version__
-from tunekit._tune.set_origin import SetOrigin
+from tunekit._base.version import MAJOR
+from tunekit._values.cache_row import CacheRow, CacheValue, CandidateResult
 
 __all__ = ["CacheRow", "CacheValue", "CandidateResult", "PersistentCache", "default_cache_dir"]
 
@@ -49,47 +47,6 @@ CREATE TABLE IF NOT EXISTS winners (
 # A key whose tune found no valid candidate: the JSON of a tk._tune_failure.FailedTune, kept
 # apart from the winners so that readers of winners (older versions included) never see one.
 _FAILURES_SCHEMA = _SCHEMA.replace("winners", "failed_tunes", 1)
-
-
-class CandidateResult(Persisted):
-    """What was measured for one candidate, kept for reports and demotion."""
-
-    name: str = Field(max_length=1000)
-    status: Literal["measured", "failed", "skipped"]
-    median_ns: float | None = Field(None, ge=0)
-    samples: int = Field(0, ge=0)
-    error: str | None = Field(None, max_length=10_000)
-
-
-class CacheValue(Persisted):
-    """The JSON stored per key.
-
-    ``ranking`` lists the measured candidates fastest first, so a winner that fails at
-    launch can be replaced by the runner-up without re-tuning. ``results`` is never read
-    back by the tuner; it is kept so ``tunekit cache show`` can say why a winner won.
-    """
-
-    schema_version: Literal[1] = 1
-    winner: str = Field(max_length=1000)
-    ranking: list[str] = Field(max_length=100_000)
-    results: list[CandidateResult] = Field(default_factory=list, max_length=100_000)
-    tunekit_version: str = __version__
-    tuned_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
-    origin: SetOrigin | None = None
-    """Where the set that measured the row was defined. Never used to pick a winner: it tells a
-    process whose set has another checksum whether the set was edited or another operation shares
-    the tuner name (``_set_origin.py``). None in rows stored before it was kept."""
-
-
-@dataclass(frozen=True, slots=True)
-class CacheRow:
-    """One stored winner with its namespace."""
-
-    device_id: str
-    tuner: str
-    key: str
-    checksum: str
-    value: CacheValue
 
 
 def default_cache_dir() -> Path:

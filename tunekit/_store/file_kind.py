@@ -15,6 +15,12 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from tunekit._base.persisted import STORED
+from tunekit._values.bundle import CacheBundle
+from tunekit._values.record_file import RecordFile
+from tunekit._values.records import AutotuneRecord
+from tunekit._values.trial_log import TrialLogHeader
+
 __all__ = ["other_kind", "other_kind_name"]
 
 _KINDS = {
@@ -48,12 +54,6 @@ def _is_kernel_tuner_cache(data: bytes) -> bool:
 
 def other_kind(path: Path, expected: str) -> str | None:
     """What ``path`` is, in words with what to do with it, when it is a tunekit file other than ``expected``."""
-    from tunekit._base.persisted import STORED
-    from tunekit._store.trials import TrialLogHeader
-    from tunekit._tune.record import RecordFile
-    from tunekit._values.bundle import CacheBundle
-    from tunekit._values.records import AutotuneRecord
-
     try:
         data = path.read_bytes()
     except OSError:

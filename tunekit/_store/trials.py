@@ -18,78 +18,25 @@ import re
 import threading
 import time
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Annotated, Literal
+from typing import IO
 
-from pydantic import Field, TypeAdapter, ValidationError
+from pydantic import ValidationError
 
-from tunekit._base.errors import TunekitError
+from tunekit._base.errors import TrialLogError
 from tunekit._base.file_lock import Release, lock_file
 from tunekit._base.paths import file_in_the_way
-from tunekit._base.persisted import STORED, Persisted, known_versions
+from tunekit._base.persisted import STORED, JsonScalar, Persisted, known_versions
 from tunekit._base.validation_text import validation_text
 from tunekit._base.version import __version__
-from tunekit._candidates.space import Config, ParamValue, Space, SpaceModel, space_difference
+from tunekit._candidates.search_spec import check_log_path
+from tunekit._candidates.space import Config, Space, space_difference
 from tunekit._store.file_kind import other_kind_name
+from tunekit._values.trial_log import _LINE, TrialEntry, TrialLogHeader
 
 __all__ = ["TrialEntry", "TrialLog", "TrialLogError", "TrialLogHeader", "check_log_path", "key_log_path"]
 
 _log = logging.getLogger("tunekit.trials")
-
-JsonScalar = int | float | str | bool | None
-
-
-class TrialLogError(TunekitError):
-    """A trial log that cannot be resumed: written for another search, corrupt, or in use."""
-
-
-class TrialLogHeader(Persisted):
-    """The first line: what the trials below were measured for."""
-
-    kind: Literal["header"] = "header"
-    schema_version: Literal[1] = 1
-    tuner: str
-    key: dict[str, JsonScalar] | None = None
-    device_id: str
-    space_hash: str
-    space: SpaceModel
-    build: str | None = Field(
-        None,
-        description="A digest of tk.search's build code: a log measured with other kernels is refused. None where "
-        "the search has no build (tk.tune_objective), or in logs written before it was kept (resumed as before).",
-    )
-    tunekit_version: str = __version__
-    created: datetime = Field(default_factory=lambda: datetime.now(UTC))
-
-
-class TrialEntry(Persisted):
-    """One evaluated configuration: its samples (ns) when measured, its reason when it failed.
-
-    Version 2 adds the batch the trial was measured in and that batch's size: the adaptive
-    schedule eliminates candidates against their batchmates, so a resume re-measures a batch
-    the kill left unfinished as a whole, with the same batchmates, rather than the part that
-    was not written. Version 1 entries (no batch) are read as finished.
-    """
-
-    kind: Literal["trial"] = "trial"
-    schema_version: Literal[1, 2] = 2
-    config: dict[str, ParamValue]
-    status: Literal["measured", "failed", "skipped"]
-    samples_ns: list[int] = Field(default_factory=list)
-    score_ns: float | None = Field(None, ge=0, description="Median sample: lower is better.")
-    stage: str | None = None
-    error: str | None = None
-    elapsed_s: float = Field(
-        0.0, ge=0, description="Seconds the search had run when the trial was written, earlier runs' included."
-    )
-    batch: int | None = Field(None, ge=0, description="Which measured batch of this log the trial was in.")
-    batch_size: int | None = Field(None, ge=1, description="How many trials that batch measured.")
-
-
-_LINE: TypeAdapter[TrialLogHeader | TrialEntry] = TypeAdapter(
-    Annotated[TrialLogHeader | TrialEntry, Field(discriminator="kind")]
-)
 
 
 class TrialLog:
@@ -306,17 +253,6 @@ def _lock(path: Path, wait_s: float) -> Release:
         "which resumes the trials it logged (TUNEKIT_TUNE_LOCK_TIMEOUT_S sets how long a search waits for it), "
         "or give this search another log="
     )
-
-
-def check_log_path(path: str | os.PathLike[str]) -> Path:
-    """``path`` as a Path (``~`` expanded), refused (TrialLogError) when it names a directory: a log is a file."""
-    # Not expanded, log="~/trials.jsonl" quietly made a directory named "~" in the working directory.
-    path = Path(path).expanduser()
-    if path.is_dir():
-        raise TrialLogError(
-            f"trial log {path} is a directory; give a file path, e.g. log={str(path / 'trials.jsonl')!r}"
-        )
-    return path
 
 
 def key_log_path(base: Path, *, tuner: str, device_id: str, key: Mapping[str, object] | None, checksum: str) -> Path:

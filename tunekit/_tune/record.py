@@ -18,21 +18,21 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import ValidationError
 
 from tunekit._base import settings as _settings
 from tunekit._base.atomic import write_atomic
-from tunekit._base.errors import TunekitError
+from tunekit._base.errors import RecordMismatch
 from tunekit._base.file_lock import locked_directory
 from tunekit._base.paths import file_in_the_way
-from tunekit._base.persisted import STORED, Persisted, known_versions
+from tunekit._base.persisted import STORED, known_versions
 from tunekit._base.settings import AutotuneLevel
 from tunekit._base.validation_text import validation_text
 from tunekit._base.version import MAJOR, __version__
 from tunekit._candidates.search_spec import check_search_names, config_name
-from tunekit._candidates.space import Config, ParamValue, Space, SpaceModel, space_difference
+from tunekit._candidates.space import Config, Space, SpaceModel, space_difference
 from tunekit._candidates.tunable_set import TunableSet
 from tunekit._keys.key import anchored_fields, is_autotune_key, key_to_json, off_buckets
 from tunekit._measure.client import Client
@@ -42,92 +42,14 @@ from tunekit._tune.local import LocalTuner
 from tunekit._tune.record_device import RunningDevice, device_refusal, running_device, stack_drift
 from tunekit._tune.tuner import Tuner
 from tunekit._values.outcome import Measured
+from tunekit._values.record_file import RecordEntry, RecordFile, entry_key
 from tunekit._values.records import AutotuneRecord, SearchEnded
 
 __all__ = ["Record", "RecordEntry", "RecordFile", "RecordMismatch"]
 
-JsonScalar = int | float | str | bool | None
 
 _STALE_AFTER = timedelta(days=365)
 _CLOCK_SLACK = timedelta(days=1)
-
-
-class RecordMismatch(TunekitError):
-    """A committed record whose provenance does not match the running code or device."""
-
-
-class RecordEntry(Persisted):
-    """The winner of one key bucket, with what was measured for it."""
-
-    key: dict[str, JsonScalar]
-    winner: str
-    config: dict[str, ParamValue] | None = None
-    ranking: list[str] = Field(description="Fastest first; the runners-up replace a winner that fails at launch.")
-    median_ns: float = Field(ge=0)
-    samples: int = Field(ge=0)
-    strategy: str | None = None
-    evaluations: int | None = Field(None, ge=0)
-    stopped_by: str | None = None
-    measured_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
-
-    @model_validator(mode="after")
-    def _winner_leads(self) -> RecordEntry:
-        # seed() installs the ranking as it stands, so a winner other than ranking[0] would be
-        # checked on load and then silently replaced by ranking[0] in production.
-        if not self.ranking or self.ranking[0] != self.winner:
-            first = repr(self.ranking[0]) if self.ranking else "nothing (it is empty)"
-            raise ValueError(
-                f"entry {self.key}: winner {self.winner!r} must be ranking[0], which is {first}; "
-                "put the winner first in its ranking (or re-tune)"
-            )
-        return self
-
-
-class RecordFile(Persisted):
-    """The whole committed file."""
-
-    schema_version: Literal[1] = 1
-    tuner: str
-    device_id: str
-    device_model: str | None = Field(
-        None,
-        description="The hardware part of device_id (tk.SupportsDeviceModel), without the software stack: a record of "
-        "the same model under another driver or numpy is used, with a warning. None when the client that made the "
-        "record does not say its model, or in records written before it was kept: then only device_id is taken.",
-    )
-    checksum: str = Field(description="TunableSet.checksum() of the candidates the winners were chosen from.")
-    space_hash: str | None = None
-    space: SpaceModel | None = Field(
-        None,
-        description="The space searched (parameter names and values, restriction identities), kept so that a "
-        "record refused for an edited space says what changed, not only two hashes. None for a set made without "
-        "a space, or in records written before it was kept.",
-    )
-    tunekit_version: str = __version__
-    autotune_level: AutotuneLevel | None = Field(
-        None,
-        description="The autotune_level the keys were anchored at: its buckets are the keys' meaning. "
-        "None in records written before it was kept.",
-    )
-    anchored_fields: list[str] | None = Field(
-        None,
-        description="The key class's anchored fields: [] means the keys are the same buckets at every autotune_level. "
-        "None when no entry was added yet, or in records written before it was kept.",
-    )
-    entries: list[RecordEntry] = Field(default_factory=list)
-
-    @model_validator(mode="after")
-    def _one_entry_per_key(self) -> RecordFile:
-        # Read into a dict by key, the later of two entries silently won: a record merged by hand
-        # (two branches each adding the key) served whichever came last in the file.
-        first: dict[str, int] = {}
-        for index, entry in enumerate(self.entries):
-            if (seen := first.setdefault(_entry_key(entry), index)) != index:
-                raise ValueError(
-                    f"entries {seen} and {index} are both for key {entry.key} (winners {self.entries[seen].winner!r} "
-                    f"and {entry.winner!r}); keep one entry per key (or re-tune the key)"
-                )
-        return self
 
 
 K = TypeVar("K")
@@ -505,7 +427,7 @@ class Record:
             return
         # An entry removed from a loaded record stays removed: merged back from the file, it could not be dropped.
         removed = self._held - set(self.entries)
-        merged = {k: e for e in saved.entries if (k := _entry_key(e)) not in removed}
+        merged = {k: e for e in saved.entries if (k := entry_key(e)) not in removed}
         # A loaded entry that another process has since re-tuned is not put back over the newer one.
         merged.update({k: e for k, e in self.entries.items() if k in self._added or k not in merged})
         self.entries = merged
@@ -557,7 +479,7 @@ class Record:
             space_hash=data.space_hash,
             space=data.space,
             tunekit_version=data.tunekit_version,
-            entries={_entry_key(e): e for e in data.entries},
+            entries={entry_key(e): e for e in data.entries},
             autotune_level=data.autotune_level,
             anchored_fields=None if data.anchored_fields is None else tuple(data.anchored_fields),
             newer_fields=dict(data.model_extra or {}),
@@ -811,11 +733,6 @@ def _schema_version(path: Path) -> object:
     # Only a file with a record's fields is taken for another version's record.
     is_record = isinstance(data, dict) and {"tuner", "device_id", "entries"} <= data.keys()
     return data.get("schema_version") if is_record else None
-
-
-def _entry_key(entry: RecordEntry) -> str:
-    """The same canonical JSON as ``key_to_json``, from the stored dict."""
-    return json.dumps(entry.key, sort_keys=True, separators=(",", ":"))
 
 
 def _not_candidates(entries: Iterable[RecordEntry], tunables: TunableSet[Any, Any]) -> list[str]:

@@ -14,7 +14,14 @@ from pathlib import Path
 from typing import Any
 
 from tunekit._base import settings as _settings
-from tunekit._base.errors import ClientClosed, InputTypeError, NoValidKernelFound, TunekitError, TuneRecursionError
+from tunekit._base.errors import (
+    ClientClosed,
+    InputTypeError,
+    NoValidKernelFound,
+    TunekitError,
+    TuneRecursionError,
+    describe_error,
+)
 from tunekit._base.self_call import runs_within, tuned_by_parent, tuning
 from tunekit._base.settings import Settings
 from tunekit._candidates.plan import plan_batches, plan_order, skip_reason
@@ -26,15 +33,17 @@ from tunekit._measure.client import Client, require_client
 from tunekit._measure.isolation import check_each, open_runner, refuse_unforkable
 from tunekit._measure.prepare import prepare_batch
 from tunekit._measure.runner import CandidateRunner
-from tunekit._measure.schedule import BatchResult, describe_error, measure_batch
-from tunekit._observe.observers import CacheLookup, TuneObservation, decision, notify, observe_tune
+from tunekit._measure.schedule import BatchResult, measure_batch
+from tunekit._observe.events import CacheLookup
+from tunekit._observe.observers import TuneObservation, decision, notify, observe_tune
 from tunekit._observe.sinks import RecordSink, emit_to_all
-from tunekit._store.cache import CacheValue, CandidateResult, PersistentCache, default_cache_dir
+from tunekit._store.cache import PersistentCache, default_cache_dir
 from tunekit._store.tune_failure import forget_failure, record_failure, repeat_failure
 from tunekit._store.tune_lock import tune_lock
 from tunekit._tune.names import claim_name
 from tunekit._tune.search_tune import search_note, search_tune
-from tunekit._tune.set_origin import SetOrigin, report_stale
+from tunekit._tune.stale import report_stale
+from tunekit._values.cache_row import CacheValue, CandidateResult
 from tunekit._values.cache_state import CacheState, Hit, Miss, Pending, Unchecked
 from tunekit._values.outcome import Failed, Measured, Outcome, Skipped, outcome_reason
 from tunekit._values.records import (
@@ -48,6 +57,7 @@ from tunekit._values.records import (
     RecordEvent,
     SharedTunerName,
 )
+from tunekit._values.set_origin import SetOrigin
 
 __all__ = ["Tuner", "persistent_cache"]
 

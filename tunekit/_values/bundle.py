@@ -16,7 +16,7 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 from tunekit._base.persisted import Persisted
 from tunekit._base.validation_text import validation_text
 from tunekit._base.version import MAJOR, __version__
-from tunekit._store.cache import CacheRow, CacheValue
+from tunekit._values.cache_row import CacheRow, CacheValue
 
 __all__ = ["BundleEntry", "CacheBundle"]
 

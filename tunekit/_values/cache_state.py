@@ -5,7 +5,7 @@ from __future__ import annotations
 from concurrent.futures import Future
 from dataclasses import dataclass
 
-from tunekit._store.cache import CacheValue
+from tunekit._values.cache_row import CacheValue
 
 __all__ = ["CacheState", "Hit", "Miss", "Pending", "Unchecked"]
 

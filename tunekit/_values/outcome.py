@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import get_args
 
-from tunekit._measure.benchmark import BenchmarkDurations
+from tunekit._base.errors import FailureStage
+from tunekit._values.durations import BenchmarkDurations
 
 __all__ = ["Failed", "Measured", "Outcome", "Skipped", "outcome_reason"]
 
-FailureStage = Literal["compile", "check", "run", "timeout", "crash"]
 _STAGES: tuple[str, ...] = get_args(FailureStage)
 
 

@@ -8,11 +8,11 @@ from typing import Annotated, Literal
 
 from pydantic import Discriminator, Field, Tag
 
-from tunekit._base.persisted import Persisted
+from tunekit._base.persisted import JsonScalar, Persisted
 from tunekit._base.version import __version__
-from tunekit._measure.benchmark import BenchmarkDurations
-from tunekit._tune.set_origin import SetOrigin
+from tunekit._values.durations import BenchmarkDurations
 from tunekit._values.outcome import Failed, Measured, Outcome, Skipped
+from tunekit._values.set_origin import SetOrigin
 
 __all__ = [
     "AutotuneRecord",
@@ -36,8 +36,6 @@ __all__ = [
 ]
 
 SCHEMA_VERSION: Literal[1] = 1
-
-JsonScalar = int | float | str | bool | None
 
 
 class SampleStats(Persisted):

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import functools
-from typing import Literal, get_args
 
-from tunekit._search.strategies.base import Strategy, StrategyFactory, Walker
+from tunekit._candidates.strategy import STRATEGIES, Strategy, StrategyFactory, StrategyName
+from tunekit._search.strategies.base import Walker
 from tunekit._search.strategies.genetic import Genetic
 from tunekit._search.strategies.local import IteratedLocalSearch
 from tunekit._search.strategies.simple import Exhaustive, RandomSearch
 from tunekit._search.strategies.surrogate import ModelGuidedLocalSearch, initial_points, wide_after
+from tunekit._search.strategies.tpe import OptunaTPE
 
 __all__ = [
     "STRATEGIES",
@@ -24,11 +25,6 @@ __all__ = [
     "Walker",
     "make_strategy",
 ]
-
-StrategyName = Literal["auto", "exhaustive", "random", "ils", "genetic", "model_ils", "optuna_tpe"]
-
-STRATEGIES: tuple[str, ...] = get_args(StrategyName)
-"""Every strategy name ``search(strategy=...)`` accepts."""
 
 
 def make_strategy(name: str, max_evals: int | None = None) -> StrategyFactory:
@@ -47,7 +43,5 @@ def make_strategy(name: str, max_evals: int | None = None) -> StrategyFactory:
                 ModelGuidedLocalSearch, initial=initial_points(max_evals), wide_after=wide_after(max_evals)
             )
         case "optuna_tpe":
-            from tunekit._search.strategies.tpe import OptunaTPE
-
             return OptunaTPE
     raise ValueError(f"unknown strategy {name!r}; choose one of {list(STRATEGIES)} or pass a factory")

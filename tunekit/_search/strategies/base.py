@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import bisect
 import heapq
-from collections.abc import Callable, Iterable, Iterator
-from typing import Protocol, runtime_checkable
+from collections.abc import Iterable, Iterator
 
 import numpy as np
 
 from tunekit._candidates.space import Config, Space
+from tunekit._candidates.strategy import Strategy, StrategyFactory
 
 __all__ = ["Positions", "Strategy", "StrategyFactory", "Walker"]
 
@@ -21,28 +21,6 @@ _LEADERS = 10
 
 Positions = tuple[int, ...]
 """A configuration as the position of each value in its parameter's domain."""
-
-
-@runtime_checkable
-class Strategy(Protocol):
-    """Proposes configurations to measure and learns from their scores.
-
-    The search driver calls ``propose(n)`` for up to ``n`` configurations that were never
-    proposed before and lie in the space (an empty list ends the search), measures them,
-    and calls ``observe`` once for each: ``score`` is lower-is-better, None for a failure.
-    """
-
-    def propose(self, n: int) -> list[Config]:
-        """Up to ``n`` new configurations of the space; [] when there is nothing left to try."""
-        ...
-
-    def observe(self, config: Config, score: float | None) -> None:
-        """The result of a proposed configuration: its score, or None when it failed."""
-        ...
-
-
-StrategyFactory = Callable[[Space, np.random.Generator], Strategy]
-"""Builds a strategy for one search over ``space``, drawing randomness only from the generator."""
 
 
 class Walker:

@@ -2,42 +2,25 @@
 
 from __future__ import annotations
 
-import importlib.util
 import math
 from typing import Any
 
 import numpy as np
 
+from tunekit._base.extras import import_extra
 from tunekit._candidates.space import Config, Space
 from tunekit._search.strategies.base import Walker
 
-__all__ = ["OptunaTPE", "require_optuna"]
+__all__ = ["OptunaTPE"]
 
 _MISSES = 32  # asks in a row that land outside the space or on a measured point before a random one is enqueued
 
 
-_MISSING = "the 'optuna_tpe' strategy needs Optuna: pip install 'tunekit[optuna]'"
-
-
-def require_optuna(where: str) -> None:
-    """Refuse ``strategy="optuna_tpe"`` where it is given when Optuna is not installed.
-
-    Looked up without importing it (a second's import): ``with_search(strategy="optuna_tpe")``
-    was accepted, and the missing extra surfaced only at the first key's tune.
-    """
-    try:
-        missing = importlib.util.find_spec("optuna") is None
-    except (ImportError, ValueError):
-        missing = True
-    if missing:
-        raise ImportError(f"{where}(strategy='optuna_tpe'): {_MISSING}")
+_NEEDS = "the 'optuna_tpe' strategy needs Optuna"
 
 
 def _optuna() -> Any:
-    try:
-        import optuna
-    except ImportError:
-        raise ImportError(_MISSING) from None
+    optuna = import_extra("optuna", "optuna", _NEEDS)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     return optuna
 

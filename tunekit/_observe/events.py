@@ -1,0 +1,89 @@
+"""What tune observers are told: the events of a tune as it runs, and the observer protocol."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal, Protocol, runtime_checkable
+
+from tunekit._values.records import AutotuneRecord
+
+LookupResult = Literal["hit", "miss", "stale"]
+
+
+ProgressStage = Literal["compiled", "checked", "sample", "measured", "failed", "skipped"]
+
+
+@dataclass(frozen=True, slots=True)
+class CacheLookup:
+    """The persistent cache was asked for a key: ``hit``, ``miss``, or ``stale`` (stored but re-tuned).
+
+    Only the slow path is reported: a call served by a winner already in memory costs a
+    dictionary read and notifies nobody.
+    """
+
+    tuner: str
+    device_id: str
+    key: Mapping[str, object]
+    result: LookupResult
+
+
+@dataclass(frozen=True, slots=True)
+class TuneStarted:
+    """A tune began; ``tune_id`` ties the events of one tune together (tunes may run concurrently)."""
+
+    tune_id: int
+    tuner: str
+    device_id: str
+    key: Mapping[str, object]
+    candidates: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class BatchStarted:
+    """A plan batch is about to be measured (batch 0 first; later ones are fallbacks)."""
+
+    tune_id: int
+    batch: int
+    candidates: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class CandidateProgress:
+    """One step of one candidate.
+
+    ``compiled``: its first launch succeeded (a launch includes compiling). ``checked``: its
+    output passed the correctness gate. ``sample``: one timed run of ``duration_ns``.
+    ``measured``, ``failed``, ``skipped``: its final outcome, with ``median_ns`` or ``detail``.
+    """
+
+    tune_id: int
+    name: str
+    stage: ProgressStage
+    duration_ns: float | None = None
+    detail: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TuneFinished:
+    """A decision was made (``record``) or the tune raised (``error``).
+
+    Decisions that measure nothing (autotuning disabled, a demotion) arrive with
+    ``tune_id=None`` and no :class:`TuneStarted` before them.
+    """
+
+    tune_id: int | None
+    record: AutotuneRecord | None
+    error: str | None = None
+
+
+TuneEvent = CacheLookup | TuneStarted | BatchStarted | CandidateProgress | TuneFinished
+
+
+@runtime_checkable
+class TuneObserver(Protocol):
+    """Receives :data:`TuneEvent` values, on the tuning thread; must be quick and must not raise."""
+
+    def observe(self, event: TuneEvent) -> None:
+        """Take one event; ``match`` on its type and ignore the kinds you do not need."""
+        ...
