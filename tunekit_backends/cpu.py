@@ -6,15 +6,15 @@ import functools
 import os
 import platform
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TypeVar
 
 import numpy as np
 
 from tunekit import DevicePeaks
-from tunekit._measure.steady import warm_until_steady
+from tunekit.backend import warm_until_steady
 
-__all__ = ["CpuClient"]
+__all__ = ["CpuClient", "found_clients"]
 
 T = TypeVar("T")
 
@@ -160,3 +160,8 @@ def _best_ns(run: Callable[[], object], repeats: int) -> int:
         best = elapsed if best is None else min(best, elapsed)
     assert best is not None
     return best
+
+
+def found_clients() -> Iterator[tuple[str, CpuClient]]:
+    """The host CPU, for ``tunekit devices`` (the ``tunekit.clients`` entry point)."""
+    yield "cpu", CpuClient()

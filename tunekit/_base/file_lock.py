@@ -23,6 +23,8 @@ import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import filelock
+
 __all__ = ["Release", "lock_file", "locked_directory"]
 
 Release = Callable[[], None]
@@ -67,8 +69,6 @@ else:
             except OSError:
                 # NFS emulates flock with byte-range locks, which a descriptor of a directory (open
                 # read-only) cannot take: a lock file beside the file is the lock there.
-                import filelock
-
                 held = filelock.FileLock(os.path.join(path, f".{name}.lock"))
             with held:
                 yield

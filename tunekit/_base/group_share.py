@@ -14,7 +14,11 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
+import sys
 from pathlib import Path
+
+if sys.platform != "win32":
+    import pwd
 
 __all__ = ["describe_denied", "group_shares", "permission_fix", "share_with_group", "unwritable"]
 
@@ -72,10 +76,9 @@ def describe_denied(path: Path) -> str:
     except OSError:
         return str(path)
     owner: str = str(found.st_uid)
-    with contextlib.suppress(ImportError, KeyError):
-        import pwd
-
-        owner = pwd.getpwuid(found.st_uid).pw_name
+    if sys.platform != "win32":
+        with contextlib.suppress(KeyError):  # a uid with no name
+            owner = pwd.getpwuid(found.st_uid).pw_name
     return f"{path} (mode {stat.S_IMODE(found.st_mode):04o}, owner {owner})"
 
 

@@ -13,6 +13,7 @@ from typing import Any, TypeGuard
 from tunekit._base.errors import TrialLogError
 from tunekit._base.extras import require_extra
 from tunekit._candidates.space import Config, Space
+from tunekit._candidates.strategy import STRATEGIES
 
 __all__ = [
     "SearchSpec",
@@ -126,8 +127,6 @@ def check_search_args(
     # Checked here: an unknown name surfaced only after the trial log was opened, and a
     # non-callable one as "'int' object is not callable" from inside the driver.
     if isinstance(strategy, str):
-        from tunekit._candidates.strategy import STRATEGIES
-
         if strategy not in STRATEGIES:
             raise ValueError(f"{where}(strategy=...): unknown strategy {strategy!r}; choose one of {list(STRATEGIES)}")
         if strategy == "optuna_tpe":

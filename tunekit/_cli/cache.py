@@ -18,7 +18,7 @@ from tunekit._base.settings import current
 from tunekit._base.units import format_duration_ns
 from tunekit._base.validation_text import validation_text
 from tunekit._base.version import MAJOR
-from tunekit._cli.main import CliError
+from tunekit._cli.error import CliError
 from tunekit._cli.table import print_table
 from tunekit._store.cache import PersistentCache, default_cache_dir
 from tunekit._store.file_kind import other_kind

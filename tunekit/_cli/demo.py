@@ -7,7 +7,7 @@ import runpy
 import sys
 from pathlib import Path
 
-from tunekit._cli.main import CliError
+from tunekit._cli.error import CliError
 
 __all__ = ["demo"]
 

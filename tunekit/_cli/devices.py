@@ -4,41 +4,32 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Iterator
+from importlib.metadata import entry_points
 
 from tunekit._base.errors import describe_error
 from tunekit._measure.client import Client, SupportsLocator, SupportsPeaks
 
-__all__ = ["devices", "found_clients"]
+__all__ = ["CLIENTS_GROUP", "devices", "found_clients"]
+
+
+CLIENTS_GROUP = "tunekit.clients"
+"""The entry-point group where a backend names its ``found_clients() -> Iterator[(label, client or reason)]``."""
 
 
 def found_clients() -> Iterator[tuple[str, Client | str]]:
-    """(backend, client) for each device found; a backend that cannot start yields its reason instead."""
-    from tunekit_backends.cpu import CpuClient
+    """(backend, client) for each device every installed backend finds; a backend that cannot start yields its reason.
 
-    yield "cpu", CpuClient()
-    yield from _opencl_clients()
-
-
-def _opencl_clients() -> Iterator[tuple[str, Client | str]]:
-    """One client per OpenCL device; nothing when the backend is not installed."""
-    try:
-        from tunekit_backends.opencl import OpenCLClient
-        from tunekit_backends.opencl._cl import pyopencl
-
-        platforms = [len(platform.get_devices()) for platform in pyopencl().get_platforms()]
-    except ImportError:
-        return  # the opencl extra is not installed: not an error for a listing
-    except Exception as exc:  # a broken ICD loader must not hide the other devices
-        yield "opencl", describe_error(exc)
-        return
-    for p, count in enumerate(platforms):
-        for d in range(count):
-            # The label is how to select it: OpenCLClient(platform=p, device=d).
-            label = f"opencl (platform={p}, device={d})"
-            try:
-                yield label, OpenCLClient(platform=p, device=d)
-            except Exception as exc:
-                yield label, describe_error(exc)
+    Backends are found by entry point, so a third-party backend lists its devices here by declaring one.
+    """
+    for entry in sorted(entry_points(group=CLIENTS_GROUP), key=lambda e: e.name):
+        try:
+            find = entry.load()
+        except ImportError:  # its optional extra is not installed: not an error for a listing
+            continue
+        except Exception as exc:
+            yield entry.name, describe_error(exc)
+            continue
+        yield from find()
 
 
 def _locator(client: Client) -> str | None:

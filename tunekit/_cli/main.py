@@ -1,6 +1,5 @@
-"""The ``tunekit`` command: argument parsing only; each command's module is imported when it runs.
+"""The ``tunekit`` command: the argument parser, and each sub-command bound to the function that runs it.
 
-Start-up stays fast because nothing but argparse is imported until a command is chosen.
 User mistakes (a missing file, an unknown tuner, a malformed bundle) end with one line on
 stderr and exit code 2; data problems found by a command (corrupt records, invalid cache
 rows) with exit code 1.
@@ -9,22 +8,20 @@ rows) with exit code 1.
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import NoReturn
 
 from tunekit._base.errors import SettingsError
+from tunekit._base.settings import configure
+from tunekit._base.version import __version__
+from tunekit._cli import cache as _cache
+from tunekit._cli import demo as _demo
+from tunekit._cli import devices as _devices
+from tunekit._cli import records as _records
+from tunekit._cli.error import CliError
 
 __all__ = ["CliError", "main"]
-
-
-class CliError(Exception):
-    """A failure to report as one line, with the exit code to end with."""
-
-    def __init__(self, message: str, code: int = 2) -> None:
-        super().__init__(message)
-        self.code = code
 
 
 class _Parser(argparse.ArgumentParser):
@@ -40,8 +37,12 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"tunekit: {where}{message} (`{self.prog} --help` lists the arguments)\n")
 
 
-def _command(parser: argparse.ArgumentParser, target: str) -> None:
-    """Bind ``module:function`` (in ``tunekit``) to run when this sub-command is chosen."""
+Command = Callable[[argparse.Namespace], int]
+"""A sub-command: runs with the parsed arguments, returns the exit code."""
+
+
+def _command(parser: argparse.ArgumentParser, target: Command) -> None:
+    """Bind ``target`` to run when this sub-command is chosen."""
     parser.set_defaults(target=target, command_parser=parser)
 
 
@@ -75,52 +76,52 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--cache-dir", help="the cache directory to use instead of TUNEKIT_CACHE_DIR")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    _command(commands.add_parser("demo", help="tune the examples on this machine and print a table"), "_cli_demo:demo")
+    _command(commands.add_parser("demo", help="tune the examples on this machine and print a table"), _demo.demo)
 
     devices = commands.add_parser("devices", help="list the devices tunekit can tune on, with their peaks")
     devices.add_argument("--no-peaks", action="store_true", help="skip measuring peak compute and bandwidth")
-    _command(devices, "_cli_devices:devices")
+    _command(devices, _devices.devices)
 
     cache = commands.add_parser("cache", help="inspect and move the persistent cache of winners")
     cache_commands = cache.add_subparsers(dest="cache_command", metavar="ACTION", required=True)
-    _command(cache_commands.add_parser("path", help="print the cache file's path"), "_cli_cache:path")
+    _command(cache_commands.add_parser("path", help="print the cache file's path"), _cache.path)
     listing = cache_commands.add_parser("list", help="one line per stored winner")
     _filters(listing)
-    _command(listing, "_cli_cache:list_rows")
+    _command(listing, _cache.list_rows)
     show = cache_commands.add_parser("show", help="every candidate's result for one tuner's keys")
     show.add_argument("tuner")
     _filters(show, tuner=False)
-    _command(show, "_cli_cache:show")
+    _command(show, _cache.show)
     clear = cache_commands.add_parser("clear", help="delete stored winners (all, or one tuner's/device's)")
     _owners(clear)  # no --key: its help offered one that the command then refused
-    _command(clear, "_cli_cache:clear")
+    _command(clear, _cache.clear)
     export = cache_commands.add_parser("export", help="write winners to a committable JSON bundle")
     export.add_argument("-o", "--output", help="bundle file to write (default: stdout)")
     _filters(export)
-    _command(export, "_cli_cache:export")
+    _command(export, _cache.export)
     load = cache_commands.add_parser("import", help="store the winners of a bundle in this cache")
     load.add_argument("bundle")
     load.add_argument("--keep-existing", action="store_true", help="do not replace winners already stored here")
-    _command(load, "_cli_cache:import_bundle")
-    _command(cache_commands.add_parser("verify", help="check every row against the schema"), "_cli_cache:verify")
+    _command(load, _cache.import_bundle)
+    _command(cache_commands.add_parser("verify", help="check every row against the schema"), _cache.verify)
 
     records = commands.add_parser("records", help="read records files (JSONL)")
     record_commands = records.add_subparsers(dest="records_command", metavar="ACTION", required=True)
     summary = record_commands.add_parser("summary", help="per tuner and key: winner, runner-up, margin, cost")
     summary.add_argument("file")
     summary.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    _command(summary, "_cli_records:summary")
+    _command(summary, _records.summary)
     tail = record_commands.add_parser("tail", help="print records as they are appended (Ctrl-C stops)")
     tail.add_argument("file")
     tail.add_argument("-n", "--lines", type=_count, default=10, help="existing records to show first (default 10)")
-    _command(tail, "_cli_records:tail")
+    _command(tail, _records.tail)
 
-    _command(commands.add_parser("schema", help="print the JSON schema of AutotuneRecord"), "_cli_records:schema")
+    _command(commands.add_parser("schema", help="print the JSON schema of AutotuneRecord"), _records.schema)
 
     report = commands.add_parser("report", help="write a self-contained HTML report of a records file")
     report.add_argument("file")
     report.add_argument("-o", "--output", default="report.html", help="HTML file to write (default: report.html)")
-    _command(report, "_cli_records:report")
+    _command(report, _records.report)
     return parser
 
 
@@ -133,24 +134,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         # check reported them from the top level, pointing at `tunekit --help`.
         getattr(args, "command_parser", parser).error(f"unrecognized arguments: {' '.join(unknown)}")
     if args.version:
-        from tunekit._base.version import __version__
-
         print(f"tunekit {__version__}")
         return 0
-    target: str | None = getattr(args, "target", None)
+    target: Command | None = getattr(args, "target", None)
     if target is None:
         parser.print_help()
         return 2
     try:
         if args.cache_dir is not None:
-            import tunekit as tk
-
             try:
-                tk.configure(cache_dir=args.cache_dir)
+                configure(cache_dir=args.cache_dir)
             except SettingsError as error:  # it said the value came "from tk.configure(cache_dir=...)"
                 raise CliError(str(error).replace("from tk.configure(cache_dir=...)", "from --cache-dir")) from None
-        module, function = target.split(":")
-        return int(getattr(importlib.import_module(f"tunekit.{module}"), function)(args))
+        return int(target(args))
     except CliError as error:
         print(f"tunekit: {error}", file=sys.stderr)
         return error.code

@@ -9,9 +9,10 @@ from collections import deque
 from pathlib import Path
 
 from tunekit._base.units import format_duration_ns
-from tunekit._cli.main import CliError
+from tunekit._cli.error import CliError
 from tunekit._cli.table import print_table
 from tunekit._observe.reader import BadLine, RecordLine, follow_records, read_records
+from tunekit._observe.report import render_report
 from tunekit._observe.summary import summarise
 from tunekit._store.file_kind import other_kind
 from tunekit._values.records import AutotuneRecord
@@ -148,8 +149,6 @@ def schema(_: argparse.Namespace) -> int:
 
 def report(args: argparse.Namespace) -> int:
     """Write the HTML report of a records file."""
-    from tunekit._observe.report import render_report
-
     good, bad = read_or_fail(args.file)
     _report_bad(args.file, bad)
     if not good:

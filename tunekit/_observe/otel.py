@@ -67,7 +67,7 @@ class OpenTelemetryObserver:
         self, *, tracer_provider: TracerProvider | None = None, meter_provider: MeterProvider | None = None
     ) -> None:
         try:
-            from opentelemetry import context, metrics, trace
+            from opentelemetry import context, metrics, trace  # noqa: PLC0415 - the optional otel extra
         except ImportError as exc:
             raise TunekitError(f"OpenTelemetry export needs the otel extra: {_INSTALL}") from exc
         self._context = context
@@ -130,7 +130,7 @@ class OpenTelemetryObserver:
         self._end(span, record, None)
 
     def _end(self, span: Span, record: AutotuneRecord | None, error: str | None) -> None:
-        from opentelemetry.trace import Status, StatusCode
+        from opentelemetry.trace import Status, StatusCode  # noqa: PLC0415 - the optional otel extra
 
         if record is not None:
             span.set_attribute("tunekit.decision", record.decision)

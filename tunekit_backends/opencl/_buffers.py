@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
-from tunekit._measure.check import CANARY_BYTES, CANARY_VALUE, ReferenceFailed
+from tunekit.backend import CANARY_BYTES, CANARY_VALUE, ReferenceFailed
 from tunekit_backends.opencl._cl import pyopencl
 
-if TYPE_CHECKING:
-    from tunekit_backends.opencl._client import OpenCLClient
+
+class _HasQueue(Protocol):
+    """The client a check copies buffers on: only its command queue is used."""
+
+    @property
+    def queue(self) -> Any: ...
+
 
 __all__ = ["DeviceCheckBuffers", "argument_hint", "canary_bytes", "canary_changed", "kernel_arg", "overrun_message"]
 
@@ -87,7 +92,7 @@ class DeviceCheckBuffers:
     change what the next candidate sees.
     """
 
-    def __init__(self, client: OpenCLClient, inputs: tuple[Any, ...], outputs: Sequence[int]) -> None:
+    def __init__(self, client: _HasQueue, inputs: tuple[Any, ...], outputs: Sequence[int]) -> None:
         cl = pyopencl()
         self._cl = cl
         self._queue = client.queue

@@ -13,8 +13,8 @@ INSTALL_HINT = "pip install 'tunekit[opencl]'"
 def pyopencl() -> Any:
     """The pyopencl module (with ``pyopencl.array`` loaded), or an ImportError naming the extra."""
     try:
-        import pyopencl as cl
-        import pyopencl.array
+        import pyopencl as cl  # noqa: PLC0415 - the optional opencl extra, imported at first use
+        import pyopencl.array  # noqa: PLC0415
     except ImportError as exc:
         raise ImportError(f"the OpenCL backend needs pyopencl and an OpenCL driver: {INSTALL_HINT}") from exc
     return cl

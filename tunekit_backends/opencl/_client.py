@@ -13,7 +13,7 @@ from typing import Any, Literal, TypeVar
 import numpy as np
 
 from tunekit import DevicePeaks
-from tunekit._measure.check import CheckBuffers
+from tunekit.backend import CheckBuffers
 from tunekit_backends.opencl._buffers import DeviceCheckBuffers
 from tunekit_backends.opencl._cl import INSTALL_HINT, first_error_line, is_pocl, pocl_kernel_cache_on, pyopencl
 from tunekit_backends.opencl._compile import CompilePool

@@ -25,7 +25,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from tunekit._measure.check import CANARY_VALUE
+from tunekit.backend import CANARY_VALUE
 from tunekit_backends.opencl._buffers import canary_bytes, canary_changed, overrun_message
 from tunekit_backends.opencl._cl import build_log, first_error_line, is_pocl, pocl_kernel_cache_on, pyopencl
 from tunekit_backends.opencl._compile_wire import ProgramReply, ProgramRequest, WorkerReady

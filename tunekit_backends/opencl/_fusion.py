@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 import numpy as np
 
 import tunekit as tk
-from tunekit._candidates.space import Config
+from tunekit import Config
 from tunekit_backends.opencl._cl import pyopencl
 from tunekit_backends.opencl._client import OpenCLClient
 from tunekit_backends.opencl._template import KernelTemplate

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from tunekit import DevicePeaks
-from tunekit._measure.steady import warm_until_steady
+from tunekit.backend import warm_until_steady
 
 __all__ = ["busy_kernel", "measure_device_peaks", "warm_up_device"]
 

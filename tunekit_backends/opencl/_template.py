@@ -14,10 +14,8 @@ from typing import Any, Generic
 from typing_extensions import TypeVar
 
 import tunekit as tk
-from tunekit._candidates.search_spec import check_enumerable, empty_space_error
-from tunekit._candidates.space import Config, ParamValue, ParamValues, Restriction, Space
-from tunekit._candidates.tunable import Tunable, TuneGroup
-from tunekit._candidates.tunable_set import KeyGenerator, TunableSet
+from tunekit import Config, KeyGenerator, ParamValue, ParamValues, Space, Tunable, TunableSet, TuneGroup
+from tunekit.backend import Restriction, check_enumerable, empty_space_error
 from tunekit_backends.opencl._buffers import DeviceCheckBuffers, argument_hint, kernel_arg, overrun_message
 from tunekit_backends.opencl._cl import CompileError, build_log, first_error_line, pyopencl
 from tunekit_backends.opencl._client import OpenCLClient

@@ -22,16 +22,14 @@ import logging
 import math
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import tunekit as tk
 from tunekit_backends.opencl._batch import Batch, batchable, batched_program
 from tunekit_backends.opencl._cl import pyopencl
+from tunekit_backends.opencl._client import OpenCLClient
 from tunekit_backends.opencl._compile import CompilePool, InputsFile, WorkerDied, launch_of
 from tunekit_backends.opencl._compile_wire import ProgramReply, ProgramRequest
-
-if TYPE_CHECKING:
-    from tunekit_backends.opencl._template import _Variant
 
 __all__ = ["compile_together"]
 
@@ -39,11 +37,47 @@ _log = logging.getLogger("tunekit.opencl")
 
 T = TypeVar("T")
 
+
+class _Template(Protocol):
+    """What compiling together reads of a variant's ``KernelTemplate``."""
+
+    @property
+    def source(self) -> str: ...
+    @property
+    def kernel_name(self) -> str: ...
+    @property
+    def options(self) -> tuple[str, ...]: ...
+    def build_options(self, config: tk.Config) -> list[str]: ...
+    def define_value(self, value: tk.ParamValue) -> str: ...
+
+
+class _Variant(Protocol):
+    """One configuration of a template bound to a client, as compiling together builds and adopts it."""
+
+    @property
+    def template(self) -> _Template: ...
+    @property
+    def client(self) -> OpenCLClient: ...
+    @property
+    def config(self) -> tk.Config: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def failure(self) -> str | None: ...
+    def unbuilt(self) -> bool: ...
+    def needs_first_launch(self, inputs: tuple[Any, ...]) -> bool: ...
+    def offered(self, inputs: tuple[Any, ...]) -> None: ...
+    def fail(self, reason: str) -> None: ...
+    def worker_launched(self, inputs: tuple[Any, ...], error: str | None, *, fatal: bool = False) -> None: ...
+    def adopt(self, kernel: Any) -> None: ...
+    def shape(self, args: tuple[Any, ...]) -> tuple[tuple[int, ...], tuple[int, ...] | None]: ...
+
+
 _MAX_PER_PROGRAM = 32
 """A program that fails to build is retried variant by variant: keep that retry bounded."""
 
 
-def compile_together(variants: Sequence[_Variant[Any]], inputs: tuple[Any, ...]) -> str | None:
+def compile_together(variants: Sequence[_Variant], inputs: tuple[Any, ...]) -> str | None:
     """Build, and where a pool exists first-launch, every variant not yet launched at its shape for ``inputs``.
 
     Returns why some or all of them compiled in this process although the client has compile
@@ -92,7 +126,7 @@ def _first(notes: list[str | None]) -> str | None:
     return next((note for note in notes if note is not None), None)
 
 
-def _build_all_here(variants: Sequence[_Variant[Any]]) -> None:
+def _build_all_here(variants: Sequence[_Variant]) -> None:
     """Build the unbuilt ones here as few programs, where the source allows (else each builds in its own hook)."""
     unbuilt = [v for v in variants if v.unbuilt()]
     if len(unbuilt) > 1 and batchable(unbuilt[0].template.source):
@@ -111,18 +145,18 @@ def _cannot_start(pool: CompilePool, exc: WorkerDied) -> str:
     return f"no compile worker could start: {exc}"
 
 
-def _program_of(group: Sequence[_Variant[Any]]) -> Batch:
+def _program_of(group: Sequence[_Variant]) -> Batch:
     template = group[0].template
     defines = [[(name, template.define_value(value)) for name, value in v.config.items()] for v in group]
     return batched_program(template.source, template.kernel_name, defines)
 
 
-Job = tuple["_Variant[Any]", ProgramRequest | None, list["_Variant[Any]"]]
+Job = tuple["_Variant", ProgramRequest | None, list["_Variant"]]
 
 
 def _in_workers(
     pool: CompilePool,
-    groups: list[list[_Variant[Any]]],
+    groups: list[list[_Variant]],
     inputs: tuple[Any, ...],
     files: InputsFile,
     timeout_s: float,
@@ -184,7 +218,7 @@ def _on_threads(pool: CompilePool, work: Callable[[Any], T], items: list[Any]) -
 
 
 def compile_one_in_worker(
-    pool: CompilePool, variant: _Variant[Any], inputs: tuple[Any, ...], files: InputsFile, timeout_s: float
+    pool: CompilePool, variant: _Variant, inputs: tuple[Any, ...], files: InputsFile, timeout_s: float
 ) -> str | None:
     """One variant alone in a worker, built exactly as its own lazy build will be (so that is a cache hit).
 
@@ -221,13 +255,13 @@ def compile_one_in_worker(
     return None
 
 
-def _worker_launched(variant: _Variant[Any], inputs: tuple[Any, ...], reply: ProgramReply) -> None:
+def _worker_launched(variant: _Variant, inputs: tuple[Any, ...], reply: ProgramReply) -> None:
     """Tell ``variant`` how its first launch in a worker went; one that wrote out of bounds never runs here."""
     variant.worker_launched(inputs, reply.launch_errors[0] if reply.launch_errors else None, fatal=reply.retire)
 
 
 def _request(
-    variant: _Variant[Any], source: str, options: list[str], kernel: str, inputs: tuple[Any, ...], files: InputsFile
+    variant: _Variant, source: str, options: list[str], kernel: str, inputs: tuple[Any, ...], files: InputsFile
 ) -> ProgramRequest | None:
     """The worker request for one kernel, or None when the variant's own hook should report its launch shape."""
     try:
@@ -249,7 +283,7 @@ def _request(
     )
 
 
-def _build_here(group: Sequence[_Variant[Any]], batch: Batch) -> None:
+def _build_here(group: Sequence[_Variant], batch: Batch) -> None:
     """Build ``batch`` (made of ``group``, in order) here; each variant not failed yet adopts its kernel.
 
     When this build fails, the variants stay unbuilt: each then builds alone in its own hook

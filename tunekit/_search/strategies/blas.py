@@ -17,14 +17,14 @@ import functools
 from collections.abc import Iterator
 from typing import Any
 
+from threadpoolctl import ThreadpoolController
+
 __all__ = ["one_blas_thread"]
 
 
 @functools.cache
 def _controller() -> Any:
-    # Imported here: importing tunekit should not scan the process's shared libraries.
-    from threadpoolctl import ThreadpoolController
-
+    # Made at first use: making it scans the process's shared libraries, which importing tunekit must not.
     return ThreadpoolController()
 
 

@@ -1,0 +1,30 @@
+"""Every OpenCL device of this machine as a client, for ``tunekit devices``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from tunekit.backend import describe_error
+from tunekit_backends.opencl._cl import pyopencl
+from tunekit_backends.opencl._client import OpenCLClient
+
+__all__ = ["found_clients"]
+
+
+def found_clients() -> Iterator[tuple[str, OpenCLClient | str]]:
+    """One client per OpenCL device (the ``tunekit.clients`` entry point); nothing when pyopencl is missing."""
+    try:
+        platforms = [len(platform.get_devices()) for platform in pyopencl().get_platforms()]
+    except ImportError:
+        return  # the opencl extra is not installed: not an error for a listing
+    except Exception as exc:  # a broken ICD loader must not hide the other devices
+        yield "opencl", describe_error(exc)
+        return
+    for p, count in enumerate(platforms):
+        for d in range(count):
+            # The label is how to select it: OpenCLClient(platform=p, device=d).
+            label = f"opencl (platform={p}, device={d})"
+            try:
+                yield label, OpenCLClient(platform=p, device=d)
+            except Exception as exc:
+                yield label, describe_error(exc)
