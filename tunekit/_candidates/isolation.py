@@ -11,6 +11,17 @@ from typing import Any, Protocol, TypeVar
 
 from tunekit._base.settings import IsolationMode
 
+__all__ = [
+    "DeviceLocatorWorkerFactory",
+    "DeviceWorkerFactory",
+    "Isolation",
+    "LocatorWorkerFactory",
+    "WorkerFactory",
+    "factory_keywords",
+    "resolve_reference",
+    "worker_reference",
+]
+
 S = TypeVar("S")
 S_co = TypeVar("S_co", covariant=True)
 """The tunable set a worker factory builds (generic here: this module sits below ``TunableSet``)."""

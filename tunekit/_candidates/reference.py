@@ -8,6 +8,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+__all__ = ["Reference", "reference_of"]
+
 
 @dataclass(frozen=True, slots=True)
 class Reference:

@@ -9,6 +9,8 @@ import numpy as np
 
 from tunekit._candidates.space import Config, Space
 
+__all__ = ["STRATEGIES", "Strategy", "StrategyFactory", "StrategyName"]
+
 
 @runtime_checkable
 class Strategy(Protocol):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+__all__ = ["CliError"]
+
 
 class CliError(Exception):
     """A failure to report as one line, with the exit code to end with."""

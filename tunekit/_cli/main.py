@@ -21,7 +21,7 @@ from tunekit._cli import devices as _devices
 from tunekit._cli import records as _records
 from tunekit._cli.error import CliError
 
-__all__ = ["CliError", "main"]
+__all__ = ["main"]
 
 
 class _Parser(argparse.ArgumentParser):

@@ -9,7 +9,7 @@ from tunekit._measure.client import Client, SupportsCacheFlush, require_client
 from tunekit._measure.runner import timed_run
 from tunekit._values.durations import BenchmarkDurations
 
-__all__ = ["BenchmarkDurations", "tune_benchmark"]
+__all__ = ["tune_benchmark"]
 
 
 def tune_benchmark(

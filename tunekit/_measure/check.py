@@ -26,7 +26,6 @@ __all__ = [
     "CheckOutcome",
     "Gate",
     "HostCheckBuffers",
-    "Reference",
     "SupportsCheckBuffers",
     "compare",
     "default_tolerance",

@@ -42,15 +42,7 @@ from tunekit._measure.schedule import candidate_failure
 from tunekit._measure.worker import ProcessRunner, SpawnRecipe, timeout_reason
 from tunekit._values.outcome import Failed
 
-__all__ = [
-    "Isolation",
-    "RunPolicy",
-    "WatchdogRunner",
-    "check_candidate",
-    "current_run_policy",
-    "open_runner",
-    "refuse_unforkable",
-]
+__all__ = ["RunPolicy", "WatchdogRunner", "check_candidate", "current_run_policy", "open_runner", "refuse_unforkable"]
 
 T = TypeVar("T")
 

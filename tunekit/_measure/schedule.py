@@ -44,7 +44,7 @@ from tunekit._values.records import (
     Warmup,
 )
 
-__all__ = ["BatchResult", "candidate_failure", "describe_error", "measure_batch"]
+__all__ = ["BatchResult", "candidate_failure", "measure_batch"]
 
 SEPARATION_Z = 3.0
 """Standard errors by which a candidate must trail the leader to be dropped before the runoff.

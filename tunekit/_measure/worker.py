@@ -42,30 +42,14 @@ from typing import Any, TypeVar
 from tunekit._base.errors import CandidateFailed, ClientClosed, TunekitError, describe_error
 from tunekit._base.self_call import inherit, tunes_to_pass_on
 from tunekit._candidates.isolation import (
-    DeviceLocatorWorkerFactory,
-    DeviceWorkerFactory,
-    LocatorWorkerFactory,
-    WorkerFactory,
-    factory_keywords,
     resolve_reference,
-    worker_reference,
 )
 from tunekit._candidates.tunable_set import TunableSet, tuned_function
 from tunekit._measure.check import CheckOutcome, Gate
 from tunekit._measure.client import Client, locator_of
 from tunekit._measure.runner import InProcessRunner
 
-__all__ = [
-    "DeviceLocatorWorkerFactory",
-    "DeviceWorkerFactory",
-    "LocatorWorkerFactory",
-    "ProcessRunner",
-    "WorkerFactory",
-    "factory_keywords",
-    "resolve_reference",
-    "timeout_reason",
-    "worker_reference",
-]
+__all__ = ["ProcessRunner", "timeout_reason"]
 
 # The worker's exit status when its own loop failed (not the candidate): EX_SOFTWARE.
 _WORKER_BROKEN = 70

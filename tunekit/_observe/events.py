@@ -8,6 +8,18 @@ from typing import Literal, Protocol, runtime_checkable
 
 from tunekit._values.records import AutotuneRecord
 
+__all__ = [
+    "BatchStarted",
+    "CacheLookup",
+    "CandidateProgress",
+    "LookupResult",
+    "ProgressStage",
+    "TuneEvent",
+    "TuneFinished",
+    "TuneObserver",
+    "TuneStarted",
+]
+
 LookupResult = Literal["hit", "miss", "stale"]
 
 

@@ -18,7 +18,6 @@ from tunekit._base.settings import Settings
 from tunekit._measure.runner import CandidateRunner
 from tunekit._observe.events import (
     BatchStarted,
-    CacheLookup,
     CandidateProgress,
     TuneEvent,
     TuneFinished,
@@ -29,19 +28,7 @@ from tunekit._observe.progress import terminal_progress
 from tunekit._values.outcome import Failed, Measured, Outcome, Skipped
 from tunekit._values.records import AutotuneRecord
 
-__all__ = [
-    "BatchStarted",
-    "CacheLookup",
-    "CandidateProgress",
-    "TuneEvent",
-    "TuneFinished",
-    "TuneObserver",
-    "TuneStarted",
-    "add_observer",
-    "notify",
-    "observe_tune",
-    "remove_observer",
-]
+__all__ = ["add_observer", "notify", "observe_tune", "remove_observer"]
 
 _log = logging.getLogger("tunekit.observe")
 

@@ -26,9 +26,9 @@ from tunekit._base.group_share import describe_denied, permission_fix, share_wit
 from tunekit._base.persisted import STORED
 from tunekit._base.validation_text import validation_text
 from tunekit._base.version import MAJOR
-from tunekit._values.cache_row import CacheRow, CacheValue, CandidateResult
+from tunekit._values.cache_row import CacheRow, CacheValue
 
-__all__ = ["CacheRow", "CacheValue", "CandidateResult", "PersistentCache", "default_cache_dir"]
+__all__ = ["PersistentCache", "default_cache_dir"]
 
 _log = logging.getLogger("tunekit.cache")
 

@@ -34,7 +34,7 @@ from tunekit._candidates.space import Config, Space, space_difference
 from tunekit._store.file_kind import other_kind_name
 from tunekit._values.trial_log import _LINE, TrialEntry, TrialLogHeader
 
-__all__ = ["TrialEntry", "TrialLog", "TrialLogError", "TrialLogHeader", "check_log_path", "key_log_path"]
+__all__ = ["TrialLog", "key_log_path"]
 
 _log = logging.getLogger("tunekit.trials")
 

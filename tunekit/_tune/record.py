@@ -45,7 +45,7 @@ from tunekit._values.outcome import Measured
 from tunekit._values.record_file import RecordEntry, RecordFile, entry_key
 from tunekit._values.records import AutotuneRecord, SearchEnded
 
-__all__ = ["Record", "RecordEntry", "RecordFile", "RecordMismatch"]
+__all__ = ["Record"]
 
 
 _STALE_AFTER = timedelta(days=365)

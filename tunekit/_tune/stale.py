@@ -26,7 +26,7 @@ from tunekit._values.set_origin import SetOrigin
 if TYPE_CHECKING:
     from tunekit._candidates.tunable_set import TunableSet
 
-__all__ = ["SetOrigin", "report_stale"]
+__all__ = ["report_stale"]
 
 _log = logging.getLogger("tunekit.tuner")
 

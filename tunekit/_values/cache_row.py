@@ -12,6 +12,8 @@ from tunekit._base.persisted import Persisted
 from tunekit._base.version import __version__
 from tunekit._values.set_origin import SetOrigin
 
+__all__ = ["CacheRow", "CacheValue", "CandidateResult"]
+
 
 class CandidateResult(Persisted):
     """What was measured for one candidate, kept for reports and demotion."""

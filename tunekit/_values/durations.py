@@ -8,6 +8,8 @@ from collections.abc import Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
+__all__ = ["BenchmarkDurations"]
+
 
 @dataclass(frozen=True, slots=True)
 class BenchmarkDurations:

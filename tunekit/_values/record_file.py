@@ -13,6 +13,8 @@ from tunekit._base.settings import AutotuneLevel
 from tunekit._base.version import __version__
 from tunekit._candidates.space import ParamValue, SpaceModel
 
+__all__ = ["RecordEntry", "RecordFile", "entry_key"]
+
 
 class RecordEntry(Persisted):
     """The winner of one key bucket, with what was measured for it."""

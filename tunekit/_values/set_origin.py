@@ -11,6 +11,8 @@ from tunekit._base.persisted import Persisted
 if TYPE_CHECKING:
     from tunekit._candidates.tunable_set import TunableSet
 
+__all__ = ["SetOrigin"]
+
 
 _SHOWN = 16
 """Candidate names kept: enough to recognise a set, bounded for a space of thousands of configurations."""

@@ -11,6 +11,8 @@ from tunekit._base.persisted import JsonScalar, Persisted
 from tunekit._base.version import __version__
 from tunekit._candidates.space import ParamValue, SpaceModel
 
+__all__ = ["TrialEntry", "TrialLogHeader"]
+
 
 class TrialLogHeader(Persisted):
     """The first line: what the trials below were measured for."""

@@ -9,9 +9,8 @@ from collections.abc import Iterable, Iterator
 import numpy as np
 
 from tunekit._candidates.space import Config, Space
-from tunekit._candidates.strategy import Strategy, StrategyFactory
 
-__all__ = ["Positions", "Strategy", "StrategyFactory", "Walker"]
+__all__ = ["Positions", "Walker"]
 
 _WALK_LIMIT = 1_000_000
 """Cartesian points past which a walker keeps drawing at random rather than walk the space."""
