@@ -8,6 +8,7 @@ import pytest
 from _procs import drop_root, in_child
 
 import tunekit as tk
+from tunekit._base import settings as _settings
 
 
 def test_env_overrides_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -122,7 +123,7 @@ def test_a_bad_variable_is_named_with_its_value_and_not_blamed_on_the_key_genera
         tk.configure()
     monkeypatch.setenv("TUNEKIT_WARMUP_MS", "0")
     monkeypatch.setenv("TUNEKIT_SAMPLES", "0")
-    tk._settings._current = None  # as in a fresh process: the first anchored key reads the settings
+    _settings._current = None  # as in a fresh process: the first anchored key reads the settings
 
     @tk.autotune_key
     class Key:

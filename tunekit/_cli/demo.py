@@ -11,7 +11,7 @@ from tunekit._cli.error import CliError
 
 __all__ = ["demo"]
 
-_EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+_EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def demo(_: argparse.Namespace) -> int:
