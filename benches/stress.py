@@ -29,6 +29,7 @@ from rich.console import Console
 from rich.table import Table
 
 import tunekit as tk
+from tunekit._keys.key import key_to_json
 from tunekit_backends.cpu import CpuClient
 
 CLIENT = CpuClient()
@@ -63,7 +64,7 @@ def _memory_hits(worker: int) -> Callable[[], int]:
 
 def _disk_hits(worker: int) -> Callable[[], object]:
     cache = tk.PersistentCache(tk.settings().cache_dir or tk.default_cache_dir())
-    keys = [tk.key_to_json(IKey(i=i)) for i in range(KEYS)]
+    keys = [key_to_json(IKey(i=i)) for i in range(KEYS)]
     counter = iter(range(10**9))
 
     def op() -> object:

@@ -18,10 +18,8 @@ from tunekit_backends.cpu import CpuClient
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from matmul import TUNER as MATMUL_TUNER
-from matmul import matmul
-from row_sum import TUNER as ROW_SUM_TUNER
-from row_sum import row_sum
+from matmul import TUNER as MATMUL_TUNER, matmul
+from row_sum import TUNER as ROW_SUM_TUNER, row_sum
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "opencl"))
 from demo_opencl import run_opencl_demo

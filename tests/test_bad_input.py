@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import tunekit as tk
+from tunekit._observe.sinks import CallbackSink
 from tunekit_backends.cpu import CpuClient
 
 CLIENT = CpuClient()
@@ -170,7 +171,7 @@ def _in_place(x: np.ndarray, out: np.ndarray) -> None:
 
 def _check_records(tunables: tk.TunableSet[LenKey, object], name: str) -> tk.AutotuneRecord:
     records: list[tk.AutotuneRecord] = []
-    tuner: tk.LocalTuner[LenKey, object] = tk.LocalTuner(name, sinks=[tk.CallbackSink(records.append)])
+    tuner: tk.LocalTuner[LenKey, object] = tk.LocalTuner(name, sinks=[CallbackSink(records.append)])
     tuner.execute(CLIENT.device_id, CLIENT, tunables, (np.arange(4.0), np.zeros(4)))
     (record,) = records
     return record

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import tunekit as tk
+from tunekit.backend import SupportsCacheFlush
 from tunekit_backends.cpu import CpuClient
 
 
@@ -44,7 +45,7 @@ def test_tune_benchmark_times_real_runs() -> None:
 
 def test_flush_runs_outside_timing_when_supported() -> None:
     client = FlushCountingClient()
-    assert isinstance(client, tk.SupportsCacheFlush)
+    assert isinstance(client, SupportsCacheFlush)
     tk.tune_benchmark(lambda: None, (), client, warmup=0, samples=5)
     assert client.flushes == 5
     tk.tune_benchmark(lambda: None, (), client, warmup=0, samples=5, flush=False)

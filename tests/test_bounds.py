@@ -10,11 +10,12 @@ import pytest
 
 import tunekit as tk
 from tunekit._measure.bounds import clear_peaks, device_peaks, time_limit_ns
+from tunekit.backend import DevicePeaks, SupportsPeaks, SupportsWarmup
 from tunekit_backends.cpu import CpuClient
 from tunekit_backends.simulated import SimulatedClient
 
 MS = 1_000_000
-PEAKS = tk.DevicePeaks(ops_per_s=1e12, bytes_per_s=1e11, launch_overhead_ns=5_000.0)
+PEAKS = DevicePeaks(ops_per_s=1e12, bytes_per_s=1e11, launch_overhead_ns=5_000.0)
 
 
 @tk.autotune_key
@@ -94,7 +95,7 @@ def test_autotune_level_picks_the_threshold() -> None:
 class CountingClient(SimulatedClient):
     measured = 0
 
-    def measure_peaks(self) -> tk.DevicePeaks:
+    def measure_peaks(self) -> DevicePeaks:
         CountingClient.measured += 1
         return super().measure_peaks()
 
@@ -168,7 +169,7 @@ def test_opencl_client_measures_plausible_peaks_on_its_device() -> None:
     from tunekit_backends.opencl import OpenCLClient
 
     client = OpenCLClient()
-    assert isinstance(client, tk.SupportsPeaks) and isinstance(client, tk.SupportsWarmup)
+    assert isinstance(client, SupportsPeaks) and isinstance(client, SupportsWarmup)
     peaks = client.measure_peaks()
     assert 1e8 < peaks.ops_per_s < 1e15
     assert 1e8 < peaks.bytes_per_s < 1e13

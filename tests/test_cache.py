@@ -13,6 +13,7 @@ from typing import Annotated, Any
 import pytest
 
 import tunekit as tk
+from tunekit._keys.key import key_to_json
 from tunekit_backends.cpu import CpuClient
 
 
@@ -86,7 +87,7 @@ def test_removed_winner_is_retuned() -> None:
     tunables = tk.TunableSet(key=lambda n: NKey(n=n)).with_tunables(
         [tk.Tunable("slow", lambda n: n), tk.Tunable("fast", lambda n: n)]
     )
-    key = tk.key_to_json(NKey(n=5))
+    key = key_to_json(NKey(n=5))
     got = cache.get(CLIENT.device_id, "persist", key)
     assert isinstance(got, tuple)
     checksum, value = got
@@ -227,7 +228,7 @@ def test_rewriting_a_row_keeps_the_fields_of_a_newer_tunekit(isolated_settings: 
     path = isolated_settings / tk.PersistentCache.FILENAME
     _rewrite_row(path, _newer)
     cache = tk.PersistentCache(isolated_settings)
-    key = tk.key_to_json(NKey(n=5))
+    key = key_to_json(NKey(n=5))
     got = cache.get(CLIENT.device_id, "persist", key)
     assert isinstance(got, tuple)
     checksum, value = got

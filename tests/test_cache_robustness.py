@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 from _procs import drop_root, in_child, tunekit_messages
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 import tunekit as tk
 from tunekit._base.version import MAJOR
+from tunekit._keys.key import key_to_json
 from tunekit_backends.cpu import CpuClient
 
 CLIENT = CpuClient()
@@ -123,7 +123,7 @@ def test_corrupt_file_is_moved_aside_and_tuning_goes_on(
     assert any("unreadable" in w and "moved to" in w for w in _warnings(caplog))
     fresh = tk.PersistentCache(isolated_settings)
     assert [r for r in fresh.rows() if isinstance(r, str)] == []
-    assert isinstance(fresh.get(CLIENT.device_id, "after", tk.key_to_json(IKey(i=1))), tuple)
+    assert isinstance(fresh.get(CLIENT.device_id, "after", key_to_json(IKey(i=1))), tuple)
 
 
 def test_a_busy_database_is_never_mistaken_for_a_corrupt_one(isolated_settings: Path) -> None:
@@ -180,7 +180,7 @@ def test_hostile_row_is_rejected_with_a_warning_and_retuned(
     isolated_settings: Path, value: object, caplog: pytest.LogCaptureFixture
 ) -> None:
     checksum = _tunables().checksum()
-    _plant(isolated_settings, CLIENT.device_id, "hostile", tk.key_to_json(IKey(i=3)), checksum, value)
+    _plant(isolated_settings, CLIENT.device_id, "hostile", key_to_json(IKey(i=3)), checksum, value)
     records: list[tk.AutotuneRecord] = []
     sink = tk.add_record_sink(records.append)
     try:
@@ -196,7 +196,7 @@ def test_hostile_row_is_rejected_with_a_warning_and_retuned(
 def test_an_unknown_field_is_kept_as_inert_data(isolated_settings: Path) -> None:
     """Fields a newer tunekit may add within schema_version 1 are read, never acted on (they were refused before)."""
     value = json.dumps({"schema_version": 1, "winner": "twice", "ranking": ["twice"], "exec": "rm -rf /"})
-    _plant(isolated_settings, CLIENT.device_id, "inert", tk.key_to_json(IKey(i=3)), _tunables().checksum(), value)
+    _plant(isolated_settings, CLIENT.device_id, "inert", key_to_json(IKey(i=3)), _tunables().checksum(), value)
     records: list[tk.AutotuneRecord] = []
     sink = tk.add_record_sink(records.append)
     try:
@@ -214,8 +214,8 @@ def test_oversized_value_is_refused_unread(
 ) -> None:
     monkeypatch.setattr(tk.PersistentCache, "MAX_VALUE_BYTES", 1000)
     value = tk.CacheValue(winner="double", ranking=["double"] * 500).model_dump_json()
-    _plant(isolated_settings, CLIENT.device_id, "big", tk.key_to_json(IKey(i=1)), _tunables().checksum(), value)
-    got = tk.PersistentCache(isolated_settings).get(CLIENT.device_id, "big", tk.key_to_json(IKey(i=1)))
+    _plant(isolated_settings, CLIENT.device_id, "big", key_to_json(IKey(i=1)), _tunables().checksum(), value)
+    got = tk.PersistentCache(isolated_settings).get(CLIENT.device_id, "big", key_to_json(IKey(i=1)))
     assert isinstance(got, str) and "larger than 1000 bytes" in got
 
 
@@ -224,7 +224,7 @@ def test_unknown_winner_name_is_retuned_never_looked_up_as_code(isolated_setting
         isolated_settings,
         CLIENT.device_id,
         "unknown",
-        tk.key_to_json(IKey(i=2)),
+        key_to_json(IKey(i=2)),
         _tunables().checksum(),
         _valid_value("__import__('os').system('false')"),
     )
@@ -238,7 +238,7 @@ def test_unknown_winner_name_is_retuned_never_looked_up_as_code(isolated_setting
 
 
 def test_other_devices_rows_are_never_used(isolated_settings: Path) -> None:
-    _plant(isolated_settings, "cpu:someone-else", "other", tk.key_to_json(IKey(i=4)), _tunables().checksum(), "{")
+    _plant(isolated_settings, "cpu:someone-else", "other", key_to_json(IKey(i=4)), _tunables().checksum(), "{")
     records: list[tk.AutotuneRecord] = []
     sink = tk.add_record_sink(records.append)
     try:
@@ -276,7 +276,7 @@ def test_property_malformed_rows_produce_only_warnings(
 ) -> None:
     with tempfile.TemporaryDirectory() as top:
         cache_dir = Path(top)
-        key_json = tk.key_to_json(IKey(i=5))
+        key_json = key_to_json(IKey(i=5))
         _plant(cache_dir, device, "prop", key_json, checksum, value)
         cache = tk.PersistentCache(cache_dir)
         got = cache.get(CLIENT.device_id, "prop", key_json)

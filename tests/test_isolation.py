@@ -15,6 +15,9 @@ import numpy as np
 import pytest
 
 import tunekit as tk
+from tunekit._candidates.isolation import Isolation
+from tunekit._observe.sinks import CallbackSink
+from tunekit.backend import RunPolicy, SupportsForkCheck, current_run_policy
 from tunekit_backends.cpu import CpuClient
 
 
@@ -187,7 +190,7 @@ def test_isolation_policy_is_validated_when_the_set_is_built() -> None:
     for bad in ("5", True):
         with pytest.raises(ValueError, match=rf"timeout_s must be a number > 0 .*got {bad!r}"):
             base.with_isolation("process", timeout_s=bad)  # type: ignore[arg-type]
-    assert base.with_isolation("process", timeout_s=math.inf).isolation == tk.Isolation("process", math.inf)
+    assert base.with_isolation("process", timeout_s=math.inf).isolation == Isolation("process", math.inf)
     assert base.isolation is None
 
 
@@ -208,7 +211,7 @@ def test_concurrent_isolated_tunes_each_see_their_own_crash() -> None:
             .with_isolation("process", timeout_s=20)
         )
         records: list[tk.AutotuneRecord] = []
-        tuner: tk.LocalTuner[NKey, int] = tk.LocalTuner(f"concurrent-{n}", sinks=[tk.CallbackSink(records.append)])
+        tuner: tk.LocalTuner[NKey, int] = tk.LocalTuner(f"concurrent-{n}", sinks=[CallbackSink(records.append)])
         try:
             assert tuner.execute(CLIENT.device_id, CLIENT, tunables, (n,)) == n
             (results[n],) = records
@@ -248,7 +251,7 @@ class LenKey:
 
 def _array_tune(tunables: tk.TunableSet[LenKey, np.ndarray], name: str) -> tk.AutotuneRecord:
     records: list[tk.AutotuneRecord] = []
-    tuner: tk.LocalTuner[LenKey, np.ndarray] = tk.LocalTuner(name, sinks=[tk.CallbackSink(records.append)])
+    tuner: tk.LocalTuner[LenKey, np.ndarray] = tk.LocalTuner(name, sinks=[CallbackSink(records.append)])
     out = tuner.execute(CLIENT.device_id, CLIENT, tunables, (np.arange(8.0),))
     assert np.array_equal(out, np.arange(8.0) * 2)
     (record,) = records
@@ -344,24 +347,24 @@ def test_a_client_closed_in_the_worker_stops_the_tune_and_stores_nothing(stage: 
 def test_prepare_hooks_see_the_policy_of_the_tune_they_work_for() -> None:
     """Regression: a third-party backend's prepare hook reached the policy only through a private module."""
     tk.configure(candidate_timeout_s=30)
-    seen: list[tk.RunPolicy] = []
-    prepared = tk.Tunable("prepared", lambda n: n, prepare=lambda n: seen.append(tk.current_run_policy()))
+    seen: list[RunPolicy] = []
+    prepared = tk.Tunable("prepared", lambda n: n, prepare=lambda n: seen.append(current_run_policy()))
     base = tk.TunableSet(key=_key).with_tunable(prepared)
     _tune(base.with_isolation("none", timeout_s=3), "policy-none", n=1)
     _tune(base.with_isolation("process", timeout_s=math.inf), "policy-process", n=2)
     _tune(base.with_isolation("process"), "policy-mode-only", n=3)
     _tune(base, "policy-settings", n=4)
     assert seen == [
-        tk.RunPolicy("none", 3),
-        tk.RunPolicy("process", None),
-        tk.RunPolicy("process", 30),  # the set's mode, the settings' limit
-        tk.RunPolicy("none", 30),
+        RunPolicy("none", 3),
+        RunPolicy("process", None),
+        RunPolicy("process", 30),  # the set's mode, the settings' limit
+        RunPolicy("none", 30),
     ]
     assert seen[1].isolated and not seen[0].isolated
     tk.configure(isolation="process", candidate_timeout_s=7)
-    assert tk.current_run_policy() == tk.RunPolicy("process", 7)  # outside a tune: the settings'
+    assert current_run_policy() == RunPolicy("process", 7)  # outside a tune: the settings'
     tk.configure(isolation="none", candidate_timeout_s=math.inf)
-    assert tk.current_run_policy() == tk.RunPolicy("none", None)  # no limit reads as None, as inside a tune
+    assert current_run_policy() == RunPolicy("none", None)  # no limit reads as None, as inside a tune
 
 
 class _UnforkableCpu(CpuClient):
@@ -387,7 +390,7 @@ def test_a_client_that_cannot_be_forked_is_refused_before_anything_is_prepared_o
 
     base = tk.TunableSet(key=_key).with_tunable(tk.Tunable("only", run, prepare=prepared.append))
     client = _UnforkableCpu("its handle does not survive fork()")
-    assert isinstance(client, tk.SupportsForkCheck) and not isinstance(CLIENT, tk.SupportsForkCheck)
+    assert isinstance(client, SupportsForkCheck) and not isinstance(CLIENT, SupportsForkCheck)
     tuner: tk.LocalTuner[NKey, int] = tk.LocalTuner("unforkable")
     own = r"tuner 'unforkable': the set's with_isolation\('process'\) has no worker factory, so it forks this process"
     with pytest.raises(tk.TunekitError, match=own + r".*its handle does not survive fork\(\).*worker=build"):

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import tunekit as tk
+from tunekit._keys.key import key_to_json
 
 
 @tk.autotune_key
@@ -35,7 +36,7 @@ def test_keys_in_one_bucket_are_equal_and_hash_alike() -> None:
     b = Key(n=1000, rows=16, batch=1, dtype="f")
     assert a == b
     assert hash(a) == hash(b)
-    assert tk.key_to_json(a) == '{"batch":1,"dtype":"f","n":1024,"rows":16}'
+    assert key_to_json(a) == '{"batch":1,"dtype":"f","n":1024,"rows":16}'
 
 
 def test_key_is_frozen() -> None:
@@ -57,7 +58,7 @@ def test_enum_and_literal_fields_serialise() -> None:
         layout: Layout
         mode: Literal["fast", "exact"]
 
-    assert tk.key_to_json(LayoutKey(layout=Layout.COL, mode="fast")) == '{"layout":"col","mode":"fast"}'
+    assert key_to_json(LayoutKey(layout=Layout.COL, mode="fast")) == '{"layout":"col","mode":"fast"}'
 
 
 def test_unserialisable_field_type_refused_at_definition() -> None:
@@ -191,7 +192,7 @@ def test_numpy_scalars_count_as_the_python_values_they_hold() -> None:
     key = _typed(n=np.int64(5), size=np.uint16(1000), alpha=np.float32(1.5), dtype=np.str_("f32"), transpose=np.True_)
     assert key == _typed(transpose=True)
     assert [type(getattr(key, f)) for f in ("n", "size", "alpha", "dtype", "transpose")] == [int, int, float, str, bool]
-    assert tk.key_to_json(key) == tk.key_to_json(_typed(transpose=True))
+    assert key_to_json(key) == key_to_json(_typed(transpose=True))
     with pytest.raises(TypeError, match="field n expects int"):
         _typed(n=np.array([5]))  # an array is not a scalar, even of one element
 
@@ -199,7 +200,7 @@ def test_numpy_scalars_count_as_the_python_values_they_hold() -> None:
 def test_an_int_for_a_float_field_is_stored_as_a_float_so_both_share_one_cache_row() -> None:
     key = _typed(alpha=2)
     assert type(key.alpha) is float
-    assert tk.key_to_json(key) == tk.key_to_json(_typed(alpha=2.0))
+    assert key_to_json(key) == key_to_json(_typed(alpha=2.0))
 
 
 def test_subclasses_of_int_and_str_are_stored_as_plain_values() -> None:
@@ -277,7 +278,7 @@ def test_a_key_rebuilt_from_its_stored_json_is_the_same_key() -> None:
         flag: bool
 
     key = Stored(n=1000, alpha=2, layout=Layout.COL, mode="fast", flag=True)
-    rebuilt = Stored(**json.loads(tk.key_to_json(key)))
+    rebuilt = Stored(**json.loads(key_to_json(key)))
     assert rebuilt == key and hash(rebuilt) == hash(key)
 
 

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import tunekit as tk
+from tunekit.backend import SupportsLocator
 from tunekit_backends.opencl import CompileError, Geometry, KernelTemplate, OpenCLClient
 
 cla = pytest.importorskip("pyopencl.array", reason="pip install 'tunekit[opencl]'")
@@ -278,7 +279,7 @@ def test_a_client_opens_the_device_a_device_id_names(client: OpenCLClient) -> No
 
 def test_a_client_opens_exactly_the_device_its_locator_names(client: OpenCLClient) -> None:
     """Regression: a client had only its device id, which identical devices share, so no worker could find its GPU."""
-    assert isinstance(client, tk.SupportsLocator)
+    assert isinstance(client, SupportsLocator)
     assert re.fullmatch(r"opencl:platform=\d+,device=\d+", client.locator)
     again = OpenCLClient(locator=client.locator, device_id=client.device_id, compile_in="thread")
     try:

@@ -23,6 +23,7 @@ import numpy as np
 import pytest
 
 import tunekit as tk
+from tunekit._keys.key import key_to_json
 from tunekit._values.records import Prepared
 from tunekit_backends.opencl import CompileError, KernelTemplate, OpenCLClient
 from tunekit_backends.opencl._batch import batchable, batched_program
@@ -767,9 +768,7 @@ def test_closing_the_client_during_a_tune_stops_it_without_blaming_the_variant_b
     assert "spin[" not in str(error)
     cache = tk.PersistentCache(isolated_settings)
     assert list(cache.rows()) == []  # no winner that left MODE=1 out ...
-    assert (
-        cache.get_failure(pooled.device_id, "closed-mid-tune", tk.key_to_json(SizeKey(n=64))) is None
-    )  # nor a failure
+    assert cache.get_failure(pooled.device_id, "closed-mid-tune", key_to_json(SizeKey(n=64))) is None  # nor a failure
 
 
 def test_failed_starts_pause_every_pool_of_the_process_that_starts_workers_the_same_way(

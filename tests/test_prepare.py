@@ -11,6 +11,7 @@ import pytest
 
 import tunekit as tk
 from tunekit._observe.event_text import describe_events
+from tunekit.backend import PreparesTogether
 from tunekit_backends.cpu import CpuClient
 
 CLIENT = CpuClient()
@@ -58,7 +59,7 @@ def _tunable(name: str, shared: SharedBuild, value: int) -> tk.Tunable[int]:
 
 def test_hooks_sharing_a_group_are_prepared_together_once_before_their_own_calls() -> None:
     first, second = SharedBuild(), SharedBuild()
-    assert isinstance(Hook("a", first), tk.PreparesTogether)
+    assert isinstance(Hook("a", first), PreparesTogether)
     tunables = tk.TunableSet(key=lambda n: Key(n=n)).with_tunables(
         [_tunable("a", first, 1), _tunable("b", first, 2), _tunable("c", second, 3), tk.Tunable("plain", lambda n: 4)]
     )

@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 
 import tunekit as tk
+from tunekit._keys.key import key_to_json
+from tunekit.backend import SupportsDeviceModel
 from tunekit_backends.cpu import CpuClient
 
 
@@ -80,7 +82,7 @@ def older_numpy(device_id: str) -> str:
 
 def test_the_clients_say_their_model_the_part_of_their_id_an_upgrade_leaves() -> None:
     client = CpuClient()
-    assert isinstance(client, tk.SupportsDeviceModel)
+    assert isinstance(client, SupportsDeviceModel)
     assert client.device_id.startswith(client.device_model + ":numpy-")
     assert "numpy" not in client.device_model
 
@@ -105,7 +107,7 @@ def test_a_record_of_another_numpy_on_this_cpu_is_used_with_a_warning_and_serves
     assert record.seed(production, tunables, Shape) == 1
     ran.clear()
     out = production.execute(client.device_id, client, tunables, (np.ones(1000, np.float32),))
-    winner = made.entries[tk.key_to_json(Shape(n=1000))].config
+    winner = made.entries[key_to_json(Shape(n=1000))].config
     assert winner is not None
     assert decisions == [] and ran == [winner["K"]], "the committed winner ran once, nothing was measured"
     assert out[0] == winner["K"]
@@ -307,7 +309,7 @@ def test_an_opencl_record_of_another_driver_is_used_and_another_device_refused(t
     from tunekit_backends.opencl import KernelTemplate, OpenCLClient
 
     client = OpenCLClient(compile_in="thread")
-    assert isinstance(client, tk.SupportsDeviceModel)
+    assert isinstance(client, SupportsDeviceModel)
     device = client.device
     assert client.device_model == f"opencl:{device.platform.name}|{device.name}"
     template = KernelTemplate(FILL, "fill", {"BLOCK": [8, 16, 32]}, geometry=lambda c, k: ((k.n,), (int(c.BLOCK),)))

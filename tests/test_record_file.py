@@ -19,6 +19,7 @@ from _searched_set import RowKey
 from kt_cache import BEST, write_cache
 
 import tunekit as tk
+from tunekit._observe.sinks import CallbackSink
 from tunekit_backends.cpu import CpuClient
 from tunekit_backends.replay import ReplayClient, ReplayData, load_kernel_tuner_cache
 
@@ -65,7 +66,7 @@ def test_a_record_round_trips_with_its_provenance(data: ReplayData, tmp_path: Pa
 
 
 def test_a_record_is_looked_up_by_key(data: ReplayData, tmp_path: Path) -> None:
-    """Reading one key's winner took record.entries[tk.key_to_json(key)]."""
+    """Reading one key's winner took record.entries[key_to_json(key)]."""
     committed(data, tmp_path / "r.json")
     loaded = tk.Record.load(tmp_path / "r.json")
     entry = loaded.get(Shape(n=1000))  # the bucket n=1024
@@ -82,7 +83,7 @@ def test_a_verified_record_seeds_the_tuner_so_nothing_is_tuned(data: ReplayData,
     record = tk.Record.load_verified(tmp_path / "r.json", tunables, client.device_id)
     assert record.warnings == ()
     decisions: list[tk.AutotuneRecord] = []
-    tuner: tk.LocalTuner[Shape, None] = tk.LocalTuner("replayed", sinks=[tk.CallbackSink(decisions.append)])
+    tuner: tk.LocalTuner[Shape, None] = tk.LocalTuner("replayed", sinks=[CallbackSink(decisions.append)])
     assert record.seed(tuner, tunables, Shape) == 2
     before = client.clock_ns
     tuner.execute(client.device_id, client, tunables, (np.zeros(1000),))

@@ -14,9 +14,11 @@ import numpy as np
 import pytest
 
 import tunekit as tk
+from tunekit._keys.key import key_to_json
 from tunekit._measure.runner import InProcessRunner
 from tunekit._measure.runoff import runoff
 from tunekit._measure.schedule import BatchResult, measure_batch
+from tunekit.backend import CandidateFailed
 from tunekit_backends.cpu import CpuClient
 from tunekit_backends.simulated import NoiseModel, SimulatedClient
 
@@ -287,7 +289,7 @@ def test_a_runner_verdict_keeps_its_stage_and_the_rest_still_run() -> None:
     client = SimulatedClient(seed=0)
 
     def hangs(*_: Any) -> None:
-        raise tk.CandidateFailed("timeout after 1 s", "timeout")
+        raise CandidateFailed("timeout after 1 s", "timeout")
 
     fast = client.kernel(1 * MS)
     result = _batch(client, [hangs, fast, client.kernel(5 * MS)], _settings())
@@ -319,7 +321,7 @@ def test_a_client_closed_while_candidates_run_stops_the_tune_and_stores_nothing(
         tk.LocalTuner[SizeKey, int]("closing").execute(client.device_id, client, tunables, (8,))
     cache = tk.PersistentCache(isolated_settings)
     assert list(cache.rows()) == []
-    assert cache.get_failure(client.device_id, "closing", tk.key_to_json(SizeKey(n=8))) is None
+    assert cache.get_failure(client.device_id, "closing", key_to_json(SizeKey(n=8))) is None
 
 
 def test_a_client_closed_during_the_runoff_stops_it_instead_of_crowning_the_other_finalist() -> None:

@@ -14,6 +14,7 @@ from kt_cache import BEST, write_cache
 
 import tunekit as tk
 from tunekit._observe.event_text import describe_events
+from tunekit._observe.sinks import CallbackSink
 from tunekit_backends.cpu import CpuClient
 from tunekit_backends.replay import ReplayClient, ReplayData, load_kernel_tuner_cache
 from tunekit_backends.simulated import NoiseModel, SimulatedClient
@@ -131,7 +132,7 @@ def test_the_search_emits_a_record_saying_how_it_ended(replay: tuple[ReplayData,
     data, client = replay
     records: list[tk.AutotuneRecord] = []
     tk.search(
-        data.space, client.kernel, client, (), tuner="t", max_evals=6, sinks=[tk.CallbackSink(records.append)], seed=1
+        data.space, client.kernel, client, (), tuner="t", max_evals=6, sinks=[CallbackSink(records.append)], seed=1
     )
     (record,) = records
     (event,) = record.events

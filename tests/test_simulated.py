@@ -9,6 +9,7 @@ import statistics
 import pytest
 
 import tunekit as tk
+from tunekit.backend import DevicePeaks, SupportsCacheFlush, SupportsPeaks, SupportsWarmup
 from tunekit_backends.simulated import NoiseModel, SimulatedClient
 
 MS = 1_000_000
@@ -22,9 +23,9 @@ def _samples(client: SimulatedClient, true_ns: float, count: int) -> list[int]:
 def test_satisfies_the_client_protocol_and_its_capabilities() -> None:
     client = SimulatedClient()
     assert isinstance(client, tk.Client)
-    assert isinstance(client, tk.SupportsWarmup)
-    assert isinstance(client, tk.SupportsPeaks)
-    assert not isinstance(client, tk.SupportsCacheFlush)
+    assert isinstance(client, SupportsWarmup)
+    assert isinstance(client, SupportsPeaks)
+    assert not isinstance(client, SupportsCacheFlush)
 
 
 def test_noiseless_profile_reports_the_declared_true_time_and_advances_the_clock() -> None:
@@ -94,5 +95,5 @@ def test_bad_parameters_are_refused_naming_the_field() -> None:
 
 
 def test_declared_peaks_are_what_it_measures() -> None:
-    peaks = tk.DevicePeaks(ops_per_s=1e12, bytes_per_s=5e11, launch_overhead_ns=2_000.0)
+    peaks = DevicePeaks(ops_per_s=1e12, bytes_per_s=5e11, launch_overhead_ns=2_000.0)
     assert SimulatedClient(peaks=peaks).measure_peaks() == peaks

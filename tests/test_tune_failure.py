@@ -17,6 +17,7 @@ import pytest
 from _procs import in_child
 
 import tunekit as tk
+from tunekit._keys.key import key_to_json
 from tunekit._store.tune_failure import FailedCandidate, FailedTune
 from tunekit._tune.tuner import persistent_cache
 from tunekit_backends.cpu import CpuClient
@@ -140,7 +141,7 @@ def test_the_process_whose_tune_failed_tunes_again_on_its_next_call() -> None:
 def test_a_successful_tune_removes_the_record_and_clearing_the_cache_forgets_one() -> None:
     cache = persistent_cache()
     assert cache is not None
-    key_json = tk.key_to_json(Key(n=1))
+    key_json = key_to_json(Key(n=1))
     assert _outcome(_set([])) == "tuned"
     assert cache.get_failure(CLIENT.device_id, "doomed", key_json) is not None
     assert _outcome(_set([], working=True)) == "winner"
@@ -155,7 +156,7 @@ def test_an_unreadable_record_is_ignored_and_the_key_tuned(caplog: pytest.LogCap
     cache = persistent_cache()
     assert cache is not None
     tunables = _set([], working=True)
-    key_json = tk.key_to_json(Key(n=1))
+    key_json = key_to_json(Key(n=1))
     cache.put_failure(CLIENT.device_id, "doomed", key_json, tunables.checksum(), '{"schema_version": 99}')
     assert _outcome(tunables) == "winner"
     assert "unreadable failed-tune record" in caplog.text
@@ -167,14 +168,14 @@ def test_retry_zero_records_nothing() -> None:
     assert in_child(lambda: _outcome(_set([]))) == "tuned"
     cache = persistent_cache()
     assert cache is not None
-    assert cache.get_failure(CLIENT.device_id, "doomed", tk.key_to_json(Key(n=1))) is None
+    assert cache.get_failure(CLIENT.device_id, "doomed", key_to_json(Key(n=1))) is None
 
 
 def test_the_record_is_a_versioned_json_document() -> None:
     assert _outcome(_set([])) == "tuned"
     cache = persistent_cache()
     assert cache is not None
-    got = cache.get_failure(CLIENT.device_id, "doomed", tk.key_to_json(Key(n=1)))
+    got = cache.get_failure(CLIENT.device_id, "doomed", key_to_json(Key(n=1)))
     assert got is not None
     record = FailedTune.model_validate_json(got[1])
     assert record.schema_version == 1 and record.process == f"{os.uname().nodename}:{os.getpid()}"
@@ -189,7 +190,7 @@ def _foreign_record(tunables: tk.TunableSet[Key, int], failed_at: str) -> None:
     cache = persistent_cache()
     assert cache is not None
     record = {"failures": [{"name": "a", "reason": "boom"}], "process": "elsewhere:1", "failed_at": failed_at}
-    cache.put_failure(CLIENT.device_id, "doomed", tk.key_to_json(Key(n=1)), tunables.checksum(), json.dumps(record))
+    cache.put_failure(CLIENT.device_id, "doomed", key_to_json(Key(n=1)), tunables.checksum(), json.dumps(record))
 
 
 def test_a_record_with_a_time_of_no_time_zone_is_ignored_and_the_key_tuned(caplog: pytest.LogCaptureFixture) -> None:
@@ -222,7 +223,7 @@ def test_a_failure_record_with_fields_of_a_newer_tunekit_is_still_repeated() -> 
         "failed_at": datetime.now(UTC).isoformat(),
         "exit_code": 3,
     }
-    cache.put_failure(CLIENT.device_id, "doomed", tk.key_to_json(Key(n=1)), tunables.checksum(), json.dumps(record))
+    cache.put_failure(CLIENT.device_id, "doomed", key_to_json(Key(n=1)), tunables.checksum(), json.dumps(record))
     assert (_outcome(tunables), ran) == ("recorded", [])
 
 

@@ -13,6 +13,7 @@ import pytest
 from _tunables import sleeping as _slow
 
 import tunekit as tk
+from tunekit._keys.key import key_to_json
 from tunekit_backends.cpu import CpuClient
 from tunekit_backends.simulated import SimulatedClient
 
@@ -194,7 +195,7 @@ def test_cached_winner_that_fails_is_demoted_and_runner_up_runs() -> None:
     assert records[-1].events[0].kind == "demoted"
     cache = tk.persistent_cache()
     assert cache is not None
-    stored = cache.get(CLIENT.device_id, "demote", tk.key_to_json(NKey(n=4)))
+    stored = cache.get(CLIENT.device_id, "demote", key_to_json(NKey(n=4)))
     assert isinstance(stored, tuple)
     assert stored[1].winner == "steady"
 
@@ -235,7 +236,7 @@ def test_a_cached_winner_raising_input_type_error_is_not_demoted_and_no_other_ca
     assert steady_runs == []
     cache = tk.persistent_cache()
     assert cache is not None
-    stored = cache.get(CLIENT.device_id, "input_type", tk.key_to_json(NKey(n=4)))
+    stored = cache.get(CLIENT.device_id, "input_type", key_to_json(NKey(n=4)))
     assert isinstance(stored, tuple) and stored[1].winner == "picky"
 
 
@@ -710,13 +711,13 @@ def test_a_cached_winner_whose_client_was_closed_is_not_demoted(isolated_setting
     tunables = tk.TunableSet(key=_key).with_tunables([tk.Tunable("device", on_device), host])
     cache = tk.PersistentCache(isolated_settings)
     stored = tk.CacheValue(winner="device", ranking=["device", "host"])
-    assert cache.put(CLIENT.device_id, "closed-winner", tk.key_to_json(NKey(n=3)), tunables.checksum(), stored)
+    assert cache.put(CLIENT.device_id, "closed-winner", key_to_json(NKey(n=3)), tunables.checksum(), stored)
     tuner: tk.LocalTuner[NKey, int] = tk.LocalTuner("closed-winner")
     assert tuner.execute(CLIENT.device_id, CLIENT, tunables, (3,)) == 3  # the stored winner, not tuned
     closed.set()  # another thread closed the client
     with pytest.raises(tk.ClientClosed):
         tuner.execute(CLIENT.device_id, CLIENT, tunables, (3,))
-    got = cache.get(CLIENT.device_id, "closed-winner", tk.key_to_json(NKey(n=3)))
+    got = cache.get(CLIENT.device_id, "closed-winner", key_to_json(NKey(n=3)))
     assert isinstance(got, tuple) and got[1].ranking == ["device", "host"]
     closed.clear()
     assert tuner.execute(CLIENT.device_id, CLIENT, tunables, (3,)) == 3

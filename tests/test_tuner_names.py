@@ -13,6 +13,7 @@ import pytest
 from _tunables import sleeping
 
 import tunekit as tk
+from tunekit._keys.key import key_to_json
 from tunekit_backends.cpu import CpuClient
 from tunekit_backends.simulated import SimulatedClient
 
@@ -68,7 +69,7 @@ def test_a_second_set_under_one_name_is_refused_and_the_first_keeps_its_row() ->
     )
     cache = tk.persistent_cache()
     assert cache is not None
-    stored = cache.get(CLIENT.device_id, "matmul", tk.key_to_json(NKey(n=5)))
+    stored = cache.get(CLIENT.device_id, "matmul", key_to_json(NKey(n=5)))
     assert isinstance(stored, tuple) and stored[0] == first_set.checksum()
     # The refusal is not a one-off: the second set stays refused for that key while the first is in use.
     with pytest.raises(ValueError, match="already runs key"):
@@ -111,7 +112,7 @@ def test_sets_of_one_name_whose_keys_never_meet_both_stay_cached(records: list[t
     cache = tk.persistent_cache()
     assert cache is not None
     for n, tunables in ((16, first_set), (32, second_set)):
-        stored = cache.get(CLIENT.device_id, "per_dtype", tk.key_to_json(NKey(n=n)))
+        stored = cache.get(CLIENT.device_id, "per_dtype", key_to_json(NKey(n=n)))
         assert isinstance(stored, tuple) and stored[0] == tunables.checksum()
 
 

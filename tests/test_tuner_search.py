@@ -13,6 +13,7 @@ from kt_cache import write_cache
 
 import tunekit as tk
 from tunekit._values.records import CheckResult
+from tunekit.backend import DevicePeaks
 from tunekit_backends.cpu import CpuClient
 from tunekit_backends.replay import ReplayClient, load_kernel_tuner_cache
 from tunekit_backends.simulated import SimulatedClient
@@ -200,7 +201,7 @@ def test_a_search_ends_at_the_batch_where_a_candidate_meets_the_roofline() -> No
     """With bounds, a search inside execute short-circuits like a tune, and stops searching there."""
     tk.configure(autotune_level="balanced", warmup_ms=1.0)
     client = SimulatedClient(
-        peaks=tk.DevicePeaks(ops_per_s=1e12, bytes_per_s=1e11, launch_overhead_ns=5_000.0), device_id="search-roof"
+        peaks=DevicePeaks(ops_per_s=1e12, bytes_per_s=1e11, launch_overhead_ns=5_000.0), device_id="search-roof"
     )
     # 1e8 bytes at 1e11 B/s: 1 ms at peak; at 0.8 the limit is 1.25 ms + 5 us. Only T=13 meets it.
     space = tk.Space(T=range(40))

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import tunekit as tk
-from tunekit._candidates.isolation import factory_keywords
+from tunekit._candidates.isolation import Isolation, factory_keywords
 from tunekit_backends.opencl import OpenCLClient
 
 N = 1 << 14
@@ -175,9 +175,9 @@ def test_how_a_worker_factory_is_called_is_decided_when_the_set_is_built() -> No
     assert factory_keywords(_two_devices.build_any) == factory_keywords(_two_devices.build_default) == set()
     assert factory_keywords(_two_devices.build_locator_positional_only) == set()
     isolation = _two_devices.SET.with_isolation("process", worker=_two_devices.build_positional).isolation
-    assert isolation == tk.Isolation("process", None, "_two_devices:build_positional", worker_device_id=True)
+    assert isolation == Isolation("process", None, "_two_devices:build_positional", worker_device_id=True)
     isolation = _two_devices.SET.with_isolation("process", worker=_two_devices.build_located_only).isolation
-    assert isolation == tk.Isolation("process", None, "_two_devices:build_located_only", worker_locator=True)
+    assert isolation == Isolation("process", None, "_two_devices:build_located_only", worker_locator=True)
     for factory in (_two_devices.build_two_fields, _two_devices.build_nothing):
         with pytest.raises(ValueError, match=r"calls it build\(key_fields\), optionally with device_id="):
             _two_devices.SET.with_isolation("process", worker=factory)

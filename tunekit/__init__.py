@@ -30,99 +30,15 @@ to JSONL (``TUNEKIT_RECORD``), and ``TUNEKIT_AUTOTUNE=0`` turns measuring off.
 from __future__ import annotations
 
 import importlib
+import warnings
 from typing import TYPE_CHECKING, Any
 
-from tunekit._base.version import __version__
+from tunekit._base.version import __version__ as __version__
 
-if TYPE_CHECKING:
-    from tunekit._base.errors import (
-        AutotuneDisabled,
-        CandidateFailed,
-        ClientClosed,
-        InputTypeError,
-        NoValidKernelFound,
-        RecordMismatch,
-        SettingsError,
-        TrialLogError,
-        TunekitError,
-        TuneRecursionError,
-    )
-    from tunekit._base.settings import Settings, configure
-    from tunekit._base.settings import current as settings
-    from tunekit._candidates.isolation import Isolation
-    from tunekit._candidates.plan import plan_batches
-    from tunekit._candidates.space import Config, ParamValue, ParamValues, Space, SpaceModel, pow2
-    from tunekit._candidates.strategy import STRATEGIES, StrategyName
-    from tunekit._candidates.tunable import Tunable, TuneGroup
-    from tunekit._candidates.tunable_set import InputGenerator, KeyGenerator, TunableSet
-    from tunekit._keys.anchor import Anchor, anchor
-    from tunekit._keys.key import autotune_key, is_autotune_key, key_to_json
-    from tunekit._measure.benchmark import tune_benchmark
-    from tunekit._measure.bounds import AutotuneBound, Bounds, Thresholds, Work, calculate_bounds
-    from tunekit._measure.check import SupportsCheckBuffers
-    from tunekit._measure.client import (
-        Client,
-        DevicePeaks,
-        SupportsCacheFlush,
-        SupportsDeviceModel,
-        SupportsForkCheck,
-        SupportsLocator,
-        SupportsPeaks,
-        SupportsWarmup,
-    )
-    from tunekit._measure.isolation import RunPolicy, current_run_policy
-    from tunekit._measure.prepare import PreparesTogether
-    from tunekit._observe.events import (
-        BatchStarted,
-        CacheLookup,
-        CandidateProgress,
-        TuneEvent,
-        TuneFinished,
-        TuneObserver,
-        TuneStarted,
-    )
-    from tunekit._observe.observers import add_observer, remove_observer
-    from tunekit._observe.otel import instrument_opentelemetry
-    from tunekit._observe.reader import BadLine, RecordLine, read_records
-    from tunekit._observe.report import write_report
-    from tunekit._observe.sinks import (
-        CallbackSink,
-        JsonlSink,
-        LoggingSink,
-        RecordSink,
-        StreamSink,
-        add_record_sink,
-        remove_record_sink,
-    )
-    from tunekit._search.driver import BestTrial, SearchResult, Trial, search
-    from tunekit._search.objective import Objective, tune_objective
-    from tunekit._search.strategies import Strategy, StrategyFactory
-    from tunekit._store.cache import PersistentCache, default_cache_dir
-    from tunekit._tune.local import LocalTuner
-    from tunekit._tune.record import Record
-    from tunekit._tune.tuner import Tuner, persistent_cache
-    from tunekit._values.cache_row import CacheRow, CacheValue
-    from tunekit._values.cache_state import CacheState, Hit, Miss, Pending, Unchecked
-    from tunekit._values.durations import BenchmarkDurations
-    from tunekit._values.outcome import Failed, Measured, Outcome, Skipped
-    from tunekit._values.record_file import RecordEntry, RecordFile
-    from tunekit._values.records import (
-        AutotuneRecord,
-        CandidateRecord,
-        Eliminated,
-        Round,
-        Runoff,
-        SampleStats,
-        SamplingStopped,
-        SearchEnded,
-        ShortCircuit,
-        Warmup,
-    )
-    from tunekit._values.trial_log import TrialEntry, TrialLogHeader
-
-# Public name -> (private module, name there). Nothing below is imported with the package:
-# `tunekit --help` and `import tunekit` stay fast, and a name loads its module (numpy,
-# pydantic, ...) on first use. Type checkers read the imports above instead.
+# The public surface, declared once: public name -> (private module, name there). Nothing is
+# imported with the package, so `import tunekit` and `tunekit --help` stay fast; a name loads its
+# module on first use. __all__ and the lazy loader come from this table; type checkers read the
+# imports under TYPE_CHECKING below, which tests/project/test_public_api.py holds equal to it.
 _EXPORTS: dict[str, tuple[str, str]] = {
     "Anchor": ("tunekit._keys.anchor", "Anchor"),
     "AutotuneBound": ("tunekit._measure.bounds", "AutotuneBound"),
@@ -131,29 +47,22 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "BadLine": ("tunekit._observe.reader", "BadLine"),
     "BatchStarted": ("tunekit._observe.events", "BatchStarted"),
     "BenchmarkDurations": ("tunekit._values.durations", "BenchmarkDurations"),
+    "BestTrial": ("tunekit._search.driver", "BestTrial"),
     "Bounds": ("tunekit._measure.bounds", "Bounds"),
     "CacheLookup": ("tunekit._observe.events", "CacheLookup"),
     "CacheRow": ("tunekit._values.cache_row", "CacheRow"),
     "CacheState": ("tunekit._values.cache_state", "CacheState"),
     "CacheValue": ("tunekit._values.cache_row", "CacheValue"),
-    "CallbackSink": ("tunekit._observe.sinks", "CallbackSink"),
-    "CandidateFailed": ("tunekit._base.errors", "CandidateFailed"),
-    "ClientClosed": ("tunekit._base.errors", "ClientClosed"),
-    "InputTypeError": ("tunekit._base.errors", "InputTypeError"),
     "CandidateProgress": ("tunekit._observe.events", "CandidateProgress"),
     "CandidateRecord": ("tunekit._values.records", "CandidateRecord"),
     "Client": ("tunekit._measure.client", "Client"),
+    "ClientClosed": ("tunekit._base.errors", "ClientClosed"),
     "Config": ("tunekit._candidates.space", "Config"),
-    "DevicePeaks": ("tunekit._measure.client", "DevicePeaks"),
     "Eliminated": ("tunekit._values.records", "Eliminated"),
     "Failed": ("tunekit._values.outcome", "Failed"),
     "Hit": ("tunekit._values.cache_state", "Hit"),
-    "InputGenerator": ("tunekit._candidates.tunable_set", "InputGenerator"),
-    "Isolation": ("tunekit._candidates.isolation", "Isolation"),
-    "RunPolicy": ("tunekit._measure.isolation", "RunPolicy"),
-    "current_run_policy": ("tunekit._measure.isolation", "current_run_policy"),
+    "InputTypeError": ("tunekit._base.errors", "InputTypeError"),
     "JsonlSink": ("tunekit._observe.sinks", "JsonlSink"),
-    "KeyGenerator": ("tunekit._candidates.tunable_set", "KeyGenerator"),
     "LocalTuner": ("tunekit._tune.local", "LocalTuner"),
     "LoggingSink": ("tunekit._observe.sinks", "LoggingSink"),
     "Measured": ("tunekit._values.outcome", "Measured"),
@@ -188,17 +97,8 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "StrategyFactory": ("tunekit._search.strategies", "StrategyFactory"),
     "StrategyName": ("tunekit._candidates.strategy", "StrategyName"),
     "StreamSink": ("tunekit._observe.sinks", "StreamSink"),
-    "SupportsCacheFlush": ("tunekit._measure.client", "SupportsCacheFlush"),
-    "SupportsCheckBuffers": ("tunekit._measure.check", "SupportsCheckBuffers"),
-    "SupportsDeviceModel": ("tunekit._measure.client", "SupportsDeviceModel"),
-    "SupportsForkCheck": ("tunekit._measure.client", "SupportsForkCheck"),
-    "SupportsLocator": ("tunekit._measure.client", "SupportsLocator"),
-    "SupportsPeaks": ("tunekit._measure.client", "SupportsPeaks"),
-    "SupportsWarmup": ("tunekit._measure.client", "SupportsWarmup"),
-    "PreparesTogether": ("tunekit._measure.prepare", "PreparesTogether"),
     "Thresholds": ("tunekit._measure.bounds", "Thresholds"),
     "Trial": ("tunekit._search.driver", "Trial"),
-    "BestTrial": ("tunekit._search.driver", "BestTrial"),
     "TrialEntry": ("tunekit._values.trial_log", "TrialEntry"),
     "TrialLogError": ("tunekit._base.errors", "TrialLogError"),
     "TrialLogHeader": ("tunekit._values.trial_log", "TrialLogHeader"),
@@ -215,6 +115,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "Unchecked": ("tunekit._values.cache_state", "Unchecked"),
     "Warmup": ("tunekit._values.records", "Warmup"),
     "Work": ("tunekit._measure.bounds", "Work"),
+    "__version__": ("tunekit._base.version", "__version__"),
     "add_observer": ("tunekit._observe.observers", "add_observer"),
     "add_record_sink": ("tunekit._observe.sinks", "add_record_sink"),
     "anchor": ("tunekit._keys.anchor", "anchor"),
@@ -223,8 +124,6 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "configure": ("tunekit._base.settings", "configure"),
     "default_cache_dir": ("tunekit._store.cache", "default_cache_dir"),
     "instrument_opentelemetry": ("tunekit._observe.otel", "instrument_opentelemetry"),
-    "is_autotune_key": ("tunekit._keys.key", "is_autotune_key"),
-    "key_to_json": ("tunekit._keys.key", "key_to_json"),
     "persistent_cache": ("tunekit._tune.tuner", "persistent_cache"),
     "plan_batches": ("tunekit._candidates.plan", "plan_batches"),
     "pow2": ("tunekit._candidates.space", "pow2"),
@@ -238,130 +137,206 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "write_report": ("tunekit._observe.report", "write_report"),
 }
 
-__all__ = [
-    "Anchor",
-    "AutotuneBound",
-    "AutotuneDisabled",
-    "AutotuneRecord",
-    "BadLine",
-    "BatchStarted",
-    "BenchmarkDurations",
-    "BestTrial",
-    "Bounds",
-    "CacheLookup",
-    "CacheRow",
-    "CacheState",
-    "CacheValue",
-    "CallbackSink",
-    "CandidateFailed",
-    "CandidateProgress",
-    "CandidateRecord",
-    "Client",
-    "ClientClosed",
-    "Config",
-    "DevicePeaks",
-    "Eliminated",
-    "Failed",
-    "Hit",
-    "InputGenerator",
-    "InputTypeError",
-    "Isolation",
-    "JsonlSink",
-    "KeyGenerator",
-    "LocalTuner",
-    "LoggingSink",
-    "Measured",
-    "Miss",
-    "NoValidKernelFound",
-    "Objective",
-    "Outcome",
-    "ParamValue",
-    "ParamValues",
-    "Pending",
-    "PersistentCache",
-    "PreparesTogether",
-    "Record",
-    "RecordEntry",
-    "RecordFile",
-    "RecordLine",
-    "RecordMismatch",
-    "RecordSink",
-    "Round",
-    "RunPolicy",
-    "Runoff",
-    "STRATEGIES",
-    "SampleStats",
-    "SamplingStopped",
-    "SearchEnded",
-    "SearchResult",
-    "Settings",
-    "SettingsError",
-    "ShortCircuit",
-    "Skipped",
-    "Space",
-    "SpaceModel",
-    "Strategy",
-    "StrategyFactory",
-    "StrategyName",
-    "StreamSink",
-    "SupportsCacheFlush",
-    "SupportsCheckBuffers",
-    "SupportsDeviceModel",
-    "SupportsForkCheck",
-    "SupportsLocator",
-    "SupportsPeaks",
-    "SupportsWarmup",
-    "Thresholds",
-    "Trial",
-    "TrialEntry",
-    "TrialLogError",
-    "TrialLogHeader",
-    "Tunable",
-    "TunableSet",
-    "TuneEvent",
-    "TuneFinished",
-    "TuneGroup",
-    "TuneObserver",
-    "TuneRecursionError",
-    "TuneStarted",
-    "TunekitError",
-    "Tuner",
-    "Unchecked",
-    "Warmup",
-    "Work",
-    "__version__",
-    "add_observer",
-    "add_record_sink",
-    "anchor",
-    "autotune_key",
-    "calculate_bounds",
-    "configure",
-    "current_run_policy",
-    "default_cache_dir",
-    "instrument_opentelemetry",
-    "is_autotune_key",
-    "key_to_json",
-    "persistent_cache",
-    "plan_batches",
-    "pow2",
-    "read_records",
-    "remove_observer",
-    "remove_record_sink",
-    "search",
-    "settings",
-    "tune_benchmark",
-    "tune_objective",
-    "write_report",
-]
+# Names that were public here once: (private module, name there, where to import it from now;
+# "" when it is no longer public). They still work, with a DeprecationWarning.
+_MOVED: dict[str, tuple[str, str, str]] = {
+    "CallbackSink": ("tunekit._observe.sinks", "CallbackSink", ""),
+    "CandidateFailed": ("tunekit._base.errors", "CandidateFailed", "tunekit.backend"),
+    "DevicePeaks": ("tunekit._measure.client", "DevicePeaks", "tunekit.backend"),
+    "InputGenerator": ("tunekit._candidates.tunable_set", "InputGenerator", "tunekit.backend"),
+    "Isolation": ("tunekit._candidates.isolation", "Isolation", ""),
+    "KeyGenerator": ("tunekit._candidates.tunable_set", "KeyGenerator", "tunekit.backend"),
+    "PreparesTogether": ("tunekit._measure.prepare", "PreparesTogether", "tunekit.backend"),
+    "RunPolicy": ("tunekit._measure.isolation", "RunPolicy", "tunekit.backend"),
+    "SupportsCacheFlush": ("tunekit._measure.client", "SupportsCacheFlush", "tunekit.backend"),
+    "SupportsCheckBuffers": ("tunekit._measure.check", "SupportsCheckBuffers", "tunekit.backend"),
+    "SupportsDeviceModel": ("tunekit._measure.client", "SupportsDeviceModel", "tunekit.backend"),
+    "SupportsForkCheck": ("tunekit._measure.client", "SupportsForkCheck", "tunekit.backend"),
+    "SupportsLocator": ("tunekit._measure.client", "SupportsLocator", "tunekit.backend"),
+    "SupportsPeaks": ("tunekit._measure.client", "SupportsPeaks", "tunekit.backend"),
+    "SupportsWarmup": ("tunekit._measure.client", "SupportsWarmup", "tunekit.backend"),
+    "current_run_policy": ("tunekit._measure.isolation", "current_run_policy", "tunekit.backend"),
+    "is_autotune_key": ("tunekit._keys.key", "is_autotune_key", ""),
+    "key_to_json": ("tunekit._keys.key", "key_to_json", ""),
+}
+
+__all__ = list(_EXPORTS)
+
+if TYPE_CHECKING:
+    from tunekit._base.errors import (
+        AutotuneDisabled as AutotuneDisabled,
+        ClientClosed as ClientClosed,
+        InputTypeError as InputTypeError,
+        NoValidKernelFound as NoValidKernelFound,
+        RecordMismatch as RecordMismatch,
+        SettingsError as SettingsError,
+        TrialLogError as TrialLogError,
+        TunekitError as TunekitError,
+        TuneRecursionError as TuneRecursionError,
+    )
+    from tunekit._base.settings import (
+        Settings as Settings,
+        configure as configure,
+        current,
+    )
+
+    settings = current  # tk.settings(): the settings in force
+    from tunekit._candidates.plan import (
+        plan_batches as plan_batches,
+    )
+    from tunekit._candidates.space import (
+        Config as Config,
+        ParamValue as ParamValue,
+        ParamValues as ParamValues,
+        Space as Space,
+        SpaceModel as SpaceModel,
+        pow2 as pow2,
+    )
+    from tunekit._candidates.strategy import (
+        STRATEGIES as STRATEGIES,
+        StrategyName as StrategyName,
+    )
+    from tunekit._candidates.tunable import (
+        Tunable as Tunable,
+        TuneGroup as TuneGroup,
+    )
+    from tunekit._candidates.tunable_set import (
+        TunableSet as TunableSet,
+    )
+    from tunekit._keys.anchor import (
+        Anchor as Anchor,
+        anchor as anchor,
+    )
+    from tunekit._keys.key import (
+        autotune_key as autotune_key,
+    )
+    from tunekit._measure.benchmark import (
+        tune_benchmark as tune_benchmark,
+    )
+    from tunekit._measure.bounds import (
+        AutotuneBound as AutotuneBound,
+        Bounds as Bounds,
+        Thresholds as Thresholds,
+        Work as Work,
+        calculate_bounds as calculate_bounds,
+    )
+    from tunekit._measure.client import (
+        Client as Client,
+    )
+    from tunekit._observe.events import (
+        BatchStarted as BatchStarted,
+        CacheLookup as CacheLookup,
+        CandidateProgress as CandidateProgress,
+        TuneEvent as TuneEvent,
+        TuneFinished as TuneFinished,
+        TuneObserver as TuneObserver,
+        TuneStarted as TuneStarted,
+    )
+    from tunekit._observe.observers import (
+        add_observer as add_observer,
+        remove_observer as remove_observer,
+    )
+    from tunekit._observe.otel import (
+        instrument_opentelemetry as instrument_opentelemetry,
+    )
+    from tunekit._observe.reader import (
+        BadLine as BadLine,
+        RecordLine as RecordLine,
+        read_records as read_records,
+    )
+    from tunekit._observe.report import (
+        write_report as write_report,
+    )
+    from tunekit._observe.sinks import (
+        JsonlSink as JsonlSink,
+        LoggingSink as LoggingSink,
+        RecordSink as RecordSink,
+        StreamSink as StreamSink,
+        add_record_sink as add_record_sink,
+        remove_record_sink as remove_record_sink,
+    )
+    from tunekit._search.driver import (
+        BestTrial as BestTrial,
+        SearchResult as SearchResult,
+        Trial as Trial,
+        search as search,
+    )
+    from tunekit._search.objective import (
+        Objective as Objective,
+        tune_objective as tune_objective,
+    )
+    from tunekit._search.strategies import (
+        Strategy as Strategy,
+        StrategyFactory as StrategyFactory,
+    )
+    from tunekit._store.cache import (
+        PersistentCache as PersistentCache,
+        default_cache_dir as default_cache_dir,
+    )
+    from tunekit._tune.local import (
+        LocalTuner as LocalTuner,
+    )
+    from tunekit._tune.record import (
+        Record as Record,
+    )
+    from tunekit._tune.tuner import (
+        Tuner as Tuner,
+        persistent_cache as persistent_cache,
+    )
+    from tunekit._values.cache_row import (
+        CacheRow as CacheRow,
+        CacheValue as CacheValue,
+    )
+    from tunekit._values.cache_state import (
+        CacheState as CacheState,
+        Hit as Hit,
+        Miss as Miss,
+        Pending as Pending,
+        Unchecked as Unchecked,
+    )
+    from tunekit._values.durations import (
+        BenchmarkDurations as BenchmarkDurations,
+    )
+    from tunekit._values.outcome import (
+        Failed as Failed,
+        Measured as Measured,
+        Outcome as Outcome,
+        Skipped as Skipped,
+    )
+    from tunekit._values.record_file import (
+        RecordEntry as RecordEntry,
+        RecordFile as RecordFile,
+    )
+    from tunekit._values.records import (
+        AutotuneRecord as AutotuneRecord,
+        CandidateRecord as CandidateRecord,
+        Eliminated as Eliminated,
+        Round as Round,
+        Runoff as Runoff,
+        SampleStats as SampleStats,
+        SamplingStopped as SamplingStopped,
+        SearchEnded as SearchEnded,
+        ShortCircuit as ShortCircuit,
+        Warmup as Warmup,
+    )
+    from tunekit._values.trial_log import (
+        TrialEntry as TrialEntry,
+        TrialLogHeader as TrialLogHeader,
+    )
 
 
 def __getattr__(name: str) -> Any:
-    try:
+    if name in _EXPORTS:
         module, attribute = _EXPORTS[name]
-    except KeyError:
-        raise AttributeError(f"module 'tunekit' has no attribute {name!r}") from None
+    elif name in _MOVED:
+        module, attribute, home = _MOVED[name]
+        where = f"import it from {home}" if home else "it is not part of tunekit's public API and will be removed"
+        warnings.warn(f"tunekit.{name} moved: {where}", DeprecationWarning, stacklevel=2)
+    else:
+        raise AttributeError(f"module 'tunekit' has no attribute {name!r}")
     value = getattr(importlib.import_module(module), attribute)
-    globals()[name] = value
+    if name in _EXPORTS:  # cached, so the next access is a plain attribute; a moved name warns at every use
+        globals()[name] = value
     return value
 
 

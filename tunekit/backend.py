@@ -10,9 +10,10 @@ check buffers, a fork check) is a small protocol of its own, detected by ``isins
 Users of a backend need none of this: ``import tunekit as tk`` has what they use.
 """
 
-from tunekit._base.errors import ClientClosed, describe_error
+from tunekit._base.errors import CandidateFailed, ClientClosed, describe_error
 from tunekit._candidates.search_spec import check_enumerable, empty_space_error
 from tunekit._candidates.space import Restriction
+from tunekit._candidates.tunable_set import InputGenerator, KeyGenerator
 from tunekit._measure.check import (
     CANARY_BYTES,
     CANARY_VALUE,
@@ -32,9 +33,14 @@ from tunekit._measure.client import (
     SupportsWarmup,
 )
 from tunekit._measure.isolation import RunPolicy, current_run_policy
+from tunekit._measure.prepare import PreparesTogether
 from tunekit._measure.steady import warm_until_steady
 
 __all__ = [
+    "CandidateFailed",
+    "InputGenerator",
+    "KeyGenerator",
+    "PreparesTogether",
     "CANARY_BYTES",
     "CANARY_VALUE",
     "CheckBuffers",

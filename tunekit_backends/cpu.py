@@ -11,8 +11,7 @@ from typing import TypeVar
 
 import numpy as np
 
-from tunekit import DevicePeaks
-from tunekit.backend import warm_until_steady
+from tunekit.backend import DevicePeaks, warm_until_steady
 
 __all__ = ["CpuClient", "found_clients"]
 
@@ -55,7 +54,7 @@ class CpuClient:
     """The host CPU as a tunekit client.
 
     ``device_id`` names the CPU model, core count, numpy version and BLAS, since any of
-    them can change which candidate is fastest; ``device_model`` (``tk.SupportsDeviceModel``)
+    them can change which candidate is fastest; ``device_model`` (``tunekit.backend.SupportsDeviceModel``)
     is its hardware part, the CPU model, core count and architecture.
     """
 

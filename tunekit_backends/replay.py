@@ -460,7 +460,7 @@ class ReplayClient:
         """Nothing is ever in flight on a virtual device."""
 
     def warm_up(self, duration_ns: int) -> None:
-        """Advance the virtual clock (``tk.SupportsWarmup``): no wall time, and no kernel runs.
+        """Advance the virtual clock (``tunekit.backend.SupportsWarmup``): no wall time, and no kernel runs.
 
         Without it the schedule would warm up by running candidates for wall time, which
         advances their sample counters by a machine-dependent amount and breaks replay.

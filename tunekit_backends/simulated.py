@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from tunekit import DevicePeaks
+from tunekit.backend import DevicePeaks
 
 __all__ = ["NoiseModel", "SimulatedClient", "SimulatedKernel"]
 

@@ -18,7 +18,7 @@ __all__ = [
 ]
 
 FailureStage = Literal["compile", "check", "run", "timeout", "crash"]
-"""Where a candidate failed: the stages a ``tk.Failed`` outcome and a ``tk.CandidateFailed`` name."""
+"""Where a candidate failed: the stages a ``tk.Failed`` outcome and a ``tunekit.backend.CandidateFailed`` name."""
 
 
 def describe_error(exc: BaseException) -> str:

@@ -77,7 +77,7 @@ class DeviceWorkerFactory(Protocol[S_co]):
 class LocatorWorkerFactory(Protocol[S_co]):
     """A worker factory told the locator of the client that called ``execute`` (None: it has none).
 
-    Identical devices share a device id; the locator (``tk.SupportsLocator``) says which of
+    Identical devices share a device id; the locator (``tunekit.backend.SupportsLocator``) says which of
     them, e.g. ``OpenCLClient(locator=locator)``.
     """
 

@@ -14,8 +14,7 @@ import json
 import keyword
 import math
 import numbers
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, ValuesView
-from collections.abc import Set as AbstractSet
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, Set as AbstractSet, ValuesView
 from typing import TYPE_CHECKING, Any, Literal, Never, NoReturn
 
 import numpy as np

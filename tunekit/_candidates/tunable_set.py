@@ -352,7 +352,7 @@ class TunableSet(Generic[K, Out]):
         module-level function ``(key fields, *, device_id, locator) -> (client, tunable set, inputs)``,
         makes the worker a fresh interpreter that builds its own device state: needed for OpenCL
         or CUDA, whose state does not survive ``fork()``. ``device_id`` (the tune's) says which
-        device model to build for, ``locator`` (the calling client's, see ``tk.SupportsLocator``;
+        device model to build for, ``locator`` (the calling client's, see ``tunekit.backend.SupportsLocator``;
         None if it has none) which device of this machine; a factory without one of these
         parameters is called without it. It is checked here, not at tuning time.
         """

@@ -15,10 +15,7 @@ from typing import NoReturn
 from tunekit._base.errors import SettingsError
 from tunekit._base.settings import configure
 from tunekit._base.version import __version__
-from tunekit._cli import cache as _cache
-from tunekit._cli import demo as _demo
-from tunekit._cli import devices as _devices
-from tunekit._cli import records as _records
+from tunekit._cli import cache as _cache, demo as _demo, devices as _devices, records as _records
 from tunekit._cli.error import CliError
 
 __all__ = ["main"]

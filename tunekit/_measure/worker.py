@@ -7,7 +7,7 @@ not survive ``fork()`` (OpenCL, CUDA: their driver threads are not copied) inste
 *spawned* worker, a fresh interpreter that rebuilds its own client, tunable set and inputs
 by calling a module-level factory, named by ``module:qualname`` (``with_isolation(worker=)``),
 with the key's fields and, when it takes them, the tune's ``device_id`` and the calling client's
-``locator`` (see ``tk.SupportsLocator``: identical devices share a device id, the locator tells
+``locator`` (see ``tunekit.backend.SupportsLocator``: identical devices share a device id, the locator tells
 them apart). The worker checks that the client it built has that device id and, when both
 clients have a locator, that it is on the same device.
 

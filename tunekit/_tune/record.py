@@ -81,7 +81,10 @@ class Record:
     space: SpaceModel | None = field(default=None, repr=False)
     """The space of ``space_hash``, described (``Space.describe()``); None: no space, or an older file."""
     device_model: str | None = None
-    """The hardware part of ``device_id`` (``tk.SupportsDeviceModel``); None: its client did not say, or an old file."""
+    """The hardware part of ``device_id`` (``tunekit.backend.SupportsDeviceModel``).
+
+    None: its client did not say, or an old file.
+    """
     running_device_id: str | None = field(default=None, compare=False)
     """The running device ``load_verified`` accepted the record for: ``device_id``, or another stack's id on the
     same model. ``seed`` installs the winners there; ``device_id`` stays where they were measured, and is what
@@ -104,7 +107,7 @@ class Record:
 
         ``tuner``: the tuner's name, or the ``tk.LocalTuner`` the record serves. ``device_id``: the
         client the winners are measured on, or its ``device_id``. Given the client, the record also
-        keeps its ``device_model`` (``tk.SupportsDeviceModel``), so that it is used on the same
+        keeps its ``device_model`` (``tunekit.backend.SupportsDeviceModel``), so that it is used on the same
         hardware under another driver or numpy (with a warning) instead of being refused there.
         """
         where = "tk.Record.for_tunables"
@@ -502,7 +505,7 @@ class Record:
         tunekit's major version differ, or a winner or runner-up is not a candidate. Drift that
         only shifts timings is returned in ``record.warnings``. ``device_id``: the running
         client, or its ``device_id``. Given a client that says its ``device_model``
-        (``tk.SupportsDeviceModel``), a record of the same model measured under another
+        (``tunekit.backend.SupportsDeviceModel``), a record of the same model measured under another
         software stack (driver, numpy) is used, with a warning naming both, and :meth:`seed`
         installs it for the running device; another model is refused. Given a device id, or
         for a record that does not say its model, the device ids must be equal. ``tuner``: the

@@ -4,7 +4,7 @@ A client's ``device_id`` names the hardware and the software stack (driver, nump
 because a cached winner must be measured afresh whenever timings may move. A committed
 record is different: it is the winners a team chose to keep, and another driver or numpy on
 the same hardware only shifts timings (rarely, the winner). So a record is refused only on
-another device *model* (``tk.SupportsDeviceModel``); on the same model under another stack it
+another device *model* (``tunekit.backend.SupportsDeviceModel``); on the same model under another stack it
 is used, with a warning that names both stacks and says how to refresh it. A record or a
 caller that does not say its model keeps the exact-id check.
 """

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import numbers
 import statistics
-from collections.abc import Iterable, Mapping
-from collections.abc import Set as AbstractSet
+from collections.abc import Iterable, Mapping, Set as AbstractSet
 from dataclasses import dataclass
 
 __all__ = ["BenchmarkDurations"]

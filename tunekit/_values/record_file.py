@@ -51,9 +51,10 @@ class RecordFile(Persisted):
     device_id: str
     device_model: str | None = Field(
         None,
-        description="The hardware part of device_id (tk.SupportsDeviceModel), without the software stack: a record of "
-        "the same model under another driver or numpy is used, with a warning. None when the client that made the "
-        "record does not say its model, or in records written before it was kept: then only device_id is taken.",
+        description="The hardware part of device_id (tunekit.backend.SupportsDeviceModel), without the software stack: "
+        "a record of the same model under another driver or numpy is used, with a warning. None when the client "
+        "that made the record does not say its model, or in records written before it was kept: then only "
+        "device_id is taken.",
     )
     checksum: str = Field(description="TunableSet.checksum() of the candidates the winners were chosen from.")
     space_hash: str | None = None

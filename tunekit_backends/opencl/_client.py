@@ -12,8 +12,7 @@ from typing import Any, Literal, TypeVar
 
 import numpy as np
 
-from tunekit import DevicePeaks
-from tunekit.backend import CheckBuffers
+from tunekit.backend import CheckBuffers, DevicePeaks
 from tunekit_backends.opencl._buffers import DeviceCheckBuffers
 from tunekit_backends.opencl._cl import INSTALL_HINT, first_error_line, is_pocl, pocl_kernel_cache_on, pyopencl
 from tunekit_backends.opencl._compile import CompilePool
@@ -249,7 +248,7 @@ class OpenCLClient:
 
     @property
     def device_model(self) -> str:
-        """The platform and device names (``tk.SupportsDeviceModel``): ``device_id`` without its versions.
+        """The platform and device names (``tunekit.backend.SupportsDeviceModel``): ``device_id`` without its versions.
 
         The platform's version, the driver's and the device's OpenCL version all come with the
         driver (``OpenCL 3.0 CUDA 12.4``, ``PoCL 5.0 ... LLVM 16``), so an upgrade changes them
@@ -269,7 +268,10 @@ class OpenCLClient:
 
     @property
     def fork_hazard(self) -> str:
-        """Why a forked worker cannot use this client (``tk.SupportsForkCheck``): process isolation needs a factory."""
+        """Why a forked worker cannot use this client (``tunekit.backend.SupportsForkCheck``).
+
+        Process isolation needs a worker factory.
+        """
         return "an OpenCL context does not survive fork() (the driver's threads are not copied; a launch there hangs)"
 
     @property

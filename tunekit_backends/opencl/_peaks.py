@@ -10,8 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from tunekit import DevicePeaks
-from tunekit.backend import warm_until_steady
+from tunekit.backend import DevicePeaks, warm_until_steady
 
 __all__ = ["busy_kernel", "measure_device_peaks", "warm_up_device"]
 

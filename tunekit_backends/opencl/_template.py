@@ -14,8 +14,8 @@ from typing import Any, Generic
 from typing_extensions import TypeVar
 
 import tunekit as tk
-from tunekit import Config, KeyGenerator, ParamValue, ParamValues, Space, Tunable, TunableSet, TuneGroup
-from tunekit.backend import Restriction, check_enumerable, empty_space_error
+from tunekit import Config, ParamValue, ParamValues, Space, Tunable, TunableSet, TuneGroup
+from tunekit.backend import KeyGenerator, Restriction, check_enumerable, current_run_policy, empty_space_error
 from tunekit_backends.opencl._buffers import DeviceCheckBuffers, argument_hint, kernel_arg, overrun_message
 from tunekit_backends.opencl._cl import CompileError, build_log, first_error_line, pyopencl
 from tunekit_backends.opencl._client import OpenCLClient
@@ -472,7 +472,7 @@ class _Variant(Generic[K]):
             )
         if shape in self._launched:
             return  # a worker launched it at this shape: the driver's cache holds its work-group code
-        if tk.current_run_policy().isolated:
+        if current_run_policy().isolated:
             # Its first run is left to the isolated worker, under the time limit: here a kernel that never ends
             # could not be stopped (a wait on the device cannot be interrupted) and would hang the caller.
             return

@@ -25,6 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol, TypeVar
 
 import tunekit as tk
+from tunekit.backend import current_run_policy
 from tunekit_backends.opencl._batch import Batch, batchable, batched_program
 from tunekit_backends.opencl._cl import pyopencl
 from tunekit_backends.opencl._client import OpenCLClient
@@ -111,7 +112,7 @@ def compile_together(variants: Sequence[_Variant], inputs: tuple[Any, ...]) -> s
             return "an argument cannot be sent to a compile worker (local memory, say)"
         # A variant's build and first launch in a worker are held to the same limit as one of the tune's runs:
         # the set's with_isolation(timeout_s=) when it has one (a 5 s limit waited 60 s here), else the setting.
-        limit = tk.current_run_policy().timeout_s
+        limit = current_run_policy().timeout_s
         timeout_s = math.inf if limit is None else limit
         if len(todo) > 1 and batchable(template.source):
             count = math.ceil(len(todo) / _MAX_PER_PROGRAM)
