@@ -152,7 +152,7 @@ class Settings(BaseSettings):
     @field_validator("cache_dir")
     @classmethod
     def _cache_dir_is_not_a_file(cls, value: Path | None) -> Path | None:
-        # Refused here, once: otherwise the cache goes memory-only with a warning about
+        # Refused where the setting is read: otherwise the cache goes memory-only with a warning about
         # permissions, and `tunekit cache list` says nothing has been tuned there.
         try:
             is_file = value is not None and value.expanduser().is_file()
@@ -179,7 +179,7 @@ class Settings(BaseSettings):
         name = value.strip().lower()
         if name in RECORD_STREAMS or not name:
             return name
-        # Refused here, once: a sink appending to a directory would warn on every record instead.
+        # Refused where the setting is read: a sink appending to a directory would warn on every record instead.
         try:
             is_dir = Path(value).expanduser().is_dir()
         except OSError:  # a path this process may not look at (EACCES): the sink warns when it writes
