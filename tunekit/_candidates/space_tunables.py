@@ -4,10 +4,11 @@ Holding a Config, a LazyBuild and a Tunable per configuration, ``TunableSet.from
 10^6 configurations would take 0.6 GiB and 4 s before anything runs, though a search measures a
 few hundred of them. :class:`SpaceTunables` keeps what names and builds them (the space,
 ``build``, the version) and which Cartesian points are valid: nothing for a space without
-restrictions (position ``i`` is Cartesian point ``i``), an ascending integer array otherwise. A tunable is made at its first request
-(by index, by name, by iteration) and kept, so one candidate is one object, built once, however
-often it is asked for. Names are worked out from the index (``BLOCK=64,VEC=2``, joined from a text
-made once per value) and parsed back for a lookup, so ``index_of`` needs no table of names.
+restrictions (position ``i`` is Cartesian point ``i``), an ascending integer array otherwise. A
+tunable is made at its first request (by index, by name, by iteration) and kept, so one candidate
+is one object, built once, however often it is asked for. Names are worked out from the index
+(``BLOCK=64,VEC=2``, joined from a text made once per value) and parsed back for a lookup, so
+``index_of`` needs no table of names.
 
 Tunables appended to such a set (``with_tunables``) follow the space's.
 """
