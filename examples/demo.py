@@ -62,13 +62,13 @@ def _serve_committed() -> int:
     """
     console = Console()
     served: SearchDemo | str
-    if not tk.settings().cache:  # the demo then keeps nothing between runs, so no record was committed
+    if not tk.settings().cache:  # the demo then keeps nothing between runs, so no record is committed
         served = "the cache is off (TUNEKIT_CACHE=0), so the demo keeps no record between runs"
     else:
         served = serve_committed_record(console, _demo_dir()[0])
     if isinstance(served, str):
-        # Every part of the demo measures: it ran with nothing measured, printed an empty table and
-        # "5 tuned now", then stopped at the OpenCL part with a RuntimeError traceback.
+        # Every part of the demo measures: run on, it would measure nothing, print an empty table and
+        # "5 tuned now", then stop at the OpenCL part with a RuntimeError traceback.
         print(
             "tunekit demo: autotuning is disabled by TUNEKIT_AUTOTUNE=0, and the demo measures and searches, with "
             f"nothing committed to serve instead: {served}. Run it without TUNEKIT_AUTOTUNE (or with "

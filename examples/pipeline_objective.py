@@ -131,9 +131,9 @@ def main(argv: list[str] | None = None) -> int:
     objective = PipelineObjective(rng.standard_normal((args.signals, args.length)), rng.standard_normal(63))
     incumbent = {"METHOD": "direct", "BLOCK": 1024, "DTYPE": "float64", "BATCH": 1}
     key = pipeline_key(objective.x, objective.taps)
-    # A trial log holds one key's search: one shared default refused every other --length.
+    # A trial log holds one key's search: one shared default would refuse every other --length.
     log = args.log or Path(f"pipeline-trials.signals={key.signals},length={key.length}.jsonl")
-    # What the timings depend on: this CPU and numpy stack. A fixed name ("cpu-numpy") let another
+    # What the timings depend on: this CPU and numpy stack. A fixed name ("cpu-numpy") would let another
     # machine's record load verified, and its trial log answer this machine's search.
     device = CpuClient().device_id
     result = tk.tune_objective(
@@ -152,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"incumbent {base.config.name}: {base.score / 1e6:.2f} ms" if base.score else "incumbent failed")
     print(f"winner    {best.config.name}: {best.score / 1e6:.2f} ms")
     tunables = tk.TunableSet.from_space(SPACE, build, key=pipeline_key)
-    # Added to the record already there (one entry per key bucket): a fresh one replaced it, losing other keys.
+    # Added to the record already there (one entry per key bucket): a fresh one would replace it, losing other keys.
     record = (
         tk.Record.load_verified(args.record, tunables, device, tuner="pipeline")
         if args.record.exists()

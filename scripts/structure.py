@@ -71,10 +71,10 @@ def cycles(graph: dict[str, set[str]]) -> list[set[str]]:
     on: set[str] = set()
     found: list[set[str]] = []
     counter = 0
-    for start in graph:
+    for start, children_of_start in graph.items():
         if start in index:
             continue
-        work = [(start, iter(sorted(graph[start])))]
+        work = [(start, iter(sorted(children_of_start)))]
         index[start] = low[start] = counter
         counter += 1
         stack.append(start)
@@ -140,7 +140,8 @@ def main() -> int:
     print("modules per folder: " + ", ".join(f"{folder} {count}" for folder, count in sorted(folders.items())))
     print("largest modules: " + ", ".join(f"{m} {n}" for n, m in sizes[:5]))
     print(f"lines: tunekit {sum(n for n, m in sizes if m.startswith('tunekit.') or m == 'tunekit')}")
-    print(f"import cycles in tunekit: {len(tunekit_cycles)} (largest: {max(map(len, tunekit_cycles), default=0)} modules)")
+    largest_cycle = max(map(len, tunekit_cycles), default=0)
+    print(f"import cycles in tunekit: {len(tunekit_cycles)} (largest: {largest_cycle} modules)")
     print(f"imports of a tunekit module inside a function: {in_functions}")
     print(f"import graph depth (tunekit): {depth(tunekit, tunekit_cycles)} levels")
     return 0

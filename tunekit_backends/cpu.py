@@ -101,8 +101,8 @@ class CpuClient:
         b = np.ones((n, n), np.float32)
         matmul_ns = _best_ns(lambda: a @ b, 5)
         # A multi-threaded BLAS product on a busy machine waits for its descheduled threads at
-        # every sync: every run came out 30-200x slow, and a peak that low made the roofline a
-        # limit ordinary candidates "met", short-circuiting batches whose best was never timed.
+        # every sync: every run can come out 30-200x slow, and a peak that low makes the roofline a
+        # limit ordinary candidates "meet", short-circuiting batches whose best is never timed.
         # A small product runs on one core, far inside one time slice, so its best of many is
         # what a core can do whatever the load; times the cores, it bounds the large product's
         # figure from below (an overestimate only makes the short circuit rarer).
@@ -132,8 +132,8 @@ def _best_chunk_copy_ns(size: int, chunk: int, *, passes: int) -> int:
     """The fastest copy of one ``chunk`` bytes, over ``passes`` passes through a ``size``-byte buffer.
 
     One copy of the whole buffer takes milliseconds, long enough to be preempted on a busy
-    machine: every one of a few came out 4-8x slow, a bandwidth "peak" that ordinary candidates
-    then met. A chunk fits in a time slice, and was last touched a whole buffer ago: not cached.
+    machine: every one of a few can come out 4-8x slow, a bandwidth "peak" that ordinary
+    candidates would then meet. A chunk fits in a time slice, and was last touched a whole buffer ago: not cached.
     """
     src = np.ones(size, np.uint8)
     dst = np.empty_like(src)

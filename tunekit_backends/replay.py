@@ -92,7 +92,7 @@ class ReplaySpace(tk.Space):
 
     A cache from a Kernel Tuner run that did not try everything (a genetic search, a budget)
     holds a few thousand configurations of a Cartesian product that can reach 10^12: counting,
-    enumerating or sampling by walking the product never ended. The same configurations come
+    enumerating or sampling by walking the product would never end. The same configurations come
     out in the same (Cartesian) order; only the walk is shorter.
     """
 
@@ -113,8 +113,8 @@ class ReplaySpace(tk.Space):
                 any(type(v) is type(given[n]) and v == given[n] for v in domains[n]) for n in domains
             ):
                 raise
-            # Every value in its domain, so the one restriction, the file's keys, refused it: the error
-            # named it "restriction #1 of 1 ('fingerprint:replay-keys:516c...')", which told nobody anything.
+            # Every value in its domain, so the one restriction, the file's keys, refused it: the space's
+            # error names it "restriction #1 of 1 ('fingerprint:replay-keys:516c...')", which tells nobody anything.
             raise ValueError(
                 f"configuration {given!r} has no entry in {self._known.source}: Kernel Tuner's run never measured "
                 "it (restricted out of the space it tuned, or not tried); pick a configuration the file holds "
@@ -135,8 +135,8 @@ class ReplaySpace(tk.Space):
     def _valid_indices(self) -> npt.NDArray[Any]:
         """The file's configurations' Cartesian indices, from its keys alone.
 
-        ``TunableSet.from_space`` walked the whole product for them, testing each point against
-        the file's keys: past 10^8 points, one product of a sparse cache, it never ended.
+        Otherwise ``TunableSet.from_space`` would walk the whole product for them, testing each point
+        against the file's keys: past 10^8 points, one product of a sparse cache, it would never end.
         """
         names = self.names
         points = [self.index(tk.Config(names, values)) for values in self._walk]
@@ -213,9 +213,9 @@ def read_cache_document(path: str | Path) -> Any:
 
 def _gpu_name(path: Path) -> str:
     """The GPU id from the file path (some files leave ``device_name`` empty)."""
-    # The folder as the absolute path names it: "A100.json.gz" given from inside its folder had no
-    # parent name ("replay:/A100"), so the same file had another device id (and its trial logs and
-    # records were refused) depending on the directory the search was started from.
+    # The folder as the absolute path names it: "A100.json.gz" given from inside its folder has no
+    # parent name ("replay:/A100"), so the same file would get another device id (and its trial logs
+    # and records would be refused) depending on the directory the search was started from.
     path = Path(os.path.abspath(path))
     stem = path.name.removesuffix(".gz").removesuffix(".json")
     return f"{path.parent.name}/{stem}"
@@ -344,7 +344,7 @@ _CACHE_HINT = "the replay reads the cache file a tuning run writes with kernel_t
 
 
 def _other_kernel_tuner_file(doc: Any) -> str | None:
-    """Kernel Tuner's other JSON files, named: each was refused as dozens of pydantic field errors."""
+    """Kernel Tuner's other JSON files, named: unnamed, each would be refused as dozens of pydantic field errors."""
     if not isinstance(doc, dict) or "cache" in doc:
         return None
     if isinstance(doc.get("results"), list):
@@ -423,7 +423,7 @@ class ReplayClient:
     """
 
     def __init__(self, data: ReplayData, *, seed: int = 0) -> None:
-        # A path given here failed only later, as "'str' object has no attribute 'gpu'".
+        # A path given here would fail only later, as "'str' object has no attribute 'gpu'".
         if not isinstance(data, ReplayData):
             raise TypeError(
                 f"ReplayClient() takes the ReplayData that load_kernel_tuner_cache(path) returns, got "
@@ -431,7 +431,7 @@ class ReplayClient:
             )
         if not isinstance(seed, int | np.integer) or isinstance(seed, bool):
             raise TypeError(f"ReplayClient(seed=...) must be an int, got {seed!r}")
-        # numpy takes no negative seed: -1 failed every candidate's run as "expected non-negative integer".
+        # numpy takes no negative seed: -1 would fail every candidate's run as "expected non-negative integer".
         if seed < 0:
             raise ValueError(f"ReplayClient(seed=...) must be an int >= 0, got {seed}")
         self.data = data

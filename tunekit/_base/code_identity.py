@@ -50,7 +50,7 @@ def code_identity(fn: Callable[..., Any]) -> str:
 
     For a ``build``, whose kernels follow its code: the values it reads are left out, because
     they often differ between processes running the same code (an unseeded array, a path made
-    from ``__file__`` in each checkout, a client's clock), and each difference re-tuned.
+    from ``__file__`` in each checkout, a client's clock), and each difference would re-tune.
     """
     return _identity(fn, depth=0, seen=set(), render=lambda value: None)
 

@@ -36,8 +36,8 @@ class AutotuneDisabled(TunekitError, RuntimeError):
 
     ``TUNEKIT_AUTOTUNE=0`` means "measure and write nothing": ``execute`` then takes the first
     candidate in plan order, but a search has no such candidate to fall back on, and measuring
-    anyway broke the promise (a production process set to never tune would spend its device
-    on a search). Raised before anything is built, measured or written.
+    anyway would break the promise (a production process set to never tune would spend its
+    device on a search). Raised before anything is built, measured or written.
     """
 
 
@@ -59,7 +59,7 @@ class NoValidKernelFound(TunekitError):
         self.failures = tuple(failures)
         self.recorded = recorded
         shown = [f"  - {name}: {reason}" for name, reason in self.failures[: self.SHOWN]]
-        if len(self.failures) > self.SHOWN:  # a search of 500 failed configurations printed 500 lines
+        if len(self.failures) > self.SHOWN:  # a search of 500 failed configurations would print 500 lines
             shown.append(f"  ... and {len(self.failures) - self.SHOWN} more (all of them in the error's .failures)")
         lines = "\n".join(shown) or "  (no candidate was planned)"
         after = f"\n{recorded}" if recorded else ""

@@ -1,16 +1,16 @@
 """An exclusive, non-blocking lock on a file itself, not on a lock file beside it.
 
-A trial log was locked through ``<real path>.lock``: a symlink was followed to the real path,
+A lock file beside the real path is not enough: a symlink can be followed to the real path,
 but a hard link is a second real path to the same file, so two searches naming one log by its
-two links took two locks and wrote it at once. A lock taken on the file (``flock`` on a
+two links would take two locks and write it at once. A lock taken on the file (``flock`` on a
 descriptor of it) belongs to the file, whatever path opened it: symlinks, hard links, bind
-mounts and ``..`` spellings all meet on it. It also leaves nothing beside the file, where the
-lock file stayed after every search (and beside every file refused as no trial log).
+mounts and ``..`` spellings all meet on it. It also leaves nothing beside the file, where a
+lock file would stay after every search (and beside every file refused as no trial log).
 
 ``flock`` is advisory: readers (``tunekit records``, an editor) are not kept out, only another
 locker. It is released when the holder's process dies, so a killed search never leaves its log
 locked. On Windows, which has no ``flock`` and whose byte-range locks would keep readers out,
-the lock is a ``filelock`` file beside the real file as before (removed on release there);
+the lock is a ``filelock`` file beside the real file (removed on release there);
 hard links to one log are not told apart on Windows.
 """
 

@@ -4,21 +4,21 @@ Cache rows, failed-tune rows, cache bundles, trial logs, committed records and t
 JSONL outlive the tunekit that wrote them, and several versions share them (two services on
 one cache, a record committed by a newer checkout, ``tunekit records summary`` of an older
 install). Within one ``schema_version`` a newer tunekit only adds optional fields (the cache
-row's ``origin`` came that way); so a reader keeps fields it does not know instead of
-refusing the row: refusing a cache row made an older process re-tune the key and overwrite
-the newer one's row, back and forth. Unknown fields are kept, not dropped, because some rows
+row's ``origin`` is one); so a reader keeps fields it does not know instead of refusing the
+row: refusing a cache row would make an older process re-tune the key and overwrite the
+newer one's row, back and forth. Unknown fields are kept, not dropped, because some rows
 are written back (a demoted winner's row, a cache export and import, a record loaded, added
 to and saved): rewriting must not strip what the newer version stored. A change an older
 reader would misread (a field's meaning or type, a new value of an existing choice) bumps
-``schema_version`` instead, and a row of another ``schema_version`` is handled as before:
-refused, and where it is a cache row, re-tuned.
+``schema_version`` instead, and a row of another ``schema_version`` is refused, and where it
+is a cache row, re-tuned.
 
 Only data read back is given that leeway: JSON text (``model_validate_json``, which is how a
 reader outside tunekit reads these files too) and whatever is validated with the ``STORED``
 context, which every read path of tunekit passes (a cache row's value is parsed before it is
 validated). A model built in code (``tk.CacheValue(..., reslts=...)``, ``model_validate`` of a
 dict) refuses an unknown field, naming it and the model's fields: kept as an extra, a misspelt
-field was silently saved while the field it meant took its default. ``init_forbid_extra`` in
+field would be silently saved while the field it meant took its default. ``init_forbid_extra`` in
 the pydantic mypy plugin refuses the same keyword before it runs.
 """
 

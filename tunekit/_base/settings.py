@@ -87,7 +87,7 @@ class Settings(BaseSettings):
     adaptive: bool = Field(
         True, description="Interleaved rounds with elimination and a runoff; False: fixed samples, one after another."
     )
-    warmup_ms: float = Field(  # finite: an infinite warm-up was accepted and crashed the first tune
+    warmup_ms: float = Field(  # finite: an infinite warm-up would crash the first tune
         300.0,
         ge=0,
         allow_inf_nan=False,
@@ -140,8 +140,8 @@ class Settings(BaseSettings):
     @field_validator("cache_dir", mode="before")
     @classmethod
     def _cache_dir_is_not_empty(cls, value: object) -> object:
-        # Path("") is ".": an empty TUNEKIT_CACHE_DIR (meant as unset) put the cache in whatever
-        # directory the process ran in.
+        # Path("") is ".": an empty TUNEKIT_CACHE_DIR (meant as unset) would put the cache in
+        # whatever directory the process runs in.
         if isinstance(value, str) and not value.strip():
             raise ValueError(
                 "an empty path would put the cache in the working directory; unset it for the default "
@@ -152,8 +152,8 @@ class Settings(BaseSettings):
     @field_validator("cache_dir")
     @classmethod
     def _cache_dir_is_not_a_file(cls, value: Path | None) -> Path | None:
-        # Found here, once: the cache went memory-only with a warning about permissions, and
-        # `tunekit cache list` said nothing had been tuned there.
+        # Refused where the setting is read: otherwise the cache goes memory-only with a warning about
+        # permissions, and `tunekit cache list` says nothing has been tuned there.
         try:
             is_file = value is not None and value.expanduser().is_file()
         except OSError:  # a path this process may not look at (EACCES): the cache says so when it opens
@@ -173,13 +173,13 @@ class Settings(BaseSettings):
     def _record_target(cls, value: str | None) -> str | None:
         if value is None:
             return value
-        # The stream names in any case and with stray blanks, as most tools take them:
-        # TUNEKIT_RECORD=STDOUT wrote a file named STDOUT in the working directory instead.
+        # The stream names in any case and with stray blanks, as most tools take them, so that
+        # TUNEKIT_RECORD=STDOUT streams instead of writing a file named STDOUT in the working directory.
         # (A file of that name is spelled as a path: ./stdout.) Blanks alone mean unset, like "".
         name = value.strip().lower()
         if name in RECORD_STREAMS or not name:
             return name
-        # Found here, once: a sink appending to a directory would warn on every record instead.
+        # Refused where the setting is read: a sink appending to a directory would warn on every record instead.
         try:
             is_dir = Path(value).expanduser().is_dir()
         except OSError:  # a path this process may not look at (EACCES): the sink warns when it writes
@@ -189,7 +189,7 @@ class Settings(BaseSettings):
                 f"{value!r} is a directory; name a JSONL file in it "
                 f"(e.g. {str(Path(value) / 'records.jsonl')!r}), or 'stdout' / 'stderr'"
             )
-        # Found here too: the sink warned "[Errno 17] File exists: '<the file>'" at every record.
+        # Refused here too: the sink would warn "[Errno 17] File exists: '<the file>'" at every record.
         blocking = file_in_the_way(Path(value).expanduser())
         if blocking is not None:
             raise ValueError(
@@ -276,7 +276,7 @@ def configure(**overrides: Any) -> Settings:
     except (
         tomllib.TOMLDecodeError,
         UnicodeDecodeError,
-    ) as exc:  # raised bare, naming no file: the CLI printed a traceback
+    ) as exc:  # raised bare, naming no file: the CLI would print a traceback
         raise SettingsError(
             f"invalid tunekit settings: {_unparsable_toml()} in {Path.cwd()} is not valid TOML ({exc}); "
             "fix it or move it aside"
@@ -297,7 +297,7 @@ def _warn_unknown_variables() -> None:
     """Warn once per process about each ``TUNEKIT_*`` variable that names no setting.
 
     The environment source reads only the variables of known settings, so a misspelt one
-    (``TUNEKIT_SAMPLE=3``) was ignored without a word and the default silently applied.
+    (``TUNEKIT_SAMPLE=3``) would be ignored without a word and the default silently applied.
     """
     names = sorted(Settings.model_fields)
     for variable in os.environ:
@@ -349,7 +349,7 @@ def _describe(exc: ValidationError, overrides: dict[str, Any]) -> str:
 
 
 def _file_source(name: str) -> str:
-    """Which config file of the working directory sets ``name`` (both were named, leaving the user to look)."""
+    """Which config file of the working directory sets ``name``, so the error names that one, not both."""
     for file, table in (("tunekit.toml", ()), ("pyproject.toml", ("tool", "tunekit"))):
         try:
             data: Any = tomllib.loads((Path.cwd() / file).read_text(encoding="utf-8"))

@@ -50,7 +50,7 @@ class Isolation:
         if self.mode not in ("none", "process"):
             raise ValueError(f"isolation mode must be 'none' or 'process', got {self.mode!r}")
         if self.timeout_s is not None and (
-            # "5" failed comparing str with int, and True was taken as one second
+            # "5" would fail comparing str with int, and True would be taken as one second
             not isinstance(self.timeout_s, numbers.Real) or isinstance(self.timeout_s, bool) or not self.timeout_s > 0
         ):
             raise ValueError(f"timeout_s must be a number > 0 (math.inf for no limit), got {self.timeout_s!r}")
@@ -116,9 +116,9 @@ def factory_keywords(factory: Callable[..., Any]) -> frozenset[str]:
     """
     try:
         signature = inspect.signature(factory)
-    except (TypeError, ValueError):  # no signature to read (some C callables): the original form
+    except (TypeError, ValueError):  # no signature to read (some C callables): build(key_fields) alone
         return frozenset()
-    # Named, not **kwargs: a wrapper forwarding **kwargs to an older build(key_fields) took them before.
+    # Named, not **kwargs: a wrapper forwarding **kwargs to a plain build(key_fields) would take them too.
     by_keyword = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
     taken = {
         name

@@ -41,10 +41,10 @@ def plan_batches(key: object, tunables: Sequence[Tunable[object]] | TunableSet[A
     else is refused with a TypeError saying what to pass.
     """
     if not is_autotune_key(key):
-        # It reached the priority functions, which failed on it far from here, or planned for a key
-        # no tune ever sees (an int where the key has anchored fields, the key class itself).
+        # Let through, it reaches the priority functions, which fail on it far from here, or plans for
+        # a key no tune ever sees (an int where the key has anchored fields, the key class itself).
         raise TypeError(_not_a_key(key))
-    if isinstance(tunables, TunableSet):  # the set itself failed as "'TunableSet' object is not iterable"
+    if isinstance(tunables, TunableSet):  # the set itself, which is not iterable
         tunables = tunables.tunables
     # A space's tunables are in no group: planned without making each (10^6 of them for one search).
     start = tunables.ungrouped if isinstance(tunables, SpaceTunables) else 0
@@ -96,10 +96,10 @@ def _not_a_key(key: object) -> str:
 def _priority(fn: Callable[[Any], object], key: object, what: str) -> int:
     """``fn(key)`` as an int priority; anything else is the priority function's mistake, named.
 
-    int() used to convert it: -0.5 became 0 (so a candidate meant to be skipped ran), "5"
-    became 5, and "high" failed as "invalid literal for int()", naming no group. A bool is
+    Not ``int()``: it would turn -0.5 into 0 (so a candidate meant to be skipped runs), "5"
+    into 5, and fail on "high" as "invalid literal for int()", naming no group. A bool is
     refused too: False reads as "skip" but is priority 0, which runs. An exception keeps its
-    type and gains a note naming the function and the key (it was raised bare, naming neither).
+    type and gains a note naming the function and the key, which a bare one names neither of.
     """
     try:
         value = fn(key)

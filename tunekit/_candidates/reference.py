@@ -37,11 +37,11 @@ def reference_of(
 ) -> Reference:
     """The check a caller's arguments describe, refused with ``call`` (``with_reference``, ``tk.search``) named."""
     for name, value in (("rtol", rtol), ("atol", atol)):
-        # float() read "1e-3" as a number and failed on "a" naming neither argument
+        # float() would read "1e-3" as a number and fail on "a" naming neither argument
         if not isinstance(value, numbers.Real) or isinstance(value, bool):
             raise TypeError(f"{call}({name}=...) takes a number, got {value!r}")
     if outputs is not None and (not isinstance(outputs, Sequence) or isinstance(outputs, str | bytes)):
-        # tuple(0) failed as "'int' object is not iterable", naming neither the argument nor the fix
+        # tuple(0) would fail as "'int' object is not iterable", naming neither the argument nor the fix
         raise TypeError(f"{call}(outputs=...) takes a list of argument positions, e.g. outputs=[1], got {outputs!r}")
     positions = None if outputs is None else tuple(outputs)
     _check_values(call, positions, float(rtol), float(atol))

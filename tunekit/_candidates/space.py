@@ -31,9 +31,9 @@ ParamValue = int | float | str | bool
 ParamValues = Sequence[ParamValue] | Iterator[ParamValue] | npt.NDArray[Any]
 """A parameter's values in the order given: a list, tuple, range, ``tk.pow2(...)``, numpy array or iterator.
 
-Not ``Iterable``, which let a type checker pass a ``set`` or a ``dict``: a set has no stable
-order (the space's hash would change between runs) and a dict is ambiguous (keys or values?),
-so both are refused at run time, and a type checker now says so first. A ``str`` is a
+Not ``Iterable``, which would let a type checker pass a ``set`` or a ``dict``: a set has no
+stable order (the space's hash would change between runs) and a dict is ambiguous (keys or
+values?), so both are refused at run time, and a type checker says so first. A ``str`` is a
 ``Sequence`` that typing cannot leave out; it is refused at run time.
 """
 
@@ -66,8 +66,8 @@ def pow2(lo: int, hi: int) -> tuple[int, ...]:
         values.append(value)
         value *= 2
     if lo & (lo - 1):
-        # A "pow2" parameter of 48, 96, 192 read as powers of two in the code and the docs, and
-        # kernels written for powers of two got none of them.
+        # A "pow2" parameter of 48, 96, 192 reads as powers of two in the code and the docs, and
+        # kernels written for powers of two would get none of them.
         first, last = 1 << (lo - 1).bit_length(), 1 << (hi.bit_length() - 1)
         within = f"tk.pow2({first}, {last})" if first <= last else f"none lie between {lo} and {hi}"
         raise ValueError(
@@ -83,8 +83,8 @@ class Config(dict[str, Any]):
 
     Values are also attributes (``c.BLOCK``), so restrictions and builders read naturally.
     A Config is a ``dict`` that refuses every change, so ``json.dumps(config)`` and
-    ``json.dumps({"config": config, ...})`` log it as ``{"BLOCK": 64, ...}`` (as a Mapping it
-    raised "Object of type Config is not JSON serializable"); ``to_dict()`` gives a plain,
+    ``json.dumps({"config": config, ...})`` log it as ``{"BLOCK": 64, ...}`` (a plain Mapping
+    raises "Object of type Config is not JSON serializable"); ``to_dict()`` gives a plain,
     mutable copy. Two configs are equal when they hold the same names, in the same order, and
     values; a config and a plain dict when their items are.
     """
@@ -160,7 +160,7 @@ class Config(dict[str, Any]):
         return NotImplemented
 
     def __ne__(self, other: object) -> bool:
-        # dict's own != compares items in any order: Config(A, B) != Config(B, A) was False while == was too.
+        # dict's own != compares items in any order: Config(A, B) != Config(B, A) would be False while == is too.
         equal = self.__eq__(other)
         return equal if equal is NotImplemented else not equal
 
@@ -191,8 +191,8 @@ _DICT_MUTATORS = ("clear", "pop", "popitem", "setdefault", "update")
 _DICT_ONLY = ("clear", "copy", "fromkeys", "pop", "popitem", "setdefault", "update")
 """dict's attributes that a Mapping lacks: hidden on Config, so they stay free as parameter names.
 
-As a Mapping, a Config had none of them, so a parameter named ``copy`` or ``update`` was read
-as ``c.copy``. Inherited from dict, ``c.update`` would be the method, and such spaces would have
+A Mapping has none of them, so there a parameter named ``copy`` or ``update`` reads as
+``c.copy``. Inherited from dict, ``c.update`` would be the method, and such spaces would have
 to be refused. A property whose getter raises AttributeError hands the lookup to ``__getattr__``,
 which reads the parameter (or says there is none).
 """
@@ -302,8 +302,8 @@ def _check_one_argument(fn: Restriction, position: int, count: int) -> None:
     """Refuse, where the space is declared, a restriction that cannot be called with one configuration.
 
     ``lambda BLOCK, VEC: BLOCK * VEC <= 1024`` (one argument per parameter, as Optuna or Kernel
-    Tuner users write them) failed at the first walk as "raised TypeError ... make it return False
-    instead", which pointed at the wrong fix.
+    Tuner users write them) would fail at the first walk as "raised TypeError ... make it return
+    False instead", which points at the wrong fix.
     """
     try:
         signature = inspect.signature(fn)
@@ -346,7 +346,7 @@ class SpaceModel(Persisted):
 def space_difference(logged: SpaceModel, running: SpaceModel) -> str:
     """What changed from the ``logged`` space (a trial log's, a record's) to the ``running`` one, in words.
 
-    Two hashes told nobody what to fix; the trial log and the committed record both say it this way.
+    Two hashes tell nobody what to fix; the trial log and the committed record both say it this way.
     """
     changes = []
     for name in dict.fromkeys([*logged.params, *running.params]):
@@ -447,15 +447,15 @@ class Space:
 
         The expected draws left at the rate so far (none found yet counts as one, so a rare valid
         point is still looked for by rejection up to half a walk). One rule for ``sample`` and the
-        strategies' walker: two copies drifted (one weighed the Cartesian product, not
-        ``walk_cost``), and the walker drew for hours on a replayed sparse cache.
+        strategies' walker, so both weigh ``walk_cost``: weighing the Cartesian product instead,
+        the walker would draw for hours on a replayed sparse cache.
         """
         return (wanted - found) * tries > max(found, 1) * (self.walk_cost // 2)
 
     def _hopeless(self, tries: int, found: int) -> bool:
         """Whether ``tries`` draws that found nothing valid mean drawing cannot go on: no walk could settle it.
 
-        A restriction that rejects everything (a typo: ``c.A < 0``) on 10^12 points had every
+        A restriction that rejects everything (a typo: ``c.A < 0``) on 10^12 points would keep every
         search and ``sample`` drawing forever: half a walk of draws is weeks there.
         """
         return found == 0 and tries >= _HOPELESS_DRAWS and self.walk_cost > 2 * _HOPELESS_DRAWS
@@ -657,7 +657,7 @@ class Space:
         """The Cartesian indices of the valid configurations, ascending (the order of ``iter``); None when all are.
 
         For ``TunableSet.from_space``, which keeps them instead of a tunable per configuration:
-        4 bytes a point where a Config, a LazyBuild, a Tunable and a name took 600. The walk
+        4 bytes a point where a Config, a LazyBuild, a Tunable and a name take 600. The walk
         calls each restriction on each point, as ``size`` does, and counts the size on the way.
         """
         if not self._restrictions:
@@ -724,8 +724,8 @@ class Space:
             if self.allows(config):
                 picked[index] = config
             elif len(rejected) < _MAX_REMEMBERED:
-                # Past that, a rejected index is not kept (at 0.1 % valid, 4096 draws kept 4 million of
-                # them, 300 MiB): a repeat costs one more restriction call, and the count stays low, which
+                # Past that, a rejected index is not kept (at 0.1 % valid, 4096 draws would keep 4 million
+                # of them, 300 MiB): a repeat costs one more restriction call, and the count stays low, which
                 # at worst walks the space for what rejection already found (same draws, same answer).
                 rejected.add(index)
         if len(picked) < n and len(picked) + len(rejected) < total:

@@ -1,15 +1,16 @@
 """The tunables of a set made from a space: made when asked for, not one per configuration up front.
 
-``TunableSet.from_space`` over 10^6 configurations held a Config, a LazyBuild and a Tunable per
-configuration: 0.6 GiB and 4 s before anything ran, though a search measures a few hundred of
-them. :class:`SpaceTunables` keeps what names and builds them (the space, ``build``, the version)
-and which Cartesian points are valid: nothing for a space without restrictions (position ``i`` is
-Cartesian point ``i``), an ascending integer array otherwise. A tunable is made at its first request
-(by index, by name, by iteration) and kept, so one candidate is one object, built once, however
-often it is asked for. Names are worked out from the index (``BLOCK=64,VEC=2``, joined from a text
-made once per value) and parsed back for a lookup, so ``index_of`` needs no table of names.
+Holding a Config, a LazyBuild and a Tunable per configuration, ``TunableSet.from_space`` over
+10^6 configurations would take 0.6 GiB and 4 s before anything runs, though a search measures a
+few hundred of them. :class:`SpaceTunables` keeps what names and builds them (the space,
+``build``, the version) and which Cartesian points are valid: nothing for a space without
+restrictions (position ``i`` is Cartesian point ``i``), an ascending integer array otherwise. A
+tunable is made at its first request (by index, by name, by iteration) and kept, so one candidate
+is one object, built once, however often it is asked for. Names are worked out from the index
+(``BLOCK=64,VEC=2``, joined from a text made once per value) and parsed back for a lookup, so
+``index_of`` needs no table of names.
 
-Tunables appended to such a set (``with_tunables``) follow the space's, as they did in a tuple.
+Tunables appended to such a set (``with_tunables``) follow the space's.
 """
 
 from __future__ import annotations
@@ -27,14 +28,14 @@ from tunekit._candidates.tunable import Tunable
 __all__ = ["SpaceNames", "SpaceTunables"]
 
 _CHUNK = 1 << 16
-"""Names hashed per update: the checksum of 10^6 names joined whole held them all at once."""
+"""Names hashed per update: joined whole, the checksum of 10^6 names would hold them all at once."""
 
 
 class _Points:
     """The valid configurations of one space, the tunables made of them so far, and how to make one.
 
-    Shared by a set and every set derived from it (``with_search``, ``with_tunables``, ...), as the
-    tuple of tunables was: a tunable made for one is the same object in the others.
+    Shared by a set and every set derived from it (``with_search``, ``with_tunables``, ...): a
+    tunable made for one is the same object in the others.
     """
 
     __slots__ = ("cartesian", "made", "make", "positions_of", "space", "strides", "texts", "valid", "version", "widths")
@@ -178,8 +179,9 @@ class SpaceTunables(Sequence[Tunable[Any]]):
     def hash_into(self, digest: Any) -> None:
         """Feed ``digest`` what ``TunableSet.checksum`` hashes per tunable, in order, making no tunable.
 
-        The same bytes as ``name\\x00version\\x01`` for each (checksums of sets made before match),
-        the space's names in chunks: one update per name cost more than naming them.
+        The same bytes as ``name\\x00version\\x01`` for each, as a set of plain tunables hashes, so a
+        set's checksum does not depend on how it holds its tunables; the space's names in chunks:
+        one update per name costs more than naming them.
         """
         end = f"\x00{self._points.version}\x01"
         names = self._points.names()
@@ -192,7 +194,7 @@ class SpaceTunables(Sequence[Tunable[Any]]):
 class SpaceNames(Sequence[str]):
     """``TunableSet.names`` of a set made from a space: each name worked out when read.
 
-    Equal to the tuple of the same names, as the tuple it replaces was.
+    Equal to the tuple of the same names, as a plain set's ``names`` is.
     """
 
     __slots__ = ("_points", "_tail")

@@ -25,7 +25,7 @@ class TuneGroup:
     priority: PriorityFn
 
     def __post_init__(self) -> None:
-        if not isinstance(self.name, str) or not self.name:  # TuneGroup(3, ...) passed, and named itself 3
+        if not isinstance(self.name, str) or not self.name:  # else TuneGroup(3, ...) would pass, named 3
             raise ValueError(f"TuneGroup needs a non-empty str name, got {self.name!r}")
         if not callable(self.priority):
             raise TypeError(f"TuneGroup {self.name!r}: priority must be a callable key -> int")
@@ -53,7 +53,7 @@ class Tunable(Generic[Out]):
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
             raise ValueError(f"Tunable needs a non-empty str name, got {self.name!r}")
-        if not isinstance(self.version, str):  # it is hashed as text: 3 and "3" were one version
+        if not isinstance(self.version, str):  # it is hashed as text: 3 and "3" would be one version
             raise TypeError(f"Tunable {self.name!r}: version must be a str, got {self.version!r}")
         if not callable(self.fn):
             raise TypeError(f"Tunable {self.name!r}: fn must be callable, got {type(self.fn).__name__}")

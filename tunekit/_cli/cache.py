@@ -67,7 +67,7 @@ def _key_matches(key_json: str, wanted: dict[str, str]) -> bool:
 def _same_value(stored: object, given: str) -> bool:
     """Whether ``--key FIELD=given`` names the stored field value.
 
-    Compared as text, a float field stored as 2.0 did not match ``alpha=2``, nor a bool stored
+    Compared as text, a float field stored as 2.0 would not match ``alpha=2``, nor a bool stored
     as true ``flag=True``: numbers compare as numbers, bools without regard to case.
     """
     if isinstance(stored, bool) or stored is None:
@@ -86,7 +86,7 @@ def _same_value(stored: object, given: str) -> bool:
 class _Selection:
     """What ``_select`` read: the rows matching every filter, unreadable rows' reasons, and the
     readable rows of the tuner and device (whatever their key; None without a cache), kept for
-    :func:`_stored_values_hint`, which read them all a second time."""
+    :func:`_stored_values_hint`, which would otherwise read them all a second time."""
 
     rows: list[CacheRow]
     bad: list[str]
@@ -104,7 +104,7 @@ def _select(
     """Rows matching the filters, and unreadable rows' reasons; an unknown tuner or device is a usage error.
 
     The tuners and devices of ``failed`` (recorded failed tunes, as (device, tuner, key)) count as known,
-    and so do those of unreadable rows: such a tuner was reported as absent from "the cache is empty".
+    and so do those of unreadable rows: else such a tuner would be reported absent from "the cache is empty".
     """
     wanted = _key_filter(keys)
     rows: list[CacheRow] = []
@@ -115,7 +115,7 @@ def _select(
     if wanted and valid:  # rows() filtered them by tuner and device
         fields = sorted({name for r in valid for name in _key_fields(r.key)})
         unknown = [name for name in wanted if name not in fields]
-        if unknown:  # a misspelt field matched nothing and listed an empty table, exit 0
+        if unknown:  # a misspelt field would match nothing and list an empty table, exit 0
             raise CliError(
                 f"no stored key has a field named {unknown[0]!r} (key fields there: {', '.join(fields) or 'none'})"
             )
@@ -195,7 +195,7 @@ def list_rows(args: argparse.Namespace) -> int:
         return 0
     selection = _select(cache, args.tuner, args.device, args.key)
     rows, bad = selection.rows, selection.bad
-    if not rows and not bad:  # a header over nothing (after `cache clear`) read as a broken listing
+    if not rows and not bad:  # a header over nothing (after `cache clear`) reads as a broken listing
         matching = " matching the filters" if args.tuner or args.device or args.key else ""
         hint = _stored_values_hint(selection, args.key)
         print(f"no stored winners{matching} in {cache.path}{hint}", file=sys.stderr)
@@ -331,7 +331,7 @@ def import_bundle(args: argparse.Namespace) -> int:
     # Every field has a default (for export), so "{}" would validate as an empty bundle and import nothing.
     missing = sorted({"schema_version", "tunekit_major", "entries"} - bundle.model_fields_set)
     if missing:
-        if kind := other_kind(source, "cache bundle"):  # a JSON document with other fields validated as an empty bundle
+        if kind := other_kind(source, "cache bundle"):  # a JSON document with other fields validates as an empty bundle
             raise CliError(f"{source} is {kind}, not a cache bundle")
         raise CliError(f"{source} is not a tunekit cache bundle: it lacks {', '.join(missing)}")
     if bundle.tunekit_major != MAJOR:

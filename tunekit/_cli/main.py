@@ -24,7 +24,7 @@ __all__ = ["main"]
 class _Parser(argparse.ArgumentParser):
     """argparse, with a usage mistake told in one line starting ``tunekit:``, exit code 2, as for every other mistake.
 
-    argparse's own error printed the usage block and then ``tunekit cache list: error: ...``.
+    argparse's own error prints the usage block and then ``tunekit cache list: error: ...``.
     Sub-commands' parsers are of this class too (``add_subparsers`` makes them of the parent's class).
     """
 
@@ -44,7 +44,7 @@ def _command(parser: argparse.ArgumentParser, target: Command) -> None:
 
 
 def _count(text: str) -> int:
-    """An argparse type: an int >= 0 (``-n -3`` was taken as 0 and showed nothing, silently)."""
+    """An argparse type: an int >= 0 (``int`` alone would take ``-n -3`` as 0 and show nothing, silently)."""
     try:
         value = int(text)
     except ValueError:
@@ -90,7 +90,7 @@ def _parser() -> argparse.ArgumentParser:
     _filters(show, tuner=False)
     _command(show, _cache.show)
     clear = cache_commands.add_parser("clear", help="delete stored winners (all, or one tuner's/device's)")
-    _owners(clear)  # no --key: its help offered one that the command then refused
+    _owners(clear)  # no --key: the command refuses one, so its help offers none
     _command(clear, _cache.clear)
     export = cache_commands.add_parser("export", help="write winners to a committable JSON bundle")
     export.add_argument("-o", "--output", help="bundle file to write (default: stdout)")
@@ -128,7 +128,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args, unknown = parser.parse_known_args(argv)
     if unknown:
         # Told by the sub-command's parser, whose --help lists what it takes; argparse's own
-        # check reported them from the top level, pointing at `tunekit --help`.
+        # check reports them from the top level, pointing at `tunekit --help`.
         getattr(args, "command_parser", parser).error(f"unrecognized arguments: {' '.join(unknown)}")
     if args.version:
         print(f"tunekit {__version__}")
@@ -141,7 +141,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.cache_dir is not None:
             try:
                 configure(cache_dir=args.cache_dir)
-            except SettingsError as error:  # it said the value came "from tk.configure(cache_dir=...)"
+            except SettingsError as error:  # it says the value came "from tk.configure(cache_dir=...)"
                 raise CliError(str(error).replace("from tk.configure(cache_dir=...)", "from --cache-dir")) from None
         return int(target(args))
     except CliError as error:

@@ -34,7 +34,7 @@ def read_or_fail(file: str) -> tuple[list[RecordLine], list[BadLine]]:
         raise CliError(f"no records file at {file} (records are written where TUNEKIT_RECORD points)") from exc
     except OSError as exc:
         raise CliError(f"cannot read {file}: {exc.strerror or exc}") from exc
-    # A trial log or committed record given here listed every one of its lines as a bad record.
+    # A trial log or committed record given here would list every one of its lines as a bad record.
     if bad and not good and (kind := other_kind(path, "records")):
         raise CliError(f"{file} is {kind}, not a records file")
     return good, bad
@@ -57,7 +57,7 @@ def summary(args: argparse.Namespace) -> int:
     print(f"{args.file}: {len(good)} records, {len(summaries)} keys{skipped}")
     if summaries:
         # A column for the search that chose a winner (its strategy, what stopped it) only where one did:
-        # a file of plain tunes keeps its table as it was.
+        # a file of plain tunes keeps the narrower table.
         searched = any(s.search is not None for s in summaries)
         print_table(
             (

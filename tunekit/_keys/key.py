@@ -39,8 +39,8 @@ def _check_field_type(cls_name: str, name: str, hint: object) -> None:
     if hint in _SCALARS:
         return
     if isinstance(hint, type) and issubclass(hint, enum.Enum):
-        # The cache stores a member's value and rebuilds the member from it: a tuple value came
-        # back as a JSON list that matched no member, an object() value failed at the first tune.
+        # The cache stores a member's value and rebuilds the member from it: a tuple value comes
+        # back as a JSON list that matches no member, an object() value fails at the first tune.
         for member in hint:
             value = member.value
             if not isinstance(value, _SCALARS) or (isinstance(value, float) and not math.isfinite(value)):
@@ -178,11 +178,11 @@ def autotune_key(cls: C) -> C:
     if not isinstance(cls, type):
         raise TypeError(f"@autotune_key decorates a class, got {cls!r}")
     # Its own, not inherited: a subclass of a key is decorated again on purpose. Over @dataclass,
-    # the old __init__ assigned to the now frozen fields (FrozenInstanceError at the first key) and
-    # skipped the checks and anchors; over @dataclass(frozen=True), dataclasses refused cryptically.
+    # the existing __init__ would assign to the now frozen fields (FrozenInstanceError at the first
+    # key) and skip the checks and anchors; over @dataclass(frozen=True), dataclasses refuse cryptically.
     if cls.__dict__.get(_KEY_MARK) is True:
-        # Checked first: a key is a dataclass too, and "remove its @dataclass decorator" sent users hunting
-        # for a decorator they never wrote when @tk.autotune_key was simply applied twice.
+        # Checked first: a key is a dataclass too, and "remove its @dataclass decorator" would send users
+        # hunting for a decorator they never wrote when @tk.autotune_key is simply applied twice.
         raise TypeError(
             f"@autotune_key: {cls.__name__} is already an autotune key; apply @tk.autotune_key once "
             f"(to extend a key, decorate a subclass of it once: `@tk.autotune_key class Extended({cls.__name__}): ...`)"
@@ -209,7 +209,7 @@ def autotune_key(cls: C) -> C:
             checks.append((name, exact, coerce, expected + ", anchored" if anchored else expected))
         if get_origin(hint) is typing.Annotated:
             base, *extras = get_args(hint)
-            # Both were accepted silently: the bare class anchored nothing, and two anchors applied one after the other.
+            # Neither is silently accepted: the bare class anchors nothing, and two anchors would apply in turn.
             if any(extra is Anchor for extra in extras):
                 raise TypeError(
                     f"{cls.__name__}.{name}: write tk.Anchor() with parentheses; the class itself anchors nothing"

@@ -115,7 +115,7 @@ class Bounds:
     launch_overhead: float | None = None
 
     def __post_init__(self) -> None:
-        # A str or number here failed inside tuple() as "'int' object is not iterable", naming nothing.
+        # A str or number here would fail inside tuple() as "'int' object is not iterable", naming nothing.
         if not isinstance(self.bounds, Work | Sequence) or isinstance(self.bounds, str | bytes):
             raise TypeError(
                 "Bounds(bounds=...) takes a tk.Work or a non-empty sequence of tk.Work, "

@@ -186,7 +186,7 @@ def compare(
         and expected_arr.dtype.kind in "fc"
         and _eps(got_arr.dtype) > max(_eps(expected_arr.dtype), _eps(floor))
     ):
-        # Held to float16's rounding, a float16 result of float64 inputs passed and could win.
+        # Held to float16's rounding, a float16 result of float64 inputs would pass and could win.
         enough = max(expected_arr.dtype, floor, key=_eps)
         if rtol == 0 and atol == 0:
             return CheckOutcome(
@@ -295,7 +295,7 @@ class Gate:
         if self._first is None:
             # The timed runs of a candidate that writes in place (outputs=) change the benchmark
             # inputs, and a search checks each batch after the earlier ones were timed: copied as
-            # they were by then, every correct candidate of a later batch failed against outputs
+            # they are by then, every correct candidate of a later batch would fail against outputs
             # expected from the inputs as they were at the first check. So every check copies that
             # first state, kept here (taken before anything is timed: the first check precedes it).
             self._first = self._copies(self.inputs, ()).args

@@ -61,8 +61,8 @@ def require_client(client: object, where: str) -> None:
     """Refuse, before any tuning or cache access, an object that is not a ``tk.Client``.
 
     Checked structurally, like ``isinstance(client, tk.Client)``, but naming what is missing:
-    without it a string or a class passed as the client failed every candidate one by one with
-    an ``AttributeError`` and the tune ended in ``NoValidKernelFound``.
+    without it a string or a class passed as the client would fail every candidate one by one
+    with an ``AttributeError`` and the tune would end in ``NoValidKernelFound``.
     """
     cls = type(client)
     if cls in CHECKED_CLIENT_TYPES:
@@ -198,7 +198,7 @@ class SupportsForkCheck(Protocol):
     ``isolation="process"`` without a worker factory forks the caller and times candidates with
     the same client object in the child. A device runtime whose state does not survive
     ``fork()`` (OpenCL, CUDA: the driver's threads are not copied) hangs there at the first
-    launch, so every candidate ran into its time limit and the tune ended in
+    launch, so every candidate would run into its time limit and the tune end in
     ``NoValidKernelFound``; a client that names its hazard is refused before any candidate runs.
     """
 

@@ -104,8 +104,8 @@ def refuse_unforkable(
 ) -> None:
     """Refuse, before any candidate runs, a forked worker for a client that cannot be used in one.
 
-    Forked, such a client (an OpenCL context) hangs at the first launch: each candidate ran into
-    its time limit (8 variants, 60 s each: 8 minutes) and the tune ended in NoValidKernelFound
+    Forked, such a client (an OpenCL context) hangs at the first launch: each candidate would run
+    into its time limit (8 variants, 60 s each: 8 minutes) and the tune end in NoValidKernelFound
     with nothing saying why. ``own`` is the set's ``with_isolation`` (None: the settings decide);
     ``where`` names the call, as in ``tuner 'gemm'``; ``other_fixes``: what the caller can do
     besides timing in this process, offered first (only the fixes that apply to it).

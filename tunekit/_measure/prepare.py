@@ -90,7 +90,7 @@ def prepare_batch(
         if isinstance(hook, PreparesTogether):
             groups.setdefault(hook.together, []).append(hook)
     with ThreadPoolExecutor(max_workers=size, thread_name_prefix="tunekit-prepare") as pool:
-        # Each hook runs in a copy of this context: it works for this tune (see _self_call.py).
+        # Each hook runs in a copy of this context: it works for this tune (see tunekit._base.self_call).
         shared = [pool.submit(copy_context().run, _prepare_group, members, inputs) for members in groups.values()]
         notes = [note for note in (future.result() for future in shared) if note is not None]
         futures = {pool.submit(copy_context().run, hook, *inputs): i for i, hook in hooks.items()}

@@ -22,8 +22,8 @@ def timed_run(client: Client, run: Callable[[], object]) -> int:
     """One ``client.profile(run)``: its duration in ns, or a ValueError naming the client.
 
     A client's bug, not the candidate's, but caught here it fails the candidate with a reason:
-    a result that is not a pair failed as "too many values to unpack (expected 2)", naming
-    neither the client nor what profile() must return, and a negative duration failed the
+    a result that is not a pair would fail as "too many values to unpack (expected 2)", naming
+    neither the client nor what profile() must return, and a negative duration would fail the
     record's validation after the whole tune.
     """
     result = client.profile(run)

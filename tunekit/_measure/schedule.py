@@ -249,7 +249,7 @@ class _Adaptive:
             if index in self.outcomes:
                 continue
             # A search's time is spent: the candidates not started are not evaluated (the rounds
-            # still rank those that were). Checked between candidates, the budget was overrun by a batch.
+            # still rank those that were). Checked between candidates, not batches: a batch would overrun it.
             if started and _past(self.deadline):
                 break
             started = True
@@ -413,8 +413,8 @@ class _Adaptive:
 
     def stop(self, reason: StopReason, rounds: int) -> None:
         if not self.live:
-            # Every candidate failed (or none reached the schedule): there was nothing to stop, and
-            # a "one_left" event naming no one read as a tune that measured something.
+            # Every candidate failed (or none reached the schedule): there is nothing to stop, and
+            # a "one_left" event naming no one would read as a tune that measured something.
             return
         self.events.append(SamplingStopped(reason=reason, rounds=rounds, survivors=[self.name(i) for i in self.live]))
 

@@ -24,7 +24,7 @@ def warm_until_steady(chunk: Callable[[], int], duration_ns: int, *, min_fractio
 
     At least ``min_fraction`` of ``duration_ns`` always runs: a GPU may hold its idle clock a
     little while before it ramps, or pause on a plateau partway up, and a short flat stretch
-    would otherwise look steady. (Checked on CPUs only: no GPU was at hand.)
+    would otherwise look steady. (The GPU behaviour is assumed: the warm-up is tested on CPUs only.)
     Returns the wall time spent, in ns.
     """
     start = time.perf_counter_ns()

@@ -70,7 +70,7 @@ _starter_lock = threading.Lock()
 def _from_lasting_thread(start: Callable[[], T]) -> T:
     """``start()`` (which forks or spawns a worker) on the long-lived starter thread, in the caller's context.
 
-    The context carries the tunes the caller works for: a forked worker must see them (``_self_call.py``).
+    The context carries the tunes the caller works for: a forked worker must see them (``tunekit._base.self_call``).
     """
     global _starter
     with _starter_lock:

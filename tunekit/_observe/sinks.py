@@ -47,8 +47,8 @@ class JsonlSink:
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
-        # Refused here, as the record setting refuses them: a directory (or a path that is no path)
-        # was accepted and then failed at every record, each failure only logged, the records lost.
+        # Refused here, as the record setting refuses them: accepted, a directory (or a path that is no
+        # path) would fail at every record, each failure only logged, the records lost.
         if not isinstance(path, str | os.PathLike):
             raise TypeError(f"JsonlSink takes the path of a JSONL file, got {type(path).__name__}")
         self.path = Path(path)
@@ -81,7 +81,7 @@ class JsonlSink:
                 os.close(fd)
         except OSError as exc:
             # A file made where a parent directory should be after the sink was set up: the
-            # warning named only "[Errno 17] File exists: '<that file>'".
+            # OSError names only "[Errno 17] File exists: '<that file>'".
             blocking = file_in_the_way(self.path)
             why = f"{blocking} is a file, not a directory; move it aside or name another path" if blocking else exc
             _log.warning("cannot append a tuning record to %s: %s", self.path, why)
@@ -92,7 +92,7 @@ class StreamSink:
 
     def __init__(self, stream: TextIO) -> None:
         if not (callable(getattr(stream, "write", None)) and callable(getattr(stream, "flush", None))):
-            # StreamSink("stdout") was accepted and failed at every record, only logged
+            # accepted, StreamSink("stdout") would fail at every record, only logged
             raise TypeError(
                 f"StreamSink takes a text stream with write() and flush() (sys.stdout, an open file), "
                 f"got {type(stream).__name__}; for a file path use tk.JsonlSink(path)"
@@ -146,8 +146,8 @@ _global_sinks: list[RecordSink] = []
 def as_sink(sink: RecordSink | Callable[[AutotuneRecord], object], where: str) -> RecordSink:
     """``sink`` itself, or a plain callable wrapped as one; anything else is refused, naming ``where``.
 
-    Refused here because a non-sink used to be accepted and then fail at every record, each
-    failure only logged, so the records it was meant to keep were lost.
+    Refused here because an accepted non-sink would fail at every record, each failure only
+    logged, so the records it was meant to keep would be lost.
     """
     if isinstance(sink, RecordSink):
         return sink
@@ -162,8 +162,8 @@ def as_sink(sink: RecordSink | Callable[[AutotuneRecord], object], where: str) -
 def as_sinks(sinks: Sequence[RecordSink | Callable[[AutotuneRecord], object]], where: str) -> tuple[RecordSink, ...]:
     """Each of ``sinks`` through :func:`as_sink`; a single sink, not in a list, is refused naming ``where``.
 
-    ``tk.search(sinks=tk.JsonlSink(path))`` failed as "'JsonlSink' object is not iterable", and
-    a path string was walked character by character.
+    Otherwise ``tk.search(sinks=tk.JsonlSink(path))`` would fail as "'JsonlSink' object is not
+    iterable", and a path string would be walked character by character.
     """
     if not isinstance(sinks, list | tuple):
         raise TypeError(
@@ -203,7 +203,7 @@ def sink_from_setting(value: str | None) -> RecordSink | None:
         return StreamSink(sys.stdout)
     if value == "stderr":
         return StreamSink(sys.stderr)
-    # "~" expanded as for cache_dir: unexpanded (quoted, or from tunekit.toml), it made a directory named "~".
+    # "~" expanded as for cache_dir: unexpanded (quoted, or from tunekit.toml), it would make a directory named "~".
     return JsonlSink(Path(value).expanduser())
 
 

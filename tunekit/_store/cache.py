@@ -44,7 +44,7 @@ CREATE TABLE IF NOT EXISTS winners (
     PRIMARY KEY (tunekit_major, device_id, tuner, key)
 )
 """
-# A key whose tune found no valid candidate: the JSON of a tk._tune_failure.FailedTune, kept
+# A key whose tune found no valid candidate: the JSON of a tunekit._store.tune_failure.FailedTune, kept
 # apart from the winners so that readers of winners (older versions included) never see one.
 _FAILURES_SCHEMA = _SCHEMA.replace("winners", "failed_tunes", 1)
 
@@ -67,7 +67,7 @@ class PersistentCache:
     but not write (another user's, in a shared cache) is still read, and the one warning names
     the file and the ``chmod`` that fixes it; a busy database is never mistaken for a broken
     one. In a group-writable directory the database, its WAL files and the quarantine lock are
-    made group-writable (``_group_share.py``), so every member of the group can store winners.
+    made group-writable (``tunekit._base.group_share``), so every member of the group can store winners.
     Each row is validated on its own: a bad row is reported and re-tuned, the others stay usable.
     """
 
@@ -78,7 +78,7 @@ class PersistentCache:
     """How long a reader or writer waits for another process's write before giving up on this one."""
 
     def __init__(self, directory: Path | str) -> None:
-        # A str is what most callers have at hand: `directory / FILENAME` failed on it as "unsupported operand".
+        # A str is what most callers have at hand: `directory / FILENAME` would fail on it as "unsupported operand".
         directory = Path(directory)
         self.directory = directory
         self.path = directory / self.FILENAME
@@ -152,7 +152,8 @@ class PersistentCache:
         except BaseException:
             connection.close()
             raise
-        for path in self._files():  # made by this user before tunekit shared them, or by another process of ours
+        # made by this user without group access (an older tunekit), or by another process of ours
+        for path in self._files():
             share_with_group(path)
         return connection
 

@@ -3,9 +3,9 @@
 tunekit writes four JSON files that look alike from a distance: records (JSONL of
 ``AutotuneRecord``), trial logs (JSONL under a header), committed records (one JSON
 document, ``tk.Record``) and cache bundles (one JSON document, ``tunekit cache export``).
-A command handed one of the others used to report every line or field as invalid. It also
+A command handed one of the others would report every line or field as invalid. It also
 reads a fifth kind, Kernel Tuner cache files (``tunekit_backends.replay``), which a kernel
-author has at hand and was told about only as dozens of invalid lines.
+author has at hand and would otherwise see only as dozens of invalid lines.
 """
 
 from __future__ import annotations
@@ -60,8 +60,8 @@ def other_kind(path: Path, expected: str) -> str | None:
         return None
     first = data.split(b"\n", 1)[0]
     checks = (
-        # A header's kind has a default, so a committed record on one line (it keeps its space too) passed:
-        # a trial log names its kind.
+        # A header's kind has a default, so a committed record on one line (it keeps its space too) would
+        # pass: a trial log names its kind.
         (
             "trial log",
             lambda: "kind" in TrialLogHeader.model_validate_json(first, context=STORED).model_fields_set or None,

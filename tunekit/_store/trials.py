@@ -85,7 +85,7 @@ class TrialLog:
 
         Another search holding the log is waited for, up to ``wait_s``, and its trials are then
         resumed: two processes that search the same new key with one log (with the cache off,
-        no tune lock keeps the second away) failed at once, the second with "in use".
+        no tune lock keeps the second away) would otherwise fail at once, the second with "in use".
 
         Raises TrialLogError when the log belongs to another tuner, key, space, device or
         build (``build``: a digest of the code that builds the candidates), when a line other
@@ -97,15 +97,14 @@ class TrialLog:
         )
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:  # it said only "[Errno 17] File exists: 'out'", naming neither the log nor the fix
+        except OSError as exc:  # it says only "[Errno 17] File exists: 'out'", naming neither the log nor the fix
             blocking = file_in_the_way(path)
             why = f"{blocking} is a file, not a directory" if blocking else f"{exc.strerror or exc} ({exc.filename})"
             raise TrialLogError(
                 f"cannot create the directory of trial log {path}: {why}; give log= a file path in a directory"
             ) from exc
-        # On the file itself, whatever path names it: a lock file beside the path (or, later, beside
-        # the real path) was one lock per symlink (or per hard link), and two searches wrote one log
-        # at once (139 lines, 120 distinct configurations, colliding batches).
+        # On the file itself, whatever path names it: a lock file beside the path (or beside the real
+        # path) is one lock per symlink (or per hard link), and two searches would write one log at once.
         release = _lock(path, wait_s)
         try:
             previous, next_batch, spent_s = cls._resume(path, header, space)
@@ -127,8 +126,8 @@ class TrialLog:
         except FileNotFoundError:
             return {}, 0, 0.0
         complete = data[: data.rfind(b"\n") + 1]
-        # Checked before anything is cut: a file given as log= by mistake (notes, a config) lost
-        # its last line, and one of a single line without a newline was overwritten by a header;
+        # Checked before anything is cut: a file given as log= by mistake (notes, a config) would lose
+        # its last line, and one of a single line without a newline would be overwritten by a header;
         # another search's log is left as it is too.
         first = _read_header(path, complete.split(b"\n", 1)[0] if complete else data, partial=not complete)
         if first is None:
@@ -283,9 +282,10 @@ def _check_same_search(path: Path, logged: TrialLogHeader, running: TrialLogHead
                 f"{path} was written for {field}={theirs!r}, but this search has {field}={ours!r}{what}: "
                 "its trials do not apply here; give this search another log path (or delete the old log)"
             )
-    # A log kept before the build was (None) is resumed as before: nothing says its kernels differ.
+    # A log whose header has no build (None: written by a tunekit that did not keep it) is resumed:
+    # nothing says its kernels differ.
     if logged.build is not None and running.build is not None and logged.build != running.build:
-        # An edited kernel was answered with the old code's timings and failures, and could win on them.
+        # An edited kernel would be answered with the old code's timings and failures, and could win on them.
         raise TrialLogError(
             f"{path} was measured with other code: the search's build (or a function of its module that it calls) "
             f"changed since (build {logged.build}, now {running.build}), so its trials timed other kernels; give "
@@ -323,8 +323,8 @@ def _read_header(path: Path, first: bytes, *, partial: bool) -> TrialLogHeader |
 
 def _what_it_is(path: Path, otherwise: str) -> str:
     """What the file that is no trial log holds, when it is another tunekit file; else ``otherwise``."""
-    # A committed record given as log= was "the first line is not a trial-log header (Invalid JSON:
-    # EOF while parsing an object)": its first line is "{" of a valid, indented JSON document.
+    # Named, so a committed record given as log= is not refused as "the first line is not a trial-log
+    # header (Invalid JSON: EOF while parsing an object)": its first line is "{" of an indented document.
     kind = other_kind_name(path, "trial log")
     return f"it is {kind}" if kind else otherwise
 

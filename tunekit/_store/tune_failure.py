@@ -1,18 +1,18 @@
 """A key whose tune failed is not tuned again by other processes for a while: they repeat its error.
 
-Eight processes missing one key wait on the tune lock (``_tune_lock.py``) while the first one
-tunes it. When that tune found no valid candidate, each waiter then tuned the key again in turn:
-eight doomed tunes, one after another, before the last process got its error. Now the failure is
-recorded in the persistent cache with each candidate's reason and the tunable set's checksum, and
-for ``failed_tune_retry_s`` any other process that would tune the key raises the same
-``NoValidKernelFound`` at once instead.
+Eight processes missing one key wait on the tune lock (``tunekit._store.tune_lock``) while the
+first one tunes it. When that tune finds no valid candidate, each waiter would then tune the key
+again in turn: eight doomed tunes, one after another, before the last process gets its error. So
+the failure is recorded in the persistent cache with each candidate's reason and the tunable set's
+checksum, and for ``failed_tune_retry_s`` any other process that would tune the key raises the
+same ``NoValidKernelFound`` at once instead.
 
 The process whose tune failed is not bound by its own record: it tunes again on its next call,
-as it always did, since its failure may have come from its own inputs (or from a candidate it
-has just fixed). Every process tunes again once the record is older than the setting (or dated
-further ahead than that, by a clock that was wrong), as soon as the set's checksum differs (a
-candidate added, removed or given a new ``version``), or as soon as its ``inputs=`` generator or
-its reference (``with_reference``) differs. Neither enters the checksum (a winner does not
+since its failure may have come from its own inputs (or from a candidate it has just fixed).
+Every process tunes again once the record is older than the setting (or dated further ahead
+than that, by a clock that was wrong), as soon as the set's checksum differs (a candidate added,
+removed or given a new ``version``), or as soon as its ``inputs=`` generator or its reference
+(``with_reference``) differs. Neither enters the checksum (a winner does not
 depend on them), but a failure does: candidates fail on what the generator made, or against
 what the reference expected, so the record holds a digest of both (their code, the data they
 capture, the reference's tolerances), and a corrected generator or reference is tuned at once
@@ -76,7 +76,7 @@ class FailedTune(Persisted):
     tunekit_version: str = __version__
     depends_on: str = Field("", max_length=1000)
     """``failure_dependencies`` of the set that failed: its inputs generator and reference, which
-    the checksum leaves out. Empty for a set with neither (and in records written before it was kept)."""
+    the checksum leaves out. Empty for a set with neither (and in records of a tunekit that did not keep it)."""
 
 
 def _this_process() -> str:
@@ -95,7 +95,7 @@ def failure_dependencies(tunables: TunableSet[Any, Any]) -> str:
     out gets a digest of its own, unlike any other, so its failures are never repeated.
     Worked out once per set, as its checksum is: hashing the data they capture takes time in
     proportion to it (seconds for an array of a few hundred MB, or a list of millions), and a
-    process repeating another's failure paid it at each call, holding the key's tune lock.
+    process repeating another's failure would pay it at each call, holding the key's tune lock.
     """
     with _digests_lock:
         known = _digests.get(tunables)

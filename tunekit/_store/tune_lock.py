@@ -22,10 +22,10 @@ does the same job (it removes the file on release when no other process has it o
 
 A cache directory a group shares (group-writable) gets a group-writable ``locks/`` and lock files
 its group can open read-write; elsewhere the umask decides, as for any file. A lock file this
-process may read but not write (another user's, made before that) is locked read-only: ``flock``
-needs no write access on a local file system. One it cannot open at all, or a ``locks/`` it
-cannot create files in, is warned about, naming the path and the fix, and the key is tuned
-without the lock, as before the lock existed.
+process may read but not write (another user's, made by a tunekit that did not share lock files)
+is locked read-only: ``flock`` needs no write access on a local file system. One it cannot open
+at all, or a ``locks/`` it cannot create files in, is warned about, naming the path and the fix,
+and the key is tuned without the lock.
 """
 
 from __future__ import annotations
@@ -111,8 +111,8 @@ def _make_lock_directory(directory: Path) -> None:
     """``locks/``, as group-writable as its cache directory: in a cache a group shares, all of it makes lock files.
 
     A ``locks/`` this process owns is given that access when it lacks it, not only when made here:
-    one made by a tunekit before lock files were shared (0755) kept every other member of the
-    group out of the locks for good, warned about at each start.
+    one made by a tunekit that did not share lock files (0755) would keep every other member of
+    the group out of the locks for good, warned about at each start.
     """
     with suppress(FileExistsError):
         directory.mkdir()
@@ -233,8 +233,8 @@ else:
     def _open(path: Path, *, create: bool) -> int | None:
         """``path`` opened to be locked (created when ``create``); None when it is not there and not ``create``.
 
-        Read-write when allowed (an exclusive lock over NFS needs it), else read-only: a lock file
-        another user made before lock files were group-writable is still a lock on a local file system.
+        Read-write when allowed (an exclusive lock over NFS needs it), else read-only: another user's
+        lock file that is not group-writable (an older tunekit's) is still a lock on a local file system.
         """
         try:
             # 0o666: the umask decides, as for any file; share_with_group adds what a shared cache needs.

@@ -48,7 +48,7 @@ class BundleEntry(Persisted):
 
     @model_validator(mode="after")
     def _winner_ranked(self) -> BundleEntry:
-        # `cache verify` flagged such a row, but `cache import` stored it: the check lives in the entry now.
+        # Checked in the entry, so `cache import` refuses such a row just as `cache verify` flags it.
         if self.value.winner not in self.value.ranking:
             raise ValueError(f"winner {self.value.winner!r} is not in the ranking {self.value.ranking!r:.200}")
         return self
@@ -65,8 +65,8 @@ class CacheBundle(Persisted):
     schema_version: Literal[1] = 1
     tunekit_version: str = __version__
     tunekit_major: int = Field(MAJOR, description="Rows only load into a cache of the same tunekit major version.")
-    # No export time: it made every re-export of an unchanged cache a diff of the committed bundle
-    # (an older bundle's ``exported_at`` is read as an unknown field and ignored).
+    # No export time: it would make every re-export of an unchanged cache a diff of the committed
+    # bundle (a bundle that has an ``exported_at`` reads it as an unknown field, ignored).
     entries: list[BundleEntry] = Field(default_factory=list, max_length=1_000_000)
 
     @model_validator(mode="after")

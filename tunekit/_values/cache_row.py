@@ -42,7 +42,8 @@ class CacheValue(Persisted):
     origin: SetOrigin | None = None
     """Where the set that measured the row was defined. Never used to pick a winner: it tells a
     process whose set has another checksum whether the set was edited or another operation shares
-    the tuner name (``_set_origin.py``). None in rows stored before it was kept."""
+    the tuner name (``tunekit._tune.stale``). None in rows stored by a tunekit that did not keep it:
+    such a row counts as an edit."""
 
 
 @dataclass(frozen=True, slots=True)

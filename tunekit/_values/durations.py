@@ -21,9 +21,9 @@ class BenchmarkDurations:
 
     def __post_init__(self) -> None:
         if not isinstance(self.samples_ns, tuple):
-            # An objective's numpy array failed as "truth value ... is ambiguous", a generator was
-            # kept exhausted (no median), and a list made the durations unhashable.
-            # A dict gave its keys and a set an arbitrary order: neither is a sequence of samples.
+            # Kept as given, an objective's numpy array would fail as "truth value ... is ambiguous",
+            # a generator would be kept exhausted (no median), and a list would make the durations
+            # unhashable. A dict gives its keys and a set an arbitrary order: neither is a sequence of samples.
             unordered = isinstance(self.samples_ns, Mapping | AbstractSet)
             if unordered or isinstance(self.samples_ns, str | bytes) or not isinstance(self.samples_ns, Iterable):
                 raise TypeError(
@@ -34,7 +34,7 @@ class BenchmarkDurations:
         if not self.samples_ns:
             raise ValueError("BenchmarkDurations needs at least one sample")
         # Checked here, where an objective's measure() builds them: a negative, NaN or fractional
-        # sample was accepted and failed the record's or the trial log's validation after the search.
+        # sample would otherwise fail the record's or the trial log's validation after the search.
         for sample in self.samples_ns:
             if not isinstance(sample, numbers.Integral) or isinstance(sample, bool) or sample < 0:
                 raise ValueError(

@@ -33,8 +33,8 @@ class Failed:
     stage: FailureStage = "run"
 
     def __post_init__(self) -> None:
-        # An objective's Failed("too slow", "slow") was recorded as stage 'slow', then read back
-        # from its trial log as 'run': refused where it is made, naming the stages there are.
+        # An objective's Failed("too slow", "slow") would be recorded as stage 'slow', then read
+        # back from its trial log as 'run': refused where it is made, naming the stages there are.
         if self.stage not in _STAGES:
             raise ValueError(f"tk.Failed stage must be one of {', '.join(map(repr, _STAGES))}, got {self.stage!r}")
 

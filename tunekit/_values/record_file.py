@@ -79,8 +79,8 @@ class RecordFile(Persisted):
 
     @model_validator(mode="after")
     def _one_entry_per_key(self) -> RecordFile:
-        # Read into a dict by key, the later of two entries silently won: a record merged by hand
-        # (two branches each adding the key) served whichever came last in the file.
+        # Read into a dict by key, the later of two entries would silently win: a record merged by
+        # hand (two branches each adding the key) would serve whichever came last in the file.
         first: dict[str, int] = {}
         for index, entry in enumerate(self.entries):
             if (seen := first.setdefault(entry_key(entry), index)) != index:

@@ -126,7 +126,7 @@ class SharedTunerName(Persisted):
     """The key's cache row was written by a different tunable set under the same tuner name.
 
     Two operations given one tuner name in programs sharing a cache re-tune the key over each
-    other's winner, so neither keeps one (``_set_origin.py``). The log warns once per pair of
+    other's winner, so neither keeps one (``tunekit._tune.stale``). The log warns once per pair of
     sets in a process; every record of a tune it causes carries this event, so a sink that sees
     records but not logs (a dashboard, a JSONL file read later) sees it too.
     """

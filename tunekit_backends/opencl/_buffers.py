@@ -30,7 +30,7 @@ def canary_bytes(nbytes: int) -> int:
     Sized to the buffer so that the usual overrun, a kernel without a bounds guard launched on a
     global size rounded up to whole work-groups (up to one work-group past the end, 384 bytes for
     96 float items past a 4000-float output), lands in the canary. On a CPU device (PoCL) a write
-    past the canary lands in the tuning process's own heap; with a fixed 64 bytes it usually did.
+    past the canary lands in the tuning process's own heap; with a fixed 64 bytes it usually would.
     """
     return min(max(CANARY_BYTES, nbytes // 4), CANARY_MAX_BYTES)
 
@@ -137,7 +137,7 @@ class DeviceCheckBuffers:
             return value.get(queue=self._queue)
         if isinstance(value, self._cl.Buffer):
             # Read as bytes, a float output would be compared byte by byte, exactly, and a reference
-            # would compute on the bytes of its inputs: every candidate failed with figures that meant nothing.
+            # would compute on the bytes of its inputs: every candidate would fail with figures that mean nothing.
             raise ReferenceFailed(
                 f"argument {position} is a pyopencl Buffer, which has no dtype or shape, so the check cannot read "
                 "it as numbers: pass a pyopencl.array.Array instead (pyopencl.array.to_device(queue, host_array); "

@@ -90,7 +90,7 @@ def _probe(cl: Any, context: Any) -> str | None:
     """None when the compiler builds a trivial kernel in ``context``, else the compiler's first error line.
 
     The probe builds in the context the client then keeps: PoCL loads its kernel library once
-    per context (0.4 s measured), so probing in a throw-away context paid for it twice.
+    per context (0.4 s measured), so probing in a throw-away context would pay for it twice.
     """
     try:
         cl.Program(context, _PROBE).build()
@@ -129,7 +129,7 @@ def _select(
     explicit = platform is not None or device is not None or device_id is not None
     # GPUs first by default; a selection keeps platform order. Among matches, a device whose compiler
     # cannot build a trivial kernel (e.g. a PoCL whose LLVM does not know this CPU) is skipped with its reason:
-    # a selected device that cannot compile failed only at the tune, once per variant, naming no device.
+    # a selected device that cannot compile would fail only at the tune, once per variant, naming no device.
     ordered = (
         candidates
         if explicit
@@ -195,7 +195,7 @@ class OpenCLClient:
         if compile_in not in ("auto", "thread", "process"):
             raise ValueError(f"OpenCLClient(compile_in=...) takes 'auto', 'thread' or 'process', got {compile_in!r}")
         for name, wanted in (("platform", platform), ("device", device)):
-            # True matched index 1 and "" matched every name: neither selected what it seemed to.
+            # True would match index 1 and "" every name: neither selects what it seems to.
             if wanted is not None and (
                 isinstance(wanted, bool)
                 or not isinstance(wanted, int | str)

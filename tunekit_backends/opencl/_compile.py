@@ -94,7 +94,7 @@ def _remove_orphans() -> None:
     """Delete the inputs files of processes that died before deleting their own (SIGKILL, say).
 
     Each file is as large as a batch's buffers and /tmp is often memory (tmpfs): a killed tune
-    left its copy there for good. The file name carries the writer's pid; a pid that another
+    would leave its copy there for good. The file name carries the writer's pid; a pid that another
     process has since taken keeps its file, which is only a missed clean-up. Only files older than
     ``_ORPHAN_AGE_S`` go: a temporary directory shared across PID namespaces (containers mounting
     one /tmp) holds live tunes' files whose pids this process cannot see.

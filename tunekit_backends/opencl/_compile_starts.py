@@ -4,7 +4,7 @@ A start fails for reasons of the machine, not of the pool that tried: a Python t
 import pyopencl, a full disk, a driver that hangs while it opens the device. So the failures,
 and the pause they lead to (see ``_compile.py``), belong to the way a worker is started (the
 command and its environment), shared by every pool of the process: counted per pool, each new
-client (one per request in a server, say) paid two failed starts again, or a hung start's
+client (one per request in a server, say) would pay two failed starts again, or a hung start's
 whole timeout. A change of command or environment (another ``sys.executable``, a fixed
 ``PYTHONPATH``) is a new way, tried at once; a worker that gets ready forgets the failures.
 """
@@ -73,7 +73,7 @@ class FailedStarts:
         """Count a failed start as ``how``; why none starts from now on when this failure pauses it, else None."""
         with self._lock:
             failures = self._failures.setdefault(how, _Failures())
-            # A hung start cost its whole timeout: never wait for a second one in a row.
+            # A hung start costs its whole timeout: never wait for a second one in a row.
             failures.in_a_row += START_FAILURES if timed_out else 1
             now = time.monotonic()
             if failures.in_a_row < START_FAILURES or now < failures.paused_until:

@@ -2,8 +2,8 @@
 
 Run by the parent as ``python -m tunekit_backends.opencl._compile_worker PLATFORM DEVICE``.
 Its first line says it is ready (and whether its builds can reach PoCL's kernel cache).
-Each worker has its own driver, so PoCL's per-process compiler lock no longer serialises the
-variants; the compiled program and its work-group functions land in PoCL's on-disk kernel
+Each worker has its own driver, so PoCL's per-process compiler lock does not serialise the
+variants across workers; the compiled program and its work-group functions land in PoCL's on-disk kernel
 cache, where the parent's identical build and first launch find them.
 
 The replies go out on a private copy of the original stdout; file descriptor 1 is pointed at

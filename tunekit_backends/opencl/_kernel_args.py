@@ -1,13 +1,14 @@
 """A kernel's declared parameter types, read from its source, against the arrays a launch passes.
 
 A float64 array passed to a ``float*`` parameter (or int32 to ``float*``) launches without a
-word from the driver: the kernel reads the array's bytes as floats. Only a correctness check
-noticed, as a wrong result, and a cached winner run on the caller's arrays not even that.
+word from the driver: the kernel reads the array's bytes as floats. Unchecked, only a
+correctness check would notice, as a wrong result, and a cached winner run on the caller's
+arrays not even that.
 
 The types come from the source rather than from ``clGetKernelArgInfo``: that needs a build
 (with ``-cl-kernel-arg-info``), and on PoCL the compile workers first-launch a variant before
-this process builds it, so a float32 array passed to a ``double*`` output was reported as an
-out-of-bounds write. The source is read conservatively: a parameter whose type this cannot
+this process builds it, so a float32 array passed to a ``double*`` output would be reported as
+an out-of-bounds write. The source is read conservatively: a parameter whose type this cannot
 resolve (a typedef or macro defined twice, a struct, ``#if`` inside the parameter list, a
 macro spelling the parameter list) is not checked, so a correct launch is never refused.
 """

@@ -109,7 +109,7 @@ class KernelTemplate(Generic[K]):
                 f"KernelTemplate: the source defines no '__kernel void {kernel_name}(...)'; "
                 + (f"its kernels: {', '.join(found)}" if found else "it defines no kernel outside comments")
             )
-        if not isinstance(space, Space | Mapping):  # a list was iterated as names: "expected string", naming nothing
+        if not isinstance(space, Space | Mapping):  # a list would be read as names: "expected string", naming nothing
             raise TypeError(
                 f"KernelTemplate(space=...) takes a tk.Space or a dict name -> values, got {type(space).__name__}; "
                 'e.g. {"BLOCK": [64, 128, 256], "VEC": [1, 2, 4]}'
@@ -134,7 +134,7 @@ class KernelTemplate(Generic[K]):
         # Kept as a tuple at once: a generator would be used up by the checks below.
         options = options if isinstance(options, str) else tuple(options)
         if isinstance(options, str) or not all(isinstance(o, str) for o in options):
-            # a str was iterated into one option per character: "-", "c", "l", ...
+            # a str would be iterated into one option per character: "-", "c", "l", ...
             raise TypeError(
                 f"KernelTemplate(options=...) takes a list of str, one per compiler option, got {options!r}; "
                 'e.g. options=["-cl-fast-relaxed-math"]'
@@ -202,7 +202,7 @@ class KernelTemplate(Generic[K]):
             if group is not None:
                 tunable = tunable.group(group, _Applies(self, config))
             out.append(tunable)
-        if not out:  # an empty set failed only at its first execute, saying to add tunables with with_tunable
+        if not out:  # an empty set would fail only at its first execute, saying to add tunables with with_tunable
             raise empty_space_error(f"KernelTemplate {self.kernel_name!r}", self.space)
         return out
 
@@ -249,9 +249,9 @@ def _sizes(values: Any) -> tuple[int, ...]:
 def _launch_shape(name: str, shape: Any) -> Shape:
     """The geometry's (global, local) as int tuples, or an error saying what is wrong with it.
 
-    Each mistake here reached the driver as something else: "zip() argument 2 is shorter than
+    Each mistake here would reach the driver as something else: "zip() argument 2 is shorter than
     argument 1", "'int' object is not iterable", or a zero-sized launch whose untouched output
-    only the check noticed; a size of 1000.5 was truncated.
+    only the check notices; a size of 1000.5 would be truncated.
     """
     try:
         global_size, local_size = shape
@@ -396,7 +396,7 @@ class _Variant(Generic[K]):
     def _checked_shape(self, args: tuple[Any, ...]) -> Shape:
         """The launch shape for ``args``: the geometry checked once per key, the dtypes whenever they change."""
         key = self.key(*args)
-        # Checking the dtypes once per key let a later call at that key launch on another dtype's bytes.
+        # Checking the dtypes once per key would let a later call at that key launch on another dtype's bytes.
         # A Buffer or a Python int has none: a sentinel, as numpy takes `dtype == None` for float64.
         # The type too: a host numpy float64 array (not checked, refused by the launch) must not vouch
         # for a pyopencl float64 array at the same key.
@@ -415,7 +415,7 @@ class _Variant(Generic[K]):
         return shape
 
     def __call__(self, *args: Any) -> Any:
-        # Checked before building: a cached winner called with the wrong dtype compiled itself first.
+        # Checked before building: a cached winner called with the wrong dtype would compile itself first.
         global_size, local_size = self._checked_shape(args)
         kernel = self._kernel if self._kernel is not None else self.kernel()
         launch_args = [kernel_arg(a) for a in args]
@@ -443,7 +443,7 @@ class _Variant(Generic[K]):
         if worker_error is not None and worker_error[1]:
             raise CompileError(f"{self.name}: {worker_error[0]}")
         kernel = self.kernel()
-        if kernel.num_args != len(args):  # pyopencl's own error named neither count ("'int32' is not iterable")
+        if kernel.num_args != len(args):  # pyopencl's own error names neither count ("'int32' is not iterable")
             raise CompileError(
                 f"{self.name}: the kernel takes {kernel.num_args} arguments and was given {len(args)}; make the "
                 "inputs (the inputs= generator's tuple, else execute's) match the kernel's parameters"

@@ -111,7 +111,7 @@ def compile_together(variants: Sequence[_Variant], inputs: tuple[Any, ...]) -> s
             _build_all_here(todo)
             return "an argument cannot be sent to a compile worker (local memory, say)"
         # A variant's build and first launch in a worker are held to the same limit as one of the tune's runs:
-        # the set's with_isolation(timeout_s=) when it has one (a 5 s limit waited 60 s here), else the setting.
+        # the set's with_isolation(timeout_s=) when it has one, else the setting (a 5 s limit must not wait 60 s here).
         limit = current_run_policy().timeout_s
         timeout_s = math.inf if limit is None else limit
         if len(todo) > 1 and batchable(template.source):
