@@ -57,7 +57,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "CandidateRecord": ("tunekit._values.records", "CandidateRecord"),
     "Client": ("tunekit._measure.client", "Client"),
     "ClientClosed": ("tunekit._base.errors", "ClientClosed"),
-    "Config": ("tunekit._candidates.space", "Config"),
+    "Config": ("tunekit._candidates.config", "Config"),
     "Eliminated": ("tunekit._values.records", "Eliminated"),
     "Failed": ("tunekit._values.outcome", "Failed"),
     "Hit": ("tunekit._values.cache_state", "Hit"),
@@ -70,7 +70,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "NoValidKernelFound": ("tunekit._base.errors", "NoValidKernelFound"),
     "Objective": ("tunekit._search.objective", "Objective"),
     "Outcome": ("tunekit._values.outcome", "Outcome"),
-    "ParamValue": ("tunekit._candidates.space", "ParamValue"),
+    "ParamValue": ("tunekit._candidates.config", "ParamValue"),
     "ParamValues": ("tunekit._candidates.space", "ParamValues"),
     "Pending": ("tunekit._values.cache_state", "Pending"),
     "PersistentCache": ("tunekit._store.cache", "PersistentCache"),
@@ -92,7 +92,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "ShortCircuit": ("tunekit._values.records", "ShortCircuit"),
     "Skipped": ("tunekit._values.outcome", "Skipped"),
     "Space": ("tunekit._candidates.space", "Space"),
-    "SpaceModel": ("tunekit._candidates.space", "SpaceModel"),
+    "SpaceModel": ("tunekit._candidates.space_model", "SpaceModel"),
     "Strategy": ("tunekit._search.strategies", "Strategy"),
     "StrategyFactory": ("tunekit._search.strategies", "StrategyFactory"),
     "StrategyName": ("tunekit._candidates.strategy", "StrategyName"),
@@ -181,17 +181,12 @@ if TYPE_CHECKING:
     )
 
     settings = current  # tk.settings(): the settings in force
+    from tunekit._candidates.config import Config as Config, ParamValue as ParamValue
     from tunekit._candidates.plan import (
         plan_batches as plan_batches,
     )
-    from tunekit._candidates.space import (
-        Config as Config,
-        ParamValue as ParamValue,
-        ParamValues as ParamValues,
-        Space as Space,
-        SpaceModel as SpaceModel,
-        pow2 as pow2,
-    )
+    from tunekit._candidates.space import ParamValues as ParamValues, Space as Space, pow2 as pow2
+    from tunekit._candidates.space_model import SpaceModel as SpaceModel
     from tunekit._candidates.strategy import (
         STRATEGIES as STRATEGIES,
         StrategyName as StrategyName,

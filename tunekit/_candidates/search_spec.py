@@ -12,7 +12,8 @@ from typing import Any, TypeGuard
 
 from tunekit._base.errors import TrialLogError
 from tunekit._base.extras import require_extra
-from tunekit._candidates.space import Config, Space
+from tunekit._candidates.config import Config
+from tunekit._candidates.space import Space
 from tunekit._candidates.strategy import STRATEGIES
 
 __all__ = [

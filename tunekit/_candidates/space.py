@@ -11,22 +11,27 @@ import hashlib
 import inspect
 import itertools
 import json
-import keyword
 import math
 import numbers
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, Set as AbstractSet, ValuesView
-from typing import TYPE_CHECKING, Any, Literal, Never, NoReturn
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from tunekit._base.code_identity import restriction_identity
-from tunekit._base.persisted import Persisted
+from tunekit._candidates.config import (
+    _DICT_ONLY,
+    SCALARS,
+    Config,
+    ParamValue,
+    _hidden,
+    check_name,
+)
+from tunekit._candidates.space_model import SpaceModel
 
-__all__ = ["Config", "ParamValue", "ParamValues", "Restriction", "Space", "SpaceModel", "pow2"]
+__all__ = ["ParamValues", "Restriction", "Space", "pow2"]
 
-ParamValue = int | float | str | bool
-"""A parameter value: a JSON scalar, so configurations can be logged and committed."""
 
 ParamValues = Sequence[ParamValue] | Iterator[ParamValue] | npt.NDArray[Any]
 """A parameter's values in the order given: a list, tuple, range, ``tk.pow2(...)``, numpy array or iterator.
@@ -40,7 +45,6 @@ values?), so both are refused at run time, and a type checker says so first. A `
 Restriction = Callable[["Config"], "bool | np.bool_"]
 """A predicate over a configuration: True keeps it in the space (a bool or numpy.bool_; anything else is refused)."""
 
-_SCALARS = (bool, int, float, str)
 _INT64_MAX = int(np.iinfo(np.int64).max)
 _INT32_MAX = int(np.iinfo(np.int32).max)
 _MAX_REMEMBERED = 1 << 20
@@ -78,154 +82,8 @@ def pow2(lo: int, hi: int) -> tuple[int, ...]:
     return tuple(values)
 
 
-class Config(dict[str, Any]):
-    """One point of a space: an immutable, ordered, hashable mapping name -> value.
-
-    Values are also attributes (``c.BLOCK``), so restrictions and builders read naturally.
-    A Config is a ``dict`` that refuses every change, so ``json.dumps(config)`` and
-    ``json.dumps({"config": config, ...})`` log it as ``{"BLOCK": 64, ...}`` (a plain Mapping
-    raises "Object of type Config is not JSON serializable"); ``to_dict()`` gives a plain,
-    mutable copy. Two configs are equal when they hold the same names, in the same order, and
-    values; a config and a plain dict when their items are.
-    """
-
-    __slots__ = ("_hash", "_names", "_values")
-
-    _names: tuple[str, ...]
-    _values: tuple[ParamValue, ...]
-    _hash: int | None
-
-    def __init__(self, names: Sequence[str], values: Sequence[ParamValue]) -> None:
-        # Spaces pass their names tuple and a fresh tuple of values: kept as given, no copies,
-        # since a space walk builds a Config per Cartesian point.
-        names = names if type(names) is tuple else tuple(names)
-        values = values if type(values) is tuple else tuple(values)
-        if len(names) != len(values):
-            raise ValueError(f"Config needs one value per name, got {len(names)} names and {len(values)} values")
-        super().__init__(zip(names, values, strict=True))
-        if len(self) != len(names):
-            raise ValueError(f"Config needs distinct names, got {list(names)}")
-        object.__setattr__(self, "_names", names)
-        object.__setattr__(self, "_values", values)
-        object.__setattr__(self, "_hash", None)  # computed when first asked: most walked points never are
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("_"):
-            raise AttributeError(name)
-        try:
-            return self[name]
-        except KeyError:
-            # config.update(...) on a space without an `update` parameter: say why it is no method.
-            why = f" ({_IMMUTABLE})" if name in _DICT_MUTATORS else ""
-            raise AttributeError(
-                f"configuration has no parameter {name!r}{why}; it has {list(self._names)}", name=name, obj=self
-            ) from None
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError("Config is immutable")
-
-    # The mutators take arguments typed Never, so a type checker refuses `config["x"] = 1`,
-    # `del config["x"]`, `config |= {...}` and `config.update(...)` in the user's code instead of
-    # passing them to fail at run time. As a Mapping (what a Config is passed as) it has none of them.
-    def __setitem__(self, name: Never, value: Never) -> NoReturn:  # type: ignore[override]
-        raise TypeError(_IMMUTABLE)
-
-    def __delitem__(self, name: Never) -> NoReturn:  # type: ignore[override]
-        raise TypeError(_IMMUTABLE)
-
-    def __ior__(self, other: Never) -> NoReturn:  # type: ignore[override,misc]  # dict's |= changes it in place
-        raise TypeError(_IMMUTABLE)
-
-    if TYPE_CHECKING:
-        # At run time these names are hidden (see _DICT_ONLY below) so that they stay free as
-        # parameter names; to a type checker they are calls that no argument list satisfies (even
-        # `config.clear()` misses the required one, which names why).
-        def update(self, config_is_immutable: Never, *args: Never, **kwargs: Never) -> NoReturn: ...  # type: ignore[override]
-        def pop(self, config_is_immutable: Never, *args: Never) -> NoReturn: ...  # type: ignore[override]
-        def setdefault(self, config_is_immutable: Never, *args: Never) -> NoReturn: ...  # type: ignore[override]
-        def clear(self, config_is_immutable: Never) -> NoReturn: ...  # type: ignore[override]
-        def popitem(self, config_is_immutable: Never) -> NoReturn: ...  # type: ignore[override]
-
-    def __hash__(self) -> int:  # type: ignore[override]  # dict is unhashable; a Config is immutable, so it is
-        if (known := self._hash) is None:
-            known = hash((self._names, self._values))
-            object.__setattr__(self, "_hash", known)
-        return known
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, Config):
-            return self._names == other._names and self._values == other._values
-        if isinstance(other, Mapping):
-            return dict(self.items()) == dict(other.items())
-        return NotImplemented
-
-    def __ne__(self, other: object) -> bool:
-        # dict's own != compares items in any order: Config(A, B) != Config(B, A) would be False while == is too.
-        equal = self.__eq__(other)
-        return equal if equal is NotImplemented else not equal
-
-    def __repr__(self) -> str:
-        return f"Config({', '.join(f'{n}={v!r}' for n, v in zip(self._names, self._values, strict=True))})"
-
-    def __reduce__(self) -> tuple[type[Config], tuple[tuple[str, ...], tuple[ParamValue, ...]]]:
-        return (Config, (self._names, self._values))
-
-    @property
-    def values_tuple(self) -> tuple[ParamValue, ...]:
-        """The values in parameter order."""
-        return self._values
-
-    @property
-    def name(self) -> str:
-        """A stable, readable name: ``BLOCK=64,VEC=2``; used as the tunable's name."""
-        return ",".join(f"{n}={v}" for n, v in zip(self._names, self._values, strict=True))
-
-    def to_dict(self) -> dict[str, ParamValue]:
-        """A plain, mutable dict, in parameter order."""
-        return dict(zip(self._names, self._values, strict=True))
-
-
-_IMMUTABLE = "Config is immutable; config.to_dict() gives a plain dict to change"
-
-_DICT_MUTATORS = ("clear", "pop", "popitem", "setdefault", "update")
-_DICT_ONLY = ("clear", "copy", "fromkeys", "pop", "popitem", "setdefault", "update")
-"""dict's attributes that a Mapping lacks: hidden on Config, so they stay free as parameter names.
-
-A Mapping has none of them, so there a parameter named ``copy`` or ``update`` reads as
-``c.copy``. Inherited from dict, ``c.update`` would be the method, and such spaces would have
-to be refused. A property whose getter raises AttributeError hands the lookup to ``__getattr__``,
-which reads the parameter (or says there is none).
-"""
-
-
-def _hidden(name: str) -> property:
-    def hide(self: Config) -> Any:
-        raise AttributeError(name)
-
-    return property(hide)
-
-
 for _name in _DICT_ONLY:
     setattr(Config, _name, _hidden(_name))
-
-
-_CONFIG_ATTRIBUTES = tuple(sorted(n for n in dir(Config) if not n.startswith("_") and n not in _DICT_ONLY))
-"""What ``c.<name>`` already means on a Config, so a parameter of that name would be shadowed."""
-
-
-def _check_name(name: str) -> str:
-    """Refuse a parameter name that ``c.<name>`` in a restriction could not read back."""
-    if not name.isidentifier() or keyword.iskeyword(name) or name.startswith("_"):
-        raise ValueError(
-            f"tk.Space parameter name {name!r} is not usable: a parameter is read as c.<name>, so its name must be "
-            "a Python identifier that is not a keyword and does not start with '_'; rename it (e.g. BLOCK_M)"
-        )
-    if name in _CONFIG_ATTRIBUTES:
-        raise ValueError(
-            f"tk.Space parameter name {name!r} is already an attribute of tk.Config, so c.{name} would not read "
-            f"the parameter; rename it (Config's attributes: {', '.join(_CONFIG_ATTRIBUTES)})"
-        )
-    return name
 
 
 def _domain(name: str, values: ParamValues) -> tuple[ParamValue, ...]:
@@ -251,7 +109,7 @@ def _domain(name: str, values: ParamValues) -> tuple[ParamValue, ...]:
     by_value: dict[ParamValue, ParamValue] = {}
     by_text: dict[str, ParamValue] = {}
     for value in domain:
-        if not isinstance(value, _SCALARS) or (isinstance(value, float) and not math.isfinite(value)):
+        if not isinstance(value, SCALARS) or (isinstance(value, float) and not math.isfinite(value)):
             raise TypeError(f"tk.Space parameter {name!r}: value {value!r} is not an int, finite float, str or bool")
         if isinstance(value, str) and ("," in value or "=" in value):
             raise ValueError(
@@ -334,36 +192,6 @@ def _short_repr(value: object) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-class SpaceModel(Persisted):
-    """A space as JSON: its parameters and the source of its restrictions (for logs and records)."""
-
-    schema_version: Literal[1] = 1
-    params: dict[str, list[ParamValue]]
-    restrictions: list[str]
-    hash: str
-
-
-def space_difference(logged: SpaceModel, running: SpaceModel) -> str:
-    """What changed from the ``logged`` space (a trial log's, a record's) to the ``running`` one, in words.
-
-    Two hashes tell nobody what to fix; the trial log and the committed record both say it this way.
-    """
-    changes = []
-    for name in dict.fromkeys([*logged.params, *running.params]):
-        before, after = logged.params.get(name), running.params.get(name)
-        if before is None:
-            changes.append(f"parameter {name} is new")
-        elif after is None:
-            changes.append(f"parameter {name} is gone")
-        elif before != after:
-            changes.append(f"{name} was {before}, is {after}")
-    if list(logged.params) != list(running.params) and not changes:
-        changes.append(f"the parameters were in the order {list(logged.params)}, are {list(running.params)}")
-    if logged.restrictions != running.restrictions:
-        changes.append(f"the restrictions were {logged.restrictions}, are {running.restrictions}")
-    return "; ".join(changes) or "the same parameters and restriction text: data a restriction reads changed"
-
-
 class Space:
     """A declared search space: ``tk.Space(BLOCK=tk.pow2(64, 1024), VEC=[1, 2, 4], restrict=...)``.
 
@@ -392,7 +220,7 @@ class Space:
     ) -> None:
         if not params:
             raise ValueError("tk.Space needs at least one parameter, e.g. tk.Space(BLOCK=tk.pow2(64, 1024))")
-        domains = {_check_name(name): _domain(name, values) for name, values in params.items()}
+        domains = {check_name(name): _domain(name, values) for name, values in params.items()}
         restrictions = _restrictions(restrict)
         self._names = tuple(domains)
         self._domains = domains
@@ -606,7 +434,7 @@ class Space:
             value, domain = given[name], self._domains[name]
             if not any(type(v) is type(value) and v == value for v in domain):
                 # 256.0 or "256" against [64, 128, 256]: the list shows the value, so say the type is what differs.
-                scalar = isinstance(value, _SCALARS)
+                scalar = isinstance(value, SCALARS)
                 alike = next((v for v in domain if str(v) == str(value) or v == value), None) if scalar else None
                 hint = (
                     f" ({name}={value!r} is {_a(type(value).__name__)}, the space's is the "

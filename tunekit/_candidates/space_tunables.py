@@ -22,7 +22,8 @@ from typing import Any, overload
 
 import numpy as np
 
-from tunekit._candidates.space import Config, Space
+from tunekit._candidates.config import Config
+from tunekit._candidates.space import Space
 from tunekit._candidates.tunable import Tunable
 
 __all__ = ["SpaceNames", "SpaceTunables"]

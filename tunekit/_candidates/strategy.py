@@ -7,7 +7,8 @@ from typing import Literal, Protocol, get_args, runtime_checkable
 
 import numpy as np
 
-from tunekit._candidates.space import Config, Space
+from tunekit._candidates.config import Config
+from tunekit._candidates.space import Space
 
 __all__ = ["STRATEGIES", "Strategy", "StrategyFactory", "StrategyName"]
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 from tunekit._base.code_identity import code_identity
 from tunekit._base.errors import CandidateFailed, ClientClosed, describe_error
 from tunekit._base.settings import IsolationMode
+from tunekit._candidates.config import Config
 from tunekit._candidates.isolation import (
     DeviceLocatorWorkerFactory,
     DeviceWorkerFactory,
@@ -32,7 +33,7 @@ from tunekit._candidates.search_spec import (
     empty_space_error,
     incumbents_of,
 )
-from tunekit._candidates.space import Config, Space
+from tunekit._candidates.space import Space
 from tunekit._candidates.space_tunables import SpaceTunables
 from tunekit._candidates.strategy import StrategyName
 from tunekit._candidates.tunable import Tunable

@@ -19,6 +19,7 @@ import numpy as np
 
 from tunekit._base import settings as _settings
 from tunekit._base.errors import AutotuneDisabled, NoValidKernelFound, TunekitError
+from tunekit._candidates.config import Config
 from tunekit._candidates.reference import reference_of
 from tunekit._candidates.search_spec import (
     check_build,
@@ -28,7 +29,7 @@ from tunekit._candidates.search_spec import (
     empty_space_error,
     incumbents_of,
 )
-from tunekit._candidates.space import Config, Space
+from tunekit._candidates.space import Space
 from tunekit._candidates.strategy import StrategyName
 from tunekit._candidates.tunable import Tunable
 from tunekit._candidates.tunable_set import LazyBuild, TunableSet, build_identity

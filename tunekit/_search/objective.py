@@ -16,8 +16,9 @@ from typing import Any, Protocol, runtime_checkable
 
 from tunekit._base import settings as _settings
 from tunekit._base.errors import ClientClosed, describe_error
+from tunekit._candidates.config import Config
 from tunekit._candidates.search_spec import _is_int, check_search_args, check_search_names
-from tunekit._candidates.space import Config, Space
+from tunekit._candidates.space import Space
 from tunekit._candidates.strategy import StrategyName
 from tunekit._observe.sinks import RecordSink, as_sinks
 from tunekit._search.driver import SearchResult, emit_search_record, raise_if_no_winner, refuse_autotune_off, run_search

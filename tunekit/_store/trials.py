@@ -29,8 +29,10 @@ from tunekit._base.paths import file_in_the_way
 from tunekit._base.persisted import STORED, JsonScalar, Persisted, known_versions
 from tunekit._base.validation_text import validation_text
 from tunekit._base.version import __version__
+from tunekit._candidates.config import Config
 from tunekit._candidates.search_spec import check_log_path
-from tunekit._candidates.space import Config, Space, space_difference
+from tunekit._candidates.space import Space
+from tunekit._candidates.space_model import space_difference
 from tunekit._store.file_kind import other_kind_name
 from tunekit._values.trial_log import _LINE, TrialEntry, TrialLogHeader
 

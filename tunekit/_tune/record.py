@@ -31,8 +31,10 @@ from tunekit._base.persisted import STORED, known_versions
 from tunekit._base.settings import AutotuneLevel
 from tunekit._base.validation_text import validation_text
 from tunekit._base.version import MAJOR, __version__
+from tunekit._candidates.config import Config
 from tunekit._candidates.search_spec import check_search_names, config_name
-from tunekit._candidates.space import Config, Space, SpaceModel, space_difference
+from tunekit._candidates.space import Space
+from tunekit._candidates.space_model import SpaceModel, space_difference
 from tunekit._candidates.tunable_set import TunableSet
 from tunekit._keys.key import anchored_fields, is_autotune_key, key_to_json, off_buckets
 from tunekit._measure.client import Client

@@ -13,9 +13,9 @@ from collections.abc import Callable, Container, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from tunekit._candidates.config import Config
 from tunekit._candidates.plan import skip_reason
 from tunekit._candidates.search_spec import SearchSpec
-from tunekit._candidates.space import Config
 from tunekit._candidates.tunable_set import TunableSet
 from tunekit._keys.key import key_to_dict
 from tunekit._measure.schedule import BatchResult

@@ -11,7 +11,8 @@ from pydantic import Field, model_validator
 from tunekit._base.persisted import JsonScalar, Persisted
 from tunekit._base.settings import AutotuneLevel
 from tunekit._base.version import __version__
-from tunekit._candidates.space import ParamValue, SpaceModel
+from tunekit._candidates.config import ParamValue
+from tunekit._candidates.space_model import SpaceModel
 
 __all__ = ["RecordEntry", "RecordFile", "entry_key"]
 

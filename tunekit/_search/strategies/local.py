@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from tunekit._candidates.space import Config, Space
+from tunekit._candidates.config import Config
+from tunekit._candidates.space import Space
 from tunekit._search.strategies.base import Positions, Walker
 
 __all__ = ["IteratedLocalSearch"]

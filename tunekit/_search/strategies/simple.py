@@ -6,7 +6,8 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from tunekit._candidates.space import Config, Space
+from tunekit._candidates.config import Config
+from tunekit._candidates.space import Space
 from tunekit._search.strategies.base import Walker
 
 __all__ = ["Exhaustive", "RandomSearch"]

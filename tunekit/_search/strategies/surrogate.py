@@ -52,7 +52,8 @@ import math
 
 import numpy as np
 
-from tunekit._candidates.space import Config, Space
+from tunekit._candidates.config import Config
+from tunekit._candidates.space import Space
 from tunekit._search.strategies.base import Positions, Walker
 from tunekit._search.strategies.blas import one_blas_thread
 from tunekit._search.strategies.pairwise import PairwiseModel

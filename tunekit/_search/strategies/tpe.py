@@ -8,7 +8,8 @@ from typing import Any
 import numpy as np
 
 from tunekit._base.extras import import_extra
-from tunekit._candidates.space import Config, Space
+from tunekit._candidates.config import Config
+from tunekit._candidates.space import Space
 from tunekit._search.strategies.base import Walker
 
 __all__ = ["OptunaTPE"]
