@@ -1,53 +1,112 @@
-"""The docs run: every code block of the quickstart is executed, in order, as a reader would."""
+"""The docs run: every python block of every page (and of the README) is executed, in order, as a reader would."""
 
 from __future__ import annotations
 
+import gc
+import logging
 import os
 import re
 import subprocess
 import sys
+import textwrap
 import types
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 import tunekit as tk
+import tunekit._observe.observers as observers
+import tunekit._observe.sinks as sinks
 
 ROOT = Path(__file__).resolve().parent.parent
-FENCE = re.compile(r"^```(\w*)\n(.*?)^```$", re.S | re.M)
+DOCS = ROOT / "docs"
+# A fence at any indentation (a block inside a list item), closed at the same indentation.
+FENCE = re.compile(r"^(?P<indent>[ ]*)```(?P<language>[\w-]*)[^\n]*\n(?P<code>.*?)^(?P=indent)```[ ]*$", re.S | re.M)
+# What a block may be tagged: python runs; the others are shown, not run (shell and output, a diagram, config).
+LANGUAGES = {"python", "bash", "text", "mermaid", "toml"}
+PAGES = sorted([*DOCS.glob("*.md"), ROOT / "README.md"])
+MARKS = {"opencl.md": [pytest.mark.opencl]}
 
 
 def _blocks(page: Path) -> list[tuple[str, str]]:
-    return [(m.group(1), m.group(2)) for m in FENCE.finditer(page.read_text(encoding="utf-8"))]
+    text = page.read_text(encoding="utf-8")
+    return [(m["language"], textwrap.dedent(m["code"])) for m in FENCE.finditer(text)]
 
 
-def test_every_quickstart_block_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _python_pages() -> Iterator[object]:
+    for page in PAGES:
+        if page.name != "quickstart.md" and any(language == "python" for language, _ in _blocks(page)):
+            yield pytest.param(page, id=page.name, marks=MARKS.get(page.name, []))
+
+
+@pytest.fixture
+def page_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[types.ModuleType]:
+    """A real module to run a page in (key classes resolve their annotations there), in a fresh directory.
+
+    The sinks, observers and log level a page sets are undone after it, so pages do not leak into each other.
+    """
     monkeypatch.chdir(tmp_path)
-    blocks = _blocks(ROOT / "docs" / "quickstart.md")
+    module = types.ModuleType("docs_page")
+    monkeypatch.setitem(sys.modules, "docs_page", module)
+    monkeypatch.setattr(observers, "_observers", observers._observers)
+    kept = list(sinks.global_sinks())
+    level = logging.getLogger("tunekit").level
+    try:
+        yield module
+    finally:
+        for sink in sinks.global_sinks():
+            if sink not in kept:
+                tk.remove_record_sink(sink)
+        logging.getLogger("tunekit").setLevel(level)
+        module.__dict__.clear()
+        gc.collect()  # the page's tunable sets release their keys before the next page tunes
+
+
+def _run_python(code: str, where: str, module: types.ModuleType) -> None:
+    exec(compile(code, where, "exec"), module.__dict__)
+
+
+def test_every_block_is_tagged_with_a_known_language() -> None:
+    wrong = [
+        f"{page.name} block {number}: {language or 'untagged'}"
+        for page in PAGES
+        for number, (language, _) in enumerate(_blocks(page), start=1)
+        if language not in LANGUAGES
+    ]
+    assert wrong == [], f"tag each block with one of {sorted(LANGUAGES)}"
+
+
+@pytest.mark.parametrize("page", list(_python_pages()))
+def test_every_python_block_of_the_page_runs_in_order(page: Path, page_module: types.ModuleType) -> None:
+    for number, (language, code) in enumerate(_blocks(page), start=1):
+        if language == "python":
+            _run_python(code, f"{page.name} block {number}", page_module)
+
+
+@pytest.mark.subprocess
+def test_every_quickstart_block_runs(tmp_path: Path, page_module: types.ModuleType) -> None:
+    blocks = _blocks(DOCS / "quickstart.md")
     assert len(blocks) >= 5
-    module = types.ModuleType("quickstart")  # a real module: key classes resolve their annotations in it
-    monkeypatch.setitem(sys.modules, "quickstart", module)
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     records: list[tk.AutotuneRecord] = []
     sink = tk.add_record_sink(records.append)
-    try:
-        for number, (language, code) in enumerate(blocks, start=1):
-            if language == "python":
-                exec(compile(code, f"quickstart.md block {number}", "exec"), module.__dict__)
-            elif language == "bash":
-                done = subprocess.run(
-                    ["bash", "-euo", "pipefail", "-c", code],
-                    check=False,
-                    capture_output=True,
-                    text=True,
-                    env=env,
-                    timeout=120,
-                )
-                assert done.returncode == 0, f"block {number}:\n{code}\n{done.stdout}\n{done.stderr}"
-            else:
-                pytest.fail(f"quickstart block {number} is {language or 'untagged'}: this test cannot run it")
-    finally:
-        tk.remove_record_sink(sink)
+    for number, (language, code) in enumerate(blocks, start=1):
+        if language == "python":
+            _run_python(code, f"quickstart.md block {number}", page_module)
+        elif language == "bash":
+            done = subprocess.run(
+                ["bash", "-euo", "pipefail", "-c", code],
+                check=False,
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=120,
+            )
+            assert done.returncode == 0, f"block {number}:\n{code}\n{done.stdout}\n{done.stderr}"
+        else:
+            pytest.fail(f"quickstart block {number} is {language or 'untagged'}: this test cannot run it")
+    tk.remove_record_sink(sink)
     assert [r.key for r in records if r.tuner == "row_sum"] == [
         {"n": 1024, "dtype": "float32"},
         {"n": 4096, "dtype": "float32"},
@@ -59,12 +118,12 @@ def test_every_quickstart_block_runs(tmp_path: Path, monkeypatch: pytest.MonkeyP
 
 def test_the_quickstart_starts_with_the_readme_example() -> None:
     readme = [code for language, code in _blocks(ROOT / "README.md") if language == "python"]
-    quickstart = [code for language, code in _blocks(ROOT / "docs" / "quickstart.md") if language == "python"]
+    quickstart = [code for language, code in _blocks(DOCS / "quickstart.md") if language == "python"]
     assert readme[0] == quickstart[0], "README and quickstart examples drifted apart"
 
 
 def test_every_setting_is_documented_with_its_environment_variable() -> None:
-    page = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
+    page = (DOCS / "configuration.md").read_text(encoding="utf-8")
     missing = [
         name for name in tk.Settings.model_fields if f"`{name}`" not in page or f"`TUNEKIT_{name.upper()}`" not in page
     ]
@@ -73,14 +132,14 @@ def test_every_setting_is_documented_with_its_environment_variable() -> None:
 
 def test_every_docs_page_is_in_the_nav_once() -> None:
     nav = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
-    pages = sorted(p.name for p in (ROOT / "docs").glob("*.md"))
+    pages = sorted(p.name for p in DOCS.glob("*.md"))
     assert [p for p in pages if f" {p}" not in nav] == []
-    # Regression: measurement.md was listed twice under Guides, so the site showed it twice.
+    # A page listed twice shows twice on the site.
     assert [p for p in pages if nav.count(f" {p}\n") > 1] == []
 
 
 def test_every_logger_is_under_tunekit_and_documented() -> None:
-    page = (ROOT / "docs" / "observability.md").read_text(encoding="utf-8")
+    page = (DOCS / "observability.md").read_text(encoding="utf-8")
     names = {
         match.group(1)
         for folder in ("tunekit", "tunekit_backends")
@@ -91,48 +150,7 @@ def test_every_logger_is_under_tunekit_and_documented() -> None:
     assert sorted(name for name in names if f"`{name}`" not in page) == [], "add them to docs/observability.md"
 
 
-def test_the_search_page_blocks_run_in_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """docs/search.md's first block used numpy without importing it (a NameError when copied); the page's blocks
-    run here, in order, with the names the page leaves to the reader (build, client, keys, tuners) defined."""
-    import logging
-
-    import numpy as np
-
-    from tunekit_backends.cpu import CpuClient
-
-    monkeypatch.chdir(tmp_path)
-    blocks = [code for language, code in _blocks(ROOT / "docs" / "search.md") if language == "python"]
-    module = types.ModuleType("search_docs")
-    monkeypatch.setitem(sys.modules, "search_docs", module)
-    exec(compile(blocks[0], "search.md block 1", "exec"), module.__dict__)  # as written: nothing defined before it
-
-    @tk.autotune_key
-    class GemmKey:
-        m: int
-        n: int
-        k: int
-
-    def build(config: tk.Config) -> object:
-        return lambda x: x * config.VEC
-
-    client = CpuClient()
-    module.__dict__.update(
-        build=build,
-        make_kernel=build,
-        client=client,
-        device_id=client.device_id,
-        inputs=(np.ones(8),),
-        GemmKey=GemmKey,
-        key=GemmKey(m=4096, n=4096, k=4096),
-        my_key=lambda x: GemmKey(m=len(x), n=1, k=1),
-        gemm_key=lambda x: GemmKey(m=4096, n=4096, k=4096),
-        TUNER=tk.LocalTuner("gemm_execute"),
-        GEMM_TUNER=tk.LocalTuner("gemm"),
-        log=logging.getLogger("search_docs"),
-        samples_ns=[100, 110, 105],
-        inputs_per_shape=[np.ones(8), np.ones(16)],
-    )
-    for number, code in enumerate(blocks[1:7], start=2):  # the last block replays a file of ../shared
-        exec(compile(code, f"search.md block {number}", "exec"), module.__dict__)
-    assert module.result.tuner == "serve" and (tmp_path / "tuning" / "gemm.json").exists()
-    assert (tmp_path / "tuning" / "gemm_searched.json").exists()
+def test_every_layer_is_on_the_architecture_page() -> None:
+    page = (DOCS / "architecture.md").read_text(encoding="utf-8")
+    layers = sorted(p.parent.name for p in (ROOT / "tunekit").glob("_*/__init__.py"))
+    assert [layer for layer in layers if f"`{layer}`" not in page] == [], "add them to docs/architecture.md"
