@@ -98,9 +98,10 @@ if TYPE_CHECKING:
     from tunekit._search.objective import Objective, tune_objective
     from tunekit._search.strategies import Strategy, StrategyFactory
     from tunekit._store.cache import PersistentCache, default_cache_dir
+    from tunekit._store.cache_dirs import persistent_cache
     from tunekit._tune.local import LocalTuner
     from tunekit._tune.record import Record
-    from tunekit._tune.tuner import Tuner, persistent_cache
+    from tunekit._tune.tuner import Tuner
     from tunekit._values.cache_row import CacheRow, CacheValue
     from tunekit._values.cache_state import CacheState, Hit, Miss, Pending, Unchecked
     from tunekit._values.durations import BenchmarkDurations
@@ -225,7 +226,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "instrument_opentelemetry": ("tunekit._observe.otel", "instrument_opentelemetry"),
     "is_autotune_key": ("tunekit._keys.key", "is_autotune_key"),
     "key_to_json": ("tunekit._keys.key", "key_to_json"),
-    "persistent_cache": ("tunekit._tune.tuner", "persistent_cache"),
+    "persistent_cache": ("tunekit._store.cache_dirs", "persistent_cache"),
     "plan_batches": ("tunekit._candidates.plan", "plan_batches"),
     "pow2": ("tunekit._candidates.space", "pow2"),
     "read_records": ("tunekit._observe.reader", "read_records"),

@@ -622,7 +622,7 @@ class Record:
         if local is not None and self.running_device_id is None:
             # Unverified, the record serves only the device it names: the operation run on another
             # device id tuned its keys without a word; it now warns there, naming load_verified.
-            local._seeded_unverified(self.device_id, self.device_model)
+            local.seeded_unverified.add(self.device_id, self.device_model)
         return len(self.entries)
 
 
