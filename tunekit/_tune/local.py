@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any, Generic, TypeVar
@@ -17,8 +16,6 @@ from tunekit._tune.tuner import Tuner
 from tunekit._values.records import AutotuneRecord
 
 __all__ = ["LocalTuner", "describe_inputs"]
-
-_log = logging.getLogger("tunekit.tuner")
 
 K = TypeVar("K")
 Out = TypeVar("Out")

@@ -18,9 +18,9 @@ __all__ = ["TuneJob"]
 class TuneJob:
     """What ``Tuner.resolve`` hands to each step of one key's tune: made once, read everywhere.
 
-    The settings are those in force when the call began, so a ``configure`` from another thread
-    mid-tune changes nothing of it. ``events`` is the one mutable part: the steps append what the
-    tune's record tells, in the order it happened.
+    ``settings`` are those in force when the call began: each step reads them here, so all see the
+    same ones. ``events`` is the one mutable part: the steps append what the tune's record tells,
+    in the order it happens.
     """
 
     tuner: str
