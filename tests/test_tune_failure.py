@@ -18,8 +18,8 @@ from _procs import in_child
 
 import tunekit as tk
 from tunekit._keys.key import key_to_json
+from tunekit._store.cache_dirs import persistent_cache
 from tunekit._store.tune_failure import FailedCandidate, FailedTune
-from tunekit._tune.tuner import persistent_cache
 from tunekit_backends.cpu import CpuClient
 
 CLIENT = CpuClient()

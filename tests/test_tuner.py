@@ -626,7 +626,7 @@ def _threads_waiting_on_tunes(tuner: tk.LocalTuner[Any, Any]) -> int:
     Read from the futures' conditions: walking another running thread's frames (the way this was
     first checked) can crash CPython with a segmentation fault.
     """
-    futures = list(tuner.tuner(CLIENT.device_id)._pending.values())
+    futures = list(tuner.tuner(CLIENT.device_id).tune_cache._pending.values())
     return sum(len(f._condition._waiters) for f in futures)  # type: ignore[attr-defined]
 
 

@@ -124,7 +124,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "configure": ("tunekit._base.settings", "configure"),
     "default_cache_dir": ("tunekit._store.cache", "default_cache_dir"),
     "instrument_opentelemetry": ("tunekit._observe.otel", "instrument_opentelemetry"),
-    "persistent_cache": ("tunekit._tune.tuner", "persistent_cache"),
+    "persistent_cache": ("tunekit._store.cache_dirs", "persistent_cache"),
     "plan_batches": ("tunekit._candidates.plan", "plan_batches"),
     "pow2": ("tunekit._candidates.space", "pow2"),
     "read_records": ("tunekit._observe.reader", "read_records"),
@@ -268,16 +268,14 @@ if TYPE_CHECKING:
         PersistentCache as PersistentCache,
         default_cache_dir as default_cache_dir,
     )
+    from tunekit._store.cache_dirs import persistent_cache as persistent_cache
     from tunekit._tune.local import (
         LocalTuner as LocalTuner,
     )
     from tunekit._tune.record import (
         Record as Record,
     )
-    from tunekit._tune.tuner import (
-        Tuner as Tuner,
-        persistent_cache as persistent_cache,
-    )
+    from tunekit._tune.tuner import Tuner as Tuner
     from tunekit._values.cache_row import (
         CacheRow as CacheRow,
         CacheValue as CacheValue,

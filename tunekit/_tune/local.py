@@ -2,23 +2,20 @@
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any, Generic, TypeVar
 
 from tunekit._base.errors import SettingsError
 from tunekit._candidates.tunable_set import TunableSet
-from tunekit._measure.client import CHECKED_CLIENT_TYPES, Client, device_model_of, require_client
+from tunekit._measure.client import CHECKED_CLIENT_TYPES, Client, require_client
 from tunekit._observe.sinks import RecordSink, as_sinks
 from tunekit._tune.built_sets import BuiltSets
-from tunekit._tune.record_device import RunningDevice, unverified_elsewhere
+from tunekit._tune.record_device import UnverifiedSeeds
 from tunekit._tune.tuner import Tuner
 from tunekit._values.records import AutotuneRecord
 
 __all__ = ["LocalTuner", "describe_inputs"]
-
-_log = logging.getLogger("tunekit.tuner")
 
 K = TypeVar("K")
 Out = TypeVar("Out")
@@ -42,10 +39,9 @@ class LocalTuner(Generic[K, Out]):
         self._lock = threading.Lock()
         self._sets: BuiltSets[K, Out] = BuiltSets(name)
         self._tuners: dict[str, Tuner] = {}
-        # Device id -> model of the records seeded unverified (Record.load, then seed): their winners serve
-        # only that id, so a call on another device tunes, and says why once per device (_say_unserved).
-        self._unverified: dict[str, str | None] = {}
-        self._told: set[str] = set()
+        self.seeded_unverified = UnverifiedSeeds(name)
+        """The devices whose winners ``Record.seed`` installed from unverified records: a call on another one
+        tunes, and says why once."""
 
     def init(self, factory: Callable[[], TunableSet[K, Out]]) -> TunableSet[K, Out]:
         """Build the tunable set on the first call; later calls return it without building it again.
@@ -111,7 +107,7 @@ class LocalTuner(Generic[K, Out]):
                 f"{tunables!r} on inputs ({describe_inputs(inputs)})"
             )
             raise
-        winners = tuner.by_id.get(id(tunables))
+        winners = tuner.tune_cache.winner_fns.get(id(tunables))
         if winners is not None:
             try:
                 fn = winners.get(key)
@@ -124,8 +120,7 @@ class LocalTuner(Generic[K, Out]):
                 except Exception as exc:
                     return tuner.recover(tunables, key, inputs, exc)  # type: ignore[no-any-return]
         self._require_set(tunables)  # off the hot path: a set with winners in memory is one
-        if self._unverified and device_id not in self._unverified and device_id not in self._told:
-            self._say_unserved(device_id, client)
+        self.seeded_unverified.warn_unserved(device_id, client)
         if not tunables.tunables:
             tunables.validate(self.name)
         ranking = tuner.resolve(client, tunables, key, inputs)
@@ -133,24 +128,6 @@ class LocalTuner(Generic[K, Out]):
             return tunables.tunables[ranking[0]].fn(*inputs)  # type: ignore[no-any-return]
         except Exception as exc:
             return tuner.recover(tunables, key, inputs, exc)  # type: ignore[no-any-return]
-
-    def _say_unserved(self, device_id: str, client: Client) -> None:
-        """Warn, once per device id, that the unverified records' winners do not serve ``device_id``.
-
-        Said at the device's first key not in memory after a seed, not only at its first call:
-        a record seeded into a tuner that had already run there tuned its keys without a word.
-        """
-        with self._lock:
-            if device_id in self._told:
-                return
-            self._told.add(device_id)
-            seeded = dict(self._unverified)
-        _log.warning("%s", unverified_elsewhere(self.name, seeded, RunningDevice(device_id, device_model_of(client))))
-
-    def _seeded_unverified(self, device_id: str, device_model: str | None) -> None:
-        """Note that ``Record.seed`` installed an unverified record's winners for ``device_id`` only."""
-        with self._lock:
-            self._unverified[device_id] = device_model
 
     def _require_set(self, tunables: object) -> None:
         """Refuse what is no TunableSet (a list of tunables, say), which failed deep inside with an AttributeError."""
@@ -171,8 +148,7 @@ class LocalTuner(Generic[K, Out]):
             for tuner in self._tuners.values():
                 tuner.clear()
             self._tuners.clear()
-            self._unverified.clear()
-            self._told.clear()
+            self.seeded_unverified.clear()
 
 
 def describe_inputs(inputs: tuple[Any, ...]) -> str:

@@ -14,9 +14,8 @@ from __future__ import annotations
 import errno
 import json
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -30,28 +29,33 @@ from tunekit._base.paths import file_in_the_way
 from tunekit._base.persisted import STORED, known_versions
 from tunekit._base.settings import AutotuneLevel
 from tunekit._base.validation_text import validation_text
-from tunekit._base.version import MAJOR, __version__
+from tunekit._base.version import __version__
 from tunekit._candidates.config import Config
 from tunekit._candidates.search_spec import check_search_names, config_name
-from tunekit._candidates.space import Space
-from tunekit._candidates.space_model import SpaceModel, space_difference
+from tunekit._candidates.space_model import SpaceModel
 from tunekit._candidates.tunable_set import TunableSet
 from tunekit._keys.key import anchored_fields, is_autotune_key, key_to_json, off_buckets
 from tunekit._measure.client import Client
 from tunekit._search.driver import SearchResult
 from tunekit._store.file_kind import other_kind, other_kind_name
 from tunekit._tune.local import LocalTuner
-from tunekit._tune.record_device import RunningDevice, device_refusal, running_device, stack_drift
+from tunekit._tune.record_checks import (
+    check_tunables,
+    described,
+    drift,
+    level_mismatch,
+    not_candidates,
+    not_this_tuner,
+    refusals,
+    tuner_name,
+)
+from tunekit._tune.record_device import RunningDevice, running_device, stack_drift
+from tunekit._tune.record_entries import from_search, from_tune
 from tunekit._tune.tuner import Tuner
-from tunekit._values.outcome import Measured
 from tunekit._values.record_file import RecordEntry, RecordFile, entry_key
-from tunekit._values.records import AutotuneRecord, SearchEnded
+from tunekit._values.records import AutotuneRecord
 
 __all__ = ["Record"]
-
-
-_STALE_AFTER = timedelta(days=365)
-_CLOCK_SLACK = timedelta(days=1)
 
 
 K = TypeVar("K")
@@ -113,11 +117,10 @@ class Record:
         hardware under another driver or numpy (with a warning) instead of being refused there.
         """
         where = "tk.Record.for_tunables"
-        # The tk.LocalTuner the record serves, as load_verified(tuner=) and seed take it: it was refused
-        # as "must be a non-empty str, got <tunekit._tune.local.LocalTuner object at 0x...>".
+        # The tk.LocalTuner the record serves is taken as its name, as load_verified(tuner=) and seed take it.
         if isinstance(tuner, LocalTuner | Tuner):
             tuner = tuner.name
-        # An empty tuner or device id was saved, and such a record matches no tuner that can run.
+        # A record with an empty tuner or device id would match no tuner that can run.
         device = RunningDevice(device_id, None) if isinstance(device_id, str) else running_device(where, device_id)
         check_search_names(where, tuner=tuner, device_id=device.id)
         if not isinstance(tunables, TunableSet):
@@ -130,7 +133,7 @@ class Record:
             space_hash if isinstance(space_hash, str) else None,
             autotune_level=_settings.current().autotune_level,
             tunables=tunables,
-            space=_described(tunables),
+            space=described(tunables),
             device_model=device.model,
         )
 
@@ -143,12 +146,12 @@ class Record:
                 "Record.add() takes the tk.SearchResult of tk.search or tk.tune_objective; the tk.AutotuneRecord "
                 "of a tune execute ran is added with record.add_tune(tune, KeyClass)"
             )
-        if not isinstance(result, SearchResult):  # result.best (a Trial) failed as "no attribute 'tuner'"
+        if not isinstance(result, SearchResult):  # a Trial (result.best, say) has no tuner or device to check
             raise TypeError(
                 f"Record.add() takes the tk.SearchResult that tk.search or tk.tune_objective returned, "
                 f"got {type(result).__name__}"
             )
-        entry = self._add(key, self._of_search(key, result, runners_up))
+        entry = self._add(key, from_search(self, key, result, runners_up, self._name_of))
         if self.space is None and result.space.hash == self.space_hash:  # a record of an older file learns it
             self.space = result.space.describe()
         return entry
@@ -176,7 +179,7 @@ class Record:
             key = key_type(**tune.key)
         except TypeError as exc:
             raise RecordMismatch(f"the tune's key {tune.key} does not build a {key_type.__name__}: {exc}") from None
-        return self._add(key, self._of_tune(key, tune, runners_up))
+        return self._add(key, from_tune(self, self.tunables, key, tune, runners_up))
 
     def _add(self, key: object, made: dict[str, Any]) -> RecordEntry:
         """Check ``key`` against the record's set, key class and level, then store the entry ``made``."""
@@ -212,97 +215,6 @@ class Record:
         self.entries[key_to_json(key)] = entry
         self._added.add(key_to_json(key))
         return entry
-
-    def _of_search(self, key: object, result: SearchResult, runners_up: int) -> dict[str, Any]:
-        """The entry fields of a search's result."""
-        if result.tuner != self.tuner or result.device_id != self.device_id:
-            raise RecordMismatch(self._not_measured_here("search", result.tuner, result.device_id))
-        if result.key is not None and result.key != key:
-            # A loop that searched one key and added another committed a winner for a size it was
-            # never measured at, which load_verified cannot see.
-            raise RecordMismatch(
-                f"the search ran for key {result.key!r}, not {key!r}; add it under its own key: "
-                "record.add(result.key, result)"
-            )
-        if self.space_hash is not None and result.space.hash != self.space_hash:
-            changed = f" ({space_difference(self.space, result.space.describe())})" if self.space is not None else ""
-            raise RecordMismatch(
-                f"the search ran over space {result.space.hash}; this record is for {self.space_hash}{changed}"
-            )
-        ranking = result.ranking
-        if not ranking:
-            raise ValueError(f"the search for {key!r} measured nothing successfully; there is no winner to record")
-        best = ranking[0]
-        if not isinstance(best.outcome, Measured):
-            raise AssertionError("ranking holds measured trials only")
-        durations = best.outcome.durations
-        return dict(
-            ranking=[self._name_of(t.config) for t in ranking[: 1 + runners_up]],
-            config=best.config.to_dict(),
-            median_ns=durations.score,
-            samples=len(durations.samples_ns),
-            strategy=result.strategy,
-            evaluations=result.evaluations,
-            stopped_by=result.stopped_by,
-        )
-
-    def _of_tune(self, key: object, tune: AutotuneRecord, runners_up: int) -> dict[str, Any]:
-        """The entry fields of the record of a tune ``execute`` ran (a search inside it, or a plain tune)."""
-        if tune.tuner != self.tuner or tune.device_id != self.device_id:
-            raise RecordMismatch(self._not_measured_here("tune", tune.tuner, tune.device_id))
-        if tune.key != json.loads(key_to_json(key)):
-            # Built again here, the key anchors at the running level: a tune at another one lands elsewhere.
-            raise RecordMismatch(
-                f"the tune's key {tune.key} is no key bucket here, where it builds {key!r}: it was tuned at another "
-                "autotune level, or the key's anchors changed; tune again at this level"
-            )
-        if tune.checksum != self.checksum:
-            # A tk.search record carries its space's hash here: it is added as its SearchResult.
-            raise RecordMismatch(
-                f"the tune measured a set of checksum {tune.checksum}, this record's candidates have {self.checksum}: "
-                "add tunes of the set the record was made for (tk.Record.for_tunables(tuner, device_id, tunables)); "
-                "a tk.search is added as the SearchResult it returned"
-            )
-        measured = {c.name: c for c in tune.candidates if c.status == "measured" and c.stats is not None}
-        winner = measured.get(tune.winner) if tune.decision == "tuned" and tune.winner is not None else None
-        if winner is None or winner.stats is None:
-            raise ValueError(
-                f"the {tune.decision!r} record of {tune.key} has no measured winner to commit "
-                f"(winner {tune.winner!r}); add the record of a tune that measured its candidates"
-            )
-        rest = sorted(
-            (c for c in measured.values() if c is not winner), key=lambda c: c.stats.median_ns if c.stats else 0
-        )
-        ended = next((e for e in tune.events if isinstance(e, SearchEnded)), None)
-        fn = (
-            self.tunables.tunables[i].fn
-            if self.tunables and (i := self.tunables.index_of(winner.name)) is not None
-            else None
-        )
-        config = getattr(fn, "config", None)
-        return dict(
-            ranking=[winner.name, *(c.name for c in rest[:runners_up])],
-            config=config.to_dict() if isinstance(config, Config) else None,
-            median_ns=winner.stats.median_ns,
-            samples=len(winner.samples_ns),
-            strategy=ended.strategy if ended else None,
-            evaluations=ended.evaluations if ended else None,
-            stopped_by=ended.stopped_by if ended else None,
-            measured_at=tune.timestamp,
-        )
-
-    def _not_measured_here(self, what: str, tuner: str, device_id: str) -> str:
-        """Why a search or tune of ``tuner`` on ``device_id`` is not added to this record."""
-        said = f"the {what} ran for tuner {tuner!r} on {device_id!r}; this record is for tuner {self.tuner!r} on "
-        said += repr(self.device_id)
-        if tuner == self.tuner and device_id == self.running_device_id:
-            # Added, its winner would be saved as measured under the record's stack: a record names one stack for all.
-            said += (
-                ", the same device model under another software stack: one record holds winners measured under one "
-                "stack, so re-tune its keys here into a new record (tk.Record.for_tunables(tuner, client, tunables)) "
-                "to refresh it"
-            )
-        return said
 
     def get(self, key: object) -> RecordEntry | None:
         """The entry of ``key``'s bucket (the key as built: anchored), or None when the record has none."""
@@ -372,10 +284,10 @@ class Record:
         one it replaces; a new one gets the mode of a plain
         ``open(path, "w")``, so a committed record is readable wherever it is checked out.
         """
-        path = Path(path).expanduser()  # else "~/gemm.json" was saved under a directory named "~"
+        path = Path(path).expanduser()  # "~/gemm.json" means the home directory, not a directory named "~"
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-        except (FileExistsError, NotADirectoryError):  # it said only "[Errno 17] File exists: 'r1.py'"
+        except (FileExistsError, NotADirectoryError):  # name the file in the way, not only the errno
             blocking = file_in_the_way(path) or path.parent
             raise NotADirectoryError(
                 errno.ENOTDIR,
@@ -383,8 +295,8 @@ class Record:
                 str(path),
             ) from None
         try:
-            # Each process read the file, added its key and wrote the file whole: of several run at
-            # once, the last writer's record replaced the others', whose keys were lost unnoticed.
+            # Read, merge and write as one step: of several processes saving at once, each keeps the
+            # keys the others wrote, instead of the last writer's record replacing theirs.
             with locked_directory(Path(os.path.realpath(path)).parent, path.name):
                 self._merge_saved(path)
                 write_atomic(path, self.model().model_dump_json(indent=2) + "\n")
@@ -393,8 +305,8 @@ class Record:
         except (IsADirectoryError, FileExistsError):  # their messages say what to give
             raise
         except OSError as exc:
-            # It named the temporary file written first beside the record ('.gemm.json.86305799eca6.tmp'),
-            # a file the caller never asked for, instead of the record and what to do.
+            # Name the record and what to do, not the temporary file written first beside it
+            # ('.gemm.json.86305799eca6.tmp'), which the caller never asked for.
             raise type(exc)(
                 exc.errno,
                 f"cannot save the record {path}: {exc.strerror or exc}; give a path in a directory this process can "
@@ -416,8 +328,8 @@ class Record:
             saved = RecordFile.model_validate_json(data, context=STORED)
         except ValidationError:
             if data.strip():
-                # A trial log, a Kernel Tuner cache or a source file given as the path was replaced
-                # without a word: hours of measurements lost to a wrong argument.
+                # A trial log, a Kernel Tuner cache or a source file given as the path by mistake
+                # holds what the record would destroy: hours of measurements, or code.
                 raise FileExistsError(errno.EEXIST, _not_replaced(path), str(path)) from None
             return
         same = (saved.tuner, saved.device_id, saved.checksum, saved.space_hash, saved.autotune_level) == (
@@ -454,19 +366,19 @@ class Record:
                 f"no committed record at {path}; create one with tk.Record.for_tunables(tuner, client, tunables), "
                 "record.add(key, search_result) (or record.add_tune(tune, KeyClass)) and record.save(path)"
             ) from None
-        except IsADirectoryError:  # said only "[Errno 21] Is a directory", where save() says what to give
+        except IsADirectoryError:  # say what to give, as save() does
             raise IsADirectoryError(
                 errno.EISDIR,
                 f"{os.strerror(errno.EISDIR)}; give the record's file path in it (e.g. gemm.json)",
                 str(path),
             ) from None
         except ValidationError as exc:
-            # A trial log or cache bundle given here listed their fields as wrong; say what the file is.
+            # A trial log or cache bundle given here is no broken record: say what the file is.
             if kind := other_kind(path, "committed record"):
                 raise RecordMismatch(f"{path} is {kind}, not a committed record (tk.Record.save)") from None
             known = known_versions(RecordFile)
             if (version := _schema_version(path)) not in (None, *known):
-                # It said only "schema_version: Input should be 1", as for a file that is no record at all.
+                # Another version's record is no invalid file: say which versions this tunekit reads.
                 raise RecordMismatch(
                     f"{path} is a committed record of schema_version {version!r}, written by another tunekit "
                     f"version; this tunekit ({__version__}) reads schema_version {' and '.join(map(str, known))}: use "
@@ -515,42 +427,17 @@ class Record:
         tuner's keys is refused here, as :meth:`seed` refuses it (None: checked only by
         ``seed``, so a caller that reads winners with ``get`` should pass it).
         """
-        # A tk.Space given as tunables failed as "'Space' object has no attribute 'checksum'".
-        _check_tunables("tk.Record.load_verified", tunables)
+        # Checked first: a tk.Space given as tunables would fail later, on an attribute it lacks.
+        check_tunables("tk.Record.load_verified", tunables)
         here = running_device("tk.Record.load_verified", device_id)
-        expected = _tuner_name("tk.Record.load_verified", tuner)
+        expected = tuner_name("tk.Record.load_verified", tuner)
         record = cls.load(path)
-        problems = []
-        if (device := device_refusal(record.device_id, record.device_model, here)) is not None:
-            problems.append(device)
-        if expected is not None and record.tuner != expected:
-            problems.append(f"it was made for tuner {record.tuner!r}, this is tuner {expected!r}")
-        if record.checksum != tunables.checksum():
-            problems.append(
-                f"its candidates had checksum {record.checksum}, the running TunableSet has {tunables.checksum()} "
-                "(a tunable, its version, from_space's build code, or the space changed)"
-            )
-        space_hash = tunables.extras.get("checksum:space")
-        if record.space_hash is not None and space_hash is not None and record.space_hash != space_hash:
-            running = _described(tunables)
-            changed = f" ({space_difference(record.space, running)})" if record.space and running else ""
-            problems.append(
-                f"it was searched over space {record.space_hash}, the running space is {space_hash}{changed}"
-            )
-        major = record.tunekit_version.split(".")[0]
-        if major != str(MAJOR):
-            problems.append(f"it was written by tunekit {record.tunekit_version}, this is {__version__}")
-        if strangers := _not_candidates(record.entries.values(), tunables):
-            problems.append(f"{strangers} in its rankings are not candidates of the running TunableSet")
-        problems.extend(_configs_not_winners(record.entries.values(), tunables))
-        if (level := _level_mismatch(record, record.anchored_fields)) is not None:
-            problems.append(level)
-        if problems:
+        if problems := refusals(record, tunables, here, expected):
             raise RecordMismatch(
                 f"{path} does not apply here: " + "; ".join(problems) + "; re-tune and commit a new record"
             )
         stack = stack_drift(record.device_id, here)
-        record.warnings = tuple([f"{path}: {stack}"] if stack else []) + tuple(_drift(record, Path(path)))
+        record.warnings = tuple([f"{path}: {stack}"] if stack else []) + tuple(drift(record, Path(path)))
         record.tunables = tunables
         record.running_device_id = here.id
         if record.device_id == here.id and record.device_model is None:  # a record of an older file learns it
@@ -572,8 +459,8 @@ class Record:
         """
         if not isinstance(tuner, Tuner | LocalTuner):
             raise TypeError(f"Record.seed() takes the tk.LocalTuner (or Tuner) to seed, got {type(tuner).__name__}")
-        _check_tunables("Record.seed", tunables)
-        # A class that is no key (dict, the key's module) built from the entry and failed deep in the tuner.
+        check_tunables("Record.seed", tunables)
+        # A class that is no key (dict, the key's module) would be built from each entry and fail deep in the tuner.
         if not (isinstance(key_type, type) and getattr(key_type, "__tunekit_key__", False)):
             raise TypeError(
                 f"Record.seed(key_type=...) takes the @tk.autotune_key class the operation's keys are made of, "
@@ -586,13 +473,13 @@ class Record:
         if isinstance(tuner, LocalTuner):
             tuner = tuner.tuner(serves)
         if tuner.name != self.tuner or tuner.device_id not in (serves, self.device_id):
-            raise RecordMismatch(_not_this_tuner(self, tuner))
-        if strangers := _not_candidates(self.entries.values(), tunables):
+            raise RecordMismatch(not_this_tuner(self, tuner))
+        if strangers := not_candidates(self.entries.values(), tunables):
             raise RecordMismatch(
                 f"{strangers} in this record's rankings are not candidates of {tunables!r}; "
                 "re-tune and commit a new record"
             )
-        if (level := _level_mismatch(self, anchored_fields(key_type))) is not None:
+        if (level := level_mismatch(self, anchored_fields(key_type))) is not None:
             raise RecordMismatch(f"this record does not apply here: {level}; or re-tune and commit a new record")
         keys = []
         moved = []
@@ -610,7 +497,7 @@ class Record:
         if moved:
             level = _settings.current().autotune_level
             # A record that keeps its level passed the level check above: its keys moved for another
-            # reason, which the message named as "it predates records keeping theirs", true only of old files.
+            # reason than the level, which only an old file (one that predates records keeping it) leaves open.
             why = (
                 "the record was made at another autotune level (it predates records keeping theirs) or the key's "
                 "anchors changed; seed it at the level it was made at, or re-tune and commit a new record"
@@ -627,88 +514,8 @@ class Record:
         if local is not None and self.running_device_id is None:
             # Unverified, the record serves only the device it names: the operation run on another
             # device id tuned its keys without a word; it now warns there, naming load_verified.
-            local._seeded_unverified(self.device_id, self.device_model)
+            local.seeded_unverified.add(self.device_id, self.device_model)
         return len(self.entries)
-
-
-def _described(tunables: TunableSet[Any, Any]) -> SpaceModel | None:
-    """The space ``tunables`` was made from (``from_space``, a template), described; None without one."""
-    space = tunables.extras.get("space")
-    return space.describe() if isinstance(space, Space) else None
-
-
-def _tuner_name(where: str, tuner: object) -> str | None:
-    """The tuner name ``tuner`` (a name, a ``LocalTuner`` or a ``Tuner``) stands for; None for None."""
-    if tuner is None:
-        return None
-    if isinstance(tuner, LocalTuner | Tuner):
-        return tuner.name
-    if isinstance(tuner, str) and tuner:
-        return tuner
-    raise TypeError(
-        f"{where}(tuner=...) takes the tuner the record serves: its name (a non-empty str) or the tk.LocalTuner, "
-        f"got {tuner!r}"
-    )
-
-
-def _not_this_tuner(record: Record, tuner: Tuner) -> str:
-    """Why ``record`` cannot seed ``tuner`` (another tuner's or device's winners), and what to do."""
-    problems, remedies = [], []
-    if tuner.name != record.tuner:
-        problems.append(f"it is for tuner {record.tuner!r}, this is tuner {tuner.name!r}")
-        remedies.append(
-            f"seed the tuner it was made for (tk.LocalTuner({record.tuner!r})), or the record committed for "
-            f"{tuner.name!r} into this one"
-        )
-    if tuner.device_id not in (record.device_id, record.running_device_id):
-        problems.append(f"it was measured on device {record.device_id!r}, this tuner runs on {tuner.device_id!r}")
-        remedies.append(
-            f"seed the record committed for {tuner.device_id!r}"
-            + (
-                f", or, for the same device model ({record.device_model!r}) under another software stack, verify "
-                "this one with the running client first"
-                if record.device_model is not None and record.running_device_id is None
-                else ""
-            )
-        )
-    return (
-        "this record does not apply here: "
-        + "; ".join(problems)
-        + "; "
-        + "; ".join(remedies)
-        + " (tk.Record.load_verified(path, tunables, client, tuner=...) checks both at load), "
-        "or re-tune and commit a new record"
-    )
-
-
-def _check_tunables(where: str, tunables: object) -> None:
-    if not isinstance(tunables, TunableSet):
-        raise TypeError(
-            f"{where}() takes the running tk.TunableSet (its checksum is checked), got {type(tunables).__name__}; "
-            "e.g. tk.TunableSet.from_space(space, build, key=...)"
-        )
-
-
-def _level_mismatch(record: Record, anchored: tuple[str, ...] | None) -> str | None:
-    """Why ``record``'s keys are no buckets of the running autotune level, or None when they are (or are unknown).
-
-    Only ``minimal`` changes the buckets; ``balanced``, ``extensive`` and ``full`` share theirs
-    (another level there is drift, a warning). Keys of a class with no ``anchored`` field are
-    the same at every level.
-    """
-    level = _settings.current().autotune_level
-    if record.autotune_level is None or anchored == () or _same_buckets(record.autotune_level, level):
-        return None
-    return (
-        f"its keys are anchor buckets of autotune_level={record.autotune_level!r} and this process runs at "
-        f"{level!r}, whose buckets differ (entries would serve sizes they were not measured for, or leave "
-        f"buckets to be tuned in production); run at {record.autotune_level!r} to use it "
-        f"(TUNEKIT_AUTOTUNE_LEVEL={record.autotune_level} or tk.configure(autotune_level={record.autotune_level!r}))"
-    )
-
-
-def _same_buckets(made: AutotuneLevel, running: AutotuneLevel) -> bool:
-    return _settings.level_anchor_exponent(made) == _settings.level_anchor_exponent(running)
 
 
 def _not_replaced(path: Path) -> str:
@@ -738,74 +545,3 @@ def _schema_version(path: Path) -> object:
     # Only a file with a record's fields is taken for another version's record.
     is_record = isinstance(data, dict) and {"tuner", "device_id", "entries"} <= data.keys()
     return data.get("schema_version") if is_record else None
-
-
-def _not_candidates(entries: Iterable[RecordEntry], tunables: TunableSet[Any, Any]) -> list[str]:
-    """Names in the entries' rankings (winners included) that ``tunables`` does not hold."""
-    return sorted({name for e in entries for name in e.ranking if tunables.index_of(name) is None})
-
-
-def _configs_not_winners(entries: Iterable[RecordEntry], tunables: TunableSet[Any, Any]) -> list[str]:
-    """Entries whose ``config`` names another candidate than their winner (a hand edit of one of the two).
-
-    ``seed`` installs the ranking's names, so such an entry ran its winner while the committed
-    file, read in a review, showed another configuration.
-    """
-    name_of: Callable[[Config], str] = tunables.extras.get("space_name_of", config_name)
-    out = []
-    for entry in entries:
-        if entry.config is None:
-            continue
-        named = name_of(Config(list(entry.config), list(entry.config.values())))
-        if named != entry.winner:
-            out.append(
-                f"entry {entry.key}: its config {entry.config} is candidate {named!r}, not its winner {entry.winner!r}"
-            )
-    return out
-
-
-def _required_samples(settings: _settings.Settings) -> tuple[int, str]:
-    """The kept samples the schedule in force gives a winner, and the setting that says so.
-
-    Only the fixed schedule takes ``samples``; the adaptive one keeps between ``min_samples``
-    and ``max_samples``, so comparing its records with ``samples`` warned on every one.
-    """
-    if settings.adaptive:
-        return settings.min_samples, "the adaptive schedule's min_samples"
-    return settings.samples, "the fixed schedule's samples"
-
-
-def _drift(record: Record, path: Path) -> list[str]:
-    out = []
-    if not record.entries:  # loaded and seeded without a word, it left production to tune every key
-        out.append(f"{path}: holds no entries, so every key is tuned here; add search results (record.add) and save")
-    if record.tunekit_version != __version__:
-        out.append(f"{path}: written by tunekit {record.tunekit_version}, running {__version__}")
-    level = _settings.current().autotune_level
-    if record.autotune_level is not None and record.autotune_level != level:
-        # Same buckets (else load_verified refused it), but another short-circuit threshold chose the winners.
-        out.append(
-            f"{path}: tuned at autotune_level={record.autotune_level!r}, running at {level!r}: the same key "
-            "buckets, but the winners were chosen under that level's roofline short-circuit threshold"
-        )
-    if record.autotune_level is None:
-        out.append(
-            f"{path}: written before records kept their autotune level, so its keys are taken as buckets of "
-            f"autotune_level={_settings.current().autotune_level!r}; seed() refuses keys that are no buckets at "
-            "this level, but cannot tell a record of another level whose keys all happen to be: save it again "
-            "from a tune at the level it is used at"
-        )
-    samples, setting = _required_samples(_settings.current())
-    now = datetime.now(UTC)
-    for entry in record.entries.values():
-        if entry.samples < samples:
-            out.append(f"{path}: {entry.key} was measured with {entry.samples} samples (< {samples}, {setting})")
-        if now - entry.measured_at > _STALE_AFTER:
-            out.append(f"{path}: {entry.key} was measured on {entry.measured_at:%Y-%m-%d}, over a year ago")
-        elif entry.measured_at - now > _CLOCK_SLACK:
-            # Taken as fresh, it would never be found stale: a wrong clock where it was measured, or a hand edit.
-            out.append(
-                f"{path}: {entry.key} was measured on {entry.measured_at:%Y-%m-%d}, which is in the future here: "
-                "the clock of the machine that measured it (or this one's) was wrong, or the entry was edited"
-            )
-    return out

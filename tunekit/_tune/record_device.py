@@ -11,11 +11,22 @@ caller that does not say its model keeps the exact-id check.
 
 from __future__ import annotations
 
+import logging
+import threading
 from dataclasses import dataclass
 
 from tunekit._measure.client import Client, device_model_of
 
-__all__ = ["RunningDevice", "device_refusal", "running_device", "stack_drift", "unverified_elsewhere"]
+__all__ = [
+    "RunningDevice",
+    "UnverifiedSeeds",
+    "device_refusal",
+    "running_device",
+    "stack_drift",
+    "unverified_elsewhere",
+]
+
+_log = logging.getLogger("tunekit.tuner")
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,3 +120,45 @@ def unverified_elsewhere(tuner: str, seeded: dict[str, str | None], running: Run
         "tk.Record.load_verified(path, tunables, client, tuner=...) before seed, which installs its winners for "
         "the running client's device id (and refuses another model's)"
     )
+
+
+class UnverifiedSeeds:
+    """The device ids that an operation's winners seeded from unverified records serve, and who was told.
+
+    ``Record.seed`` of a plain ``Record.load`` installs the winners for the device the record was
+    measured on (``add``). Run on another device id, the operation tunes its keys there, and
+    ``warn_unserved`` says why, once per device id.
+    """
+
+    def __init__(self, tuner: str) -> None:
+        self._tuner = tuner
+        self._lock = threading.Lock()
+        self._served: dict[str, str | None] = {}
+        """Device id -> model, of each device the seeded records were measured on."""
+        self._told: set[str] = set()
+
+    def add(self, device_id: str, device_model: str | None) -> None:
+        """Note that an unverified record's winners were installed for ``device_id`` only."""
+        with self._lock:
+            self._served[device_id] = device_model
+
+    def warn_unserved(self, device_id: str, client: Client) -> None:
+        """Warn, once per device id, when the seeded winners do not serve ``device_id``.
+
+        Called at each key not in memory, not only at a device's first call: a record seeded
+        into a tuner that has already run on another device is still told about there.
+        """
+        if not self._served or device_id in self._served or device_id in self._told:
+            return
+        with self._lock:
+            if device_id in self._told:
+                return
+            self._told.add(device_id)
+            seeded = dict(self._served)
+        _log.warning("%s", unverified_elsewhere(self._tuner, seeded, RunningDevice(device_id, device_model_of(client))))
+
+    def clear(self) -> None:
+        """Forget every seed and every warning given."""
+        with self._lock:
+            self._served.clear()
+            self._told.clear()

@@ -1,0 +1,185 @@
+"""Measuring one tune: the plan's batches (or a search), each compiled, checked and timed, until one has a winner."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Container
+from typing import Any, NamedTuple
+
+from tunekit._base.errors import ClientClosed, TunekitError, describe_error
+from tunekit._candidates.plan import plan_batches, skip_reason
+from tunekit._measure.bounds import time_limit_ns
+from tunekit._measure.check import Gate, ReferenceFailed
+from tunekit._measure.isolation import check_each, open_runner, refuse_unforkable
+from tunekit._measure.prepare import prepare_batch
+from tunekit._measure.runner import CandidateRunner
+from tunekit._measure.schedule import BatchResult, measure_batch
+from tunekit._observe.observers import TuneObservation
+from tunekit._tune.search_tune import search_tune
+from tunekit._tune.tune_job import TuneJob
+from tunekit._values.outcome import Failed, Outcome, Skipped
+from tunekit._values.records import CheckResult, FallbackBatch, Prepared
+
+__all__ = ["Measurement", "measure"]
+
+
+class Measurement(NamedTuple):
+    """What a tune measured: every candidate's outcome, the batch each ran in, and the ranking (empty: no winner)."""
+
+    outcomes: dict[int, Outcome]
+    batch_of: dict[int, int]
+    ranking: tuple[int, ...]
+
+
+def measure(job: TuneJob, observation: TuneObservation) -> Measurement:
+    """Measure the plan's batches until one yields a measured candidate (or search the set's space)."""
+    tunables, key, settings = job.tunables, job.key, job.settings
+    refuse_unforkable(job.client, tunables.isolation, settings, where=job.where)  # before inputs, peaks or compiles
+    bench_inputs = _benchmark_inputs(job)
+    gate = Gate(job.client, bench_inputs, tunables.reference) if tunables.reference is not None else None
+    batches = plan_batches(key, tunables.tunables)
+    limit_ns = None
+    if tunables.short_circuit:
+        limit_ns = time_limit_ns(
+            tunables.bounds, key, bench_inputs, job.client, settings.short_circuit_threshold, job.tuner
+        )
+    outcomes: dict[int, Outcome] = {}
+    batch_of: dict[int, int] = {}
+    ranking: tuple[int, ...] = ()
+    # Batches hold an index at most once: when they hold as many as the set, every index is planned, and a range
+    # says so without a set of them all (270 MiB at a searched space set's first execute of 5*10^6).
+    count = len(tunables.tunables)
+    planned: Container[int] = range(count)
+    if sum(map(len, batches)) < count:
+        planned = {i for batch in batches for i in batch}
+        for index in range(count):
+            if index not in planned:
+                outcomes[index] = Skipped(skip_reason(key, tunables.tunables[index]))
+    # Compiling and checking run in this process, before the runner times anything.
+    with open_runner(job.client, tunables, bench_inputs, settings, key=key, where=job.where, gate=gate) as opened:
+        runner = observation.runner(opened, tunables.names)
+
+        def run_batch(
+            batch: list[int], number: int, deadline: float | None = None
+        ) -> tuple[dict[int, Outcome], BatchResult]:
+            """Compile, check and time one batch; every outcome, and the schedule's result."""
+            results: dict[int, Outcome] = dict(
+                _prepare_and_check(job, batch, number, bench_inputs, gate, opened, observation)
+            )
+            measured = measure_batch(
+                runner,
+                [i for i in batch if i not in results],
+                settings,
+                client=job.client,
+                limit_ns=limit_ns,
+                names=tunables.names,
+                lone_samples=settings.min_samples if tunables.search is not None else 1,
+                deadline=deadline,
+            )
+            results.update(measured)
+            job.events.extend(measured.events)
+            observation.outcomes(results, tunables.names)
+            return results, measured
+
+        if tunables.search is not None:
+            return Measurement(
+                *search_tune(
+                    tuner=job.tuner,
+                    device_id=job.device_id,
+                    tunables=tunables,
+                    key=key,
+                    spec=tunables.search,
+                    planned=planned,
+                    run_batch=run_batch,
+                    events=job.events,
+                )
+            )
+        for number, batch in enumerate(batches):
+            if number > 0:
+                job.events.append(FallbackBatch(batch=number))
+            observation.batch(number, [tunables.tunables[i].name for i in batch])
+            results, measured = run_batch(batch, number)
+            ranking = measured.ranking
+            for index in batch:
+                batch_of[index] = number
+                outcomes[index] = results.get(index, Skipped("not measured"))
+            if ranking:
+                break
+    return Measurement(outcomes, batch_of, ranking)
+
+
+def _prepare_and_check(
+    job: TuneJob,
+    batch: list[int],
+    number: int,
+    inputs: tuple[Any, ...],
+    gate: Gate | None,
+    runner: CandidateRunner,
+    observation: TuneObservation,
+) -> dict[int, Failed]:
+    """Compile every candidate of the batch (concurrently), then check each once where the runner runs it."""
+    tunables = job.tunables
+    phase = prepare_batch(tunables, batch, inputs, job.settings.compile_workers, on_compiled=observation.compiled)
+    failures = phase.failures
+    if phase.hooks:
+        job.events.append(
+            Prepared(
+                batch=number,
+                candidates=phase.hooks,
+                failed=len(failures),
+                workers=phase.threads,
+                wall_time_s=phase.wall_time_s,
+                compiled_in_process=phase.slower_path,
+            )
+        )
+    if gate is None:
+        return failures
+    try:
+        # Each check's event is kept as its check ends: a reference that fails later stops the tune with them.
+        for index, check in check_each(runner, gate, [i for i in batch if i not in failures], tunables):
+            if isinstance(check, Failed):
+                failures[index] = check
+                continue
+            name = tunables.tunables[index].name
+            job.events.append(
+                CheckResult(
+                    name=name,
+                    passed=check.passed,
+                    against=gate.against,
+                    detail=check.detail,
+                    max_abs_error=check.max_abs_error,
+                    max_rel_error=check.max_rel_error,
+                )
+            )
+            if not check.passed:
+                failures[index] = Failed(check.detail, "check")
+            else:
+                observation.checked(name)
+    except ReferenceFailed as exc:
+        raise ReferenceFailed(f"{job.where}: {exc}") from exc.__cause__
+    return failures
+
+
+def _benchmark_inputs(job: TuneJob) -> tuple[Any, ...]:
+    """Inputs candidates are timed on: generated, or deep copies of the caller's."""
+    generator = job.tunables.inputs
+    if generator is None:
+        try:
+            return copy.deepcopy(job.inputs)
+        except Exception as exc:
+            raise TunekitError(
+                f"{job.where}: cannot deep-copy the inputs for benchmarking ({describe_error(exc)}); "
+                "give the TunableSet an inputs= generator"
+            ) from exc
+    try:
+        generated = generator(job.key, *job.inputs)
+    except ClientClosed:  # allocating on a closed client is not the generator's mistake
+        raise
+    except Exception as exc:
+        raise TunekitError(f"{job.where}: the input generator raised {describe_error(exc)} ({job.tunables!r})") from exc
+    if not isinstance(generated, tuple):
+        raise TunekitError(
+            f"{job.where}: the input generator returned {type(generated).__name__}; "
+            "it must return a tuple of the arguments every candidate is called with"
+        )
+    return generated
