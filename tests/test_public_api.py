@@ -14,6 +14,7 @@ EXPECTED = {
     "BenchmarkDurations",
     "BestTrial",
     "Bounds",
+    "Budget",
     "CacheLookup",
     "CacheRow",
     "CacheState",

@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     )
     from tunekit._base.settings import Settings, configure
     from tunekit._base.settings import current as settings
+    from tunekit._candidates.budget import Budget
     from tunekit._candidates.isolation import Isolation
     from tunekit._candidates.plan import plan_batches
     from tunekit._candidates.space import Config, ParamValue, ParamValues, Space, SpaceModel, pow2
@@ -94,8 +95,9 @@ if TYPE_CHECKING:
         add_record_sink,
         remove_record_sink,
     )
-    from tunekit._search.driver import BestTrial, SearchResult, Trial, search
     from tunekit._search.objective import Objective, tune_objective
+    from tunekit._search.result import BestTrial, SearchResult, Trial
+    from tunekit._search.search import search
     from tunekit._search.strategies import Strategy, StrategyFactory
     from tunekit._store.cache import PersistentCache, default_cache_dir
     from tunekit._tune.local import LocalTuner
@@ -132,6 +134,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "BatchStarted": ("tunekit._observe.events", "BatchStarted"),
     "BenchmarkDurations": ("tunekit._values.durations", "BenchmarkDurations"),
     "Bounds": ("tunekit._measure.bounds", "Bounds"),
+    "Budget": ("tunekit._candidates.budget", "Budget"),
     "CacheLookup": ("tunekit._observe.events", "CacheLookup"),
     "CacheRow": ("tunekit._values.cache_row", "CacheRow"),
     "CacheState": ("tunekit._values.cache_state", "CacheState"),
@@ -177,7 +180,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "SampleStats": ("tunekit._values.records", "SampleStats"),
     "SamplingStopped": ("tunekit._values.records", "SamplingStopped"),
     "SearchEnded": ("tunekit._values.records", "SearchEnded"),
-    "SearchResult": ("tunekit._search.driver", "SearchResult"),
+    "SearchResult": ("tunekit._search.result", "SearchResult"),
     "Settings": ("tunekit._base.settings", "Settings"),
     "SettingsError": ("tunekit._base.errors", "SettingsError"),
     "ShortCircuit": ("tunekit._values.records", "ShortCircuit"),
@@ -197,8 +200,8 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "SupportsWarmup": ("tunekit._measure.client", "SupportsWarmup"),
     "PreparesTogether": ("tunekit._measure.prepare", "PreparesTogether"),
     "Thresholds": ("tunekit._measure.bounds", "Thresholds"),
-    "Trial": ("tunekit._search.driver", "Trial"),
-    "BestTrial": ("tunekit._search.driver", "BestTrial"),
+    "Trial": ("tunekit._search.result", "Trial"),
+    "BestTrial": ("tunekit._search.result", "BestTrial"),
     "TrialEntry": ("tunekit._values.trial_log", "TrialEntry"),
     "TrialLogError": ("tunekit._base.errors", "TrialLogError"),
     "TrialLogHeader": ("tunekit._values.trial_log", "TrialLogHeader"),
@@ -231,7 +234,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "read_records": ("tunekit._observe.reader", "read_records"),
     "remove_observer": ("tunekit._observe.observers", "remove_observer"),
     "remove_record_sink": ("tunekit._observe.sinks", "remove_record_sink"),
-    "search": ("tunekit._search.driver", "search"),
+    "search": ("tunekit._search.search", "search"),
     "settings": ("tunekit._base.settings", "current"),
     "tune_benchmark": ("tunekit._measure.benchmark", "tune_benchmark"),
     "tune_objective": ("tunekit._search.objective", "tune_objective"),
@@ -248,6 +251,7 @@ __all__ = [
     "BenchmarkDurations",
     "BestTrial",
     "Bounds",
+    "Budget",
     "CacheLookup",
     "CacheRow",
     "CacheState",
