@@ -11,7 +11,6 @@ import numbers
 import os
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, TypedDict
 
 from tunekit._base.extras import require_extra
@@ -97,7 +96,7 @@ class Budget:
     finalists: int | None
     # Left out of the hash: dict incumbents are not hashable, and equal budgets still hash alike.
     require: tuple[Mapping[str, Any], ...] = field(hash=False)
-    log: Path | None
+    log: str | os.PathLike[str] | None
 
     def __init__(
         self,
@@ -131,7 +130,7 @@ class Budget:
             ("batch", batch),
             ("finalists", finalists),
             ("require", tuple(require)),
-            ("log", None if log is None else Path(log)),
+            ("log", log),
         )
         for name, value in fields:
             object.__setattr__(self, name, value)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -96,7 +97,7 @@ def run_search(
     wait_s = _settings.current().tune_lock_timeout_s
     trial_log = (
         TrialLog.open(
-            budget.log, tuner=tuner, space=space, device_id=device_id, key=key_dict, build=build_id, wait_s=wait_s
+            Path(budget.log), tuner=tuner, space=space, device_id=device_id, key=key_dict, build=build_id, wait_s=wait_s
         )
         if budget.log
         else None

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
 from tunekit._base.errors import NoValidKernelFound
 from tunekit._candidates.search_spec import config_name
@@ -61,7 +61,10 @@ def emit_search_record(
 
 
 def raise_if_no_winner(
-    result: SearchResult, key: object, log: str | Path | None, name_of: Callable[[Config], str] = config_name
+    result: SearchResult,
+    key: object,
+    log: str | os.PathLike[str] | None,
+    name_of: Callable[[Config], str] = config_name,
 ) -> None:
     """Raise ``NoValidKernelFound`` when no evaluated configuration was measured, as ``execute`` does.
 
@@ -75,9 +78,9 @@ def raise_if_no_winner(
     raise NoValidKernelFound(result.tuner, key, failures, recorded=no_winner_note(search_ended(result), log))
 
 
-def no_winner_note(ended: SearchEnded, log: str | Path | None) -> str:
+def no_winner_note(ended: SearchEnded, log: str | os.PathLike[str] | None) -> str:
     """How a search that measured nothing ended, and where its trials are kept (``NoValidKernelFound.recorded``)."""
-    kept = f"; every trial is kept in {log}: a rerun with the same log resumes it" if log is not None else ""
+    kept = f"; every trial is kept in {os.fspath(log)}: a rerun with the same log resumes it" if log is not None else ""
     budget_empty_at_start = not ended.evaluations and ended.stopped_by == "objective_budget"
     why = " (the objective's remaining() was 0 before anything was measured)" if budget_empty_at_start else ""
     # Cut short by the budget, the rest of the space was never tried: a larger one tries more of it.

@@ -122,7 +122,7 @@ def search_note(
 
 def _log_path(tuner: str, device_id: str, tunables: TunableSet[Any, Any], key: object, spec: SearchSpec) -> Path | None:
     """The key's own trial log beside the budget's ``log`` (one search per key and device), or None without one."""
-    base = spec.budget.log
-    if not base:
+    if not spec.budget.log:
         return None
+    base = Path(spec.budget.log)  # with_search keeps it as a Path, ~ expanded
     return key_log_path(base, tuner=tuner, device_id=device_id, key=key_to_dict(key), checksum=tunables.checksum())
