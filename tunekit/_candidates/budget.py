@@ -121,7 +121,8 @@ class Budget:
             require=require,
             log=log,
         )
-        # Frozen: the fields are set past the dataclass's own __setattr__, once, here.
+        # Written by hand (init=False) so that every value is checked before it is stored and require
+        # is kept as a tuple; frozen, so the fields are set past the dataclass's own __setattr__, once.
         fields = (
             ("max_evals", max_evals),
             ("max_seconds", max_seconds),
