@@ -25,7 +25,7 @@ from rich.console import Console
 from rich.table import Table
 
 import tunekit as tk
-from tunekit._search.driver import _budget_covers
+from tunekit._search.choose import budget_covers
 
 
 @dataclass(frozen=True)
@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
         for scenario in SCENARIOS:
             space = scenario.space()
             started = time.perf_counter()
-            picks[scenario.label] = _budget_covers(space, scenario.max_evals, None)
+            picks[scenario.label] = budget_covers(space, scenario.max_evals, None)
             decide[scenario.label].append(time.perf_counter() - started)
     table = Table(title=f"strategy='auto' on restricted spaces: decision median of {args.rounds} rounds; host CPU")
     for column in ("scenario", "auto picks", "decision ms", "auto search s (evals)", "model_ils search s (evals)"):

@@ -6,8 +6,8 @@ import itertools
 
 import numpy as np
 
+from tunekit._search.strategies.additive import AdditiveModel
 from tunekit._search.strategies.pairwise import PairwiseModel
-from tunekit._search.strategies.surrogate import AdditiveModel
 
 
 def features(positions: np.ndarray, widths: tuple[int, ...]) -> np.ndarray:

@@ -21,6 +21,7 @@ EXPECTED = {
     "BenchmarkDurations",
     "BestTrial",
     "Bounds",
+    "Budget",
     "CacheLookup",
     "CacheRow",
     "CacheState",

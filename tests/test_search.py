@@ -460,7 +460,7 @@ def test_auto_is_exhaustive_when_the_budget_covers_a_large_restricted_space() ->
 
 
 def test_auto_does_not_count_a_restricted_space_past_the_counting_limit(monkeypatch: pytest.MonkeyPatch) -> None:
-    from tunekit._search import driver as _search
+    from tunekit._search import choose as _search
 
     calls = 0
 
@@ -471,9 +471,9 @@ def test_auto_does_not_count_a_restricted_space_past_the_counting_limit(monkeypa
 
     space = tk.Space(A=range(100), B=range(100), restrict=restrict)
     monkeypatch.setattr(_search, "AUTO_COUNT_LIMIT", 9_999)
-    assert not _search._budget_covers(space, 100, None) and calls == 0
+    assert not _search.budget_covers(space, 100, None) and calls == 0
     monkeypatch.setattr(_search, "AUTO_COUNT_LIMIT", 10_000)
-    assert _search._budget_covers(space, 100, None) and calls == 10_000
+    assert _search.budget_covers(space, 100, None) and calls == 10_000
 
 
 def _fails(config: tk.Config) -> object:

@@ -47,8 +47,9 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "BadLine": ("tunekit._observe.reader", "BadLine"),
     "BatchStarted": ("tunekit._observe.events", "BatchStarted"),
     "BenchmarkDurations": ("tunekit._values.durations", "BenchmarkDurations"),
-    "BestTrial": ("tunekit._search.driver", "BestTrial"),
+    "BestTrial": ("tunekit._search.result", "BestTrial"),
     "Bounds": ("tunekit._measure.bounds", "Bounds"),
+    "Budget": ("tunekit._candidates.budget", "Budget"),
     "CacheLookup": ("tunekit._observe.events", "CacheLookup"),
     "CacheRow": ("tunekit._values.cache_row", "CacheRow"),
     "CacheState": ("tunekit._values.cache_state", "CacheState"),
@@ -86,7 +87,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "SampleStats": ("tunekit._values.records", "SampleStats"),
     "SamplingStopped": ("tunekit._values.records", "SamplingStopped"),
     "SearchEnded": ("tunekit._values.records", "SearchEnded"),
-    "SearchResult": ("tunekit._search.driver", "SearchResult"),
+    "SearchResult": ("tunekit._search.result", "SearchResult"),
     "Settings": ("tunekit._base.settings", "Settings"),
     "SettingsError": ("tunekit._base.errors", "SettingsError"),
     "ShortCircuit": ("tunekit._values.records", "ShortCircuit"),
@@ -98,7 +99,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "StrategyName": ("tunekit._candidates.strategy", "StrategyName"),
     "StreamSink": ("tunekit._observe.sinks", "StreamSink"),
     "Thresholds": ("tunekit._measure.bounds", "Thresholds"),
-    "Trial": ("tunekit._search.driver", "Trial"),
+    "Trial": ("tunekit._search.result", "Trial"),
     "TrialEntry": ("tunekit._values.trial_log", "TrialEntry"),
     "TrialLogError": ("tunekit._base.errors", "TrialLogError"),
     "TrialLogHeader": ("tunekit._values.trial_log", "TrialLogHeader"),
@@ -130,7 +131,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "read_records": ("tunekit._observe.reader", "read_records"),
     "remove_observer": ("tunekit._observe.observers", "remove_observer"),
     "remove_record_sink": ("tunekit._observe.sinks", "remove_record_sink"),
-    "search": ("tunekit._search.driver", "search"),
+    "search": ("tunekit._search.search", "search"),
     "settings": ("tunekit._base.settings", "current"),
     "tune_benchmark": ("tunekit._measure.benchmark", "tune_benchmark"),
     "tune_objective": ("tunekit._search.objective", "tune_objective"),
@@ -181,6 +182,7 @@ if TYPE_CHECKING:
     )
 
     settings = current  # tk.settings(): the settings in force
+    from tunekit._candidates.budget import Budget as Budget
     from tunekit._candidates.config import Config as Config, ParamValue as ParamValue
     from tunekit._candidates.plan import (
         plan_batches as plan_batches,
@@ -250,16 +252,12 @@ if TYPE_CHECKING:
         add_record_sink as add_record_sink,
         remove_record_sink as remove_record_sink,
     )
-    from tunekit._search.driver import (
-        BestTrial as BestTrial,
-        SearchResult as SearchResult,
-        Trial as Trial,
-        search as search,
-    )
     from tunekit._search.objective import (
         Objective as Objective,
         tune_objective as tune_objective,
     )
+    from tunekit._search.result import BestTrial as BestTrial, SearchResult as SearchResult, Trial as Trial
+    from tunekit._search.search import search as search
     from tunekit._search.strategies import (
         Strategy as Strategy,
         StrategyFactory as StrategyFactory,

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import inspect
-import os
 import typing
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+from collections.abc import Callable, Sequence
+from typing import Any, Generic, Protocol, TypeVar, Unpack
 
 from tunekit._base.code_identity import code_identity
 from tunekit._base.errors import CandidateFailed, ClientClosed, describe_error
 from tunekit._base.settings import IsolationMode
+from tunekit._candidates.budget import SEARCH_KEYS, Budget, SearchOptions, budget_from
 from tunekit._candidates.config import Config
 from tunekit._candidates.isolation import (
     DeviceLocatorWorkerFactory,
@@ -28,18 +29,13 @@ from tunekit._candidates.search_spec import (
     check_build,
     check_enumerable,
     check_log_path,
-    check_search_args,
     config_name,
     empty_space_error,
     incumbents_of,
 )
 from tunekit._candidates.space import Space
 from tunekit._candidates.space_tunables import SpaceTunables
-from tunekit._candidates.strategy import StrategyName
 from tunekit._candidates.tunable import Tunable
-
-if TYPE_CHECKING:
-    from tunekit._candidates.strategy import StrategyName
 
 __all__ = ["BoundsFn", "InputGenerator", "KeyGenerator", "LazyBuild", "TunableSet", "build_identity", "tuned_function"]
 
@@ -364,29 +360,18 @@ class TunableSet(Generic[K, Out]):
         isolation = Isolation(mode, timeout_s, reference, "device_id" in keywords, "locator" in keywords)
         return self.with_extra(_ISOLATION, isolation)
 
-    def with_search(
-        self,
-        *,
-        strategy: StrategyName | Callable[..., object] = "auto",
-        max_evals: int | None = None,
-        max_seconds: float | None = None,
-        seed: int = 0,
-        batch: int = 8,
-        finalists: int = 4,
-        require: Sequence[Mapping[str, Any]] = (),
-        log: str | os.PathLike[str] | None = None,
-    ) -> TunableSet[K, Out]:
+    def with_search(self, *, budget: Budget | None = None, **options: Unpack[SearchOptions]) -> TunableSet[K, Out]:
         """A new set whose keys are tuned by searching its space within a budget, not by measuring all of it.
 
         Only for a set made from a ``tk.Space`` (``TunableSet.from_space``, or an OpenCL
-        ``KernelTemplate(...).tunable_set``). Each new key runs the same search as
-        ``tk.search`` (``strategy``, ``seed``, ``max_evals``/``max_seconds``, ``batch``,
-        ``finalists``, ``require``, ``log``), measuring candidates like any tune (prepare,
-        correctness check, schedule); the winner is cached and recorded like any other, and the
-        record carries a ``search`` event saying which limit ended it. ``require``: incumbents
-        measured first for every key, checked against the space here. ``log``: one resumable
-        trial log per key and device, beside this path with the key in its name
-        (``gemm.jsonl`` -> ``gemm.m=4096,n=4096.1a2b3c4d.jsonl``).
+        ``KernelTemplate(...).tunable_set``). Each new key runs the same search as ``tk.search``
+        (``budget=tk.Budget(...)``, or its fields as keywords: ``strategy``, ``seed``,
+        ``max_evals``/``max_seconds``, ``batch``, ``finalists``, ``require``, ``log``), measuring
+        candidates like any tune (prepare, correctness check, schedule); the winner is cached and
+        recorded like any other, and the record carries a ``search`` event saying which limit ended
+        it. ``require``: incumbents measured first for every key, checked against the space here.
+        ``log``: one resumable trial log per key and device, beside this path with the key in its
+        name (``gemm.jsonl`` -> ``gemm.m=4096,n=4096.1a2b3c4d.jsonl``).
         """
         space = self.extras.get("space")
         if not isinstance(space, Space):
@@ -394,25 +379,13 @@ class TunableSet(Generic[K, Out]):
                 "TunableSet.with_search(...) needs a set made from a tk.Space: build it with "
                 "TunableSet.from_space(space, build, key=...) or KernelTemplate(...).tunable_set(...)"
             )
-        check_search_args(
-            "TunableSet.with_search",
-            seed=seed,
-            max_evals=max_evals,
-            max_seconds=max_seconds,
-            batch=batch,
-            finalists=finalists,
-            require=require,
-            strategy=strategy,
-            log=log,
-        )
+        budget = budget_from("TunableSet.with_search", budget, options, SEARCH_KEYS)
         # Checked here, as early as possible: tk.search checks them at its call, but a set's
         # searches run later, inside execute, one per key.
-        incumbents = tuple(incumbents_of(space, require))
-        log_path = check_log_path(log) if log is not None else None
+        incumbents = tuple(incumbents_of(space, budget.require))
+        log = check_log_path(budget.log) if budget.log is not None else None
         name_of = self.extras.get("space_name_of", config_name)
-        spec = SearchSpec(
-            space, name_of, strategy, max_evals, max_seconds, seed, batch, finalists, incumbents, log_path
-        )
+        spec = SearchSpec(space, name_of, dataclasses.replace(budget, require=incumbents, log=log))
         return self.with_extra(_SEARCH, spec)
 
     @property

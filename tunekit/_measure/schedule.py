@@ -26,6 +26,7 @@ import statistics
 import time
 from collections.abc import Iterator, Mapping, Sequence
 
+from tunekit._base.deadline import past
 from tunekit._base.errors import CandidateFailed, ClientClosed, describe_error
 from tunekit._base.settings import Settings
 from tunekit._measure.client import Client, SupportsWarmup
@@ -139,14 +140,10 @@ def measure_batch(
     return _Adaptive(runner, batch, settings, client, limit_ns, names, lone_samples, deadline).run()
 
 
-def _past(deadline: float | None) -> bool:
-    return deadline is not None and time.monotonic() >= deadline
-
-
 def _fixed(runner: CandidateRunner, batch: Sequence[int], settings: Settings, deadline: float | None) -> BatchResult:
     outcomes: dict[int, Outcome] = {}
     for index in batch:
-        if outcomes and _past(deadline):
+        if outcomes and past(deadline):
             break
         try:
             for _ in range(settings.warmup):
@@ -248,9 +245,9 @@ class _Adaptive:
         for position, index in enumerate(self.batch):
             if index in self.outcomes:
                 continue
-            # A search's time is spent: the candidates not started are not evaluated (the rounds
-            # still rank those that were). Checked between candidates, not batches: a batch would overrun it.
-            if started and _past(self.deadline):
+            # Checked before each candidate, not once per batch, so a search overruns its time by one
+            # candidate at most: those not started are not evaluated (the rounds still rank those that were).
+            if started and past(self.deadline):
                 break
             started = True
             try:

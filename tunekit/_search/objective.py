@@ -9,20 +9,22 @@ log and result as kernel tuning, so its winner can go into a committed ``tk.Reco
 
 from __future__ import annotations
 
-import time
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, Unpack, runtime_checkable
 
 from tunekit._base import settings as _settings
+from tunekit._base.deadline import past
 from tunekit._base.errors import ClientClosed, describe_error
+from tunekit._candidates.arguments import is_int
+from tunekit._candidates.budget import OBJECTIVE_KEYS, Budget, BudgetOptions, budget_from
 from tunekit._candidates.config import Config
-from tunekit._candidates.search_spec import _is_int, check_search_args, check_search_names
+from tunekit._candidates.search_spec import check_search_names
 from tunekit._candidates.space import Space
-from tunekit._candidates.strategy import StrategyName
 from tunekit._observe.sinks import RecordSink, as_sinks
-from tunekit._search.driver import SearchResult, emit_search_record, raise_if_no_winner, refuse_autotune_off, run_search
-from tunekit._search.strategies import StrategyFactory
+from tunekit._search.driver import refuse_autotune_off, run_search
+from tunekit._search.record import emit_search_record, raise_if_no_winner
+from tunekit._search.result import SearchResult
 from tunekit._values.durations import BenchmarkDurations
 from tunekit._values.outcome import Failed, Measured, Outcome, Skipped
 from tunekit._values.records import AutotuneRecord
@@ -61,17 +63,15 @@ def tune_objective(
     tuner: str,
     device_id: str,
     key: object = None,
-    strategy: StrategyName | StrategyFactory = "auto",
-    seed: int = 0,
-    max_evals: int | None = None,
-    max_seconds: float | None = None,
-    require: Sequence[Mapping[str, Any]] = (),
-    log: str | Path | None = None,
+    budget: Budget | None = None,
     sinks: Sequence[RecordSink | Callable[[AutotuneRecord], object]] = (),
+    **options: Unpack[BudgetOptions],
 ) -> SearchResult:
     """Search ``objective.space``, measuring one configuration at a time through the objective.
 
-    Arguments mean what they mean for ``tk.search``; the search also stops with
+    Arguments mean what they mean for ``tk.search`` (``budget=tk.Budget(...)``, or its fields as
+    keywords), but the objective measures one configuration at a time and no finalist is measured
+    again, so a budget here leaves ``batch`` and ``finalists`` unset. The search also stops with
     ``stopped_by == "objective_budget"`` once ``objective.remaining()`` reaches 0.
     The incumbents (``require``) are measured whatever the budget, as for ``tk.search``:
     even when ``remaining()`` is already 0, so the engine's budget can be overrun by up
@@ -93,17 +93,7 @@ def tune_objective(
     # Checked before the search: a sink that is not one failed only at the end, losing the record.
     resolved_sinks = as_sinks(sinks, "tk.tune_objective(sinks=...)")
     check_search_names("tk.tune_objective", tuner=tuner, device_id=device_id)
-    check_search_args(
-        "tk.tune_objective",
-        seed=seed,
-        max_evals=max_evals,
-        max_seconds=max_seconds,
-        batch=1,
-        finalists=0,
-        require=require,
-        strategy=strategy,
-        log=log,
-    )
+    budget = _one_at_a_time(budget_from("tk.tune_objective", budget, options, OBJECTIVE_KEYS))
     refuse_autotune_off(f"tk.tune_objective(tuner={tuner!r})", _settings.current())
     space = objective.space
     if not isinstance(space, Space):
@@ -113,7 +103,7 @@ def tune_objective(
         # A str or float compared against the budget deep in the driver ('<=' not supported,
         # or a fractional batch size); an engine's answer is checked where it is read.
         left = objective.remaining()
-        if left is not None and not _is_int(left):
+        if left is not None and not is_int(left):
             raise TypeError(
                 f"{type(objective).__name__}.remaining() must return an int (measurements the engine still "
                 f"allows) or None (no limit of its own), got {left!r}"
@@ -125,7 +115,7 @@ def tune_objective(
     def evaluate(configs: Sequence[Config], deadline: float | None) -> Mapping[Config, Outcome]:
         outcomes: dict[Config, Outcome] = {}
         for config in configs:
-            if outcomes and deadline is not None and time.monotonic() >= deadline:
+            if outcomes and past(deadline):
                 break  # the search's time is spent: the rest are no trials
             try:
                 outcome = objective.measure(config)
@@ -144,21 +134,22 @@ def tune_objective(
             outcomes[config] = outcome
         return outcomes
 
-    result = run_search(
-        space,
-        evaluate,
-        tuner=tuner,
-        device_id=device_id,
-        key=key,
-        strategy=strategy,
-        seed=seed,
-        max_evals=max_evals,
-        max_seconds=max_seconds,
-        require=require,
-        log=log,
-        remaining=remaining,
-        batch=1,
-    )
+    result = run_search(space, evaluate, budget=budget, tuner=tuner, device_id=device_id, key=key, remaining=remaining)
     emit_search_record(result, key, resolved_sinks)
-    raise_if_no_winner(result, key, log)
+    raise_if_no_winner(result, key, budget.log)
     return result
+
+
+def _one_at_a_time(budget: Budget) -> Budget:
+    """``budget`` measuring one configuration per batch and re-measuring no finalist, as an objective's search does.
+
+    An objective's measurement is a whole request at engine scale: the engine's own budget
+    (``remaining()``) is read before each, and a finalists' batch would spend it past that count.
+    """
+    if budget.batch not in (None, 1) or budget.finalists not in (None, 0):
+        raise ValueError(
+            "tk.tune_objective(budget=...) measures one configuration at a time and measures no finalist again, "
+            f"so its budget leaves batch and finalists unset; got batch={budget.batch!r}, "
+            f"finalists={budget.finalists!r}: leave them out of the tk.Budget"
+        )
+    return dataclasses.replace(budget, batch=1, finalists=0)

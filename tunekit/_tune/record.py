@@ -36,7 +36,7 @@ from tunekit._candidates.space_model import SpaceModel
 from tunekit._candidates.tunable_set import TunableSet
 from tunekit._keys.key import anchored_fields, is_autotune_key, key_to_json, off_buckets
 from tunekit._measure.client import Client
-from tunekit._search.driver import SearchResult
+from tunekit._search.result import SearchResult
 from tunekit._store.file_kind import other_kind, other_kind_name
 from tunekit._tune.local import LocalTuner
 from tunekit._tune.record_checks import (

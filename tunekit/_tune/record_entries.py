@@ -15,7 +15,7 @@ from tunekit._candidates.config import Config
 from tunekit._candidates.space_model import space_difference
 from tunekit._candidates.tunable_set import TunableSet
 from tunekit._keys.key import key_to_json
-from tunekit._search.driver import SearchResult
+from tunekit._search.result import SearchResult
 from tunekit._tune.record_checks import Provenance
 from tunekit._values.outcome import Measured
 from tunekit._values.records import AutotuneRecord, SearchEnded

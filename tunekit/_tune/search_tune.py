@@ -8,6 +8,7 @@ would, and its winner is cached and recorded like any other.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Callable, Container, Mapping, Sequence
 from pathlib import Path
@@ -19,7 +20,8 @@ from tunekit._candidates.search_spec import SearchSpec
 from tunekit._candidates.tunable_set import TunableSet
 from tunekit._keys.key import key_to_dict
 from tunekit._measure.schedule import BatchResult
-from tunekit._search.driver import Ranked, no_winner_note, run_search, search_ended
+from tunekit._search.driver import Ranked, run_search
+from tunekit._search.record import no_winner_note, search_ended
 from tunekit._store.trials import key_log_path
 from tunekit._values.outcome import Outcome, Skipped
 from tunekit._values.records import RecordEvent, SearchEnded, ShortCircuit
@@ -81,21 +83,9 @@ def search_tune(
         ranked.met_limit = any(isinstance(event, ShortCircuit) for event in measured.events)
         return ranked
 
-    result = run_search(
-        spec.space,
-        evaluate,
-        tuner=tuner,
-        device_id=device_id,
-        key=key,
-        strategy=spec.strategy,  # type: ignore[arg-type]
-        seed=spec.seed,
-        max_evals=spec.max_evals,
-        max_seconds=spec.max_seconds,
-        batch=spec.batch,
-        finalists=spec.finalists,
-        require=spec.require,
-        log=_log_path(tuner, device_id, tunables, key, spec),
-    )
+    # The set's budget, with the key's own trial log in place of the base path it names.
+    budget = dataclasses.replace(spec.budget, log=_log_path(tuner, device_id, tunables, key, spec))
+    result = run_search(spec.space, evaluate, budget=budget, tuner=tuner, device_id=device_id, key=key)
     events.append(search_ended(result))
     for trial in result.trials:
         # Answered from the trial log, never measured in this tune: without their outcomes here,
@@ -131,7 +121,8 @@ def search_note(
 
 
 def _log_path(tuner: str, device_id: str, tunables: TunableSet[Any, Any], key: object, spec: SearchSpec) -> Path | None:
-    """The key's own trial log beside ``spec.log`` (one search per key and device), or None without one."""
-    if not spec.log:
+    """The key's own trial log beside the budget's ``log`` (one search per key and device), or None without one."""
+    if not spec.budget.log:
         return None
-    return key_log_path(spec.log, tuner=tuner, device_id=device_id, key=key_to_dict(key), checksum=tunables.checksum())
+    base = Path(spec.budget.log)  # with_search keeps it as a Path, ~ expanded
+    return key_log_path(base, tuner=tuner, device_id=device_id, key=key_to_dict(key), checksum=tunables.checksum())

@@ -54,11 +54,12 @@ import numpy as np
 
 from tunekit._candidates.config import Config
 from tunekit._candidates.space import Space
+from tunekit._search.strategies.additive import AdditiveModel
 from tunekit._search.strategies.base import Positions, Walker
 from tunekit._search.strategies.blas import one_blas_thread
 from tunekit._search.strategies.pairwise import PairwiseModel
 
-__all__ = ["AdditiveModel", "ModelGuidedLocalSearch", "initial_points", "wide_after"]
+__all__ = ["ModelGuidedLocalSearch", "initial_points", "wide_after"]
 
 
 def wide_after(max_evals: int | None) -> int | None:
@@ -82,37 +83,6 @@ def initial_points(max_evals: int | None) -> int:
     if max_evals is None:
         return 20
     return max(4, min(20, math.ceil(max_evals / 4)))
-
-
-class AdditiveModel:
-    """Ridge regression on one-hot parameter values (solved in the smaller of primal and dual form)."""
-
-    def __init__(self, widths: tuple[int, ...], *, ridge: float = 1.0) -> None:
-        self._offsets = np.concatenate([[0], np.cumsum(widths)[:-1]]).astype(np.intp)
-        self._features = int(sum(widths))
-        self._ridge = ridge
-        self._weights: np.ndarray = np.zeros(self._features)
-        self._mean = 0.0
-
-    def fit(self, positions: np.ndarray, targets: np.ndarray) -> None:
-        """Fit to ``targets`` (log times) at ``positions`` (n x parameters)."""
-        n = len(positions)
-        x = np.zeros((n, self._features))
-        x[np.arange(n)[:, None], positions + self._offsets] = 1.0
-        self._mean = float(targets.mean())
-        centred = targets - self._mean
-        if n < self._features:
-            gram = x @ x.T
-            gram[np.diag_indices(n)] += self._ridge
-            self._weights = x.T @ np.linalg.solve(gram, centred)
-        else:
-            gram = x.T @ x
-            gram[np.diag_indices(self._features)] += self._ridge
-            self._weights = np.linalg.solve(gram, x.T @ centred)
-
-    def predict(self, positions: np.ndarray) -> np.ndarray:
-        """Predicted log times."""
-        return np.asarray(self._mean + self._weights[positions + self._offsets].sum(axis=1))
 
 
 def _smallest(values: np.ndarray, n: int) -> np.ndarray:
