@@ -758,3 +758,13 @@ def test_a_build_that_raises_is_a_compile_failure_in_the_result_log_record_and_e
     assert log.read_text().replace(" ", "").count('"stage":"compile"') == 2
     with pytest.raises(tk.NoValidKernelFound, match="B=2: compile: ValueError: B=2 does not build"):
         tk.search(tk.Space(B=[2]), build, CpuClient(), (np.ones(8),), tuner="none-build")
+
+
+def test_a_restricted_space_searched_whole_within_max_evals_is_exhausted() -> None:
+    """Regression: with a restriction no point fails, a budget equal to the space ended 'max_evals', not 'exhausted'."""
+    space = tk.Space(A=[1, 2, 3, 4], B=[1, 2, 3], restrict=lambda c: c.A + c.B < 100)
+    for strategy in ("auto", "exhaustive"):
+        result = tk.search(
+            space, lambda c: lambda x: x, CpuClient(), (1,), tuner="whole", max_evals=12, strategy=strategy
+        )
+        assert (result.evaluations, result.stopped_by) == (12, "exhausted"), strategy

@@ -233,9 +233,12 @@ def run_search(
 
 
 def _searched_whole(space: Space, evaluated: int) -> bool:
-    """Whether ``evaluated`` distinct configurations are every one of ``space``, as far as known without a walk."""
+    """Whether ``evaluated`` distinct configurations are every one of ``space``, as far as known without a walk.
+
+    As many valid configurations as the Cartesian product holds are all of them, counted or not.
+    """
     size = space.counted_size()
-    return size is not None and evaluated >= size
+    return evaluated >= (space.cartesian_size if size is None else size)
 
 
 def _final_batch(
