@@ -1,4 +1,4 @@
-"""Every client of tunekit_backends passes the shipped conformance suite (tunekit.testing)."""
+"""Every client of tunekit_backends (CPU, OpenCL, simulated, replay) passes the shipped conformance suite."""
 
 from __future__ import annotations
 
@@ -9,10 +9,12 @@ from typing import Any
 
 import numpy as np
 import pytest
+from kt_cache import write_cache
 
 import tunekit as tk
 from tunekit.testing import ClientConformance, ConformanceKey
 from tunekit_backends.cpu import CpuClient
+from tunekit_backends.replay import ReplayClient, load_kernel_tuner_cache
 
 
 class TestCpuClient(ClientConformance):
@@ -69,6 +71,33 @@ class TestSimulatedClient(ClientConformance):
             return tk.Tunable(name, run)
 
         return [candidate("fast", fast), candidate("slow", slow)], inputs
+
+
+class TestReplayClient(ClientConformance):
+    @pytest.fixture(autouse=True)
+    def _cache_file(self, tmp_path_factory: pytest.TempPathFactory) -> None:
+        self.path = write_cache(tmp_path_factory.mktemp("replay") / "landscape.json")
+
+    def make(self) -> Any:
+        return ReplayClient(load_kernel_tuner_cache(self.path), seed=0)
+
+    def candidates(self, client: Any) -> tuple[list[tk.Tunable[Any]], Callable[[ConformanceKey], tuple[Any, ...]]]:
+        recorded = sorted(client.data.samples_ms, key=client.data.space.index)[:2]
+
+        def candidate(config: tk.Config) -> tk.Tunable[Any]:
+            kernel = client.kernel(config)
+
+            # A replayed kernel only advances the virtual clock; the candidate also computes a result.
+            def run(x: np.ndarray) -> np.ndarray:
+                kernel(x)
+                return 2 * x
+
+            return tk.Tunable(config.name, run)
+
+        def inputs(key: ConformanceKey) -> tuple[Any, ...]:
+            return (np.arange(key.n, dtype=np.float64),)
+
+        return [candidate(config) for config in recorded], inputs
 
 
 TWICE = """
