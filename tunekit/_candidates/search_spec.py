@@ -81,8 +81,8 @@ def check_build(where: str, build: object) -> None:
 def check_search_names(where: str, *, tuner: object, device_id: object) -> None:
     """Refuse a tuner name or device id that is not a non-empty str, naming ``where``.
 
-    They name the search's record and trial log: an empty tuner was recorded as ``""``, and
-    a non-str one failed only after the whole search, when its record was built.
+    They name the search's record and trial log: an empty tuner would be recorded as ``""``, and
+    a non-str one would fail only after the whole search, when its record is built.
     """
     for argument, value in (("tuner", tuner), ("device_id", device_id)):
         if not isinstance(value, str) or not value:
@@ -115,7 +115,7 @@ def check_enumerable(where: str, space: Space, fix: str) -> None:
 
 def check_log_path(path: str | os.PathLike[str]) -> Path:
     """``path`` as a Path (``~`` expanded), refused (TrialLogError) when it names a directory: a log is a file."""
-    # Not expanded, log="~/trials.jsonl" quietly made a directory named "~" in the working directory.
+    # Not expanded, log="~/trials.jsonl" would quietly make a directory named "~" in the working directory.
     path = Path(path).expanduser()
     if path.is_dir():
         raise TrialLogError(

@@ -73,8 +73,8 @@ def tuned_function(fn: Callable[..., O2]) -> Callable[..., O2]:
     """What tuning runs for a candidate whose function is ``fn``: a ``LazyBuild`` is built first.
 
     A build that raises is the candidate's ``compile``-stage failure (``CandidateFailed``), as an
-    OpenCL build error is: run inside the candidate's first call it was reported as ``run``, and
-    a user filtering failures on the compile stage missed it. A cached winner launched outside
+    OpenCL build error is: run inside the candidate's first call it would be reported as ``run``,
+    and a user filtering failures on the compile stage would miss it. A cached winner launched outside
     a tune calls the ``LazyBuild`` itself, so its caller still gets the build's own exception.
     """
     if not isinstance(fn, LazyBuild):
@@ -113,8 +113,8 @@ BoundsFn = Callable[[Any, tuple[Any, ...]], Any]
 def build_identity(build: Callable[..., object]) -> str:
     """A digest of ``build``'s code and of its module's functions it calls (not of the values it reads).
 
-    An edited build measured other kernels than the cached winner's, yet re-used its winners,
-    trial logs and records.
+    An edited build measures other kernels than the cached winner's: without its digest in the
+    checksum, it would re-use that winner, its trial logs and its records.
     """
     return hashlib.sha256(code_identity(build).encode()).hexdigest()[:32]
 
@@ -149,7 +149,7 @@ class TunableSet(Generic[K, Out]):
     """
 
     __slots__ = (
-        "__weakref__",  # a tuner name's claim holds its set weakly (_tuner_names.py)
+        "__weakref__",  # a tuner name's claim holds its set weakly (tunekit/_tune/names.py)
         "_bounds",
         "_checksum",
         "_names",
@@ -219,11 +219,11 @@ class TunableSet(Generic[K, Out]):
         For spaces too big to walk, search them with ``tk.search``.
         """
         # key is a plain Callable, not KeyGenerator[K2]: mypy cannot infer a lambda's type against
-        # a generic Protocol while it also solves O2 from build, so `key=lambda x: Key(...)` failed.
+        # a generic Protocol while it also solves O2 from build, so `key=lambda x: Key(...)` would fail.
         if not isinstance(space, Space):
             raise TypeError(f"TunableSet.from_space() takes a tk.Space, got {type(space).__name__}")
         check_build("TunableSet.from_space", build)
-        if not isinstance(version, str):  # each Tunable refused it when made; made lazily, it would fail far from here
+        if not isinstance(version, str):  # each Tunable refuses it when made; made lazily, it would fail far from here
             raise TypeError(f"TunableSet.from_space(version=...) must be a str, got {version!r}")
         check_enumerable(
             "TunableSet.from_space()",
@@ -237,10 +237,10 @@ class TunableSet(Generic[K, Out]):
             return Tunable(name, LazyBuild(build, config), version)
 
         tunables = SpaceTunables(space, version, make)
-        if not tunables:  # an empty set failed only at its first execute, saying to add tunables
+        if not tunables:  # an empty set would fail only at its first execute, saying to add tunables
             raise empty_space_error("TunableSet.from_space()", space)
-        # Set here, not through with_tunables and three with_extra: each copied the set, and
-        # with_tunables checked again, one at a time, what the space guarantees (distinct names).
+        # Set here, not through with_tunables and three with_extra: each would copy the set, and
+        # with_tunables would check again, one at a time, what the space guarantees (distinct names).
         new.tunables = tunables
         new.extras.update({"checksum:space": space.hash, "checksum:build": build_identity(build), "space": space})
         return new
@@ -252,8 +252,8 @@ class TunableSet(Generic[K, Out]):
     def with_tunables(self, tunables: Sequence[Tunable[O2]]) -> TunableSet[K, Out | O2]:
         """A new set with every tunable of ``tunables`` appended, in order; a duplicate name is refused here."""
         # One copy and one tuple for the whole batch: a set of 10^5 configurations is built
-        # in linear time (appending one by one copied the set per tunable).
-        if isinstance(tunables, Tunable):  # tuple() of it failed as "'Tunable' object is not iterable"
+        # in linear time (appending one by one would copy the set per tunable).
+        if isinstance(tunables, Tunable):  # tuple() of it would fail as "'Tunable' object is not iterable"
             raise TypeError("with_tunables() takes a list of tk.Tunable; for a single one use with_tunable(tunable)")
         new: TunableSet[K, Out | O2] = self._copy()
         added = tuple(tunables)

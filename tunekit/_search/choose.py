@@ -14,7 +14,7 @@ AUTO_COUNT_LIMIT = 1_000_000
 A count walks the space, one restriction call per point: 2-3.5 µs each on the shared
 development VM (benches/auto_choice.py), so up to a few seconds, paid in full only when the
 walk cannot stop early at ``max_evals + 1`` valid points: when the valid points are few, where
-``model_ils`` would walk the space to sample it anyway (it took 2.6x longer than counting and
+``model_ils`` would walk the space to sample it anyway (it takes 2.6x longer than counting and
 measuring every point there). Past this size the budget must cover the Cartesian size.
 """
 

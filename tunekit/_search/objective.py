@@ -81,7 +81,7 @@ def tune_objective(
     """
     if isinstance(objective, type):
         # The class passes the protocol check (its space is a class attribute), then remaining()
-        # failed unbound: "missing 1 required positional argument: 'self'".
+        # would fail unbound: "missing 1 required positional argument: 'self'".
         raise TypeError(
             f"tune_objective() takes a tk.Objective instance, got the class {objective.__name__}; "
             f"pass {objective.__name__}(...)"
@@ -90,7 +90,7 @@ def tune_objective(
         raise TypeError(
             f"tune_objective() takes a tk.Objective (space, measure, remaining), got {type(objective).__name__}"
         )
-    # Checked before the search: a sink that is not one failed only at the end, losing the record.
+    # Checked before the search: a sink that is not one would fail only at the end, losing the record.
     resolved_sinks = as_sinks(sinks, "tk.tune_objective(sinks=...)")
     check_search_names("tk.tune_objective", tuner=tuner, device_id=device_id)
     budget = _one_at_a_time(budget_from("tk.tune_objective", budget, options, OBJECTIVE_KEYS))
@@ -100,7 +100,7 @@ def tune_objective(
         raise TypeError(f"objective.space must be a tk.Space, got {type(space).__name__}")
 
     def remaining() -> int | None:
-        # A str or float compared against the budget deep in the driver ('<=' not supported,
+        # A str or float would be compared against the budget deep in the driver ('<=' not supported,
         # or a fractional batch size); an engine's answer is checked where it is read.
         left = objective.remaining()
         if left is not None and not is_int(left):

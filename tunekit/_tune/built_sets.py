@@ -3,8 +3,8 @@
 A factory takes no argument: what it builds for (the client, a dtype) comes from the values its
 closure captured. So one call site, ``TUNER.init(lambda: tunable_set(client))``, builds different
 sets for different clients: an OpenCL set binds its kernels to the client's context and queue.
-Keying the sets by the factory's code alone handed every client the set built for the first one,
-whose kernels then ran on the first client's device. The key is therefore the code together with
+Keyed by the factory's code alone, every client would get the set built for the first one, whose
+kernels would then run on the first client's device. The key is therefore the code together with
 what it captured (closure cells, defaults, a bound method's object, a ``functools.partial``'s
 arguments): a value that compares by value (an int, a str, a dtype, a tuple of them) by equality,
 anything else (a client, an array) by identity.

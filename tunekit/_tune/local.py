@@ -130,7 +130,7 @@ class LocalTuner(Generic[K, Out]):
             return tuner.recover(tunables, key, inputs, exc)  # type: ignore[no-any-return]
 
     def _require_set(self, tunables: object) -> None:
-        """Refuse what is no TunableSet (a list of tunables, say), which failed deep inside with an AttributeError."""
+        """Refuse what is no TunableSet (a list of tunables, say): it would fail deep inside, with an AttributeError."""
         if not isinstance(tunables, TunableSet):
             raise TypeError(
                 f"tuner {self.name!r}: execute() takes the tk.TunableSet that init() returned, got "

@@ -103,7 +103,7 @@ class Record:
     was removed by the caller (``del record.entries[k]``), and ``save`` drops it from the file too."""
     _config_named: bool = field(default=False, init=False, repr=False, compare=False)
     """Without a set: the entries were found named ``config.name``. Checked once, since ``add``
-    then writes only such names (checked at every name of every ``add``, it read every entry each time)."""
+    then writes only such names (checked at every name of every ``add``, it would read every entry each time)."""
 
     @classmethod
     def for_tunables(
@@ -230,8 +230,8 @@ class Record:
         """The candidate name of ``config`` in the record's set.
 
         A set names a configuration's candidate its own way (an OpenCL ``KernelTemplate``
-        calls it ``kernel[BLOCK=64]``, ``from_space`` ``BLOCK=64``); naming it ``config.name``
-        regardless wrote records that ``load_verified`` then refused as naming no candidate.
+        calls it ``kernel[BLOCK=64]``, ``from_space`` ``BLOCK=64``); named ``config.name``
+        regardless, a record's winners would name no candidate, and ``load_verified`` would refuse it.
         """
         if self.tunables is not None:
             name_of: Callable[[Config], str] = self.tunables.extras.get("space_name_of", config_name)
@@ -455,7 +455,7 @@ class Record:
         there says it at the first key it does not find in memory.
 
         Typed like ``LocalTuner.execute``: a key class or set of another key than the tuner's is
-        a type error (it took any tuner, set and class, so mypy let ``seed(T, tunables, OtherKey)`` by).
+        a type error (taking any tuner, set and class, it would let ``seed(T, tunables, OtherKey)`` pass mypy).
         """
         if not isinstance(tuner, Tuner | LocalTuner):
             raise TypeError(f"Record.seed() takes the tk.LocalTuner (or Tuner) to seed, got {type(tuner).__name__}")
@@ -512,8 +512,8 @@ class Record:
         for key, entry in keys:  # nothing installed before every key is known to be sound
             tuner.seed(tunables, key, entry.ranking)
         if local is not None and self.running_device_id is None:
-            # Unverified, the record serves only the device it names: the operation run on another
-            # device id tuned its keys without a word; it now warns there, naming load_verified.
+            # Unverified, the record serves only the device it names: noted, so that the operation run on
+            # another device id says why it tunes its keys there (naming load_verified), not silently.
             local.seeded_unverified.add(self.device_id, self.device_model)
         return len(self.entries)
 

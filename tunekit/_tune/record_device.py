@@ -99,9 +99,9 @@ def unverified_elsewhere(tuner: str, seeded: dict[str, str | None], running: Run
     """Why the winners of records seeded unverified (``seeded``: device id -> model) do not serve ``running``.
 
     ``Record.seed`` of a plain ``Record.load`` installs the winners for the device the record
-    was measured on, the only one it knows. Run on another device id, the operation tuned its
-    keys without a word, though the record may be of the same model under another stack, which
-    ``load_verified`` moves to the running device.
+    was measured on, the only one it knows. Run on another device id, the operation tunes its
+    keys there; without this reason it would do so without a word, though the record may be of the
+    same model under another stack, which ``load_verified`` moves to the running device.
     """
     ids = ", ".join(map(repr, seeded))
     said = (

@@ -30,7 +30,7 @@ def from_search(
     if result.tuner != record.tuner or result.device_id != record.device_id:
         raise RecordMismatch(_not_measured_here(record, "search", result.tuner, result.device_id))
     if result.key is not None and result.key != key:
-        # A loop that searched one key and added another committed a winner for a size it was
+        # A loop that searched one key and added another would commit a winner for a size it was
         # never measured at, which load_verified cannot see.
         raise RecordMismatch(
             f"the search ran for key {result.key!r}, not {key!r}; add it under its own key: "

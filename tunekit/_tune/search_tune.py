@@ -65,8 +65,8 @@ def search_tune(
             if index is None:
                 ranked[config] = Skipped(f"the set has no candidate named {spec.name_of(config)!r}")
             elif index not in planned:
-                # Kept in the tune's outcomes too: the record and NoValidKernelFound left out every
-                # evaluated variant that does not apply to the key, and said "no candidate was planned".
+                # Kept in the tune's outcomes too: else the record and NoValidKernelFound would leave out
+                # every evaluated variant that does not apply to the key, and say "no candidate was planned".
                 ranked[config] = outcomes[index] = Skipped(skip_reason(key, tunables.tunables[index]))
                 batch_of[index] = number
             else:
@@ -111,7 +111,7 @@ def search_note(
 ) -> str:
     """How the search of a tune that found no winner ended, for ``NoValidKernelFound``; '' for a tune without one.
 
-    Without it, the error listed the few configurations a search had evaluated as if they were
+    Without it, the error would list the few configurations a search evaluated as if they were
     all the set held, naming neither the budget that stopped it nor the trial log keeping them.
     """
     ended = next((e for e in events if isinstance(e, SearchEnded)), None)

@@ -4,15 +4,15 @@ A cache row keeps the checksum of the set that measured it, and a process whose 
 checksum re-tunes the key: right when the set was edited since. But two different operations
 given one tuner name in two programs sharing a cache (two services that each call their kernel
 ``tk.LocalTuner("matmul")``) also differ in checksum: each re-tunes the key over the other's
-winner at every start, silently, and neither ever reuses a winner. Within a process
-``_tuner_names.py`` refuses the second set; across processes only the row can tell. So the row
+winner at every start, and neither ever reuses a winner. Within a process
+``tunekit/_tune/names.py`` refuses the second set; across processes only the row can tell. So the row
 keeps where its set was defined: the key generator's ``module:qualname`` and the first candidate
-names. A row of another checksum is taken for an earlier edit of this set (re-tuned quietly, as
-before) when both come from the same key generator and share a candidate name (or, for sets made
+names. A row of another checksum is taken for an earlier edit of this set (re-tuned quietly)
+when both come from the same key generator and share a candidate name (or, for sets made
 from a ``tk.Space``, one's parameters are among the other's); otherwise it
 was written by a different operation, and the process warns once, naming both definitions and
 the fix. A set whose key generator was renamed or moved warns once, wrongly, then its own row
-has the new origin. Rows written before the origin was stored have none and count as edits.
+has the new origin. Rows stored by versions that kept no origin have none and count as edits.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def _definition(origin: SetOrigin) -> tuple[object, ...]:
     """What identifies a set, for saying once per pair: the fields this tunekit knows.
 
     Not the model itself: its equality takes in the fields a newer tunekit stored in the row
-    (kept as extras), and one that differs from row to row made the warning repeat for every key.
+    (kept as extras), and one that differs from row to row would make the warning repeat for every key.
     """
     return (origin.key_fn, origin.candidates, origin.candidate_count)
 

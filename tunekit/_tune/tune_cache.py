@@ -177,7 +177,7 @@ class TuneCache:
     def forget_plan_orders(self) -> None:
         """Autotuning is back on: drop the plan orders taken while it was off, so their keys are tuned."""
         with self._lock:
-            # Detached first: a set collected meanwhile pops its entry from the table (_drop_set,
+            # Detached first: a set collected meanwhile pops its entry from the table (_forget_collected,
             # without the lock, maybe on this very thread), which would break a loop over it.
             plan_orders, self._plan_orders = self._plan_orders, {}
             for ident, keys in plan_orders.items():

@@ -51,8 +51,8 @@ class Tuner:
     def __init__(self, name: str, device_id: str, *, sinks: Sequence[RecordSink] = ()) -> None:
         if not isinstance(name, str) or not name:
             raise ValueError(f"Tuner needs a non-empty str name, got {name!r}")
-        # Checked here, at the first execute on a device: an int fails only deep in the tune lock,
-        # and an empty str is stored as a cache row that `tunekit cache verify` and `export` refuse.
+        # Checked here, at the first execute on a device: an int would fail only deep in the tune lock,
+        # and an empty str would be stored as a cache row that `tunekit cache verify` and `export` refuse.
         if not isinstance(device_id, str) or not device_id:
             error = TypeError if not isinstance(device_id, str) else ValueError
             raise error(

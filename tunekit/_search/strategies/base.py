@@ -40,7 +40,7 @@ class Walker:
         self._leaders: list[tuple[float, Positions]] | None = []
         # A sparse space that walks cheaply (a replayed cache: 20,000 points of 10^10) is walked at once and
         # its points kept as a set: nearly every neighbour and kick there is invalid, and testing each through
-        # the restriction cost 1.7 s of a 2,000-evaluation search; a rejected draw, most of the rest.
+        # the restriction would cost 1.7 s of a 2,000-evaluation search, and a rejected draw most of the rest.
         self._members: frozenset[Positions] | None = None
         if space.walk_cost <= _WALK_LIMIT and 8 * space.walk_cost <= space.cartesian_size:
             self._everything = [space.positions(c) for c in space]
@@ -102,10 +102,10 @@ class Walker:
         chosen: set[Positions] = set()
         tries = 0
         # A walk of a space past a million points costs seconds to days (a 10^12-point space with
-        # 0.1 % valid hung every strategy but exhaustive): there rejection goes on until it would
-        # cost more than half a walk, as in Space.sample. Smaller spaces are drawn as before. A walk's
-        # cost, not the product's size: a replayed sparse cache (300 points of 4^20) walks its keys in
-        # microseconds, and weighed against the product its draws went on for hours.
+        # 0.1 % valid would hang every strategy but exhaustive): there rejection goes on until it would
+        # cost more than half a walk, as in Space.sample. Smaller spaces are walked after 200 draws per
+        # point. A walk's cost, not the product's size: a replayed sparse cache (300 points of 4^20) walks
+        # its keys in microseconds, and weighed against the product its draws would go on for hours.
         patient = self.space.walk_cost > _WALK_LIMIT
         while len(out) < n and not self._exhausted:
             if tries >= 200 * n + 200 and (not patient or self.space._draws_outcost_walk(tries, len(out), n)):
@@ -134,7 +134,7 @@ class Walker:
     def _draw_walked(self, n: int) -> list[Positions]:
         """``random_fresh`` once the space was walked: draws among its valid points, not the product.
 
-        Rejection in the product failed once already; every restart drew 200 per point again
+        Drawing in the product, every restart would make its 200 draws per point again
         (6 s of a 200-evaluation search on a replayed file of 2,000 points of 10^10).
         """
         assert self._everything is not None
@@ -143,7 +143,7 @@ class Walker:
         chosen: set[Positions] = set()
         tries = 0
         while len(out) < n and tries < 20 * n + 20:
-            # Drawn a batch at a time: one generator call per point was most of this function's cost.
+            # Drawn a batch at a time: one generator call per point would be most of this function's cost.
             wanted = 2 * (n - len(out)) + 8
             tries += wanted
             for i in self.rng.integers(len(everything), size=wanted).tolist():
@@ -163,7 +163,7 @@ class Walker:
         rest = [q for q in self._everything if q not in self.seen and q not in chosen]
         # Exhausted only when nothing is fresh: a caller may take one of the points returned (a
         # restart picks the farthest of 40), and the rest must stay proposable. Flagged as soon
-        # as all were returned, the space ended model_ils's search with them never measured.
+        # as all are returned, the space would end model_ils's search with them never measured.
         if not rest and not out:
             self._exhausted = True
         for i in self.rng.permutation(len(rest))[: n - len(out)]:
@@ -183,9 +183,9 @@ class Walker:
         """Where ``tries`` random walks of ``steps`` valid one-parameter moves (any value) from ``start`` end.
 
         Lazy, so a caller that stops early draws no more. The first step's moves are found once for
-        every walk: a kick tried 32-64 walks from the same best point, and where that point has no
-        valid neighbour (most points of a sparse replayed cache) each walk tested all of them again,
-        most of a 2,000-evaluation search's own CPU.
+        every walk: a kick tries 32-64 walks from the same best point, and where that point has no
+        valid neighbour (most points of a sparse replayed cache) each walk would test all of them
+        again, most of a 2,000-evaluation search's own CPU.
         """
         first = [q for q in self.neighbours(start, far=True) if self.valid(q)]
         if not first:

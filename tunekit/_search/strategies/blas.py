@@ -1,8 +1,8 @@
 """The surrogates' small solves run on one BLAS thread.
 
 numpy's OpenBLAS splits even a 384 x 384 solve across every core, and its threads spin while
-they wait: on the 2-core development VM ``model_ils`` spent ten times the CPU time on pnpoly
-(0.63 s against 0.07 s per run through ``benches/strategies.py``) and finished no sooner.
+they wait: unlimited, on the 2-core development VM ``model_ils`` spends ten times the CPU time on
+pnpoly (0.63 s against 0.07 s per run through ``benches/strategies.py``) and finishes no sooner.
 
 The limit is process-wide while it lasts (microseconds to milliseconds, between batches: the
 search driver never measures while its strategy proposes). A numpy candidate timed in another

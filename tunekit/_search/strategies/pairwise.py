@@ -77,7 +77,7 @@ class PairwiseModel:
         """Each row's weight indices, one row per single and pair (for :meth:`predict_encoded`).
 
         A fixed pool is ranked at every exploitation step: on a sparse file of 20,000 keys,
-        computing its pairs' cells anew each time was 60 % of the search's CPU.
+        computing its pairs' cells anew each time would take 60 % of the search's CPU.
         """
         columns = [positions[:, k] for k in self._active]
         columns += [positions[:, i] * self._widths[j] + positions[:, j] for i, j in self._pairs]

@@ -30,20 +30,20 @@ of forty random points at every local optimum instead of kicking.
 Every 8 evaluations of the wide phase one of them goes to a uniformly random unmeasured point.
 Climbs and guesses both follow what was measured, so a best basin that no move leads into and
 the model predicts poorly (pnpoly: climbs stuck at 1.15x on use_method 2, the best needing a tile
-change *and* use_method 0) was found by fewer seeds than random search alone would have found it
-in; an eighth of the phase spent at random puts a floor under that. Through benches/strategies.py,
-300 seeds, share reaching 5 % of the best: pnpoly RTX 3090 95.0 -> 98.7 %, RTX 3060 98.3 -> 99.3 %,
-convolution MI250X 99.0 -> 100 %, but W6600 96.7 -> 95.0 % and A100 99.0 -> 97.7 % (benches/README.md).
-The first phase, where most medians are reached, proposes what it did before.
+change *and* use_method 0) would be found by fewer seeds than random search alone finds it in;
+an eighth of the phase spent at random puts a floor under that. Through benches/strategies.py,
+300 seeds, share reaching 5 % of the best without and with it: pnpoly RTX 3090 95.0 -> 98.7 %,
+RTX 3060 98.3 -> 99.3 %, convolution MI250X 99.0 -> 100 %, but W6600 96.7 -> 95.0 % and A100
+99.0 -> 97.7 % (benches/README.md). The first phase, where most medians are reached, draws no such point.
 
 A wide climb may also be *pinned*: when one value of a two-valued parameter measures on average
 three times slower than the other (so every climb leaves it at its first move) and its best is
 over 5 % worse than the best so far, the next climb starts inside that half and never changes
 that parameter (the half with the fewest pinned climbs first). On the W6600 convolution the
 best basin sits in such a half (use_shmem=0, 90x slower by median); in the direct replay
-(300 seeds) the share of seeds reaching 5 % of the best rose from 95 % to 99 %, against 99.7 %
-to 98.7 % on convolution A100, whose best is not in its slow half; a threshold of 2x cost A100
-more, 4-5x gave W6600 back.
+(300 seeds) pinning raises the share of seeds reaching 5 % of the best from 95 % to 99 %, and
+lowers it from 99.7 % to 98.7 % on convolution A100, whose best is not in its slow half; a
+threshold of 2x costs A100 more, 4-5x gives W6600 back.
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ def initial_points(max_evals: int | None) -> int:
     """Random points before the first climb: 20, or a quarter of a budget under 80 (at least 4).
 
     Twenty random points would spend all of a budget of 20 on random search; on 21 small
-    slices of the shared GPU files (budgets of 8-60, 40 seeds each) a quarter raised the mean
+    slices of the shared GPU files (budgets of 8-60, 40 seeds each) a quarter raises the mean
     share of seeds reaching 5 % of the best from 54 % to 63 %.
     """
     if max_evals is None:
@@ -88,8 +88,8 @@ def initial_points(max_evals: int | None) -> int:
 def _smallest(values: np.ndarray, n: int) -> np.ndarray:
     """The indices of the ``n`` smallest values, as ``np.argsort(values, kind="stable")[:n]`` gives them.
 
-    Sorting a pool of 20,000 predictions for its 4 best at every exploitation step was a tenth
-    of a sparse file's search; ties at the cut are kept so the stable order decides them.
+    Sorting a pool of 20,000 predictions for its 4 best at every exploitation step would take a
+    tenth of a sparse file's search; ties at the cut are kept so the stable order decides them.
     """
     if n >= len(values):
         return np.argsort(values, kind="stable")
@@ -103,7 +103,7 @@ def _smallest(values: np.ndarray, n: int) -> np.ndarray:
 class _Observations:
     """Measured positions and log times, appended one at a time and read as arrays.
 
-    Read at every restart and model fit: a list converted to an array at each read cost
+    Read at every restart and model fit: a list converted to an array at each read would cost
     seconds over a search of 8,000 evaluations (83k configurations, a tenth as budget).
     """
 
@@ -233,7 +233,7 @@ class ModelGuidedLocalSearch:
         self._pin: tuple[int, int] | None = None
         self._pinned: dict[tuple[int, int], int] = {}
         # Log times of each half of every two-valued parameter, summed as they come: the pin is chosen at
-        # every wide restart, and a pass over all measurements each time cost a fifth of a long search.
+        # every wide restart, and a pass over all measurements each time would cost a fifth of a long search.
         self._halves = {k: _Halves() for k, width in enumerate(self._w.widths) if width == 2}
 
     def _refit(self) -> None:
@@ -331,9 +331,9 @@ class ModelGuidedLocalSearch:
             affordable = 8 * self._pool_max
             # A sparse space walked cheaply (a replayed cache of 20,000 points of 10^10) is ranked whole: its
             # points have almost no valid neighbours, so the model's guesses are what the search has, and a
-            # pool of a fifth of it missed the best in 3 of 3 seeds (found at ~80 evaluations ranked whole).
-            # Not a dense one: ranking all of gemm RTX 3090 (a fifth of its product) doubled the strategy's
-            # CPU, and its median rose from 56 to 67 evaluations.
+            # pool of a fifth of it misses the best in 3 of 3 seeds (found at ~80 evaluations ranked whole).
+            # Not a dense one: ranking all of gemm RTX 3090 (a fifth of its product) doubles the strategy's
+            # CPU and raises its median from 56 to 67 evaluations.
             sparse = 8 * space.walk_cost <= space.cartesian_size
             small = space.cartesian_size <= affordable or (sparse and space.walk_cost <= affordable)
             # Draws capped at 8 per point wanted: the shared GPU files need at most 5 (gemm RTX 3090, 22 %
@@ -442,7 +442,8 @@ class ModelGuidedLocalSearch:
         """Learn the score; move to an improvement, or to the kicked point."""
         if self._initial_left > 0 and self._w.space.positions(config) not in self._w.seen:
             # A point it did not propose (an incumbent, a resumed search's logged trial) samples the
-            # space as well as a random one: a search resumed from 15 logged trials drew 8 more at random.
+            # space as well as a random one, so it counts as one: else a search resumed from 15 logged trials
+            # would draw 8 more at random.
             self._initial_left -= 1
         p = self._w.record(config, score)
         self._mark(p)

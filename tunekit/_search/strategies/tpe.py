@@ -67,8 +67,8 @@ class OptunaTPE:
                 continue
             if p in w.seen:
                 # Proposed but not scored yet (earlier in this batch), or failed: told as failed.
-                # Telling None instead made Optuna warn "The value None could not be cast to float"
-                # on every search, and a measured 0 (the best possible) was told as a failure too.
+                # Telling None instead would make Optuna warn "The value None could not be cast to float"
+                # on every search, and tell a measured 0 (the best possible) as a failure too.
                 known = w.scores.get(p)
                 if known is None:
                     self._study.tell(trial, state=state.FAIL)
