@@ -33,7 +33,7 @@ from tunekit._tune.tune_cache import TuneCache
 from tunekit._tune.tune_job import TuneJob
 from tunekit._values.cache_state import CacheState, Hit, Pending
 from tunekit._values.outcome import Failed, Outcome, outcome_reason
-from tunekit._values.records import AutotuneRecord, CandidateRecord, Demoted
+from tunekit._values.records import AutotuneRecord, CandidateRecord, Decision, Demoted, RecordEvent
 
 __all__ = ["Tuner"]
 
@@ -187,18 +187,16 @@ class Tuner:
         if stored and job.cache is not None:
             forget_failure(job.cache, self.device_id, self.name, job.key_json)
         self._emit(
-            AutotuneRecord(
-                tuner=self.name,
-                device_id=self.device_id,
-                key=key_to_dict(job.key),
-                checksum=tunables.checksum(),
-                decision="tuned",
+            self._record(
+                tunables,
+                job.key,
+                "tuned",
+                winner,
+                stored=stored,
+                wall_time_s=time.perf_counter() - started,
                 candidates=[
                     CandidateRecord.of(tunables.tunables[i].name, batch_of.get(i, 0), o) for i, o in outcomes.items()
                 ],
-                winner=winner,
-                stored=stored,
-                wall_time_s=time.perf_counter() - started,
                 events=job.events,
             ),
             observation,
@@ -219,18 +217,7 @@ class Tuner:
         order = tuple(plan_order(key, tunables.tunables))
         if not order:
             raise NoValidKernelFound(self.name, key, [(t.name, skip_reason(key, t)) for t in tunables.tunables])
-        self._emit(
-            AutotuneRecord(
-                tuner=self.name,
-                device_id=self.device_id,
-                key=key_to_dict(key),
-                checksum=tunables.checksum(),
-                decision="disabled",
-                winner=tunables.tunables[order[0]].name,
-                stored=False,
-                wall_time_s=0.0,
-            )
-        )
+        self._emit(self._record(tunables, key, "disabled", tunables.tunables[order[0]].name))
         return order
 
     # -- a cached winner that fails at launch -------------------------------------------
@@ -277,15 +264,12 @@ class Tuner:
                 tunables.tunables[replacement].name,
             )
         self._emit(
-            AutotuneRecord(
-                tuner=self.name,
-                device_id=self.device_id,
-                key=key_to_dict(key),
-                checksum=tunables.checksum(),
-                decision="demoted",
-                winner=tunables.tunables[replacement].name,
+            self._record(
+                tunables,
+                key,
+                "demoted",
+                tunables.tunables[replacement].name,
                 stored=stored,
-                wall_time_s=0.0,
                 events=[
                     Demoted(
                         name=tunables.tunables[index].name,
@@ -295,6 +279,32 @@ class Tuner:
                     for index, exc in failures
                 ],
             )
+        )
+
+    def _record(
+        self,
+        tunables: TunableSet[Any, Any],
+        key: object,
+        kind: Decision,
+        winner: str | None,
+        *,
+        stored: bool = False,
+        wall_time_s: float = 0.0,
+        candidates: Sequence[CandidateRecord] = (),
+        events: Sequence[RecordEvent] = (),
+    ) -> AutotuneRecord:
+        """The record of one decision of this tuner about ``key``."""
+        return AutotuneRecord(
+            tuner=self.name,
+            device_id=self.device_id,
+            key=key_to_dict(key),
+            checksum=tunables.checksum(),
+            decision=kind,
+            candidates=list(candidates),
+            winner=winner,
+            stored=stored,
+            wall_time_s=wall_time_s,
+            events=list(events),
         )
 
     def _emit(self, record: AutotuneRecord, observation: TuneObservation | None = None) -> None:

@@ -312,6 +312,10 @@ RecordEvent = Annotated[
 ]
 
 
+Decision = Literal["tuned", "disabled", "demoted"]
+"""What a record decided: measured and chose, took the plan order (autotuning off), or demoted a failing winner."""
+
+
 class AutotuneRecord(Persisted):
     """One tuning decision. ``model_json_schema()`` is the published contract.
 
@@ -327,7 +331,7 @@ class AutotuneRecord(Persisted):
     device_id: str
     key: dict[str, JsonScalar]
     checksum: str
-    decision: Literal["tuned", "disabled", "demoted"]
+    decision: Decision
     candidates: list[CandidateRecord] = Field(default_factory=list)
     winner: str | None
     stored: bool = Field(description="Whether the winner was written to the persistent cache.")
