@@ -49,7 +49,7 @@ def _mypy(tmp_path: Path, cache: Path, body: str, header: str = HEADER) -> subpr
         capture_output=True,
         text=True,
         check=False,
-        cwd=Path(__file__).resolve().parent.parent,
+        cwd=Path(__file__).resolve().parents[2],
     )
 
 

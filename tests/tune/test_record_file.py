@@ -718,7 +718,7 @@ def test_the_tunes_execute_ran_are_committed_and_a_fresh_process_seeds_them_with
         assert entry["config"] == {"CHUNK": int(entry["winner"].split("=")[1])}
         assert (entry["strategy"], entry["evaluations"], entry["stopped_by"]) == ("model_ils", 3, "max_evals")
     env = {**os.environ, "TUNEKIT_CACHE_DIR": str(tmp_path / "production-cache")}  # nothing stored to fall back on
-    helper = Path(__file__).with_name("_searched_set.py")
+    helper = Path(__file__).resolve().parents[1] / "_searched_set.py"
     done = subprocess.run(
         [sys.executable, str(helper), str(path)], env=env, capture_output=True, text=True, timeout=120, check=True
     )

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from kt_cache import write_cache
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def load_bench() -> Any:

@@ -47,7 +47,7 @@ SCRIPT = textwrap.dedent(
 
 def _start(tmp_path: Path, name: str, **env: str) -> subprocess.Popen[str]:
     script = tmp_path / "tune_one.py"
-    script.write_text(SCRIPT.format(tests=str(Path(__file__).parent)))
+    script.write_text(SCRIPT.format(tests=str(Path(__file__).resolve().parents[1])))
     full_env = dict(
         os.environ,
         TUNEKIT_CACHE_DIR=str(tmp_path / "cache"),

@@ -550,7 +550,7 @@ def _wait_for(found: Callable[[], bool], what: str, timeout_s: float = 120.0) ->
 
 def test_a_second_process_searching_the_same_new_key_waits_for_the_log_and_resumes_it(tmp_path: Path) -> None:
     """Regression: with the cache off, a second process tuning the same new key with log= failed at once: "in use"."""
-    script = Path(__file__).with_name("_shared_log.py")
+    script = Path(__file__).resolve().parents[1] / "_shared_log.py"
     gate = tmp_path / "gate"
     gate.mkdir()
     base = tmp_path / "logs" / "rows.jsonl"

@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip("pyopencl", reason="pip install 'tunekit[opencl]'")
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples" / "opencl"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "opencl"))
 
 import bias_gelu
 import sgemm

@@ -11,7 +11,7 @@ from kt_cache import BEST, COMPILE_FAILED, PARAMS, RUNTIME_FAILED, allowed, mean
 import tunekit as tk
 from tunekit_backends.replay import ReplayClient, ReplayFailure, load_kernel_tuner_cache
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "tuning-data"
+SHARED = Path(__file__).resolve().parents[3] / "shared" / "tuning-data"
 
 
 @pytest.mark.parametrize("name", ["cache.json", "cache.json.gz"])

@@ -14,7 +14,7 @@ import tunekit as tk
 
 pytest.importorskip("pyopencl", reason="pip install 'tunekit[opencl]'")
 
-TESTS = Path(__file__).parent
+TESTS = Path(__file__).resolve().parents[1]
 
 _HUNG_AFTER_S = 300
 # The set's own limit. Loose enough that the good variant's fresh worker (interpreter, pyopencl,

@@ -11,7 +11,7 @@ from rich.console import Console
 
 import tunekit as tk
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 
 import demo_search
 from pipeline_objective import SPACE

@@ -13,7 +13,7 @@ import pytest
 import tunekit as tk
 from tunekit_backends.cpu import CpuClient
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 
 from pipeline_objective import SPACE, PipelineObjective, main, pipeline
 

@@ -315,7 +315,7 @@ def _assert_complete(cache_dir: Path, keys: set[int]) -> None:
 
 
 def test_eight_processes_two_hundred_keys_each_lose_nothing(isolated_settings: Path) -> None:
-    worker = Path(__file__).with_name("_cache_worker.py")
+    worker = Path(__file__).resolve().parents[1] / "_cache_worker.py"
     procs = [
         subprocess.Popen(
             [sys.executable, str(worker), str(isolated_settings), str(p * 100), "200"],

@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip("pyopencl", reason="pip install 'tunekit[opencl]'")
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_launch_bench_prints_its_table(capsys: pytest.CaptureFixture[str]) -> None:
