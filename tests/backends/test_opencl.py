@@ -16,6 +16,7 @@ import pytest
 
 import tunekit as tk
 from tunekit_backends.opencl import CompileError, Geometry, KernelTemplate, OpenCLClient
+from tunekit_backends.opencl._buffers import argument_hint
 
 cla = pytest.importorskip("pyopencl.array", reason="pip install 'tunekit[opencl]'")
 cl = pytest.importorskip("pyopencl")
@@ -223,7 +224,6 @@ def test_template_definitions_a_build_takes_are_accepted(client: OpenCLClient) -
 
 def test_the_argument_hint_takes_numpy_scalars() -> None:
     """np.float64 is a float subclass: a valid double argument was blamed as a Python float on any launch error."""
-    from tunekit_backends.opencl._buffers import argument_hint
 
     assert argument_hint((np.float64(1.5), np.int32(3))) == ""
     assert "argument 0 is a Python float" in argument_hint((1.5,))

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 import tunekit as tk
+from tunekit_backends.opencl import OpenCLClient
 
 pytest.importorskip("pyopencl", reason="pip install 'tunekit[opencl]'")
 
@@ -62,9 +63,7 @@ def test_compile_workers_hold_a_hanging_first_launch_to_the_sets_own_timeout() -
 def test_process_isolation_without_a_worker_factory_is_refused_before_any_variant_runs() -> None:
     """Regression: TUNEKIT_ISOLATION=process forked the OpenCL client; every variant hung to its limit, then
     NoValidKernelFound (8 variants: 8 minutes)."""
-    import _hanging_opencl
-
-    from tunekit_backends.opencl import OpenCLClient
+    import _hanging_opencl  # noqa: PLC0415 - it imports pyopencl (the opencl extra), skipped above when missing
 
     tk.configure(isolation="process", candidate_timeout_s=2)
     client, tunables, inputs = _hanging_opencl._tune(OpenCLClient(compile_in="thread"), _hanging_opencl.N)
@@ -93,9 +92,7 @@ def test_a_searched_template_runs_under_process_isolation_through_execute_with_a
     """The route tk.search's refusal of an OpenCL client names: with_search and a worker factory, through execute."""
     monkeypatch.syspath_prepend(str(TESTS))
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]))
-    import _searched_opencl
-
-    from tunekit_backends.opencl import OpenCLClient
+    import _searched_opencl  # noqa: PLC0415 - it imports pyopencl (the opencl extra), skipped above when missing
 
     client, tunables, inputs = _searched_opencl.searched(OpenCLClient(compile_in="thread"), 64)
     isolated = tunables.with_isolation("process", timeout_s=60, worker=_searched_opencl.build)

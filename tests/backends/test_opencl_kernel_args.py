@@ -10,7 +10,13 @@ import pytest
 
 import tunekit as tk
 from tunekit_backends.opencl import KernelTemplate, OpenCLClient
-from tunekit_backends.opencl._kernel_args import Param, argument_mismatch, declared_dtypes, kernel_params
+from tunekit_backends.opencl._kernel_args import (
+    Param,
+    argument_mismatch,
+    declared_dtypes,
+    kernel_params,
+    source_aliases,
+)
 
 cla = pytest.importorskip("pyopencl.array", reason="pip install 'tunekit[opencl]'")
 cl = pytest.importorskip("pyopencl")
@@ -207,8 +213,6 @@ def test_types_the_source_resolves_and_those_it_leaves_unchecked() -> None:
 
 
 def _aliases(source: str) -> dict[str, str | None]:
-    from tunekit_backends.opencl._kernel_args import source_aliases
-
     return source_aliases(source, [])
 
 

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import tunekit as tk
+from tunekit._candidates.plan import skip_reason
 
 
 @tk.autotune_key
@@ -145,8 +146,6 @@ class _EvenOnly:
 
 
 def test_a_skip_is_explained_by_the_priority_function_that_skipped_it() -> None:
-    from tunekit._candidates.plan import skip_reason
-
     group = tk.TuneGroup("g", _const(0))
     explained, plain = _t("even").group(group, _EvenOnly()), _t("plain").group(group, _const(-1))
     assert skip_reason(Key(n=3), explained) == "3 is odd"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import gc
 import os
 import subprocess
 import sys
@@ -243,7 +244,6 @@ def test_from_space_names_and_builds_every_configuration_as_the_space_walks_it(r
 
 def test_from_space_leaves_the_garbage_collector_as_it_found_it() -> None:
     """from_space pauses the collector while it builds the set; a restriction that raises must not leave it off."""
-    import gc
 
     def broken(c: tk.Config) -> bool:
         raise RuntimeError("no")

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import tunekit as tk
+from tunekit._keys.key import anchored_fields, off_buckets
 
 
 @tk.autotune_key
@@ -325,7 +326,6 @@ class Clamped:
 
 def test_off_buckets_says_which_anchored_values_another_level_would_move() -> None:
     """What Record.add asks of a key: could it have been built at the record's level (exponent 2: minimal)?"""
-    from tunekit._keys.key import anchored_fields, off_buckets
 
     assert anchored_fields(Key) == ("n", "rows") and anchored_fields(Clamped) == ("n",)
     assert anchored_fields(Layout) == ()

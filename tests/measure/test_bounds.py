@@ -11,6 +11,7 @@ import pytest
 import tunekit as tk
 from tunekit._measure.bounds import clear_peaks, device_peaks, time_limit_ns
 from tunekit_backends.cpu import CpuClient
+from tunekit_backends.opencl import OpenCLClient
 from tunekit_backends.simulated import SimulatedClient
 
 MS = 1_000_000
@@ -165,7 +166,6 @@ def test_full_level_never_short_circuits() -> None:
 
 def test_opencl_client_measures_plausible_peaks_on_its_device() -> None:
     pytest.importorskip("pyopencl", reason="pip install 'tunekit[opencl]'")
-    from tunekit_backends.opencl import OpenCLClient
 
     client = OpenCLClient()
     assert isinstance(client, tk.SupportsPeaks) and isinstance(client, tk.SupportsWarmup)

@@ -11,10 +11,12 @@ import time
 from pathlib import Path
 from typing import Annotated
 
+import _self_calling
 import numpy as np
 import pytest
 
 import tunekit as tk
+from tunekit._measure.worker import ProcessRunner, SpawnRecipe
 from tunekit_backends.cpu import CpuClient
 
 
@@ -303,9 +305,6 @@ def test_the_in_process_time_limit_applies_to_the_correctness_check() -> None:
 @pytest.mark.parametrize("spawned", [False, True], ids=["forked", "spawned"])
 def test_a_worker_started_by_a_thread_that_ends_lives_on_with_the_process(spawned: bool) -> None:
     """Regression: PR_SET_PDEATHSIG killed the worker when the thread that started it ended (the next run 'crashed')."""
-    import _self_calling
-
-    from tunekit._measure.worker import ProcessRunner, SpawnRecipe
 
     recipe = SpawnRecipe("_self_calling:build", {"n": 3}) if spawned else None
     runner = ProcessRunner(_self_calling.CLIENT, _self_calling.SET, (3,), timeout_s=60, recipe=recipe)

@@ -18,6 +18,7 @@ from tunekit._measure.runner import InProcessRunner
 from tunekit._measure.runoff import runoff
 from tunekit._measure.schedule import BatchResult, measure_batch
 from tunekit_backends.cpu import CpuClient
+from tunekit_backends.opencl import KernelTemplate, OpenCLClient
 from tunekit_backends.simulated import NoiseModel, SimulatedClient
 
 MS = 1_000_000
@@ -215,7 +216,6 @@ __kernel void work(__global const float* x, __global float* y, const float a, co
 
 def test_the_same_schedule_runs_on_the_opencl_client_and_the_record_shows_it() -> None:
     cla = pytest.importorskip("pyopencl.array", reason="pip install 'tunekit[opencl]'")
-    from tunekit_backends.opencl import KernelTemplate, OpenCLClient
 
     tk.configure(warmup_ms=20.0)
     client = OpenCLClient()

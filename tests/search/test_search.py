@@ -14,7 +14,9 @@ from kt_cache import BEST, write_cache
 
 import tunekit as tk
 from tunekit._observe.event_text import describe_events
+from tunekit._search import driver as _search
 from tunekit_backends.cpu import CpuClient
+from tunekit_backends.opencl import KernelTemplate, OpenCLClient
 from tunekit_backends.replay import ReplayClient, ReplayData, load_kernel_tuner_cache
 from tunekit_backends.simulated import NoiseModel, SimulatedClient
 
@@ -92,8 +94,6 @@ def test_the_best_trial_equals_its_trial_and_has_a_float_score(replay: tuple[Rep
 
 
 def tk_cpu() -> tk.Client:
-    from tunekit_backends.cpu import CpuClient
-
     return CpuClient()
 
 
@@ -459,8 +459,6 @@ def test_auto_is_exhaustive_when_the_budget_covers_a_large_restricted_space() ->
 
 
 def test_auto_does_not_count_a_restricted_space_past_the_counting_limit(monkeypatch: pytest.MonkeyPatch) -> None:
-    from tunekit._search import driver as _search
-
     calls = 0
 
     def restrict(c: tk.Config) -> bool:
@@ -515,7 +513,6 @@ __kernel void fill(__global float* y, const int n) {
 def test_a_search_over_a_kernel_template_names_its_candidates_as_the_tuner_does() -> None:
     """Regression: tk.search's record named a KernelTemplate's candidates 'BLOCK=16', its tuner's 'fill[BLOCK=16]'."""
     cla = pytest.importorskip("pyopencl.array", reason="pip install 'tunekit[opencl]'")
-    from tunekit_backends.opencl import KernelTemplate, OpenCLClient
 
     client = OpenCLClient(compile_in="thread")
     template = KernelTemplate(_FILL, "fill", {"BLOCK": [8, 16, 32]}, geometry=lambda c, k: ((k.n,), (int(c.BLOCK),)))

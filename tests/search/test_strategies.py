@@ -9,10 +9,13 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 import pytest
+from threadpoolctl import threadpool_info
 
 import tunekit as tk
 from tunekit._search.strategies import ModelGuidedLocalSearch, Walker, initial_points, make_strategy, wide_after
+from tunekit._search.strategies.blas import one_blas_thread
 from tunekit._search.strategies.pairwise import PairwiseModel
+from tunekit._search.strategies.surrogate import _smallest
 
 OWN = [s for s in tk.STRATEGIES if s not in ("auto", "optuna_tpe")]
 
@@ -344,9 +347,6 @@ def test_optuna_strategy_tells_optuna_no_none_value() -> None:
 
 def test_the_surrogates_solve_on_one_blas_thread_and_leave_the_count_as_it_was() -> None:
     """A multithreaded BLAS made model_ils spend ten times the CPU time on its small solves, spinning threads."""
-    from threadpoolctl import threadpool_info
-
-    from tunekit._search.strategies.blas import one_blas_thread
 
     def blas_threads() -> list[int]:
         return [int(lib["num_threads"]) for lib in threadpool_info() if lib["user_api"] == "blas"]
@@ -491,8 +491,6 @@ def test_the_pairwise_model_predicts_an_encoded_pool_exactly_as_from_positions()
 
 
 def test_the_smallest_predictions_are_the_stable_sorts_first_ties_included() -> None:
-    from tunekit._search.strategies.surrogate import _smallest
-
     rng = np.random.default_rng(1)
     for values in (rng.integers(0, 5, size=200).astype(float), rng.normal(size=50), np.array([np.nan, 1.0, np.nan])):
         for n in (1, 4, 49, 200):

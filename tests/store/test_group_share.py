@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from _procs import drop_root, in_child, tunekit_messages
 
 from tunekit._store.cache import PersistentCache
 from tunekit._values.cache_row import CacheValue
@@ -41,7 +42,6 @@ def _files(directory: Path) -> dict[str, int]:
 @pytest.mark.usefixtures("umask_022")
 def test_a_member_of_the_group_stores_winners_in_a_cache_another_member_made() -> None:
     """Regression: the database and its WAL files were 0644 in a group-writable cache: other members stored nothing."""
-    from _procs import drop_root, in_child, tunekit_messages
 
     with tempfile.TemporaryDirectory() as top:
         os.chmod(top, 0o755)
@@ -83,7 +83,6 @@ def test_a_member_of_the_group_stores_winners_in_a_cache_another_member_made() -
 def test_a_user_who_cannot_write_the_cache_reads_it_and_is_told_the_fix_once() -> None:
     """Regression: a database another user made 0644 turned every later process memory-only: a bare warning, then
     even the stored winners were re-tuned."""
-    from _procs import drop_root, in_child, tunekit_messages
 
     with tempfile.TemporaryDirectory() as top:
         os.chmod(top, 0o755)

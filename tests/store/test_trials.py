@@ -16,6 +16,7 @@ import pytest
 from kt_cache import write_cache
 
 import tunekit as tk
+from tunekit._base.file_lock import lock_file
 from tunekit._search.strategies import IteratedLocalSearch
 from tunekit._store.trials import TrialLog, key_log_path
 from tunekit_backends.replay import ReplayClient, ReplayData, load_kernel_tuner_cache
@@ -415,7 +416,6 @@ def test_a_log_refused_for_one_of_its_lines_keeps_its_half_written_tail(
 
 def test_closing_a_trial_log_twice_leaves_other_files_alone(tmp_path: Path) -> None:
     """A second release unlocked and closed the descriptor number again, which another file had taken since."""
-    from tunekit._base.file_lock import lock_file
 
     release = lock_file(tmp_path / "t.jsonl")
     assert release is not None

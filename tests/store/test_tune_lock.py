@@ -2,17 +2,27 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
+import logging
 import os
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _procs import drop_root, in_child, tunekit_messages
+
+import tunekit as tk
+from tunekit._store import tune_lock as _tune_lock
+from tunekit._store.cache import PersistentCache
+from tunekit._store.tune_lock import _lock_opened, lock_path, tune_lock
+from tunekit_backends.cpu import CpuClient
 
 SCRIPT = textwrap.dedent(
     """
@@ -129,8 +139,6 @@ def _no_leftover_go_file(tmp_path: Path) -> None:
 
 def _inner(tuner: str) -> tuple[Any, Any, Any, Any]:
     """A key class, a CPU client, and the set and tuner that an outer tune of the same key reaches into."""
-    import tunekit as tk
-    from tunekit_backends.cpu import CpuClient
 
     @tk.autotune_key
     class Key:
@@ -145,9 +153,6 @@ def _inner(tuner: str) -> tuple[Any, Any, Any, Any]:
 
 def test_a_tune_nested_in_a_tune_of_the_same_key_does_not_wait_on_itself(caplog: pytest.LogCaptureFixture) -> None:
     """Regression: two sets of one tuner name and key, the inner tuned from an outer candidate, waited 600 s."""
-    import logging
-
-    import tunekit as tk
 
     # Two sets may share a tuner name only when their candidates are the same (one checksum): two
     # objects built from the same definition, one reached from inside the other's candidate.
@@ -176,9 +181,6 @@ def test_a_tune_nested_in_a_prepare_hook_of_a_tune_of_the_same_key_does_not_wait
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """Regression: the hook runs on a prepare thread, which did not know its tuning thread held the lock (30 s)."""
-    import logging
-
-    import tunekit as tk
 
     key_class, client, inner_set, inner = _inner("ops-prepared")
     outer_set = tk.TunableSet(key=lambda n: key_class(n=n)).with_tunables(
@@ -268,9 +270,6 @@ def _hold(tmp_path: Path, key_json: str, script_name: str = "hold.py") -> subpro
 
 
 def test_cache_clear_removes_the_lock_file_of_a_killed_tune_and_keeps_a_held_one(tmp_path: Path) -> None:
-    from tunekit._store.cache import PersistentCache
-    from tunekit._store.tune_lock import tune_lock
-
     killed = _hold(tmp_path, '{"n":1}')
     killed.kill()
     killed.wait(timeout=30)
@@ -316,9 +315,6 @@ RELEASE_ON_ENTER = textwrap.dedent(
 
 def test_a_process_that_opened_the_file_before_its_holder_removed_it_does_not_take_the_lock(tmp_path: Path) -> None:
     """The race that makes filelock keep its Unix lock files (tox-dev/filelock#574), played step by step."""
-    import fcntl
-
-    from tunekit._store.tune_lock import _lock_opened
 
     script = tmp_path / "release_on_enter.py"
     script.write_text(RELEASE_ON_ENTER)
@@ -357,9 +353,6 @@ def test_a_lock_whose_identity_check_fails_is_released_or_given_up_not_held_or_s
 
     Neither file-system condition happens here, so the check after locking is replaced for this test.
     """
-    import fcntl
-
-    from tunekit._store import tune_lock as _tune_lock
 
     path = tmp_path / "k.lock"
 
@@ -390,8 +383,6 @@ def _umask() -> int:
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the umask from /proc")
 def test_a_cache_directory_a_group_shares_gets_lock_files_the_group_can_lock(tmp_path: Path) -> None:
     """Regression: lock files were 0644 in a group-writable cache, so the group's other users tuned without the lock."""
-    from tunekit._store.cache import PersistentCache
-    from tunekit._store.tune_lock import tune_lock
 
     shared, private = tmp_path / "shared", tmp_path / "private"
     shared.mkdir()
@@ -409,7 +400,6 @@ def test_a_cache_directory_a_group_shares_gets_lock_files_the_group_can_lock(tmp
 
 def _shared_cache(top: str) -> tuple[Path, Path]:
     """A cache directory every user may write (the second user here is nobody) and the lock file of one key."""
-    from tunekit._store.tune_lock import lock_path
 
     os.chmod(top, 0o755)
     cache_dir = Path(top) / "cache"
@@ -424,10 +414,6 @@ def _shared_cache(top: str) -> tuple[Path, Path]:
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX permissions")
 def test_a_lock_file_this_user_may_only_read_still_locks_the_key() -> None:
     """Regression: a lock file that could not be opened read-write meant tuning without the lock, silently."""
-    import fcntl
-    import tempfile
-
-    from _procs import drop_root, in_child
 
     with tempfile.TemporaryDirectory() as top:
         cache_dir, path = _shared_cache(top)
@@ -436,9 +422,6 @@ def test_a_lock_file_this_user_may_only_read_still_locks_the_key() -> None:
         path.chmod(0o444)
 
         def child() -> dict[str, object]:
-            from tunekit._store.cache import PersistentCache
-            from tunekit._store.tune_lock import tune_lock
-
             drop_root()
             writable = os.access(path, os.W_OK)
             with tune_lock(PersistentCache(cache_dir), "dev", "t", '{"n":1}', timeout_s=0.2) as held:
@@ -458,19 +441,12 @@ def test_a_lock_file_this_user_may_only_read_still_locks_the_key() -> None:
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX permissions")
 def test_a_lock_file_this_user_cannot_open_is_a_warning_naming_it_and_the_fix() -> None:
     """Regression: a lock file that could not be opened at all meant tuning without the lock, said only at INFO."""
-    import logging
-    import tempfile
-
-    from _procs import drop_root, in_child, tunekit_messages
 
     with tempfile.TemporaryDirectory() as top:
         cache_dir, path = _shared_cache(top)
         path.chmod(0o000)  # another user's private file: the child (nobody, when this runs as root) cannot open it
 
         def child() -> dict[str, object]:
-            from tunekit._store.cache import PersistentCache
-            from tunekit._store.tune_lock import tune_lock
-
             drop_root()
             caught = tunekit_messages(logging.WARNING)
             for _ in range(2):
@@ -487,8 +463,6 @@ def test_a_lock_file_this_user_cannot_open_is_a_warning_naming_it_and_the_fix() 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX permissions")
 def test_a_locks_directory_made_before_lock_files_were_shared_is_shared_by_its_owner(tmp_path: Path) -> None:
     """Regression: a 0755 locks/ made by an earlier tunekit stayed so in a shared cache: the group locked nothing."""
-    from tunekit._store.cache import PersistentCache
-    from tunekit._store.tune_lock import tune_lock
 
     shared = tmp_path / "shared"
     shared.mkdir()

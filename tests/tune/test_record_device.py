@@ -11,6 +11,7 @@ import pytest
 
 import tunekit as tk
 from tunekit_backends.cpu import CpuClient
+from tunekit_backends.opencl import KernelTemplate, OpenCLClient
 
 
 @tk.autotune_key
@@ -304,7 +305,6 @@ __kernel void fill(__global float* y, const int n) {
 def test_an_opencl_record_of_another_driver_is_used_and_another_device_refused(tmp_path: Path) -> None:
     """Regression: a driver upgrade changed the OpenCL device id, and the committed record was refused."""
     cla = pytest.importorskip("pyopencl.array", reason="pip install 'tunekit[opencl]'")
-    from tunekit_backends.opencl import KernelTemplate, OpenCLClient
 
     client = OpenCLClient(compile_in="thread")
     assert isinstance(client, tk.SupportsDeviceModel)

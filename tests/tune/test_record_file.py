@@ -20,6 +20,7 @@ from kt_cache import BEST, write_cache
 
 import tunekit as tk
 from tunekit_backends.cpu import CpuClient
+from tunekit_backends.opencl import KernelTemplate, OpenCLClient
 from tunekit_backends.replay import ReplayClient, ReplayData, load_kernel_tuner_cache
 
 
@@ -619,7 +620,6 @@ def test_a_record_of_an_opencl_template_names_its_candidates_as_the_template_doe
     """Regression: add() named winners config.name ('BLOCK=16'), a template's candidates are 'fill[BLOCK=16]': the
     record of a tk.search over a KernelTemplate was refused by load_verified as naming no candidate."""
     cla = pytest.importorskip("pyopencl.array", reason="pip install 'tunekit[opencl]'")
-    from tunekit_backends.opencl import KernelTemplate, OpenCLClient
 
     client = OpenCLClient(compile_in="thread")
     template = KernelTemplate(FILL, "fill", {"BLOCK": [8, 16, 32]}, geometry=lambda c, k: ((k.n,), (int(c.BLOCK),)))

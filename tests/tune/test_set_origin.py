@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import sys
@@ -9,8 +10,9 @@ import textwrap
 from pathlib import Path
 
 import tunekit as tk
+from tunekit._base.persisted import STORED
 from tunekit._observe.event_text import describe_events
-from tunekit._tune.stale import _same_operation
+from tunekit._tune.stale import _same_operation, report_stale
 from tunekit._values.records import SharedTunerName
 from tunekit._values.set_origin import SetOrigin
 
@@ -201,10 +203,6 @@ def test_spaces_of_unrelated_parameters_under_one_key_generator_still_warn() -> 
 def test_origins_that_differ_only_in_a_newer_tunekits_fields_warn_once() -> None:
     """Regression: the once-per-pair warning compared origins with the extra fields a newer tunekit stored in each row,
     so a field differing from row to row repeated the warning for every key."""
-    import logging
-
-    from tunekit._base.persisted import STORED
-    from tunekit._tune.stale import report_stale
 
     @tk.autotune_key
     class Key:

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
+import _self_calling
 import numpy as np
 import pytest
 from _tunables import sleeping as _slow
@@ -596,7 +597,6 @@ def test_a_candidate_executing_its_own_key_in_a_forked_worker_fails_the_same_way
 
 def test_a_candidate_executing_its_own_key_in_a_spawned_worker_fails_at_once_naming_the_self_call() -> None:
     """Regression: the spawned worker waited on its parent's tune lock until the candidate timeout (a 'timeout')."""
-    import _self_calling
 
     isolated = _self_calling.SET.with_isolation("process", timeout_s=20, worker=_self_calling.build)
     (record,) = _tune_recorded(_self_calling.TUNER, isolated)
@@ -610,7 +610,6 @@ def test_a_candidate_executing_its_own_key_in_a_spawned_worker_fails_at_once_nam
 
 def test_a_prepare_hook_executing_its_own_key_fails_its_candidate_instead_of_deadlocking() -> None:
     """Regression: the hook, on a prepare thread, waited on the tune that was waiting for the hook."""
-    import _self_calling
 
     (record,) = _tune_recorded(_self_calling.PREPARE_TUNER, _self_calling.PREPARE_SET)
     assert record.winner == "plain"
@@ -688,7 +687,6 @@ def test_a_device_id_that_is_not_a_non_empty_str_is_refused_at_execute(device_id
 def test_a_candidate_tuning_its_key_with_another_set_in_a_spawned_worker_goes_on_as_in_process() -> None:
     """Regression: the spawned worker refused any tune of the key its parent was tuning, also by another set that
     only shared the tuner name (in process that tune goes on at once)."""
-    import _self_calling
 
     isolated = _self_calling.SHARING_SET.with_isolation("process", timeout_s=60, worker=_self_calling.build_sharing)
     (record,) = _tune_recorded(_self_calling.TUNER, isolated)

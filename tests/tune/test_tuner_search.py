@@ -14,6 +14,7 @@ from kt_cache import write_cache
 import tunekit as tk
 from tunekit._values.records import CheckResult
 from tunekit_backends.cpu import CpuClient
+from tunekit_backends.opencl import KernelTemplate, OpenCLClient
 from tunekit_backends.replay import ReplayClient, load_kernel_tuner_cache
 from tunekit_backends.simulated import SimulatedClient
 
@@ -80,7 +81,6 @@ __kernel void fill(__global float* y, const int n) {
 
 def test_an_opencl_template_compiles_only_the_variants_the_search_measures(isolated_settings: Path) -> None:
     cla = pytest.importorskip("pyopencl.array", reason="pip install 'tunekit[opencl]'")
-    from tunekit_backends.opencl import KernelTemplate, OpenCLClient
 
     client = OpenCLClient(compile_in="thread")
     template = KernelTemplate(
@@ -111,7 +111,6 @@ def test_variants_a_search_evaluates_that_do_not_apply_to_the_key_are_in_its_rec
 ) -> None:
     """Regression: they were left out of both, and the error said "(no candidate was planned)" after evaluating them."""
     cla = pytest.importorskip("pyopencl.array", reason="pip install 'tunekit[opencl]'")
-    from tunekit_backends.opencl import KernelTemplate, OpenCLClient
 
     client = OpenCLClient(compile_in="thread")
     template = KernelTemplate(
@@ -162,7 +161,6 @@ def test_variants_a_search_evaluates_that_do_not_apply_to_the_key_are_in_its_rec
 def test_variants_that_do_not_apply_to_the_key_do_not_use_the_search_budget(isolated_settings: Path) -> None:
     """Regression: max_evals counted them, so a budget of 2 spent on two such variants measured nothing."""
     cla = pytest.importorskip("pyopencl.array", reason="pip install 'tunekit[opencl]'")
-    from tunekit_backends.opencl import KernelTemplate, OpenCLClient
 
     client = OpenCLClient(compile_in="thread")
     template = KernelTemplate(
@@ -304,7 +302,6 @@ def test_with_search_keeps_one_resumable_trial_log_per_key(tmp_path: Path) -> No
 
 def test_a_changed_set_starts_a_new_per_key_trial_log(tmp_path: Path) -> None:
     """The per-key log was named without the set's checksum: after version= changed, the old code's timings answered."""
-    from tunekit_backends.cpu import CpuClient
 
     client = CpuClient()
     ran: list[tuple[str, int]] = []
@@ -457,7 +454,6 @@ __kernel void axpy(__global const float* x, __global float* y, const int n) {
 def test_an_opencl_search_checks_each_batch_on_the_device_inputs_as_they_were_first(isolated_settings: Path) -> None:
     """Regression: a search's later batches were checked on device inputs the earlier batches' timing had written."""
     cla = pytest.importorskip("pyopencl.array", reason="pip install 'tunekit[opencl]'")
-    from tunekit_backends.opencl import KernelTemplate, OpenCLClient
 
     client = OpenCLClient(compile_in="thread")
     template = KernelTemplate(
