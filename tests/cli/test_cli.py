@@ -1,4 +1,7 @@
-"""The ``tunekit`` command, run as a subprocess on a real cache and a real records file."""
+"""The ``tunekit`` command on a real cache and a real records file, run in-process (see _command.py).
+
+The installed entry point, its exit codes, a closed pipe and Ctrl-C are tested in real processes at the end.
+"""
 
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ from typing import Annotated
 
 import numpy as np
 import pytest
+from _command import run
 from kt_cache import write_cache
 
 import tunekit as tk
@@ -46,16 +50,6 @@ def _tune(records: Path) -> None:
     )
     for n in (1000, 100_000):
         tuner.execute(CLIENT.device_id, CLIENT, tunables, (np.ones(n),))
-
-
-def run(*args: str, check: int | None = 0, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(
-        [*COMMAND, *args], check=False, capture_output=True, text=True, timeout=120, env={**os.environ, **(env or {})}
-    )
-    assert "Traceback" not in done.stderr, done.stderr
-    if check is not None:
-        assert done.returncode == check, (done.returncode, done.stdout, done.stderr)
-    return done
 
 
 @pytest.fixture
@@ -277,10 +271,10 @@ def test_records_tail_follows_appended_records(records: Path) -> None:
             file.write(text[50:])
         assert "appended_later" in process.stdout.readline()
     finally:
-        process.send_signal(signal.SIGINT)
-        process.wait(timeout=30)
+        process.send_signal(signal.SIGINT)  # Ctrl-C
+        _, said = process.communicate(timeout=30)
     assert process.returncode == 130
-    assert process.stderr is not None and "Traceback" not in process.stderr.read()
+    assert "Traceback" not in said
 
 
 def test_records_tail_refuses_a_negative_count(records: Path) -> None:
@@ -471,16 +465,7 @@ def test_records_summary_shows_the_search_that_chose_a_winner(tmp_path: Path) ->
 def test_verify_a_relative_cache_dir(records: Path, isolated_settings: Path) -> None:
     """Regression: `cache verify` with a relative TUNEKIT_CACHE_DIR crashed: relative path can't be a file URI."""
     relative = os.path.relpath(isolated_settings, records.parent)
-    done = subprocess.run(
-        [*COMMAND, "cache", "verify"],
-        check=False,
-        cwd=records.parent,
-        env={**os.environ, "TUNEKIT_CACHE_DIR": relative},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    done = run("cache", "verify", cwd=records.parent, env={"TUNEKIT_CACHE_DIR": relative})
     assert "2 rows checked, 0 problems" in done.stdout, done.stdout
 
 
@@ -496,3 +481,41 @@ def test_reexport_of_an_unchanged_cache_is_identical(records: Path, isolated_set
     first.write_text(json.dumps(older))
     run("cache", "clear")
     assert "imported 2 winners" in run("cache", "import", str(first)).stdout
+
+
+# Real processes, on purpose: what only the installed command shows.
+
+
+def test_the_installed_command_runs_and_exits_with_its_codes(records: Path, isolated_settings: Path) -> None:
+    """The entry point pip installs: 0 when done, 2 for a usage mistake, 1 for a data problem; never a traceback."""
+
+    def real(*args: str) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run([*COMMAND, *args], check=False, capture_output=True, text=True, timeout=120)
+        assert "Traceback" not in done.stderr, done.stderr
+        return done
+
+    version = real("--version")
+    assert version.returncode == 0 and version.stdout.startswith("tunekit "), version
+    usage = real("frobnicate")
+    assert usage.returncode == 2 and usage.stderr.count("\n") == 1 and "invalid choice: 'frobnicate'" in usage.stderr
+    with sqlite3.connect(isolated_settings / tk.PersistentCache.FILENAME) as connection:
+        connection.execute("""UPDATE winners SET value='{"winner": 5}' WHERE key='{"n":1024}'""")
+    problem = real("cache", "verify")
+    assert problem.returncode == 1 and "2 rows checked, 1 problem" in problem.stdout, problem
+
+
+def test_a_pipe_closed_by_head_ends_the_command_quietly(records: Path, tmp_path: Path) -> None:
+    """`tunekit records tail FILE | head -n 1`: the command stops when head does, exit 0, nothing on stderr."""
+    many = tmp_path / "many.jsonl"
+    many.write_text(records.read_text() * 2000)  # far more than a pipe holds: the command writes after head is gone
+    piped = 'set -o pipefail; "$@" | head -n 1'
+    done = subprocess.run(
+        ["bash", "-c", piped, "bash", *COMMAND, "records", "tail", str(many), "-n", "4000"],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, (done.returncode, done.stderr)
+    assert done.stdout.count("\n") == 1 and "cli_sum" in done.stdout
+    assert done.stderr == ""

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import pytest
+from _command import run
 
 import tunekit as tk
 from tunekit_backends.cpu import CpuClient
@@ -213,12 +214,7 @@ def test_a_row_with_fields_of_a_newer_tunekit_is_reused_not_retuned(isolated_set
     assert _run("slow,fast") == {"out": 5, "tuned": [], "winners": []}
     stored = _stored_value(path)
     assert stored["confidence"] == 0.97 and stored["origin"]["source"] == "ops/matmul.py"
-    assert (
-        "0 problems"
-        in subprocess.run(
-            [sys.executable, "-m", "tunekit", "cache", "verify"], capture_output=True, text=True, check=True
-        ).stdout
-    )
+    assert "0 problems" in run("cache", "verify").stdout
 
 
 def test_rewriting_a_row_keeps_the_fields_of_a_newer_tunekit(isolated_settings: Path) -> None:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _command import run
 from _procs import drop_root, in_child, tunekit_messages
 
 import tunekit as tk
@@ -56,6 +57,8 @@ SCRIPT = textwrap.dedent(
 
 
 def _start(tmp_path: Path, name: str, **env: str) -> subprocess.Popen[str]:
+    """A process tuning one key once go is touched. Each test ends its processes with communicate(), which closes
+    their pipes (wait() leaves them to the garbage collector: a ResourceWarning in whichever test runs then)."""
     script = tmp_path / "tune_one.py"
     script.write_text(SCRIPT.format(tests=str(Path(__file__).resolve().parents[1])))
     full_env = dict(
@@ -110,7 +113,7 @@ def test_a_process_killed_while_it_tunes_leaves_the_key_to_the_waiter(tmp_path: 
     time.sleep(1.0)
     assert waiter.poll() is None, "the waiter should be waiting for the owner's lock"
     owner.send_signal(signal.SIGKILL)
-    owner.wait(timeout=30)
+    owner.communicate(timeout=30)
     assert _finish(waiter) == "winner fast\n"
     assert _decisions(tmp_path, "waiter") == ["tuned"]
     assert _lock_files(tmp_path) == []  # the waiter took over the dead owner's file and removed it
@@ -129,7 +132,7 @@ def test_a_waiter_that_runs_out_of_patience_tunes_the_key_itself(tmp_path: Path)
         assert _decisions(tmp_path, "waiter") == ["tuned"]
     finally:
         owner.kill()
-        owner.wait(timeout=30)
+        owner.communicate(timeout=30)
 
 
 @pytest.fixture(autouse=True)
@@ -272,20 +275,12 @@ def _hold(tmp_path: Path, key_json: str, script_name: str = "hold.py") -> subpro
 def test_cache_clear_removes_the_lock_file_of_a_killed_tune_and_keeps_a_held_one(tmp_path: Path) -> None:
     killed = _hold(tmp_path, '{"n":1}')
     killed.kill()
-    killed.wait(timeout=30)
+    killed.communicate(timeout=30)
     assert len(_lock_files(tmp_path)) == 1  # SIGKILL: the file stays behind
     running = _hold(tmp_path, '{"n":2}')
     try:
         assert len(_lock_files(tmp_path)) == 2
-        done = subprocess.run(
-            [sys.executable, "-m", "tunekit", "cache", "clear"],
-            check=False,
-            env=dict(os.environ, TUNEKIT_CACHE_DIR=str(tmp_path / "cache")),
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert done.returncode == 0, done.stderr
+        done = run("cache", "clear", env={"TUNEKIT_CACHE_DIR": str(tmp_path / "cache")})
         assert "removed 1 lock file left by killed processes" in done.stdout, done.stdout
         assert len(_lock_files(tmp_path)) == 1
         # The running tune still holds its key: this process cannot take it.
@@ -296,7 +291,7 @@ def test_cache_clear_removes_the_lock_file_of_a_killed_tune_and_keeps_a_held_one
             assert held
     finally:
         running.kill()
-        running.wait(timeout=30)
+        running.communicate(timeout=30)
 
 
 RELEASE_ON_ENTER = textwrap.dedent(
@@ -330,7 +325,8 @@ def test_a_process_that_opened_the_file_before_its_holder_removed_it_does_not_ta
     late = os.open(path, os.O_RDWR)  # this process opened the file while the first held it ...
     first.stdin.write("\n")
     first.stdin.flush()
-    assert first.wait(timeout=30) == 0  # ... the first removed it as it released it ...
+    first.communicate(timeout=30)
+    assert first.returncode == 0  # ... the first removed it as it released it ...
     second = _hold(tmp_path, '{"n":1}', script_name="hold_second.py")  # ... and a third made a new one and holds it
     try:
         assert _lock_opened(path, late) == "removed"  # locking the removed file must not count as holding the key
@@ -342,7 +338,7 @@ def test_a_process_that_opened_the_file_before_its_holder_removed_it_does_not_ta
             os.close(probe)
     finally:
         second.kill()
-        second.wait(timeout=30)
+        second.communicate(timeout=30)
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="the POSIX flock protocol")
