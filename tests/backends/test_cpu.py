@@ -6,6 +6,10 @@ import os
 import subprocess
 import sys
 
+import pytest
+
+pytestmark = [pytest.mark.slow, pytest.mark.subprocess]
+
 _MEASURE = """
 import numpy as np
 from tunekit_backends.cpu import CpuClient, _best_ns

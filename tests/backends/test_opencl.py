@@ -99,6 +99,9 @@ def _run(
     return (records[-1] if records else None), x, y
 
 
+@pytest.mark.slow
+@pytest.mark.opencl
+@pytest.mark.subprocess
 def test_gate_rejects_overrun_wrong_result_and_broken_variants_and_the_winner_is_right(client: OpenCLClient) -> None:
     record, x, y = _run(client)
     assert record is not None
@@ -123,6 +126,9 @@ def test_gate_rejects_overrun_wrong_result_and_broken_variants_and_the_winner_is
     assert checks[record.winner].passed and checks["scale[MODE=2,BLOCK=64]"].max_abs_error == pytest.approx(0.5)  # type: ignore[union-attr]
 
 
+@pytest.mark.slow
+@pytest.mark.opencl
+@pytest.mark.subprocess
 def test_a_second_process_reuses_the_winner_without_compiling_the_losers(
     client: OpenCLClient, isolated_settings: Path, tmp_path: Path
 ) -> None:
@@ -154,6 +160,7 @@ def test_a_second_process_reuses_the_winner_without_compiling_the_losers(
     assert f"compiled {[record.winner]!r}" in done.stdout
 
 
+@pytest.mark.opencl
 def test_editing_the_source_changes_the_checksum(client: OpenCLClient) -> None:
     edited = KernelTemplate(SCALE + "\n// edited\n", "scale", TEMPLATE.space, geometry=_geometry)
     assert _tunables(client).checksum() != _tunables(client, edited).checksum()
@@ -197,6 +204,7 @@ def test_options_and_values_a_build_cannot_take_are_refused_at_definition() -> N
         KernelTemplate("/* __kernel void nope(int x) */\n" + SCALE, "nope", {"MODE": [0]}, geometry=_geometry)
 
 
+@pytest.mark.opencl
 def test_template_definitions_a_build_takes_are_accepted(client: OpenCLClient) -> None:
     """Regression of the definition-time checks: an empty value (-DQUAL= defines QUAL as nothing), a char literal,
     options given as a generator (used up by the check, then built without them) and a kernel with an
@@ -229,6 +237,7 @@ def test_the_argument_hint_takes_numpy_scalars() -> None:
     assert "argument 0 is a Python float" in argument_hint((1.5,))
 
 
+@pytest.mark.opencl
 def test_a_template_whose_space_is_empty_or_no_mapping_is_refused(client: OpenCLClient) -> None:
     """A restriction rejecting every variant gave an empty set ("add some with .with_tunable"); a list as the space
     failed as "expected string or bytes-like object"."""
@@ -244,6 +253,8 @@ def test_a_template_whose_space_is_empty_or_no_mapping_is_refused(client: OpenCL
         KernelTemplate(SCALE, "scale", [64, 128], geometry=_geometry)  # type: ignore[arg-type]
 
 
+@pytest.mark.opencl
+@pytest.mark.subprocess
 @pytest.mark.parametrize("with_fn", [True, False], ids=["reference", "first_candidate"])
 def test_raw_buffers_in_a_checked_set_stop_the_tune_naming_the_fix(client: OpenCLClient, with_fn: bool) -> None:
     """A raw cl.Buffer was read as uint8 bytes: the reference computed on bytes and every variant failed the check
@@ -265,6 +276,7 @@ def test_raw_buffers_in_a_checked_set_stop_the_tune_naming_the_fix(client: OpenC
         tuner.execute(client.device_id, client, tunables, buffers())
 
 
+@pytest.mark.opencl
 def test_a_client_opens_the_device_a_device_id_names(client: OpenCLClient) -> None:
     # What a process-isolation worker factory does with the device_id it is told to build for.
     again = OpenCLClient(device_id=client.device_id, compile_in="thread")
@@ -276,6 +288,7 @@ def test_a_client_opens_the_device_a_device_id_names(client: OpenCLClient) -> No
         OpenCLClient(device_id="opencl:no such device", compile_in="thread")
 
 
+@pytest.mark.opencl
 def test_a_client_opens_exactly_the_device_its_locator_names(client: OpenCLClient) -> None:
     """Regression: a client had only its device id, which identical devices share, so no worker could find its GPU."""
     assert isinstance(client, tk.SupportsLocator)
@@ -305,6 +318,7 @@ def test_a_client_opens_exactly_the_device_its_locator_names(client: OpenCLClien
     assert client.locator in seen
 
 
+@pytest.mark.opencl
 @pytest.mark.parametrize(
     ("kwargs", "error", "says"),
     [
@@ -323,6 +337,7 @@ def test_a_locator_that_names_no_device_is_refused(kwargs: dict[str, Any], error
         OpenCLClient(compile_in="thread", **kwargs)
 
 
+@pytest.mark.opencl
 def test_client_names_the_driver_times_on_the_device_and_flushes(client: OpenCLClient) -> None:
     device = client.device
     for part in (device.platform.name, device.name, device.driver_version, device.version):
@@ -338,12 +353,16 @@ def test_client_names_the_driver_times_on_the_device_and_flushes(client: OpenCLC
     assert client._flush_buffer is not None and client._flush_buffer.size >= 2 * device.global_mem_cache_size
 
 
+@pytest.mark.opencl
 def test_a_variant_that_fails_to_build_raises_the_compiler_message(client: OpenCLClient) -> None:
     (broken,) = [t for t in TEMPLATE.tunables(client, _key) if t.name == "scale[MODE=3,BLOCK=64]"]
     with pytest.raises(CompileError, match="build failed: .*error"):
         broken.fn.kernel()  # type: ignore[attr-defined]
 
 
+@pytest.mark.slow
+@pytest.mark.opencl
+@pytest.mark.subprocess
 def test_compiling_in_worker_processes_reports_build_errors_and_tunes(isolated_settings: Path) -> None:
     pooled = OpenCLClient(compile_in="process", compile_workers=2)
     try:
@@ -375,6 +394,7 @@ def test_compiling_in_worker_processes_reports_build_errors_and_tunes(isolated_s
         OpenCLClient(compile_in="fork")  # type: ignore[arg-type]
 
 
+@pytest.mark.opencl
 def test_flush_cache_takes_only_a_bool() -> None:
     """OpenCLClient(flush_cache="false") kept flushing: bool("false") is True."""
     with pytest.raises(TypeError, match=r"flush_cache=...\) takes True or False, got 'false'"):
@@ -392,6 +412,7 @@ def _broken_device() -> tuple[int, int] | None:
     return None
 
 
+@pytest.mark.opencl
 def test_selecting_a_device_whose_compiler_is_broken_fails_when_the_client_is_made() -> None:
     """Regression: an explicit platform=/device= skipped the compiler probe: the client was made, and every
     variant of every tune then failed with the compiler's error, naming no device and no way out."""
@@ -410,6 +431,9 @@ def test_selecting_a_device_whose_compiler_is_broken_fails_when_the_client_is_ma
 PLAIN = KernelTemplate(SCALE, "scale", {"MODE": [0], "BLOCK": [64, 128]}, geometry=_geometry)
 
 
+@pytest.mark.slow
+@pytest.mark.opencl
+@pytest.mark.subprocess
 @pytest.mark.parametrize(
     ("wrong", "says"),
     [
@@ -445,6 +469,9 @@ def test_arguments_a_kernel_cannot_take_are_named_with_what_to_pass(
     assert str(raised.value).count(says) == 2, str(raised.value)  # each variant, in the same words
 
 
+@pytest.mark.slow
+@pytest.mark.opencl
+@pytest.mark.subprocess
 def test_a_template_set_without_inputs_times_device_copies_of_the_callers_arguments(client: OpenCLClient) -> None:
     """Regression: without inputs=, the tune deep-copied the caller's pyopencl arrays and stopped ("cannot pickle
     'CommandQueue' object; give the TunableSet an inputs= generator") although a device copy does the job."""
@@ -463,6 +490,7 @@ def test_a_template_set_without_inputs_times_device_copies_of_the_callers_argume
     np.testing.assert_allclose(y.get(), 3 * x.get(), rtol=1e-6)
 
 
+@pytest.mark.opencl
 @pytest.mark.parametrize(
     ("geometry", "says"),
     [
@@ -501,6 +529,8 @@ def _other_device(first: OpenCLClient) -> tuple[int, int] | None:
     return None
 
 
+@pytest.mark.slow
+@pytest.mark.opencl
 @pytest.mark.parametrize("where", ["two contexts on one device", "two devices"])
 def test_one_init_call_site_gives_each_client_its_own_kernels(where: str) -> None:
     # Regression: init kept the set by its factory's code alone, so a second client got the first one's kernels.
@@ -541,6 +571,9 @@ def test_a_selection_that_names_no_device_is_refused(name: str, wanted: object) 
         OpenCLClient(**{name: wanted})  # type: ignore[arg-type]
 
 
+@pytest.mark.slow
+@pytest.mark.opencl
+@pytest.mark.subprocess
 def test_variants_applies_drops_are_reported_as_not_applying_to_the_key(
     client: OpenCLClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -88,6 +88,7 @@ def _same_as_alone(
     return outputs
 
 
+@pytest.mark.opencl
 def test_variants_in_one_program_compute_what_their_own_builds_compute(client: OpenCLClient) -> None:
     configs = [
         [("FACTOR", "2.0f"), ("WIDE", "0")],
@@ -129,6 +130,7 @@ __kernel void k(__global const float* x, __global float* y, const int n) {
 """
 
 
+@pytest.mark.opencl
 @pytest.mark.parametrize(
     ("source", "options"),
     [(OPTION_MACRO_REDEFINED, ["-DSCALE=1.0f"]), (HEADER_MACRO_FALLBACK, []), (DECLARATIONS, [])],
@@ -166,6 +168,9 @@ class SizeKey:
     n: Annotated[int, tk.Anchor()]
 
 
+@pytest.mark.slow
+@pytest.mark.opencl
+@pytest.mark.subprocess
 def test_a_variant_that_crashes_its_compile_worker_is_failed_and_the_rest_tune(pooled: OpenCLClient) -> None:
     y = cla.zeros(pooled.queue, 64, np.float32)
     record = _tune_in_process_mode(
@@ -183,6 +188,7 @@ def test_a_variant_that_crashes_its_compile_worker_is_failed_and_the_rest_tune(p
     assert set(np.unique(y.get())) <= {16.0, 32.0}
 
 
+@pytest.mark.opencl
 def test_auto_compiles_in_processes_on_pocl_with_cores_and_its_kernel_cache(monkeypatch: pytest.MonkeyPatch) -> None:
     client = OpenCLClient()
     is_pocl = "Portable Computing Language" in client.device.platform.name
@@ -194,6 +200,9 @@ def test_auto_compiles_in_processes_on_pocl_with_cores_and_its_kernel_cache(monk
         OpenCLClient(compile_in="process", compile_workers=0)
 
 
+@pytest.mark.slow
+@pytest.mark.opencl
+@pytest.mark.subprocess
 def test_a_script_without_a_main_guard_compiles_in_processes(tmp_path: Path) -> None:
     # multiprocessing's spawn would re-run this script in every worker; the workers are plain subprocesses.
     script = tmp_path / "unguarded.py"
@@ -267,6 +276,9 @@ __kernel void walk(__global const int* next, __global float* y, const int n) {
 """
 
 
+@pytest.mark.slow
+@pytest.mark.opencl
+@pytest.mark.subprocess
 def test_workers_first_launch_on_the_tunes_own_inputs(pooled: OpenCLClient) -> None:
     """Regression: workers launched on zero-filled buffers, where this kernel never ends (found in review)."""
     n = 64
@@ -284,6 +296,9 @@ __kernel void over(__global float* y, const int n) {
 """
 
 
+@pytest.mark.slow
+@pytest.mark.opencl
+@pytest.mark.subprocess
 @pytest.mark.parametrize("compile_in", ["process", "thread"])
 def test_a_variant_that_writes_past_a_buffer_fails_at_its_first_launch(compile_in: str, pooled: OpenCLClient) -> None:
     """Regression: the first launch (in a compile worker, or here on scratch copies) ignored its canary bytes, so a
@@ -329,6 +344,9 @@ __kernel void pk(__global float* y, const float low, const int n) {
 """
 
 
+@pytest.mark.slow
+@pytest.mark.opencl
+@pytest.mark.subprocess
 def test_a_kernel_that_prints_and_an_infinite_scalar_do_not_confuse_the_workers(pooled: OpenCLClient) -> None:
     """Regression: printf output broke the reply stream; a -inf argument killed every worker (found in review)."""
     args = (cla.zeros(pooled.queue, 64, np.float32), np.float32(-np.inf), np.int32(64))
@@ -354,6 +372,9 @@ class ExactKey:
     n: int
 
 
+@pytest.mark.slow
+@pytest.mark.opencl
+@pytest.mark.subprocess
 def test_a_launch_shape_refused_for_one_key_is_tried_again_for_the_next(pooled: OpenCLClient) -> None:
     """Regression: a failure for one key stuck to the variant for every later key (found in review)."""
     template = KernelTemplate(
@@ -389,6 +410,9 @@ __kernel void spin(__global float* y, const int n) {
 """
 
 
+@pytest.mark.slow
+@pytest.mark.opencl
+@pytest.mark.subprocess
 def test_no_time_limit_means_workers_wait_as_long_as_a_compile_takes(pooled: OpenCLClient) -> None:
     """Regression: candidate_timeout_s=inf (documented as "no limit") overflowed the reply wait."""
     tk.configure(candidate_timeout_s=math.inf)
@@ -397,6 +421,9 @@ def test_no_time_limit_means_workers_wait_as_long_as_a_compile_takes(pooled: Ope
     assert all(c.status == "measured" for c in record.candidates), [c.error for c in record.candidates]
 
 
+@pytest.mark.slow
+@pytest.mark.opencl
+@pytest.mark.subprocess
 def test_a_variant_that_hangs_its_worker_fails_after_the_candidate_timeout(pooled: OpenCLClient) -> None:
     tk.configure(candidate_timeout_s=3.0)
     args = (cla.zeros(pooled.queue, 64, np.float32), np.int32(64))
@@ -407,6 +434,9 @@ def test_a_variant_that_hangs_its_worker_fails_after_the_candidate_timeout(poole
     assert record.winner == "spin[MODE=0,BLOCK=8]"
 
 
+@pytest.mark.slow
+@pytest.mark.opencl
+@pytest.mark.subprocess
 def test_compile_workers_exit_when_their_parent_dies(tmp_path: Path) -> None:
     script = tmp_path / "dies.py"
     script.write_text(
@@ -464,6 +494,8 @@ __kernel void stage(__global const float* x, __global float* y, __local float* t
 """
 
 
+@pytest.mark.slow
+@pytest.mark.opencl
 def test_an_argument_a_worker_cannot_take_compiles_in_the_tuning_process(
     pooled: OpenCLClient, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -525,6 +557,8 @@ def _warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [f"{r.name}: {r.getMessage()}" for r in caplog.records if r.levelno >= logging.WARNING]
 
 
+@pytest.mark.slow
+@pytest.mark.opencl
 def test_an_unwritable_temporary_directory_compiles_in_the_tuning_process_and_warns_once(
     client: OpenCLClient,
     pooled: OpenCLClient,
@@ -546,6 +580,9 @@ def test_an_unwritable_temporary_directory_compiles_in_the_tuning_process_and_wa
     assert "TMPDIR" in warnings[0] and "compile_in='thread'" in warnings[0]
 
 
+@pytest.mark.slow
+@pytest.mark.opencl
+@pytest.mark.subprocess
 @pytest.mark.parametrize(
     "executable",
     ["", "/nonexistent/bin/python", shutil.which("false") or "/bin/false"],
@@ -577,6 +614,9 @@ def _compiled_in_process(records: list[tk.AutotuneRecord]) -> list[str | None]:
     return [e.compiled_in_process for r in records for e in r.events if isinstance(e, Prepared)]
 
 
+@pytest.mark.slow
+@pytest.mark.opencl
+@pytest.mark.subprocess
 def test_a_worker_killed_before_it_is_ready_is_not_blamed_on_the_variant(
     pooled: OpenCLClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -591,6 +631,9 @@ def test_a_worker_killed_before_it_is_ready_is_not_blamed_on_the_variant(
     assert len(notes) == 2 and all(n and n.startswith("no compile worker could start: ") for n in notes), notes
 
 
+@pytest.mark.slow
+@pytest.mark.opencl
+@pytest.mark.subprocess
 def test_a_worker_killed_once_at_start_up_is_replaced_and_the_batch_still_compiles_in_workers(
     pooled: OpenCLClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -603,6 +646,9 @@ def test_a_worker_killed_once_at_start_up_is_replaced_and_the_batch_still_compil
     assert _compiled_in_process(records) == [None, None]
 
 
+@pytest.mark.slow
+@pytest.mark.opencl
+@pytest.mark.subprocess
 def test_a_worker_killed_while_idle_is_replaced_without_blaming_the_next_variant(pooled: OpenCLClient) -> None:
     _tune_work(pooled, "idle-kill-first")
     assert pooled.compile_pool is not None
@@ -613,6 +659,9 @@ def test_a_worker_killed_while_idle_is_replaced_without_blaming_the_next_variant
     assert _compiled_in_process(records) == [None, None]
 
 
+@pytest.mark.slow
+@pytest.mark.opencl
+@pytest.mark.subprocess
 def test_workers_that_cannot_fill_pocls_kernel_cache_warn_once(
     pooled: OpenCLClient, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -666,6 +715,9 @@ def _starts(starts: Path) -> int:
     return len(starts.read_text().splitlines()) if starts.exists() else 0
 
 
+@pytest.mark.slow
+@pytest.mark.opencl
+@pytest.mark.subprocess
 def test_a_pool_whose_workers_cannot_start_stops_starting_them_for_a_while(
     client: OpenCLClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -692,6 +744,8 @@ def test_a_pool_whose_workers_cannot_start_stops_starting_them_for_a_while(
         pool.close()
 
 
+@pytest.mark.opencl
+@pytest.mark.subprocess
 def test_a_worker_start_that_hangs_is_waited_for_once(
     client: OpenCLClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -711,6 +765,9 @@ def test_a_worker_start_that_hangs_is_waited_for_once(
         pool.close()
 
 
+@pytest.mark.slow
+@pytest.mark.opencl
+@pytest.mark.subprocess
 def test_compile_workers_that_keep_failing_to_start_are_tried_twice_not_per_batch(
     pooled: OpenCLClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -727,6 +784,9 @@ def test_compile_workers_that_keep_failing_to_start_are_tried_twice_not_per_batc
     assert len(notes) == 2 and all(n and n.startswith("no compile worker could start: ") for n in notes), notes
 
 
+@pytest.mark.slow
+@pytest.mark.opencl
+@pytest.mark.subprocess
 def test_closing_the_client_during_a_tune_stops_it_without_blaming_the_variant_being_built(
     pooled: OpenCLClient, isolated_settings: Path
 ) -> None:
@@ -772,6 +832,8 @@ def test_closing_the_client_during_a_tune_stops_it_without_blaming_the_variant_b
     )  # nor a failure
 
 
+@pytest.mark.opencl
+@pytest.mark.subprocess
 def test_failed_starts_pause_every_pool_of_the_process_that_starts_workers_the_same_way(
     client: OpenCLClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -797,6 +859,7 @@ def test_failed_starts_pause_every_pool_of_the_process_that_starts_workers_the_s
             each.close()
 
 
+@pytest.mark.subprocess
 def test_inputs_files_left_by_killed_tunes_are_removed_by_the_next(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -834,6 +897,7 @@ __kernel void wide(__global float* y, const int n) {
 """
 
 
+@pytest.mark.opencl
 def test_an_overrun_of_a_whole_work_group_lands_in_the_canary_and_is_remembered_at_its_shape() -> None:
     """Regression: with compile_in="thread" 64 canary bytes followed an output, so a kernel without a bounds guard
     wrote most of its extra work-group (384 bytes here) into the tuning process's memory, and the overrun, once

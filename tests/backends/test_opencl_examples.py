@@ -18,6 +18,8 @@ import softmax
 
 from tunekit_backends.opencl import OpenCLClient
 
+pytestmark = [pytest.mark.slow, pytest.mark.opencl, pytest.mark.subprocess]
+
 
 @pytest.fixture(scope="module")
 def client() -> Iterator[OpenCLClient]:

@@ -21,6 +21,8 @@ def client() -> Iterator[OpenCLClient]:
     client.close()
 
 
+@pytest.mark.opencl
+@pytest.mark.subprocess
 def test_fused_chain_matches_the_eager_numpy_chain_and_skips_vectors_that_do_not_divide(
     client: OpenCLClient,
 ) -> None:

@@ -13,6 +13,8 @@ import pytest
 import tunekit as tk
 from tunekit_backends.opencl import OpenCLClient
 
+pytestmark = pytest.mark.opencl
+
 pytest.importorskip("pyopencl", reason="pip install 'tunekit[opencl]'")
 
 TESTS = Path(__file__).resolve().parents[1]
@@ -40,6 +42,8 @@ def _tune_in_child(compile_in: str, timeout_s: float) -> tk.AutotuneRecord:
     return tk.AutotuneRecord.model_validate_json(done.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_a_kernel_that_never_ends_is_blamed_in_the_isolated_worker_when_variants_compile_in_threads() -> None:
     """Regression: compile_in="thread" first-launched every variant in the caller, which then waited forever."""
     record = _tune_in_child("thread", _LIMIT_S)
@@ -49,6 +53,8 @@ def test_a_kernel_that_never_ends_is_blamed_in_the_isolated_worker_when_variants
     assert record.winner == "spin[MODE=0]"
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_compile_workers_hold_a_hanging_first_launch_to_the_sets_own_timeout() -> None:
     """Regression: with_isolation(timeout_s=2) gave way to candidate_timeout_s in the compile workers."""
     record = _tune_in_child("process", _LIMIT_S)
@@ -86,6 +92,8 @@ def test_process_isolation_without_a_worker_factory_is_refused_before_any_varian
     assert records == []  # nothing was tuned, so nothing recorded
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_a_searched_template_runs_under_process_isolation_through_execute_with_a_worker_factory(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

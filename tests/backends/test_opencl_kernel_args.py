@@ -66,6 +66,8 @@ def _tune(client: OpenCLClient, template: KernelTemplate, name: str, args: tuple
     return records[-1]
 
 
+@pytest.mark.opencl
+@pytest.mark.subprocess
 def test_a_float64_array_for_a_float_pointer_fails_the_variant_naming_argument_types_and_fix(
     client: OpenCLClient,
 ) -> None:
@@ -82,6 +84,9 @@ def test_a_float64_array_for_a_float_pointer_fails_the_variant_naming_argument_t
     assert "scale[BLOCK=1]" in str(raised.value) and "Pass an array of float32" in str(raised.value)
 
 
+@pytest.mark.slow
+@pytest.mark.opencl
+@pytest.mark.subprocess
 def test_a_float32_output_for_a_double_pointer_is_a_dtype_error_not_an_out_of_bounds_write(
     client: OpenCLClient,
 ) -> None:
@@ -101,6 +106,8 @@ def test_a_float32_output_for_a_double_pointer_is_a_dtype_error_not_an_out_of_bo
     assert "wrote past the end" not in double.error
 
 
+@pytest.mark.opencl
+@pytest.mark.subprocess
 def test_a_cached_winner_called_with_the_wrong_dtype_raises_and_right_calls_run(client: OpenCLClient) -> None:
     """Regression: a winner tuned on float32 inputs ran on the caller's int32 array without a word."""
     template = KernelTemplate(SCALE, "scale", {"BLOCK": [1]}, geometry=_geometry, options=["-DT=float"])
@@ -117,6 +124,9 @@ def test_a_cached_winner_called_with_the_wrong_dtype_raises_and_right_calls_run(
     np.testing.assert_allclose(y.get(), 3 * good[0].get(), rtol=1e-6)
 
 
+@pytest.mark.slow
+@pytest.mark.opencl
+@pytest.mark.subprocess
 def test_a_cached_winner_refuses_the_wrong_dtype_before_any_variant_compiles(client: OpenCLClient) -> None:
     """Regression: the winner read from disk compiled before checking, then recover compiled every next-ranked one."""
     space = {"BLOCK": [1, 2, 3]}
@@ -138,6 +148,8 @@ def test_a_cached_winner_refuses_the_wrong_dtype_before_any_variant_compiles(cli
     assert len(fresh.compiled()) == 1  # only the winner, still the winner
 
 
+@pytest.mark.opencl
+@pytest.mark.subprocess
 def test_the_dtypes_are_checked_again_at_a_key_that_already_launched(client: OpenCLClient) -> None:
     """Regression: after one launch at a key, a float64 array at that key launched and was read as float32 bytes."""
     tuner, tunables, good = _launched_once(client, "relaunch")
@@ -151,6 +163,8 @@ def test_the_dtypes_are_checked_again_at_a_key_that_already_launched(client: Ope
     np.testing.assert_allclose(y.get(), 3 * good[0].get(), rtol=1e-6)
 
 
+@pytest.mark.opencl
+@pytest.mark.subprocess
 def test_a_refused_host_array_does_not_vouch_for_a_device_array_of_its_dtype(client: OpenCLClient) -> None:
     """Regression: a refused host float64 array left float64 in the table; a device float64 array then ran."""
     tuner, tunables, _ = _launched_once(client, "host-then-device")
@@ -216,6 +230,7 @@ def _aliases(source: str) -> dict[str, str | None]:
     return source_aliases(source, [])
 
 
+@pytest.mark.opencl
 def test_vector_pointers_take_scalar_or_vector_arrays_and_scalars_are_checked(client: OpenCLClient) -> None:
     params = (
         Param("v", "float4", "global", True),

@@ -31,6 +31,7 @@ def test_a_new_file_gets_the_mode_of_a_plain_open(tmp_path: Path) -> None:
     assert (tmp_path / "new.json").read_text(encoding="utf-8") == "{}\n"
 
 
+@pytest.mark.subprocess
 def test_the_umask_in_force_is_applied(tmp_path: Path) -> None:
     # The umask is per process and changing it here would race with other threads: a child sets it.
     script = (

@@ -63,6 +63,7 @@ def test_a_bad_config_file_entry_names_its_file_and_the_setting_it_resembles(
         tk.configure(warmpu=2)
 
 
+@pytest.mark.subprocess
 def test_working_directory_that_cannot_be_entered_is_not_an_error(tmp_path: Path) -> None:
     """Regression: a dropped-privilege process in a root-only directory died reading tunekit.toml."""
     locked = tmp_path / "locked"
@@ -76,6 +77,7 @@ def test_working_directory_that_cannot_be_entered_is_not_an_error(tmp_path: Path
     assert in_child(child) == {"samples": 4}
 
 
+@pytest.mark.subprocess
 def test_working_directory_under_a_parent_that_cannot_be_searched_is_not_an_error(tmp_path: Path) -> None:
     """Regression: CI in a clone inside a 0700 mktemp directory died stat-ing pyproject.toml by absolute path."""
     locked = tmp_path / "locked"
@@ -93,6 +95,7 @@ def test_working_directory_under_a_parent_that_cannot_be_searched_is_not_an_erro
     assert in_child(child) == {"samples": 4}
 
 
+@pytest.mark.subprocess
 def test_a_cache_dir_or_records_path_this_process_cannot_look_at_is_no_settings_error(tmp_path: Path) -> None:
     """The checks that they are no file / no directory must not raise PermissionError from the settings."""
     locked = tmp_path / "locked"

@@ -44,6 +44,8 @@ def test_a_bound_held_in_a_closure_variable_enters_the_hash() -> None:
     assert bounded(1024).describe().restrictions == ["lambda c: limit >= c.B with limit=1024"]
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_a_bound_held_in_a_module_constant_enters_the_hash(tmp_path: Path) -> None:
     """Editing a module-level LIMIT kept the hash while the space changed."""
     script = tmp_path / "space_def.py"
@@ -112,6 +114,8 @@ def test_partial_arguments_and_default_arguments_enter_the_hash() -> None:
     )
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_restrictions_without_source_text_are_told_apart_by_their_code() -> None:
     """Under `python -c` the two comparisons had one hash: only the names and constants were kept."""
     code = (
@@ -129,6 +133,8 @@ def test_module_constant_in_this_file_is_shown_with_its_value() -> None:
     assert space.describe().restrictions == ["lambda c: c.B <= LIMIT with LIMIT=1024"]
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_the_hash_does_not_depend_on_the_hash_seed(tmp_path: Path) -> None:
     """A set literal in a closure lambda gave a different hash under each PYTHONHASHSEED."""
     module = tmp_path / "seeded.py"

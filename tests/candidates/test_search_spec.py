@@ -5,6 +5,10 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
+pytestmark = pytest.mark.subprocess
+
 
 def test_optuna_tpe_without_optuna_is_refused_where_the_set_is_built() -> None:
     """with_search(strategy="optuna_tpe") was accepted without Optuna installed; the missing extra surfaced only

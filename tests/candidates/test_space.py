@@ -134,6 +134,7 @@ def test_hash_is_stable_and_tracks_values_types_and_restrictions() -> None:
     assert tk.Space(A=[1, 2], restrict=lambda c: c.A > 1).hash != tk.Space(A=[1, 2], restrict=lambda c: c.A > 0).hash
 
 
+@pytest.mark.subprocess
 def test_hash_is_the_same_in_another_process() -> None:
     code = "import tunekit as tk; print(tk.Space(A=tk.pow2(1, 8), B=['x', 'y']).hash)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
@@ -463,6 +464,7 @@ def test_enumeration_keeps_the_cartesian_order_of_at() -> None:
     assert list(space) == [c for c in map(space.at, range(space.cartesian_size)) if space.allows(c)]
 
 
+@pytest.mark.slow
 def test_sampling_a_sparse_space_keeps_a_bounded_number_of_rejected_draws(monkeypatch: pytest.MonkeyPatch) -> None:
     """Space.sample kept every rejected index: at 0.1 % valid, a 4096-point sample held 300 MiB of them."""
     space = tk.Space(
@@ -505,6 +507,7 @@ def test_counted_size_is_known_without_walking_the_space() -> None:
     assert tk.Space(A=range(10), B=["x", "y"]).counted_size() == 20
 
 
+@pytest.mark.slow
 def test_sampling_a_space_too_big_to_walk_that_allows_nothing_is_an_error() -> None:
     """sample() of 10^12 points whose restriction rejects everything drew at random for weeks."""
     space = tk.Space(restrict=lambda c: c.A < 0, **{name: range(1000) for name in "ABCD"})

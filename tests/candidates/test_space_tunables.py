@@ -147,6 +147,7 @@ def test_tunables_appended_to_a_space_set_follow_it_and_share_its_names() -> Non
         grown.with_tunable(tk.Tunable("extra", lambda x: None))
 
 
+@pytest.mark.slow
 def test_building_a_large_set_makes_no_tunable_per_configuration() -> None:
     """from_space held a Config, a LazyBuild and a Tunable per configuration: 0.6 GiB for 10^6 points."""
     space = tk.Space(A=range(10), B=range(100), C=range(100), restrict=lambda c: (c.A + c.B) % 3 == 0)

@@ -129,6 +129,8 @@ def _checksum_in_a_new_process(folder: Path, module_text: str) -> str:
     return done.stdout.strip()
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_from_space_checksum_follows_the_build_code_across_processes(tmp_path: Path) -> None:
     """An edited build kept the set's checksum: the old kernels' cached winners, trial logs and records were re-used."""
     original = (
@@ -146,6 +148,7 @@ def test_from_space_checksum_follows_the_build_code_across_processes(tmp_path: P
     assert _checksum_in_a_new_process(tmp_path, original.replace("FACTOR = 2", "FACTOR = 3")) == first
 
 
+@pytest.mark.subprocess
 def test_from_space_checksum_is_the_same_in_every_process_and_checkout_running_the_same_build(tmp_path: Path) -> None:
     """A build reading an unseeded array or __file__ got a new checksum per process or per clone: always re-tuned."""
     module = (
@@ -199,6 +202,7 @@ def _build_refusing_two(config: tk.Config) -> Any:
     return lambda x: x * config.B
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize("isolation", ["none", "process"])
 @pytest.mark.parametrize("checked", [False, True])
 def test_a_from_space_build_that_raises_is_a_compile_failure(isolation: str, checked: bool) -> None:

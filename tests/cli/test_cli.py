@@ -250,6 +250,8 @@ def test_missing_records_file_is_one_line(tmp_path: Path) -> None:
     assert "no records file" in run("report", str(tmp_path / "nope.jsonl"), check=2).stderr
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_records_tail_follows_appended_records(records: Path) -> None:
     process = subprocess.Popen(
         [*COMMAND, "records", "tail", str(records), "-n", "1"],
@@ -294,6 +296,8 @@ def test_report_writes_html(records: Path, tmp_path: Path) -> None:
     assert html.startswith("<!DOCTYPE html>") and "cli_sum" in html and "<svg" in html
 
 
+@pytest.mark.slow
+@pytest.mark.opencl
 def test_devices_lists_the_cpu_client() -> None:
     done = run("devices", "--no-peaks")
     assert f"cpu: {CLIENT.device_id}" in done.stdout
@@ -302,6 +306,7 @@ def test_devices_lists_the_cpu_client() -> None:
     assert "peaks:" in run("devices").stdout
 
 
+@pytest.mark.opencl
 def test_devices_shows_each_opencl_devices_locator() -> None:
     lines = run("devices", "--no-peaks").stdout.splitlines()
     listed = lines.index(f"opencl (platform=0, device=0): {OpenCLClient(platform=0, device=0).device_id}")
@@ -486,6 +491,8 @@ def test_reexport_of_an_unchanged_cache_is_identical(records: Path, isolated_set
 # Real processes, on purpose: what only the installed command shows.
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_the_installed_command_runs_and_exits_with_its_codes(records: Path, isolated_settings: Path) -> None:
     """The entry point pip installs: 0 when done, 2 for a usage mistake, 1 for a data problem; never a traceback."""
 
@@ -504,6 +511,8 @@ def test_the_installed_command_runs_and_exits_with_its_codes(records: Path, isol
     assert problem.returncode == 1 and "2 rows checked, 1 problem" in problem.stdout, problem
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_a_pipe_closed_by_head_ends_the_command_quietly(records: Path, tmp_path: Path) -> None:
     """`tunekit records tail FILE | head -n 1`: the command stops when head does, exit 0, nothing on stderr."""
     many = tmp_path / "many.jsonl"

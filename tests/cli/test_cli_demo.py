@@ -7,6 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = [pytest.mark.slow, pytest.mark.opencl, pytest.mark.subprocess]
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 _ENTRY = Path(sys.executable).with_name("tunekit")
 COMMAND = [str(_ENTRY)] if _ENTRY.exists() else [sys.executable, "-m", "tunekit"]

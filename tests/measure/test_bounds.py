@@ -164,6 +164,7 @@ def test_full_level_never_short_circuits() -> None:
     assert record.winner == "best"
 
 
+@pytest.mark.opencl
 def test_opencl_client_measures_plausible_peaks_on_its_device() -> None:
     pytest.importorskip("pyopencl", reason="pip install 'tunekit[opencl]'")
 

@@ -83,6 +83,7 @@ def _no_children_left() -> bool:
     return False
 
 
+@pytest.mark.subprocess
 def test_abort_and_segfault_are_disqualified_and_the_tune_returns_the_right_winner() -> None:
     tunables = (
         tk.TunableSet(key=_key)
@@ -107,6 +108,7 @@ def test_abort_and_segfault_are_disqualified_and_the_tune_returns_the_right_winn
     assert _no_children_left()
 
 
+@pytest.mark.subprocess
 def test_a_hang_times_out_and_a_fresh_worker_measures_the_rest() -> None:
     tunables = (
         tk.TunableSet(key=_key)
@@ -121,6 +123,7 @@ def test_a_hang_times_out_and_a_fresh_worker_measures_the_rest() -> None:
     assert _no_children_left()
 
 
+@pytest.mark.subprocess
 def test_an_error_in_the_worker_reads_as_it_would_in_process() -> None:
     tunables = tk.TunableSet(key=_key).with_tunables([tk.Tunable("boom", _raise), _sleeper("ok", 0.0005)])
     _, isolated = _tune(tunables.with_isolation("process"), "error-isolated")
@@ -130,6 +133,7 @@ def test_an_error_in_the_worker_reads_as_it_would_in_process() -> None:
         assert (boom.stage, boom.error) == ("run", "RuntimeError: kernel exploded")
 
 
+@pytest.mark.subprocess
 def test_candidates_run_in_another_process_only_when_isolated() -> None:
     pids: list[int] = []
 
@@ -198,6 +202,7 @@ def test_isolation_leaves_the_checksum_alone() -> None:
     assert base.with_isolation("process").checksum() == base.checksum()
 
 
+@pytest.mark.subprocess
 def test_concurrent_isolated_tunes_each_see_their_own_crash() -> None:
     # Each thread forks its own workers; a crash must read as a crash (not a timeout) and reach only its own tune.
     results: dict[int, tk.AutotuneRecord] = {}
@@ -257,6 +262,7 @@ def _array_tune(tunables: tk.TunableSet[LenKey, np.ndarray], name: str) -> tk.Au
     return record
 
 
+@pytest.mark.subprocess
 def test_the_correctness_check_runs_in_the_worker_so_a_crash_there_is_contained() -> None:
     tunables = (
         tk.TunableSet(key=lambda x: LenKey(n=len(x)))
@@ -272,6 +278,7 @@ def test_the_correctness_check_runs_in_the_worker_so_a_crash_there_is_contained(
     assert record.winner == "times2"
 
 
+@pytest.mark.subprocess
 def test_a_baseline_from_a_worker_survives_the_workers_crash() -> None:
     # Without a reference the first candidate is the baseline; it lives on in the caller, so the
     # worker forked after abort()'s crash still rejects times3 instead of taking it as a new baseline.
@@ -302,6 +309,7 @@ def test_the_in_process_time_limit_applies_to_the_correctness_check() -> None:
     assert {c.name: (c.stage, c.error) for c in record.candidates}["spin"] == ("timeout", "timeout after 0.3 s")
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize("spawned", [False, True], ids=["forked", "spawned"])
 def test_a_worker_started_by_a_thread_that_ends_lives_on_with_the_process(spawned: bool) -> None:
     """Regression: PR_SET_PDEATHSIG killed the worker when the thread that started it ended (the next run 'crashed')."""
@@ -326,6 +334,7 @@ def _closed(n: int) -> int:
     raise tk.ClientClosed("the worker's client was closed")
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize("stage", ["run", "check"])
 def test_a_client_closed_in_the_worker_stops_the_tune_and_stores_nothing(stage: str, isolated_settings: object) -> None:
     """Regression: ClientClosed raised in an isolated worker came back as that candidate's failure, and the other
@@ -340,6 +349,7 @@ def test_a_client_closed_in_the_worker_stops_the_tune_and_stores_nothing(stage: 
     assert list(cache.rows()) == [] and cache.failed_keys() == []
 
 
+@pytest.mark.subprocess
 def test_prepare_hooks_see_the_policy_of_the_tune_they_work_for() -> None:
     """Regression: a third-party backend's prepare hook reached the policy only through a private module."""
     tk.configure(candidate_timeout_s=30)
@@ -375,6 +385,7 @@ class _UnforkableCpu(CpuClient):
         return self.hazard
 
 
+@pytest.mark.subprocess
 def test_a_client_that_cannot_be_forked_is_refused_before_anything_is_prepared_or_run() -> None:
     """Regression: process isolation forked a client that names a fork hazard; each candidate hung to its limit."""
     prepared: list[int] = []

@@ -214,6 +214,9 @@ __kernel void work(__global const float* x, __global float* y, const float a, co
 """
 
 
+@pytest.mark.slow
+@pytest.mark.opencl
+@pytest.mark.subprocess
 def test_the_same_schedule_runs_on_the_opencl_client_and_the_record_shows_it() -> None:
     cla = pytest.importorskip("pyopencl.array", reason="pip install 'tunekit[opencl]'")
 

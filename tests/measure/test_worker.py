@@ -86,6 +86,9 @@ def _build_on(
     return client, tunables, fresh()
 
 
+@pytest.mark.slow
+@pytest.mark.opencl
+@pytest.mark.subprocess
 @pytest.mark.parametrize("factory", [build, build_checked], ids=["timed", "checked"])
 def test_opencl_infinite_loop_and_python_abort_are_disqualified_in_a_spawned_worker(factory: Any) -> None:
     # With a reference the two die in the correctness check, which runs in the worker too; without, when timed.
@@ -110,6 +113,7 @@ def test_opencl_infinite_loop_and_python_abort_are_disqualified_in_a_spawned_wor
     assert checked == ({"slow": True, "fast": True} if factory is build_checked else {})
 
 
+@pytest.mark.opencl
 def test_a_worker_factory_must_be_importable_by_name() -> None:
     _, tunables, _ = build({"n": 16})
     with pytest.raises(ValueError, match="top level of an importable module"):
@@ -123,6 +127,8 @@ def _mismatched(key: dict[str, Any]) -> tuple[OpenCLClient, tk.TunableSet[SizeKe
     return client, tk.TunableSet(key=tunables.key, inputs=tunables.inputs).with_tunables(tunables.tunables[2:]), inputs
 
 
+@pytest.mark.opencl
+@pytest.mark.subprocess
 def test_a_worker_that_builds_other_candidates_fails_every_candidate_once_with_the_reason() -> None:
     client, tunables, inputs = build({"n": 64})
     safe = tk.TunableSet(key=tunables.key, inputs=tunables.inputs).with_tunables(tunables.tunables[2:])  # slow, fast
@@ -148,6 +154,7 @@ def _tune_on(device_id: str, factory: Any, client: tk.Client | None = None, n: i
     return record
 
 
+@pytest.mark.subprocess
 def test_a_worker_factory_builds_for_the_device_of_each_tune() -> None:
     """Regression: the factory got only the key's fields, so every device but its default failed the device check."""
     for device_id in ("sim-device:1", "sim-device:0"):
@@ -156,6 +163,7 @@ def test_a_worker_factory_builds_for_the_device_of_each_tune() -> None:
         assert {c.name: c.status for c in record.candidates} == {"long": "measured", "short": "measured"}
 
 
+@pytest.mark.subprocess
 def test_a_factory_of_the_key_alone_still_works_and_a_wrong_device_fails_the_check() -> None:
     with pytest.raises(tk.NoValidKernelFound) as info:
         _tune_on("sim-device:1", _two_devices.build_default)
@@ -183,6 +191,8 @@ def test_how_a_worker_factory_is_called_is_decided_when_the_set_is_built() -> No
             _two_devices.SET.with_isolation("process", worker=factory)
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_a_worker_factory_builds_on_the_device_of_the_client_that_called_execute() -> None:
     """Regression: a factory was told only the device id, so with two identical devices slot 1 was timed on slot 0."""
     for slot in (1, 0):
@@ -193,6 +203,7 @@ def test_a_worker_factory_builds_on_the_device_of_the_client_that_called_execute
             assert {c.name: c.status for c in record.candidates} == {"long": "measured", "short": "measured"}
 
 
+@pytest.mark.subprocess
 def test_a_worker_built_on_another_device_of_the_same_model_fails_the_check() -> None:
     """Regression: a factory without locator= built the first identical device, and its timings passed as slot 1's."""
     client = _two_devices.SLOTS["sim-slot:1"]
@@ -216,6 +227,9 @@ def build_located(
     return client, tk.TunableSet(key=tunables.key, inputs=tunables.inputs).with_tunables(tunables.tunables[2:]), inputs
 
 
+@pytest.mark.slow
+@pytest.mark.opencl
+@pytest.mark.subprocess
 def test_an_opencl_worker_factory_is_given_the_locator_of_the_client_that_called_execute(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -148,6 +148,7 @@ def test_a_tune_without_a_valid_candidate_is_an_error_span(telemetry: Telemetry)
     assert not span.status.is_ok and span.status.description == "no valid candidate"
 
 
+@pytest.mark.subprocess
 def test_opentelemetry_and_the_live_display_load_only_when_used() -> None:
     heavy = ("opentelemetry", "rich.live", "rich.progress")
     code = f"import sys, tunekit; print(sorted(m for m in {heavy!r} if m in sys.modules))"
@@ -155,6 +156,7 @@ def test_opentelemetry_and_the_live_display_load_only_when_used() -> None:
     assert done.stdout.strip() == "[]"
 
 
+@pytest.mark.subprocess
 def test_a_missing_otel_extra_names_the_install_command() -> None:
     code = (
         "import sys; sys.modules['opentelemetry'] = None\n"

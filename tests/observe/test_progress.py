@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Annotated
 
+import pytest
 from _tunables import sleeping as _sleep
 from rich.console import Console
 
@@ -109,11 +110,14 @@ def _run_script(tmp_path: Path, *, terminal: bool, progress: str) -> str:
     return output
 
 
+@pytest.mark.subprocess
 def test_progress_appears_on_a_terminal(tmp_path: Path) -> None:
     output = _run_script(tmp_path, terminal=True, progress="1")
     assert "tuned progress_script n=8: 2 candidates" in output and "winner" in output
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_progress_is_silent_off_a_terminal_or_when_disabled(tmp_path: Path) -> None:
     assert _run_script(tmp_path, terminal=False, progress="1") == ""
     assert "tuned progress_script" not in _run_script(tmp_path, terminal=True, progress="0")

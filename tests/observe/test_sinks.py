@@ -14,6 +14,7 @@ from tunekit._observe.sinks import sink_from_setting
 from tunekit_backends.cpu import CpuClient
 
 
+@pytest.mark.subprocess
 def test_a_new_records_file_gets_the_mode_a_plain_open_would(tmp_path: Path) -> None:
     """The file was created 0644 whatever the umask, so a group-writable setup (umask 002) could not share it."""
     # The umask is per process and changing it here would race with other threads: a child sets it.
@@ -123,6 +124,7 @@ _TUNE_ONCE = (
 )
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize(("setting", "stream"), [("STDOUT", "stdout"), ("Stderr", "stderr"), (" stdout\n", "stdout")])
 def test_a_record_stream_name_in_any_case_streams_instead_of_making_a_file(
     setting: str, stream: str, tmp_path: Path
@@ -138,6 +140,7 @@ def test_a_record_stream_name_in_any_case_streams_instead_of_making_a_file(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cache"]
 
 
+@pytest.mark.subprocess
 def test_a_record_path_under_a_file_is_refused_naming_the_file_in_the_way(tmp_path: Path) -> None:
     """TUNEKIT_RECORD=<a file>/records.jsonl only warned "[Errno 17] File exists" at every record, naming no fix."""
     afile = tmp_path / "afile"

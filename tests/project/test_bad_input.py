@@ -148,6 +148,8 @@ def _winners(mode: str, processes: int, record: Path | None = None) -> list[str]
     return [json.loads(line) for line in outputs]
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_autotune_off_gives_the_same_winner_in_every_process(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     assert _winners("tune", 1) == ["c"]  # the shared cache now holds c, measured fastest
     same_candidates = tk.TunableSet(key=lambda n: n).with_tunables([tk.Tunable(n, len) for n in ("a", "b", "c")])

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.opencl
+
 pytest.importorskip("pyopencl", reason="pip install 'tunekit[opencl]'")
 
 ROOT = Path(__file__).resolve().parents[2]

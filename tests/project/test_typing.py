@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.subprocess
+
 HEADER = textwrap.dedent(
     """
     from typing import Annotated
@@ -53,6 +55,7 @@ def _mypy(tmp_path: Path, cache: Path, body: str, header: str = HEADER) -> subpr
     )
 
 
+@pytest.mark.slow
 def test_correct_user_code_passes(tmp_path: Path, mypy_cache: Path) -> None:
     result = _mypy(
         tmp_path,
@@ -176,6 +179,7 @@ def test_a_misspelt_strategy_name_is_a_type_error(tmp_path: Path, mypy_cache: Pa
     assert "'bayes'" in errors[0] and "'simulated_annealing'" in errors[1], result.stdout
 
 
+@pytest.mark.slow
 def test_a_set_or_a_dict_of_values_is_a_type_error_and_ordered_values_are_not(tmp_path: Path, mypy_cache: Path) -> None:
     # Space's values were typed Iterable[ParamValue], so mypy passed tk.Space(A={1, 2}), refused at run time.
     result = _mypy(

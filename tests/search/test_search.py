@@ -55,6 +55,7 @@ def test_a_time_budget_spent_before_the_first_batch_still_measures_one() -> None
     assert result.evaluations == 1, "the first configuration of the first batch, no more"
 
 
+@pytest.mark.slow
 def test_max_seconds_stops_inside_a_batch_at_the_first_trial_that_finds_the_time_spent(tmp_path: Path) -> None:
     """Regression: max_seconds was checked only between batches, so a batch of 40 ran whole past a 0.3 s budget."""
     space = tk.Space(A=range(40))
@@ -510,6 +511,8 @@ __kernel void fill(__global float* y, const int n) {
 """
 
 
+@pytest.mark.slow
+@pytest.mark.opencl
 def test_a_search_over_a_kernel_template_names_its_candidates_as_the_tuner_does() -> None:
     """Regression: tk.search's record named a KernelTemplate's candidates 'BLOCK=16', its tuner's 'fill[BLOCK=16]'."""
     cla = pytest.importorskip("pyopencl.array", reason="pip install 'tunekit[opencl]'")

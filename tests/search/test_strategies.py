@@ -295,6 +295,7 @@ def trap_cost(c: tk.Config) -> float:
     return 3.0 + 0.1 * c.X + 0.05 * abs(c.T - 5)
 
 
+@pytest.mark.slow
 def test_model_ils_measures_a_random_point_every_8_evaluations_of_its_wide_phase() -> None:
     """model_ils reached a basin no climb leads into in 6 of 40 seeds, fewer than random search would."""
     space = tk.Space(M=[0, 1, 2], T=range(1, 21), X=range(4), P=range(6), Q=range(6))

@@ -66,6 +66,7 @@ def _run(names: str, n: int = 5, env: dict[str, str] | None = None) -> dict[str,
     return dict(json.loads(result.stdout))
 
 
+@pytest.mark.subprocess
 def test_winner_survives_a_new_process() -> None:
     first = _run("slow,fast")
     assert first == {"out": 5, "tuned": ["tuned"], "winners": ["fast"]}
@@ -73,11 +74,13 @@ def test_winner_survives_a_new_process() -> None:
     assert second == {"out": 7, "tuned": [], "winners": []}
 
 
+@pytest.mark.subprocess
 def test_changed_set_is_retuned() -> None:
     _run("slow,fast")
     assert _run("slow,fast,other")["tuned"] == ["tuned"]
 
 
+@pytest.mark.subprocess
 def test_removed_winner_is_retuned() -> None:
     _run("slow,fast")
     cache = tk.persistent_cache()
@@ -98,12 +101,16 @@ def test_removed_winner_is_retuned() -> None:
     assert _run("slow,fast")["tuned"] == ["tuned"]
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_cache_disabled_keeps_nothing_on_disk(isolated_settings: Path) -> None:
     assert _run("slow,fast", env={"TUNEKIT_CACHE": "0"})["tuned"] == ["tuned"]
     assert _run("slow,fast", env={"TUNEKIT_CACHE": "0"})["tuned"] == ["tuned"]
     assert not (isolated_settings / tk.PersistentCache.FILENAME).exists()
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_corrupted_cache_file_is_recovered(isolated_settings: Path) -> None:
     _run("slow,fast")
     path = isolated_settings / tk.PersistentCache.FILENAME
@@ -119,6 +126,7 @@ def test_corrupted_cache_file_is_recovered(isolated_settings: Path) -> None:
     assert _run("slow,fast")["tuned"] == []
 
 
+@pytest.mark.subprocess
 def test_corrupt_row_is_retuned_not_raised(isolated_settings: Path) -> None:
     _run("slow,fast")
     path = isolated_settings / tk.PersistentCache.FILENAME
@@ -206,6 +214,7 @@ def _newer(value: dict[str, Any]) -> None:
     value["origin"]["source"] = "ops/matmul.py"
 
 
+@pytest.mark.subprocess
 def test_a_row_with_fields_of_a_newer_tunekit_is_reused_not_retuned(isolated_settings: Path) -> None:
     """Regression: a row with a field this version does not know (as `origin` once was) was refused and re-tuned."""
     _run("slow,fast")
@@ -217,6 +226,7 @@ def test_a_row_with_fields_of_a_newer_tunekit_is_reused_not_retuned(isolated_set
     assert "0 problems" in run("cache", "verify").stdout
 
 
+@pytest.mark.subprocess
 def test_rewriting_a_row_keeps_the_fields_of_a_newer_tunekit(isolated_settings: Path) -> None:
     """A demotion writes the row back (model_copy of what was read): the newer version's fields must survive it."""
     _run("slow,fast")
@@ -234,12 +244,14 @@ def test_rewriting_a_row_keeps_the_fields_of_a_newer_tunekit(isolated_settings: 
     assert stored["origin"]["source"] == "ops/matmul.py"
 
 
+@pytest.mark.subprocess
 def test_a_row_of_another_schema_version_is_still_retuned(isolated_settings: Path) -> None:
     _run("slow,fast")
     _rewrite_row(isolated_settings / tk.PersistentCache.FILENAME, lambda v: v.update(schema_version=2))
     assert _run("slow,fast")["tuned"] == ["tuned"]
 
 
+@pytest.mark.subprocess
 def test_a_cache_opened_by_a_str_path_reads_what_a_tune_stored(isolated_settings: Path) -> None:
     """Regression: tk.PersistentCache("dir") failed with "unsupported operand type(s) for /: 'str' and 'str'"."""
     assert _run("slow,fast")["winners"] == ["fast"]

@@ -59,6 +59,7 @@ def _warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
 # -- degraded environments ---------------------------------------------------------------
 
 
+@pytest.mark.subprocess
 def test_read_only_directory_degrades_to_memory_only_with_one_warning() -> None:
     with tempfile.TemporaryDirectory() as top:
         os.chmod(top, 0o755)
@@ -82,6 +83,7 @@ def test_read_only_directory_degrades_to_memory_only_with_one_warning() -> None:
     assert len(got["warnings"]) == 1 and "memory-only" in got["warnings"][0]
 
 
+@pytest.mark.subprocess
 def test_full_disk_degrades_to_memory_only_with_one_warning(isolated_settings: Path) -> None:
     def child() -> dict[str, object]:
         caught = tunekit_messages()
@@ -314,6 +316,8 @@ def _assert_complete(cache_dir: Path, keys: set[int]) -> None:
         assert stored[i].checksum == checksum and stored[i].value.winner in ("double", "twice")
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_eight_processes_two_hundred_keys_each_lose_nothing(isolated_settings: Path) -> None:
     worker = Path(__file__).resolve().parents[1] / "_cache_worker.py"
     procs = [
@@ -348,6 +352,8 @@ def _tune_until_killed(report_fd: int, start: int) -> None:
         i += 1
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_thirty_kills_at_random_moments_leave_every_committed_entry(isolated_settings: Path) -> None:
     tk.configure(samples=1, warmup=0, adaptive=False)  # fast tunes: many commits between kills
     rng = random.Random(7)

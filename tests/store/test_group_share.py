@@ -15,7 +15,7 @@ from _procs import drop_root, in_child, tunekit_messages
 from tunekit._store.cache import PersistentCache
 from tunekit._values.cache_row import CacheValue
 
-pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX permissions")
+pytestmark = [pytest.mark.subprocess, pytest.mark.skipif(sys.platform == "win32", reason="POSIX permissions")]
 
 _NOBODY = 65534  # the user and group drop_root switches to
 

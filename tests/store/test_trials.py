@@ -313,6 +313,7 @@ with TrialLog.open(sys.argv[2], tuner="t", space=data.space, device_id="replay:"
 """
 
 
+@pytest.mark.subprocess
 def test_a_log_reached_through_a_hard_link_is_locked_as_the_file_itself(data: ReplayData, tmp_path: Path) -> None:
     """The lock sat beside the real path, and a hard link is a second real path: two processes wrote one log."""
     log = tmp_path / "a" / "t.jsonl"
@@ -548,6 +549,7 @@ def _wait_for(found: Callable[[], bool], what: str, timeout_s: float = 120.0) ->
         time.sleep(0.02)
 
 
+@pytest.mark.subprocess
 def test_a_second_process_searching_the_same_new_key_waits_for_the_log_and_resumes_it(tmp_path: Path) -> None:
     """Regression: with the cache off, a second process tuning the same new key with log= failed at once: "in use"."""
     script = Path(__file__).resolve().parents[1] / "_shared_log.py"
@@ -579,6 +581,7 @@ def test_a_second_process_searching_the_same_new_key_waits_for_the_log_and_resum
     assert len(log.read_text().splitlines()) == 1 + 3, "one header, the first process's three trials"
 
 
+@pytest.mark.subprocess
 def test_a_log_held_past_the_wait_is_refused_saying_what_to_do(data: ReplayData, tmp_path: Path) -> None:
     log = tmp_path / "t.jsonl"
     holder = subprocess.Popen(

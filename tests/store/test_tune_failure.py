@@ -53,6 +53,7 @@ SCRIPT = textwrap.dedent(
 )
 
 
+@pytest.mark.subprocess
 def test_processes_waiting_on_a_failing_tune_repeat_its_error_instead_of_tuning_again(tmp_path: Path) -> None:
     """Regression: when the tune holding the lock failed, each waiting process tuned the key again in turn."""
     script = tmp_path / "doomed.py"
@@ -114,6 +115,7 @@ def _outcome(tunables: tk.TunableSet[Key, int]) -> str:
     return "winner"
 
 
+@pytest.mark.subprocess
 def test_another_process_tunes_again_once_the_set_changes_or_the_retry_time_has_passed(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -137,6 +139,7 @@ def test_the_process_whose_tune_failed_tunes_again_on_its_next_call() -> None:
     assert ran.count("a") == 2
 
 
+@pytest.mark.subprocess
 def test_a_successful_tune_removes_the_record_and_clearing_the_cache_forgets_one() -> None:
     cache = persistent_cache()
     assert cache is not None
@@ -161,6 +164,7 @@ def test_an_unreadable_record_is_ignored_and_the_key_tuned(caplog: pytest.LogCap
     assert "unreadable failed-tune record" in caplog.text
 
 
+@pytest.mark.subprocess
 def test_retry_zero_records_nothing() -> None:
     tk.configure(failed_tune_retry_s=0)
     assert _outcome(_set([])) == "tuned"
@@ -244,6 +248,7 @@ def _generated(inputs: Callable[..., tuple[object, ...]]) -> tk.TunableSet[Key, 
     )
 
 
+@pytest.mark.subprocess
 def test_another_process_tunes_again_at_once_when_the_inputs_generator_was_fixed() -> None:
     """Regression: the record ignored inputs=, so a set whose generator was fixed repeated the old error for 60 s."""
     assert _outcome(_generated(_words)) == "tuned"  # type: ignore[arg-type]
@@ -255,6 +260,7 @@ def _scaled(scale: object) -> Callable[..., tuple[object, ...]]:
     return lambda key, n: (n * scale,)  # type: ignore[operator]
 
 
+@pytest.mark.subprocess
 def test_a_generator_capturing_other_data_is_another_generator() -> None:
     assert _outcome(_generated(_scaled("x"))) == "tuned"  # type: ignore[arg-type]  # "x" * 1 + 1: TypeError
     assert in_child(lambda: _outcome(_generated(_scaled("x")))) == "recorded"  # type: ignore[arg-type]
@@ -274,6 +280,7 @@ def _checked(reference: Callable[[int], np.ndarray] | None, *, rtol: float = 0.0
     return tk.TunableSet(key=lambda n: Key(n=n)).with_tunables(candidates).with_reference(reference, rtol=rtol)
 
 
+@pytest.mark.subprocess
 def test_another_process_tunes_again_at_once_when_the_reference_was_fixed() -> None:
     """Regression: the record ignored with_reference, so a fixed reference repeated the old error for 60 s."""
     assert _outcome(_checked(_twos)) == "tuned"  # type: ignore[arg-type]  # every candidate fails the check
@@ -281,6 +288,7 @@ def test_another_process_tunes_again_at_once_when_the_reference_was_fixed() -> N
     assert in_child(lambda: _outcome(_checked(_ones))) == "winner"  # type: ignore[arg-type]
 
 
+@pytest.mark.subprocess
 def test_another_process_tunes_again_at_once_when_the_reference_tolerance_was_widened() -> None:
     assert _outcome(_checked(_twos)) == "tuned"  # type: ignore[arg-type]
     assert in_child(lambda: _outcome(_checked(_twos, rtol=1.0))) == "winner"  # type: ignore[arg-type]
@@ -301,6 +309,7 @@ class _CountedInputs:
         return ("not a number",)
 
 
+@pytest.mark.subprocess
 def test_repeating_another_process_failure_works_out_the_generator_identity_once_per_set() -> None:
     """Regression: each call repeating the error re-hashed the generator's captured data (seconds for a big one)."""
     inputs = _CountedInputs()
@@ -331,6 +340,7 @@ def _dtype_outcome(dtype: type[np.generic]) -> str:
     return "winner"
 
 
+@pytest.mark.subprocess
 def test_a_callers_wrong_dtype_is_not_remembered_for_other_processes() -> None:
     """Regression: a first call with float64 made every candidate refuse, and another process's float32 call got it."""
     assert _dtype_outcome(np.float64) == "tuned"

@@ -94,6 +94,7 @@ def _finish(process: subprocess.Popen[str]) -> str:
     return out
 
 
+@pytest.mark.subprocess
 def test_two_processes_missing_one_key_tune_it_once_and_agree_on_the_winner(tmp_path: Path) -> None:
     first, second = _start(tmp_path, "first"), _start(tmp_path, "second")
     time.sleep(0.5)  # both are running and polling for the go file
@@ -105,6 +106,8 @@ def test_two_processes_missing_one_key_tune_it_once_and_agree_on_the_winner(tmp_
     assert _lock_files(tmp_path) == []  # regression: one lock file per key ever tuned stayed behind
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_a_process_killed_while_it_tunes_leaves_the_key_to_the_waiter(tmp_path: Path) -> None:
     owner = _start(tmp_path, "owner", HANG_IN_TUNE="1")
     (tmp_path / "go").touch()
@@ -119,6 +122,8 @@ def test_a_process_killed_while_it_tunes_leaves_the_key_to_the_waiter(tmp_path: 
     assert _lock_files(tmp_path) == []  # the waiter took over the dead owner's file and removed it
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_a_waiter_that_runs_out_of_patience_tunes_the_key_itself(tmp_path: Path) -> None:
     owner = _start(tmp_path, "owner", HANG_IN_TUNE="1")
     (tmp_path / "go").touch()
@@ -225,6 +230,7 @@ HAMMER = textwrap.dedent(
 )
 
 
+@pytest.mark.subprocess
 def test_processes_racing_on_removed_lock_files_never_hold_one_key_together(tmp_path: Path) -> None:
     script = tmp_path / "hammer.py"
     script.write_text(HAMMER)
@@ -272,6 +278,7 @@ def _hold(tmp_path: Path, key_json: str, script_name: str = "hold.py") -> subpro
     return process
 
 
+@pytest.mark.subprocess
 def test_cache_clear_removes_the_lock_file_of_a_killed_tune_and_keeps_a_held_one(tmp_path: Path) -> None:
     killed = _hold(tmp_path, '{"n":1}')
     killed.kill()
@@ -308,6 +315,7 @@ RELEASE_ON_ENTER = textwrap.dedent(
 )
 
 
+@pytest.mark.subprocess
 def test_a_process_that_opened_the_file_before_its_holder_removed_it_does_not_take_the_lock(tmp_path: Path) -> None:
     """The race that makes filelock keep its Unix lock files (tox-dev/filelock#574), played step by step."""
 
@@ -407,6 +415,7 @@ def _shared_cache(top: str) -> tuple[Path, Path]:
     return cache_dir, path
 
 
+@pytest.mark.subprocess
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX permissions")
 def test_a_lock_file_this_user_may_only_read_still_locks_the_key() -> None:
     """Regression: a lock file that could not be opened read-write meant tuning without the lock, silently."""
@@ -434,6 +443,7 @@ def test_a_lock_file_this_user_may_only_read_still_locks_the_key() -> None:
         assert in_child(child) == {"writable": False, "held": True, "locked": True}
 
 
+@pytest.mark.subprocess
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX permissions")
 def test_a_lock_file_this_user_cannot_open_is_a_warning_naming_it_and_the_fix() -> None:
     """Regression: a lock file that could not be opened at all meant tuning without the lock, said only at INFO."""

@@ -302,6 +302,8 @@ __kernel void fill(__global float* y, const int n) {
 """
 
 
+@pytest.mark.slow
+@pytest.mark.opencl
 def test_an_opencl_record_of_another_driver_is_used_and_another_device_refused(tmp_path: Path) -> None:
     """Regression: a driver upgrade changed the OpenCL device id, and the committed record was refused."""
     cla = pytest.importorskip("pyopencl.array", reason="pip install 'tunekit[opencl]'")

@@ -616,6 +616,8 @@ __kernel void fill(__global float* y, const int n) {
 """
 
 
+@pytest.mark.slow
+@pytest.mark.opencl
 def test_a_record_of_an_opencl_template_names_its_candidates_as_the_template_does(tmp_path: Path) -> None:
     """Regression: add() named winners config.name ('BLOCK=16'), a template's candidates are 'fill[BLOCK=16]': the
     record of a tk.search over a KernelTemplate was refused by load_verified as naming no candidate."""
@@ -695,6 +697,7 @@ def test_a_record_of_another_schema_version_is_refused_as_another_tunekits(data:
         tk.Record.load(tmp_path / "r.json")
 
 
+@pytest.mark.subprocess
 def test_the_tunes_execute_ran_are_committed_and_a_fresh_process_seeds_them_without_tuning(tmp_path: Path) -> None:
     """Regression: a search inside execute (with_search) had no way into a record; only tk.search's result did."""
     tunes: list[tk.AutotuneRecord] = []
@@ -797,6 +800,7 @@ def _add_in_child(data: ReplayData, path: Path, n: int, ready: Path, others: lis
     record.save(path)
 
 
+@pytest.mark.subprocess
 def test_processes_adding_their_keys_to_one_record_at_once_lose_none(data: ReplayData, tmp_path: Path) -> None:
     """Regression: each process read the record, added its key, replaced the file: only the last one's stayed."""
     path = tmp_path / "r.json"

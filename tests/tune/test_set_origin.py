@@ -9,6 +9,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 import tunekit as tk
 from tunekit._base.persisted import STORED
 from tunekit._observe.event_text import describe_events
@@ -82,6 +84,8 @@ def _run_records(tmp_path: Path, program: str, *keys: int, **env: str) -> tuple[
     return done.stderr, [tk.AutotuneRecord.model_validate_json(line) for line in lines]
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_a_different_set_under_the_same_name_in_another_process_warns_once_naming_both(tmp_path: Path) -> None:
     """Regression: across processes a different set under one name looked like an edit, re-tuned silently each start."""
     assert _run(tmp_path, "matmul", 1, 2)[1] == ["tuned", "tuned"]
@@ -97,6 +101,8 @@ def test_a_different_set_under_the_same_name_in_another_process_warns_once_namin
     assert "(key generator __main__:conv_key with candidates direct, winograd)" in err
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_a_different_set_under_the_same_name_leaves_an_event_in_every_record_it_re_tunes(tmp_path: Path) -> None:
     """Regression: the shared-name warning went to the log only; records (and their sinks) showed a plain tune."""
     _run(tmp_path, "matmul", 1, 2)
@@ -119,6 +125,8 @@ def test_a_different_set_under_the_same_name_leaves_an_event_in_every_record_it_
     )
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_an_edited_set_in_another_process_re_tunes_without_a_warning(tmp_path: Path) -> None:
     assert _run(tmp_path, "matmul", 1)[1] == ["tuned"]
     err, decisions = _run(tmp_path, "matmul", 1, EDIT="1")
@@ -172,6 +180,8 @@ SPACE_PROGRAM = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_a_space_given_a_new_parameter_or_first_value_re_tunes_without_a_warning(tmp_path: Path) -> None:
     """Regression: those edits change every candidate name a row keeps, and were called a different set."""
     script = tmp_path / "spaced.py"

@@ -585,6 +585,7 @@ def test_when_every_candidate_executes_its_own_key_the_tune_fails_saying_why() -
     assert [name for name, _ in caught.value.failures] == ["selfish"]
 
 
+@pytest.mark.subprocess
 def test_a_candidate_executing_its_own_key_in_a_forked_worker_fails_the_same_way() -> None:
     """Regression: under process isolation the forked worker waited on its copy of the tune until its timeout."""
     tuner: tk.LocalTuner[NKey, int] = tk.LocalTuner("self-call-worker")
@@ -595,6 +596,7 @@ def test_a_candidate_executing_its_own_key_in_a_forked_worker_fails_the_same_way
     assert selfish.error is not None and selfish.error.startswith("TuneRecursionError:"), selfish.error
 
 
+@pytest.mark.subprocess
 def test_a_candidate_executing_its_own_key_in_a_spawned_worker_fails_at_once_naming_the_self_call() -> None:
     """Regression: the spawned worker waited on its parent's tune lock until the candidate timeout (a 'timeout')."""
 
@@ -684,6 +686,7 @@ def test_a_device_id_that_is_not_a_non_empty_str_is_refused_at_execute(device_id
     assert cache is not None and not list(cache.rows())
 
 
+@pytest.mark.subprocess
 def test_a_candidate_tuning_its_key_with_another_set_in_a_spawned_worker_goes_on_as_in_process() -> None:
     """Regression: the spawned worker refused any tune of the key its parent was tuning, also by another set that
     only shared the tuner name (in process that tune goes on at once)."""

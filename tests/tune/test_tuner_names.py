@@ -170,6 +170,8 @@ def _run_edited(names: str) -> list[str]:
     return list(json.loads(done.stdout))
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_an_edited_set_in_a_new_process_re_tunes_then_stays_cached(isolated_settings: Path) -> None:
     assert _run_edited("a,b") == ["tuned"]
     assert _run_edited("a,b") == []

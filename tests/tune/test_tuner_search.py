@@ -79,6 +79,8 @@ __kernel void fill(__global float* y, const int n) {
 """
 
 
+@pytest.mark.slow
+@pytest.mark.opencl
 def test_an_opencl_template_compiles_only_the_variants_the_search_measures(isolated_settings: Path) -> None:
     cla = pytest.importorskip("pyopencl.array", reason="pip install 'tunekit[opencl]'")
 
@@ -106,6 +108,8 @@ def test_an_opencl_template_compiles_only_the_variants_the_search_measures(isola
     assert len(set(y.get().tolist())) == 1
 
 
+@pytest.mark.slow
+@pytest.mark.opencl
 def test_variants_a_search_evaluates_that_do_not_apply_to_the_key_are_in_its_record_and_error(
     isolated_settings: Path,
 ) -> None:
@@ -158,6 +162,8 @@ def test_variants_a_search_evaluates_that_do_not_apply_to_the_key_are_in_its_rec
     assert len(none_applies.candidates) == 8 and {c.status for c in none_applies.candidates} == {"skipped"}
 
 
+@pytest.mark.slow
+@pytest.mark.opencl
 def test_variants_that_do_not_apply_to_the_key_do_not_use_the_search_budget(isolated_settings: Path) -> None:
     """Regression: max_evals counted them, so a budget of 2 spent on two such variants measured nothing."""
     cla = pytest.importorskip("pyopencl.array", reason="pip install 'tunekit[opencl]'")
@@ -385,6 +391,7 @@ def test_a_time_budget_too_small_for_one_batch_still_tunes_the_key() -> None:
     assert tuner.execute(client.device_id, client, tunables.with_search(max_seconds=1e-9), ()) in range(50)
 
 
+@pytest.mark.slow
 def test_a_searched_set_stops_inside_a_batch_at_the_first_trial_that_finds_its_time_spent() -> None:
     """Regression: with_search(max_seconds=0.3, batch=40) ran its one batch of 40 candidates whole."""
 
@@ -451,6 +458,8 @@ __kernel void axpy(__global const float* x, __global float* y, const int n) {
 """
 
 
+@pytest.mark.slow
+@pytest.mark.opencl
 def test_an_opencl_search_checks_each_batch_on_the_device_inputs_as_they_were_first(isolated_settings: Path) -> None:
     """Regression: a search's later batches were checked on device inputs the earlier batches' timing had written."""
     cla = pytest.importorskip("pyopencl.array", reason="pip install 'tunekit[opencl]'")
