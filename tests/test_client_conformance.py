@@ -96,6 +96,8 @@ class TestCpuClient(ClientConformance):
         return [tk.Tunable("sum", np.sum), tk.Tunable("dot", lambda x: x @ np.ones_like(x))], inputs
 
 
+@pytest.mark.opencl
+@pytest.mark.subprocess  # its tune compiles in worker processes
 class TestOpenCLClient(ClientConformance):
     def make(self) -> Any:
         pytest.importorskip("pyopencl", reason="pip install 'tunekit[opencl]'")
@@ -149,12 +151,14 @@ __kernel void twice(__global const float* x, __global float* y, const int n) {
 """
 
 
+@pytest.mark.subprocess
 def test_importing_the_opencl_backend_does_not_import_pyopencl() -> None:
     code = "import sys, tunekit_backends.opencl; print('pyopencl' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False"
 
 
+@pytest.mark.subprocess
 def test_a_missing_pyopencl_names_the_extra_to_install() -> None:
     code = (
         "import sys; sys.modules['pyopencl'] = None\n"

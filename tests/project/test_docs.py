@@ -21,6 +21,7 @@ def _blocks(page: Path) -> list[tuple[str, str]]:
     return [(m.group(1), m.group(2)) for m in FENCE.finditer(page.read_text(encoding="utf-8"))]
 
 
+@pytest.mark.subprocess
 def test_every_quickstart_block_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     blocks = _blocks(ROOT / "docs" / "quickstart.md")
