@@ -47,13 +47,13 @@ def _tune(client: OpenCLClient, n: int) -> tuple[OpenCLClient, tk.TunableSet[Spi
 
 def build(key: dict[str, Any], *, device_id: str) -> tuple[OpenCLClient, tk.TunableSet[SpinKey, Any], tuple[Any, ...]]:
     """The worker factory, for the device the tune is for."""
-    return _tune(OpenCLClient(device_id=device_id, compile_in="thread"), int(key["n"]))
+    return _tune(OpenCLClient(flush_cache=False, device_id=device_id, compile_in="thread"), int(key["n"]))
 
 
 def main() -> None:
     """``sys.argv``: compile_in, the set's timeout_s."""
     compile_in, timeout_s = sys.argv[1], float(sys.argv[2])
-    client, tunables, inputs = _tune(OpenCLClient(compile_in=compile_in, compile_workers=1), N)  # type: ignore[arg-type]
+    client, tunables, inputs = _tune(OpenCLClient(flush_cache=False, compile_in=compile_in, compile_workers=1), N)  # type: ignore[arg-type]
     isolated = tunables.with_isolation("process", timeout_s=timeout_s, worker=build)
     records: list[tk.AutotuneRecord] = []
     tk.add_record_sink(records.append)

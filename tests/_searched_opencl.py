@@ -45,4 +45,4 @@ def searched(client: OpenCLClient, n: int) -> tuple[OpenCLClient, tk.TunableSet[
 
 def build(key: dict[str, Any], *, device_id: str) -> tuple[OpenCLClient, tk.TunableSet[FillKey, Any], tuple[Any, ...]]:
     """The worker factory, for the device the tune is for."""
-    return searched(OpenCLClient(device_id=device_id, compile_in="thread"), int(key["n"]))
+    return searched(OpenCLClient(flush_cache=False, device_id=device_id, compile_in="thread"), int(key["n"]))

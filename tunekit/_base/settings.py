@@ -12,6 +12,7 @@ import logging
 import os
 import threading
 import tomllib
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
@@ -270,7 +271,11 @@ def configure(**overrides: Any) -> Settings:
     """
     global _current, _anchor_exponent
     try:
-        settings = Settings(**overrides)
+        with warnings.catch_warnings():
+            # A working directory this process cannot look into leaves its config files out of
+            # the sources (_visible); pydantic-settings then warns that their keys go unused.
+            warnings.filterwarnings("ignore", r"Config key `\w+` is set in model_config but will be ignored")
+            settings = Settings(**overrides)
     except ValidationError as exc:
         raise SettingsError(_describe(exc, overrides)) from None
     except (

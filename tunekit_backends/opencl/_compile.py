@@ -200,8 +200,9 @@ class _Worker:
     def _read(self) -> None:
         stdout = self.process.stdout
         assert stdout is not None
-        for line in stdout:
-            self.replies.put(line)
+        with stdout:
+            for line in stdout:
+                self.replies.put(line)
         self.replies.put("")  # end of stream: the worker is gone
 
     def wait_ready(self, timeout_s: float) -> None:
@@ -281,19 +282,27 @@ class _Worker:
         if self.process.poll() is None:
             self.process.kill()
         self.process.wait()
-        self.stderr.close()
+        self._close()
 
     def stop(self) -> None:
         if self.process.poll() is not None:
-            self.stderr.close()
+            self._close()
             return
-        if self.process.stdin is not None:
-            with contextlib.suppress(OSError):
-                self.process.stdin.close()
+        self._close_stdin()  # the worker's end of input: it exits
         try:
             self.process.wait(timeout=5)
         except subprocess.TimeoutExpired:
             self.kill()
+        self._close()
+
+    def _close_stdin(self) -> None:
+        if self.process.stdin is not None:
+            with contextlib.suppress(OSError):  # a request the worker never read: its pipe is broken
+                self.process.stdin.close()
+
+    def _close(self) -> None:
+        """Close this side's files of a worker that has ended (its stdout is the reader thread's to close)."""
+        self._close_stdin()
         self.stderr.close()
 
 

@@ -1,0 +1,244 @@
+"""Arrays whose dtype is not what the kernel declares are refused by name, on PoCL; correct launches are not."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Annotated, Any
+
+import numpy as np
+import pytest
+
+import tunekit as tk
+from tunekit_backends.opencl import KernelTemplate, OpenCLClient
+from tunekit_backends.opencl._kernel_args import (
+    Param,
+    argument_mismatch,
+    declared_dtypes,
+    kernel_params,
+    source_aliases,
+)
+
+cla = pytest.importorskip("pyopencl.array", reason="pip install 'tunekit[opencl]'")
+cl = pytest.importorskip("pyopencl")
+cltypes = pytest.importorskip("pyopencl.cltypes")
+
+SCALE = """
+__kernel void scale(__global const float* restrict x, __global T* y, const float a, const int n) {
+    int i = get_global_id(0);
+    if (i < n) y[i] = a * x[i];
+}
+"""
+
+
+@tk.autotune_key
+class Key:
+    n: Annotated[int, tk.Anchor()]
+
+
+def _key(x: Any, y: Any, a: np.float32, n: np.int32) -> Key:
+    return Key(n=int(n))
+
+
+def _geometry(config: tk.Config, key: Key) -> tuple[tuple[int], tuple[int]]:
+    return ((key.n + 63) // 64 * 64,), (64,)
+
+
+@pytest.fixture(scope="module", params=["thread", "process"])
+def client(request: pytest.FixtureRequest) -> Iterator[OpenCLClient]:
+    client = OpenCLClient(flush_cache=False, compile_in=request.param, compile_workers=1)
+    yield client
+    client.close()
+
+
+def _args(client: OpenCLClient, n: int, x_dtype: Any, y_dtype: Any) -> tuple[Any, ...]:
+    x = cla.to_device(client.queue, np.linspace(0, 1, n).astype(x_dtype))
+    return x, cla.zeros(client.queue, n, y_dtype), np.float32(3), np.int32(n)
+
+
+def _tune(client: OpenCLClient, template: KernelTemplate, name: str, args: tuple[Any, ...]) -> tk.AutotuneRecord:
+    records: list[tk.AutotuneRecord] = []
+    sink = tk.add_record_sink(records.append)
+    try:
+        tunables = template.tunable_set(client, key=_key, inputs=lambda key, *a: a)
+        tk.LocalTuner[Key, Any](name).execute(client.device_id, client, tunables, args).wait()
+    finally:
+        tk.remove_record_sink(sink)
+    return records[-1]
+
+
+@pytest.mark.opencl
+@pytest.mark.subprocess
+def test_a_float64_array_for_a_float_pointer_fails_the_variant_naming_argument_types_and_fix(
+    client: OpenCLClient,
+) -> None:
+    """Regression: a float64 array passed to `__global float* x` launched, and the kernel read its bytes as floats;
+    without a reference the tune even picked a winner that computed garbage."""
+    template = KernelTemplate(SCALE, "scale", {"BLOCK": [1, 2]}, geometry=_geometry, options=["-DT=float"])
+    with pytest.raises(tk.NoValidKernelFound) as raised:
+        _tune(client, template, f"f64-{client.compile_in}", _args(client, 1000, np.float64, np.float32))
+    says = (
+        "argument 0 (x) is a pyopencl array of float64, but the kernel declares `__global float* x`, which reads it "
+        "as float32 (4 bytes per element)"
+    )
+    assert str(raised.value).count(says) == 2, str(raised.value)  # each variant
+    assert "scale[BLOCK=1]" in str(raised.value) and "Pass an array of float32" in str(raised.value)
+
+
+@pytest.mark.slow
+@pytest.mark.opencl
+@pytest.mark.subprocess
+def test_a_float32_output_for_a_double_pointer_is_a_dtype_error_not_an_out_of_bounds_write(
+    client: OpenCLClient,
+) -> None:
+    """Regression: a float32 array passed to `__global double* y` crashed a compile worker (SIGSEGV, reported as a
+    crash) or, compiling in this process, wrote past the canary bytes and aborted the tuning process."""
+    template = KernelTemplate(SCALE, "scale", {"T": ["float", "double"]}, geometry=_geometry)
+    record = _tune(client, template, f"f32-{client.compile_in}", _args(client, 1000, np.float32, np.float32))
+    by_name = {c.name: c for c in record.candidates}
+    assert record.winner == "scale[T=float]"
+    double = by_name["scale[T=double]"]
+    assert double.status == "failed" and double.error is not None
+    says = (
+        "argument 1 (y) is a pyopencl array of float32, but the kernel declares `__global T* y`, which reads it as "
+        "float64 (8 bytes per element)"
+    )
+    assert says in double.error, double.error
+    assert "wrote past the end" not in double.error
+
+
+@pytest.mark.opencl
+@pytest.mark.subprocess
+def test_a_cached_winner_called_with_the_wrong_dtype_raises_and_right_calls_run(client: OpenCLClient) -> None:
+    """Regression: a winner tuned on float32 inputs ran on the caller's int32 array without a word."""
+    template = KernelTemplate(SCALE, "scale", {"BLOCK": [1]}, geometry=_geometry, options=["-DT=float"])
+    good = _args(client, 256, np.float32, np.float32)
+    _tune(client, template, f"cached-{client.compile_in}", good)
+    np.testing.assert_allclose(good[1].get(), 3 * good[0].get(), rtol=1e-6)
+    tunables = template.tunable_set(client, key=_key, inputs=lambda key, *a: a)
+    tuner = tk.LocalTuner[Key, Any](f"cached-{client.compile_in}")
+    x, y, a, n = _args(client, 256, np.int32, np.float32)
+    with pytest.raises(TypeError, match=r"argument 0 \(x\) is a pyopencl array of int32"):
+        tuner.execute(client.device_id, client, tunables, (x, y, a, n))
+    # A raw buffer has no dtype: passed as bytes, unchecked, as before.
+    tuner.execute(client.device_id, client, tunables, (good[0].data, y.data, a, n)).wait()
+    np.testing.assert_allclose(y.get(), 3 * good[0].get(), rtol=1e-6)
+
+
+@pytest.mark.slow
+@pytest.mark.opencl
+@pytest.mark.subprocess
+def test_a_cached_winner_refuses_the_wrong_dtype_before_any_variant_compiles(client: OpenCLClient) -> None:
+    """Regression: the winner read from disk compiled before checking, then recover compiled every next-ranked one."""
+    space = {"BLOCK": [1, 2, 3]}
+    name = f"nocompile-{client.compile_in}"
+    _tune(client, KernelTemplate(SCALE, "scale", space, geometry=_geometry, options=["-DT=float"]), name, _good(client))
+    fresh = KernelTemplate(SCALE, "scale", space, geometry=_geometry, options=["-DT=float"])
+    tunables = fresh.tunable_set(client, key=_key, inputs=lambda key, *a: a)
+    tuner = tk.LocalTuner[Key, Any](name)
+    records: list[tk.AutotuneRecord] = []
+    sink = tk.add_record_sink(records.append)
+    try:
+        with pytest.raises(tk.InputTypeError, match=r"argument 0 \(x\) is a pyopencl array of float64"):
+            tuner.execute(client.device_id, client, tunables, _args(client, 256, np.float64, np.float32))
+        assert fresh.compiled() == []
+        assert records == []  # the caller's error: no candidate demoted
+        tuner.execute(client.device_id, client, tunables, _good(client)).wait()
+    finally:
+        tk.remove_record_sink(sink)
+    assert len(fresh.compiled()) == 1  # only the winner, still the winner
+
+
+@pytest.mark.opencl
+@pytest.mark.subprocess
+def test_the_dtypes_are_checked_again_at_a_key_that_already_launched(client: OpenCLClient) -> None:
+    """Regression: after one launch at a key, a float64 array at that key launched and was read as float32 bytes."""
+    tuner, tunables, good = _launched_once(client, "relaunch")
+    x64, y, a, n = _args(client, 256, np.float64, np.float32)
+    with pytest.raises(tk.InputTypeError, match=r"argument 0 \(x\) is a pyopencl array of float64"):
+        tuner.execute(client.device_id, client, tunables, (x64, y, a, n))
+    tuner.execute(client.device_id, client, tunables, (good[0].data, y, a, n)).wait()  # a raw buffer: unchecked
+    with pytest.raises(tk.InputTypeError, match=r"argument 0 \(x\)"):  # numpy: dtype('float64') == None is True
+        tuner.execute(client.device_id, client, tunables, (x64, y, a, n))
+    tuner.execute(client.device_id, client, tunables, (good[0], y, a, n)).wait()
+    np.testing.assert_allclose(y.get(), 3 * good[0].get(), rtol=1e-6)
+
+
+@pytest.mark.opencl
+@pytest.mark.subprocess
+def test_a_refused_host_array_does_not_vouch_for_a_device_array_of_its_dtype(client: OpenCLClient) -> None:
+    """Regression: a refused host float64 array left float64 in the table; a device float64 array then ran."""
+    tuner, tunables, _ = _launched_once(client, "host-then-device")
+    x64, y, a, n = _args(client, 256, np.float64, np.float32)
+    with pytest.raises(Exception):  # whatever the launch says of a host array, it must not run
+        tuner.execute(client.device_id, client, tunables, (x64.get(), y, a, n))
+    with pytest.raises(tk.InputTypeError, match=r"argument 0 \(x\) is a pyopencl array of float64"):
+        tuner.execute(client.device_id, client, tunables, (x64, y, a, n))
+
+
+def _launched_once(
+    client: OpenCLClient, name: str
+) -> tuple[tk.LocalTuner[Key, Any], tk.TunableSet[Key, Any], tuple[Any, ...]]:
+    """A one-variant scale template tuned and launched once at n=256 with float32 arrays (those arrays)."""
+    template = KernelTemplate(SCALE, "scale", {"BLOCK": [1]}, geometry=_geometry, options=["-DT=float"])
+    tunables = template.tunable_set(client, key=_key, inputs=lambda key, *a: a)
+    tuner = tk.LocalTuner[Key, Any](f"{name}-{client.compile_in}")
+    good = _good(client)
+    tuner.execute(client.device_id, client, tunables, good).wait()
+    return tuner, tunables, good
+
+
+def _good(client: OpenCLClient) -> tuple[Any, ...]:
+    return _args(client, 256, np.float32, np.float32)
+
+
+def test_types_the_source_resolves_and_those_it_leaves_unchecked() -> None:
+    source = """
+    typedef float real;
+    #define WIDE double
+    typedef uint count_t;
+    #if ALT
+    typedef int alt;
+    #else
+    typedef short alt;
+    #endif
+    __kernel __attribute__((reqd_work_group_size(64, 1, 1)))
+    void k(__global real* __restrict__ a, global WIDE *b, __constant unsigned int* c, __local float* d, __global alt* e,
+           __global uchar* f, __global float4* g, const count_t h, __global struct S* i, read_only image2d_t j) {}
+    """
+    params = kernel_params(source, "k")
+    assert params is not None and [p.name for p in params] == list("abcdefghij")
+    dtypes = declared_dtypes(params, _aliases(source), {})
+    assert dict(zip("abcdefghij", dtypes, strict=True)) == {
+        "a": np.float32,
+        "b": np.float64,
+        "c": np.uint32,
+        "d": None,  # local memory: a LocalMemory, no dtype
+        "e": None,  # defined two ways under #if: which one builds depends on the defines
+        "f": None,  # a byte pointer views any memory on purpose
+        "g": np.float32,
+        "h": np.uint32,
+        "i": None,
+        "j": None,
+    }
+    # The parameter list depends on the defines, or the kernel is defined twice: nothing is checked.
+    assert kernel_params("__kernel void k(__global float* a\n#if X\n, int b\n#endif\n) {}", "k") is None
+    assert kernel_params("#if X\n__kernel void k(int a) {}\n#else\n__kernel void k(float a) {}\n#endif", "k") is None
+    assert kernel_params("__kernel void k(void) {}", "k") == ()
+
+
+def _aliases(source: str) -> dict[str, str | None]:
+    return source_aliases(source, [])
+
+
+@pytest.mark.opencl
+def test_vector_pointers_take_scalar_or_vector_arrays_and_scalars_are_checked(client: OpenCLClient) -> None:
+    params = (
+        Param("v", "float4", "global", True),
+        Param("n", "int", "private", False),
+    )
+    dtypes = declared_dtypes(params, {}, {})
+    q = client.queue
+    for ok in (cla.empty(q, 16, np.float32), cla.empty(q, 4, cltypes.float4)):
+        assert argument_mismatch("k", params, dtypes, (ok, np.int32(1))) is None
+    wrong = argument_mismatch("k", params, dtypes, (cla.empty(q, 16, np.float32), np.uint32(1)))
+    assert wrong is not None and "argument 1 (n) is a numpy scalar of uint32" in wrong and "np.int32(value)" in wrong

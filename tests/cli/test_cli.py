@@ -1,0 +1,538 @@
+"""The ``tunekit`` command on a real cache and a real records file, run in-process (see _command.py).
+
+The installed entry point, its exit codes, a closed pipe and Ctrl-C are tested in real processes at the end.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Annotated
+
+import numpy as np
+import pytest
+from _command import run
+from kt_cache import write_cache
+
+import tunekit as tk
+from tunekit_backends.cpu import CpuClient
+from tunekit_backends.opencl import OpenCLClient
+
+CLIENT = CpuClient()
+_ENTRY = Path(sys.executable).with_name("tunekit")
+COMMAND = [str(_ENTRY)] if _ENTRY.exists() else [sys.executable, "-m", "tunekit"]
+
+
+@tk.autotune_key
+class SumKey:
+    n: Annotated[int, tk.Anchor()]
+
+
+def _boom(x: np.ndarray) -> np.ndarray:
+    raise RuntimeError("kernel exploded")
+
+
+def _tune(records: Path) -> None:
+    """Two keys of a real tuner, one candidate failing, recorded to ``records``."""
+    tk.configure(record=str(records))
+    tuner: tk.LocalTuner[SumKey, np.ndarray] = tk.LocalTuner("cli_sum")
+    tunables = (
+        tk.TunableSet(key=lambda x: SumKey(n=x.shape[0]))
+        .with_tunable(tk.Tunable("np_sum", lambda x: x.sum(keepdims=True)))
+        .with_tunable(tk.Tunable("einsum", lambda x: np.atleast_1d(np.einsum("i->", x))))
+        .with_tunable(tk.Tunable("boom", _boom))
+    )
+    for n in (1000, 100_000):
+        tuner.execute(CLIENT.device_id, CLIENT, tunables, (np.ones(n),))
+
+
+@pytest.fixture
+def records(tmp_path: Path) -> Path:
+    path = tmp_path / "records.jsonl"
+    _tune(path)
+    return path
+
+
+def test_cache_path_list_show(records: Path, isolated_settings: Path) -> None:
+    assert run("cache", "path").stdout.strip() == str(isolated_settings / tk.PersistentCache.FILENAME)
+    listing = run("cache", "list").stdout
+    assert '{"n":1024}' in listing and '{"n":131072}' in listing and CLIENT.device_id in listing
+    only = run("cache", "list", "--key", "n=1024", "--tuner", "cli_sum", "--device", CLIENT.device_id).stdout
+    assert '{"n":1024}' in only and "131072" not in only
+    shown = run("cache", "show", "cli_sum", "--key", "n=1024").stdout
+    assert "RuntimeError: kernel exploded" in shown and "winner" in shown and "ranking:" in shown
+
+
+@tk.autotune_key
+class ScaledKey:
+    alpha: float
+    flag: bool
+
+
+def test_key_filters_match_numbers_as_numbers_and_bools_in_any_case(isolated_settings: Path) -> None:
+    # Regression: compared as text, a float field stored as 2.0 did not match --key alpha=2, nor flag=True a true.
+    tuner: tk.LocalTuner[ScaledKey, float] = tk.LocalTuner("cli_scaled")
+    tunables = tk.TunableSet(key=lambda a, f: ScaledKey(alpha=a, flag=f)).with_tunable(
+        tk.Tunable("mul", lambda a, f: a * 2)
+    )
+    tuner.execute(CLIENT.device_id, CLIENT, tunables, (2, True))
+    for given in (("alpha=2",), ("alpha=2.0", "flag=True"), ("flag=true",)):
+        listing = run("cache", "list", "--tuner", "cli_scaled", *(a for g in given for a in ("--key", g))).stdout
+        assert '{"alpha":2.0,"flag":true}' in listing, given
+    assert "no stored key matching" in run("cache", "show", "cli_scaled", "--key", "alpha=3", check=2).stderr
+    assert "no stored key matching" in run("cache", "show", "cli_scaled", "--key", "flag=no", check=2).stderr
+
+
+def test_unknown_tuner_is_one_line_and_exit_code_2(records: Path) -> None:
+    for args in (
+        ("cache", "list", "--tuner", "nope"),
+        ("cache", "show", "nope"),
+        ("cache", "clear", "--tuner", "nope"),
+    ):
+        done = run(*args, check=2)
+        assert done.stderr.count("\n") == 1
+        assert "no tuner named 'nope'" in done.stderr and "cli_sum" in done.stderr, done.stderr
+    assert run("cache", "list", "--key", "n", check=2).stderr.startswith("tunekit: --key takes FIELD=VALUE")
+
+
+def test_a_key_field_no_stored_key_has_is_a_usage_error(records: Path) -> None:
+    # A misspelt --key field matched nothing: `cache list` printed an empty table with exit code 0.
+    for args in (("cache", "list"), ("cache", "show", "cli_sum"), ("cache", "export")):
+        done = run(*args, "--key", "size=1024", check=2)
+        assert done.stderr == "tunekit: no stored key has a field named 'size' (key fields there: n)\n"
+    assert "no stored key matching" in run("cache", "show", "cli_sum", "--key", "n=7", check=2).stderr
+
+
+def test_a_key_value_that_matches_nothing_shows_the_stored_buckets(records: Path) -> None:
+    # Regression: `--key n=1000` (the caller's size, not its anchored bucket 1024) said only "no stored key matching".
+    hint = "(stored n: 1024, 131072; anchored fields hold the rounded-up bucket, e.g. 1024 for 1000)"
+    assert hint in run("cache", "show", "cli_sum", "--key", "n=1000", check=2).stderr
+    assert hint in run("cache", "list", "--key", "n=1000").stderr
+    # A value that is no size is never anchored: no bucket advice for it.
+    assert run("cache", "list", "--key", "n=big").stderr.endswith("(stored n: 1024, 131072)\n")
+
+
+def test_listing_a_cleared_cache_says_it_holds_no_winners(records: Path, isolated_settings: Path) -> None:
+    # Regression: after `cache clear`, `cache list` printed a bare table header.
+    run("cache", "clear")
+    done = run("cache", "list")
+    assert done.stdout == ""
+    assert done.stderr == f"no stored winners in {isolated_settings / tk.PersistentCache.FILENAME}\n"
+
+
+def test_cache_clear_help_offers_only_the_filters_it_takes(records: Path) -> None:
+    # Regression: `cache clear --help` listed --key FIELD=VALUE, which the command then refused.
+    assert "--key" not in run("cache", "clear", "--help").stdout
+    refused = run("cache", "clear", "--key", "n=1024", check=2).stderr
+    assert refused.startswith("tunekit: cache clear: unrecognized arguments: --key n=1024")
+    assert "cli_sum" in run("cache", "list").stdout  # nothing was cleared
+
+
+def test_export_clear_import_round_trip(records: Path, tmp_path: Path) -> None:
+    bundle = tmp_path / "winners.json"
+    run("cache", "export", "-o", str(bundle))
+    exported = json.loads(bundle.read_text())
+    assert exported["schema_version"] == 1 and len(exported["entries"]) == 2
+    assert "removed 2 stored winners" in run("cache", "clear").stdout
+    assert "cli_sum" not in run("cache", "list").stdout
+    assert "imported 2 winners" in run("cache", "import", str(bundle)).stdout
+    assert run("cache", "export").stdout.split('"entries"')[1] == bundle.read_text().split('"entries"')[1]
+    assert "2 already stored, kept" in run("cache", "import", str(bundle), "--keep-existing").stdout
+
+
+def test_a_bundle_of_a_newer_tunekit_imports_with_its_new_fields(records: Path, tmp_path: Path) -> None:
+    """Regression: a field added within schema_version 1 made `cache import` refuse the whole bundle."""
+    bundle = tmp_path / "winners.json"
+    run("cache", "export", "-o", str(bundle))
+    document = json.loads(bundle.read_text())
+    document["exported_by"] = "ci"
+    document["entries"][0]["measured_on"] = "gpu-7"
+    document["entries"][0]["value"]["confidence"] = 0.97
+    bundle.write_text(json.dumps(document))
+    run("cache", "clear")
+    assert "imported 2 winners" in run("cache", "import", str(bundle)).stdout
+    again = json.loads(run("cache", "export").stdout)
+    assert again["entries"][0]["value"]["confidence"] == 0.97  # the row keeps what the newer version stored
+    assert "2 rows checked, 0 problems" in run("cache", "verify").stdout
+
+
+def test_import_refuses_a_malformed_bundle(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"schema_version": 1, "entries": [{"tuner": "x"}]}))
+    done = run("cache", "import", str(bad), check=2)
+    assert "is not a tunekit cache bundle: entries.0" in done.stderr
+    assert "cannot read" in run("cache", "import", str(tmp_path / "missing.json"), check=2).stderr
+    # "{}" validated as an empty bundle: "imported 0 winners", exit 0.
+    bad.write_text("{}")
+    done = run("cache", "import", str(bad), check=2)
+    assert "is not a tunekit cache bundle: it lacks entries, schema_version, tunekit_major" in done.stderr
+
+
+def test_import_refuses_a_winner_outside_its_ranking_and_a_key_given_twice(records: Path, tmp_path: Path) -> None:
+    """Regression: `cache import` stored both, exit 0: a row `cache verify` then flagged, and the last duplicate won."""
+    bundle = tmp_path / "winners.json"
+    run("cache", "export", "-o", str(bundle))
+    document = json.loads(bundle.read_text())
+    run("cache", "clear")
+    unranked = json.loads(json.dumps(document))
+    unranked["entries"][1]["value"]["winner"] = "renamed"
+    bundle.write_text(json.dumps(unranked))
+    done = run("cache", "import", str(bundle), check=2)
+    assert "entries.1: Value error, winner 'renamed' is not in the ranking" in done.stderr
+    twice = json.loads(json.dumps(document))
+    twice["entries"].append(twice["entries"][0])
+    bundle.write_text(json.dumps(twice))
+    done = run("cache", "import", str(bundle), check=2)
+    assert 'entries 0 and 2 are both cli_sum {"n":1024} on' in done.stderr and "keep one" in done.stderr
+    assert "no stored winners" in run("cache", "list").stderr
+
+
+def test_verify_reports_each_invalid_row(records: Path, isolated_settings: Path) -> None:
+    assert "2 rows checked, 0 problems" in run("cache", "verify").stdout
+    with sqlite3.connect(isolated_settings / tk.PersistentCache.FILENAME) as connection:
+        connection.execute("""UPDATE winners SET value='{"winner": 5}' WHERE key='{"n":1024}'""")
+    done = run("cache", "verify", check=1)
+    assert 'cli_sum/{"n":1024}' in done.stdout and "winner" in done.stdout
+    assert "2 rows checked, 1 problem" in done.stdout
+
+
+def test_export_leaves_out_a_row_that_is_no_valid_bundle_entry(records: Path, isolated_settings: Path) -> None:
+    # A hand-edited key out of canonical form crashed `cache export` with a pydantic traceback.
+    with sqlite3.connect(isolated_settings / tk.PersistentCache.FILENAME) as connection:
+        connection.execute("""UPDATE winners SET key='{"n": 1024}' WHERE key='{"n":1024}'""")
+    done = run("cache", "export", check=1)
+    assert [e["key"] for e in json.loads(done.stdout)["entries"]] == ['{"n":131072}']
+    assert 'cli_sum/{"n": 1024}' in done.stderr and "canonical form" in done.stderr
+
+
+def test_an_unreadable_row_is_named_with_why_and_exits_1_its_tuner_still_known(
+    records: Path, isolated_settings: Path
+) -> None:
+    # Regression: `cache show cli_sum` said "no tuner named 'cli_sum' (tuners there: none: the cache is empty)"
+    # with exit 2, `cache list` exited 0, and the reason was pydantic's "1 validation error for CacheValue".
+    with sqlite3.connect(isolated_settings / tk.PersistentCache.FILENAME) as connection:
+        connection.execute('UPDATE winners SET value=\'{"schema_version": 1, "winner": 5}\'')
+    reason = 'cli_sum/{"n":1024}: winner: Input should be a valid string; ranking: Field required'
+    for args in (("cache", "list"), ("cache", "list", "--tuner", "cli_sum"), ("cache", "show", "cli_sum")):
+        done = run(*args, check=1)
+        assert f"unreadable row: {reason}" in done.stderr and "tunekit cache verify" in done.stderr, done.stderr
+    assert f"skipped unreadable row: {reason}" in run("cache", "export", check=1).stderr
+    assert "(tuners there: cli_sum)" in run("cache", "list", "--tuner", "nope", check=2).stderr
+
+
+def test_records_summary_reports_a_corrupt_line_and_summarises_the_rest(records: Path) -> None:
+    text = records.read_text()
+    lines = text.splitlines()
+    records.write_text(lines[0] + "\n{not json\n" + lines[1] + "\n")
+    done = run("records", "summary", str(records), check=1)
+    assert f"{records}:2: not valid JSON" in done.stderr
+    assert '{"n":1024}' in done.stdout and '{"n":131072}' in done.stdout
+    assert "boom failed at run: RuntimeError: kernel exploded" in done.stdout
+    summary = json.loads(run("records", "summary", "--json", str(records), check=1).stdout)
+    first = summary[0]
+    assert first["winner"] in {"np_sum", "einsum"} and first["runner_up"] in {"np_sum", "einsum"}
+    assert first["margin"] >= 0 and first["samples"] == 2 * 3
+    assert first["failures"][0]["reason"] == "RuntimeError: kernel exploded"
+
+
+def test_missing_records_file_is_one_line(tmp_path: Path) -> None:
+    for command in ("summary", "tail"):
+        done = run("records", command, str(tmp_path / "nope.jsonl"), check=2)
+        assert done.stderr == f"tunekit: no records file at {tmp_path / 'nope.jsonl'} " + (
+            "(records are written where TUNEKIT_RECORD points)\n"
+        )
+    assert "no records file" in run("report", str(tmp_path / "nope.jsonl"), check=2).stderr
+
+
+@pytest.mark.slow
+@pytest.mark.subprocess
+def test_records_tail_follows_appended_records(records: Path) -> None:
+    process = subprocess.Popen(
+        [*COMMAND, "records", "tail", str(records), "-n", "1"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        first = process.stdout.readline()
+        assert "cli_sum" in first and '{"n":131072}' in first
+        line = json.loads(records.read_text().splitlines()[0])
+        line["tuner"] = "appended_later"
+        with records.open("a") as file:  # half a line, then the rest: tail must wait for the newline
+            text = json.dumps(line) + "\n"
+            file.write(text[:50])
+            file.flush()
+            time.sleep(0.5)
+            file.write(text[50:])
+        assert "appended_later" in process.stdout.readline()
+    finally:
+        process.send_signal(signal.SIGINT)  # Ctrl-C
+        _, said = process.communicate(timeout=30)
+    assert process.returncode == 130
+    assert "Traceback" not in said
+
+
+def test_records_tail_refuses_a_negative_count(records: Path) -> None:
+    # Regression: `-n -3` was taken as 0, showed nothing and followed the file, as if it were empty.
+    done = run("records", "tail", str(records), "-n", "-3", check=2)
+    assert "argument -n/--lines: expected a whole number >= 0, got '-3'" in done.stderr
+
+
+def test_schema_is_the_record_schema() -> None:
+    assert json.loads(run("schema").stdout) == tk.AutotuneRecord.model_json_schema()
+
+
+def test_report_writes_html(records: Path, tmp_path: Path) -> None:
+    out = tmp_path / "report.html"
+    assert str(out) in run("report", str(records), "-o", str(out)).stdout
+    html = out.read_text()
+    assert html.startswith("<!DOCTYPE html>") and "cli_sum" in html and "<svg" in html
+
+
+@pytest.mark.slow
+@pytest.mark.opencl
+def test_devices_lists_the_cpu_client() -> None:
+    done = run("devices", "--no-peaks")
+    assert f"cpu: {CLIENT.device_id}" in done.stdout
+    # PoCL, from the opencl extra the tests run with; each line says how to select its device (it did not).
+    assert (
+        f"opencl (platform=0, device=0): {OpenCLClient(flush_cache=False, platform=0, device=0).device_id}"
+        in done.stdout
+    )
+    assert "peaks:" in run("devices").stdout
+
+
+@pytest.mark.opencl
+def test_devices_shows_each_opencl_devices_locator() -> None:
+    lines = run("devices", "--no-peaks").stdout.splitlines()
+    listed = lines.index(
+        f"opencl (platform=0, device=0): {OpenCLClient(flush_cache=False, platform=0, device=0).device_id}"
+    )
+    assert lines[listed + 1] == "  locator: opencl:platform=0,device=0"
+    # The listed string is what OpenCLClient(locator=) takes back: it opens the very device listed.
+    assert (
+        OpenCLClient(flush_cache=False, locator=lines[listed + 1].removeprefix("  locator: ")).locator
+        == "opencl:platform=0,device=0"
+    )
+    assert not lines[lines.index(f"cpu: {CLIENT.device_id}") + 1].startswith("  locator:")  # CpuClient has none
+
+
+def test_usage_errors_exit_2_without_traceback() -> None:
+    assert "invalid choice: 'frobnicate'" in run("frobnicate", check=2).stderr
+    assert run(check=2).stdout.startswith("usage: tunekit")
+    done = run("cache", "list", check=2, env={"TUNEKIT_SAMPLES": "many"})
+    assert done.stderr.startswith("tunekit: invalid tunekit settings: samples = 'many' from TUNEKIT_SAMPLES")
+    assert run("--version").stdout.startswith("tunekit ")
+
+
+def test_a_bad_argument_is_one_line_starting_with_tunekit() -> None:
+    # Regression: argparse printed its usage, then "tunekit records tail: error: ...", not the documented one line.
+    # An unknown option was told from the top level, pointing at `tunekit --help`, which does not list it.
+    for args, told, helped in (
+        (("cache", "list", "--bogus"), "tunekit: cache list: unrecognized arguments: --bogus", "cache list"),
+        (("records", "tail", "f", "-n", "x"), "tunekit: records tail: argument -n/--lines: expected a", "records tail"),
+        (("cache", "frob"), "tunekit: cache: argument ACTION: invalid choice: 'frob'", "cache"),
+    ):
+        done = run(*args, check=2)
+        assert done.stderr.count("\n") == 1 and done.stderr.startswith(told), done.stderr
+        assert f"(`tunekit {helped} --help` lists the arguments)" in done.stderr
+
+
+def test_a_bad_cache_dir_option_is_named_as_the_option(tmp_path: Path) -> None:
+    """`tunekit --cache-dir FILE` said the value came "from tk.configure(cache_dir=...)", a call the user never made."""
+    afile = tmp_path / "winners.json"
+    afile.write_text("{}")
+    done = run("--cache-dir", str(afile), "cache", "list", check=2)
+    assert done.stderr.startswith(f"tunekit: invalid tunekit settings: cache_dir = '{afile}' from --cache-dir: ")
+    assert "tk.configure" not in done.stderr
+
+
+def test_reading_commands_never_create_a_cache(tmp_path: Path) -> None:
+    empty = tmp_path / "nothing-here"
+    env = {"TUNEKIT_CACHE_DIR": str(empty)}
+    assert "no tuning cache at" in run("cache", "list", env=env).stderr
+    assert "nothing to verify" in run("cache", "verify", env=env).stdout
+    assert "nothing to export" in run("cache", "export", env=env, check=2).stderr
+    assert not empty.exists()
+
+
+def test_a_kernel_tuner_cache_given_as_records_bundle_or_record_is_named(tmp_path: Path) -> None:
+    """A Kernel Tuner cache (which tunekit replays) given to `records summary` was listed as one "not valid JSON"
+    line per line, and to `cache import` as a bundle lacking entries: it is named, with what reads it."""
+    told = "is a Kernel Tuner cache file; replay it as a device with tunekit_backends.replay.load_kernel_tuner_cache"
+    whole = write_cache(tmp_path / "whole.json.gz")
+    document = json.loads(write_cache(tmp_path / "whole.json").read_text())
+    entries = document.pop("cache")
+    running = tmp_path / "running.json"  # as Kernel Tuner leaves it mid-run: JSON left open, one entry a line
+    running.write_text(
+        json.dumps({**document, "cache": {}}, indent="")[:-3]
+        + "".join("\n" + json.dumps({k: v})[1:-1] + "," for k, v in entries.items())
+    )
+    for path in (whole, tmp_path / "whole.json", running):
+        for args in (("records", "summary", str(path)), ("report", str(path)), ("cache", "import", str(path))):
+            done = run(*args, check=2)
+            assert done.stderr.count("\n") == 1 and told in done.stderr, (args, done.stderr)
+        with pytest.raises(tk.RecordMismatch, match="is a Kernel Tuner cache file"):
+            tk.Record.load(path)
+
+
+def test_cache_clear_of_a_tuner_with_only_failed_tunes_forgets_them(isolated_settings: Path) -> None:
+    """Regression: `cache clear --tuner T` said no tuner T existed when T had only recorded failed tunes."""
+    tunables = tk.TunableSet(key=lambda x: SumKey(n=x.shape[0])).with_tunable(tk.Tunable("boom", _boom))
+    with pytest.raises(tk.NoValidKernelFound):
+        tk.LocalTuner[SumKey, np.ndarray]("cli_doomed").execute(CLIENT.device_id, CLIENT, tunables, (np.ones(8),))
+    cache = tk.PersistentCache(isolated_settings)
+    assert [f[1] for f in cache.failed_keys()] == ["cli_doomed"]
+    done = run("cache", "clear", "--tuner", "cli_doomed", "--device", CLIENT.device_id)
+    assert "removed 0 stored winners and 1 recorded failed tune from" in done.stdout
+    assert cache.failed_keys() == []
+    assert "no tuner named 'cli_doomed'" in run("cache", "clear", "--tuner", "cli_doomed", check=2).stderr
+
+
+def test_a_trial_log_or_committed_record_given_as_records_or_bundle_is_named(tmp_path: Path) -> None:
+    """records summary of a trial log printed one "not a valid AutotuneRecord" per line (121 for a 120-trial log) and
+    `cache import` of a committed record listed its fields as wrong: they are other tunekit files, said in one line."""
+    space = tk.Space(A=[1, 2, 3])
+    tunables = tk.TunableSet.from_space(space, lambda c: lambda x: x, key=lambda x: SumKey(n=x.shape[0]))
+    log = tmp_path / "trials.jsonl"
+    result = tk.search(space, lambda c: lambda x: x, CLIENT, (np.ones(4),), tuner="t", log=log)
+    record = tk.Record.for_tunables("t", CLIENT.device_id, tunables)
+    record.add(SumKey(n=4), result)
+    record.save(tmp_path / "t.json")
+    for command in ("summary", "tail"):
+        done = run("records", command, str(log), check=2)
+        assert done.stderr == f"tunekit: {log} is a trial log (written by tk.search(log=...)); " + (
+            "a search's record goes where TUNEKIT_RECORD or sinks= send records, not a records file\n"
+        )
+    assert (
+        "is a committed record (tk.Record.save)" in run("records", "summary", str(tmp_path / "t.json"), check=2).stderr
+    )
+    assert "is a trial log" in run("report", str(log), check=2).stderr
+    done = run("cache", "import", str(tmp_path / "t.json"), check=2)
+    assert done.stderr.count("\n") == 1
+    assert "is a committed record (tk.Record.save); production loads it with tk.Record.load_verified" in done.stderr
+
+
+def test_records_summary_lists_skipped_candidates_apart_from_the_failures(tmp_path: Path) -> None:
+    """Regression: a candidate skipped by design (not for this key) was listed under "failures:" as if it had failed."""
+    path = tmp_path / "records.jsonl"
+    tk.configure(record=str(path))
+    only_small = tk.TuneGroup("only_small", lambda key: 0)
+    tunables = (
+        tk.TunableSet(key=lambda x: SumKey(n=x.shape[0]))
+        .with_tunable(tk.Tunable("np_sum", lambda x: x.sum(keepdims=True)))
+        .with_tunable(tk.Tunable("boom", _boom))
+        .with_tunable(tk.Tunable("small", lambda x: x.sum(keepdims=True)).group(only_small, lambda k: -1))
+    )
+    tuner: tk.LocalTuner[SumKey, np.ndarray] = tk.LocalTuner("cli_skip")
+    tuner.execute(CLIENT.device_id, CLIENT, tunables, (np.ones(64),))
+    out = run("records", "summary", str(path)).stdout
+    failures, skipped = out.split("\nfailures:\n")[1].split("\nskipped (not measured, by design):\n")
+    assert failures.strip() == 'cli_skip {"n":64}: boom failed at run: RuntimeError: kernel exploded'
+    assert skipped.strip() == 'cli_skip {"n":64}: small: negative priority for this key'
+    (summary,) = json.loads(run("records", "summary", "--json", str(path)).stdout)
+    assert [f["name"] for f in summary["failures"]] == ["boom"]
+    assert summary["skipped"] == [{"name": "small", "reason": "negative priority for this key"}]
+
+
+def test_records_summary_shows_the_search_that_chose_a_winner(tmp_path: Path) -> None:
+    """Regression: the summary of a searched key said nothing of its strategy or of what ended the search."""
+    path = tmp_path / "records.jsonl"
+    tk.configure(record=str(path))
+    space = tk.Space(SCALE=[1, 2, 3, 4, 5, 6])
+
+    def build(config: tk.Config) -> object:
+        return lambda x: x * config.SCALE
+
+    x = np.ones(1000)
+    tk.search(space, build, CLIENT, (x,), tuner="cli_searched", key=SumKey(n=1000), strategy="random", max_evals=4)
+    tk.search(space, build, CLIENT, (x,), tuner="cli_searched", key=SumKey(n=10), strategy="random", max_evals=9)
+    tuner: tk.LocalTuner[SumKey, np.ndarray] = tk.LocalTuner("cli_plain")
+    plain = tk.TunableSet(key=lambda x: SumKey(n=x.shape[0])).with_tunable(tk.Tunable("np_sum", lambda x: x.sum()))
+    tuner.execute(CLIENT.device_id, CLIENT, plain, (x,))
+    out = run("records", "summary", str(path)).stdout
+    header, *rows = out.splitlines()[1:]
+    start, end = header.index("search"), header.index("device")
+    search = {tuple(row.split()[:2]): row[start:end].strip() for row in rows}
+    assert search == {
+        ("cli_plain", '{"n":1024}'): "-",
+        ("cli_searched", '{"n":1024}'): "random, 4 evaluated, stopped by max_evals",
+        ("cli_searched", '{"n":16}'): "random, 6 evaluated, stopped by exhausted",
+    }
+    summaries = {
+        (s["tuner"], s["key"]["n"]): s for s in json.loads(run("records", "summary", "--json", str(path)).stdout)
+    }
+    searched = summaries[("cli_searched", 1024)]
+    assert (searched["strategy"], searched["evaluations"], searched["stopped_by"]) == ("random", 4, "max_evals")
+    assert summaries[("cli_searched", 16)]["stopped_by"] == "exhausted"
+    assert (summaries[("cli_plain", 1024)]["strategy"], summaries[("cli_plain", 1024)]["stopped_by"]) == (None, None)
+
+
+def test_verify_a_relative_cache_dir(records: Path, isolated_settings: Path) -> None:
+    """Regression: `cache verify` with a relative TUNEKIT_CACHE_DIR crashed: relative path can't be a file URI."""
+    relative = os.path.relpath(isolated_settings, records.parent)
+    done = run("cache", "verify", cwd=records.parent, env={"TUNEKIT_CACHE_DIR": relative})
+    assert "2 rows checked, 0 problems" in done.stdout, done.stdout
+
+
+def test_reexport_of_an_unchanged_cache_is_identical(records: Path, isolated_settings: Path, tmp_path: Path) -> None:
+    """Regression: every export wrote a new exported_at, so a committed bundle re-exported unchanged diffed."""
+    first, second = tmp_path / "first.json", tmp_path / "second.json"
+    run("cache", "export", "-o", str(first))
+    time.sleep(0.01)
+    run("cache", "export", "-o", str(second))
+    assert first.read_bytes() == second.read_bytes()
+    older = json.loads(first.read_text())
+    older["exported_at"] = "2026-01-01T00:00:00Z"  # a bundle an earlier tunekit exported still imports
+    first.write_text(json.dumps(older))
+    run("cache", "clear")
+    assert "imported 2 winners" in run("cache", "import", str(first)).stdout
+
+
+# Real processes, on purpose: what only the installed command shows.
+
+
+@pytest.mark.slow
+@pytest.mark.subprocess
+def test_the_installed_command_runs_and_exits_with_its_codes(records: Path, isolated_settings: Path) -> None:
+    """The entry point pip installs: 0 when done, 2 for a usage mistake, 1 for a data problem; never a traceback."""
+
+    def real(*args: str) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run([*COMMAND, *args], check=False, capture_output=True, text=True, timeout=120)
+        assert "Traceback" not in done.stderr, done.stderr
+        return done
+
+    version = real("--version")
+    assert version.returncode == 0 and version.stdout.startswith("tunekit "), version
+    usage = real("frobnicate")
+    assert usage.returncode == 2 and usage.stderr.count("\n") == 1 and "invalid choice: 'frobnicate'" in usage.stderr
+    with sqlite3.connect(isolated_settings / tk.PersistentCache.FILENAME) as connection:
+        connection.execute("""UPDATE winners SET value='{"winner": 5}' WHERE key='{"n":1024}'""")
+    problem = real("cache", "verify")
+    assert problem.returncode == 1 and "2 rows checked, 1 problem" in problem.stdout, problem
+
+
+@pytest.mark.slow
+@pytest.mark.subprocess
+def test_a_pipe_closed_by_head_ends_the_command_quietly(records: Path, tmp_path: Path) -> None:
+    """`tunekit records tail FILE | head -n 1`: the command stops when head does, exit 0, nothing on stderr."""
+    many = tmp_path / "many.jsonl"
+    many.write_text(records.read_text() * 2000)  # far more than a pipe holds: the command writes after head is gone
+    piped = 'set -o pipefail; "$@" | head -n 1'
+    done = subprocess.run(
+        ["bash", "-c", piped, "bash", *COMMAND, "records", "tail", str(many), "-n", "4000"],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, (done.returncode, done.stderr)
+    assert done.stdout.count("\n") == 1 and "cli_sum" in done.stdout
+    assert done.stderr == ""

@@ -1,0 +1,337 @@
+from __future__ import annotations
+
+import dataclasses
+import enum
+import json
+from typing import Annotated, Literal
+
+import numpy as np
+import pytest
+
+import tunekit as tk
+from tunekit._keys.key import anchored_fields, key_to_json, off_buckets
+
+
+@tk.autotune_key
+class Key:
+    n: Annotated[int, tk.Anchor()]
+    rows: Annotated[int, tk.Anchor(base=4, max=4096)]
+    batch: int
+    dtype: str
+
+
+class Layout(enum.Enum):
+    ROW = "row"
+    COL = "col"
+
+
+def test_only_annotated_fields_are_anchored() -> None:
+    key = Key(n=1000, rows=5, batch=1000, dtype="float32")
+    assert (key.n, key.rows, key.batch, key.dtype) == (1024, 16, 1000, "float32")
+    assert Key(n=100_000, rows=100_000, batch=3, dtype="f").rows == 4096
+
+
+def test_keys_in_one_bucket_are_equal_and_hash_alike() -> None:
+    a = Key(n=900, rows=10, batch=1, dtype="f")
+    b = Key(n=1000, rows=16, batch=1, dtype="f")
+    assert a == b
+    assert hash(a) == hash(b)
+    assert key_to_json(a) == '{"batch":1,"dtype":"f","n":1024,"rows":16}'
+
+
+def test_key_is_frozen() -> None:
+    key = Key(n=1, rows=1, batch=1, dtype="f")
+    with pytest.raises(AttributeError):
+        key.n = 3  # type: ignore[misc]
+
+
+def test_anchored_field_needs_an_int() -> None:
+    with pytest.raises(TypeError, match=r"field n expects int \(not bool\), anchored, got str '12'"):
+        Key(n="12", rows=1, batch=1, dtype="f")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="x >= 1"):
+        Key(n=0, rows=1, batch=1, dtype="f")
+
+
+def test_enum_and_literal_fields_serialise() -> None:
+    @tk.autotune_key
+    class LayoutKey:
+        layout: Layout
+        mode: Literal["fast", "exact"]
+
+    assert key_to_json(LayoutKey(layout=Layout.COL, mode="fast")) == '{"layout":"col","mode":"fast"}'
+
+
+def test_unserialisable_field_type_refused_at_definition() -> None:
+    with pytest.raises(TypeError, match=r"BadKey\.shape.*JSON"):
+
+        @tk.autotune_key
+        class BadKey:
+            shape: list[int]
+
+
+class Pair(enum.Enum):
+    SMALL = (1, 2)
+    LARGE = (3, 4)
+
+
+class Opaque(enum.Enum):
+    ONLY = object()
+
+
+def test_an_enum_whose_values_are_not_json_scalars_is_refused_at_definition() -> None:
+    # Regression: accepted, then a tuple value was stored as a JSON list no member matched, an object() failed at tune.
+    with pytest.raises(TypeError, match=r"TupleKey\.which has type Pair, whose member SMALL has the value \(1, 2\)"):
+
+        @tk.autotune_key
+        class TupleKey:
+            which: Pair
+
+    with pytest.raises(TypeError, match=r"ObjectKey\.which has type Opaque, whose member ONLY has the value"):
+
+        @tk.autotune_key
+        class ObjectKey:
+            which: Opaque
+
+
+def test_anchor_on_non_int_refused_at_definition() -> None:
+    with pytest.raises(TypeError, match="int fields"):
+
+        @tk.autotune_key
+        class BadKey:
+            size: Annotated[float, tk.Anchor()]
+
+
+def test_a_bare_anchor_class_or_two_anchors_are_refused_at_definition() -> None:
+    # Regression: Annotated[int, tk.Anchor] (no parentheses) anchored nothing, silently, so every size was tuned;
+    # two tk.Anchor()s were applied one after the other.
+    with pytest.raises(TypeError, match=r"BareKey.n: write tk.Anchor\(\) with parentheses"):
+
+        @tk.autotune_key
+        class BareKey:
+            n: Annotated[int, tk.Anchor]
+
+    with pytest.raises(TypeError, match=r"TwiceKey.n: has more than one tk.Anchor\(\); give it one"):
+
+        @tk.autotune_key
+        class TwiceKey:
+            n: Annotated[int, tk.Anchor(), tk.Anchor(base=4)]
+
+
+def test_minimal_level_squares_the_base(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TUNEKIT_AUTOTUNE_LEVEL", "minimal")
+    tk.configure()
+    assert Key(n=1000, rows=5, batch=1, dtype="f").n == 1024
+    assert Key(n=1100, rows=5, batch=1, dtype="f").n == 4096
+    assert Key(n=1000, rows=5, batch=1, dtype="f").rows == 16
+    assert Key(n=1000, rows=17, batch=1, dtype="f").rows == 256
+
+
+def test_subclass_keeps_parent_anchors() -> None:
+    @tk.autotune_key
+    class Wider(Key):
+        cols: Annotated[int, tk.Anchor(max=64)]
+
+    key = Wider(n=1000, rows=5, batch=1, dtype="f", cols=1000)
+    assert (key.n, key.rows, key.cols) == (1024, 16, 64)
+
+
+def test_defaults_are_anchored_too() -> None:
+    @tk.autotune_key
+    class WithDefault:
+        dtype: str
+        n: Annotated[int, tk.Anchor()] = 100
+
+    assert WithDefault(dtype="f").n == 128
+
+
+@tk.autotune_key
+class Typed:
+    n: int
+    size: Annotated[int, tk.Anchor()]
+    alpha: float
+    dtype: str
+    transpose: bool
+
+
+def _typed(**overrides: object) -> Typed:
+    fields: dict[str, object] = {"n": 5, "size": 1000, "alpha": 1.5, "dtype": "f32", "transpose": False}
+    return Typed(**{**fields, **overrides})  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "expected"),
+    [
+        ("n", "5", "int (not bool)"),
+        ("n", 5.0, "int (not bool)"),
+        ("n", True, "int (not bool)"),
+        ("n", None, "int (not bool)"),
+        ("n", np.float64(5.0), "int (not bool)"),
+        ("size", "1000", "int (not bool), anchored"),
+        ("size", False, "int (not bool), anchored"),
+        ("alpha", "1.5", "float (an int is converted)"),
+        ("alpha", True, "float (an int is converted)"),
+        ("dtype", 32, "str"),
+        ("transpose", 1, "bool"),
+        ("transpose", "yes", "bool"),
+    ],
+)
+def test_a_value_of_the_wrong_type_is_refused_naming_key_field_type_and_value(
+    field: str, value: object, expected: str
+) -> None:
+    """Regression: a plain int field took "5", so the key was tuned and stored under {"n":"5"}."""
+    with pytest.raises(TypeError) as caught:
+        _typed(**{field: value})
+    assert str(caught.value) == (
+        f"autotune key Typed: field {field} expects {expected}, got {type(value).__name__} {value!r}; "
+        "convert the value before building the key"
+    )
+
+
+def test_numpy_scalars_count_as_the_python_values_they_hold() -> None:
+    """Regression: an np.int64 field value built the key, then failed at lookup as not JSON-serialisable."""
+    key = _typed(n=np.int64(5), size=np.uint16(1000), alpha=np.float32(1.5), dtype=np.str_("f32"), transpose=np.True_)
+    assert key == _typed(transpose=True)
+    assert [type(getattr(key, f)) for f in ("n", "size", "alpha", "dtype", "transpose")] == [int, int, float, str, bool]
+    assert key_to_json(key) == key_to_json(_typed(transpose=True))
+    with pytest.raises(TypeError, match="field n expects int"):
+        _typed(n=np.array([5]))  # an array is not a scalar, even of one element
+
+
+def test_an_int_for_a_float_field_is_stored_as_a_float_so_both_share_one_cache_row() -> None:
+    key = _typed(alpha=2)
+    assert type(key.alpha) is float
+    assert key_to_json(key) == key_to_json(_typed(alpha=2.0))
+
+
+def test_subclasses_of_int_and_str_are_stored_as_plain_values() -> None:
+    class Size(enum.IntEnum):
+        BIG = 4096
+
+    class Dtype(enum.StrEnum):
+        F32 = "f32"
+
+    key = _typed(n=Size.BIG, dtype=Dtype.F32)
+    assert (type(key.n), key.n, type(key.dtype), key.dtype) == (int, 4096, str, "f32")
+
+
+def test_enum_fields_take_a_member_or_its_value_and_literals_their_exact_values() -> None:
+    @tk.autotune_key
+    class Choice:
+        layout: Layout
+        mode: Literal["fast", "exact"]
+        level: Literal[1, 2] = 1
+
+    assert Choice(layout="col", mode="fast").layout is Layout.COL  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"field layout expects a Layout member \(or its value\), got str 'diag'"):
+        Choice(layout="diag", mode="fast")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"field mode expects one of 'fast', 'exact', got str 'slow'"):
+        Choice(layout=Layout.ROW, mode="slow")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"field level expects one of 1, 2, got bool True"):
+        Choice(layout=Layout.ROW, mode="fast", level=True)  # type: ignore[arg-type]
+
+
+def test_defaults_and_inherited_fields_are_checked_too() -> None:
+    with pytest.raises(TypeError, match=r"autotune key WithBadDefault: field n expects int"):
+
+        @tk.autotune_key
+        class WithBadDefault:
+            n: int = "8"  # type: ignore[assignment]
+
+        WithBadDefault()
+
+    @tk.autotune_key
+    class Child(Typed):
+        extra: int = 0
+
+    with pytest.raises(TypeError, match=r"autotune key Child: field n expects int"):
+        Child(n="5", size=1, alpha=1.0, dtype="f", transpose=False)  # type: ignore[arg-type]
+
+
+def test_a_post_init_of_the_users_own_runs_after_the_checks_and_anchoring() -> None:
+    """Anchoring used to replace a key's own __post_init__, which then never ran."""
+    seen: list[int] = []
+
+    @tk.autotune_key
+    class Checked:
+        n: Annotated[int, tk.Anchor()]
+
+        def __post_init__(self) -> None:
+            seen.append(self.n)
+            if self.n > 1 << 20:
+                raise ValueError("n too large for this operation")
+
+    assert Checked(n=np.int32(1000)).n == 1024  # type: ignore[arg-type]
+    assert seen == [1024]
+    with pytest.raises(ValueError, match="too large"):
+        Checked(n=(1 << 20) + 1)
+
+
+def test_a_key_rebuilt_from_its_stored_json_is_the_same_key() -> None:
+    """Regression: an Enum field rebuilt from its stored value (as record seeding does) held the raw value."""
+
+    @tk.autotune_key
+    class Stored:
+        n: Annotated[int, tk.Anchor()]
+        alpha: float
+        layout: Layout
+        mode: Literal["fast", "exact"]
+        flag: bool
+
+    key = Stored(n=1000, alpha=2, layout=Layout.COL, mode="fast", flag=True)
+    rebuilt = Stored(**json.loads(key_to_json(key)))
+    assert rebuilt == key and hash(rebuilt) == hash(key)
+
+
+@pytest.mark.parametrize("frozen", [False, True])
+def test_a_class_that_is_already_a_dataclass_is_refused_at_definition(frozen: bool) -> None:
+    # Over @dataclass the first key raised FrozenInstanceError (and skipped checks and anchors);
+    # over @dataclass(frozen=True), "Cannot overwrite attribute __setattr__".
+    with pytest.raises(TypeError, match=r"Plain is already a @dataclass; remove its @dataclass decorator"):
+
+        @tk.autotune_key
+        @dataclasses.dataclass(frozen=frozen)
+        class Plain:
+            n: Annotated[int, tk.Anchor()]
+
+
+def test_applying_autotune_key_twice_says_the_class_is_already_a_key() -> None:
+    # Stacked @tk.autotune_key said "already a @dataclass; remove its @dataclass decorator", which it never had.
+    with pytest.raises(TypeError, match=r"Twice is already an autotune key; apply @tk.autotune_key once") as info:
+
+        @tk.autotune_key
+        @tk.autotune_key
+        class Twice:
+            n: Annotated[int, tk.Anchor()]
+
+    assert "@dataclass" not in str(info.value)
+
+    @tk.autotune_key
+    class Base:
+        n: Annotated[int, tk.Anchor()]
+
+    @tk.autotune_key
+    class Sub(Base):  # a subclass decorated once is a key of its own, not a second application
+        m: int
+
+    assert Sub(n=5, m=2).n == 8
+    with pytest.raises(TypeError, match=r"Sub is already an autotune key.*class Extended\(Sub\)"):
+        tk.autotune_key(Sub)
+
+
+@tk.autotune_key
+class Clamped:
+    n: Annotated[int, tk.Anchor(min=3, max=3000)]
+    tag: str
+
+
+def test_off_buckets_says_which_anchored_values_another_level_would_move() -> None:
+    """What Record.add asks of a key: could it have been built at the record's level (exponent 2: minimal)?"""
+
+    assert anchored_fields(Key) == ("n", "rows") and anchored_fields(Clamped) == ("n",)
+    assert anchored_fields(Layout) == ()
+    key = Key(n=2000, rows=5, batch=1000, dtype="f")  # n=2048, rows=16
+    assert off_buckets(key, 1) == {}
+    assert off_buckets(key, 2) == {"n": 4096}  # 2048 is no power of 4; 16 is a power of 16 (base 4 squared)
+    assert off_buckets(Key(n=2, rows=64, batch=1, dtype="f"), 2) == {"n": 4, "rows": 256}
+    # min and max are buckets as given at every level, though anchoring 3 again would give 4.
+    assert off_buckets(Clamped(n=1, tag="a"), 2) == {} and off_buckets(Clamped(n=5000, tag="a"), 2) == {}

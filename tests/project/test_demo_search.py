@@ -1,0 +1,88 @@
+"""The search part of ``make demo``: the first run searches and commits, the next is served by the verified record."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+from pathlib import Path
+
+from rich.console import Console
+
+import tunekit as tk
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
+
+import demo_search
+from pipeline_objective import SPACE
+
+SMALL = {"signals": 4, "length": 2048, "max_evals": 6}
+"""A request small enough for seconds, a budget well under the space (so ``auto`` cannot go exhaustive)."""
+
+
+def run(directory: Path) -> tuple[demo_search.SearchDemo, str]:
+    # Each run stands for a new process: nothing in memory but what the committed record seeds.
+    demo_search.TUNER.clear()
+    out = io.StringIO()
+    return demo_search.run_search_demo(Console(file=out, width=200), directory, **SMALL), out.getvalue()
+
+
+def test_the_first_run_searches_within_budget_and_the_second_is_served_by_the_verified_record(tmp_path: Path) -> None:
+    first, shown = run(tmp_path)
+    assert first.result is not None, "the first run must search"
+    assert first.result.evaluations == SMALL["max_evals"] < SPACE.size
+    assert first.result.strategy == "model_ils" and first.result.stopped_by == "max_evals"
+    assert first.result.trials[0].config.to_dict() == demo_search.INCUMBENT
+    assert first.production_tunes == 0
+    assert first.entry.winner == first.result.best.config.name
+    entries = first.log_path.read_text().splitlines()
+    assert len(entries) == 1 + SMALL["max_evals"]  # the header, then one line per trial
+    assert first.record_path.parent == tmp_path and first.log_path.parent == tmp_path
+    assert f"{SPACE.size} configurations" in shown and "model_ils" in shown and "max_evals" in shown
+    log, record = first.log_path.read_bytes(), first.record_path.read_bytes()
+
+    records: list[tk.AutotuneRecord] = []
+    sink = tk.add_record_sink(records.append)
+    try:
+        second, shown = run(tmp_path)
+    finally:
+        tk.remove_record_sink(sink)
+    assert second.result is None, "the second run searched again instead of using the record"
+    assert second.production_tunes == 0 and records == []  # no search, no tune: nothing decided anew
+    assert second.entry == first.entry
+    assert first.log_path.read_bytes() == log and first.record_path.read_bytes() == record
+    assert "record verified, no search" in shown and "served from the record, no tune" in shown
+    cache = tk.persistent_cache()
+    assert cache is None or [r for r in cache.rows(tuner=demo_search.TUNER.name)] == []  # execute never tuned
+
+
+def test_a_record_of_another_device_is_refused_and_the_key_searched_again(tmp_path: Path) -> None:
+    first, _ = run(tmp_path)
+    data = json.loads(first.record_path.read_text())
+    data["device_id"] = "another machine"
+    data["device_model"] = "another machine's CPU"
+    first.record_path.write_text(json.dumps(data))
+
+    again, shown = run(tmp_path)
+    assert again.refused is not None and "another machine" in again.refused
+    assert again.result is not None and again.production_tunes == 0
+    assert sum(t.resumed for t in again.result.trials) == SMALL["max_evals"]  # same device: its log still answers
+    assert "searched again" in shown
+    assert tk.Record.load(again.record_path).device_id != "another machine"
+
+
+def test_a_record_of_this_cpu_under_another_numpy_is_used_with_a_warning_and_nothing_searched(tmp_path: Path) -> None:
+    """Regression: a numpy or BLAS upgrade changed the device id, the committed record was refused, searched again."""
+    first, _ = run(tmp_path)
+    data = json.loads(first.record_path.read_text())
+    model, _, stack = data["device_id"].partition(":numpy-")
+    assert stack and data["device_model"] == model
+    data["device_id"] = f"{model}:numpy-1.26.4:openblas-0.3.21"
+    first.record_path.write_text(json.dumps(data))
+
+    again, shown = run(tmp_path)
+    assert again.refused is None and again.result is None and again.production_tunes == 0
+    assert "record warning" in shown and "numpy-1.26.4" in shown
+    assert tk.Record.load(again.record_path).device_id == data["device_id"], (
+        "the record still says where it was measured"
+    )

@@ -1,0 +1,160 @@
+"""The docs run: every python block of every page (and of the README) is executed, in order, as a reader would."""
+
+from __future__ import annotations
+
+import gc
+import logging
+import os
+import re
+import subprocess
+import sys
+import textwrap
+import types
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import tunekit as tk
+import tunekit._observe.observers as observers
+import tunekit._observe.sinks as sinks
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "docs"
+# A fence at any indentation (a block inside a list item), closed at the same indentation.
+FENCE = re.compile(r"^(?P<indent>[ ]*)```(?P<language>[\w-]*)[^\n]*\n(?P<code>.*?)^(?P=indent)```[ ]*$", re.S | re.M)
+# What a block may be tagged: python runs; the others are shown, not run (shell and output, a diagram, config).
+LANGUAGES = {"python", "bash", "text", "mermaid", "toml"}
+PAGES = sorted([*DOCS.glob("*.md"), ROOT / "README.md"])
+# opencl.md compiles in worker processes; robustness.md isolates candidates in worker processes.
+MARKS = {
+    "opencl.md": [pytest.mark.opencl, pytest.mark.subprocess, pytest.mark.slow],
+    "robustness.md": [pytest.mark.subprocess],
+}
+
+
+def _blocks(page: Path) -> list[tuple[str, str]]:
+    text = page.read_text(encoding="utf-8")
+    return [(m["language"], textwrap.dedent(m["code"])) for m in FENCE.finditer(text)]
+
+
+def _python_pages() -> Iterator[object]:
+    for page in PAGES:
+        if page.name != "quickstart.md" and any(language == "python" for language, _ in _blocks(page)):
+            yield pytest.param(page, id=page.name, marks=MARKS.get(page.name, []))
+
+
+@pytest.fixture
+def page_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[types.ModuleType]:
+    """A real module to run a page in (key classes resolve their annotations there), in a fresh directory.
+
+    The sinks, observers and log level a page sets are undone after it, so pages do not leak into each other.
+    """
+    monkeypatch.chdir(tmp_path)
+    module = types.ModuleType("docs_page")
+    monkeypatch.setitem(sys.modules, "docs_page", module)
+    monkeypatch.setattr(observers, "_observers", observers._observers)
+    kept = list(sinks.global_sinks())
+    level = logging.getLogger("tunekit").level
+    try:
+        yield module
+    finally:
+        for sink in sinks.global_sinks():
+            if sink not in kept:
+                tk.remove_record_sink(sink)
+        logging.getLogger("tunekit").setLevel(level)
+        module.__dict__.clear()
+        gc.collect()  # the page's tunable sets release their keys before the next page tunes
+
+
+def _run_python(code: str, where: str, module: types.ModuleType) -> None:
+    exec(compile(code, where, "exec"), module.__dict__)
+
+
+def test_every_block_is_tagged_with_a_known_language() -> None:
+    wrong = [
+        f"{page.name} block {number}: {language or 'untagged'}"
+        for page in PAGES
+        for number, (language, _) in enumerate(_blocks(page), start=1)
+        if language not in LANGUAGES
+    ]
+    assert wrong == [], f"tag each block with one of {sorted(LANGUAGES)}"
+
+
+@pytest.mark.parametrize("page", list(_python_pages()))
+def test_every_python_block_of_the_page_runs_in_order(page: Path, page_module: types.ModuleType) -> None:
+    for number, (language, code) in enumerate(_blocks(page), start=1):
+        if language == "python":
+            _run_python(code, f"{page.name} block {number}", page_module)
+
+
+@pytest.mark.subprocess
+def test_every_quickstart_block_runs(tmp_path: Path, page_module: types.ModuleType) -> None:
+    blocks = _blocks(DOCS / "quickstart.md")
+    assert len(blocks) >= 5
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    records: list[tk.AutotuneRecord] = []
+    sink = tk.add_record_sink(records.append)
+    for number, (language, code) in enumerate(blocks, start=1):
+        if language == "python":
+            _run_python(code, f"quickstart.md block {number}", page_module)
+        elif language == "bash":
+            done = subprocess.run(
+                ["bash", "-euo", "pipefail", "-c", code],
+                check=False,
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=120,
+            )
+            assert done.returncode == 0, f"block {number}:\n{code}\n{done.stdout}\n{done.stderr}"
+        else:
+            pytest.fail(f"quickstart block {number} is {language or 'untagged'}: this test cannot run it")
+    tk.remove_record_sink(sink)
+    assert [r.key for r in records if r.tuner == "row_sum"] == [
+        {"n": 1024, "dtype": "float32"},
+        {"n": 4096, "dtype": "float32"},
+    ]
+    (grouped,) = [r for r in records if r.tuner == "quickstart_row_sum"]
+    assert {c.name: c.status for c in grouped.candidates} == {"np_sum": "measured", "einsum": "skipped"}
+    assert "<svg" in (tmp_path / "report.html").read_text()
+
+
+def test_the_quickstart_starts_with_the_readme_example() -> None:
+    readme = [code for language, code in _blocks(ROOT / "README.md") if language == "python"]
+    quickstart = [code for language, code in _blocks(DOCS / "quickstart.md") if language == "python"]
+    assert readme[0] == quickstart[0], "README and quickstart examples drifted apart"
+
+
+def test_every_setting_is_documented_with_its_environment_variable() -> None:
+    page = (DOCS / "configuration.md").read_text(encoding="utf-8")
+    missing = [
+        name for name in tk.Settings.model_fields if f"`{name}`" not in page or f"`TUNEKIT_{name.upper()}`" not in page
+    ]
+    assert not missing, f"docs/configuration.md lacks a row for: {missing}"
+
+
+def test_every_docs_page_is_in_the_nav_once() -> None:
+    nav = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    pages = sorted(p.name for p in DOCS.glob("*.md"))
+    assert [p for p in pages if f" {p}" not in nav] == []
+    # A page listed twice shows twice on the site.
+    assert [p for p in pages if nav.count(f" {p}\n") > 1] == []
+
+
+def test_every_logger_is_under_tunekit_and_documented() -> None:
+    page = (DOCS / "observability.md").read_text(encoding="utf-8")
+    names = {
+        match.group(1)
+        for folder in ("tunekit", "tunekit_backends")
+        for source in (ROOT / folder).rglob("*.py")
+        for match in re.finditer(r"""getLogger\(["']([^"']+)["']\)""", source.read_text(encoding="utf-8"))
+    }
+    assert names and all(name.startswith("tunekit.") for name in names), names
+    assert sorted(name for name in names if f"`{name}`" not in page) == [], "add them to docs/observability.md"
+
+
+def test_every_layer_is_on_the_architecture_page() -> None:
+    page = (DOCS / "architecture.md").read_text(encoding="utf-8")
+    layers = sorted(p.parent.name for p in (ROOT / "tunekit").glob("_*/__init__.py"))
+    assert [layer for layer in layers if f"`{layer}`" not in page] == [], "add them to docs/architecture.md"

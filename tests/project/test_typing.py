@@ -1,0 +1,362 @@
+"""mypy catches a user's type errors through the generics of LocalTuner, TunableSet, Tunable and KernelTemplate."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.subprocess
+
+HEADER = textwrap.dedent(
+    """
+    from typing import Annotated
+    import numpy as np
+    import tunekit as tk
+    from tunekit_backends.cpu import CpuClient
+
+    @tk.autotune_key
+    class SumKey:
+        n: Annotated[int, tk.Anchor()]
+        dtype: str
+
+    TUNER: tk.LocalTuner[SumKey, np.ndarray] = tk.LocalTuner("row_sum")
+
+    def good(x: np.ndarray) -> np.ndarray:
+        return np.asarray(x.sum(axis=1))
+
+    def bad(x: np.ndarray) -> int:
+        return 1
+    """
+)
+
+
+@pytest.fixture(scope="module")
+def mypy_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One cache for the module's runs: a cold run re-reads numpy, pydantic and tunekit (~10 s), a warm one ~0.5 s.
+
+    It starts empty each session, so it never holds an older tunekit; mypy re-checks any module whose source changed.
+    """
+    return tmp_path_factory.mktemp("mypy_cache")
+
+
+def _mypy(tmp_path: Path, cache: Path, body: str, header: str = HEADER) -> subprocess.CompletedProcess[str]:
+    source = tmp_path / "user_code.py"
+    source.write_text(header + textwrap.dedent(body))
+    return subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--cache-dir", str(cache), str(source)],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+
+
+@pytest.mark.slow
+def test_correct_user_code_passes(tmp_path: Path, mypy_cache: Path) -> None:
+    result = _mypy(
+        tmp_path,
+        mypy_cache,
+        """
+        def row_sum(client: CpuClient, x: np.ndarray) -> np.ndarray:
+            tunables = TUNER.init(lambda: tk.TunableSet(key=lambda x: SumKey(n=x.shape[1], dtype=str(x.dtype)))
+                .with_tunable(tk.Tunable("good", good))
+                .with_tunable(tk.Tunable("np_sum", lambda x: x.sum(axis=1))))
+            return TUNER.execute(client.device_id, client, tunables, (x,))
+        k: SumKey = SumKey(n=3, dtype="f")
+        """,
+    )
+    assert result.returncode == 0, result.stdout
+
+
+def test_tunable_returning_wrong_type_is_a_type_error(tmp_path: Path, mypy_cache: Path) -> None:
+    result = _mypy(
+        tmp_path,
+        mypy_cache,
+        """
+        def row_sum(client: CpuClient, x: np.ndarray) -> np.ndarray:
+            tunables = TUNER.init(lambda: tk.TunableSet(key=lambda x: SumKey(n=x.shape[1], dtype=str(x.dtype)))
+                .with_tunable(tk.Tunable("bad", bad))
+                .with_tunable(tk.Tunable("good", good)))
+            return TUNER.execute(client.device_id, client, tunables, (x,))
+        """,
+    )
+    assert result.returncode == 1
+    assert 'incompatible type "Callable[[], TunableSet[SumKey, int | ndarray' in result.stdout
+
+
+def test_wrong_key_type_and_wrong_field_are_type_errors(tmp_path: Path, mypy_cache: Path) -> None:
+    result = _mypy(
+        tmp_path,
+        mypy_cache,
+        """
+        def width(x: np.ndarray) -> int:
+            return int(x.shape[1])
+
+        def row_sum(client: CpuClient, x: np.ndarray) -> np.ndarray:
+            tunables = TUNER.init(lambda: tk.TunableSet(key=width).with_tunable(tk.Tunable("good", good)))
+            return TUNER.execute(client.device_id, client, tunables, (x,))
+        k = SumKey(n="3", dtype="f")
+        """,
+    )
+    assert result.returncode == 1
+    assert "TunableSet[int, ndarray" in result.stdout
+    assert 'Argument "n" to "SumKey" has incompatible type "str"' in result.stdout
+
+
+def test_from_space_with_a_lambda_key_type_checks_and_carries_the_key(tmp_path: Path, mypy_cache: Path) -> None:
+    # from_space(..., key=lambda x: SumKey(...)) failed mypy with "Cannot infer type of lambda".
+    result = _mypy(
+        tmp_path,
+        mypy_cache,
+        """
+        from collections.abc import Callable
+
+        SPACE = tk.Space(AXIS=[1], SCALE=[1, 2])
+
+        def build(c: tk.Config) -> Callable[[np.ndarray], np.ndarray]:
+            return good
+
+        def row_sum(client: CpuClient, x: np.ndarray) -> np.ndarray:
+            tunables = TUNER.init(
+                lambda: tk.TunableSet.from_space(
+                    SPACE, build, key=lambda x: SumKey(n=x.shape[1], dtype=str(x.dtype))
+                ).with_search(max_evals=2)
+            )
+            return TUNER.execute(client.device_id, client, tunables, (x,))
+
+        wrong_key = TUNER.init(lambda: tk.TunableSet.from_space(SPACE, build, key=lambda x: int(x.shape[1])))
+        """,
+    )
+    assert result.returncode == 1, result.stdout
+    errors = [line for line in result.stdout.splitlines() if ": error:" in line]
+    assert errors, result.stdout
+    assert all(":35: error:" in line for line in errors), result.stdout  # only the wrong key's line
+    assert 'expected "SumKey"' in result.stdout
+
+
+def test_a_search_results_best_needs_no_none_check(tmp_path: Path, mypy_cache: Path) -> None:
+    # tk.search never returns a result without a winner, yet best was typed Trial | None, so the
+    # documented `result.best.config` failed mypy --strict with 'Item "None" ... has no attribute'.
+    result = _mypy(
+        tmp_path,
+        mypy_cache,
+        """
+        SPACE = tk.Space(SCALE=[1, 2])
+
+        def best_name(client: CpuClient, x: np.ndarray) -> str:
+            result = tk.search(SPACE, lambda c: good, client, (x,), tuner="row_sum", max_evals=2)
+            return result.best.config.name
+
+        def best_ms(client: CpuClient, x: np.ndarray) -> float:
+            # Regression: best.score was typed float | None, so this correct line failed mypy --strict.
+            return tk.search(SPACE, lambda c: good, client, (x,), tuner="row_sum", max_evals=2).best.score / 1e6
+        """,
+    )
+    assert result.returncode == 0, result.stdout
+
+
+def test_a_misspelt_strategy_name_is_a_type_error(tmp_path: Path, mypy_cache: Path) -> None:
+    # strategy was typed StrategyName | str, so mypy passed "bayes" and the search failed at run time.
+    result = _mypy(
+        tmp_path,
+        mypy_cache,
+        """
+        SPACE = tk.Space(SCALE=[1, 2])
+        CHOSEN: tk.StrategyName = "model_ils"
+
+        def search(client: CpuClient, x: np.ndarray) -> None:
+            tk.search(SPACE, lambda c: good, client, (x,), tuner="a", strategy=CHOSEN)
+            tk.search(SPACE, lambda c: good, client, (x,), tuner="b", strategy="bayes")
+            tk.TunableSet(key=lambda x: SumKey(n=1, dtype="f")).with_search(strategy="simulated_annealing")
+        """,
+    )
+    errors = [line for line in result.stdout.splitlines() if ": error:" in line]
+    assert len(errors) == 2, result.stdout
+    assert "'bayes'" in errors[0] and "'simulated_annealing'" in errors[1], result.stdout
+
+
+@pytest.mark.slow
+def test_a_set_or_a_dict_of_values_is_a_type_error_and_ordered_values_are_not(tmp_path: Path, mypy_cache: Path) -> None:
+    # Space's values were typed Iterable[ParamValue], so mypy passed tk.Space(A={1, 2}), refused at run time.
+    result = _mypy(
+        tmp_path,
+        mypy_cache,
+        """
+        from tunekit_backends.opencl import KernelTemplate
+
+        PARAMS: dict[str, tk.ParamValues] = {"N": np.arange(1, 5), "F": np.linspace(0.5, 1.0, 3)}
+        ORDERED = tk.Space(
+            L=[1, 2], T=("a", "b"), R=range(3), P=tk.pow2(64, 256), A=np.array([True, False]), G=iter([1, 2]),
+            restrict=None,
+            **PARAMS,
+        )
+        TEMPLATE = KernelTemplate("__kernel void k() {}", "k", {"B": np.arange(2)}, geometry=lambda c, k: ((1,), None))
+        A_SET = tk.Space(A={1, 2})
+        A_FROZENSET = tk.Space(A=frozenset({1, 2}))
+        A_DICT = tk.Space(A={1: "one", 2: "two"})
+        """,
+    )
+    source = (tmp_path / "user_code.py").read_text().splitlines()
+    refused = [str(n) for n, line in enumerate(source, 1) if line.startswith(("A_SET", "A_FROZENSET", "A_DICT"))]
+    errors = [line for line in result.stdout.splitlines() if ": error:" in line]
+    assert [line.split(":")[1] for line in errors] == refused, result.stdout
+    assert all('Argument "A" to "Space" has incompatible type' in line for line in errors), result.stdout
+
+
+TEMPLATE_HEADER = textwrap.dedent(
+    """
+    from typing import Any
+    import tunekit as tk
+    from tunekit_backends.opencl import KernelTemplate, OpenCLClient
+
+    @tk.autotune_key
+    class MatKey:
+        m: int
+
+    @tk.autotune_key
+    class VecKey:
+        n: int
+
+    SOURCE = "__kernel void k(__global float* x) { x[get_global_id(0)] = B; }"
+
+    def mat_geometry(config: tk.Config, key: MatKey) -> tuple[tuple[int], None]:
+        return (key.m,), None
+
+    def mat_key(x: Any, m: Any) -> MatKey:
+        return MatKey(m=int(m))
+
+    def vec_key(x: Any, n: Any) -> VecKey:
+        return VecKey(n=int(n))
+
+    MAT = KernelTemplate(SOURCE, "k", {"B": [1, 2]}, geometry=mat_geometry)
+    """
+)
+
+
+def test_a_kernel_template_carries_its_key_type(tmp_path: Path, mypy_cache: Path) -> None:
+    result = _mypy(
+        tmp_path,
+        mypy_cache,
+        """
+        typed: KernelTemplate[MatKey] = MAT  # inferred from the geometry's key parameter
+
+        def mat_set(client: OpenCLClient) -> tk.TunableSet[MatKey, Any]:
+            return MAT.tunable_set(client, key=mat_key)
+
+        VEC: KernelTemplate[VecKey] = KernelTemplate(
+            SOURCE, "k", {"B": [1]}, geometry=lambda c, key: ((key.n,), None), applies=lambda c, key: key.n > 0
+        )
+
+        def vec_set(client: OpenCLClient) -> tk.TunableSet[VecKey, Any]:
+            return VEC.tunable_set(client, key=vec_key)
+
+        untyped = KernelTemplate(SOURCE, "k", {"B": [1]}, geometry=lambda c, key: ((key.n,), None))  # K: Any
+        bare: KernelTemplate = untyped
+        """,
+        TEMPLATE_HEADER,
+    )
+    assert result.returncode == 0, result.stdout
+
+
+def test_a_kernel_template_of_another_key_is_a_type_error(tmp_path: Path, mypy_cache: Path) -> None:
+    """Regression: KernelTemplate was not generic, so a template for MatKey made sets of any key mypy accepted."""
+    result = _mypy(
+        tmp_path,
+        mypy_cache,
+        """
+        def wrong_key(client: OpenCLClient) -> None:
+            MAT.tunable_set(client, key=vec_key)
+
+        def wrong_set(client: OpenCLClient) -> tk.TunableSet[VecKey, Any]:
+            return MAT.tunable_set(client, key=mat_key)
+
+        def wants_vec(template: KernelTemplate[VecKey]) -> None: ...
+
+        wants_vec(MAT)
+
+        VEC: KernelTemplate[VecKey] = KernelTemplate(SOURCE, "k", {"B": [1]}, geometry=lambda c, key: ((key.m,), None))
+        """,
+        TEMPLATE_HEADER,
+    )
+    assert result.returncode == 1, result.stdout
+    errors = [line for line in result.stdout.splitlines() if ": error:" in line]
+    assert len(errors) == 4, result.stdout
+    assert '"tunable_set" of "KernelTemplate" has incompatible type "Callable[[Any, Any], VecKey]"' in errors[0]
+    assert 'expected "TunableSet[VecKey, Any]"' in errors[1] and "TunableSet[MatKey, Any]" in errors[1]
+    assert '"wants_vec" has incompatible type "KernelTemplate[MatKey]"; expected "KernelTemplate[VecKey]"' in errors[2]
+    assert '"VecKey" has no attribute "m"' in errors[3]
+
+
+def test_seeding_a_record_checks_the_key_class_against_the_tuner(tmp_path: Path, mypy_cache: Path) -> None:
+    # Record.seed took LocalTuner[Any, Any], TunableSet[Any, Any] and any type: a wrong key class type-checked.
+    result = _mypy(
+        tmp_path,
+        mypy_cache,
+        """
+        @tk.autotune_key
+        class OtherKey:
+            m: int
+
+        def seed(record: tk.Record) -> None:
+            tunables = TUNER.init(lambda: tk.TunableSet(key=lambda x: SumKey(n=x.shape[1], dtype=str(x.dtype)))
+                .with_tunable(tk.Tunable("good", good)))
+            record.seed(TUNER, tunables, SumKey)
+            record.seed(TUNER, tunables, OtherKey)
+        """,
+    )
+    assert result.returncode == 1, result.stdout
+    source = (tmp_path / "user_code.py").read_text().splitlines()
+    wrong = 1 + next(i for i, line in enumerate(source) if "record.seed(TUNER, tunables, OtherKey)" in line)
+    errors = [line for line in result.stdout.splitlines() if ": error:" in line]
+    assert len(errors) == 1 and f":{wrong}: error:" in errors[0] and '"seed" of "Record"' in errors[0], result.stdout
+
+
+def test_changing_a_config_is_a_type_error_and_reading_it_is_not(tmp_path: Path, mypy_cache: Path) -> None:
+    # Config refuses every change at run time, but mypy --strict passed config.update(...) and config["x"] = 1.
+    mutations = {
+        'config["BLOCK"] = 128': "Invalid index type",
+        'del config["BLOCK"]': '"__delitem__" of "Config"',
+        'config |= {"BLOCK": 128}': '"__ior__" of "Config"',
+        'config.update({"BLOCK": 128})': '"update" of "Config"',
+        "config.update(BLOCK=128)": '"update" of "Config"',
+        'config.pop("BLOCK")': '"pop" of "Config"',
+        'config.setdefault("BLOCK", 128)': '"setdefault" of "Config"',
+        "config.clear()": 'Missing positional argument "config_is_immutable" in call to "clear" of "Config"',
+        "config.popitem()": 'Missing positional argument "config_is_immutable" in call to "popitem" of "Config"',
+    }
+    # One function per mutation: each returns NoReturn, so mypy skips what follows it in a function.
+    body = "".join(f"def change_{i}(config: tk.Config) -> None:\n    {line}\n" for i, line in enumerate(mutations))
+    result = _mypy(
+        tmp_path,
+        mypy_cache,
+        body
+        + textwrap.dedent(
+            """
+            import json
+            from collections.abc import Mapping
+
+            def total(params: Mapping[str, int]) -> int:
+                return sum(params.values())
+
+            def read(config: tk.Config) -> str:
+                changed = config.to_dict()
+                changed["BLOCK"] = 128
+                changed.update(VEC=2)
+                merged: dict[str, object] = {**config, "VEC": 2} | dict(config)
+                return json.dumps({"config": config, "total": total(config), "block": config["BLOCK"], **merged})
+            """
+        ),
+    )
+    assert result.returncode == 1, result.stdout
+    source = (tmp_path / "user_code.py").read_text().splitlines()
+    errors = [line for line in result.stdout.splitlines() if ": error:" in line]
+    for mutation, message in mutations.items():
+        line = 1 + source.index(f"    {mutation}")
+        found = [error for error in errors if f":{line}: error:" in error]
+        assert any(message in error for error in found), (mutation, found, result.stdout)
+    flagged = {int(error.split(":")[1]) for error in errors}
+    assert len(flagged) == len(mutations), result.stdout
