@@ -116,6 +116,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "Unchecked": ("tunekit._values.cache_state", "Unchecked"),
     "Warmup": ("tunekit._values.records", "Warmup"),
     "Work": ("tunekit._measure.bounds", "Work"),
+    "WorkerStartFailed": ("tunekit._base.errors", "WorkerStartFailed"),
     "__version__": ("tunekit._base.version", "__version__"),
     "add_observer": ("tunekit._observe.observers", "add_observer"),
     "add_record_sink": ("tunekit._observe.sinks", "add_record_sink"),
@@ -174,6 +175,7 @@ if TYPE_CHECKING:
         TrialLogError as TrialLogError,
         TunekitError as TunekitError,
         TuneRecursionError as TuneRecursionError,
+        WorkerStartFailed as WorkerStartFailed,
     )
     from tunekit._base.settings import (
         Settings as Settings,

@@ -88,6 +88,7 @@ EXPECTED = {
     "Unchecked",
     "Warmup",
     "Work",
+    "WorkerStartFailed",
     "__version__",
     "add_observer",
     "add_record_sink",

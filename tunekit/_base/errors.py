@@ -14,6 +14,7 @@ __all__ = [
     "SettingsError",
     "TuneRecursionError",
     "TunekitError",
+    "WorkerStartFailed",
     "describe_error",
 ]
 
@@ -80,6 +81,21 @@ class ClientClosed(TunekitError, RuntimeError):
     it through: prepare, the correctness check and its reference, warm-up, measuring, the
     runoff, an objective's ``measure``, and the launch of a cached winner (not demoted for it).
     """
+
+
+class WorkerStartFailed(TunekitError, RuntimeError):
+    """The isolated worker process (``isolation="process"``) could not be started: no candidate ran, none is to blame.
+
+    ``fork()`` or the spawn of a fresh interpreter failed (``EAGAIN`` at the process limit,
+    ``ENOMEM``, no file descriptor left for its pipe). Like :class:`ClientClosed`, it stops the
+    tune and reaches the caller as it is: no candidate is recorded as failed, and the key does
+    not go into the failure memory, so another process (one that can start workers) tunes it
+    at once, and this process tunes it again at its next call. ``__cause__`` is the ``OSError``.
+    """
+
+
+NOT_A_CANDIDATE: tuple[type[TunekitError], ...] = (ClientClosed, WorkerStartFailed)
+"""Errors that stop a tune without blaming the candidate that was running: every stage lets them through."""
 
 
 class InputTypeError(TunekitError, TypeError):

@@ -11,7 +11,7 @@ import math
 import statistics
 from dataclasses import dataclass
 
-from tunekit._base.errors import ClientClosed
+from tunekit._base.errors import NOT_A_CANDIDATE
 from tunekit._measure.runner import CandidateRunner
 
 __all__ = ["RunoffResult", "runoff"]
@@ -68,7 +68,7 @@ def runoff(runner: CandidateRunner, a: int, b: int, max_pairs: int) -> RunoffRes
         for index in order:
             try:
                 times[index] = runner.sample(index)
-            except ClientClosed:  # no finalist's fault: the tune stops instead of crowning the other
+            except NOT_A_CANDIDATE:  # no finalist's fault: the tune stops instead of crowning the other
                 raise
             except Exception as exc:  # a flaky finalist loses the runoff
                 other = b if index == a else a

@@ -27,7 +27,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 
 from tunekit._base.deadline import past
-from tunekit._base.errors import CandidateFailed, ClientClosed, describe_error
+from tunekit._base.errors import NOT_A_CANDIDATE, CandidateFailed, describe_error
 from tunekit._base.settings import Settings
 from tunekit._measure.client import Client, SupportsWarmup
 from tunekit._measure.runner import CandidateRunner
@@ -58,9 +58,10 @@ mistake the schedule cannot undo.
 def candidate_failure(exc: Exception) -> Failed:
     """The outcome of a candidate that raised: the runner's verdict when it has one.
 
-    A client that went away (:class:`ClientClosed`) is no candidate's failure: it ends the tune.
+    A client that went away (:class:`ClientClosed`) or a worker that could not be started
+    (:class:`WorkerStartFailed`) is no candidate's failure: it ends the tune.
     """
-    if isinstance(exc, ClientClosed):
+    if isinstance(exc, NOT_A_CANDIDATE):
         raise exc
     if isinstance(exc, CandidateFailed):  # crash, timeout, or an error in a worker process
         return Failed(exc.reason, exc.stage)

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection, Pipe
 from typing import Any, TypeVar
 
-from tunekit._base.errors import CandidateFailed, ClientClosed, TunekitError, describe_error
+from tunekit._base.errors import CandidateFailed, ClientClosed, TunekitError, WorkerStartFailed, describe_error
 from tunekit._base.self_call import inherit, tunes_to_pass_on
 from tunekit._candidates.isolation import (
     resolve_reference,
@@ -160,9 +160,14 @@ class _Worker:
     process: subprocess.Popen[bytes] | None  # set for a spawned worker, None for a forked one
 
     def stop(self, *, kill: bool) -> int:
-        """Reap the worker (killing it first when ``kill``); its exit code, negative for a signal."""
+        """Reap the worker (killing it first when ``kill``); its exit code, negative for a signal.
+
+        Whatever its candidates started (a helper process, a compiler) is killed with it, even when the worker
+        itself has already died: it would outlive the worker under PID 1, holding the caller's stdout open.
+        """
         with contextlib.suppress(OSError):
             self.conn.close()
+        _kill_group(self.pid)
         if self.process is not None:
             if kill:
                 self.process.kill()
@@ -172,6 +177,25 @@ class _Worker:
                 os.kill(self.pid, signal.SIGKILL)
         _, status = os.waitpid(self.pid, 0)
         return os.waitstatus_to_exitcode(status)
+
+
+def _kill_group(pid: int) -> None:
+    """SIGKILL the process group the worker ``pid`` leads (it calls ``setsid()`` first thing).
+
+    Called before the worker is reaped, so that its id, and so its group's, cannot have been reused yet. A worker
+    that has not called ``setsid()`` yet leads no group and has started nothing: ESRCH, and it is killed by PID.
+    """
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+def _start_failed(how: str, exc: OSError) -> WorkerStartFailed:
+    """The error of a worker that could not be started: the system's fault, not a candidate's."""
+    return WorkerStartFailed(
+        f"could not start the isolated worker process ({how}: {exc}); no candidate ran and none is blamed. "
+        "The process limit (ulimit -u, a cgroup's pids.max), the open-file limit or memory may be exhausted: "
+        "free some, or time candidates in this process (isolation='none')"
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -256,13 +280,23 @@ class ProcessRunner:
 
     def _fork(self) -> _Worker:
         with _FORK_LOCK:  # no other runner may fork while this worker's end of the pipe is open here
-            parent_end, child_end = Pipe()
-            pid = os.fork()
+            try:
+                parent_end, child_end = Pipe()
+            except OSError as exc:
+                raise _start_failed("its pipe", exc) from exc
+            try:
+                pid = os.fork()
+            except OSError as exc:
+                parent_end.close()
+                child_end.close()
+                raise _start_failed("fork", exc) from exc
             if pid != 0:
                 child_end.close()
         if pid == 0:  # pragma: no cover - runs in the worker, reported through the pipe
             code = 0
             try:
+                # Its own session, so that the group killed with it holds whatever its candidates start.
+                os.setsid()
                 parent_end.close()
                 signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is for the caller, who kills us
                 _die_with_parent()
@@ -274,10 +308,21 @@ class ProcessRunner:
         return _Worker(pid, parent_end, None)
 
     def _spawn(self, recipe: SpawnRecipe) -> _Worker:
-        parent_end, child_end = Pipe()
+        try:
+            parent_end, child_end = Pipe()
+        except OSError as exc:
+            raise _start_failed("its pipe", exc) from exc
         command = [sys.executable, "-c", _SPAWNED, str(child_end.fileno())]
-        process = _from_lasting_thread(lambda: subprocess.Popen(command, pass_fds=[child_end.fileno()]))
-        child_end.close()
+        try:
+            # Its own session, as a forked worker's: the group killed with it holds whatever its candidates start.
+            process = _from_lasting_thread(
+                lambda: subprocess.Popen(command, pass_fds=[child_end.fileno()], start_new_session=True)
+            )
+        except OSError as exc:
+            parent_end.close()
+            raise _start_failed("spawn", exc) from exc
+        finally:
+            child_end.close()
         worker = _Worker(process.pid, parent_end, process)
         setup = {
             "sys_path": sys.path,
