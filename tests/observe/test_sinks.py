@@ -179,10 +179,13 @@ def test_a_file_made_in_the_way_after_the_sink_is_named_in_its_warning(
     )
     with caplog.at_level("WARNING", logger="tunekit.records"):
         sink.emit(record)
+        sink.emit(record)  # the same cause is not logged again
     assert [r.getMessage() for r in caplog.records] == [
         f"cannot append a tuning record to {tmp_path}/later/records.jsonl: {tmp_path}/later is a file, not a "
-        "directory; move it aside or name another path"
+        "directory; move it aside or name another path (not logged again for this cause; the sink's .lost counts "
+        "the records not kept)"
     ]
+    assert sink.lost == 2
 
 
 def test_a_file_put_in_the_way_after_the_settings_were_read_does_not_fail_the_tune(

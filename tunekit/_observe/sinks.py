@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import fcntl
+import json
 import logging
 import os
 import sys
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Protocol, TextIO, runtime_checkable
+from typing import Any, Protocol, TextIO, runtime_checkable
+
+from pydantic_core import PydanticSerializationError
 
 from tunekit._base import settings as _settings
 from tunekit._base.paths import file_in_the_way
@@ -23,6 +29,7 @@ __all__ = [
     "add_record_sink",
     "as_sink",
     "as_sinks",
+    "record_line",
     "remove_record_sink",
     "sink_from_setting",
 ]
@@ -39,12 +46,107 @@ class RecordSink(Protocol):
         ...
 
 
+def _escaped(value: Any, where: str, found: list[str]) -> Any:
+    """``value`` (a record dumped to JSON types) with each str UTF-8 cannot encode escaped; their paths go in ``found``."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            found.append(where or "(the record)")
+            return value.encode("utf-8", "backslashreplace").decode("ascii")
+        return value
+    if isinstance(value, dict):
+        return {
+            _escaped(k, f"{where}.<a name>" if where else "<a name>", found): _escaped(
+                v, f"{where}.{k}" if where else str(k), found
+            )
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [_escaped(v, f"{where}[{i}]", found) for i, v in enumerate(value)]
+    return value
+
+
+def record_line(record: AutotuneRecord) -> tuple[str, list[str]]:
+    """``record`` as one JSON line (without its newline), and the fields that had to be escaped to be written.
+
+    A str JSON cannot hold (a lone surrogate, as ``os.fsdecode`` makes of a file name's stray byte) is written
+    with the character escaped as text (``\\ud800``), so the record is kept, readable, under a key that says
+    what it was; refused, the whole record would be lost.
+    """
+    try:
+        return record.model_dump_json(), []
+    except PydanticSerializationError:
+        found: list[str] = []
+        dumped = _escaped(record.model_dump(mode="json"), "", found)
+        if not found:  # something else the JSON serialiser refuses: let the sink report it
+            raise
+        return json.dumps(dumped, ensure_ascii=False, separators=(",", ":")), found
+
+
+class _Complaints:
+    """Warns once per sink and cause: a full disk would otherwise log one warning per record (hundreds)."""
+
+    def __init__(self) -> None:
+        self._said: set[str] = set()
+        self._lock = threading.Lock()
+
+    def first(self, cause: str) -> bool:
+        """True the first time ``cause`` is met."""
+        with self._lock:
+            if cause in self._said:
+                return False
+            self._said.add(cause)
+            return True
+
+
+def _escaped_warning(where: str, record: AutotuneRecord, fields: list[str], complaints: _Complaints) -> None:
+    cause = "escaped:" + ",".join(fields)
+    if complaints.first(cause):
+        _log.warning(
+            "%s: a tuning record of tuner %r holds text JSON cannot hold (a lone surrogate) at %s; it is written "
+            "escaped (\\udXXX), so the record is kept but that value no longer reads back as it was "
+            "(not logged again for this field)",
+            where,
+            record.tuner,
+            ", ".join(fields),
+        )
+
+
+class _TornWrite(OSError):
+    """A write that stopped short: what the failing ``os.write`` would have said."""
+
+
+def _append_whole(fd: int, data: bytes, start: int) -> None:
+    """Write ``data`` at the end of ``fd`` (``start``), whole; on failure take back what was written, and raise."""
+    written = 0
+    try:
+        while written < len(data):
+            count = os.write(fd, data[written:])
+            if count == 0:  # pragma: no cover - a regular file answers short writes with an error next
+                raise _TornWrite(errno.EIO, "the write stopped short")
+            written += count
+    except OSError:
+        if written:  # the file keeps whole lines: a torn one would swallow the next record appended
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, start)
+        raise
+
+
 class JsonlSink:
     """Appends one JSON line per record to ``path``.
 
-    Each line is written with a single ``write`` on an ``O_APPEND`` descriptor, so lines
-    from concurrent processes interleave whole, never torn.
+    Appends hold an exclusive ``flock`` on the file, so that lines from concurrent processes
+    never interleave, and are written whole or not at all: a write that stops short (a full
+    disk) is taken back. A file that does not end with a newline (a writer killed mid-line, a
+    hand edit) gets one before the record, so the record starts on a line of its own.
+
+    A record that cannot be written is counted in :attr:`lost` and logged at WARNING, once per
+    cause (a full disk warns once, not once per record); the tune is never failed for it.
     """
+
+    lost: int
+    """Records this sink could not write (full disk, permissions, ...), each also counted in no file."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         # Refused here, as the record setting refuses them: accepted, a directory (or a path that is no
@@ -67,24 +169,50 @@ class JsonlSink:
                 f"JsonlSink({str(path)!r}): it cannot be created, {str(blocking)!r} is a file, not a directory; "
                 "name a JSONL file in a directory, or move that file aside"
             )
+        self.lost = 0
+        self._complaints = _Complaints()
 
     def emit(self, record: AutotuneRecord) -> None:
-        """Append ``record`` as one line."""
-        line = (record.model_dump_json() + "\n").encode()
+        """Append ``record`` as one line, whole, or count it lost and say why (once per cause)."""
+        text, escaped = record_line(record)
+        if escaped:
+            _escaped_warning(f"JsonlSink({str(self.path)!r})", record, escaped, self._complaints)
+        data = (text + "\n").encode()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            # 0666 less the umask (the kernel applies it), as open(path, "a") would create it.
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+            # 0666 less the umask (the kernel applies it), as open(path, "a") would create it. Opened for reading
+            # too, to see how the file ends; a file this process may only write to is appended to blind.
             try:
-                os.write(fd, line)
+                fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o666)
+                readable = True
+            except PermissionError:
+                fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+                readable = False
+            try:
+                with contextlib.suppress(OSError):  # no flock on this filesystem: appends are still single writes
+                    fcntl.flock(fd, fcntl.LOCK_EX)
+                start = os.fstat(fd).st_size
+                if readable and start and os.pread(fd, 1, start - 1) != b"\n":
+                    data = b"\n" + data  # a torn line before this one: the record starts on a line of its own
+                _append_whole(fd, data, start)
             finally:
-                os.close(fd)
+                os.close(fd)  # and with it the lock
         except OSError as exc:
+            self.lost += 1
             # A file made where a parent directory should be after the sink was set up: the
             # OSError names only "[Errno 17] File exists: '<that file>'".
             blocking = file_in_the_way(self.path)
             why = f"{blocking} is a file, not a directory; move it aside or name another path" if blocking else exc
-            _log.warning("cannot append a tuning record to %s: %s", self.path, why)
+            cause = f"in the way: {blocking}" if blocking else f"errno {exc.errno}" if exc.errno else type(exc).__name__
+            if self._complaints.first(cause):
+                _log.warning(
+                    "cannot append a tuning record to %s: %s (not logged again for this cause; "
+                    "the sink's .lost counts the records not kept)",
+                    self.path,
+                    why,
+                )
+            else:
+                _log.debug("cannot append a tuning record to %s: %s", self.path, why)
 
 
 class StreamSink:
@@ -99,11 +227,15 @@ class StreamSink:
             )
         self.stream = stream
         self._lock = threading.Lock()
+        self._complaints = _Complaints()
 
     def emit(self, record: AutotuneRecord) -> None:
         """Write ``record`` as one line and flush."""
+        text, escaped = record_line(record)
+        if escaped:
+            _escaped_warning(f"StreamSink({getattr(self.stream, 'name', 'stream')})", record, escaped, self._complaints)
         with self._lock:
-            self.stream.write(record.model_dump_json() + "\n")
+            self.stream.write(text + "\n")
             self.stream.flush()
 
 
