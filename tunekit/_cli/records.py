@@ -8,6 +8,7 @@ import sys
 from collections import deque
 from pathlib import Path
 
+from tunekit._base.file_look import binary_kind_of
 from tunekit._base.units import format_duration_ns
 from tunekit._cli.error import CliError
 from tunekit._cli.table import print_table
@@ -17,7 +18,10 @@ from tunekit._observe.summary import summarise
 from tunekit._store.file_kind import other_kind
 from tunekit._values.records import AutotuneRecord
 
-__all__ = ["read_or_fail", "report", "schema", "summary", "tail"]
+__all__ = ["BAD_LINES_SHOWN", "read_or_fail", "report", "schema", "summary", "tail"]
+
+BAD_LINES_SHOWN = 20
+"""Bad lines listed one by one; past these, a count: a binary file read as records would list thousands."""
 
 
 def read_or_fail(file: str) -> tuple[list[RecordLine], list[BadLine]]:
@@ -25,6 +29,11 @@ def read_or_fail(file: str) -> tuple[list[RecordLine], list[BadLine]]:
     path = Path(file)
     if path.is_dir():
         raise CliError(f"{file} is a directory, not a records file")
+    # Looked at first: read line by line, a SQLite cache would list 31 bad lines, and 5 MB of binary 19,000.
+    looks = binary_kind_of(path)
+    if looks is not None and other_kind(path, "records") is None:
+        hint = "; tunekit's persistent cache is one: read it with tunekit cache list" if "SQLite" in looks else ""
+        raise CliError(f"{file} is {looks}, not a records file (JSONL of tk.AutotuneRecord){hint}")
     good: list[RecordLine] = []
     bad: list[BadLine] = []
     try:
@@ -41,8 +50,10 @@ def read_or_fail(file: str) -> tuple[list[RecordLine], list[BadLine]]:
 
 
 def _report_bad(file: str, bad: list[BadLine]) -> None:
-    for line in bad:
+    for line in bad[:BAD_LINES_SHOWN]:
         print(f"{file}:{line.line}: {line.reason}", file=sys.stderr)
+    if len(bad) > BAD_LINES_SHOWN:
+        print(f"{file}: ... and {len(bad) - BAD_LINES_SHOWN} more bad lines ({len(bad)} in all)", file=sys.stderr)
 
 
 def summary(args: argparse.Namespace) -> int:

@@ -1,0 +1,59 @@
+"""`tunekit records` given a file that is no records file says so in one line; bad lines are capped."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import numpy as np
+from _command import run
+
+import tunekit as tk
+from tunekit._cli.records import BAD_LINES_SHOWN
+from tunekit_backends.cpu import CpuClient
+
+CLIENT = CpuClient()
+
+
+@tk.autotune_key
+class NKey:
+    n: int
+
+
+def _records(path: Path) -> None:
+    tk.configure(record=str(path), samples=3)
+    tunables = tk.TunableSet(key=lambda x: NKey(n=len(x))).with_tunable(tk.Tunable("np_sum", np.sum))
+    tuner: tk.LocalTuner[NKey, float] = tk.LocalTuner("not_records")
+    tuner.execute(CLIENT.device_id, CLIENT, tunables, (np.ones(64, np.float32),))
+    tk.configure()
+
+
+def test_the_sqlite_cache_given_as_records_is_named_in_one_line(tmp_path: Path, isolated_settings: Path) -> None:
+    """Regression: `tunekit records summary` on the SQLite cache printed 31 "not valid JSON" lines."""
+    _records(tmp_path / "records.jsonl")
+    cache = isolated_settings / tk.PersistentCache.FILENAME
+    assert cache.read_bytes().startswith(b"SQLite format 3\x00")
+    for args in (("records", "summary", str(cache)), ("records", "tail", str(cache)), ("report", str(cache))):
+        done = run(*args, check=2)
+        assert done.stderr.count("\n") == 1, (args, done.stderr)
+        assert f"{cache} is a SQLite database" in done.stderr and "tunekit cache list" in done.stderr, done.stderr
+
+
+def test_a_binary_file_given_as_records_is_named_in_one_line(tmp_path: Path) -> None:
+    """Regression: a 5 MB random file printed 19,428 lines."""
+    noise = tmp_path / "noise.bin"
+    noise.write_bytes(random.Random(5).randbytes(5_000_000))
+    done = run("records", "summary", str(noise), check=2)
+    assert done.stderr == f"tunekit: {noise} is binary data (not text), not a records file (JSONL of tk.AutotuneRecord)\n"
+
+
+def test_bad_lines_are_capped_with_a_count(tmp_path: Path) -> None:
+    path = tmp_path / "records.jsonl"
+    _records(path)
+    good = path.read_text()
+    path.write_text(good + "".join(f"{{not json {i}\n" for i in range(500)))
+    done = run("records", "summary", str(path), check=1)
+    errors = done.stderr.splitlines()
+    assert len(errors) == BAD_LINES_SHOWN + 1, errors
+    assert errors[-1] == f"{path}: ... and {500 - BAD_LINES_SHOWN} more bad lines (500 in all)"
+    assert "1 records, 1 keys, 500 bad lines skipped" in done.stdout
