@@ -135,7 +135,7 @@ class LocalTuner(Generic[K, Out]):
             raise TypeError(
                 f"tuner {self.name!r}: execute() takes the tk.TunableSet that init() returned, got "
                 f"{type(tunables).__name__}; e.g. TUNER.execute(client.device_id, client, TUNER.init(build), inputs)"
-            )
+            ) from None  # called while handling the AttributeError it met: that one says nothing to the caller
 
     def clear(self) -> None:
         """Forget the built sets and every in-memory winner; the persistent cache is kept.

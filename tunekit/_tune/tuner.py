@@ -111,6 +111,11 @@ class Tuner:
         ValueError when it is another device's than this tuner's.
         """
         require_client(client, f"tuner {self.name!r}: resolve()")
+        if not isinstance(tunables, TunableSet):  # a list of tunables would fail deep inside, as an AttributeError
+            raise TypeError(
+                f"tuner {self.name!r}: resolve() takes a tk.TunableSet, got {type(tunables).__name__}; "
+                "build one with tk.TunableSet(key=...).with_tunables([...])"
+            )
         if client.device_id != self.device_id:
             raise ValueError(
                 f"tuner {self.name!r}: execute() was given the device id {self.device_id!r}, but the client's is "
