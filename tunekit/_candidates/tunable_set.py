@@ -307,7 +307,9 @@ class TunableSet(Generic[K, Out]):
         ``atol`` can widen. A float output coarser than both the expected value and the float
         inputs fails as losing precision, unless ``rtol`` or ``atol`` is given: it is then held
         to the finer dtype's rounding widened by them. A candidate that fails is recorded with
-        the error figures and never timed.
+        the error figures and never timed. Without ``reference`` nothing tells which side of a
+        disagreement is right: the first candidate stays the answer (it can win while wrong), and
+        a warning on ``tunekit.tuner`` names it and the candidates that disagree with it.
         """
         new = self._copy()
         new._reference = reference_of("with_reference", reference, outputs, rtol, atol)

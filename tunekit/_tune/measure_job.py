@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import logging
 from collections.abc import Container
 from typing import Any, NamedTuple
 
@@ -21,6 +22,8 @@ from tunekit._values.outcome import Failed, Outcome, Skipped
 from tunekit._values.records import CheckResult, FallbackBatch, Prepared
 
 __all__ = ["Measurement", "measure"]
+
+_log = logging.getLogger("tunekit.tuner")
 
 
 class Measurement(NamedTuple):
@@ -134,6 +137,8 @@ def _prepare_and_check(
         )
     if gate is None:
         return failures
+    agreed: list[str] = []
+    disagreed: list[str] = []
     try:
         # Each check's event is kept as its check ends: a reference that fails later stops the tune with them.
         for index, check in check_each(runner, gate, [i for i in batch if i not in failures], tunables):
@@ -153,11 +158,39 @@ def _prepare_and_check(
             )
             if not check.passed:
                 failures[index] = Failed(check.detail, "check")
+                disagreed.append(name)
             else:
                 observation.checked(name)
+                if name != gate.against:
+                    agreed.append(name)
     except ReferenceFailed as exc:
         raise ReferenceFailed(f"{job.where}: {exc}") from exc.__cause__
+    if disagreed and tunables.reference is not None and tunables.reference.fn is None:
+        _warn_baseline_contradicted(job, gate.against, agreed, disagreed)
     return failures
+
+
+def _warn_baseline_contradicted(job: TuneJob, baseline: str, agreed: list[str], disagreed: list[str]) -> None:
+    """Say that candidates disagreed with the first one, which a reference without a function makes the answer.
+
+    Whichever side is wrong, the first candidate stays eligible: told nothing, a user whose first candidate
+    is the wrong one would see it win, its correct rivals disqualified.
+    """
+    checked = len(agreed) + len(disagreed)
+    if not agreed:
+        verdict = f"every other candidate checked ({checked}) disagrees with it, so it is more likely the wrong one"
+    else:
+        verdict = f"{len(disagreed)} of {checked} other candidates checked disagree with it ({', '.join(disagreed)})"
+    _log.warning(
+        "%s key %s: with_reference() has no reference function, so the first candidate to run, %r, is the answer "
+        "the others are held to; %s. Those are disqualified, and if %r is the wrong one it may win: give "
+        "with_reference() a function computing the expected outputs (a plain, slow version will do)",
+        job.where,
+        job.key_json,
+        baseline,
+        verdict,
+        baseline,
+    )
 
 
 def _benchmark_inputs(job: TuneJob) -> tuple[Any, ...]:
