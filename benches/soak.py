@@ -120,7 +120,9 @@ def _tune_keys(work: Work, report: _Report) -> None:
     def on_record(record: tk.AutotuneRecord) -> None:
         before = getattr(sink, "lost", 0)  # a tunekit before the sink counted its losses: taken as kept
         sink.emit(record)
-        report(record=getattr(sink, "lost", 0) == before, stored=record.key["i"] if record.stored else None, t=started[0])
+        report(
+            record=getattr(sink, "lost", 0) == before, stored=record.key["i"] if record.stored else None, t=started[0]
+        )
 
     tuner: tk.LocalTuner[IKey, int] = tk.LocalTuner(work.tuner, sinks=[on_record])
     tunables = tuner.init(_tunables).with_isolation(work.isolation)  # type: ignore[arg-type]
@@ -303,9 +305,7 @@ def concurrent_writers(base: Path, workers: int, seconds: float) -> Outcome:
     arena = _arena(base, "concurrent writers")
     deadline = time.time() + seconds
     # Every worker on the same keys: each key is tuned by one of them while the others wait on its lock.
-    pids = [
-        _start(Work(arena.tuner, 0, deadline, arena.records), arena.report(serial)) for serial in range(workers)
-    ]
+    pids = [_start(Work(arena.tuner, 0, deadline, arena.records), arena.report(serial)) for serial in range(workers)]
     _reap(pids, deadline + 60)
     return _tally("concurrent writers", arena)
 
@@ -372,7 +372,9 @@ def failed_fork(base: Path, workers: int, seconds: float) -> Outcome:
         try:
             user = pwd.getpwnam("nobody")
         except KeyError:
-            return Outcome("failed fork", skipped="running as root without a 'nobody' user: RLIMIT_NPROC would not apply")
+            return Outcome(
+                "failed fork", skipped="running as root without a 'nobody' user: RLIMIT_NPROC would not apply"
+            )
     arena = _arena(base, "failed fork")
     arena.cache_dir.mkdir(mode=0o777)
     arena.cache_dir.chmod(0o777)
@@ -404,7 +406,8 @@ def _warm_up(base: Path) -> None:
     tk.configure(**SETTINGS, cache_dir=base / "warm-up")
     tuner: tk.LocalTuner[IKey, int] = tk.LocalTuner("soak-warm-up", sinks=[tk.JsonlSink(base / "warm-up.jsonl")])
     for isolation in ("none", "process"):
-        tuner.execute(CLIENT.device_id, CLIENT, tuner.init(_tunables).with_isolation(isolation), (len(isolation),))  # type: ignore[arg-type]
+        tunables = tuner.init(_tunables).with_isolation(isolation)
+        tuner.execute(CLIENT.device_id, CLIENT, tunables, (len(isolation),))
     with contextlib.suppress(Exception):  # its class and message formatting (absent from a tunekit before it)
         raise tk.WorkerStartFailed("warm-up")
     list(read_records(base / "warm-up.jsonl"))

@@ -44,7 +44,9 @@ def test_a_binary_file_given_as_records_is_named_in_one_line(tmp_path: Path) -> 
     noise = tmp_path / "noise.bin"
     noise.write_bytes(random.Random(5).randbytes(5_000_000))
     done = run("records", "summary", str(noise), check=2)
-    assert done.stderr == f"tunekit: {noise} is binary data (not text), not a records file (JSONL of tk.AutotuneRecord)\n"
+    assert (
+        done.stderr == f"tunekit: {noise} is binary data (not text), not a records file (JSONL of tk.AutotuneRecord)\n"
+    )
 
 
 def test_bad_lines_are_capped_with_a_count(tmp_path: Path) -> None:

@@ -20,7 +20,9 @@ class NKey:
 def test_a_list_of_tunables_is_refused_by_execute_without_an_internal_error_chained() -> None:
     """Regression: the clear TypeError came chained from an internal "'list' object has no attribute 'key'"."""
     tuner: tk.LocalTuner[NKey, int] = tk.LocalTuner("not-a-set")
-    with pytest.raises(TypeError, match=r"execute\(\) takes the tk.TunableSet that init\(\) returned, got list") as info:
+    with pytest.raises(
+        TypeError, match=r"execute\(\) takes the tk.TunableSet that init\(\) returned, got list"
+    ) as info:
         tuner.execute(CLIENT.device_id, CLIENT, [tk.Tunable("a", lambda n: n)], (3,))  # type: ignore[arg-type]
     shown = "".join(traceback.format_exception(info.value))
     assert "AttributeError" not in shown and "During handling" not in shown, shown

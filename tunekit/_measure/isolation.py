@@ -256,7 +256,7 @@ def check_each(
             yield index, check_candidate(runner, gate, index, tunables)
         except ReferenceFailed:
             raise
-        except Exception as exc:  # out, as in measure_batch; ClientClosed, WorkerStartFailed re-raised: they end the tune
+        except Exception as exc:  # out, as in measure_batch; ClientClosed and WorkerStartFailed end the tune
             yield index, candidate_failure(exc)
 
 

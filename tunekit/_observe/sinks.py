@@ -47,7 +47,7 @@ class RecordSink(Protocol):
 
 
 def _escaped(value: Any, where: str, found: list[str]) -> Any:
-    """``value`` (a record dumped to JSON types) with each str UTF-8 cannot encode escaped; their paths go in ``found``."""
+    """``value`` (a dumped record) with each str UTF-8 cannot encode escaped; their paths go in ``found``."""
     if isinstance(value, str):
         try:
             value.encode("utf-8")
