@@ -53,6 +53,11 @@ def _quicker(n: int) -> int:
 SET = tk.TunableSet(key=_key).with_tunables([tk.Tunable("quick", _quick), tk.Tunable("quicker", _quicker)])
 
 
+def build_quick(key: dict[str, Any]) -> tuple[CpuClient, tk.TunableSet[NKey, int], tuple[Any, ...]]:
+    """A spawned worker's factory for ``SET``."""
+    return CpuClient(), SET, (key["n"],)
+
+
 def build(key: dict[str, Any]) -> tuple[CpuClient, tk.TunableSet[NKey, int], tuple[Any, ...]]:
     """A spawned worker's factory: the set whose candidate leaves a helper behind (see ``_helper_then``)."""
     return CpuClient(), _helper_set(key["how"], Path(key["pid_file"])), (key["n"],)
@@ -93,12 +98,15 @@ def _starve(user: pwd.struct_passwd) -> None:
 
 
 @pytest.mark.subprocess
-def test_a_worker_that_cannot_be_forked_is_no_candidates_failure_and_is_not_remembered(shared_cache: Path) -> None:
+@pytest.mark.parametrize("spawned", [False, True], ids=["forked", "spawned"])
+def test_a_worker_that_cannot_be_forked_is_no_candidates_failure_and_is_not_remembered(
+    spawned: bool, shared_cache: Path
+) -> None:
     """Regression: fork() failing (EAGAIN) failed every candidate, the tune went into the failure memory, and another
     process that could fork got NoValidKernelFound for the key for 60 s."""
     user = _unprivileged_user()
-    tunables = SET.with_isolation("process")
-    name = "cannot-fork"
+    tunables = SET.with_isolation("process", worker=build_quick if spawned else None)
+    name = f"cannot-start-{'spawned' if spawned else 'forked'}"
 
     def starved() -> list[str]:
         _starve(user)

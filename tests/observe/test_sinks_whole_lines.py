@@ -5,6 +5,8 @@ The full disk is a real one: a 64 KiB tmpfs mounted by the test (root only; skip
 
 from __future__ import annotations
 
+import io
+import json
 import logging
 import os
 import subprocess
@@ -102,3 +104,11 @@ def test_a_value_json_cannot_hold_is_written_escaped_with_a_warning_naming_its_f
     assert len(messages) == 1, messages
     assert "key.name" in messages[0] and "escaped" in messages[0] and not caplog.records[0].exc_info
     assert sink.lost == 0
+
+
+def test_a_stream_sink_writes_a_value_json_cannot_hold_escaped(caplog: pytest.LogCaptureFixture) -> None:
+    stream = io.StringIO()
+    with caplog.at_level(logging.WARNING, logger="tunekit.records"):
+        tk.StreamSink(stream).emit(_record(1, name="a\ud800b"))
+    assert json.loads(stream.getvalue())["key"] == {"n": 1, "name": "a\\ud800b"}
+    assert ["key.name" in r.getMessage() for r in caplog.records] == [True]
