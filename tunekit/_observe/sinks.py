@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
 import json
 import logging
 import os
@@ -113,6 +112,20 @@ def _escaped_warning(where: str, record: AutotuneRecord, fields: list[str], comp
         )
 
 
+if sys.platform == "win32":  # pragma: no cover - tested on POSIX only
+
+    def _take_turns(fd: int) -> None:
+        """No flock on Windows: each append is still a single write."""
+
+else:
+    import fcntl
+
+    def _take_turns(fd: int) -> None:
+        """Lock the file exclusively until ``fd`` is closed: the ending checked is the one appended to."""
+        with contextlib.suppress(OSError):  # no flock on this filesystem: appends are still single writes
+            fcntl.flock(fd, fcntl.LOCK_EX)
+
+
 class _TornWrite(OSError):
     """A write that stopped short: what the failing ``os.write`` would have said."""
 
@@ -189,10 +202,9 @@ class JsonlSink:
                 fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
                 readable = False
             try:
-                with contextlib.suppress(OSError):  # no flock on this filesystem: appends are still single writes
-                    fcntl.flock(fd, fcntl.LOCK_EX)
+                _take_turns(fd)
                 start = os.fstat(fd).st_size
-                if readable and start and os.pread(fd, 1, start - 1) != b"\n":
+                if readable and start and os.lseek(fd, start - 1, os.SEEK_SET) >= 0 and os.read(fd, 1) != b"\n":
                     data = b"\n" + data  # a torn line before this one: the record starts on a line of its own
                 _append_whole(fd, data, start)
             finally:
