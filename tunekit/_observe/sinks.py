@@ -159,7 +159,7 @@ class JsonlSink:
     """
 
     lost: int
-    """Records this sink could not write (full disk, permissions, ...), each also counted in no file."""
+    """Records this sink could not write (a full disk, a permission, a file in the way)."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         # Refused here, as the record setting refuses them: accepted, a directory (or a path that is no
