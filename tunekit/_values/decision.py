@@ -161,8 +161,8 @@ class TuneDecision(Persisted):
         return (
             f"the winner {self.winner} leads {self.runner_up} by {self.margin_text}, but the measurements spread "
             f"{self.spread:.0%} (interquartile range over the median), so {self.runner_up} may be up to "
-            f"{-self.margin_low:.0%} faster: the machine was probably busy, or the samples too few. Re-tune when it is quiet "
-            f"(`tunekit cache clear --tuner {tuner}`, then run again), or take more samples "
+            f"{-self.margin_low:.0%} faster: the machine was probably busy, or the samples too few. Re-tune "
+            f"when it is quiet (`tunekit cache clear --tuner {tuner}`, then run again), or take more samples "
             "(TUNEKIT_MAX_SAMPLES, TUNEKIT_RUNOFF_PAIRS)"
         )
 
