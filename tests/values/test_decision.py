@@ -42,7 +42,9 @@ def test_a_runoff_decides_with_its_own_pairs_and_says_why_a_lower_median_lost() 
     assert decision is not None
     assert (decision.stage, decision.winner, decision.runner_up, decision.samples) == ("runoff", "einsum", "matvec", 20)
     assert decision.winner_ns == statistics.median(a for a, _ in pairs)
-    assert decision.runner_up_ns == statistics.median(b for _, b in pairs)
+    ratio = statistics.median(b / a for a, b in pairs)
+    assert decision.runner_up_ns == pytest.approx(decision.winner_ns * ratio)  # as the pairs put it
+    assert decision.margin == pytest.approx(ratio - 1)
     assert decision.margin is not None and decision.margin_low is not None and decision.margin_high is not None
     assert 0 < decision.margin_low <= decision.margin <= decision.margin_high
     assert (decision.faster, decision.faster_ns, decision.faster_compared) == ("matvec", 5_140, True)

@@ -77,7 +77,12 @@ class TuneDecision(Persisted):
     winner: str
     winner_ns: float = Field(ge=0, description="The winner's time as the deciding stage measured it (a median).")
     runner_up: str | None = None
-    runner_up_ns: float | None = Field(None, ge=0)
+    runner_up_ns: float | None = Field(
+        None,
+        ge=0,
+        description="The runner-up's time as the deciding stage measured it: its median, or after a paired runoff "
+        "the winner's time times the pairs' median ratio, so the two times and the margin agree.",
+    )
     margin: float | None = Field(
         None, description="The runner-up's time over the winner's, less one (0.02: the runner-up took 2% longer)."
     )
@@ -277,13 +282,17 @@ def _by_runoff(winner: str, runoff: Runoff, extra: dict[str, object]) -> TuneDec
     lost = [b if first else a for a, b in runoff.pairs_ns]
     ratios = [max(r, 1) / max(w, 1) for w, r in zip(won, lost, strict=True)]
     low, high = median_interval(ratios)
+    ratio = statistics.median(ratios)
+    winner_ns = float(statistics.median(won))
     return TuneDecision.model_validate(
         {
             "winner": winner,
-            "winner_ns": float(statistics.median(won)),
+            "winner_ns": winner_ns,
             "runner_up": runoff.finalists[1] if first else runoff.finalists[0],
-            "runner_up_ns": float(statistics.median(lost)),
-            "margin": statistics.median(ratios) - 1.0,
+            # As the pairs put it, relative to the winner: the median of each one's samples apart could
+            # order them the other way under heavy noise, beside a margin that says the opposite.
+            "runner_up_ns": winner_ns * ratio,
+            "margin": ratio - 1.0,
             "margin_low": low - 1.0,
             "margin_high": high - 1.0,
             "stage": "runoff",
