@@ -218,8 +218,8 @@ def print_search_demo(console: Console, demo: SearchDemo, *, budget: str | None)
         # margin is not negative; a search-phase median below the winner's is explained on the "why" row.
         table.add_row(
             "margin",
-            f"{decision.margin_text}: the runner-up's time over the winner's, less one, as the "
-            f"{decision.stage_text} measured them (95% interval in brackets)",
+            f"{decision.margin_text}: the runner-up's time over the winner's, less one (its 95% interval in "
+            f"brackets), by the stage that decided: {decision.stage_text}",
         )
         if why := decision.why():
             table.add_row("why", why)

@@ -17,6 +17,7 @@ class ExampleResult:
     """One tuned call: who won, who was slowest, and how numpy on the host compares."""
 
     example: str
+    tuner: str
     shape: str
     winner: str
     winner_ns: float
@@ -104,6 +105,7 @@ def summarize(
     winner_ns = decision.winner_ns if decision is not None else next(m for m, name in measured if name == winner)
     return ExampleResult(
         example=example,
+        tuner=tuner.name,
         shape=shape,
         winner=winner,
         winner_ns=winner_ns,

@@ -48,7 +48,7 @@ def run_opencl_demo(console: Console) -> int:
         )
     console.print(table)
     for r in results:  # how each winner was decided, where the table alone would mislead
-        if r.decision is not None and (note := r.decision.warning(r.example) or r.decision.why()):
+        if r.decision is not None and (note := r.decision.warning(r.tuner) or r.decision.why()):
             console.print(f"[yellow]{r.example}:[/] {escape(note)}")
         if r.numpy_spread > NOISY_HOST:
             console.print(
