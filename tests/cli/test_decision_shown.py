@@ -95,9 +95,10 @@ def warned_afresh(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_a_busy_device_gets_one_warning_saying_what_to_do(
-    warned_afresh: None, caplog: pytest.LogCaptureFixture
+    warned_afresh: None, caplog: pytest.LogCaptureFixture, tmp_path: Path
 ) -> None:
     """Three runs of a comparison on a busy machine differed 100-fold, and nothing warned."""
+    tk.configure(record=str(tmp_path / "records.jsonl"))
     with caplog.at_level(logging.INFO, logger="tunekit.tuner"):
         records = _tune("busy", 0.5, 3, (100_000, 103_000), sizes=(8, 64))
     decisions = [tk.decision_of(r) for r in records]
@@ -106,6 +107,9 @@ def test_a_busy_device_gets_one_warning_saying_what_to_do(
     assert len(warnings) == 1  # two untrusted tunes, one warning
     assert "busy" in warnings[0].getMessage() and "tunekit cache clear --tuner busy" in warnings[0].getMessage()
     assert sum("busy NKey" in r.getMessage() for r in caplog.records if r.levelno == logging.INFO) == 1
+    summary = run("records", "summary", str(tmp_path / "records.jsonl")).stdout
+    doubts = summary.split("not trusted (spread wider than the margin):\n")[1].splitlines()
+    assert [line.split(": ")[0] for line in doubts[:2]] == ['  busy {"n":8}', '  busy {"n":64}']
 
 
 def test_a_quiet_clear_decision_warns_nothing(warned_afresh: None, caplog: pytest.LogCaptureFixture) -> None:
