@@ -17,11 +17,11 @@ with a fixed seed so that a record reads the same every time.
 from __future__ import annotations
 
 import math
-import random
 import statistics
 from collections.abc import Collection, Sequence
 from typing import Literal
 
+import numpy as np
 from pydantic import Field
 
 from tunekit._base.persisted import Persisted
@@ -203,21 +203,15 @@ def ratio_interval(
     ``paired``: the two sequences are samples of the same rounds, resampled together so the
     drift a round shared cancels in the ratio.
     """
-    rng = random.Random(_SEED)
-    n_w, n_r = len(winner), len(runner_up)
-    ratios = []
-    for _ in range(_BOOTSTRAP):
-        if paired:
-            picks = [rng.randrange(n_w) for _ in range(n_w)]
-            w = statistics.median(winner[i] for i in picks)
-            r = statistics.median(runner_up[i] for i in picks)
-        else:
-            w = statistics.median(rng.choice(winner) for _ in range(n_w))
-            r = statistics.median(rng.choice(runner_up) for _ in range(n_r))
-        ratios.append(max(r, 1) / max(w, 1) - 1.0)
-    ratios.sort()
+    rng = np.random.default_rng(_SEED)
+    won, lost = np.asarray(winner, dtype=np.float64), np.asarray(runner_up, dtype=np.float64)
+    picks = rng.integers(0, len(won), size=(_BOOTSTRAP, len(won)))
+    w = np.median(won[picks], axis=1)
+    # Paired: the same rounds for both, so what a round shared cancels in the ratio.
+    r = np.median(lost[picks if paired else rng.integers(0, len(lost), size=(_BOOTSTRAP, len(lost)))], axis=1)
+    ratios = np.sort(np.maximum(r, 1.0) / np.maximum(w, 1.0) - 1.0)
     tail = (1.0 - confidence) / 2.0
-    return ratios[int(tail * (_BOOTSTRAP - 1))], ratios[math.ceil((1.0 - tail) * (_BOOTSTRAP - 1))]
+    return float(ratios[int(tail * (_BOOTSTRAP - 1))]), float(ratios[math.ceil((1.0 - tail) * (_BOOTSTRAP - 1))])
 
 
 def _spread(values: Sequence[float]) -> float:
