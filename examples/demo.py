@@ -54,6 +54,20 @@ def _summary(candidates: Iterable[tuple[str, str, float | None]]) -> str:
     )
 
 
+def _winner_cell(winner: str, decision: tk.TuneDecision | None) -> str:
+    """The winner and how it won: its margin over the runner-up, the stage, and why beside a lower median."""
+    if decision is None or decision.winner != winner:
+        return winner
+    if decision.runner_up is None:
+        cell = f"{winner} ({decision.stage_text})"
+    else:
+        cell = f"{winner}: {decision.margin_text} over {decision.runner_up} ({decision.stage_text})"
+    if not decision.trusted:
+        cell += " [yellow]not trusted: spread wider than the margin[/]"
+    why = decision.why()
+    return f"{cell}; {why}" if why else cell
+
+
 def _serve_committed() -> int:
     """Autotuning off: serve what an earlier run committed, measuring nothing; exit code 2 when nothing can be.
 
@@ -119,7 +133,8 @@ def main() -> int:
 
     cache = tk.persistent_cache()
     table = Table(title=f"tunekit demo on {client.device_id}")
-    for column in ("tuner", "key", "candidates (median)", "winner", "served from"):
+    columns = ("tuner", "key", "candidates (median of all samples)", "winner: margin [95%] over", "served from")
+    for column in columns:
         table.add_column(column)
     # Winners from the cache, and those tuned now from their records: with the cache off only the latter exist.
     shown: dict[tuple[str, str], tuple[str, str, str]] = {}
@@ -127,11 +142,13 @@ def main() -> int:
         for row in cache.rows(device_id=client.device_id):
             if not isinstance(row, str) and row.tuner in {ROW_SUM_TUNER.name, MATMUL_TUNER.name}:
                 medians = _summary((r.name, r.status, r.median_ns) for r in row.value.results)
-                shown[(row.tuner, row.key)] = (medians, row.value.winner, "persistent cache")
+                winner = _winner_cell(row.value.winner, row.value.decision)
+                shown[(row.tuner, row.key)] = (medians, winner, "persistent cache")
     for record in (r for r in tuned if r.decision == "tuned"):
         key = json.dumps(record.key, sort_keys=True, separators=(",", ":"))
         medians = _summary((c.name, c.status, c.stats.median_ns if c.stats else None) for c in record.candidates)
-        shown[(record.tuner, key)] = (medians, record.winner or "-", "tuned now")
+        winner = _winner_cell(record.winner, tk.decision_of(record)) if record.winner else "-"
+        shown[(record.tuner, key)] = (medians, winner, "tuned now")
     for (tuner_name, key), (medians, winner, source) in sorted(shown.items()):
         shown_key = " ".join(f"{name}={value}" for name, value in json.loads(key).items())
         table.add_row(tuner_name, shown_key, medians, winner, source)

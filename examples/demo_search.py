@@ -11,6 +11,7 @@ and a run with autotuning off is served by it too (``serve_committed_record``). 
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import sys
 from dataclasses import dataclass
@@ -56,6 +57,8 @@ class SearchDemo:
     """Tunes the production call ran after seeding the record: 0, or the record did not serve it."""
     refused: str | None = None
     """Why a record already there was not used (tk.RecordMismatch), so the key was searched again."""
+    decision: tk.TuneDecision | None = None
+    """How the finalists' side-by-side re-measurement chose the winner (searched now); None: served from the record."""
 
 
 @dataclass(frozen=True)
@@ -105,21 +108,26 @@ def run_search_demo(
         except (tk.RecordMismatch, OSError) as exc:  # refused, corrupt or unreadable: searched again
             refused = str(exc)
     result = None
+    searched: list[tk.AutotuneRecord] = []
     if record is None or key not in record:
-        result = tk.search(
-            SPACE,
-            build,
-            client,
-            (request.x, request.taps),
-            tuner=TUNER.name,
-            key=key,
-            strategy="auto",
-            seed=0,
-            max_evals=max_evals,
-            max_seconds=max_seconds,
-            require=[INCUMBENT],
-            log=request.log_path,
-        )
+        sink = tk.add_record_sink(searched.append)
+        try:
+            result = tk.search(
+                SPACE,
+                build,
+                client,
+                (request.x, request.taps),
+                tuner=TUNER.name,
+                key=key,
+                strategy="auto",
+                seed=0,
+                max_evals=max_evals,
+                max_seconds=max_seconds,
+                require=[INCUMBENT],
+                log=request.log_path,
+            )
+        finally:
+            tk.remove_record_sink(sink)
         if record is None or record.device_id != client.device_id:
             # A record measured under another numpy takes no winner measured under this one: it is started afresh.
             record = tk.Record.for_tunables(TUNER.name, client, tunables)
@@ -128,6 +136,8 @@ def run_search_demo(
         # Production's side: it trusts nothing it has not verified, the file just written included.
         record = tk.Record.load_verified(record_path, tunables, client, tuner=TUNER)
     demo = _serve(console, request, record, result, refused)
+    if searched:
+        demo = dataclasses.replace(demo, decision=tk.decision_of(searched[-1]))
     print_search_demo(console, demo, budget=f"max_evals={max_evals}, max_seconds={max_seconds:g}")
     return demo
 
@@ -197,7 +207,24 @@ def print_search_demo(console: Console, demo: SearchDemo, *, budget: str | None)
     table.add_row("stopped by", entry.stopped_by)
     table.add_row("winner", entry.winner)
     # The finalists' side-by-side measurement: the one that decided the winner.
-    table.add_row("median", f"{entry.median_ns / 1e6:.2f} ms over {entry.samples} samples")
+    decision = demo.decision
+    if decision is not None:  # as the stage that decided measured it, beside the runner-up's below
+        table.add_row("time", f"{decision.winner_ns / 1e6:.2f} ms ({decision.stage_text})")
+    else:
+        table.add_row("median", f"{entry.median_ns / 1e6:.2f} ms over {entry.samples} samples")
+    if decision is not None and decision.runner_up is not None:
+        table.add_row("runner-up", f"{decision.runner_up} {(decision.runner_up_ns or 0.0) / 1e6:.2f} ms")
+        # Among the finalists, timed side by side, the winner is the faster by the stage that decided, so the
+        # margin is not negative; a search-phase median below the winner's is explained on the "why" row.
+        table.add_row(
+            "margin",
+            f"{decision.margin_text}: the runner-up's time over the winner's, less one (its 95% interval in "
+            f"brackets), by the stage that decided: {decision.stage_text}",
+        )
+        if why := decision.why():
+            table.add_row("why", why)
+    elif result is None:
+        table.add_row("decided", "by the search that made the record (its finalists re-measured side by side)")
     table.add_row("trial log", str(demo.log_path))
     table.add_row("record", str(demo.record_path))
     how = "searched now, record committed and verified" if result is not None else "record verified, no search"

@@ -105,6 +105,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "TrialLogHeader": ("tunekit._values.trial_log", "TrialLogHeader"),
     "Tunable": ("tunekit._candidates.tunable", "Tunable"),
     "TunableSet": ("tunekit._candidates.tunable_set", "TunableSet"),
+    "TuneDecision": ("tunekit._values.decision", "TuneDecision"),
     "TuneEvent": ("tunekit._observe.events", "TuneEvent"),
     "TuneFinished": ("tunekit._observe.events", "TuneFinished"),
     "TuneGroup": ("tunekit._candidates.tunable", "TuneGroup"),
@@ -124,6 +125,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "autotune_key": ("tunekit._keys.key", "autotune_key"),
     "calculate_bounds": ("tunekit._measure.bounds", "calculate_bounds"),
     "configure": ("tunekit._base.settings", "configure"),
+    "decision_of": ("tunekit._values.decision", "decision_of"),
     "default_cache_dir": ("tunekit._store.cache", "default_cache_dir"),
     "instrument_opentelemetry": ("tunekit._observe.otel", "instrument_opentelemetry"),
     "persistent_cache": ("tunekit._store.cache_dirs", "persistent_cache"),
@@ -286,6 +288,10 @@ if TYPE_CHECKING:
         Miss as Miss,
         Pending as Pending,
         Unchecked as Unchecked,
+    )
+    from tunekit._values.decision import (
+        TuneDecision as TuneDecision,
+        decision_of as decision_of,
     )
     from tunekit._values.durations import (
         BenchmarkDurations as BenchmarkDurations,

@@ -7,11 +7,12 @@ import time
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _report import ExampleResult
+from _report import NOISY_HOST, ExampleResult
 
 from tunekit_backends.opencl import OpenCLClient
 
@@ -46,6 +47,14 @@ def run_opencl_demo(console: Console) -> int:
             "tuned" if r.tuned_now else "cache",
         )
     console.print(table)
+    for r in results:  # how each winner was decided, where the table alone would mislead
+        if r.decision is not None and (note := r.decision.warning(r.tuner) or r.decision.why()):
+            console.print(f"[yellow]{r.example}:[/] {escape(note)}")
+        if r.numpy_spread > NOISY_HOST:
+            console.print(
+                f"[yellow]{r.example}: numpy's time spread {r.numpy_spread:.0%} (interquartile range over the median) "
+                "over 9 runs: the host is busy, so its figure is unreliable; rerun when the machine is quiet[/]"
+            )
     console.print(
         f"OpenCL part: {time.perf_counter() - started:.1f} s. Throughput of the winner, the slowest variant and "
         "numpy on the host (n: variants); every variant was compiled (build + first launch) before any timing "

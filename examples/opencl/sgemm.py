@@ -126,11 +126,9 @@ def run(client: OpenCLClient, m: int = 256, n: int = 256, k: int = 256) -> Examp
     finally:
         tk.remove_record_sink(sink)
     np.testing.assert_allclose(c_d.get(), a @ b, rtol=1e-4)
-    numpy_ns = time_host(lambda: a @ b)
+    numpy = time_host(lambda: a @ b)
     key = SgemmKey(m=m, n=n, k=k)
-    return summarize(
-        "sgemm", TUNER, client.device_id, key, f"{m}x{n}x{k}", numpy_ns, 2.0 * m * n * k, "GFLOP/s", records
-    )
+    return summarize("sgemm", TUNER, client.device_id, key, f"{m}x{n}x{k}", numpy, 2.0 * m * n * k, "GFLOP/s", records)
 
 
 if __name__ == "__main__":

@@ -111,9 +111,9 @@ def run(client: OpenCLClient, rows: int = 1024, cols: int = 1024) -> ExampleResu
     finally:
         tk.remove_record_sink(sink)
     np.testing.assert_allclose(y_d.get(), reference(x, None, rows, cols), rtol=1e-4, atol=1e-7)
-    numpy_ns = time_host(lambda: reference(x, None, rows, cols))
+    numpy = time_host(lambda: reference(x, None, rows, cols))
     key = _key(None, None, np.int32(rows), np.int32(cols))
-    return summarize("softmax", TUNER, client.device_id, key, f"{rows}x{cols}", numpy_ns, 2 * x.nbytes, "GB/s", records)
+    return summarize("softmax", TUNER, client.device_id, key, f"{rows}x{cols}", numpy, 2 * x.nbytes, "GB/s", records)
 
 
 if __name__ == "__main__":

@@ -458,7 +458,7 @@ def test_records_summary_shows_the_search_that_chose_a_winner(tmp_path: Path) ->
     plain = tk.TunableSet(key=lambda x: SumKey(n=x.shape[0])).with_tunable(tk.Tunable("np_sum", lambda x: x.sum()))
     tuner.execute(CLIENT.device_id, CLIENT, plain, (x,))
     out = run("records", "summary", str(path)).stdout
-    header, *rows = out.splitlines()[1:]
+    header, *rows = out.split("\n\n")[0].splitlines()[1:]  # the table, not the notes under it
     start, end = header.index("search"), header.index("device")
     search = {tuple(row.split()[:2]): row[start:end].strip() for row in rows}
     assert search == {

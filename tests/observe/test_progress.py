@@ -66,6 +66,23 @@ def test_a_shown_tune_ends_with_a_summary_line_naming_the_winner() -> None:
     assert "compiled " in text and "timed " in text  # the live line was drawn before the summary replaced it
 
 
+def test_the_summary_line_gives_the_figures_that_decided() -> None:
+    """The line ended with the winner's median alone, though a runoff may have decided against a lower one."""
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=True, color_system=None, width=300)
+    progress = TerminalProgress(console=console, delay_s=0.0)
+    records: list[tk.AutotuneRecord] = []
+    sink = tk.add_record_sink(records.append)
+    try:
+        _tune_with(progress, "decided")
+    finally:
+        tk.remove_record_sink(sink)
+    decision = tk.decision_of(records[-1])
+    assert decision is not None and decision.runner_up is not None
+    line = next(line for line in out.getvalue().splitlines() if "tuned decided" in line)
+    assert f"winner {decision.text(micro='µs')}" in line and decision.margin_text in line
+
+
 def test_a_tune_shorter_than_the_delay_prints_nothing() -> None:
     out = io.StringIO()
     _tune_with(TerminalProgress(console=Console(file=out, force_terminal=True, width=200), delay_s=60.0), "quiet")

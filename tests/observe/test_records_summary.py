@@ -31,7 +31,7 @@ def _tuned(
 
 def test_runner_up_and_median_margin() -> None:
     (summary,) = summarise([_tuned({"n": 8}, [_measured("a", 100, 110), _measured("b", 150, 160)], "a")])
-    assert (summary.winner, summary.runner_up, summary.decided_by) == ("a", "b", "median")
+    assert (summary.winner, summary.runner_up, summary.decided_by) == ("a", "b", "medians")
     assert summary.margin is not None and abs(summary.margin - (155 / 105 - 1)) < 1e-9
     assert summary.samples == 4 and summary.tuning_time_s == 0.5
 
@@ -40,7 +40,11 @@ def test_a_paired_runoff_decides_the_margin() -> None:
     runoff = Runoff(finalists=["a", "b"], pairs_ns=[(100, 102), (101, 103)], ratio=0.98, margin=0.02, winner="a")
     record = _tuned({"n": 8}, [_measured("a", 100, 104), _measured("b", 101, 102)], "a", events=[runoff])
     (summary,) = summarise([record])
-    assert summary.decided_by == "runoff" and summary.margin == 0.02
+    # The runoff's own figures: the median of the runner-up's over the winner's time in each pair.
+    assert summary.decided_by == "runoff"
+    assert summary.margin is not None and abs(summary.margin - (103 / 101 + 102 / 100 - 2) / 2) < 1e-12
+    assert summary.winner_median_ns == 100.5
+    assert summary.runner_up_median_ns == 100.5 * (1 + summary.margin)  # as the pairs put it, so the figures agree
 
 
 def test_a_demotion_moves_the_lead_to_the_measured_runner_up() -> None:

@@ -46,7 +46,7 @@ def test_report_has_every_sample_the_margin_and_the_failures(tmp_path: Path) -> 
         timed = sum(len(c.samples_ns) + len(c.discarded_ns) for c in record.candidates)
         assert section.count("<circle") == timed  # one dot per timed sample, discarded ones hollow
         assert section.count('fill="none"') == sum(len(c.discarded_ns) for c in record.candidates)
-        assert re.search(r"margin( \(paired runoff\))?<b>\+", section) and "winner<b" in section
+        assert re.search(r"margin \[95%\]<b>\+", section) and "winner<b" in section
         assert "ValueError: &lt;script&gt;alert(1)&lt;/script&gt; &amp; more" in section
         assert "&lt;b&gt;hostile&lt;/b&gt;" in section
     assert "<script" not in html and "<b>hostile" not in html

@@ -136,8 +136,8 @@ def test_the_search_emits_a_record_saying_how_it_ended(replay: tuple[ReplayData,
         data.space, client.kernel, client, (), tuner="t", max_evals=6, sinks=[CallbackSink(records.append)], seed=1
     )
     (record,) = records
-    (event,) = record.events
-    assert isinstance(event, tk.SearchEnded)
+    event, *final = record.events  # then how the finalists' batch decided
+    assert isinstance(event, tk.SearchEnded) and any(isinstance(e, tk.Round) for e in final)
     assert event.stopped_by == "max_evals" and event.evaluations == 6 and event.space_hash == data.space.hash
     assert len(record.candidates) == 6
     assert tk.AutotuneRecord.model_validate_json(record.model_dump_json()) == record
@@ -151,24 +151,24 @@ def test_the_search_record_of_a_resumed_search_keeps_the_time_earlier_runs_spent
     log = tmp_path / "trials.jsonl"
     first: list[tk.AutotuneRecord] = []
     tk.search(data.space, client.kernel, client, (), tuner="t", max_evals=3, log=log, sinks=[first.append], seed=1)
-    (fresh,) = first[0].events
+    fresh = first[0].events[0]
     assert isinstance(fresh, tk.SearchEnded) and fresh.earlier_seconds == 0.0
     assert "earlier runs" not in " ".join(describe_events(first[0].events))
     records: list[tk.AutotuneRecord] = []
     result = tk.search(
         data.space, client.kernel, client, (), tuner="t", max_evals=5, log=log, sinks=[records.append], seed=1
     )
-    (event,) = records[0].events
+    event = records[0].events[0]
     assert isinstance(event, tk.SearchEnded) and event.resumed == 3
     assert event.earlier_seconds == result.earlier_seconds and result.earlier_seconds > 0
     read_back = tk.AutotuneRecord.model_validate_json(records[0].model_dump_json())
     assert read_back == records[0]
-    (text,) = describe_events(read_back.events)
+    text = next(line for line in describe_events(read_back.events) if line.startswith("search"))
     assert f"(3 resumed from the trial log; earlier runs spent {result.earlier_seconds:.3g} s of its time)" in text
     # A record written before the field was kept still reads, and says nothing of it.
     older = records[0].model_dump(mode="json")
     del older["events"][0]["earlier_seconds"]
-    (old_event,) = tk.AutotuneRecord.model_validate(older).events
+    old_event = tk.AutotuneRecord.model_validate(older).events[0]
     assert isinstance(old_event, tk.SearchEnded) and old_event.earlier_seconds is None
     assert "earlier runs" not in " ".join(describe_events([old_event]))
 

@@ -201,13 +201,14 @@ def list_rows(args: argparse.Namespace) -> int:
         print(f"no stored winners{matching} in {cache.path}{hint}", file=sys.stderr)
         return 0
     print_table(
-        ("tuner", "key", "winner", "median", "tuned at", "device"),
+        ("tuner", "key", "winner", "time", "margin [95%]", "tuned at", "device"),
         [
             (
                 r.tuner,
                 r.key,
                 r.value.winner,
-                format_duration_ns(_median(r.value, r.value.winner)),
+                format_duration_ns(_winner_ns(r.value)),
+                r.value.decision.margin_text if r.value.decision is not None else "-",
                 r.value.tuned_at.strftime("%Y-%m-%d %H:%M"),
                 r.device_id,
             )
@@ -233,6 +234,31 @@ def _median(value: CacheValue, name: str) -> float | None:
     return next((r.median_ns for r in value.results if r.name == name), None)
 
 
+def _winner_ns(value: CacheValue) -> float | None:
+    """The winner's time as the deciding stage measured it, else (a row stored without it) its median."""
+    decision = value.decision
+    if decision is not None and decision.winner == value.winner:
+        return decision.winner_ns
+    return _median(value, value.winner)
+
+
+def _note(value: CacheValue, name: str, error: str | None) -> str:
+    """What `cache show` says beside a candidate: the winner and how it won, the runner-up, why a lower median lost."""
+    decision = value.decision if value.decision is not None and value.decision.winner == value.winner else None
+    if name == value.winner:
+        if value.decision is None:
+            return "winner (how it won is not kept in this row)"
+        if decision is None:
+            return f"winner (replaced {value.decision.winner}, which failed on real inputs)"
+        return f"winner: {decision.stage_text}" + (f", {decision.margin_text}" if decision.margin is not None else "")
+    note = error or ""
+    if decision is not None and name == decision.runner_up:
+        note = "runner-up"
+    if decision is not None and name == decision.faster and (why := decision.why()):
+        note = f"{note}; {why}" if note else why
+    return note
+
+
 def show(args: argparse.Namespace) -> int:
     """Every candidate's result for the keys of one tuner."""
     cache = _open_existing()
@@ -251,6 +277,13 @@ def show(args: argparse.Namespace) -> int:
             print(f"  set:      {row.value.origin.describe()}")
         print(f"  tuned at: {row.value.tuned_at.isoformat()} by tunekit {row.value.tunekit_version}")
         print(f"  ranking:  {' > '.join(row.value.ranking)}")
+        decision = row.value.decision
+        if decision is not None and decision.winner == row.value.winner:
+            print(f"  decided:  {decision.text()}")
+            if warning := decision.warning(row.tuner):
+                print(f"  warning:  {warning}")
+        elif decision is not None:
+            print(f"  decided:  {row.value.winner} replaced {decision.winner}, which failed on real inputs (demoted)")
         ranked = {name: i for i, name in enumerate(row.value.ranking)}
         results = sorted(row.value.results, key=lambda r: (ranked.get(r.name, len(ranked)), r.name))
         print_table(
@@ -261,7 +294,7 @@ def show(args: argparse.Namespace) -> int:
                     r.status,
                     format_duration_ns(r.median_ns),
                     str(r.samples),
-                    "winner" if r.name == row.value.winner else (r.error or ""),
+                    _note(row.value, r.name, r.error),
                 )
                 for r in results
             ],

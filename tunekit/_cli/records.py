@@ -16,6 +16,7 @@ from tunekit._observe.reader import BadLine, RecordLine, follow_records, read_re
 from tunekit._observe.report import render_report
 from tunekit._observe.summary import summarise
 from tunekit._store.file_kind import other_kind
+from tunekit._values.decision import decision_of
 from tunekit._values.records import AutotuneRecord
 
 __all__ = ["BAD_LINES_SHOWN", "read_or_fail", "report", "schema", "summary", "tail"]
@@ -76,7 +77,8 @@ def summary(args: argparse.Namespace) -> int:
                 "key",
                 "winner",
                 "runner-up",
-                "margin",
+                "margin [95%]",
+                "decided by",
                 "samples",
                 "tuning",
                 "decisions",
@@ -89,9 +91,8 @@ def summary(args: argparse.Namespace) -> int:
                     s.key_json,
                     f"{s.winner or '-'} {format_duration_ns(s.winner_median_ns)}",
                     f"{s.runner_up} {format_duration_ns(s.runner_up_median_ns)}" if s.runner_up else "-",
-                    (f"{s.margin:+.1%}" + (" (runoff)" if s.decided_by == "runoff" else ""))
-                    if s.margin is not None
-                    else "-",
+                    s.decision.margin_text if s.decision is not None else "-",
+                    s.decision.stage_text if s.decision is not None else "-",
                     str(s.samples),
                     f"{s.tuning_time_s:.3g} s",
                     str(s.decisions),
@@ -101,6 +102,17 @@ def summary(args: argparse.Namespace) -> int:
                 for s in summaries
             ],
         )
+    # Why a winner stands beside a faster-looking median, and decisions the noise leaves in doubt.
+    notes = [(s, why) for s in summaries if s.decision is not None and (why := s.decision.why())]
+    if notes:
+        print("\nwhy:")
+        for s, why in notes:
+            print(f"  {s.tuner} {s.key_json}: {why}")
+    doubts = [(s, text) for s in summaries if s.decision is not None and (text := s.decision.warning(s.tuner))]
+    if doubts:
+        print("\nnot trusted (spread wider than the margin):")
+        for s, text in doubts:
+            print(f"  {s.tuner} {s.key_json}: {text}")
     failures = [(s, f) for s in summaries for f in s.failures]
     if failures:
         print("\nfailures:")
@@ -117,8 +129,11 @@ def summary(args: argparse.Namespace) -> int:
 
 
 def _one_line(record: AutotuneRecord) -> str:
-    medians = {c.name: c.stats.median_ns for c in record.candidates if c.stats is not None}
-    median = format_duration_ns(medians.get(record.winner)) if record.winner in medians else ""
+    decision = decision_of(record)
+    median = ""
+    if decision is not None:
+        margin = f" {decision.margin_text}" if decision.margin is not None else ""
+        median = f"{format_duration_ns(decision.winner_ns)}{margin} ({decision.stage_text})"
     failed = sum(1 for c in record.candidates if c.status == "failed")
     extra = f", {failed} failed" if failed else ""
     key = json.dumps(record.key, sort_keys=True, separators=(",", ":"))

@@ -61,14 +61,13 @@ def _one(event: RecordEvent) -> str | None:
             return f"{name} met the roofline limit of {format_duration_ns(limit)}; skipped {', '.join(skipped) or '-'}"
         case SamplingStopped(reason=reason, rounds=rounds, survivors=survivors):
             return f"sampling stopped after {rounds} rounds ({reason}); left: {', '.join(survivors)}"
-        case Runoff(finalists=finalists, pairs_ns=pairs, ratio=ratio, margin=margin, winner=winner, forfeit=forfeit):
+        case Runoff(finalists=finalists, pairs_ns=pairs, ratio=ratio, winner=winner, forfeit=forfeit):
             if forfeit is not None:
                 return f"runoff {finalists[0]} vs {finalists[1]}: {forfeit} raised and forfeited; {winner} wins"
-            ratio_text = f", median ratio {ratio:.4f}" if ratio is not None else ""
-            return (
-                f"paired runoff {finalists[0]} vs {finalists[1]}: {len(pairs)} pairs{ratio_text}; "
-                f"{winner} wins by {margin:.1%}"
-            )
+            # The ratio as it was decided on, A/B; the margin as the reader compares it (the runner-up's time over
+            # the winner's) is the decision's, shown above the events, not a second figure here.
+            ratio_text = f", median ratio {finalists[0]}/{finalists[1]} {ratio:.4f}" if ratio is not None else ""
+            return f"paired runoff {finalists[0]} vs {finalists[1]}: {len(pairs)} pairs{ratio_text}; {winner} wins"
         case SearchEnded(strategy=strategy, evaluations=evaluations, stopped_by=stopped_by, resumed=resumed):
             earlier = event.earlier_seconds
             spent = f"; earlier runs spent {earlier:.3g} s of its time" if earlier else ""

@@ -3,7 +3,8 @@
 A tune appears once it has run for ``progress_delay_s`` (a second by default), so the
 common sub-second tune prints nothing. While shown, each running tune is one line:
 candidates compiled, checked and timed, and the current leader with its median. When it
-ends, the line is replaced by a one-line summary that stays in the scrollback.
+ends, the line is replaced by a one-line summary that stays in the scrollback: the winner,
+the runner-up and the margin as the deciding stage measured them, and that stage.
 """
 
 from __future__ import annotations
@@ -15,10 +16,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 
 from tunekit._base.units import format_duration_ns
 from tunekit._observe.events import BatchStarted, CandidateProgress, TuneEvent, TuneFinished, TuneStarted
+from tunekit._values.decision import decision_of
+from tunekit._values.records import AutotuneRecord
 
 __all__ = ["TerminalProgress", "format_ns", "terminal_progress"]
 
@@ -99,7 +103,7 @@ class TerminalProgress:
                 case CandidateProgress(tune_id, name, stage, duration_ns, _) if tune_id in self._tunes:
                     self._advance(self._tunes[tune_id], name, stage, duration_ns)
                 case TuneFinished(tune_id, record, error) if tune_id is not None and tune_id in self._tunes:
-                    self._finish(self._tunes.pop(tune_id), record.winner if record else None, error)
+                    self._finish(self._tunes.pop(tune_id), record, error)
                 case _:
                     return
             self._redraw()
@@ -151,7 +155,7 @@ class TerminalProgress:
             if tune.task is not None:
                 self._progress.update(tune.task, total=max(tune.total, 1), completed=tune.timed(), detail=tune.detail())
 
-    def _finish(self, tune: _Tune, winner: str | None, error: str | None) -> None:
+    def _finish(self, tune: _Tune, record: AutotuneRecord | None, error: str | None) -> None:
         if tune.timer is not None:
             tune.timer.cancel()
         if tune.task is None or self._progress is None:
@@ -160,11 +164,17 @@ class TerminalProgress:
         elapsed = time.monotonic() - tune.started
         if error is not None:
             outcome = f"[red]failed[/]: {error}"
-        elif winner is None:
+        elif record is None or record.winner is None:
             outcome = "[red]no valid candidate[/]"
+        elif (decided := decision_of(record)) is not None:
+            # The figures that decided, so the line agrees with `records summary` and the cache.
+            outcome = f"winner {escape(decided.text(micro='µs'))}"
+            if not decided.trusted:
+                outcome += " [yellow](not trusted: spread wider than the margin)[/]"
         else:
-            median = tune.medians.get(winner)
-            outcome = f"winner [bold]{winner}[/]" + (f" {format_ns(median)}" if median is not None else "")
+            median = tune.medians.get(record.winner)
+            timed = f" {format_ns(median)}" if median is not None else ""
+            outcome = f"winner [bold]{escape(record.winner)}[/]{timed}"
         self._progress.console.print(
             f"[green]✓[/] tuned {tune.title}: {len(tune.done)} candidates in {elapsed:.1f} s, {outcome}",
             highlight=False,

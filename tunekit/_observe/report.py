@@ -1,8 +1,10 @@
 """The HTML report of a records file: one self-contained page, plots as inline SVG, no script, no fetch.
 
-Per key: every candidate's samples as a strip plot over its min-median-max range (the
-winner in green), the winner's margin over the runner-up, the failures with their
-reasons and the events of the decision. On top: the cumulative tuning cost over time.
+Per key: the figures that decided the winner (its time and the runner-up's as the deciding
+stage measured them, the margin with its 95% interval, the stage, why a faster-looking median
+lost, and a warning when the spread leaves the margin in doubt), every candidate's samples as a
+strip plot over its min-median-max range (the winner in green), the failures with their reasons
+and the events of the decision. On top: the cumulative tuning cost over time.
 """
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ th{font-weight:600;color:#57606a}
 svg{display:block;margin:.5rem 0}
 .stats{display:flex;gap:2rem;flex-wrap:wrap;margin:.4rem 0}
 .stats div b{display:block;font-size:1.15rem}
+.why{color:#57606a;margin:.2rem 0}
+.doubt{color:#9a6700;background:#fff8c5;padding:.3rem .6rem;border-radius:4px;margin:.3rem 0}
 """
 
 _log = logging.getLogger("tunekit.records")
@@ -170,7 +174,8 @@ def _cost_svg(records: list[AutotuneRecord]) -> str:
 def _key_section(summary: KeySummary) -> str:
     record = summary.latest
     candidates = list(record.candidates) if record is not None else []
-    margin = f"{summary.margin:+.1%}" if summary.margin is not None else "-"
+    decision = summary.decision
+    margin = escape(decision.margin_text) if decision is not None else "-"
     runner_up = (
         f"{escape(summary.runner_up)} {escape(format_duration_ns(summary.runner_up_median_ns))}"
         if summary.runner_up
@@ -184,10 +189,15 @@ def _key_section(summary: KeySummary) -> str:
         '<div class="stats">',
         f'<div>winner<b class="win">{winner} {escape(format_duration_ns(summary.winner_median_ns))}</b></div>',
         f"<div>runner-up<b>{runner_up}</b></div>",
-        f"<div>margin{' (paired runoff)' if summary.decided_by == 'runoff' else ''}<b>{margin}</b></div>",
+        f"<div>margin [95%]<b>{margin}</b></div>",
+        f"<div>decided by<b>{escape(decision.stage_text) if decision is not None else '-'}</b></div>",
         "</div>",
-        _distribution_svg(candidates, summary.winner),
     ]
+    if decision is not None and (why := decision.why()):
+        html.append(f'<p class="why">{escape(why)}</p>')
+    if decision is not None and (warning := decision.warning(summary.tuner)):
+        html.append(f'<p class="doubt">not trusted: {escape(warning)}</p>')
+    html.append(_distribution_svg(candidates, summary.winner))
     if summary.failures or summary.skipped:
         html.append("<table><tr><th>candidate</th><th>status</th><th>stage</th><th>reason</th></tr>")
         html.extend(

@@ -6,6 +6,7 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from tunekit._values.decision import TuneDecision, decision_of
 from tunekit._values.records import AutotuneRecord, CandidateRecord, Demoted, Runoff, SearchEnded
 
 __all__ = ["Failure", "KeySummary", "Skip", "summarise"]
@@ -59,6 +60,8 @@ class KeySummary:
     demoted: set[str] = field(default_factory=set)
     search: SearchEnded | None = None
     """How the search that chose the latest winner went (strategy, what stopped it); None: no search chose it."""
+    decision: TuneDecision | None = None
+    """The figures that decided the latest winner (:func:`tunekit.decision_of`); None when nothing was measured."""
 
     @property
     def search_text(self) -> str:
@@ -69,19 +72,13 @@ class KeySummary:
 
     @property
     def decided_by(self) -> str:
-        """``runoff`` when a paired runoff chose the winner, else ``median``."""
-        if self.runoff is not None and self.runoff.winner == self.winner and self.runoff.forfeit is None:
-            return "runoff"
-        return "median"
+        """The stage that chose the winner (``runoff``, ``rounds``, ...; see ``tk.TuneDecision``); ``-`` without one."""
+        return self.decision.stage if self.decision is not None else "-"
 
     @property
     def margin(self) -> float | None:
-        """How far the winner is ahead (0.05 = 5 %): the paired runoff's margin when one decided, else medians'."""
-        if self.runoff is not None and self.decided_by == "runoff":
-            return self.runoff.margin
-        if self.winner_median_ns is None or self.runner_up_median_ns is None or self.winner_median_ns <= 0:
-            return None
-        return self.runner_up_median_ns / self.winner_median_ns - 1.0
+        """How far the winner is ahead as the deciding stage measured it (0.05 = 5 %); None without a runner-up."""
+        return self.decision.margin if self.decision is not None else None
 
     @property
     def key_json(self) -> str:
@@ -101,6 +98,7 @@ class KeySummary:
             "runner_up_median_ns": self.runner_up_median_ns,
             "margin": self.margin,
             "decided_by": self.decided_by,
+            "decision": self.decision.model_dump(mode="json") if self.decision is not None else None,
             "samples": self.samples,
             "tuning_time_s": self.tuning_time_s,
             "failures": [
@@ -130,6 +128,10 @@ def _apply_tune(summary: KeySummary, record: AutotuneRecord, winner: str | None,
     summary.latest = record
     summary.runoff = next((e for e in reversed(record.events) if isinstance(e, Runoff)), None)
     summary.search = next((e for e in reversed(record.events) if isinstance(e, SearchEnded)), None)
+    summary.decision = decision_of(record, winner=winner, demoted=demoted)
+    if summary.decision is not None:  # the figures that decided, not the medians of all samples
+        summary.winner_median_ns = summary.decision.winner_ns
+        summary.runner_up, summary.runner_up_median_ns = summary.decision.runner_up, summary.decision.runner_up_ns
 
 
 def summarise(records: Iterable[AutotuneRecord]) -> list[KeySummary]:

@@ -28,6 +28,7 @@ from tunekit._search.result import SearchResult, StopReason, Trial, score_of
 from tunekit._search.strategies import Strategy
 from tunekit._store.trials import TrialLog
 from tunekit._values.outcome import Outcome, Skipped
+from tunekit._values.records import RecordEvent
 
 __all__ = ["Evaluate", "Ranked", "refuse_autotune_off", "run_search"]
 
@@ -49,6 +50,8 @@ class Ranked(dict[Config, Outcome]):
 
     ranking: tuple[Config, ...] = ()
     met_limit: bool = False
+    events: tuple[RecordEvent, ...] = ()
+    """What the schedule did (rounds, eliminations, a runoff): kept in the record for the finalists' batch."""
 
 
 def refuse_autotune_off(where: str, settings: _settings.Settings) -> None:
@@ -215,7 +218,7 @@ def run_search(
         if trial_log is not None:
             trial_log.close()
     finalists = FINALISTS if budget.finalists is None else budget.finalists
-    final = _final_batch(evaluate, done, incumbents, finalists)
+    final, final_events = _final_batch(evaluate, done, incumbents, finalists)
     return SearchResult(
         tuner=tuner,
         device_id=device_id,
@@ -227,6 +230,7 @@ def run_search(
         strategy_seconds=spent,
         wall_seconds=time.monotonic() - started,
         finalists=final,
+        final_events=final_events,
         key=key,
         earlier_seconds=offset,
     )
@@ -243,8 +247,9 @@ def _searched_whole(space: Space, evaluated: int) -> bool:
 
 def _final_batch(
     evaluate: Evaluate, done: Mapping[Config, Trial], incumbents: Sequence[Config], finalists: int
-) -> tuple[Trial, ...]:
-    """The ``finalists`` fastest trials and every measured incumbent, re-measured side by side; () for fewer than two.
+) -> tuple[tuple[Trial, ...], tuple[RecordEvent, ...]]:
+    """The ``finalists`` fastest trials and every measured incumbent, re-measured side by side, and the events of
+    that batch (the comparison that decided the winner); nothing for fewer than two.
 
     One batch, so the schedule decides between close candidates under the same conditions rather
     than across a long search's drift. Not counted in the budget, and not logged.
@@ -256,11 +261,12 @@ def _final_batch(
         chosen = {t.config for t in leaders}
         leaders += [done[c] for c in incumbents if c in done and done[c].score is not None and c not in chosen]
     if len(leaders) <= 1:
-        return ()
+        return (), ()
     outcomes = evaluate([t.config for t in leaders], None)
     order = list(outcomes.ranking) if isinstance(outcomes, Ranked) and outcomes.ranking else []
     by_score = sorted(
         (t.config for t in leaders if t.config not in order),
         key=lambda c: score_of(Trial(c, outcomes.get(c, Skipped("not measured")))),
     )
-    return tuple(Trial(c, outcomes.get(c, Skipped("not measured"))) for c in [*order, *by_score])
+    events = outcomes.events if isinstance(outcomes, Ranked) else ()
+    return tuple(Trial(c, outcomes.get(c, Skipped("not measured"))) for c in [*order, *by_score]), events

@@ -55,7 +55,7 @@ def emit_search_record(
         winner=name_of(ranking[0].config) if ranking else None,
         stored=False,
         wall_time_s=result.wall_seconds,
-        events=[search_ended(result)],
+        events=[search_ended(result), *result.final_events],  # the finalists' batch decided: how, is kept
     )
     emit_to_all(record, sinks)
 

@@ -9,6 +9,7 @@ from typing import Literal
 from tunekit._candidates.config import Config
 from tunekit._candidates.space import Space
 from tunekit._values.outcome import Failed, Measured, Outcome
+from tunekit._values.records import RecordEvent
 
 __all__ = ["BestTrial", "SearchResult", "StopReason", "Trial", "score_of"]
 
@@ -74,6 +75,8 @@ class SearchResult:
     wall_seconds: float
 
     finalists: tuple[Trial, ...] = ()
+    final_events: tuple[RecordEvent, ...] = ()
+    """What the schedule did in the finalists' batch (rounds, a runoff): the comparison that chose the winner."""
     key: object = None
     """The key bucket the search was for (``key=``), None when it was given none."""
     earlier_seconds: float = 0.0

@@ -149,6 +149,7 @@ def search(
         # Those the deadline kept from starting are left out: they are no trials.
         ranked = Ranked({c: o for i, c in enumerate(configs) if (o := failed.get(i, measured.get(i))) is not None})
         ranked.ranking = tuple(configs[i] for i in measured.ranking)
+        ranked.events = measured.events
         return ranked
 
     result = run_search(

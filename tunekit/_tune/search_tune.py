@@ -81,6 +81,7 @@ def search_tune(
             ranked[config] = outcome
         ranked.ranking = tuple(config_at[i] for i in measured.ranking)
         ranked.met_limit = any(isinstance(event, ShortCircuit) for event in measured.events)
+        ranked.events = measured.events
         return ranked
 
     # The set's budget, with the key's own trial log in place of the base path it names.

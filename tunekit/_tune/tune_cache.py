@@ -32,6 +32,7 @@ from tunekit._tune.stale import report_stale
 from tunekit._tune.tune_job import TuneJob
 from tunekit._values.cache_row import CacheValue, CandidateResult
 from tunekit._values.cache_state import CacheState, Hit, Miss, Pending, Unchecked
+from tunekit._values.decision import TuneDecision
 from tunekit._values.outcome import Failed, Measured, Outcome, Skipped
 from tunekit._values.records import CacheRecovered, RecordEvent, SharedTunerName
 from tunekit._values.set_origin import SetOrigin
@@ -273,11 +274,16 @@ class TuneCache:
                     notify(CacheLookup(self.name, self.device_id, key_to_dict(job.key), "miss"))
                 return None
 
-    def store(self, job: TuneJob, ranking: Ranking, outcomes: Mapping[int, Outcome]) -> bool:
-        """Write a tuned ranking and its outcomes through to the persistent cache; whether it was stored."""
+    def store(
+        self, job: TuneJob, ranking: Ranking, outcomes: Mapping[int, Outcome], decision: TuneDecision | None = None
+    ) -> bool:
+        """Write a tuned ranking, its outcomes and the figures that decided it through to the persistent cache.
+
+        Whether it was stored.
+        """
         if job.cache is None:
             return False
-        value = _cache_value(job.tunables, ranking, outcomes)
+        value = _cache_value(job.tunables, ranking, outcomes, decision)
         return job.cache.put(self.device_id, self.name, job.key_json, job.tunables.checksum(), value)
 
     def demote(self, tunables: TunableSet[Any, Any], key: object, ranking: Ranking) -> bool:
@@ -363,8 +369,11 @@ def _autotune_back_on(settings: Settings) -> None:
 _settings.on_configure(_autotune_back_on)
 
 
-def _cache_value(tunables: TunableSet[Any, Any], ranking: Ranking, outcomes: Mapping[int, Outcome]) -> CacheValue:
-    """The row of a tuned ranking: winner and ranking by name, every candidate's outcome, where the set was defined."""
+def _cache_value(
+    tunables: TunableSet[Any, Any], ranking: Ranking, outcomes: Mapping[int, Outcome], decision: TuneDecision | None
+) -> CacheValue:
+    """The row of a tuned ranking: winner and ranking by name, every candidate's outcome, where the set was
+    defined, and the figures that decided it."""
     results = []
     for index, outcome in outcomes.items():
         name = tunables.tunables[index].name
@@ -380,7 +389,7 @@ def _cache_value(tunables: TunableSet[Any, Any], ranking: Ranking, outcomes: Map
             case Skipped(reason):
                 results.append(CandidateResult(name=name, status="skipped", error=reason[:10_000]))
     names = [tunables.tunables[i].name for i in ranking]
-    return CacheValue(winner=names[0], ranking=names, results=results, origin=SetOrigin.of(tunables))
+    return CacheValue(winner=names[0], ranking=names, results=results, origin=SetOrigin.of(tunables), decision=decision)
 
 
 def _indices(tunables: TunableSet[Any, Any], names: Iterable[str]) -> Ranking:

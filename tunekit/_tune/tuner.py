@@ -21,6 +21,7 @@ from tunekit._candidates.plan import plan_order, skip_reason
 from tunekit._candidates.tunable_set import TunableSet
 from tunekit._keys.key import is_autotune_key, key_to_dict, key_to_json
 from tunekit._measure.client import Client, require_client
+from tunekit._observe.doubt import warn_if_untrusted
 from tunekit._observe.observers import TuneObservation, decision, observe_tune
 from tunekit._observe.sinks import RecordSink, emit_to_all
 from tunekit._store.cache_dirs import cache_dir, persistent_cache
@@ -32,6 +33,7 @@ from tunekit._tune.search_tune import search_note
 from tunekit._tune.tune_cache import TuneCache
 from tunekit._tune.tune_job import TuneJob
 from tunekit._values.cache_state import CacheState, Hit, Pending
+from tunekit._values.decision import decision_of
 from tunekit._values.outcome import Failed, Outcome, outcome_reason
 from tunekit._values.records import AutotuneRecord, CandidateRecord, Decision, Demoted, RecordEvent
 
@@ -188,24 +190,23 @@ class Tuner:
             observation.failed(exc)
             raise
         winner = tunables.tunables[ranking[0]].name if ranking else None
-        stored = bool(ranking) and self.tune_cache.store(job, ranking, outcomes)
+        record = self._record(
+            tunables,
+            job.key,
+            "tuned",
+            winner,
+            candidates=[
+                CandidateRecord.of(tunables.tunables[i].name, batch_of.get(i, 0), o) for i, o in outcomes.items()
+            ],
+            events=job.events,
+        )
+        decided = decision_of(record)
+        stored = bool(ranking) and self.tune_cache.store(job, ranking, outcomes, decided)
         if stored and job.cache is not None:
             forget_failure(job.cache, self.device_id, self.name, job.key_json)
-        self._emit(
-            self._record(
-                tunables,
-                job.key,
-                "tuned",
-                winner,
-                stored=stored,
-                wall_time_s=time.perf_counter() - started,
-                candidates=[
-                    CandidateRecord.of(tunables.tunables[i].name, batch_of.get(i, 0), o) for i, o in outcomes.items()
-                ],
-                events=job.events,
-            ),
-            observation,
-        )
+        warn_if_untrusted(self.name, job.key, decided)
+        record = record.model_copy(update={"stored": stored, "wall_time_s": time.perf_counter() - started})
+        self._emit(record, observation)
         if not ranking:
             failures = [(tunables.tunables[i].name, outcome_reason(o)) for i, o in outcomes.items()]
             if job.cache is not None and not _callers_input_refused(tunables, outcomes):

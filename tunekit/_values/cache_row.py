@@ -10,6 +10,7 @@ from pydantic import Field
 
 from tunekit._base.persisted import Persisted
 from tunekit._base.version import __version__
+from tunekit._values.decision import TuneDecision
 from tunekit._values.set_origin import SetOrigin
 
 __all__ = ["CacheRow", "CacheValue", "CandidateResult"]
@@ -44,6 +45,10 @@ class CacheValue(Persisted):
     process whose set has another checksum whether the set was edited or another operation shares
     the tuner name (``tunekit._tune.stale``). None in rows stored by a tunekit that did not keep it:
     such a row counts as an edit."""
+    decision: TuneDecision | None = None
+    """The figures that decided the winner (its estimate, the runner-up's, the margin, the stage), for
+    ``tunekit cache show``, which has no samples to derive them from. Never used to pick a winner;
+    None in rows stored before it was kept, and in rows of a decision that measured nothing."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,37 @@
+"""One warning per process when a tune's measurements spread wider than its margin (a busy machine).
+
+A winner chosen inside the noise may be slower than the runner-up by more than the noise
+tolerance; the user is told once, with what to do, rather than at every key of a busy run
+(the later ones are logged at INFO, and every record keeps its figures for ``records summary``).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from tunekit._values.decision import TuneDecision
+
+__all__ = ["warn_if_untrusted"]
+
+_log = logging.getLogger("tunekit.tuner")
+_lock = threading.Lock()
+_warned = False
+
+
+def warn_if_untrusted(tuner: str, key: object, decision: TuneDecision | None) -> bool:
+    """Log the decision's warning when it is not trusted: WARNING the first time in this process, then INFO.
+
+    Returns whether the decision was untrusted.
+    """
+    global _warned
+    text = decision.warning(tuner) if decision is not None else None
+    if text is None:
+        return False
+    with _lock:
+        first, _warned = not _warned, True
+    if first:
+        _log.warning("%s %s: %s (told once per process; later ones are logged at INFO)", tuner, key, text)
+    else:
+        _log.info("%s %s: %s", tuner, key, text)
+    return True
