@@ -173,8 +173,21 @@ class PersistentCache:
         return connection
 
     def _connect_read_only(self) -> sqlite3.Connection:
-        """A connection that writes nothing: for read-only commands, and a cache this process may not write."""
+        """A connection that writes nothing: for read-only commands, and a cache this process may not write.
+
+        A WAL database is read through its ``-shm`` file, which SQLite cannot make in a directory this
+        process may not write (a read-only mount, another user's cache): with none there, the file is
+        read as it is on disk (``immutable``), since no process can be writing it either.
+        """
         uri = f"{self.path.absolute().as_uri()}?mode=ro"
+        try:
+            return self._checked_read_only(uri)
+        except sqlite3.OperationalError as exc:
+            if is_corrupt(exc, self.path) or not is_unwritable(exc):
+                raise
+            return self._checked_read_only(f"{uri}&immutable=1")
+
+    def _checked_read_only(self, uri: str) -> sqlite3.Connection:
         connection = sqlite3.connect(uri, uri=True, timeout=self.BUSY_TIMEOUT_S, check_same_thread=False)
         try:
             connection.execute(f"SELECT {COLUMNS} FROM winners LIMIT 0").fetchall()
