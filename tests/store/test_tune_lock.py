@@ -478,3 +478,52 @@ def test_a_locks_directory_made_before_lock_files_were_shared_is_shared_by_its_o
     with tune_lock(PersistentCache(shared), "dev", "t", '{"n":1}', timeout_s=1) as held:
         assert held
     assert (shared / "locks").stat().st_mode & 0o070 == 0o070
+
+
+@tk.autotune_key
+class _IKey:
+    i: int
+
+
+def _doubling() -> tk.TunableSet[_IKey, int]:
+    return tk.TunableSet(key=lambda i: _IKey(i=i)).with_tunables(
+        [tk.Tunable("double", lambda i: 2 * i), tk.Tunable("twice", lambda i: i + i)]
+    )
+
+
+def _killed_once_stored(cache_dir: Path, tuner_name: str, i: int) -> None:
+    """In a child: tune ``i`` and be killed (SIGKILL) once the winner is stored, still holding the tune lock."""
+
+    def die(record: tk.AutotuneRecord) -> None:
+        if record.stored:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    tk.configure(cache_dir=cache_dir, samples=1, warmup=0, adaptive=False)
+    tuner: tk.LocalTuner[_IKey, int] = tk.LocalTuner(tuner_name, sinks=[die])
+    client = CpuClient()
+    tuner.execute(client.device_id, client, tuner.init(_doubling), (i,))
+
+
+@pytest.mark.subprocess
+def test_a_lock_file_left_for_a_stored_key_is_removed_by_the_next_process_reading_it(isolated_settings: Path) -> None:
+    """Regression: a process killed between storing and releasing left a lock file only `cache clear` removed."""
+    client = CpuClient()
+    path = lock_path(isolated_settings, client.device_id, "killed", json.dumps({"i": 5}, separators=(",", ":")))
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        try:
+            _killed_once_stored(isolated_settings, "killed", 5)
+        finally:
+            os._exit(1)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+    assert path.exists()
+
+    def next_process() -> dict[str, object]:
+        records: list[tk.AutotuneRecord] = []
+        tuner: tk.LocalTuner[_IKey, int] = tk.LocalTuner("killed", sinks=[records.append])
+        output = tuner.execute(client.device_id, client, tuner.init(_doubling), (5,))
+        return {"output": output, "tuned": len(records)}
+
+    assert in_child(next_process) == {"output": 10, "tuned": 0}  # the stored winner, not a tune
+    assert not path.exists()

@@ -8,8 +8,8 @@ in the persistent cache. The lock is an OS file lock (``flock``): a process kill
 holds it releases it, so a waiter never waits on a dead owner.
 
 The lock file is removed when the tune ends, so ``locks/`` holds one file per tune running now
-(plus those of processes killed while tuning, which the next tune of the key or
-``tunekit cache clear`` removes), not one per key ever tuned. Removing a locked path is unsafe
+(plus those of processes killed while tuning, which the next tune of the key, the next
+process to read the key's stored winner, or ``tunekit cache clear`` removes), not one per key ever tuned. Removing a locked path is unsafe
 done naively (``filelock`` keeps its Unix files for that reason, tox-dev/filelock#574): a process
 that opened the file before it was removed can lock the removed file while a third process
 creates and locks a new one at the same path, and both would tune. So the holder removes the
@@ -47,7 +47,7 @@ from tunekit._base.group_share import permission_fix, share_with_group
 from tunekit._base.self_call import locked_by_parent
 from tunekit._store.cache import PersistentCache
 
-__all__ = ["lock_path", "sweep_lock_files", "tune_lock"]
+__all__ = ["drop_stale_lock", "lock_path", "sweep_lock_files", "tune_lock"]
 
 _log = logging.getLogger("tunekit.tuner")
 
@@ -146,6 +146,25 @@ def sweep_lock_files(cache_directory: Path) -> int:
             release()
             removed += 1
     return removed
+
+
+def drop_stale_lock(cache: PersistentCache, device_id: str, tuner: str, key_json: str) -> None:
+    """Remove the lock file of a key whose winner was just read from the cache, when no process holds it.
+
+    A process killed after storing its winner, before its release removed the file, leaves one
+    that no later tune removes: every later process finds the winner stored and never takes
+    the lock. One ``stat`` when there is none, the usual case; a file another process holds (a
+    waiter that gave up waiting and tunes the key again) is left alone.
+    """
+    path = lock_path(cache.directory, device_id, tuner, key_json)
+    if not os.path.exists(path):
+        return
+    try:
+        release = _try_lock(path, create=False)
+    except OSError:
+        return  # one this process may not lock: the next `tunekit cache clear` says so
+    if release is not None:
+        release()
 
 
 def _acquire(path: Path, tuner: str, key_json: str, device_id: str, timeout_s: float) -> Release | None:

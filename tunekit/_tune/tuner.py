@@ -25,7 +25,7 @@ from tunekit._observe.observers import TuneObservation, decision, observe_tune
 from tunekit._observe.sinks import RecordSink, emit_to_all
 from tunekit._store.cache_dirs import cache_dir, persistent_cache
 from tunekit._store.tune_failure import forget_failure, record_failure, repeat_failure
-from tunekit._store.tune_lock import tune_lock
+from tunekit._store.tune_lock import drop_stale_lock, tune_lock
 from tunekit._tune.measure_job import measure
 from tunekit._tune.names import claim_name
 from tunekit._tune.search_tune import search_note
@@ -158,6 +158,7 @@ class Tuner:
             return self._tune_and_store(job)
         ranking = self.tune_cache.stored_ranking(job)
         if ranking is not None:
+            drop_stale_lock(job.cache, self.device_id, self.name, job.key_json)
             return ranking
         with tune_lock(job.cache, self.device_id, self.name, job.key_json, job.settings.tune_lock_timeout_s) as held:
             if held:  # another process may have tuned this key while this one waited for the lock
