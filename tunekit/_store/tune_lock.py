@@ -8,17 +8,18 @@ in the persistent cache. The lock is an OS file lock (``flock``): a process kill
 holds it releases it, so a waiter never waits on a dead owner.
 
 The lock file is removed when the tune ends, so ``locks/`` holds one file per tune running now
-(plus those of processes killed while tuning, which the next tune of the key, the next
-process to read the key's stored winner, or ``tunekit cache clear`` removes), not one per key ever tuned. Removing a locked path is unsafe
-done naively (``filelock`` keeps its Unix files for that reason, tox-dev/filelock#574): a process
-that opened the file before it was removed can lock the removed file while a third process
-creates and locks a new one at the same path, and both would tune. So the holder removes the
-path *before* it unlocks, and a process that has just locked a file checks that the path still
-names that very file (same device and inode); when it does not, it tries again on the file the
-path names now. Only a holder ever removes the path, so a verified holder is the only one.
-Waiting polls a non-blocking lock, opening the path anew each time, rather than blocking on a
-file that may be removed under it. On Windows, where an open file cannot be removed, ``filelock``
-does the same job (it removes the file on release when no other process has it open).
+(plus those of processes killed while tuning, which the next tune of the key, the next process
+to read the key's stored winner, or ``tunekit cache clear`` removes), not one per key ever
+tuned. Removing a locked path is unsafe done naively (``filelock`` keeps its Unix files for that
+reason, tox-dev/filelock#574): a process that opened the file before it was removed can lock the
+removed file while a third process creates and locks a new one at the same path, and both would
+tune. So the holder removes the path *before* it unlocks, and a process that has just locked a
+file checks that the path still names that very file (same device and inode); when it does not,
+it tries again on the file the path names now. Only a holder ever removes the path, so a
+verified holder is the only one. Waiting polls a non-blocking lock, opening the path anew each
+time, rather than blocking on a file that may be removed under it. On Windows, where an open
+file cannot be removed, ``filelock`` does the same job (it removes the file on release when no
+other process has it open).
 
 A cache directory a group shares (group-writable) gets a group-writable ``locks/`` and lock files
 its group can open read-write; elsewhere the umask decides, as for any file. A lock file this

@@ -59,6 +59,12 @@ class Tuner:
                 f"tuner {name!r}: the device id must be a non-empty str, got {device_id!r}; "
                 "pass client.device_id, e.g. TUNER.execute(client.device_id, client, tunables, inputs)"
             )
+        if not _encodable(device_id):
+            raise ValueError(
+                f"tuner {name!r}: the device id {device_id!r} holds a lone surrogate, which cannot be stored in the "
+                "cache or a lock file name (UTF-8): a device id decoded from bytes with errors='surrogateescape' "
+                "must be decoded with errors='replace' (or taken from client.device_id)"
+            )
         self.name = name
         self.device_id = device_id
         self.tune_cache = TuneCache(name, device_id)
@@ -314,6 +320,15 @@ class Tuner:
         else:
             observation.finished(record)
         emit_to_all(record, self._sinks)
+
+
+def _encodable(text: str) -> bool:
+    """Whether ``text`` has a UTF-8 form (no lone surrogate): what the cache, records and lock files store."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _callers_input_refused(tunables: TunableSet[Any, Any], outcomes: dict[int, Outcome]) -> bool:
