@@ -518,12 +518,48 @@ def test_a_lock_file_left_for_a_stored_key_is_removed_by_the_next_process_readin
     _, status = os.waitpid(pid, 0)
     assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
     assert path.exists()
+    cache = PersistentCache(isolated_settings)
+    stored = [r for r in cache.rows(tuner="killed") if isinstance(r, tk.CacheRow)]
 
-    def next_process() -> dict[str, object]:
-        records: list[tk.AutotuneRecord] = []
-        tuner: tk.LocalTuner[_IKey, int] = tk.LocalTuner("killed", sinks=[records.append])
-        output = tuner.execute(client.device_id, client, tuner.init(_doubling), (5,))
-        return {"output": output, "tuned": len(records)}
+    def next_process() -> int:
+        tuner: tk.LocalTuner[_IKey, int] = tk.LocalTuner("killed")
+        return tuner.execute(client.device_id, client, tuner.init(_doubling), (5,))
 
-    assert in_child(next_process) == {"output": 10, "tuned": 0}  # the stored winner, not a tune
+    assert in_child(next_process) == 10
     assert not path.exists()
+    assert [r for r in cache.rows(tuner="killed") if isinstance(r, tk.CacheRow)] == stored  # read, not tuned again
+
+
+@pytest.mark.subprocess
+def test_a_kill_between_storing_a_winner_and_appending_its_record_leaves_the_record_for_the_next_process(
+    isolated_settings: Path, tmp_path: Path
+) -> None:
+    """Regression: a process killed after committing its winner, before writing its record line, lost the record."""
+    client = CpuClient()
+    records = tmp_path / "records.jsonl"
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        try:
+            tk.configure(cache_dir=isolated_settings, samples=1, warmup=0, adaptive=False)
+
+            def die(record: tk.AutotuneRecord) -> None:
+                if record.stored:  # a sink before the file's: the kill lands before the line is appended
+                    os.kill(os.getpid(), signal.SIGKILL)
+
+            tuner: tk.LocalTuner[_IKey, int] = tk.LocalTuner("unrecorded", sinks=[die, tk.JsonlSink(records)])
+            tuner.execute(client.device_id, client, tuner.init(_doubling), (7,))
+        finally:
+            os._exit(1)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+    assert not records.exists() or records.read_text() == ""
+
+    def next_process() -> list[object]:
+        tuner: tk.LocalTuner[_IKey, int] = tk.LocalTuner("unrecorded", sinks=[tk.JsonlSink(records)])
+        return [tuner.execute(client.device_id, client, tuner.init(_doubling), (i,)) for i in (7, 8)]
+
+    assert in_child(next_process) == [14, 16]
+    lines = [line.record for line in tk.read_records(records) if isinstance(line, tk.RecordLine)]
+    assert sorted((r.key["i"], r.decision, r.stored) for r in lines) == [(7, "tuned", True), (8, "tuned", True)]
+    assert in_child(next_process) == [14, 16]  # sent once, not again by each later process
+    assert len(list(tk.read_records(records))) == 2

@@ -31,7 +31,6 @@ from tunekit._store.cache_file import (
     code,
     damage,
     describe,
-    header_problem,
     identity,
     is_corrupt,
     is_unwritable,
@@ -59,6 +58,18 @@ CREATE TABLE IF NOT EXISTS winners (
 # A key whose tune found no valid candidate: the JSON of a tunekit._store.tune_failure.FailedTune, kept
 # apart from the winners so that readers of winners (older versions included) never see one.
 _FAILURES_SCHEMA = _SCHEMA.replace("winners", "failed_tunes", 1)
+# The record of a winner, stored in the winner's transaction and removed once the record sinks have it: a
+# process killed in between leaves it, and the next process of that tuner sends it on (Tuner.recover_records).
+_PENDING_SCHEMA = """
+CREATE TABLE IF NOT EXISTS pending_records (
+    tunekit_major INTEGER NOT NULL,
+    device_id TEXT NOT NULL,
+    tuner TEXT NOT NULL,
+    key TEXT NOT NULL,
+    record TEXT NOT NULL,
+    PRIMARY KEY (tunekit_major, device_id, tuner, key)
+)
+"""
 
 
 def default_cache_dir() -> Path:
@@ -163,6 +174,7 @@ class PersistentCache:
             connection.execute("PRAGMA synchronous = NORMAL")
             _retry_busy(lambda: connection.execute(_SCHEMA), patience_s=patience)
             _retry_busy(lambda: connection.execute(_FAILURES_SCHEMA), patience_s=patience)
+            _retry_busy(lambda: connection.execute(_PENDING_SCHEMA), patience_s=patience)
             connection.execute(f"SELECT {COLUMNS} FROM winners LIMIT 0").fetchall()
         except BaseException:
             connection.close()
@@ -312,7 +324,7 @@ class PersistentCache:
         if opened is not None and opened == self._checked:
             return None
         try:
-            problem = header_problem(self.path) or quick_problem(connection)
+            problem = quick_problem(connection)
         except sqlite3.DatabaseError as exc:
             if not is_corrupt(exc, self.path):
                 raise
@@ -392,16 +404,41 @@ class PersistentCache:
             _log.warning(detail)
         return detail
 
-    def _write(self, sql: str, params: tuple[object, ...]) -> int:
-        """Run one writing statement (its own transaction) on the file at the path; the rows it changed.
+    def _write_or_recover(self, doing: str, *statements: tuple[str, tuple[object, ...]]) -> int | None:
+        """:meth:`_write`, made again once on the fresh file when it failed on a damaged one; None when not written."""
+        for attempt in range(2):
+            try:
+                return self._write(*statements)
+            except sqlite3.Error as exc:
+                damaged = is_corrupt(exc, self.path)
+                self._failed(exc, doing)
+                if attempt or not damaged or self.write_refused is not None:
+                    return None
+        return None
 
-        Written again when the file was moved or replaced while the statement ran: what this
-        returns for is in the file every other process opens.
+    def _write(self, *statements: tuple[str, tuple[object, ...]]) -> int:
+        """Run writing statements in one transaction on the file at the path; the rows the first changed.
+
+        Written again when the file was moved or replaced while they ran: what this returns for
+        is in the file every other process opens.
         """
         for _ in range(_WRITE_TRIES):
-            cursor = self._connection().execute(sql, params)
+            connection = self._connection()
+            if len(statements) == 1:
+                changed = int(connection.execute(*statements[0]).rowcount)
+            else:
+                connection.execute("BEGIN IMMEDIATE")
+                try:
+                    changed = int(connection.execute(*statements[0]).rowcount)
+                    for statement in statements[1:]:
+                        connection.execute(*statement)
+                    connection.execute("COMMIT")
+                except BaseException:
+                    with contextlib.suppress(sqlite3.Error):
+                        connection.execute("ROLLBACK")
+                    raise
             if self._wrote_at_path():
-                return int(cursor.rowcount)
+                return changed
         raise sqlite3.OperationalError(f"the file kept being removed or replaced ({_WRITE_TRIES} tries)")
 
     def _row(self, table: str, device_id: str, tuner: str, key: str) -> Any:
@@ -414,12 +451,6 @@ class PersistentCache:
                 (self.MAX_VALUE_BYTES, MAJOR, device_id, tuner, key),
             )
             .fetchone()
-        )
-
-    def _store(self, table: str, device_id: str, tuner: str, key: str, checksum: str, payload: str) -> None:
-        self._write(
-            f"INSERT OR REPLACE INTO {table} VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (MAJOR, device_id, tuner, key, checksum, payload, time.time()),
         )
 
     def get(self, device_id: str, tuner: str, key: str) -> tuple[str, CacheValue] | str | None:
@@ -440,16 +471,54 @@ class PersistentCache:
             return detail
         return checksum, value
 
-    def put(self, device_id: str, tuner: str, key: str, checksum: str, value: CacheValue) -> bool:
-        """Store a winner atomically (one transaction); False when the cache is memory-only, read-only or busy."""
+    def put(
+        self, device_id: str, tuner: str, key: str, checksum: str, value: CacheValue, *, record: str | None = None
+    ) -> bool:
+        """Store a winner atomically (one transaction); False when the cache is memory-only, read-only or busy.
+
+        ``record``, the JSON of the tune's record, is kept in the same transaction until
+        :meth:`record_sent` says the record sinks have it.
+        """
         if self.write_refused is not None:
             return False
+        row: tuple[object, ...] = (MAJOR, device_id, tuner, key, checksum, value.model_dump_json(), time.time())
+        statements = [("INSERT OR REPLACE INTO winners VALUES (?, ?, ?, ?, ?, ?, ?)", row)]
+        if record is not None:
+            kept: tuple[object, ...] = (MAJOR, device_id, tuner, key, record)
+            statements.append(("INSERT OR REPLACE INTO pending_records VALUES (?, ?, ?, ?, ?)", kept))
+        return self._write_or_recover("storing a winner", *statements) is not None
+
+    def record_sent(self, device_id: str, tuner: str, key: str) -> None:
+        """Forget the record kept with a winner: the record sinks have it."""
+        if self.write_refused is not None:
+            return
+        self._write_or_recover(
+            "forgetting a sent record",
+            (
+                "DELETE FROM pending_records WHERE tunekit_major=? AND device_id=? AND tuner=? AND key=?",
+                (MAJOR, device_id, tuner, key),
+            ),
+        )
+
+    def pending_records(self, device_id: str, tuner: str, key: str | None = None) -> list[tuple[str, str]]:
+        """The (key, record JSON) kept with winners whose record was never sent (its process was killed)."""
+        if not self.available:
+            return []
+        query = "SELECT key, record FROM pending_records WHERE tunekit_major=? AND device_id=? AND tuner=?"
+        params: tuple[object, ...] = (MAJOR, device_id, tuner)
+        if key is not None:
+            query, params = query + " AND key=?", (*params, key)
         try:
-            self._store("winners", device_id, tuner, key, checksum, value.model_dump_json())
+            fetched = self._connection().execute(query, params).fetchall()
+        except sqlite3.OperationalError as exc:
+            if str(exc).startswith("no such table"):  # a file no process that keeps records has written
+                return []
+            self._failed(exc, "reading unsent records")
+            return []
         except sqlite3.Error as exc:
-            self._failed(exc, "storing a winner")
-            return False
-        return True
+            self._failed(exc, "reading unsent records")
+            return []
+        return [(str(k), str(r)) for k, r in fetched if isinstance(k, str) and isinstance(r, str)]
 
     def get_failure(self, device_id: str, tuner: str, key: str) -> tuple[str, str] | None:
         """The (checksum, JSON) of the key's recorded failed tune; None when absent or unreadable."""
@@ -468,18 +537,17 @@ class PersistentCache:
         """Record a failed tune of the key (one transaction), or forget it when ``payload`` is None."""
         if self.write_refused is not None:
             return False
-        try:
-            if payload is None:
-                self._write(
-                    "DELETE FROM failed_tunes WHERE tunekit_major=? AND device_id=? AND tuner=? AND key=?",
-                    (MAJOR, device_id, tuner, key),
-                )
-            else:
-                self._store("failed_tunes", device_id, tuner, key, checksum, payload)
-        except sqlite3.Error as exc:
-            self._failed(exc, "recording a failed tune")
-            return False
-        return True
+        if payload is None:
+            statement: tuple[str, tuple[object, ...]] = (
+                "DELETE FROM failed_tunes WHERE tunekit_major=? AND device_id=? AND tuner=? AND key=?",
+                (MAJOR, device_id, tuner, key),
+            )
+        else:
+            statement = (
+                "INSERT OR REPLACE INTO failed_tunes VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (MAJOR, device_id, tuner, key, checksum, payload, time.time()),
+            )
+        return self._write_or_recover("recording a failed tune", statement) is not None
 
     def failed_keys(self, device_id: str | None = None, tuner: str | None = None) -> list[tuple[str, str, str]]:
         """The (device id, tuner, key) of every recorded failed tune of this major version."""
@@ -510,13 +578,12 @@ class PersistentCache:
         if self.write_refused is not None:
             return None
         clauses, params = self._filters(device_id, tuner)
-        try:
-            removed = self._write(f"DELETE FROM winners WHERE {clauses}", params)
-            self._write(f"DELETE FROM failed_tunes WHERE {clauses}", params)
-        except sqlite3.Error as exc:
-            self._failed(exc, "removing winners")
-            return None
-        return removed
+        return self._write_or_recover(
+            "removing winners",
+            (f"DELETE FROM winners WHERE {clauses}", params),
+            (f"DELETE FROM failed_tunes WHERE {clauses}", params),
+            (f"DELETE FROM pending_records WHERE {clauses}", params),
+        )
 
     def rows(self, device_id: str | None = None, tuner: str | None = None) -> Iterator[CacheRow | str]:
         """Every row of this major version; an unreadable row yields its reason instead."""

@@ -2,12 +2,16 @@
 
 SQLite reports a damaged file in more ways than ``SQLITE_CORRUPT``: a flipped schema-format
 byte reads as "unsupported file format", a flipped write-version byte as a read-only database
-(on a file anyone may write), and a bad freelist or vacuum field passes every query until the
-file grows, then fails. So a file is judged by its 100-byte header (each field checked against
-what SQLite, and tunekit's own caches, write there) and by ``PRAGMA quick_check``, not only by
-the errors its queries raise. A damaged file is moved aside whole; :func:`salvage` then reads
-back what rows it can, from the file as it is or, when SQLite cannot open that, from a copy
-whose header is rewritten with the values a tunekit cache always has.
+(on a file this process may write), and a bad freelist or vacuum field passes every query until
+the file grows, then fails. So a file is judged by ``PRAGMA quick_check`` and by whether SQLite
+lets it be written, not only by the errors its queries raise. A damaged file is moved aside
+whole; :func:`salvage` then reads back what rows it can, from the file as it is or, when SQLite
+cannot open that, from a copy whose header is rewritten with the values a tunekit cache always has.
+
+A process that has the database open through SQLite never opens the file itself: closing any
+descriptor of a file drops every POSIX lock the process holds on it, SQLite's too, and another
+process could then remove the WAL that this one is still writing into. Only
+:func:`header_problem`, for ``tunekit cache verify``, reads it directly.
 """
 
 from __future__ import annotations
@@ -63,8 +67,17 @@ def is_corrupt(exc: sqlite3.Error, path: Path) -> bool:
         return True  # laid out as no tunekit cache is
     if text.startswith(("unsupported file format", "malformed database schema")):
         return True
-    # A write-version byte SQLite does not know makes a database read-only whatever the file's mode.
-    return code(exc) == sqlite3.SQLITE_READONLY and header_problem(path) is not None
+    return _read_only_by_header(exc, path)
+
+
+def _read_only_by_header(exc: sqlite3.Error, path: Path) -> bool:
+    """Whether SQLite refuses to write a file this process may write: a write-version byte it does not know.
+
+    Only the plain code: its extended ones (a WAL it cannot recover, a directory it cannot
+    write, a file moved) have other causes. A read-only mount or file mode shows in ``os.access``.
+    """
+    extended = int(getattr(exc, "sqlite_errorcode", -1))
+    return extended == sqlite3.SQLITE_READONLY and os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
 
 
 def is_unwritable(exc: sqlite3.Error) -> bool:
@@ -80,7 +93,10 @@ def is_unwritable(exc: sqlite3.Error) -> bool:
 
 
 def header_problem(path: Path) -> str | None:
-    """What is wrong with the header of the database at ``path``; None when it is sound, short (new) or unreadable."""
+    """What is wrong with the header of the database at ``path``; None when it is sound, short (new) or unreadable.
+
+    Opens the file: not for a process that has it open through SQLite (see the module's docstring).
+    """
     try:
         with path.open("rb") as file:
             head = file.read(_HEADER)
@@ -123,10 +139,8 @@ def damage(path: Path) -> str | None:
     """What is wrong with the database at ``path``; None when nothing is shown to be (a busy file proves nothing)."""
     if not path.exists():
         return None
-    if problem := header_problem(path):
-        return problem
     try:
-        probe = sqlite3.connect(path, timeout=30.0)
+        probe = sqlite3.connect(path, timeout=30.0, isolation_level=None)
     except sqlite3.Error as exc:
         return describe(exc) if is_corrupt(exc, path) else None
     try:
@@ -134,11 +148,23 @@ def damage(path: Path) -> str | None:
             return problem
         for table in _TABLES:
             probe.execute(f"SELECT {COLUMNS} FROM {table} LIMIT 0").fetchall()
+        _try_write(probe)
     except sqlite3.Error as exc:
         return describe(exc) if is_corrupt(exc, path) else None
     finally:
         probe.close()
     return None
+
+
+def _try_write(probe: sqlite3.Connection) -> None:
+    """Write page 1 in a transaction rolled back: a write-version byte SQLite does not know refuses it."""
+    probe.execute("BEGIN IMMEDIATE")
+    try:
+        version = int(probe.execute("PRAGMA user_version").fetchone()[0])
+        probe.execute(f"PRAGMA user_version = {version}")
+    finally:
+        with contextlib.suppress(sqlite3.Error):
+            probe.execute("ROLLBACK")
 
 
 Row = tuple[object, ...]

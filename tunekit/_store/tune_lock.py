@@ -48,7 +48,7 @@ from tunekit._base.group_share import permission_fix, share_with_group
 from tunekit._base.self_call import locked_by_parent
 from tunekit._store.cache import PersistentCache
 
-__all__ = ["drop_stale_lock", "lock_path", "sweep_lock_files", "tune_lock"]
+__all__ = ["drop_stale_lock", "free_lock", "lock_path", "sweep_lock_files", "tune_lock"]
 
 _log = logging.getLogger("tunekit.tuner")
 
@@ -165,6 +165,27 @@ def drop_stale_lock(cache: PersistentCache, device_id: str, tuner: str, key_json
     except OSError:
         return  # one this process may not lock: the next `tunekit cache clear` says so
     if release is not None:
+        release()
+
+
+@contextmanager
+def free_lock(cache: PersistentCache, device_id: str, tuner: str, key_json: str) -> Iterator[bool]:
+    """Hold the key's tune lock while the block runs when no process holds it; yields whether held.
+
+    Not waited for: a lock held means the key is being tuned (or its winner stored) now.
+    """
+    path = lock_path(cache.directory, device_id, tuner, key_json)
+    try:
+        _make_lock_directory(path.parent)
+        release = _try_lock(path)
+    except OSError:
+        release = None
+    if release is None:
+        yield False
+        return
+    try:
+        yield True
+    finally:
         release()
 
 

@@ -273,12 +273,14 @@ class TuneCache:
                     notify(CacheLookup(self.name, self.device_id, key_to_dict(job.key), "miss"))
                 return None
 
-    def store(self, job: TuneJob, ranking: Ranking, outcomes: Mapping[int, Outcome]) -> bool:
-        """Write a tuned ranking and its outcomes through to the persistent cache; whether it was stored."""
+    def store(
+        self, job: TuneJob, ranking: Ranking, outcomes: Mapping[int, Outcome], *, record: str | None = None
+    ) -> bool:
+        """Write a tuned ranking, its outcomes and (until sent) its record to the persistent cache; whether stored."""
         if job.cache is None:
             return False
         value = _cache_value(job.tunables, ranking, outcomes)
-        return job.cache.put(self.device_id, self.name, job.key_json, job.tunables.checksum(), value)
+        return job.cache.put(self.device_id, self.name, job.key_json, job.tunables.checksum(), value, record=record)
 
     def demote(self, tunables: TunableSet[Any, Any], key: object, ranking: Ranking) -> bool:
         """Make ``ranking`` (the old one less the candidates that failed) the answer, in memory and on disk.

@@ -7,6 +7,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from pydantic import ValidationError
+
 from tunekit._base import settings as _settings
 from tunekit._base.errors import (
     ClientClosed,
@@ -15,6 +17,7 @@ from tunekit._base.errors import (
     TuneRecursionError,
     describe_error,
 )
+from tunekit._base.persisted import STORED
 from tunekit._base.self_call import runs_within, tuning
 from tunekit._base.settings import Settings
 from tunekit._candidates.plan import plan_order, skip_reason
@@ -23,9 +26,10 @@ from tunekit._keys.key import is_autotune_key, key_to_dict, key_to_json
 from tunekit._measure.client import Client, require_client
 from tunekit._observe.observers import TuneObservation, decision, observe_tune
 from tunekit._observe.sinks import RecordSink, emit_to_all
+from tunekit._store.cache import PersistentCache
 from tunekit._store.cache_dirs import cache_dir, persistent_cache
 from tunekit._store.tune_failure import forget_failure, record_failure, repeat_failure
-from tunekit._store.tune_lock import drop_stale_lock, tune_lock
+from tunekit._store.tune_lock import drop_stale_lock, free_lock, tune_lock
 from tunekit._tune.measure_job import measure
 from tunekit._tune.names import claim_name
 from tunekit._tune.search_tune import search_note
@@ -70,6 +74,7 @@ class Tuner:
         self.tune_cache = TuneCache(name, device_id)
         """Every winner this tuner knows, in memory and written through to the persistent cache."""
         self._sinks = tuple(sinks)
+        self._recovered = False
 
     # -- what is known ---------------------------------------------------------------
 
@@ -162,6 +167,9 @@ class Tuner:
             return self._untuned(job.tunables, job.key)
         if job.cache is None:
             return self._tune_and_store(job)
+        if not self._recovered:
+            self._recovered = True
+            self.recover_records(job.cache)
         ranking = self.tune_cache.stored_ranking(job)
         if ranking is not None:
             drop_stale_lock(job.cache, self.device_id, self.name, job.key_json)
@@ -190,24 +198,28 @@ class Tuner:
             observation.failed(exc)
             raise
         winner = tunables.tunables[ranking[0]].name if ranking else None
-        stored = bool(ranking) and self.tune_cache.store(job, ranking, outcomes)
+        record = self._record(
+            tunables,
+            job.key,
+            "tuned",
+            winner,
+            stored=bool(ranking) and job.cache is not None,
+            wall_time_s=time.perf_counter() - started,
+            candidates=[
+                CandidateRecord.of(tunables.tunables[i].name, batch_of.get(i, 0), o) for i, o in outcomes.items()
+            ],
+            events=job.events,
+        )
+        # The record goes into the winner's transaction: a kill before the sinks have it leaves it
+        # there for the next process of this tuner to send (recover_records).
+        stored = bool(ranking) and self.tune_cache.store(job, ranking, outcomes, record=record.model_dump_json())
+        if stored != record.stored:
+            record = record.model_copy(update={"stored": stored})
         if stored and job.cache is not None:
             forget_failure(job.cache, self.device_id, self.name, job.key_json)
-        self._emit(
-            self._record(
-                tunables,
-                job.key,
-                "tuned",
-                winner,
-                stored=stored,
-                wall_time_s=time.perf_counter() - started,
-                candidates=[
-                    CandidateRecord.of(tunables.tunables[i].name, batch_of.get(i, 0), o) for i, o in outcomes.items()
-                ],
-                events=job.events,
-            ),
-            observation,
-        )
+        self._emit(record, observation)
+        if stored and job.cache is not None:
+            job.cache.record_sent(self.device_id, self.name, job.key_json)
         if not ranking:
             failures = [(tunables.tunables[i].name, outcome_reason(o)) for i, o in outcomes.items()]
             if job.cache is not None and not _callers_input_refused(tunables, outcomes):
@@ -218,6 +230,31 @@ class Tuner:
             )
             raise NoValidKernelFound(self.name, job.key, failures, recorded=note)
         return ranking
+
+    def recover_records(self, cache: PersistentCache) -> int:
+        """Send the records of this tuner's winners whose process was killed before sending them; how many.
+
+        A record is kept in the winner's transaction and removed once sent. One still there while
+        its key's tune lock is free belongs to a process killed in between: its record is sent here,
+        as that process would have sent it. Once per tuner and process, at its first look into the
+        cache; a record whose key is being tuned now is left to its tune.
+        """
+        sent = 0
+        for key_json, _ in cache.pending_records(self.device_id, self.name):
+            with free_lock(cache, self.device_id, self.name, key_json) as free:
+                found = cache.pending_records(self.device_id, self.name, key_json) if free else []
+                if not found:
+                    continue  # being tuned or stored now, or sent meanwhile
+                try:
+                    record = AutotuneRecord.model_validate_json(found[0][1], context=STORED)
+                except ValidationError as exc:
+                    _log.warning("%s: an unsent record of key %s is unreadable, dropped: %s", self.name, key_json, exc)
+                else:
+                    _log.info("%s: sending the record of key %s, left unsent by a killed process", self.name, key_json)
+                    self._emit(record)
+                    sent += 1
+                cache.record_sent(self.device_id, self.name, key_json)
+        return sent
 
     def _untuned(self, tunables: TunableSet[Any, Any], key: object) -> tuple[int, ...]:
         """Autotuning disabled: plan order, nothing measured, nothing written."""
