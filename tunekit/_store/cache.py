@@ -80,18 +80,23 @@ def default_cache_dir() -> Path:
 class PersistentCache:
     """SQLite-backed winners, safe for many threads and processes.
 
-    Every write is one single-statement transaction: a reader sees a row whole or not at
-    all, and a process killed mid-write leaves the previous committed state (WAL journal).
-    Writers wait for each other (busy timeout) instead of failing. Errors are told apart by
-    their SQLite code: only a file SQLite reports as corrupt is moved aside (under a file
-    lock, after a ``quick_check`` confirms it, so concurrent processes agree) and a fresh
-    one started; a directory or disk that cannot be written (read-only, full, no
-    permission) degrades to memory-only with one warning; a database this process may read
-    but not write (another user's, in a shared cache) is still read, and the one warning names
-    the file and the ``chmod`` that fixes it; a busy database is never mistaken for a broken
-    one. In a group-writable directory the database, its WAL files and the quarantine lock are
-    made group-writable (``tunekit._base.group_share``), so every member of the group can store winners.
-    Each row is validated on its own: a bad row is reported and re-tuned, the others stay usable.
+    Every write is one transaction: a reader sees a row whole or not at all, and a
+    process killed mid-write leaves the previous committed state (WAL journal). Writers wait for
+    each other (busy timeout) instead of failing. Each connection remembers the file it opened: one
+    removed, moved or replaced under it (a deleted cache directory, a quarantine by another process)
+    is noticed at the next use or right after a write, and the write made again in the file at the
+    path. Errors are told apart by their SQLite code (``cache_file``): a damaged file (so reported,
+    or failing the ``quick_check`` made when a process first opens it) is moved aside under a file
+    lock, after a fresh look confirms it so that concurrent processes agree, and a fresh one started
+    with the rows still readable from it; a directory or disk that cannot be written (full, no
+    permission) degrades to memory-only with one warning; a database this process may read but not
+    write (a read-only directory, another user's file in a shared cache) is still read, and the one
+    warning names the file and the ``chmod`` that fixes it; a busy database is never mistaken for a
+    broken one. ``read_only=True`` (the reading ``tunekit cache`` commands) writes, creates and
+    moves nothing: a damaged file makes it unavailable, with the reason. In a group-writable
+    directory the database, its WAL files and the quarantine lock are made group-writable
+    (``tunekit._base.group_share``), so every member of the group can store winners. Each row is
+    validated on its own: a bad row is reported and re-tuned, the others stay usable.
     """
 
     FILENAME = "tunekit-cache.sqlite3"
