@@ -478,3 +478,88 @@ def test_a_locks_directory_made_before_lock_files_were_shared_is_shared_by_its_o
     with tune_lock(PersistentCache(shared), "dev", "t", '{"n":1}', timeout_s=1) as held:
         assert held
     assert (shared / "locks").stat().st_mode & 0o070 == 0o070
+
+
+@tk.autotune_key
+class _IKey:
+    i: int
+
+
+def _doubling() -> tk.TunableSet[_IKey, int]:
+    return tk.TunableSet(key=lambda i: _IKey(i=i)).with_tunables(
+        [tk.Tunable("double", lambda i: 2 * i), tk.Tunable("twice", lambda i: i + i)]
+    )
+
+
+def _killed_once_stored(cache_dir: Path, tuner_name: str, i: int) -> None:
+    """In a child: tune ``i`` and be killed (SIGKILL) once the winner is stored, still holding the tune lock."""
+
+    def die(record: tk.AutotuneRecord) -> None:
+        if record.stored:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    tk.configure(cache_dir=cache_dir, samples=1, warmup=0, adaptive=False)
+    tuner: tk.LocalTuner[_IKey, int] = tk.LocalTuner(tuner_name, sinks=[die])
+    client = CpuClient()
+    tuner.execute(client.device_id, client, tuner.init(_doubling), (i,))
+
+
+@pytest.mark.subprocess
+def test_a_lock_file_left_for_a_stored_key_is_removed_by_the_next_process_reading_it(isolated_settings: Path) -> None:
+    """Regression: a process killed between storing and releasing left a lock file only `cache clear` removed."""
+    client = CpuClient()
+    path = lock_path(isolated_settings, client.device_id, "killed", json.dumps({"i": 5}, separators=(",", ":")))
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        try:
+            _killed_once_stored(isolated_settings, "killed", 5)
+        finally:
+            os._exit(1)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+    assert path.exists()
+    cache = PersistentCache(isolated_settings)
+    stored = [r for r in cache.rows(tuner="killed") if isinstance(r, tk.CacheRow)]
+
+    def next_process() -> int:
+        tuner: tk.LocalTuner[_IKey, int] = tk.LocalTuner("killed")
+        return tuner.execute(client.device_id, client, tuner.init(_doubling), (5,))
+
+    assert in_child(next_process) == 10
+    assert not path.exists()
+    assert [r for r in cache.rows(tuner="killed") if isinstance(r, tk.CacheRow)] == stored  # read, not tuned again
+
+
+@pytest.mark.subprocess
+def test_a_kill_between_storing_a_winner_and_appending_its_record_leaves_the_record_for_the_next_process(
+    isolated_settings: Path, tmp_path: Path
+) -> None:
+    """Regression: a process killed after committing its winner, before writing its record line, lost the record."""
+    client = CpuClient()
+    records = tmp_path / "records.jsonl"
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        try:
+            tk.configure(cache_dir=isolated_settings, samples=1, warmup=0, adaptive=False)
+
+            def die(record: tk.AutotuneRecord) -> None:
+                if record.stored:  # a sink before the file's: the kill lands before the line is appended
+                    os.kill(os.getpid(), signal.SIGKILL)
+
+            tuner: tk.LocalTuner[_IKey, int] = tk.LocalTuner("unrecorded", sinks=[die, tk.JsonlSink(records)])
+            tuner.execute(client.device_id, client, tuner.init(_doubling), (7,))
+        finally:
+            os._exit(1)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+    assert not records.exists() or records.read_text() == ""
+
+    def next_process() -> list[object]:
+        tuner: tk.LocalTuner[_IKey, int] = tk.LocalTuner("unrecorded", sinks=[tk.JsonlSink(records)])
+        return [tuner.execute(client.device_id, client, tuner.init(_doubling), (i,)) for i in (7, 8)]
+
+    assert in_child(next_process) == [14, 16]
+    lines = [line.record for line in tk.read_records(records) if isinstance(line, tk.RecordLine)]
+    assert sorted((r.key["i"], r.decision, r.stored) for r in lines) == [(7, "tuned", True), (8, "tuned", True)]
+    assert in_child(next_process) == [14, 16]  # sent once, not again by each later process
+    assert len(list(tk.read_records(records))) == 2

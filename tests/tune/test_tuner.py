@@ -687,6 +687,25 @@ def test_a_device_id_that_is_not_a_non_empty_str_is_refused_at_execute(device_id
     assert cache is not None and not list(cache.rows())
 
 
+class _SurrogateClient(CpuClient):
+    """A client whose device id was decoded from bytes with errors="surrogateescape"."""
+
+    @property
+    def device_id(self) -> str:
+        return b"gpu\xff".decode("utf-8", errors="surrogateescape")
+
+
+def test_a_device_id_with_a_lone_surrogate_is_refused_at_execute_naming_it(isolated_settings: Path) -> None:
+    """Regression: a device id with a lone surrogate raised UnicodeEncodeError from inside the cache."""
+    client = _SurrogateClient()
+    tuner: tk.LocalTuner[NKey, int] = tk.LocalTuner("surrogate_device")
+    tunables = tk.TunableSet(key=_key).with_tunable(tk.Tunable("same", lambda n: n))
+    with pytest.raises(ValueError, match=r"tuner 'surrogate_device': the device id 'gpu\\udcff' holds a lone surrog"):
+        tuner.execute(client.device_id, client, tunables, (4,))
+    with pytest.raises(ValueError, match=r"LocalTuner name 'bad\\udcff' holds a lone surrogate"):
+        tk.LocalTuner("bad\udcff")
+
+
 @pytest.mark.subprocess
 def test_a_candidate_tuning_its_key_with_another_set_in_a_spawned_worker_goes_on_as_in_process() -> None:
     """Regression: the spawned worker refused any tune of the key its parent was tuning, also by another set that

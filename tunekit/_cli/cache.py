@@ -21,6 +21,7 @@ from tunekit._base.version import MAJOR
 from tunekit._cli.error import CliError
 from tunekit._cli.table import print_table
 from tunekit._store.cache import PersistentCache, default_cache_dir
+from tunekit._store.cache_file import header_problem
 from tunekit._store.file_kind import other_kind
 from tunekit._store.tune_lock import sweep_lock_files
 from tunekit._values.bundle import BundleEntry, CacheBundle
@@ -35,14 +36,23 @@ def _cache_file() -> Path:
     return directory / PersistentCache.FILENAME
 
 
-def _open_existing() -> PersistentCache | None:
-    """The cache, or None when nothing was ever stored (so that reading never creates one)."""
+def _open_existing(*, write: bool = False) -> PersistentCache | None:
+    """The cache, or None when nothing was ever stored (so that reading never creates one).
+
+    Opened read-only unless ``write``: a command that only reads changes no file, not even a
+    damaged one, which it reports instead of moving aside as a tuning process does.
+    """
     file = _cache_file()
     if not file.exists():
         return None
-    cache = PersistentCache(file.parent)
+    cache = PersistentCache(file.parent, read_only=not write)
     if not cache.available:
-        raise CliError(f"cannot open the tuning cache {file}", 1)
+        raise CliError(
+            f"cannot read the tuning cache {file}: {cache.write_refused}. `tunekit cache verify` reports what is "
+            "wrong; the next process that tunes with this cache moves a damaged file aside and keeps the winners "
+            "it can read from it",
+            1,
+        )
     return cache
 
 
@@ -308,7 +318,7 @@ def clear(args: argparse.Namespace) -> int:
     Lock files left by processes killed while tuning go too, whatever the filters: they hold no
     data, and the one of a tune running now is held, so it stays.
     """
-    cache = _open_existing()
+    cache = _open_existing(write=True)
     swept = sweep_lock_files(_cache_file().parent)
     if swept:
         print(f"removed {swept} lock file{'s' if swept != 1 else ''} left by killed processes")
@@ -408,6 +418,8 @@ def verify(_: argparse.Namespace) -> int:
         print(f"{file}: not a readable tuning cache: {exc}")
         return 1
     problems = [f"database: {line}" for line in integrity if line != "ok"]
+    if header := header_problem(file):  # a read-only version byte passes integrity_check, yet refuses every write
+        problems.insert(0, f"database {header}")
     other_major = 0
     for major, device_id, tuner, key, checksum, value in rows:
         if major != MAJOR:

@@ -26,6 +26,17 @@ from tunekit._base.group_share import describe_denied, permission_fix, share_wit
 from tunekit._base.persisted import STORED
 from tunekit._base.validation_text import validation_text
 from tunekit._base.version import MAJOR
+from tunekit._store.cache_file import (
+    COLUMNS,
+    code,
+    damage,
+    describe,
+    identity,
+    is_corrupt,
+    is_unwritable,
+    quick_problem,
+    salvage,
+)
 from tunekit._values.cache_row import CacheRow, CacheValue
 
 __all__ = ["PersistentCache", "default_cache_dir"]
@@ -47,6 +58,18 @@ CREATE TABLE IF NOT EXISTS winners (
 # A key whose tune found no valid candidate: the JSON of a tunekit._store.tune_failure.FailedTune, kept
 # apart from the winners so that readers of winners (older versions included) never see one.
 _FAILURES_SCHEMA = _SCHEMA.replace("winners", "failed_tunes", 1)
+# The record of a winner, stored in the winner's transaction and removed once the record sinks have it: a
+# process killed in between leaves it, and the next process of that tuner sends it on (Tuner.recover_records).
+_PENDING_SCHEMA = """
+CREATE TABLE IF NOT EXISTS pending_records (
+    tunekit_major INTEGER NOT NULL,
+    device_id TEXT NOT NULL,
+    tuner TEXT NOT NULL,
+    key TEXT NOT NULL,
+    record TEXT NOT NULL,
+    PRIMARY KEY (tunekit_major, device_id, tuner, key)
+)
+"""
 
 
 def default_cache_dir() -> Path:
@@ -57,18 +80,23 @@ def default_cache_dir() -> Path:
 class PersistentCache:
     """SQLite-backed winners, safe for many threads and processes.
 
-    Every write is one single-statement transaction: a reader sees a row whole or not at
-    all, and a process killed mid-write leaves the previous committed state (WAL journal).
-    Writers wait for each other (busy timeout) instead of failing. Errors are told apart by
-    their SQLite code: only a file SQLite reports as corrupt is moved aside (under a file
-    lock, after a ``quick_check`` confirms it, so concurrent processes agree) and a fresh
-    one started; a directory or disk that cannot be written (read-only, full, no
-    permission) degrades to memory-only with one warning; a database this process may read
-    but not write (another user's, in a shared cache) is still read, and the one warning names
-    the file and the ``chmod`` that fixes it; a busy database is never mistaken for a broken
-    one. In a group-writable directory the database, its WAL files and the quarantine lock are
-    made group-writable (``tunekit._base.group_share``), so every member of the group can store winners.
-    Each row is validated on its own: a bad row is reported and re-tuned, the others stay usable.
+    Every write is one transaction: a reader sees a row whole or not at all, and a
+    process killed mid-write leaves the previous committed state (WAL journal). Writers wait for
+    each other (busy timeout) instead of failing. Each connection remembers the file it opened: one
+    removed, moved or replaced under it (a deleted cache directory, a quarantine by another process)
+    is noticed at the next use or right after a write, and the write made again in the file at the
+    path. Errors are told apart by their SQLite code (``cache_file``): a damaged file (so reported,
+    or failing the ``quick_check`` made when a process first opens it) is moved aside under a file
+    lock, after a fresh look confirms it so that concurrent processes agree, and a fresh one started
+    with the rows still readable from it; a directory or disk that cannot be written (full, no
+    permission) degrades to memory-only with one warning; a database this process may read but not
+    write (a read-only directory, another user's file in a shared cache) is still read, and the one
+    warning names the file and the ``chmod`` that fixes it; a busy database is never mistaken for a
+    broken one. ``read_only=True`` (the reading ``tunekit cache`` commands) writes, creates and
+    moves nothing: a damaged file makes it unavailable, with the reason. In a group-writable
+    directory the database, its WAL files and the quarantine lock are made group-writable
+    (``tunekit._base.group_share``), so every member of the group can store winners. Each row is
+    validated on its own: a bad row is reported and re-tuned, the others stay usable.
     """
 
     FILENAME = "tunekit-cache.sqlite3"
@@ -77,22 +105,25 @@ class PersistentCache:
     BUSY_TIMEOUT_S = 30.0
     """How long a reader or writer waits for another process's write before giving up on this one."""
 
-    def __init__(self, directory: Path | str) -> None:
+    def __init__(self, directory: Path | str, *, read_only: bool = False) -> None:
         # A str is what most callers have at hand: `directory / FILENAME` would fail on it as "unsupported operand".
         directory = Path(directory)
         self.directory = directory
         self.path = directory / self.FILENAME
         self._local = threading.local()
         self._disabled_reason: str | None = None
-        self._read_only_reason: str | None = None
+        self._read_only_reason: str | None = "opened read-only" if read_only else None
+        self._read_only = read_only
         self._warned = False
+        self._warned_moved = False
+        self._checked: tuple[int, int] | None = None
+        """The (device, inode) of the last file found sound: each file is checked once, as it is first opened."""
         try:
-            directory.mkdir(parents=True, exist_ok=True)
             self._connection()
         except OSError as exc:
             self._disable(f"cannot open {self.path}: {exc}{self._permission_advice()}")
         except sqlite3.Error as exc:
-            self._disable(f"cannot open {self.path}: {_describe(exc)}{self._permission_advice()}")
+            self._disable(f"cannot open {self.path}: {describe(exc)}{self._permission_advice()}")
 
     @property
     def available(self) -> bool:
@@ -132,7 +163,7 @@ class PersistentCache:
 
     def _disable(self, reason: str) -> None:
         self._disabled_reason = reason
-        if not self._warned:
+        if not self._warned and not self._read_only:  # a read-only command reports why itself
             self._warned = True
             _log.warning("tuning cache is memory-only for this process: %s", reason)
 
@@ -148,7 +179,8 @@ class PersistentCache:
             connection.execute("PRAGMA synchronous = NORMAL")
             _retry_busy(lambda: connection.execute(_SCHEMA), patience_s=patience)
             _retry_busy(lambda: connection.execute(_FAILURES_SCHEMA), patience_s=patience)
-            connection.execute(f"SELECT {_COLUMNS} FROM winners LIMIT 0").fetchall()
+            _retry_busy(lambda: connection.execute(_PENDING_SCHEMA), patience_s=patience)
+            connection.execute(f"SELECT {COLUMNS} FROM winners LIMIT 0").fetchall()
         except BaseException:
             connection.close()
             raise
@@ -157,65 +189,262 @@ class PersistentCache:
             share_with_group(path)
         return connection
 
+    def _connect_read_only(self) -> sqlite3.Connection:
+        """A connection that writes nothing: for read-only commands, and a cache this process may not write.
+
+        A WAL database is read through its ``-shm`` file, which SQLite cannot make in a directory this
+        process may not write (a read-only mount, another user's cache): with none there, the file is
+        read as it is on disk (``immutable``), since no process can be writing it either.
+        """
+        uri = f"{self.path.absolute().as_uri()}?mode=ro"
+        try:
+            return self._checked_read_only(uri)
+        except sqlite3.OperationalError as exc:
+            if is_corrupt(exc, self.path) or not is_unwritable(exc):
+                raise
+            return self._checked_read_only(f"{uri}&immutable=1")
+
+    def _checked_read_only(self, uri: str) -> sqlite3.Connection:
+        connection = sqlite3.connect(uri, uri=True, timeout=self.BUSY_TIMEOUT_S, check_same_thread=False)
+        try:
+            connection.execute(f"SELECT {COLUMNS} FROM winners LIMIT 0").fetchall()
+        except BaseException:
+            connection.close()
+            raise
+        return connection
+
     def _connection(self) -> sqlite3.Connection:
+        """This thread's connection to the file now at ``self.path``."""
         connection: sqlite3.Connection | None = getattr(self._local, "connection", None)
         # A connection must not cross fork(): a child opens its own (the inherited one is
         # dropped, not closed, since closing it could release the parent's locks).
-        if connection is None or self._local.pid != os.getpid():
+        if connection is not None and self._local.pid == os.getpid():
+            if self._at_path():
+                return connection
+            self._file_moved()
+            self._reset_connection()
+            return self._open_or_refuse(after_move=True)
+        return self._open_or_refuse()
+
+    def _open_or_refuse(self, *, after_move: bool = False) -> sqlite3.Connection:
+        """:meth:`_open`, its directory's errors raised as SQLite's own, which every caller handles."""
+        try:
+            return self._open(after_move=after_move)
+        except OSError as exc:  # the directory cannot be made again, or the quarantine lock not taken
+            error = sqlite3.OperationalError(f"cannot open the cache directory {self.directory}: {exc}")
+            error.sqlite_errorcode = sqlite3.SQLITE_CANTOPEN
+            error.sqlite_errorname = "SQLITE_CANTOPEN"
+            raise error from exc
+
+    def _at_path(self) -> bool:
+        """Whether this thread's connection still has the file at the path open (not removed, moved or replaced).
+
+        Checked before each use and after each write, so that a winner is never reported stored while it
+        went into a file no other process will open: one deleted with its directory, or moved aside as
+        damaged by another process.
+        """
+        opened: tuple[int, int] | None = self._local.identity[0]
+        try:
+            return identity(self.path) == opened
+        except OSError:
+            return False
+
+    def _wrote_at_path(self) -> bool:
+        """Whether a write just made is in the file at the path: :meth:`_at_path`, and its WAL not moved away.
+
+        A quarantine moves the WAL before the database: a write committed in between went into the
+        moved WAL while the database was still at the path. A WAL that changed is judged under the
+        quarantine lock, once no quarantine is moving files: SQLite also removes and makes WAL files
+        of its own accord as connections come and go.
+        """
+        if not self._at_path():
+            return False
+        opened_wal = self._local.identity[1]
+        if opened_wal is None or identity(f"{self.path}-wal") == opened_wal:
+            return True
+        with contextlib.suppress(OSError), self._quarantine_lock():
+            pass
+        if not self._at_path():
+            return False
+        self._local.identity = (self._local.identity[0], identity(f"{self.path}-wal"))
+        return True
+
+    def _file_moved(self) -> None:
+        message = (
+            "tuning cache %s was removed or replaced while this process used it (deleted, moved, or moved aside "
+            "as damaged by another process); this process now stores its winners in the file at that path"
+        )
+        level = logging.INFO if self._warned_moved else logging.WARNING
+        self._warned_moved = True
+        _log.log(level, message, self.path)
+
+    def _open(self, *, after_move: bool = False) -> sqlite3.Connection:
+        """A connection to the file at the path, found sound (a damaged file is moved aside first)."""
+        if self._read_only:
+            connection = self._connect_read_only()
+            problem = self._problem(connection)
+            if problem is not None:
+                connection.close()
+                raise sqlite3.DatabaseError(f"the file is damaged ({problem})")
+        else:
+            if after_move:  # the quarantine that moved it may still be moving its files: wait for it
+                self.directory.mkdir(parents=True, exist_ok=True)
+                with contextlib.suppress(OSError), self._quarantine_lock():
+                    pass
             try:
-                connection = self._connect()
+                connection = self._connect_checked()
             except sqlite3.DatabaseError as exc:
-                if not _is_corrupt(exc):
+                if is_corrupt(exc, self.path) or not is_unwritable(exc):
                     raise
-                self._quarantine(_describe(exc))
-                connection = self._connect()
-            self._local.connection = connection
-            self._local.pid = os.getpid()
+                # A cache this process may not write (a read-only directory or mount) is still read.
+                try:
+                    connection = self._connect_read_only()
+                except sqlite3.Error:
+                    raise exc from None
+                self._refuse_writes(f"cannot write {self.path}: {describe(exc)}{self._permission_advice()}")
+        self._local.connection = connection
+        self._local.pid = os.getpid()
+        wal = identity(f"{self.path}-wal")
+        self._local.identity = (identity(self.path), wal)
         return connection
 
-    def _quarantine(self, reason: str) -> None:
-        """Move a corrupt database aside so the next connection starts a fresh one."""
-        lock_file = Path(f"{self.path}.lock")
-        with filelock.FileLock(lock_file, timeout=60):
-            share_with_group(lock_file)  # the next member of the group to find it corrupt takes it too
-            if _intact(self.path):
-                return  # another process already replaced it, or the error did not come from the file
+    def _connect_checked(self) -> sqlite3.Connection:
+        """A read-write connection to a sound file: a damaged one is moved aside and its rows salvaged."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        try:
+            connection = self._connect()
+        except sqlite3.DatabaseError as exc:
+            if not is_corrupt(exc, self.path):
+                raise
+            return self._quarantine(describe(exc)) or self._connect()
+        problem = self._problem(connection)
+        if problem is None:
+            return connection
+        connection.close()
+        return self._quarantine(problem) or self._connect()
+
+    def _problem(self, connection: sqlite3.Connection) -> str | None:
+        """What is wrong with the file ``connection`` has open, checked once per file; None when sound."""
+        opened = identity(self.path)
+        if opened is not None and opened == self._checked:
+            return None
+        try:
+            problem = quick_problem(connection)
+        except sqlite3.DatabaseError as exc:
+            if not is_corrupt(exc, self.path):
+                raise
+            problem = describe(exc)
+        if problem is None:
+            self._checked = opened
+        return problem
+
+    def _quarantine_lock(self) -> filelock.FileLock:
+        return filelock.FileLock(Path(f"{self.path}.lock"), timeout=60)
+
+    def _quarantine(self, reason: str) -> sqlite3.Connection | None:
+        """Move a damaged database aside and start a fresh one holding what rows could be read from it.
+
+        Under a file lock, after a fresh look confirms the damage, so that processes finding it
+        damaged together move it once. The fresh file's connection; None when another process
+        already replaced the file (or the error did not come from it).
+        """
+        lock = self._quarantine_lock()
+        with lock:
+            share_with_group(Path(lock.lock_file))  # the next member of the group to find it damaged takes it too
+            found = damage(self.path)
+            if found is None:
+                return None
             stamp = time.strftime("%Y%m%d-%H%M%S")
             target = self.path.with_name(f"{self.path.name}.corrupt-{stamp}-{os.getpid()}")
-            _log.warning(
-                "tuning cache %s is unreadable (%s); moved to %s and starting afresh", self.path, reason, target
-            )
             # The journal first: a WAL left beside a fresh file would be replayed into it.
             for suffix in ("-wal", "-shm", ""):
                 source = Path(str(self.path) + suffix)
                 if source.exists():
                     source.replace(Path(str(target) + suffix))
+            fresh = self._connect()
+            try:
+                salvaged = salvage(target, fresh)
+            except (sqlite3.Error, OSError) as exc:
+                salvaged = 0
+                _log.info("tuning cache: reading rows back from %s failed: %s", target, exc)
+            self._checked = identity(self.path)
+            _log.warning(
+                "tuning cache %s is damaged or unreadable (%s); moved to %s and started afresh with the "
+                "%d winners salvaged from it",
+                self.path,
+                reason if reason == found else f"{reason}; {found}",
+                target,
+                salvaged,
+            )
+            return fresh
 
     def _reset_connection(self) -> None:
         connection = getattr(self._local, "connection", None)
-        if connection is not None:
+        if connection is not None and getattr(self._local, "pid", None) == os.getpid():
             with contextlib.suppress(sqlite3.Error):
                 connection.close()
         self._local.connection = None
 
     def _failed(self, exc: sqlite3.Error, doing: str) -> str:
         """Handle an error of ``doing``: quarantine, degrade or just report; the one-line reason."""
-        detail = f"tuning cache {self.path}: {doing} failed ({_describe(exc)})"
-        if _is_corrupt(exc):
+        detail = f"tuning cache {self.path}: {doing} failed ({describe(exc)})"
+        if self._read_only:
+            self._disable(detail)
+            return detail
+        if is_corrupt(exc, self.path):
             self._reset_connection()
             try:
-                self._quarantine(_describe(exc))
+                fresh = self._quarantine(describe(exc))
+                if fresh is not None:
+                    fresh.close()
                 self._connection()
             except (OSError, sqlite3.Error) as again:
                 self._disable(f"{detail}; recovery failed: {again}")
             return detail + "; recovered"
-        if _code(exc) == sqlite3.SQLITE_READONLY and (advice := self._permission_advice()):
+        if code(exc) == sqlite3.SQLITE_READONLY and (advice := self._permission_advice()):
             self._refuse_writes(detail + advice)
-        elif _is_unwritable(exc):
+        elif is_unwritable(exc):
             self._disable(detail + self._permission_advice())
         else:
             _log.warning(detail)
         return detail
+
+    def _write_or_recover(self, doing: str, *statements: tuple[str, tuple[object, ...]]) -> int | None:
+        """:meth:`_write`, made again once on the fresh file when it failed on a damaged one; None when not written."""
+        for attempt in range(2):
+            try:
+                return self._write(*statements)
+            except sqlite3.Error as exc:
+                damaged = is_corrupt(exc, self.path)
+                self._failed(exc, doing)
+                if attempt or not damaged or self.write_refused is not None:
+                    return None
+        return None
+
+    def _write(self, *statements: tuple[str, tuple[object, ...]]) -> int:
+        """Run writing statements in one transaction on the file at the path; the rows the first changed.
+
+        Written again when the file was moved or replaced while they ran: what this returns for
+        is in the file every other process opens.
+        """
+        for _ in range(_WRITE_TRIES):
+            connection = self._connection()
+            if len(statements) == 1:
+                changed = int(connection.execute(*statements[0]).rowcount)
+            else:
+                connection.execute("BEGIN IMMEDIATE")
+                try:
+                    changed = int(connection.execute(*statements[0]).rowcount)
+                    for statement in statements[1:]:
+                        connection.execute(*statement)
+                    connection.execute("COMMIT")
+                except BaseException:
+                    with contextlib.suppress(sqlite3.Error):
+                        connection.execute("ROLLBACK")
+                    raise
+            if self._wrote_at_path():
+                return changed
+        raise sqlite3.OperationalError(f"the file kept being removed or replaced ({_WRITE_TRIES} tries)")
 
     def _row(self, table: str, device_id: str, tuner: str, key: str) -> Any:
         """The raw (checksum, value) of one key in ``table`` (``winners`` or ``failed_tunes``), or None."""
@@ -227,12 +456,6 @@ class PersistentCache:
                 (self.MAX_VALUE_BYTES, MAJOR, device_id, tuner, key),
             )
             .fetchone()
-        )
-
-    def _store(self, table: str, device_id: str, tuner: str, key: str, checksum: str, payload: str) -> None:
-        self._connection().execute(
-            f"INSERT OR REPLACE INTO {table} VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (MAJOR, device_id, tuner, key, checksum, payload, time.time()),
         )
 
     def get(self, device_id: str, tuner: str, key: str) -> tuple[str, CacheValue] | str | None:
@@ -253,16 +476,54 @@ class PersistentCache:
             return detail
         return checksum, value
 
-    def put(self, device_id: str, tuner: str, key: str, checksum: str, value: CacheValue) -> bool:
-        """Store a winner atomically (one transaction); False when the cache is memory-only, read-only or busy."""
+    def put(
+        self, device_id: str, tuner: str, key: str, checksum: str, value: CacheValue, *, record: str | None = None
+    ) -> bool:
+        """Store a winner atomically (one transaction); False when the cache is memory-only, read-only or busy.
+
+        ``record``, the JSON of the tune's record, is kept in the same transaction until
+        :meth:`record_sent` says the record sinks have it.
+        """
         if self.write_refused is not None:
             return False
+        row: tuple[object, ...] = (MAJOR, device_id, tuner, key, checksum, value.model_dump_json(), time.time())
+        statements = [("INSERT OR REPLACE INTO winners VALUES (?, ?, ?, ?, ?, ?, ?)", row)]
+        if record is not None:
+            kept: tuple[object, ...] = (MAJOR, device_id, tuner, key, record)
+            statements.append(("INSERT OR REPLACE INTO pending_records VALUES (?, ?, ?, ?, ?)", kept))
+        return self._write_or_recover("storing a winner", *statements) is not None
+
+    def record_sent(self, device_id: str, tuner: str, key: str) -> None:
+        """Forget the record kept with a winner: the record sinks have it."""
+        if self.write_refused is not None:
+            return
+        self._write_or_recover(
+            "forgetting a sent record",
+            (
+                "DELETE FROM pending_records WHERE tunekit_major=? AND device_id=? AND tuner=? AND key=?",
+                (MAJOR, device_id, tuner, key),
+            ),
+        )
+
+    def pending_records(self, device_id: str, tuner: str, key: str | None = None) -> list[tuple[str, str]]:
+        """The (key, record JSON) kept with winners whose record was never sent (its process was killed)."""
+        if not self.available:
+            return []
+        query = "SELECT key, record FROM pending_records WHERE tunekit_major=? AND device_id=? AND tuner=?"
+        params: tuple[object, ...] = (MAJOR, device_id, tuner)
+        if key is not None:
+            query, params = query + " AND key=?", (*params, key)
         try:
-            self._store("winners", device_id, tuner, key, checksum, value.model_dump_json())
+            fetched = self._connection().execute(query, params).fetchall()
+        except sqlite3.OperationalError as exc:
+            if str(exc).startswith("no such table"):  # a file no process that keeps records has written
+                return []
+            self._failed(exc, "reading unsent records")
+            return []
         except sqlite3.Error as exc:
-            self._failed(exc, "storing a winner")
-            return False
-        return True
+            self._failed(exc, "reading unsent records")
+            return []
+        return [(str(k), str(r)) for k, r in fetched if isinstance(k, str) and isinstance(r, str)]
 
     def get_failure(self, device_id: str, tuner: str, key: str) -> tuple[str, str] | None:
         """The (checksum, JSON) of the key's recorded failed tune; None when absent or unreadable."""
@@ -281,18 +542,17 @@ class PersistentCache:
         """Record a failed tune of the key (one transaction), or forget it when ``payload`` is None."""
         if self.write_refused is not None:
             return False
-        try:
-            if payload is None:
-                self._connection().execute(
-                    "DELETE FROM failed_tunes WHERE tunekit_major=? AND device_id=? AND tuner=? AND key=?",
-                    (MAJOR, device_id, tuner, key),
-                )
-            else:
-                self._store("failed_tunes", device_id, tuner, key, checksum, payload)
-        except sqlite3.Error as exc:
-            self._failed(exc, "recording a failed tune")
-            return False
-        return True
+        if payload is None:
+            statement: tuple[str, tuple[object, ...]] = (
+                "DELETE FROM failed_tunes WHERE tunekit_major=? AND device_id=? AND tuner=? AND key=?",
+                (MAJOR, device_id, tuner, key),
+            )
+        else:
+            statement = (
+                "INSERT OR REPLACE INTO failed_tunes VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (MAJOR, device_id, tuner, key, checksum, payload, time.time()),
+            )
+        return self._write_or_recover("recording a failed tune", statement) is not None
 
     def failed_keys(self, device_id: str | None = None, tuner: str | None = None) -> list[tuple[str, str, str]]:
         """The (device id, tuner, key) of every recorded failed tune of this major version."""
@@ -323,13 +583,12 @@ class PersistentCache:
         if self.write_refused is not None:
             return None
         clauses, params = self._filters(device_id, tuner)
-        try:
-            cursor = self._connection().execute(f"DELETE FROM winners WHERE {clauses}", params)
-            self._connection().execute(f"DELETE FROM failed_tunes WHERE {clauses}", params)
-        except sqlite3.Error as exc:
-            self._failed(exc, "removing winners")
-            return None
-        return int(cursor.rowcount)
+        return self._write_or_recover(
+            "removing winners",
+            (f"DELETE FROM winners WHERE {clauses}", params),
+            (f"DELETE FROM failed_tunes WHERE {clauses}", params),
+            (f"DELETE FROM pending_records WHERE {clauses}", params),
+        )
 
     def rows(self, device_id: str | None = None, tuner: str | None = None) -> Iterator[CacheRow | str]:
         """Every row of this major version; an unreadable row yields its reason instead."""
@@ -419,37 +678,9 @@ def _parse(raw_checksum: object, raw_value: object) -> tuple[str, CacheValue]:
 
 
 # Every column is read as bytes, so a non-UTF-8 or non-text value fails its own row, not the query.
-_COLUMNS = "tunekit_major, device_id, tuner, key, checksum, value, updated"
 _RAW_CHECKSUM = "CAST(checksum AS BLOB)"
 _RAW_VALUE = "CASE WHEN length(CAST(value AS BLOB)) <= ? THEN CAST(value AS BLOB) END"
-
-
-def _code(exc: sqlite3.Error) -> int:
-    return int(getattr(exc, "sqlite_errorcode", -1)) & 0xFF
-
-
-def _describe(exc: sqlite3.Error) -> str:
-    name = getattr(exc, "sqlite_errorname", None)
-    return f"{name}: {exc}" if name else str(exc)
-
-
-def _is_corrupt(exc: sqlite3.Error) -> bool:
-    """The file itself is bad: not a database, malformed, or laid out as no tunekit cache is."""
-    if _code(exc) in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB):
-        return True
-    return isinstance(exc, sqlite3.OperationalError) and str(exc).startswith("no such column")
-
-
-def _is_unwritable(exc: sqlite3.Error) -> bool:
-    """The environment refuses: read-only, full, no permission, cannot create the journal, I/O error."""
-    return _code(exc) in (
-        sqlite3.SQLITE_READONLY,
-        sqlite3.SQLITE_FULL,
-        sqlite3.SQLITE_PERM,
-        sqlite3.SQLITE_CANTOPEN,
-        sqlite3.SQLITE_IOERR,
-        sqlite3.SQLITE_AUTH,
-    )
+_WRITE_TRIES = 3
 
 
 def _retry_busy(run: Callable[[], object], *, patience_s: float) -> None:
@@ -460,25 +691,7 @@ def _retry_busy(run: Callable[[], object], *, patience_s: float) -> None:
             run()
             return
         except sqlite3.OperationalError as exc:
-            if _code(exc) not in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED) or time.monotonic() > deadline:
+            if code(exc) not in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED) or time.monotonic() > deadline:
                 raise
         time.sleep(delay)
         delay = min(delay * 2, 0.1)
-
-
-def _intact(path: Path) -> bool:
-    """False only when ``path`` is shown to be corrupt; an error of any other kind proves nothing."""
-    if not path.exists():
-        return True
-    try:
-        probe = sqlite3.connect(path, timeout=30.0)
-    except sqlite3.Error as exc:
-        return not _is_corrupt(exc)
-    try:
-        result = probe.execute("PRAGMA quick_check").fetchone()
-        probe.execute(f"SELECT {_COLUMNS} FROM winners LIMIT 0").fetchall()
-    except sqlite3.Error as exc:
-        return not _is_corrupt(exc)
-    finally:
-        probe.close()
-    return bool(result and result[0] == "ok")

@@ -8,17 +8,18 @@ in the persistent cache. The lock is an OS file lock (``flock``): a process kill
 holds it releases it, so a waiter never waits on a dead owner.
 
 The lock file is removed when the tune ends, so ``locks/`` holds one file per tune running now
-(plus those of processes killed while tuning, which the next tune of the key or
-``tunekit cache clear`` removes), not one per key ever tuned. Removing a locked path is unsafe
-done naively (``filelock`` keeps its Unix files for that reason, tox-dev/filelock#574): a process
-that opened the file before it was removed can lock the removed file while a third process
-creates and locks a new one at the same path, and both would tune. So the holder removes the
-path *before* it unlocks, and a process that has just locked a file checks that the path still
-names that very file (same device and inode); when it does not, it tries again on the file the
-path names now. Only a holder ever removes the path, so a verified holder is the only one.
-Waiting polls a non-blocking lock, opening the path anew each time, rather than blocking on a
-file that may be removed under it. On Windows, where an open file cannot be removed, ``filelock``
-does the same job (it removes the file on release when no other process has it open).
+(plus those of processes killed while tuning, which the next tune of the key, the next process
+to read the key's stored winner, or ``tunekit cache clear`` removes), not one per key ever
+tuned. Removing a locked path is unsafe done naively (``filelock`` keeps its Unix files for that
+reason, tox-dev/filelock#574): a process that opened the file before it was removed can lock the
+removed file while a third process creates and locks a new one at the same path, and both would
+tune. So the holder removes the path *before* it unlocks, and a process that has just locked a
+file checks that the path still names that very file (same device and inode); when it does not,
+it tries again on the file the path names now. Only a holder ever removes the path, so a
+verified holder is the only one. Waiting polls a non-blocking lock, opening the path anew each
+time, rather than blocking on a file that may be removed under it. On Windows, where an open
+file cannot be removed, ``filelock`` does the same job (it removes the file on release when no
+other process has it open).
 
 A cache directory a group shares (group-writable) gets a group-writable ``locks/`` and lock files
 its group can open read-write; elsewhere the umask decides, as for any file. A lock file this
@@ -47,7 +48,7 @@ from tunekit._base.group_share import permission_fix, share_with_group
 from tunekit._base.self_call import locked_by_parent
 from tunekit._store.cache import PersistentCache
 
-__all__ = ["lock_path", "sweep_lock_files", "tune_lock"]
+__all__ = ["drop_stale_lock", "free_lock", "lock_path", "sweep_lock_files", "tune_lock"]
 
 _log = logging.getLogger("tunekit.tuner")
 
@@ -146,6 +147,46 @@ def sweep_lock_files(cache_directory: Path) -> int:
             release()
             removed += 1
     return removed
+
+
+def drop_stale_lock(cache: PersistentCache, device_id: str, tuner: str, key_json: str) -> None:
+    """Remove the lock file of a key whose winner was just read from the cache, when no process holds it.
+
+    A process killed after storing its winner, before its release removed the file, leaves one
+    that no later tune removes: every later process finds the winner stored and never takes
+    the lock. One ``stat`` when there is none, the usual case; a file another process holds (a
+    waiter that gave up waiting and tunes the key again) is left alone.
+    """
+    path = lock_path(cache.directory, device_id, tuner, key_json)
+    if not os.path.exists(path):
+        return
+    try:
+        release = _try_lock(path, create=False)
+    except OSError:
+        return  # one this process may not lock: the next `tunekit cache clear` says so
+    if release is not None:
+        release()
+
+
+@contextmanager
+def free_lock(cache: PersistentCache, device_id: str, tuner: str, key_json: str) -> Iterator[bool]:
+    """Hold the key's tune lock while the block runs when no process holds it; yields whether held.
+
+    Not waited for: a lock held means the key is being tuned (or its winner stored) now.
+    """
+    path = lock_path(cache.directory, device_id, tuner, key_json)
+    try:
+        _make_lock_directory(path.parent)
+        release = _try_lock(path)
+    except OSError:
+        release = None
+    if release is None:
+        yield False
+        return
+    try:
+        yield True
+    finally:
+        release()
 
 
 def _acquire(path: Path, tuner: str, key_json: str, device_id: str, timeout_s: float) -> Release | None:

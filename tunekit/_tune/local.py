@@ -34,6 +34,11 @@ class LocalTuner(Generic[K, Out]):
     def __init__(self, name: str, *, sinks: Sequence[RecordSink | Callable[[AutotuneRecord], object]] = ()) -> None:
         if not isinstance(name, str) or not name:
             raise ValueError(f"LocalTuner needs a non-empty name, got {name!r}")
+        try:
+            name.encode("utf-8")
+        except UnicodeEncodeError:
+            # It names cache rows, records and lock files, all UTF-8: refused here rather than at the first store.
+            raise ValueError(f"LocalTuner name {name!r} holds a lone surrogate; use a name with a UTF-8 form") from None
         self.name = name
         self._sinks = as_sinks(sinks, f"LocalTuner {name!r}: sinks=")
         self._lock = threading.Lock()

@@ -275,16 +275,22 @@ class TuneCache:
                 return None
 
     def store(
-        self, job: TuneJob, ranking: Ranking, outcomes: Mapping[int, Outcome], decision: TuneDecision | None = None
+        self,
+        job: TuneJob,
+        ranking: Ranking,
+        outcomes: Mapping[int, Outcome],
+        decision: TuneDecision | None = None,
+        *,
+        record: str | None = None,
     ) -> bool:
-        """Write a tuned ranking, its outcomes and the figures that decided it through to the persistent cache.
+        """Write a tuned ranking, its outcomes, the figures that decided it and (until sent) its record.
 
         Whether it was stored.
         """
         if job.cache is None:
             return False
         value = _cache_value(job.tunables, ranking, outcomes, decision)
-        return job.cache.put(self.device_id, self.name, job.key_json, job.tunables.checksum(), value)
+        return job.cache.put(self.device_id, self.name, job.key_json, job.tunables.checksum(), value, record=record)
 
     def demote(self, tunables: TunableSet[Any, Any], key: object, ranking: Ranking) -> bool:
         """Make ``ranking`` (the old one less the candidates that failed) the answer, in memory and on disk.

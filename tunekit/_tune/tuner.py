@@ -7,6 +7,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from pydantic import ValidationError
+
 from tunekit._base import settings as _settings
 from tunekit._base.errors import (
     ClientClosed,
@@ -15,6 +17,7 @@ from tunekit._base.errors import (
     TuneRecursionError,
     describe_error,
 )
+from tunekit._base.persisted import STORED
 from tunekit._base.self_call import runs_within, tuning
 from tunekit._base.settings import Settings
 from tunekit._candidates.plan import plan_order, skip_reason
@@ -24,9 +27,10 @@ from tunekit._measure.client import Client, require_client
 from tunekit._observe.doubt import warn_if_untrusted
 from tunekit._observe.observers import TuneObservation, decision, observe_tune
 from tunekit._observe.sinks import RecordSink, emit_to_all
+from tunekit._store.cache import PersistentCache
 from tunekit._store.cache_dirs import cache_dir, persistent_cache
 from tunekit._store.tune_failure import forget_failure, record_failure, repeat_failure
-from tunekit._store.tune_lock import tune_lock
+from tunekit._store.tune_lock import drop_stale_lock, free_lock, tune_lock
 from tunekit._tune.measure_job import measure
 from tunekit._tune.names import claim_name
 from tunekit._tune.search_tune import search_note
@@ -61,11 +65,18 @@ class Tuner:
                 f"tuner {name!r}: the device id must be a non-empty str, got {device_id!r}; "
                 "pass client.device_id, e.g. TUNER.execute(client.device_id, client, tunables, inputs)"
             )
+        if not _encodable(device_id):
+            raise ValueError(
+                f"tuner {name!r}: the device id {device_id!r} holds a lone surrogate, which cannot be stored in the "
+                "cache or a lock file name (UTF-8): a device id decoded from bytes with errors='surrogateescape' "
+                "must be decoded with errors='replace' (or taken from client.device_id)"
+            )
         self.name = name
         self.device_id = device_id
         self.tune_cache = TuneCache(name, device_id)
         """Every winner this tuner knows, in memory and written through to the persistent cache."""
         self._sinks = tuple(sinks)
+        self._recovered = False
 
     # -- what is known ---------------------------------------------------------------
 
@@ -163,8 +174,12 @@ class Tuner:
             return self._untuned(job.tunables, job.key)
         if job.cache is None:
             return self._tune_and_store(job)
+        if not self._recovered:
+            self._recovered = True
+            self.recover_records(job.cache)
         ranking = self.tune_cache.stored_ranking(job)
         if ranking is not None:
+            drop_stale_lock(job.cache, self.device_id, self.name, job.key_json)
             return ranking
         with tune_lock(job.cache, self.device_id, self.name, job.key_json, job.settings.tune_lock_timeout_s) as held:
             if held:  # another process may have tuned this key while this one waited for the lock
@@ -195,18 +210,27 @@ class Tuner:
             job.key,
             "tuned",
             winner,
+            stored=bool(ranking) and job.cache is not None,
+            wall_time_s=time.perf_counter() - started,
             candidates=[
                 CandidateRecord.of(tunables.tunables[i].name, batch_of.get(i, 0), o) for i, o in outcomes.items()
             ],
             events=job.events,
         )
         decided = decision_of(record)
-        stored = bool(ranking) and self.tune_cache.store(job, ranking, outcomes, decided)
+        # The record goes into the winner's transaction: a kill before the sinks have it leaves it
+        # there for the next process of this tuner to send (recover_records).
+        stored = bool(ranking) and self.tune_cache.store(
+            job, ranking, outcomes, decided, record=record.model_dump_json()
+        )
+        if stored != record.stored:
+            record = record.model_copy(update={"stored": stored})
         if stored and job.cache is not None:
             forget_failure(job.cache, self.device_id, self.name, job.key_json)
         warn_if_untrusted(self.name, job.key, decided)
-        record = record.model_copy(update={"stored": stored, "wall_time_s": time.perf_counter() - started})
         self._emit(record, observation)
+        if stored and job.cache is not None:
+            job.cache.record_sent(self.device_id, self.name, job.key_json)
         if not ranking:
             failures = [(tunables.tunables[i].name, outcome_reason(o)) for i, o in outcomes.items()]
             if job.cache is not None and not _callers_input_refused(tunables, outcomes):
@@ -217,6 +241,31 @@ class Tuner:
             )
             raise NoValidKernelFound(self.name, job.key, failures, recorded=note)
         return ranking
+
+    def recover_records(self, cache: PersistentCache) -> int:
+        """Send the records of this tuner's winners whose process was killed before sending them; how many.
+
+        A record is kept in the winner's transaction and removed once sent. One still there while
+        its key's tune lock is free belongs to a process killed in between: its record is sent here,
+        as that process would have sent it. Once per tuner and process, at its first look into the
+        cache; a record whose key is being tuned now is left to its tune.
+        """
+        sent = 0
+        for key_json, _ in cache.pending_records(self.device_id, self.name):
+            with free_lock(cache, self.device_id, self.name, key_json) as free:
+                found = cache.pending_records(self.device_id, self.name, key_json) if free else []
+                if not found:
+                    continue  # being tuned or stored now, or sent meanwhile
+                try:
+                    record = AutotuneRecord.model_validate_json(found[0][1], context=STORED)
+                except ValidationError as exc:
+                    _log.warning("%s: an unsent record of key %s is unreadable, dropped: %s", self.name, key_json, exc)
+                else:
+                    _log.info("%s: sending the record of key %s, left unsent by a killed process", self.name, key_json)
+                    self._emit(record)
+                    sent += 1
+                cache.record_sent(self.device_id, self.name, key_json)
+        return sent
 
     def _untuned(self, tunables: TunableSet[Any, Any], key: object) -> tuple[int, ...]:
         """Autotuning disabled: plan order, nothing measured, nothing written."""
@@ -319,6 +368,15 @@ class Tuner:
         else:
             observation.finished(record)
         emit_to_all(record, self._sinks)
+
+
+def _encodable(text: str) -> bool:
+    """Whether ``text`` has a UTF-8 form (no lone surrogate): what the cache, records and lock files store."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _callers_input_refused(tunables: TunableSet[Any, Any], outcomes: dict[int, Outcome]) -> bool:
