@@ -99,7 +99,7 @@ def test_a_busy_device_gets_one_warning_saying_what_to_do(
 ) -> None:
     """Three runs of a comparison on a busy machine differed 100-fold, and nothing warned."""
     tk.configure(record=str(tmp_path / "records.jsonl"))
-    with caplog.at_level(logging.INFO, logger="tunekit.tuner"):
+    with caplog.at_level(logging.INFO, logger="tunekit.doubt"):
         records = _tune("busy", 0.5, 3, (100_000, 103_000), sizes=(8, 64))
     decisions = [tk.decision_of(r) for r in records]
     assert all(d is not None and d.margin is not None and d.spread > d.margin for d in decisions)
@@ -113,7 +113,7 @@ def test_a_busy_device_gets_one_warning_saying_what_to_do(
 
 
 def test_a_quiet_clear_decision_warns_nothing(warned_afresh: None, caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.INFO, logger="tunekit.tuner"):
+    with caplog.at_level(logging.INFO, logger="tunekit.doubt"):
         (record,) = _tune("quiet", 0.01, 2, (100_000, 150_000))
     decision = tk.decision_of(record)
     assert decision is not None and decision.trusted

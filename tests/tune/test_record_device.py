@@ -237,7 +237,7 @@ def test_a_plain_load_seeded_after_the_tuner_ran_on_another_device_id_says_why_i
     production: tk.LocalTuner[Shape, Any] = tk.LocalTuner("scale", sinks=[decisions.append])
     with caplog.at_level("WARNING", logger="tunekit"):
         production.execute(client.device_id, client, tunables, (np.ones(500, np.float32),))
-    assert not caplog.records, "nothing seeded yet, nothing to say"
+    assert not [r for r in caplog.records if r.name != "tunekit.doubt"], "nothing seeded yet, nothing to say"
     assert tk.Record.load(path).seed(production, tunables, Shape) == 1
     with caplog.at_level("WARNING", logger="tunekit"):
         production.execute(client.device_id, client, tunables, (np.ones(1000, np.float32),))
@@ -276,7 +276,7 @@ def test_a_plain_load_seeded_for_the_running_device_says_nothing(
     tk.Record.load(path).seed(production, tunables, Shape)
     with caplog.at_level("WARNING", logger="tunekit"):
         production.execute(client.device_id, client, tunables, (np.ones(1000, np.float32),))
-    assert decisions == [] and not caplog.records
+    assert decisions == [] and not [r for r in caplog.records if r.name != "tunekit.doubt"]
 
 
 class _NoModel(CpuClient):

@@ -131,7 +131,7 @@ def test_unverified_seeds_warn_once_on_each_device_they_do_not_serve(caplog: pyt
     caplog.set_level(logging.WARNING, logger="tunekit.tuner")
     seeds = UnverifiedSeeds("op")
     seeds.warn_unserved("cpu:other", CLIENT)
-    assert not caplog.records, "nothing seeded: nothing to say"
+    assert not [r for r in caplog.records if r.name != "tunekit.doubt"], "nothing seeded: nothing to say"
     seeds.add("cpu:recorded", None)
     seeds.warn_unserved("cpu:recorded", CLIENT)
     seeds.warn_unserved("cpu:other", CLIENT)

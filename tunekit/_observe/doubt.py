@@ -14,7 +14,8 @@ from tunekit._values.decision import TuneDecision
 
 __all__ = ["warn_if_untrusted"]
 
-_log = logging.getLogger("tunekit.tuner")
+# Its own logger: a busy machine can doubt any tune, and users (and tests) filter it apart from the tuner's.
+_log = logging.getLogger("tunekit.doubt")
 _lock = threading.Lock()
 _warned = False
 
