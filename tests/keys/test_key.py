@@ -419,3 +419,18 @@ def test_defaults_factories_keyword_only_and_init_false_fields_build_as_dataclas
     assert key_to_json(key) == '{"fixed":3,"level":2,"n":8,"tags":"t"}'
     with pytest.raises(TypeError):
         Rich(5, 2)  # type: ignore[misc]  # level is keyword-only
+
+
+def test_a_key_class_with_its_own_equality_is_refused_at_definition() -> None:
+    # Winners are found by (class, *fields): an __eq__ of the key's own would disagree with that lookup.
+    with pytest.raises(TypeError, match=r"Custom defines __eq__ and __hash__; an autotune key compares by its class"):
+
+        @tk.autotune_key
+        class Custom:
+            n: int
+
+            def __eq__(self, other: object) -> bool:
+                return True
+
+            def __hash__(self) -> int:
+                return 0

@@ -259,6 +259,13 @@ def autotune_key(cls: C) -> C:
             f"@autotune_key: {cls.__name__} is already a @dataclass; remove its @dataclass decorator, "
             "@tk.autotune_key makes it a frozen dataclass itself"
         )
+    if own := [name for name in ("__eq__", "__hash__") if name in cls.__dict__]:
+        # The hot path finds winners by (class, *fields), hashed and compared in C: a key's own
+        # equality would disagree with it.
+        raise TypeError(
+            f"@autotune_key: {cls.__name__} defines {' and '.join(own)}; an autotune key compares by its class "
+            "and fields, so remove them (or key on the field values you meant to compare)"
+        )
     try:
         hints = typing.get_type_hints(cls, include_extras=True)
     except NameError as exc:
