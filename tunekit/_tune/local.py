@@ -61,9 +61,10 @@ class LocalTuner(Generic[K, Out]):
         capture: bind a module-level loop variable as a default (``lambda client=client: ...``).
         """
         if type(factory) is _FunctionType:  # the hot path: a lambda capturing nothing, known by its code
-            entry = self._plain_sets.get(id(factory.__code__))
-            if entry is not None:
-                return entry.tunables
+            try:
+                return self._plain_sets[id(factory.__code__)].tunables
+            except KeyError:  # not built yet, or a factory with captures
+                pass
         if not callable(factory):  # the set itself, passed instead of a function that builds it
             raise TypeError(
                 f"tuner {self.name!r}: init() takes a function that builds the set, e.g. "
