@@ -130,7 +130,7 @@ def main() -> None:
             table.add_row(
                 name, f"{ns:.0f}", f"{overhead:.0f}" if through else "-", f"{overhead / noop:.1f}x" if through else "-"
             )
-        Console().print(table)
+        Console(width=120).print(table)
 
 
 if __name__ == "__main__":
