@@ -15,7 +15,7 @@ class MatmulKey:
     m: Annotated[int, tk.Anchor(max=2048)]
     n: Annotated[int, tk.Anchor(max=2048)]
     k: Annotated[int, tk.Anchor(max=2048)]
-    dtype: str
+    dtype: np.dtype  # takes x.dtype; stored by name
 
 
 TUNER: tk.LocalTuner[MatmulKey, np.ndarray] = tk.LocalTuner("matmul")
@@ -41,7 +41,7 @@ def matmul(client: CpuClient, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     tunables = TUNER.init(
         lambda: (
             tk.TunableSet(
-                key=lambda a, b: MatmulKey(m=a.shape[0], n=b.shape[1], k=a.shape[1], dtype=str(a.dtype)),
+                key=lambda a, b: MatmulKey(m=a.shape[0], n=b.shape[1], k=a.shape[1], dtype=a.dtype),
                 inputs=_inputs,
             )
             .with_tunable(tk.Tunable("matmul", np.matmul))

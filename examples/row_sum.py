@@ -14,7 +14,7 @@ from tunekit_backends.cpu import CpuClient
 class SumKey:
     n: Annotated[int, tk.Anchor()]
     rows: Annotated[int, tk.Anchor(base=4, max=4096)]
-    dtype: str
+    dtype: np.dtype  # takes x.dtype; stored by name
 
 
 TUNER: tk.LocalTuner[SumKey, np.ndarray] = tk.LocalTuner("row_sum")
@@ -30,7 +30,7 @@ def row_sum(client: CpuClient, x: np.ndarray) -> np.ndarray:
     tunables = TUNER.init(
         lambda: (
             tk.TunableSet(
-                key=lambda x: SumKey(n=x.shape[1], rows=x.shape[0], dtype=str(x.dtype)),
+                key=lambda x: SumKey(n=x.shape[1], rows=x.shape[0], dtype=x.dtype),
                 inputs=lambda key, x: (np.random.default_rng(0).random((key.rows, key.n)).astype(key.dtype),),
             )
             .with_tunable(tk.Tunable("np_sum", lambda x: x.sum(axis=1)))

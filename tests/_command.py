@@ -46,7 +46,7 @@ def run(*args: str, check: int | None = 0, env: Mapping[str, str] | None = None,
             patch.chdir(cwd)
         # A new process has no settings yet: it reads them from its environment at first use
         # (and reports a bad one then). The test's own settings come back afterwards.
-        patch.setattr(tunekit._base.settings, "_anchor_exponent", tunekit._base.settings.anchor_exponent())
+        patch.setattr(tunekit._base.settings, "_anchor_exponent", 0)
         patch.setattr(tunekit._base.settings, "_current", None)
         root.addHandler(printed)
         try:

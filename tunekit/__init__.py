@@ -10,13 +10,13 @@ The whole flow::
     @tk.autotune_key
     class SumKey:
         n: Annotated[int, tk.Anchor()]       # 1000 -> 1024: nearby sizes share a winner
-        dtype: str
+        dtype: np.dtype  # takes x.dtype; stored by name
 
     TUNER: tk.LocalTuner[SumKey, np.ndarray] = tk.LocalTuner("row_sum")
 
     def row_sum(client: CpuClient, x: np.ndarray) -> np.ndarray:
         tunables = TUNER.init(lambda: tk.TunableSet(
-                key=lambda x: SumKey(n=x.shape[1], dtype=str(x.dtype)))
+                key=lambda x: SumKey(n=x.shape[1], dtype=x.dtype))
             .with_tunable(tk.Tunable("np_sum", lambda x: x.sum(axis=1)))
             .with_tunable(tk.Tunable("einsum", lambda x: np.einsum("ij->i", x))))
         return TUNER.execute(client.device_id, client, tunables, (x,))

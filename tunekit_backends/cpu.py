@@ -58,7 +58,7 @@ class CpuClient:
     is its hardware part, the CPU model, core count and architecture.
     """
 
-    @property
+    @functools.cached_property  # kept on the instance: every TUNER.execute(client.device_id, ...) reads it
     def device_id(self) -> str:
         """Stable, specific identity of this host's CPU and numpy stack."""
         return _device_id()

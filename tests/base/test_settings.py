@@ -126,7 +126,9 @@ def test_a_bad_variable_is_named_with_its_value_and_not_blamed_on_the_key_genera
         tk.configure()
     monkeypatch.setenv("TUNEKIT_WARMUP_MS", "0")
     monkeypatch.setenv("TUNEKIT_SAMPLES", "0")
-    _settings._current = None  # as in a fresh process: the first anchored key reads the settings
+    # As in a fresh process: the first anchored key reads the settings (exponent 0: not read yet).
+    monkeypatch.setattr(_settings, "_current", None)
+    monkeypatch.setattr(_settings, "_anchor_exponent", 0)
 
     @tk.autotune_key
     class Key:

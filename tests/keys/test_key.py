@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import copy
 import dataclasses
 import enum
 import json
@@ -335,3 +336,101 @@ def test_off_buckets_says_which_anchored_values_another_level_would_move() -> No
     assert off_buckets(Key(n=2, rows=64, batch=1, dtype="f"), 2) == {"n": 4, "rows": 256}
     # min and max are buckets as given at every level, though anchoring 3 again would give 4.
     assert off_buckets(Clamped(n=1, tag="a"), 2) == {} and off_buckets(Clamped(n=5000, tag="a"), 2) == {}
+
+
+def test_a_str_field_holding_a_lone_surrogate_is_refused_when_the_key_is_built() -> None:
+    """Regression: the key was tuned and stored, then its record could not be written as UTF-8 JSON."""
+    with pytest.raises(ValueError, match=r"autotune key Key: field dtype holds a lone surrogate \('f\\udc80'\)"):
+        Key(n=1, rows=1, batch=1, dtype="f\udc80")
+    assert Key(n=1, rows=1, batch=1, dtype="é").dtype == "é"  # text that is not ASCII but valid is kept
+
+
+def test_an_anchored_int_too_long_to_print_gets_a_short_clear_error() -> None:
+    """Regression: an int past Python's 4300-digit str limit made the error message about it raise."""
+    with pytest.raises(ValueError, match=r"x >= 1, got <an int of \d+ bits, too long to print>"):
+        Key(n=-(10**5000), rows=1, batch=1, dtype="f")
+    huge = Key(n=10**5000, rows=1, batch=1, dtype="f")  # anchors to a power of two as long
+    with pytest.raises(
+        TypeError, match=r"key Key\(n=<an int of \d+ bits, too long to print>, rows=1, .* at most 4300 digits"
+    ):
+        key_to_json(huge)
+
+
+@tk.autotune_key
+class DtypeKey:
+    n: Annotated[int, tk.Anchor()]
+    dtype: np.dtype
+
+
+def test_a_dtype_field_takes_the_arrays_dtype_and_stores_its_name() -> None:
+    x = np.ones((2, 1000), np.float32)
+    key = DtypeKey(n=x.shape[1], dtype=x.dtype)
+    assert key.dtype is x.dtype and key.n == 1024
+    assert key_to_json(key) == '{"dtype":"float32","n":1024}'
+    # The name a str field would store (str(x.dtype)): a cache written by either finds the other's rows.
+    assert key_to_json(key) == key_to_json(Key(n=1000, rows=1, batch=1, dtype=str(x.dtype))).replace(
+        ',"rows":1', ""
+    ).replace('"batch":1,', "")
+    rebuilt = DtypeKey(**json.loads(key_to_json(key)))  # as the cache and records rebuild it
+    assert rebuilt == key and hash(rebuilt) == hash(key) and rebuilt.dtype == np.float32
+    assert DtypeKey(n=1000, dtype=np.float32) == key  # a scalar type stands for its dtype
+    assert DtypeKey(n=1000, dtype=">f4") != key and key_to_json(DtypeKey(n=1, dtype=">f4")) == '{"dtype":">f4","n":1}'
+
+
+def test_a_dtype_field_refuses_what_is_no_dtype_and_a_dtype_its_name_cannot_rebuild() -> None:
+    for value in (32, None, "float23", np.ones(3)):
+        with pytest.raises(
+            TypeError, match=r"autotune key DtypeKey: field dtype expects a numpy dtype \(or its name\)"
+        ):
+            DtypeKey(n=1, dtype=value)
+    structured = DtypeKey(n=1, dtype=np.dtype([("a", np.float32)]))
+    with pytest.raises(TypeError, match=r"field dtype holds the dtype .* does not rebuild it, so it cannot be stored"):
+        key_to_json(structured)
+
+
+def test_keys_compare_by_class_and_fields_and_copy_as_keys() -> None:
+    @tk.autotune_key
+    class Twin:
+        n: Annotated[int, tk.Anchor()]
+        dtype: np.dtype
+
+    key = DtypeKey(n=1000, dtype=np.float32)
+    assert Twin(n=1000, dtype=np.float32) != key  # equal fields, another key class
+    assert copy.deepcopy(key) == key and copy.copy(key) == key
+    assert dataclasses.replace(key, n=2000) == DtypeKey(n=2048, dtype=np.float32)
+    assert repr(key) == "DtypeKey(n=1024, dtype=dtype('float32'))"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        key.dtype = np.dtype(np.float64)  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        del key.n  # type: ignore[misc]
+    assert not hasattr(key, "__dict__")
+
+
+def test_defaults_factories_keyword_only_and_init_false_fields_build_as_dataclasses_do() -> None:
+    @tk.autotune_key
+    class Rich:
+        n: Annotated[int, tk.Anchor()]
+        tags: str = dataclasses.field(default_factory=lambda: "t")
+        fixed: int = dataclasses.field(default=3, init=False)
+        level: int = dataclasses.field(default=1, kw_only=True)
+
+    key = Rich(5, level=2)
+    assert (key.n, key.tags, key.fixed, key.level) == (8, "t", 3, 2)
+    assert key_to_json(key) == '{"fixed":3,"level":2,"n":8,"tags":"t"}'
+    with pytest.raises(TypeError):
+        Rich(5, 2)  # type: ignore[misc]  # level is keyword-only
+
+
+def test_a_key_class_with_its_own_equality_is_refused_at_definition() -> None:
+    # Winners are found by (class, *fields): an __eq__ of the key's own would disagree with that lookup.
+    with pytest.raises(TypeError, match=r"Custom defines __eq__ and __hash__; an autotune key compares by its class"):
+
+        @tk.autotune_key
+        class Custom:
+            n: int
+
+            def __eq__(self, other: object) -> bool:
+                return True
+
+            def __hash__(self) -> int:
+                return 0

@@ -72,6 +72,30 @@ def test_correct_user_code_passes(tmp_path: Path, mypy_cache: Path) -> None:
     assert result.returncode == 0, result.stdout
 
 
+@pytest.mark.slow
+def test_a_dtype_field_given_an_arrays_dtype_type_checks(tmp_path: Path, mypy_cache: Path) -> None:
+    result = _mypy(
+        tmp_path,
+        mypy_cache,
+        """
+        @tk.autotune_key
+        class DtypeKey:
+            n: Annotated[int, tk.Anchor()]
+            dtype: np.dtype
+
+        def row_sum(client: CpuClient, x: np.ndarray) -> np.ndarray:
+            tunables = tk.TunableSet(key=lambda x: DtypeKey(n=x.shape[1], dtype=x.dtype)).with_tunable(
+                tk.Tunable("good", good)
+            )
+            return tk.LocalTuner[DtypeKey, np.ndarray]("t").execute(client.device_id, client, tunables, (x,))
+
+        def width(key: DtypeKey) -> int:
+            return key.n * key.dtype.itemsize
+        """,
+    )
+    assert result.returncode == 0, result.stdout
+
+
 def test_tunable_returning_wrong_type_is_a_type_error(tmp_path: Path, mypy_cache: Path) -> None:
     result = _mypy(
         tmp_path,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import gc
 import logging
+import types
 import weakref
 from typing import Annotated, Any
 
@@ -145,3 +146,33 @@ def test_a_lambda_binding_the_client_as_a_default_is_told_apart_by_it() -> None:
     sets = [tuner.init(lambda client=client: _device_set(client)) for client in (gpu0, gpu1, gpu0)]  # type: ignore[misc]
     assert sets[0] is sets[2] is not sets[1]
     assert [t.tunables[0].fn._client for t in sets] == [gpu0, gpu1, gpu0]  # type: ignore[attr-defined]
+
+
+_BUILT: list[int] = []
+PLAIN: tk.LocalTuner[NKey, None] = tk.LocalTuner("plain_index")
+
+
+def _counted(tag: int = 0) -> tk.TunableSet[NKey, None]:
+    _BUILT.append(tag)
+    return tk.TunableSet(key=_key).with_tunable(tk.Tunable("only", lambda x: None))
+
+
+def _plain_site() -> tk.TunableSet[NKey, None]:
+    return PLAIN.init(lambda: _counted())  # noqa: PLW0108 - the user's idiom: a lambda capturing nothing
+
+
+def test_a_capture_free_lambda_is_found_by_its_code_and_rebuilt_once_evicted_or_cleared() -> None:
+    """init's hot path finds such a set by id() of its code: an evicted or cleared entry must not be found there."""
+    PLAIN.clear()
+    _BUILT.clear()
+    first = _plain_site()
+    assert _plain_site() is first and _BUILT == [0]  # found again, by its code
+    (factory_code,) = [c for c in _plain_site.__code__.co_consts if isinstance(c, types.CodeType)]
+    assert id(factory_code) in PLAIN._sets.plain  # through the hot path's index
+    for i in range(1, MAX_SETS + 1):  # as many other sets, one per argument: the first is evicted
+        PLAIN.init(functools.partial(_counted, i))
+    assert len(_BUILT) == MAX_SETS + 1
+    again = _plain_site()
+    assert again is not first and len(_BUILT) == MAX_SETS + 2
+    PLAIN.clear()
+    assert _plain_site() is not again and len(_BUILT) == MAX_SETS + 3

@@ -242,7 +242,9 @@ def _visible(name: str) -> bool:
 
 _lock = threading.Lock()
 _current: Settings | None = None
-_anchor_exponent = 1
+# 0 until the settings are read: a key's generated __init__ reads this alone on its hot path, and a 0
+# sends it to anchor_exponent(), which reads them (reporting bad settings at the first key).
+_anchor_exponent = 0
 _watchers: list[Callable[[Settings], None]] = []
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numbers
 from dataclasses import dataclass
 
-__all__ = ["Anchor", "anchor"]
+__all__ = ["Anchor", "anchor", "describe_value"]
 
 
 def anchor(x: int, *, max: int | None = None, min: int | None = None, base: int = 2) -> int:
@@ -25,10 +25,10 @@ def anchor(x: int, *, max: int | None = None, min: int | None = None, base: int 
     """
     if type(x) is not int:  # a key field's numpy integer is converted before it gets here; a caller's may not be
         if isinstance(x, bool) or not isinstance(x, numbers.Integral):
-            raise TypeError(f"anchor() needs an int, got {type(x).__name__} {x!r}")
+            raise TypeError(f"anchor() needs an int, got {type(x).__name__} {describe_value(x)}")
         x = int(x)
     if x < 1:
-        raise ValueError(f"anchor() needs x >= 1, got {x}: a key dimension must be a positive size")
+        raise ValueError(f"anchor() needs x >= 1, got {describe_value(x)}: a key dimension must be a positive size")
     if base <= 1:
         raise ValueError(f"anchor() needs base >= 2, got {base}: powers of {base} cannot bucket sizes")
     if max is not None and min is not None and min > max:
@@ -43,6 +43,19 @@ def anchor(x: int, *, max: int | None = None, min: int | None = None, base: int 
     if min is not None and power < min:
         power = min
     return power
+
+
+def describe_value(value: object) -> str:
+    """``repr(value)``, or what it is where that fails: an int past Python's int-to-str digit limit.
+
+    An error message that printed such an int would itself raise, hiding the error it was about.
+    """
+    try:
+        return repr(value)
+    except ValueError:
+        if isinstance(value, int):
+            return f"<an int of {value.bit_length()} bits, too long to print>"
+        return f"<a {type(value).__name__} that cannot be printed>"
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import json
 import math
 import operator
+import sys
 import typing
 from collections.abc import Callable
 from typing import Any, Literal, TypeVar, dataclass_transform, get_args, get_origin
 
 from tunekit._base import settings as _settings
-from tunekit._keys.anchor import Anchor
+from tunekit._keys.anchor import Anchor, describe_value
 
 __all__ = [
     "anchored_fields",
@@ -26,7 +28,7 @@ __all__ = [
 
 _KEY_MARK = "__tunekit_key__"
 _ANCHORS = "__tunekit_anchors__"
-_USER_HOOK = "__tunekit_user_post_init__"
+_DTYPES = "__tunekit_dtypes__"
 _SCALARS = (int, float, str, bool)
 
 C = TypeVar("C", bound=type)
@@ -36,7 +38,7 @@ def _check_field_type(cls_name: str, name: str, hint: object) -> None:
     """Refuse at definition time any field type that cannot be written to the cache as JSON."""
     if get_origin(hint) is typing.Annotated:
         hint = get_args(hint)[0]
-    if hint in _SCALARS:
+    if hint in _SCALARS or _dtype_class(hint) is not None:
         return
     if isinstance(hint, type) and issubclass(hint, enum.Enum):
         # The cache stores a member's value and rebuilds the member from it: a tuple value comes
@@ -54,7 +56,7 @@ def _check_field_type(cls_name: str, name: str, hint: object) -> None:
         return
     raise TypeError(
         f"autotune key {cls_name}.{name} has type {hint!r}, which cannot be stored in the tuning "
-        "cache as JSON; use int, float, str, bool, an Enum or a Literal of those"
+        "cache as JSON; use int, float, str, bool, an Enum or a Literal of those, or np.dtype"
     )
 
 
@@ -82,9 +84,19 @@ def _to_float(value: object) -> object:
     raise _Wrong
 
 
+class _LoneSurrogate(Exception):
+    """A str field value that cannot be encoded as UTF-8 (the caller names the key and field)."""
+
+
 def _to_str(value: object) -> object:
     if isinstance(value, str):
-        return str.__str__(value)
+        text = str.__str__(value)
+        if not text.isascii():
+            try:  # the cache escapes it, but records are UTF-8 JSON: refused now, not after the tune
+                text.encode("utf-8")
+            except UnicodeEncodeError:
+                raise _LoneSurrogate from None
+        return text
     raise _Wrong
 
 
@@ -125,18 +137,63 @@ _SCALAR_COERCE: dict[type, tuple[Coerce, str]] = {
 }
 
 
-def _field_check(hint: object) -> tuple[type | None, Coerce, str]:
-    """The field's exact type (the fast path; None: always coerce), its coercion and its description."""
+def _dtype_class(hint: object) -> type | None:
+    """numpy's ``dtype`` class when ``hint`` is ``np.dtype`` (or ``np.dtype[...]``), else None; imports no numpy."""
+    origin = get_origin(hint) or hint
+    if isinstance(origin, type) and origin.__module__ == "numpy" and origin.__name__ == "dtype":
+        return origin
+    return None
+
+
+def _to_dtype(dtype_cls: type, known: set[type]) -> Coerce:
+    def coerce(value: object) -> object:
+        if isinstance(value, dtype_cls):  # a dtype class not seen yet: the fast test knows it from now on
+            known.add(type(value))
+            return value
+        # A name is how the cache and records store a dtype: a key is rebuilt from it.
+        if isinstance(value, str) or (isinstance(value, type) and value.__module__ == "numpy"):
+            try:
+                return dtype_cls(value)
+            except (TypeError, ValueError):  # not a dtype's name ("float23"), or not even encodable text
+                raise _Wrong from None
+        raise _Wrong
+
+    return coerce
+
+
+class _Check(typing.NamedTuple):
+    """How a field's value is checked: the fast test's source, its coercion and the type it names in errors."""
+
+    test: str
+    """A Python expression, a format of the value's name ``v``, the exact type's ``exact`` and the ``known``
+    dtype classes: true when the slow path (coercion) must run."""
+    exact: type | None
+    coerce: Coerce
+    expected: str
+    known: set[type] | None = None
+    """The dtype classes a dtype field has taken, for its fast test."""
+
+
+def _field_check(hint: object) -> _Check:
+    """The field's fast test, its coercion and its description."""
     if get_origin(hint) is typing.Annotated:
         hint = get_args(hint)[0]
+    if (dtype_cls := _dtype_class(hint)) is not None:
+        # numpy has a dtype class per kind (Float32DType, ...): a set of those seen is faster than isinstance.
+        known: set[type] = set()
+        return _Check(
+            "type({v}) not in {known}", dtype_cls, _to_dtype(dtype_cls, known), "a numpy dtype (or its name)", known
+        )
     if isinstance(hint, type) and issubclass(hint, enum.Enum):
-        return hint, _to_member(hint), f"a {hint.__name__} member (or its value)"
+        return _Check("type({v}) is not {exact}", hint, _to_member(hint), f"a {hint.__name__} member (or its value)")
     if get_origin(hint) is Literal:
         allowed = get_args(hint)
-        return None, _to_literal(allowed), f"one of {', '.join(map(repr, allowed))}"
-    assert isinstance(hint, type)  # _check_field_type let only scalars, enums and literals through
+        return _Check("True", None, _to_literal(allowed), f"one of {', '.join(map(repr, allowed))}")
+    assert isinstance(hint, type)  # _check_field_type let only scalars, enums, literals and dtypes through
     coerce, text = _SCALAR_COERCE[hint]
-    return hint, coerce, text
+    # A str that is not ASCII may hold a lone surrogate (isascii is O(1): CPython keeps the flag).
+    test = "type({v}) is not str or not {v}.isascii()" if hint is str else "type({v}) is not {exact}"
+    return _Check(test, hint, coerce, text)
 
 
 def _coerce(cls_name: str, name: str, coerce: Coerce, expected: str, value: object) -> object:
@@ -145,13 +202,19 @@ def _coerce(cls_name: str, name: str, coerce: Coerce, expected: str, value: obje
         return coerce(value)
     except _Wrong:
         pass
+    except _LoneSurrogate:
+        raise ValueError(
+            f"autotune key {cls_name}: field {name} holds a lone surrogate ({value!a}), which cannot be "
+            "written to the cache or to records as UTF-8; pass valid text (e.g. bytes decoded with errors='replace')"
+        ) from None
     if type(value).__module__ == "numpy" and getattr(value, "ndim", None) == 0:
         try:  # a numpy scalar counts as the Python value it holds
             return coerce(value.item())  # type: ignore[attr-defined]
         except _Wrong:
             pass
     raise TypeError(
-        f"autotune key {cls_name}: field {name} expects {expected}, got {type(value).__name__} {value!r}; "
+        f"autotune key {cls_name}: field {name} expects {expected}, "
+        f"got {type(value).__name__} {describe_value(value)}; "
         "convert the value before building the key"
     )
 
@@ -173,13 +236,17 @@ def autotune_key(cls: C) -> C:
     ``"5"``, ``5.0`` and ``True`` with a TypeError naming the key, the field and the value. A
     numpy scalar counts as the Python value it holds (``np.int64(5)`` is stored as ``5``), an
     int given to a float field is stored as a float, and an Enum field also takes a member's
-    value (as the cache stores it).
+    value (as the cache stores it). A field annotated ``np.dtype`` takes an array's ``dtype``
+    as it is (``dtype=x.dtype``, no ``str()`` on the hot path) and is stored by its name.
+
+    The class gets ``__slots__`` and an ``__init__`` generated for its fields, with the checks
+    and the anchoring inline: every ``execute`` builds a key, so this is on the hot path.
     """
     if not isinstance(cls, type):
         raise TypeError(f"@autotune_key decorates a class, got {cls!r}")
     # Its own, not inherited: a subclass of a key is decorated again on purpose. Over @dataclass,
-    # the existing __init__ would assign to the now frozen fields (FrozenInstanceError at the first
-    # key) and skip the checks and anchors; over @dataclass(frozen=True), dataclasses refuse cryptically.
+    # the existing __init__ would skip the checks and anchors; over @dataclass(frozen=True),
+    # dataclasses refuse cryptically.
     if cls.__dict__.get(_KEY_MARK) is True:
         # Checked first: a key is a dataclass too, and "remove its @dataclass decorator" would send users
         # hunting for a decorator they never wrote when @tk.autotune_key is simply applied twice.
@@ -192,21 +259,33 @@ def autotune_key(cls: C) -> C:
             f"@autotune_key: {cls.__name__} is already a @dataclass; remove its @dataclass decorator, "
             "@tk.autotune_key makes it a frozen dataclass itself"
         )
+    if own := [name for name in ("__eq__", "__hash__") if name in cls.__dict__]:
+        # The hot path finds winners by (class, *fields), hashed and compared in C: a key's own
+        # equality would disagree with it.
+        raise TypeError(
+            f"@autotune_key: {cls.__name__} defines {' and '.join(own)}; an autotune key compares by its class "
+            "and fields, so remove them (or key on the field values you meant to compare)"
+        )
     try:
         hints = typing.get_type_hints(cls, include_extras=True)
     except NameError as exc:
         raise TypeError(f"@autotune_key cannot resolve the annotations of {cls.__name__}: {exc}") from exc
     # Inherited fields count too: a key subclass keeps its parent's anchors.
     anchors: list[tuple[str, Anchor]] = []
-    checks: list[tuple[str, type | None, Coerce, str]] = []
+    checks: dict[str, _Check] = {}
+    dtypes: list[tuple[str, type]] = []
     for name, hint in hints.items():
         if get_origin(hint) is typing.ClassVar:
             continue
+        if name.startswith(_RESERVED):
+            raise TypeError(f"autotune key {cls.__name__}.{name}: names starting with {_RESERVED!r} are tunekit's")
         _check_field_type(cls.__name__, name, hint)
+        check = _field_check(hint)
+        if (dtype_cls := _dtype_class(check.exact)) is not None:
+            dtypes.append((name, dtype_cls))
         if _set_by_init(cls, name):
-            exact, coerce, expected = _field_check(hint)
             anchored = get_origin(hint) is typing.Annotated and any(isinstance(a, Anchor) for a in get_args(hint))
-            checks.append((name, exact, coerce, expected + ", anchored" if anchored else expected))
+            checks[name] = check._replace(expected=check.expected + ", anchored" if anchored else check.expected)
         if get_origin(hint) is typing.Annotated:
             base, *extras = get_args(hint)
             # Neither is silently accepted: the bare class anchors nothing, and two anchors would apply in turn.
@@ -221,35 +300,160 @@ def autotune_key(cls: C) -> C:
                     if base is not int:
                         raise TypeError(f"{cls.__name__}.{name}: tk.Anchor() applies to int fields, not {base!r}")
                     anchors.append((name, extra))
-    frozen_anchors = tuple(anchors)
-    exact_types = tuple((name, exact) for name, exact, _, _ in checks)
-    slow: dict[str, tuple[Coerce, str]] = {name: (coerce, expected) for name, _, coerce, expected in checks}
-    inherited = getattr(cls, "__post_init__", None)
-    user_hook: Callable[[Any], None] | None = getattr(inherited, _USER_HOOK, inherited)
-
-    def __post_init__(self: Any) -> None:
-        # Writing through __dict__ skips the frozen dataclass's __setattr__ guard, which is
-        # meant for users; this runs on every dispatch, so a well-typed value costs one
-        # type() comparison per field.
-        fields = self.__dict__
-        for field_name, exact in exact_types:
-            if type(fields[field_name]) is not exact:
-                coerce, expected = slow[field_name]
-                fields[field_name] = _coerce(type(self).__name__, field_name, coerce, expected, fields[field_name])
-        if frozen_anchors:
-            exponent = _settings.anchor_exponent()
-            for field_name, marker in frozen_anchors:
-                fields[field_name] = marker.apply(fields[field_name], exponent)
-        if user_hook is not None:
-            user_hook(self)
-
-    setattr(__post_init__, _USER_HOOK, user_hook)
-    if checks or user_hook is not None:
-        cls.__post_init__ = __post_init__  # type: ignore[attr-defined]
-    data_cls: Any = dataclasses.dataclass(frozen=True, slots=False)(cls)
+    user_hook: Callable[[Any], None] | None = getattr(cls, "__post_init__", None)
+    data_cls: Any = _with_slots(dataclasses.dataclass(frozen=True)(cls))
+    fields = dataclasses.fields(data_cls)
+    for f in fields:
+        if not f.init and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            raise TypeError(f"autotune key {cls.__name__}.{f.name}: a field(init=False) needs a default")
+    data_cls.__init__ = _generated_init(data_cls, fields, checks, dict(anchors), user_hook)
     setattr(data_cls, _KEY_MARK, True)
-    setattr(data_cls, _ANCHORS, frozen_anchors)
+    setattr(data_cls, _ANCHORS, tuple(anchors))
+    setattr(data_cls, _DTYPES, tuple(dtypes))
     return data_cls  # type: ignore[no-any-return]
+
+
+_RESERVED = "_tk_"
+_ID = "_tk_id"
+"""The slot holding ``(class, *compared field values)``: the key's hash, equality and hot-path identity."""
+
+
+def _with_slots(data_cls: type) -> type:
+    """``data_cls`` rebuilt with a slot per field and the identity slot, each field a read-only property of its slot.
+
+    The properties make the key frozen without a ``__setattr__`` of its own (a frozen dataclass's),
+    so the generated ``__init__`` sets its slots with plain attribute stores, the fastest Python has.
+    """
+    inherited = {name for klass in data_cls.__mro__[1:] for name in klass.__dict__.get("__slots__", ())}
+    fields = [f.name for f in dataclasses.fields(data_cls)]
+    namespace = dict(data_cls.__dict__)
+    for name in ("__dict__", "__weakref__", "__setattr__", "__delattr__"):
+        namespace.pop(name, None)
+    for name in fields:
+        # A default lives in the field now; the class attribute is the field's read-only property.
+        namespace[name] = property(
+            operator.attrgetter(_RESERVED + name),
+            functools.partial(_frozen_set, name),
+            functools.partial(_frozen_delete, name),
+        )
+    slots = [_RESERVED + name for name in fields] + [_ID]
+    namespace["__slots__"] = tuple(n for n in slots if n not in inherited)
+    namespace["__eq__"] = _key_eq
+    namespace["__hash__"] = _key_hash
+    namespace["__reduce__"] = _key_reduce
+    slotted: type = type(data_cls)(data_cls.__name__, data_cls.__bases__, namespace)
+    slotted.__qualname__ = data_cls.__qualname__
+    return slotted
+
+
+def _frozen_set(name: str, key: object, value: object) -> None:
+    raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}: autotune keys are frozen")
+
+
+def _frozen_delete(name: str, key: object) -> None:
+    raise dataclasses.FrozenInstanceError(f"cannot delete field {name!r}: autotune keys are frozen")
+
+
+def _key_eq(self: Any, other: object) -> object:
+    if other.__class__ is self.__class__:
+        same: bool = self._tk_id == other._tk_id  # type: ignore[attr-defined]
+        return same
+    return NotImplemented
+
+
+def _key_hash(self: Any) -> int:
+    return hash(self._tk_id)
+
+
+def _key_reduce(self: Any) -> tuple[Any, ...]:
+    """Copies (``copy``, ``deepcopy``) rebuild the key from its fields: anchoring a bucket again keeps it."""
+    return (_rebuild, (type(self), {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.init}))
+
+
+def _rebuild(cls: type, fields: dict[str, object]) -> object:
+    return cls(**fields)
+
+
+_FACTORY = object()
+"""The default of a parameter whose field has a ``default_factory``."""
+
+
+def _generated_init(
+    cls: type,
+    fields: tuple[dataclasses.Field[Any], ...],
+    checks: dict[str, _Check],
+    anchors: dict[str, Anchor],
+    user_hook: Callable[[Any], None] | None,
+) -> Callable[..., None]:
+    """The key's ``__init__``: each field checked (one type test when well typed), anchored, set, then the identity.
+
+    Generated as source, like dataclasses' own ``__init__``, so that the hot path has no loop, no
+    per-field call and no settings lookup beyond one read when the key has anchored fields.
+    """
+    glob: dict[str, Any] = {"_tk_settings": _settings, "_tk_cls": cls, "_tk_FACTORY": _FACTORY}
+    params: list[str] = []
+    keyword_only: list[str] = []
+    body: list[str] = []
+    if anchors:
+        body.append("_tk_e = _tk_settings._anchor_exponent")  # 0 until the settings are read
+
+    for i, f in enumerate(fields):
+        name = f.name
+        if f.init:
+            if f.default is not dataclasses.MISSING:
+                glob[f"_tk_d{i}"] = f.default
+                param = f"{name}=_tk_d{i}"
+            elif f.default_factory is not dataclasses.MISSING:
+                glob[f"_tk_f{i}"] = f.default_factory
+                param = f"{name}=_tk_FACTORY"
+                body.append(f"if {name} is _tk_FACTORY: {name} = _tk_f{i}()")
+            else:
+                param = name
+            (keyword_only if f.kw_only else params).append(param)
+        elif f.default is not dataclasses.MISSING:
+            glob[f"_tk_d{i}"] = f.default
+            body.append(f"{name} = _tk_d{i}")
+        else:
+            glob[f"_tk_f{i}"] = f.default_factory
+            body.append(f"{name} = _tk_f{i}()")
+        check = checks.get(name)
+        if check is not None:
+            glob[f"_tk_x{i}"] = check.exact
+            glob[f"_tk_k{i}"] = check.known
+            glob[f"_tk_c{i}"] = functools.partial(_coerce, cls.__name__, name, check.coerce, check.expected)
+            test = check.test.format(v=name, exact=f"_tk_x{i}", known=f"_tk_k{i}")
+            body.append(f"if {test}: {name} = _tk_c{i}({name})")
+        marker = anchors.get(name)
+        if marker is not None:
+            glob[f"_tk_a{i}"] = marker.apply
+            if marker.base == 2:  # the common anchor, inline: a shift instead of apply()'s loop
+                lower = f" and {name} > {marker.min}" if marker.min is not None else ""
+                body.append(f"if _tk_e == 1 and {name} >= 1{lower}:")
+                body.append(f"    {name} = 1 << ({name} - 1).bit_length()")
+                if marker.max is not None:
+                    body.append(f"    if {name} > {marker.max}: {name} = {marker.max}")
+                body.append(f"else: {name} = _tk_a{i}({name}, _tk_e or _tk_settings.anchor_exponent())")
+            else:
+                body.append(f"{name} = _tk_a{i}({name}, _tk_e or _tk_settings.anchor_exponent())")
+        body.append(f"_tk_self.{_RESERVED}{name} = {name}")
+    compared = [f.name for f in fields if f.compare]
+    body.append(f"_tk_self.{_ID} = (_tk_cls, {''.join(n + ', ' for n in compared)})")
+    if user_hook is not None:
+        glob["_tk_hook"] = user_hook
+        body.append("_tk_hook(_tk_self)")
+    signature = ", ".join(["_tk_self", *params, *(["*", *keyword_only] if keyword_only else [])])
+    source = f"def __init__({signature}) -> None:\n" + "".join(f"    {line}\n" for line in body)
+    local: dict[str, Any] = {}
+    exec(source, glob, local)  # our own source, built from field names the class declared
+    init: Callable[..., None] = local["__init__"]
+    init.__qualname__ = f"{cls.__qualname__}.__init__"
+    init.__module__ = cls.__module__
+    return init
+
+
+def key_id(key: object) -> object:
+    """What the hot path looks a key up by: ``(class, *fields)``, hashed and compared in C; a non-key as itself."""
+    return getattr(key, _ID, key)
 
 
 def is_autotune_key(obj: object) -> bool:
@@ -288,9 +492,35 @@ def _json_value(value: object) -> object:
     return value
 
 
+def _dtype_name(key: object, name: str, dtype: Any, dtype_cls: type) -> str:
+    """A dtype field's stored name, refused when the name does not rebuild the dtype (a structured dtype)."""
+    text = str(dtype)
+    try:
+        same = bool(dtype_cls(text) == dtype)
+    except TypeError:
+        same = False
+    if not same:
+        raise TypeError(
+            f"autotune key {type(key).__name__}: field {name} holds the dtype {dtype!r}, whose name {text!r} "
+            "does not rebuild it, so it cannot be stored; key on a plain dtype (or on its fields)"
+        )
+    return text
+
+
+def _describe_key(key: object) -> str:
+    """The key's repr, with each field described safely (an int too long to print says so)."""
+    if not dataclasses.is_dataclass(key):
+        return describe_value(key)
+    fields = ", ".join(f"{f.name}={describe_value(getattr(key, f.name))}" for f in dataclasses.fields(key))
+    return f"{type(key).__name__}({fields})"
+
+
 def key_to_dict(key: object) -> dict[str, object]:
-    """The key as a plain dict of JSON scalars (enums by value)."""
-    return {f.name: _json_value(getattr(key, f.name)) for f in dataclasses.fields(key)}  # type: ignore[arg-type]
+    """The key as a plain dict of JSON scalars (enums by value, dtypes by name)."""
+    out = {f.name: _json_value(getattr(key, f.name)) for f in dataclasses.fields(key)}  # type: ignore[arg-type]
+    for name, dtype_cls in getattr(type(key), _DTYPES, ()):
+        out[name] = _dtype_name(key, name, out[name], dtype_cls)
+    return out
 
 
 def key_to_json(key: object) -> str:
@@ -299,6 +529,7 @@ def key_to_json(key: object) -> str:
         return json.dumps(key_to_dict(key), sort_keys=True, separators=(",", ":"), allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise TypeError(
-            f"key {key!r} has a field value that is not JSON-serialisable ({exc}); "
-            "key fields must hold finite int, float, str, bool or Enum values"
+            f"key {_describe_key(key)} has a field value that is not JSON-serialisable ({exc}); "
+            "key fields must hold finite int, float, str, bool, Enum or dtype values, and an int at most "
+            f"{sys.get_int_max_str_digits() or 'any number of'} digits long"
         ) from exc

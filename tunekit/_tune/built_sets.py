@@ -43,6 +43,14 @@ _PLAIN = frozenset({int, float, complex, str, bytes, bool, type(None)})
 _EMPTY_CELL = ("empty cell",)
 
 
+def _plain_code(factory: object) -> types.CodeType | None:
+    """The code of a function whose result its code alone decides (no parameters, no captures), else None."""
+    if type(factory) is not types.FunctionType:
+        return None
+    code = factory.__code__
+    return code if not (code.co_argcount or code.co_kwonlyargcount or code.co_freevars) else None
+
+
 class _Entry(Generic[K, Out]):
     """One built set, and what its key names by identity."""
 
@@ -61,6 +69,10 @@ class BuiltSets(Generic[K, Out]):
         self._tuner_name = tuner_name
         self._lock = threading.Lock()
         self._entries: dict[Hashable, _Entry[K, Out]] = {}
+        self.plain: dict[int, _Entry[K, Out]] = {}
+        """The entries of factories that capture nothing, by ``id()`` of their code: init's hot path, a dict
+        lookup with no hashing of the code object (which hashes its constants, nested lambdas' code
+        included). The code is a key of ``_entries`` while its entry is here, so its id is not reused."""
         self._warned = False
 
     def get(self, factory: Callable[[], TunableSet[K, Out]]) -> TunableSet[K, Out] | None:
@@ -94,9 +106,13 @@ class BuiltSets(Generic[K, Out]):
                 except TypeError:  # a list, a dict: nothing tells when it is gone, so its id stays taken
                     entry.pinned.append(value)
             self._entries[key] = entry
+            if type(key) is types.CodeType and _plain_code(factory) is key:
+                self.plain[id(key)] = entry
             overflow = len(self._entries) > MAX_SETS
             if overflow:
-                del self._entries[next(iter(self._entries))]
+                oldest = next(iter(self._entries))
+                del self._entries[oldest]
+                self.plain.pop(id(oldest), None)
             warn, self._warned = overflow and not self._warned, self._warned or overflow
         if warn:
             _log.warning(
@@ -114,6 +130,7 @@ class BuiltSets(Generic[K, Out]):
         """Forget every built set."""
         with self._lock:
             self._entries.clear()
+            self.plain.clear()
 
     def __len__(self) -> int:
         return len(self._entries)

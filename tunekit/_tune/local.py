@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+import types
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Generic, TypeVar
 
 from tunekit._base.errors import SettingsError
@@ -19,6 +20,8 @@ __all__ = ["LocalTuner", "describe_inputs"]
 
 K = TypeVar("K")
 Out = TypeVar("Out")
+
+_FunctionType = types.FunctionType
 
 
 class LocalTuner(Generic[K, Out]):
@@ -43,7 +46,10 @@ class LocalTuner(Generic[K, Out]):
         self._sinks = as_sinks(sinks, f"LocalTuner {name!r}: sinks=")
         self._lock = threading.Lock()
         self._sets: BuiltSets[K, Out] = BuiltSets(name)
+        self._plain_sets = self._sets.plain
         self._tuners: dict[str, Tuner] = {}
+        # Each device's winners by set id and key id (its tuner's TuneCache.hot): execute's hit is two dict reads.
+        self._hot: dict[str, Mapping[int, Mapping[object, Callable[..., Any]]]] = {}
         self.seeded_unverified = UnverifiedSeeds(name)
         """The devices whose winners ``Record.seed`` installed from unverified records: a call on another one
         tunes, and says why once."""
@@ -59,6 +65,11 @@ class LocalTuner(Generic[K, Out]):
         captures the call's inputs builds a set at every call. A global the factory reads is no
         capture: bind a module-level loop variable as a default (``lambda client=client: ...``).
         """
+        if type(factory) is _FunctionType:  # the hot path: a lambda capturing nothing, known by its code
+            try:
+                return self._plain_sets[id(factory.__code__)].tunables
+            except KeyError:  # not built yet, or a factory with captures
+                pass
         if not callable(factory):  # the set itself, passed instead of a function that builds it
             raise TypeError(
                 f"tuner {self.name!r}: init() takes a function that builds the set, e.g. "
@@ -84,6 +95,7 @@ class LocalTuner(Generic[K, Out]):
                 tuner = self._tuners.get(device_id)
                 if tuner is None:
                     tuner = self._tuners[device_id] = Tuner(self.name, device_id, sinks=self._sinks)
+                    self._hot[device_id] = tuner.tune_cache.hot
         return tuner
 
     def execute(self, device_id: str, client: Client, tunables: TunableSet[K, Out], inputs: tuple[Any, ...]) -> Out:
@@ -100,7 +112,6 @@ class LocalTuner(Generic[K, Out]):
                 f"tuner {self.name!r}: execute() takes the inputs as a tuple, e.g. (x,) or (a, b); "
                 f"got {type(inputs).__name__}"
             )
-        tuner = self._tuners.get(device_id) or self.tuner(device_id)
         try:
             key = tunables.key(*inputs)
         except SettingsError:  # settings are first read by an anchored key: not the key generator's fault
@@ -112,19 +123,21 @@ class LocalTuner(Generic[K, Out]):
                 f"{tunables!r} on inputs ({describe_inputs(inputs)})"
             )
             raise
-        winners = tuner.tune_cache.winner_fns.get(id(tunables))
-        if winners is not None:
-            try:
-                fn = winners.get(key)
-            except TypeError as exc:
-                exc.add_note(f"tunekit: tuner {self.name!r} {tunables!r}: the key {key!r} is not hashable")
-                raise
-            if fn is not None:
-                try:
-                    return fn(*inputs)  # type: ignore[no-any-return]
-                except Exception as exc:
-                    return tuner.recover(tunables, key, inputs, exc)  # type: ignore[no-any-return]
-        self._require_set(tunables)  # off the hot path: a set with winners in memory is one
+        try:  # a hit: the winner by device, set and key_id (a tuple hashed and compared in C)
+            fn = self._hot[device_id][id(tunables)][key._tk_id]  # type: ignore[attr-defined]
+        except (KeyError, AttributeError, TypeError):  # no winner in memory, no autotune key, no hashable device id
+            return self._miss(device_id, client, tunables, key, inputs)
+        try:
+            return fn(*inputs)  # type: ignore[no-any-return]
+        except Exception as exc:
+            return self.tuner(device_id).recover(tunables, key, inputs, exc)  # type: ignore[no-any-return]
+
+    def _miss(
+        self, device_id: str, client: Client, tunables: TunableSet[K, Out], key: K, inputs: tuple[Any, ...]
+    ) -> Out:
+        """No winner in memory for ``key``: its ranking from disk, from another thread's tune or tuned now, run."""
+        tuner = self.tuner(device_id)
+        self._require_set(tunables)
         self.seeded_unverified.warn_unserved(device_id, client)
         if not tunables.tunables:
             tunables.validate(self.name)
@@ -153,6 +166,7 @@ class LocalTuner(Generic[K, Out]):
             for tuner in self._tuners.values():
                 tuner.clear()
             self._tuners.clear()
+            self._hot.clear()
             self.seeded_unverified.clear()
 
 

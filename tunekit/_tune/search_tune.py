@@ -20,8 +20,6 @@ from tunekit._candidates.search_spec import SearchSpec
 from tunekit._candidates.tunable_set import TunableSet
 from tunekit._keys.key import key_to_dict
 from tunekit._measure.schedule import BatchResult
-from tunekit._search.driver import Ranked, run_search
-from tunekit._search.record import no_winner_note, search_ended
 from tunekit._store.trials import key_log_path
 from tunekit._values.outcome import Outcome, Skipped
 from tunekit._values.records import RecordEvent, SearchEnded, ShortCircuit
@@ -51,6 +49,11 @@ def search_tune(
     A batch in which a candidate meets the set's roofline limit is short-circuited as in an
     ordinary tune, and the search ends there (``stopped_by="roofline"``).
     """
+    # The search machinery (strategies, their numpy and threadpoolctl) loads when a set first
+    # searches: importing tunekit, or tuning a set that measures every candidate, never needs it.
+    from tunekit._search.driver import Ranked, run_search  # noqa: PLC0415 - search loads when used (issue 30)
+    from tunekit._search.record import search_ended  # noqa: PLC0415 - search loads when used (issue 30)
+
     outcomes: dict[int, Outcome] = {}
     batch_of: dict[int, int] = {}
     index_of: dict[Config, int] = {}
@@ -118,6 +121,8 @@ def search_note(
     ended = next((e for e in events if isinstance(e, SearchEnded)), None)
     if ended is None or tunables.search is None:
         return ""
+    from tunekit._search.record import no_winner_note  # noqa: PLC0415 - search loads when used (issue 30)
+
     return no_winner_note(ended, _log_path(tuner, device_id, tunables, key, tunables.search))
 
 

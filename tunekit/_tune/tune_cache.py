@@ -4,7 +4,7 @@ In memory it keeps each key's ranking, the winner the hot path calls, the tunes 
 the plan orders taken while autotuning was off. It writes each tuned ranking through to the
 persistent cache, and takes a stored row only once it has checked it against the running set
 (checksum, then candidate names). The Tuner, ``LocalTuner.execute`` and ``Record.seed`` reach
-this state through its methods, and ``LocalTuner.execute`` through ``winner_fns`` alone.
+this state through its methods, and ``LocalTuner.execute`` through ``hot`` alone.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from tunekit._base.errors import TuneRecursionError
 from tunekit._base.self_call import TuneId, tuned_by_parent
 from tunekit._base.settings import Settings
 from tunekit._candidates.tunable_set import TunableSet
-from tunekit._keys.key import key_to_dict, key_to_json
+from tunekit._keys.key import key_id, key_to_dict, key_to_json
 from tunekit._observe.events import CacheLookup
 from tunekit._observe.observers import notify
 from tunekit._store.cache import PersistentCache
@@ -71,7 +71,11 @@ class TuneCache:
         self._lock = threading.Lock()
         self._fns: dict[int, dict[object, Callable[..., Any]]] = {}
         self.winner_fns: Mapping[int, Mapping[object, Callable[..., Any]]] = self._fns
-        """The winner's function of each key, by ``id()`` of its set: what ``LocalTuner.execute`` calls on a hit.
+        """The winner's function of each key, by ``id()`` of its set."""
+        self._hot: dict[int, dict[object, Callable[..., Any]]] = {}
+        self.hot: Mapping[int, Mapping[object, Callable[..., Any]]] = self._hot
+        """``winner_fns`` by each key's ``key_id`` (a tuple hashed and compared in C, not by the key's own
+        ``__hash__``/``__eq__``): what ``LocalTuner.execute`` looks up on a hit.
 
         Read without the lock: a dict read is atomic, and entries are only ever set or popped whole."""
         self._rankings: dict[int, dict[object, Ranking]] = {}
@@ -170,6 +174,7 @@ class TuneCache:
         """Forget every in-memory winner (the persistent cache is untouched); tunes in flight go on."""
         with self._lock:
             self._fns.clear()
+            self._hot.clear()
             self._rankings.clear()
             self._sets.clear()
             self._by_checksum.clear()
@@ -184,6 +189,7 @@ class TuneCache:
             for ident, keys in plan_orders.items():
                 for key in keys:
                     # A pop, not a new dict: atomic for the lock-free readers on the hot path.
+                    self._hot.get(ident, {}).pop(key_id(key), None)
                     self._fns.get(ident, {}).pop(key, None)
                     self._rankings.get(ident, {}).pop(key, None)
 
@@ -224,7 +230,9 @@ class TuneCache:
             self._by_checksum[(tunables.checksum(), key)] = tuple(tunables.tunables[i].name for i in ranking)
         # One item assignment: atomic for the lock-free readers on the hot path, and O(1)
         # however many keys a set has.
-        self._fns.setdefault(ident, {})[key] = tunables.tunables[ranking[0]].fn
+        fn = tunables.tunables[ranking[0]].fn
+        self._fns.setdefault(ident, {})[key] = fn
+        self._hot.setdefault(ident, {})[key_id(key)] = fn
 
     def _track(self, tunables: TunableSet[Any, Any]) -> None:
         """Forget ``tunables``' winners when it is collected (before its id can be reused); under the lock."""
@@ -239,6 +247,7 @@ class TuneCache:
         collection may run on a thread that holds it."""
         owner = cache()
         if owner is not None:
+            owner._hot.pop(ident, None)
             owner._fns.pop(ident, None)
             owner._rankings.pop(ident, None)
             owner._sets.pop(ident, None)
