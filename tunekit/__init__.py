@@ -114,6 +114,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "TunekitError": ("tunekit._base.errors", "TunekitError"),
     "Tuner": ("tunekit._tune.tuner", "Tuner"),
     "Unchecked": ("tunekit._values.cache_state", "Unchecked"),
+    "Verdict": ("tunekit._values.records", "Verdict"),
     "Warmup": ("tunekit._values.records", "Warmup"),
     "Work": ("tunekit._measure.bounds", "Work"),
     "__version__": ("tunekit._base.version", "__version__"),
@@ -308,6 +309,7 @@ if TYPE_CHECKING:
         SamplingStopped as SamplingStopped,
         SearchEnded as SearchEnded,
         ShortCircuit as ShortCircuit,
+        Verdict as Verdict,
         Warmup as Warmup,
     )
     from tunekit._values.trial_log import (
