@@ -25,6 +25,7 @@ are 2% apart, and 30 whose top five lie within 3%.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
 import random
 import statistics
@@ -34,7 +35,7 @@ from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 from rich.console import Console
 from rich.table import Table
@@ -105,21 +106,24 @@ def landscape(path: Path, count: int) -> Layout:
 
 TWELVE = (1.02,)  # 12 candidates, the best two 2% apart
 THIRTY = (1.0075, 1.015, 1.0225, 1.03)  # 30 candidates, the top five within 3%
-BASE = {"noise": 0.015, "ramp": 0.2, "cold_factor": 3.0}
+BASE = NoiseModel(noise=0.015, ramp=0.2, cold_factor=3.0)
+
+
+def base(**changes: Any) -> NoiseModel:
+    """The base noise (1.5% white, a 20% clock ramp, a 3x cold first run) with ``changes``."""
+    return dataclasses.replace(BASE, **changes)
+
 
 CLASSES: dict[str, tuple[NoiseModel, int | None]] = {
     # name: (model, rank of the candidate with its own 4x noise)
-    "best 4x noisier": (NoiseModel(**BASE), 0),
-    "runner-up 4x noisier": (NoiseModel(**BASE), 1),
-    "heavy tails": (NoiseModel(**{**BASE, "noise": 0.03}, tail_rate=0.1, tail_alpha=1.3), None),
-    "clock states": (NoiseModel(**BASE, clock_states=(1.0, 1.06), clock_dwell_ms=5.0), None),
-    "throttle step": (NoiseModel(**BASE, throttle=0.1, throttle_at_ms=320.0), None),
-    "periodic interference": (
-        NoiseModel(**BASE, interference=0.08, interference_period_ms=7.0, interference_duty=0.3),
-        None,
-    ),
+    "best 4x noisier": (BASE, 0),
+    "runner-up 4x noisier": (BASE, 1),
+    "heavy tails": (base(noise=0.03, tail_rate=0.1, tail_alpha=1.3), None),
+    "clock states": (base(clock_states=(1.0, 1.06), clock_dwell_ms=5.0), None),
+    "throttle step": (base(throttle=0.1, throttle_at_ms=320.0), None),
+    "periodic interference": (base(interference=0.08, interference_period_ms=7.0, interference_duty=0.3), None),
 }
-NOISY = 4 * BASE["noise"]
+NOISY = 4 * BASE.noise
 
 LEVELS = {
     "quiet 1%+1%": NoiseModel(noise=0.01, drift=0.01, ramp=0.1, cold_factor=3.0),

@@ -51,7 +51,8 @@ class NoiseModel:
             slower), visited as a Markov chain in device time: each state lasts an exponential time
             of mean ``clock_dwell_ms``, then the device moves to another one. Samples taken close
             together share a state; samples far apart may not.
-        clock_dwell_ms: mean time spent in a clock state, in ms of device time.
+        clock_dwell_ms: mean time spent in a clock state, in ms of device time; a tuple gives each
+            state its own (short bursts of a boost clock between long stretches at nominal speed).
         throttle: a step slowdown (0.1 = every run 10% slower) from ``throttle_at_ms`` of device time
             on: a device that overheats, or a power cap, partway through a tune.
         throttle_at_ms: when the throttle step comes, in ms of device time.
@@ -76,7 +77,7 @@ class NoiseModel:
     tail_rate: float = 0.0
     tail_alpha: float = 1.5
     clock_states: tuple[float, ...] = ()
-    clock_dwell_ms: float = 20.0
+    clock_dwell_ms: float | tuple[float, ...] = 20.0
     throttle: float = 0.0
     throttle_at_ms: float = 400.0
     interference: float = 0.0
@@ -90,9 +91,16 @@ class NoiseModel:
         for name in ("outlier_rate", "tail_rate", "interference_duty"):
             if getattr(self, name) > 1:
                 raise ValueError(f"NoiseModel.{name} is a probability or share, at most 1, got {getattr(self, name)}")
-        for name in ("drift_period_ms", "ramp_tau_ms", "clock_dwell_ms", "interference_period_ms", "tail_alpha"):
+        for name in ("drift_period_ms", "ramp_tau_ms", "interference_period_ms", "tail_alpha"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"NoiseModel.{name} must be > 0, got {getattr(self, name)}")
+        dwell = self.clock_dwell_ms if isinstance(self.clock_dwell_ms, tuple) else (self.clock_dwell_ms,)
+        if not all(d > 0 for d in dwell) or (
+            isinstance(self.clock_dwell_ms, tuple) and len(dwell) != len(self.clock_states)
+        ):
+            raise ValueError(
+                f"NoiseModel.clock_dwell_ms must be > 0, one number or one per clock state, got {self.clock_dwell_ms}"
+            )
         if not self.throttle_at_ms >= 0:
             raise ValueError(f"NoiseModel.throttle_at_ms must be >= 0, got {self.throttle_at_ms}")
         if any(not (math.isfinite(f) and f > 0) for f in self.clock_states):
@@ -150,10 +158,11 @@ class ClockChain:
 
     def __init__(self, noise: NoiseModel, rng: random.Random) -> None:
         self._states = noise.clock_states
-        self._dwell_ns = noise.clock_dwell_ms * 1e6
+        dwell = noise.clock_dwell_ms
+        self._dwell_ns = [d * 1e6 for d in dwell] if isinstance(dwell, tuple) else [dwell * 1e6] * len(self._states)
         self._rng = rng
         self._state = rng.randrange(len(self._states)) if self._states else 0
-        self._until_ns = rng.expovariate(1 / self._dwell_ns) if self._states else math.inf
+        self._until_ns = rng.expovariate(1 / self._dwell_ns[self._state]) if self._states else math.inf
 
     def factor(self, now_ns: float) -> float:
         """The duration factor of the state the device is in at ``now_ns`` (1 without clock states)."""
@@ -162,7 +171,7 @@ class ClockChain:
         while now_ns >= self._until_ns:
             if len(self._states) > 1:
                 self._state = (self._state + self._rng.randrange(1, len(self._states))) % len(self._states)
-            self._until_ns += self._rng.expovariate(1 / self._dwell_ns)
+            self._until_ns += self._rng.expovariate(1 / self._dwell_ns[self._state])
         return self._states[self._state]
 
 

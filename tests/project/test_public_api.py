@@ -86,6 +86,7 @@ EXPECTED = {
     "TunekitError",
     "Tuner",
     "Unchecked",
+    "Verdict",
     "Warmup",
     "Work",
     "__version__",

@@ -58,8 +58,11 @@ High on purpose: the test is repeated every round, and dropping the true best is
 mistake the schedule cannot undo.
 """
 
-CONFIRMATIONS = 2
-"""Confirming samples a candidate that met the roofline limit needs, each after another candidate's runs.
+SPACING = 2
+"""Runs of other work before a candidate's first confirming sample (twice as many before its second)."""
+
+CONFIRMATIONS = 3
+"""Confirming samples a candidate that met the roofline limit needs, each after other candidates' runs.
 
 Noise that is correlated in time (a clock state, periodic interference) makes a sample taken
 right after a fast one fast too; samples with other work between them are nearer independent.
@@ -189,6 +192,9 @@ class _Adaptive:
         self.margin: Gap | None = None
         self.number = 1  # the last round run
         self.runoff_samples = 0
+        self.round_samples: dict[str, int] = {}  # the admission round's samples
+        self.next_up = 0
+        self.spacer_turn = -1
 
     def name(self, index: int) -> str:
         return self.names[index] if self.names is not None else f"#{index}"
@@ -240,17 +246,11 @@ class _Adaptive:
         self.events.append(Warmup(duration_ms=self.settings.warmup_ms, method="candidates"))
 
     def admit(self) -> bool:
-        """The first round, in priority order; True when a short circuit ended the batch.
-
-        A candidate whose kept sample meets the roofline limit becomes the contender: after each
-        of the next candidates' admission it gets a confirming sample, so other work separates
-        every sample of it from the one before. ``CONFIRMATIONS`` of them meeting the limit too
-        end the batch; one that misses it ends the contention.
-        """
-        round_samples: dict[str, int] = {}
+        """The first round, in priority order; True when a short circuit ended the batch."""
         started = False
-        contender: int | None = None
-        for position, index in enumerate(self.batch):
+        while self.next_up < len(self.batch):
+            index = self.batch[self.next_up]
+            self.next_up += 1
             if index in self.outcomes:
                 continue
             # Checked before each candidate, not once per batch, so a search overruns its time by one
@@ -258,45 +258,86 @@ class _Adaptive:
             if started and past(self.deadline):
                 break
             started = True
-            try:
-                # The first timed sample is the candidate's first warm-up run: timed for the
-                # record, left out of the statistics. ``warmup`` - 1 untimed runs come before it.
-                for _ in range(self.settings.warmup - 1):
-                    self.runner.warmup(index)
-                self.samples[index] = [self.runner.sample(index), self.runner.sample(index)]
-            except Exception as exc:  # any candidate error disqualifies only that candidate
-                self.fail(index, exc)
-                continue
-            self.live.append(index)
-            self.by_round[index] = {1: self.samples[index][1]}
-            round_samples[self.name(index)] = self.samples[index][1]
-            if contender is not None and contender in self.live:
-                if not self.confirms(contender):
-                    contender = None
-                elif len(self.kept(contender)) > CONFIRMATIONS:
-                    self.short_circuit(contender, position, round_samples)
-                    return True
-            elif contender is None and self.limit_ns is not None and self.samples[index][1] <= self.limit_ns:
-                contender = index
-        if round_samples:
-            self.events.append(Round(number=1, samples_ns=round_samples))
+            if self.admit_one(index) and self.meets_limit(index) and self.confirmed(index):
+                self.short_circuit(index)
+                return True
+        if self.round_samples:
+            self.events.append(Round(number=1, samples_ns=self.round_samples))
         return False
 
-    def confirms(self, index: int) -> bool:
-        """One more sample of the contender ``index``; whether it meets the limit too."""
+    def admit_one(self, index: int) -> bool:
+        """Time ``index`` for the first time; whether it is live (it did not raise)."""
         try:
-            sample = self.runner.sample(index)
-        except Exception as exc:
+            # The first timed sample is the candidate's first warm-up run: timed for the
+            # record, left out of the statistics. ``warmup`` - 1 untimed runs come before it.
+            for _ in range(self.settings.warmup - 1):
+                self.runner.warmup(index)
+            self.samples[index] = [self.runner.sample(index), self.runner.sample(index)]
+        except Exception as exc:  # any candidate error disqualifies only that candidate
             self.fail(index, exc)
             return False
-        self.samples[index].append(sample)
-        return self.limit_ns is not None and sample <= self.limit_ns
+        self.live.append(index)
+        self.by_round[index] = {1: self.samples[index][1]}
+        self.round_samples[self.name(index)] = self.samples[index][1]
+        return True
 
-    def short_circuit(self, index: int, position: int, round_samples: dict[str, int]) -> None:
-        rest = [i for i in self.batch[position + 1 :] if i not in self.outcomes]
+    def meets_limit(self, index: int) -> bool:
+        return self.limit_ns is not None and index in self.samples and self.samples[index][-1] <= self.limit_ns
+
+    def confirmed(self, index: int) -> bool:
+        """Whether ``index``, whose kept sample met the roofline limit, meets it in confirming samples too.
+
+        The ``j``-th confirming sample comes after ``2 j`` runs of other work (``spacer``): the
+        spacing grows, so no period of the noise lines up with it, and a fast clock state or a
+        lull in interference that made one sample fast is unlikely to make the next one fast too.
+        """
+        for number in range(1, CONFIRMATIONS + 1):
+            runs = 0
+            while runs < SPACING * number:
+                runs += self.spacer(index)
+            if index not in self.live:
+                return False
+            try:
+                self.samples[index].append(self.runner.sample(index))
+            except Exception as exc:
+                self.fail(index, exc)
+                return False
+            if not self.meets_limit(index):
+                return False
+        return True
+
+    def spacer(self, contender: int) -> int:
+        """Run other work between two samples of ``contender``; how many runs it took.
+
+        Another live candidate's sample when there is one (it is kept: not a wasted run), else the
+        next candidate's admission, else an untimed run of the contender itself.
+        """
+        others = [i for i in self.live if i != contender]
+        if others:
+            self.spacer_turn += 1
+            other = others[self.spacer_turn % len(others)]
+            try:
+                self.samples[other].append(self.runner.sample(other))
+            except Exception as exc:
+                self.fail(other, exc)
+            return 1
+        while self.next_up < len(self.batch) and not past(self.deadline):
+            index = self.batch[self.next_up]
+            self.next_up += 1
+            if index not in self.outcomes:
+                self.admit_one(index)
+                return self.settings.warmup + 1
+        try:
+            self.runner.warmup(contender)
+        except Exception as exc:
+            self.fail(contender, exc)
+        return 1
+
+    def short_circuit(self, index: int) -> None:
+        rest = [i for i in self.batch[self.next_up :] if i not in self.outcomes]
         for other in rest:
             self.outcomes[other] = Skipped(f"short circuit: {self.name(index)} met the roofline limit")
-        self.events.append(Round(number=1, samples_ns=round_samples))
+        self.events.append(Round(number=1, samples_ns=self.round_samples))
         self.events.append(
             ShortCircuit(
                 name=self.name(index),
