@@ -404,3 +404,73 @@ def test_a_batch_with_nothing_left_to_measure_adds_no_sampling_stopped_event() -
     assert record.winner == "fallback"
     stopped = [e for e in record.events if isinstance(e, tk.SamplingStopped)]
     assert [(e.reason, e.survivors) for e in stopped] == [("one_left", ["fallback"])]
+
+
+def _close_set(client: SimulatedClient, seed: int, ratios: tuple[float, ...], noisy: int, noise: float) -> list[Any]:
+    """Candidates at ``ratios`` of 1 ms, shuffled by ``seed``; the one at rank ``noisy`` has its own white noise."""
+    order = list(range(len(ratios)))
+    random.Random(seed).shuffle(order)
+    return [client.kernel(ratios[i] * MS, noise=noise if i == noisy else None) for i in order]
+
+
+def test_a_candidate_much_noisier_than_the_rest_is_kept_until_its_own_samples_say_it_is_slower() -> None:
+    """Regression: elimination pooled one noise level over every candidate, so a true best much noisier
+    than the rest (10% against 1.5%) was judged by the others' quiet and dropped after a few unlucky samples."""
+    ratios = (1.0, 1.02, 1.05, 1.08, 1.12, 1.2, 1.3, 1.5, 1.8, 2.2, 2.8, 3.5)
+    dropped = 0
+    for seed in range(150):
+        client = SimulatedClient(NoiseModel(noise=0.015, cold_factor=3.0), seed=seed)
+        kernels = _close_set(client, seed, ratios, noisy=0, noise=0.1)
+        result = _batch(client, list(kernels), _settings())
+        best = f"c{[k.true_ns for k in kernels].index(MS)}"
+        dropped += any(isinstance(e, tk.Eliminated) and e.name == best for e in result.events)
+    assert dropped == 0, f"the noisy true best was eliminated in {dropped}/150 tunes"
+
+
+def test_every_finalist_the_rounds_leave_takes_part_in_the_runoff_and_the_verdict_names_its_stage() -> None:
+    client = SimulatedClient(NoiseModel(noise=0.05, cold_factor=3.0), seed=5)
+    kernels = [client.kernel(t * MS) for t in (1.0, 1.005, 1.01, 1.015, 3.0)]
+    result = _batch(client, list(kernels), _settings())
+    stopped = next(e for e in result.events if isinstance(e, tk.SamplingStopped))
+    runoff_event = next(e for e in result.events if isinstance(e, tk.Runoff))
+    assert stopped.reason == "max_samples" and len(stopped.survivors) >= 3
+    assert sorted(runoff_event.finalists) == sorted(stopped.survivors)
+    assert runoff_event.pairs_ns == []  # more than two finalists: their samples are in rounds_ns
+    assert all(set(r) <= set(runoff_event.finalists) for r in runoff_event.rounds_ns)
+    out = set(runoff_event.dropped)
+    assert all(set(r) == set(runoff_event.finalists) - out for r in runoff_event.rounds_ns[-1:])
+    verdict = result.events[-1]
+    assert isinstance(verdict, tk.Verdict) and verdict.stage == "runoff" and verdict.winner == runoff_event.winner
+    measured = [o for o in result.values() if isinstance(o, tk.Measured)]
+    taken = sum(len(o.durations.samples_ns) + len(o.discarded_ns) for o in measured)
+    assert verdict.samples == taken + sum(len(r) for r in runoff_event.rounds_ns)
+
+
+def test_a_batch_decided_by_the_rounds_has_a_verdict_naming_the_closest_other() -> None:
+    client = SimulatedClient(NoiseModel(noise=0.01, cold_factor=3.0), seed=0)
+    result = _batch(client, [client.kernel(t * MS) for t in (1.0, 1.3, 1.31, 3.0)], _settings())
+    verdict = result.events[-1]
+    assert isinstance(verdict, tk.Verdict) and verdict.stage == "rounds" and verdict.winner == "c0"
+    assert verdict.runner_up in ("c1", "c2") and verdict.margin == pytest.approx(0.3, abs=0.03)
+    assert verdict.margin_se is not None and 0 < verdict.margin_se < 0.02
+    measured = [o for o in result.values() if isinstance(o, tk.Measured)]
+    assert verdict.samples == sum(len(o.durations.samples_ns) + len(o.discarded_ns) for o in measured)
+
+    client = SimulatedClient(seed=0)
+    (verdict,) = [e for e in _batch(client, [client.kernel(MS)], _settings()).events if isinstance(e, tk.Verdict)]
+    assert verdict.stage == "single" and verdict.runner_up is None and verdict.margin is None
+
+
+def test_a_runoff_among_three_drops_the_separated_and_crowns_the_fastest() -> None:
+    client = SimulatedClient(NoiseModel(noise=0.02), seed=1)
+    client.warm_up(300 * MS)
+    fns: list[Callable[..., Any]] = [client.kernel(t * MS) for t in (1.06, 1.0, 1.03)]
+    tunables = tk.TunableSet(key=lambda n: SizeKey(n=n)).with_tunables(
+        [tk.Tunable(f"c{i}", fn) for i, fn in enumerate(fns)]
+    )
+    result = runoff(InProcessRunner(client, tunables, ()), [0, 1, 2], 100)
+    assert result.winner == 1 and result.dropped and result.dropped[0] == 0
+    assert result.stopped_early and len(result.rounds) < 100
+    # Back to back, in an order that alternates: every finalist runs first, last and in between.
+    firsts = {next(iter(r)) for r in result.rounds if len(r) == 3}
+    assert firsts == {0, 1, 2}
