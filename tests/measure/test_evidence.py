@@ -17,7 +17,7 @@ def test_a_trimmed_mean_is_the_mean_of_clean_samples_and_shrugs_off_spikes() -> 
     centre, se, freedom = trimmed_mean(clean)
     assert centre == pytest.approx(statistics.fmean(clean), abs=0.005)
     assert se == pytest.approx(0.02 / math.sqrt(50), rel=0.35) and freedom == 50 - 2 * 10 - 1
-    spiked = clean[:45] + [3.0, 5.0, 8.0, 2.0, 4.0]  # a tenth of the samples hit by huge spikes
+    spiked = [*clean[:45], 3.0, 5.0, 8.0, 2.0, 4.0]  # a tenth of the samples hit by huge spikes
     centre, se, _ = trimmed_mean(spiked)
     assert abs(centre) < 0.01 and se < 0.01  # neither the estimate nor its uncertainty blown up
 
