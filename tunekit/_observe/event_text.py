@@ -62,11 +62,12 @@ def _one(event: RecordEvent) -> str | None:
         case SamplingStopped(reason=reason, rounds=rounds, survivors=survivors):
             return f"sampling stopped after {rounds} rounds ({reason}); left: {', '.join(survivors)}"
         case Runoff(finalists=finalists, pairs_ns=pairs, ratio=ratio, margin=margin, winner=winner, forfeit=forfeit):
-            if forfeit is not None:
-                return f"runoff {finalists[0]} vs {finalists[1]}: {forfeit} raised and forfeited; {winner} wins"
-            ratio_text = f", median ratio {ratio:.4f}" if ratio is not None else ""
+            among = " vs ".join(finalists)
+            if forfeit is not None and ratio is None:
+                return f"runoff {among}: {forfeit} raised and forfeited; {winner} wins"
+            ratio_text = f", ratio {ratio:.4f}" if ratio is not None else ""
             return (
-                f"paired runoff {finalists[0]} vs {finalists[1]}: {len(pairs)} pairs{ratio_text}; "
+                f"paired runoff {among}: {len(event.rounds_ns) or len(pairs)} rounds{ratio_text}; "
                 f"{winner} wins by {margin:.1%}"
             )
         case SearchEnded(strategy=strategy, evaluations=evaluations, stopped_by=stopped_by, resumed=resumed):
