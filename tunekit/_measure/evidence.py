@@ -75,13 +75,23 @@ def trimmed_mean(values: Sequence[float], trim: float = TRIM) -> tuple[float, fl
     ordered = sorted(values)
     cut = int(trim * n)
     kept = ordered[cut : n - cut]
-    centre = statistics.fmean(kept)
+    centre = math.fsum(kept) / len(kept)
     if n < 2:
         return centre, math.inf, 0
-    winsorized = [ordered[cut]] * cut + kept + [ordered[n - cut - 1]] * cut
-    spread = statistics.stdev(winsorized)
+    # Plain floats, not statistics.stdev's exact fractions: the schedule calls this every round.
+    low, high = ordered[cut], ordered[n - cut - 1]
+    mean = (math.fsum(kept) + cut * (low + high)) / n
+    squares = math.fsum((x - mean) ** 2 for x in kept) + cut * ((low - mean) ** 2 + (high - mean) ** 2)
+    spread = math.sqrt(squares / (n - 1))
     se = spread / ((1 - 2 * cut / n) * math.sqrt(n))
     return centre, se, len(kept) - 1
+
+
+def _trimmed_centre(values: list[float], trim: float) -> float:
+    ordered = sorted(values)
+    cut = int(trim * len(ordered))
+    kept = ordered[cut : len(ordered) - cut]
+    return math.fsum(kept) / len(kept)
 
 
 def log_ratios(a: Mapping[int, int], b: Mapping[int, int]) -> list[float]:
@@ -115,5 +125,5 @@ def centred_scores(
     scores: dict[int, float] = {}
     for i in among:
         centred = [math.log(max(s, 1)) - centres[r] for r, s in rounds[i].items() if r in centres]
-        scores[i] = trimmed_mean(centred, trim)[0] if centred else math.inf
+        scores[i] = _trimmed_centre(centred, trim) if centred else math.inf
     return scores
