@@ -1,31 +1,39 @@
 """Does the schedule pick the truly fastest candidate, and at what cost? On the simulated device.
 
-Compares three schedules over many seeds and several scenarios (noise levels, and candidate
-sets drawn from a real GPU's landscape when ../shared/tuning-data is there), each tuning the
-same candidate sets (declared true times) through the public tuner:
+Each scenario is a noise model and a way to draw candidate sets (declared true times); every
+schedule tunes the same candidate sets under the same seeded noise:
 
-  (a) fixed sequential min-of-5  — the naive tuner: 1 warm-up run, 5 samples each, lowest sample wins
-  (b) fixed median-of-10         — 1 warm-up run, 10 samples each, one candidate after another
-  (c) tunekit default            — device warm-up, interleaved rounds, elimination, paired runoff
+  min-of-5       300 ms device warm-up (as tunekit's), then each candidate in turn: 1 warm-up run and
+                 5 samples; lowest sample wins
+  mean-of-7      the same with 7 samples; lowest mean wins
+  median-of-25   the same with 25 samples; lowest median wins
+  tunekit        the default schedule, through ``tk.LocalTuner``: device warm-up, interleaved rounds,
+                 elimination, paired runoff
 
-Columns: how often the true best was picked, how often the pick was within 1% of it, the mean
-and worst regret (% slower than the true best), and the measurement cost: virtual device time
-spent running candidates (warm-up runs, samples, runoff), relative to (b). (c) also spends
-``warmup_ms`` of device warm-up per tune, shown separately since it does not grow with the
-number of candidates.
+Columns: how often the pick was the true best and within 1% of it, the mean and worst regret (%
+slower than the true best), the kernel runs per tune (warm-up runs and samples: what measuring
+costs) and the device time they took relative to median-of-25. tunekit also spends ``warmup_ms``
+of device warm-up per tune, which does not grow with the number of candidates and is left out.
 
-    .venv/bin/python benches/selection.py [--seeds 300] [--candidates 12]
+Scenarios: the original four noise levels and a real GPU's landscape (12 candidates with
+exponential gaps), then each noise class of issue 28 on two layouts: 12 candidates whose best two
+are 2% apart, and 30 whose top five lie within 3%.
+
+    .venv/bin/python benches/selection.py [--seeds 500] [--jobs 2] [--only NAME]
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import functools
 import random
 import statistics
 import sys
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -41,18 +49,81 @@ class BenchKey:
     n: Annotated[int, tk.Anchor()]
 
 
-@dataclass(frozen=True)
-class Schedule:
-    label: str
-    settings: dict[str, Any]
-    pick_by_min: bool = False
+# A candidate set: its true times, and the white noise of each (None: the model's).
+CandidateSet = tuple[list[float], list[float | None]]
+Layout = Callable[[int], CandidateSet]
 
 
-SCHEDULES = (
-    Schedule("(a) sequential min-of-5", {"adaptive": False, "samples": 5, "warmup": 1}, pick_by_min=True),
-    Schedule("(b) sequential median-of-10", {"adaptive": False, "samples": 10, "warmup": 1}),
-    Schedule("(c) tunekit default", {"adaptive": True}),
-)
+def exponential_gaps(count: int) -> Layout:
+    """The best at 0.5-2 ms, the others slower by an exponential gap (mean 40%); shuffled."""
+
+    def draw(seed: int) -> CandidateSet:
+        rng = random.Random(seed * 7919 + 13)
+        best = rng.uniform(0.5e6, 2e6)
+        times = [best] + [best * (1.0 + rng.expovariate(1 / 0.4)) for _ in range(count - 1)]
+        rng.shuffle(times)
+        return times, [None] * count
+
+    return draw
+
+
+def close_top(count: int, top: tuple[float, ...], noisy: int | None = None, noise: float = 0.0) -> Layout:
+    """The best at 0.5-2 ms, the next ones at the ratios ``top``, the rest 5% or more slower; shuffled.
+
+    ``noisy``: the rank (0: the true best) of the one candidate whose white noise is ``noise``.
+    """
+
+    def draw(seed: int) -> CandidateSet:
+        rng = random.Random(seed * 7919 + 17)
+        best = rng.uniform(0.5e6, 2e6)
+        ratios = [1.0, *top] + [1.05 + rng.expovariate(1 / 0.5) for _ in range(count - 1 - len(top))]
+        own: list[float | None] = [noise if rank == noisy else None for rank in range(count)]
+        order = list(range(count))
+        rng.shuffle(order)
+        return [best * ratios[i] for i in order], [own[i] for i in order]
+
+    return draw
+
+
+LANDSCAPE = Path(__file__).resolve().parents[2] / "shared" / "tuning-data" / "pnpoly" / "RTX_3090.json.gz"
+
+
+def landscape(path: Path, count: int) -> Layout:
+    """``count`` random configurations of a real GPU's brute-force landscape (a Kernel Tuner cache file).
+
+    A configuration's true time is the mean of its recorded samples: one batch of a search over a real space.
+    """
+    from tunekit_backends.replay import load_kernel_tuner_cache
+
+    data = load_kernel_tuner_cache(path)
+    means = sorted(data.mean_ms(c) * 1e6 for c in data.samples_ms)
+
+    def draw(seed: int) -> CandidateSet:
+        return random.Random(seed * 7919 + 13).sample(means, count), [None] * count
+
+    return draw
+
+
+TWELVE = (1.02,)  # 12 candidates, the best two 2% apart
+THIRTY = (1.0075, 1.015, 1.0225, 1.03)  # 30 candidates, the top five within 3%
+BASE = NoiseModel(noise=0.015, ramp=0.2, cold_factor=3.0)
+
+
+def base(**changes: Any) -> NoiseModel:
+    """The base noise (1.5% white, a 20% clock ramp, a 3x cold first run) with ``changes``."""
+    return dataclasses.replace(BASE, **changes)
+
+
+CLASSES: dict[str, tuple[NoiseModel, int | None]] = {
+    # name: (model, rank of the candidate with its own 4x noise)
+    "best 4x noisier": (BASE, 0),
+    "runner-up 4x noisier": (BASE, 1),
+    "heavy tails": (base(noise=0.03, tail_rate=0.1, tail_alpha=1.3), None),
+    "clock states": (base(clock_states=(1.0, 1.06), clock_dwell_ms=5.0), None),
+    "throttle step": (base(throttle=0.1, throttle_at_ms=320.0), None),
+    "periodic interference": (base(interference=0.08, interference_period_ms=7.0, interference_duty=0.3), None),
+}
+NOISY = 4 * BASE.noise
 
 LEVELS = {
     "quiet 1%+1%": NoiseModel(noise=0.01, drift=0.01, ramp=0.1, cold_factor=3.0),
@@ -62,79 +133,111 @@ LEVELS = {
 }
 
 
-def true_times(seed: int, count: int) -> list[float]:
-    """A candidate set: the best at 0.5-2 ms, the others slower by an exponential gap (mean 40%).
-
-    Shuffled, so the best is not always measured first.
-    """
-    rng = random.Random(seed * 7919 + 13)
-    best = rng.uniform(0.5e6, 2e6)
-    times = [best] + [best * (1.0 + rng.expovariate(1 / 0.4)) for _ in range(count - 1)]
-    rng.shuffle(times)
-    return times
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    noise: NoiseModel
+    layout: Layout
 
 
-LANDSCAPE = Path(__file__).resolve().parents[2] / "shared" / "tuning-data" / "pnpoly" / "RTX_3090.json.gz"
+@functools.cache
+def scenarios(landscape_path: Path) -> list[Scenario]:
+    found = [Scenario(f"{name} (12, exp. gaps)", noise, exponential_gaps(12)) for name, noise in LEVELS.items()]
+    if landscape_path.exists():
+        label = f"{landscape_path.parent.name}/{landscape_path.name.split('.')[0]}, typical (12)"
+        found.append(Scenario(label, LEVELS["typical 5%+3%"], landscape(landscape_path, 12)))
+    else:
+        print(f"(no {landscape_path}: the real-landscape scenario is skipped)", file=sys.stderr)
+    for name, (noise, noisy) in CLASSES.items():
+        found.append(Scenario(f"{name} (12, top 2%)", noise, close_top(12, TWELVE, noisy, NOISY)))
+        found.append(Scenario(f"{name} (30, top 5 in 3%)", noise, close_top(30, THIRTY, noisy, NOISY)))
+    return found
 
 
-def landscape_times(path: Path) -> Callable[[int, int], list[float]]:
-    """Candidate sets drawn from a real GPU's brute-force landscape (a Kernel Tuner cache file).
+WARMUP_NS = 300_000_000
 
-    Each seed takes ``count`` random valid configurations; a configuration's true time is the
-    mean of its recorded samples. This is what a batch of a search over a real space looks like.
-    """
-    from tunekit_backends.replay import load_kernel_tuner_cache
 
-    data = load_kernel_tuner_cache(path)
-    means = sorted(data.mean_ms(c) * 1e6 for c in data.samples_ms)
+@dataclass(frozen=True)
+class Fixed:
+    """A sequential baseline: each candidate in turn, one warm-up run then ``samples`` timed ones."""
 
-    def times(seed: int, count: int) -> list[float]:
-        return random.Random(seed * 7919 + 13).sample(means, count)
+    label: str
+    samples: int
+    pick: Callable[[list[int]], float]
 
-    return times
+
+BASELINES = (
+    Fixed("min-of-5", 5, min),
+    Fixed("mean-of-7", 7, statistics.fmean),
+    Fixed("median-of-25", 25, statistics.median),
+)
+LABELS = (*(b.label for b in BASELINES), "tunekit")
 
 
 @dataclass
 class Tally:
-    picked_best: int = 0
-    within_1pct: int = 0
-    regrets: list[float] | None = None
-    cost_ns: float = 0.0
-    warmup_ns: float = 0.0
+    regrets: list[float] = field(default_factory=list)
+    runs: int = 0
+    busy_ns: float = 0.0
+
+    def add(self, regret: float, runs: int, busy_ns: float) -> None:
+        self.regrets.append(regret)
+        self.runs += runs
+        self.busy_ns += busy_ns
 
 
-def tune_once(
-    schedule: Schedule, noise: NoiseModel, times_of: Callable[[int, int], list[float]], seed: int, count: int
-) -> tuple[float, float, float]:
-    """One tune; its regret, candidate-run cost and device warm-up, in virtual ns."""
-    client = SimulatedClient(noise, seed=seed)
-    times = times_of(seed, count)
-    kernels = [client.kernel(t) for t in times]
+def _client(scenario: Scenario, seed: int) -> tuple[SimulatedClient, list[SimulatedKernel], list[float]]:
+    client = SimulatedClient(scenario.noise, seed=seed)
+    times, noises = scenario.layout(seed)
+    return client, [client.kernel(t, noise=n) for t, n in zip(times, noises, strict=True)], times
+
+
+def run_fixed(baseline: Fixed, scenario: Scenario, seed: int) -> tuple[float, int, float]:
+    client, kernels, times = _client(scenario, seed)
+    client.warm_up(WARMUP_NS)  # the same device warm-up as tunekit's: the clock ramp is no baseline's undoing
+    scores = []
+    for kernel in kernels:
+        kernel()
+        scores.append(baseline.pick([client.profile(kernel)[1] for _ in range(baseline.samples)]))
+    picked = kernels[scores.index(min(scores))]
+    return picked.true_ns / min(times) - 1.0, sum(k.calls for k in kernels), client.busy_ns
+
+
+def run_tunekit(scenario: Scenario, seed: int) -> tuple[float, int, float]:
+    client, kernels, times = _client(scenario, seed)
     tunables = tk.TunableSet(key=lambda n: BenchKey(n=n)).with_tunables(
         [tk.Tunable(f"c{i}", k) for i, k in enumerate(kernels)]
     )
     records: list[tk.AutotuneRecord] = []
-    tuner: tk.LocalTuner[BenchKey, None] = tk.LocalTuner(f"selection-{seed}")
-    sink = tk.add_record_sink(records.append)
-    try:
-        tuner.execute(client.device_id, client, tunables, (1,))
-    finally:
-        tk.remove_record_sink(sink)
-    record = records[0]
-    winner = record.winner
-    if schedule.pick_by_min:
-        measured = [c for c in record.candidates if c.stats is not None]
-        winner = min(measured, key=lambda c: c.stats.min_ns if c.stats else 0.0).name
+    tuner: tk.LocalTuner[BenchKey, None] = tk.LocalTuner(f"selection-{seed}", sinks=[records.append])
+    tuner.execute(client.device_id, client, tunables, (1,))
+    winner = records[0].winner
     assert winner is not None
     picked = kernels[int(winner[1:])]
-    assert isinstance(picked, SimulatedKernel)
-    return picked.true_ns / min(times) - 1.0, client.busy_ns, client.warmup_ns
+    return picked.true_ns / min(times) - 1.0, sum(k.calls for k in kernels), client.busy_ns
+
+
+def run_seeds(job: tuple[Path, int, range, str]) -> dict[str, Tally]:
+    """Every schedule on ``seeds`` of one scenario (one unit of work for a worker process).
+
+    The scenario goes by its place in the list, which the worker rebuilds: a layout is a closure.
+    """
+    landscape_path, number, seeds, cache_dir = job
+    scenario = scenarios(landscape_path)[number]
+    tk.configure(cache=False, cache_dir=Path(cache_dir), progress=False)
+    tallies = {label: Tally() for label in LABELS}
+    for seed in seeds:
+        for baseline in BASELINES:
+            tallies[baseline.label].add(*run_fixed(baseline, scenario, seed))
+        tallies["tunekit"].add(*run_tunekit(scenario, seed))
+    return tallies
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--seeds", type=int, default=300)
-    parser.add_argument("--candidates", type=int, default=12)
+    parser.add_argument("--seeds", type=int, default=500)
+    parser.add_argument("--jobs", type=int, default=1, help="worker processes (1: none, all in this one)")
+    parser.add_argument("--only", default="", help="only the scenarios whose name contains this")
     parser.add_argument(
         "--landscape",
         type=Path,
@@ -142,52 +245,49 @@ def main() -> None:
         help="a Kernel Tuner cache file whose configurations' times make one more scenario (skipped if missing)",
     )
     args = parser.parse_args()
-    scenarios: list[tuple[str, NoiseModel, Callable[[int, int], list[float]]]] = [
-        (level, noise, true_times) for level, noise in LEVELS.items()
-    ]
-    if args.landscape.exists():
-        label = f"{args.landscape.parent.name}/{args.landscape.name.split('.')[0]}, typical"
-        scenarios.append((label, LEVELS["typical 5%+3%"], landscape_times(args.landscape)))
-    else:
-        print(f"(no {args.landscape}: the real-landscape scenario is skipped)", file=sys.stderr)
-    console = Console(width=150)
+    chosen = [n for n, s in enumerate(scenarios(args.landscape)) if args.only in s.name]
+    console = Console(width=160)
+    table = Table(title=f"Selection on the simulated device: {args.seeds} seeded tunes per scenario")
+    for column in ("scenario", "schedule"):
+        table.add_column(column)
+    for column in ("picked best", "within 1%", "mean regret", "worst regret", "runs/tune", "time vs med-25"):
+        table.add_column(column, justify="right")
     with tempfile.TemporaryDirectory() as cache_dir:
-        table = Table(
-            title=f"Selection on the simulated device: {args.seeds} seeds x {args.candidates} candidates per scenario"
-        )
-        for column in ("scenario", "schedule", "picked best", "within 1%", "mean regret", "worst regret"):
-            table.add_column(column, justify="right" if column not in ("scenario", "schedule") else "left")
-        table.add_column("cost vs (b)", justify="right")
-        table.add_column("device warm-up", justify="right")
-        for level, noise, times_of in scenarios:
-            tallies: dict[str, Tally] = {}
-            for schedule in SCHEDULES:
-                tk.configure(cache=False, cache_dir=Path(cache_dir), progress=False, **schedule.settings)
-                tally = tallies[schedule.label] = Tally(regrets=[])
-                for seed in range(args.seeds):
-                    regret, cost, warmup = tune_once(schedule, noise, times_of, seed, args.candidates)
-                    assert tally.regrets is not None
-                    tally.regrets.append(regret)
-                    tally.picked_best += regret == 0.0
-                    tally.within_1pct += regret <= 0.01
-                    tally.cost_ns += cost
-                    tally.warmup_ns += warmup
-            baseline = tallies[SCHEDULES[1].label].cost_ns
-            for index, schedule in enumerate(SCHEDULES):
-                tally = tallies[schedule.label]
-                assert tally.regrets is not None
-                table.add_row(
-                    level if index == 0 else "",
-                    schedule.label,
-                    f"{tally.picked_best / args.seeds:.1%}",
-                    f"{tally.within_1pct / args.seeds:.1%}",
-                    f"{statistics.fmean(tally.regrets):.2%}",
-                    f"{max(tally.regrets):.1%}",
-                    f"{tally.cost_ns / baseline:.2f}x",
-                    f"{tally.warmup_ns / args.seeds / 1e6:.0f} ms" if tally.warmup_ns else "-",
-                )
-            table.add_section()
-        console.print(table)
+        step = max(1, args.seeds // max(1, 4 * args.jobs))
+        jobs = [
+            (args.landscape, number, range(start, min(start + step, args.seeds)), cache_dir)
+            for number in chosen
+            for start in range(0, args.seeds, step)
+        ]
+        if args.jobs > 1:
+            with ProcessPoolExecutor(args.jobs) as pool:
+                parts = list(pool.map(run_seeds, jobs))
+        else:
+            parts = [run_seeds(job) for job in jobs]
+    for number in chosen:
+        tallies = {label: Tally() for label in LABELS}
+        for job, part in zip(jobs, parts, strict=True):
+            if job[1] == number:
+                for label, tally in part.items():
+                    tallies[label].regrets += tally.regrets
+                    tallies[label].runs += tally.runs
+                    tallies[label].busy_ns += tally.busy_ns
+        reference = tallies["median-of-25"].busy_ns
+        for index, label in enumerate(LABELS):
+            tally = tallies[label]
+            count = len(tally.regrets)
+            table.add_row(
+                scenarios(args.landscape)[number].name if index == 0 else "",
+                label,
+                f"{sum(r == 0.0 for r in tally.regrets) / count:.1%}",
+                f"{sum(r <= 0.01 for r in tally.regrets) / count:.1%}",
+                f"{statistics.fmean(tally.regrets):.2%}",
+                f"{max(tally.regrets):.1%}",
+                f"{tally.runs / count:.0f}",
+                f"{tally.busy_ns / reference:.2f}x",
+            )
+        table.add_section()
+    console.print(table)
     tk.configure()
     sys.exit(0)
 

@@ -115,6 +115,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "TunekitError": ("tunekit._base.errors", "TunekitError"),
     "Tuner": ("tunekit._tune.tuner", "Tuner"),
     "Unchecked": ("tunekit._values.cache_state", "Unchecked"),
+    "Verdict": ("tunekit._values.records", "Verdict"),
     "Warmup": ("tunekit._values.records", "Warmup"),
     "Work": ("tunekit._measure.bounds", "Work"),
     "WorkerStartFailed": ("tunekit._base.errors", "WorkerStartFailed"),
@@ -316,6 +317,7 @@ if TYPE_CHECKING:
         SamplingStopped as SamplingStopped,
         SearchEnded as SearchEnded,
         ShortCircuit as ShortCircuit,
+        Verdict as Verdict,
         Warmup as Warmup,
     )
     from tunekit._values.trial_log import (

@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 from tunekit.backend import DevicePeaks
 
-__all__ = ["NoiseModel", "SimulatedClient", "SimulatedKernel"]
+__all__ = ["ClockChain", "NoiseModel", "SimulatedClient", "SimulatedKernel"]
 
 T = TypeVar("T")
 
@@ -43,6 +43,27 @@ class NoiseModel:
         outlier_factor: a disturbed run takes between 1.5 and this many times as long.
         cold_factor: a kernel's first run ever takes this many times as long (compilation, cold
             caches); the schedule's untimed warm-up run absorbs it.
+        tail_rate: probability that a run draws a heavy-tailed spike: it takes a Pareto-distributed
+            factor (shape ``tail_alpha``, at least 1) times as long. Below 2 the spikes' variance is
+            infinite: a mean, or a noise estimate from squares, is at the mercy of the largest one.
+        tail_alpha: shape of those spikes; smaller is heavier.
+        clock_states: duration factors of the device's clock states (``(1.0, 1.06)``: a state 6%
+            slower), visited as a Markov chain in device time: each state lasts an exponential time
+            of mean ``clock_dwell_ms``, then the device moves to another one. Samples taken close
+            together share a state; samples far apart may not.
+        clock_dwell_ms: mean time spent in a clock state, in ms of device time; a tuple gives each
+            state its own (short bursts of a boost clock between long stretches at nominal speed).
+        throttle: a step slowdown (0.1 = every run 10% slower) from ``throttle_at_ms`` of device time
+            on: a device that overheats, or a power cap, partway through a tune.
+        throttle_at_ms: when the throttle step comes, in ms of device time.
+        interference: periodic interference (another process's work, a display refresh): a run that
+            starts in the first ``interference_duty`` of each ``interference_period_ms`` takes this
+            much longer (0.2 = 20%). The seed picks the phase.
+        interference_period_ms: the period of that interference, in ms of device time.
+        interference_duty: the share of each period the interference is on.
+
+    A kernel may have noise of its own (``SimulatedClient.kernel(true_ns, noise=...)``): then its
+    white noise is that, not ``noise``; everything else is shared with the device.
     """
 
     noise: float = 0.0
@@ -53,53 +74,124 @@ class NoiseModel:
     outlier_rate: float = 0.0
     outlier_factor: float = 4.0
     cold_factor: float = 1.0
+    tail_rate: float = 0.0
+    tail_alpha: float = 1.5
+    clock_states: tuple[float, ...] = ()
+    clock_dwell_ms: float | tuple[float, ...] = 20.0
+    throttle: float = 0.0
+    throttle_at_ms: float = 400.0
+    interference: float = 0.0
+    interference_period_ms: float = 10.0
+    interference_duty: float = 0.3
 
     def __post_init__(self) -> None:
-        for name in ("noise", "drift", "ramp", "outlier_rate"):
+        for name in ("noise", "drift", "ramp", "outlier_rate", "tail_rate", "throttle", "interference"):
             if not getattr(self, name) >= 0:
                 raise ValueError(f"NoiseModel.{name} must be >= 0, got {getattr(self, name)}")
-        if self.outlier_rate > 1:
-            raise ValueError(f"NoiseModel.outlier_rate is a probability, got {self.outlier_rate}")
-        if self.drift_period_ms <= 0 or self.ramp_tau_ms <= 0:
-            raise ValueError("NoiseModel.drift_period_ms and ramp_tau_ms must be > 0")
+        for name in ("outlier_rate", "tail_rate", "interference_duty"):
+            if getattr(self, name) > 1:
+                raise ValueError(f"NoiseModel.{name} is a probability or share, at most 1, got {getattr(self, name)}")
+        for name in ("drift_period_ms", "ramp_tau_ms", "interference_period_ms", "tail_alpha"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"NoiseModel.{name} must be > 0, got {getattr(self, name)}")
+        dwell = self.clock_dwell_ms if isinstance(self.clock_dwell_ms, tuple) else (self.clock_dwell_ms,)
+        if not all(d > 0 for d in dwell) or (
+            isinstance(self.clock_dwell_ms, tuple) and len(dwell) != len(self.clock_states)
+        ):
+            raise ValueError(
+                f"NoiseModel.clock_dwell_ms must be > 0, one number or one per clock state, got {self.clock_dwell_ms}"
+            )
+        if not self.throttle_at_ms >= 0:
+            raise ValueError(f"NoiseModel.throttle_at_ms must be >= 0, got {self.throttle_at_ms}")
+        if any(not (math.isfinite(f) and f > 0) for f in self.clock_states):
+            raise ValueError(f"NoiseModel.clock_states are duration factors > 0, got {self.clock_states}")
         if self.outlier_factor < 1.5 or self.cold_factor < 1:
             raise ValueError("NoiseModel.outlier_factor must be >= 1.5 and cold_factor >= 1")
 
-    def duration_ns(self, rng: random.Random, true_ns: float, now_ns: float, phase: float, first_run: bool) -> float:
+    def duration_ns(
+        self,
+        rng: random.Random,
+        true_ns: float,
+        now_ns: float,
+        phase: float,
+        first_run: bool,
+        *,
+        noise: float | None = None,
+        clock: float = 1.0,
+    ) -> float:
         """One measured duration of a run whose true time is ``true_ns``, starting at ``now_ns``.
 
-        ``phase`` (radians) places the drift's sine; replaying recorded times passes the same one.
+        ``phase`` (radians) places the drift's sine and the interference's period; replaying recorded
+        times passes the same one. ``noise`` overrides the white noise (a candidate's own); ``clock``
+        is the factor of the clock state the device is in (see :class:`ClockChain`).
         """
-        factor = 1.0
-        if self.noise:
-            factor *= math.exp(rng.gauss(0.0, self.noise))
+        factor = clock
+        white = self.noise if noise is None else noise
+        if white:
+            factor *= math.exp(rng.gauss(0.0, white))
         if self.drift:
             factor *= 1.0 + self.drift * math.sin(2 * math.pi * now_ns / (self.drift_period_ms * 1e6) + phase)
         if self.ramp:
             factor *= 1.0 + self.ramp * math.exp(-now_ns / (self.ramp_tau_ms * 1e6))
         if self.outlier_rate and rng.random() < self.outlier_rate:
             factor *= rng.uniform(1.5, self.outlier_factor)
+        if self.tail_rate and rng.random() < self.tail_rate:
+            factor *= rng.paretovariate(self.tail_alpha)
+        if self.throttle and now_ns >= self.throttle_at_ms * 1e6:
+            factor *= 1.0 + self.throttle
+        if self.interference:
+            period = self.interference_period_ms * 1e6
+            position = (now_ns / period + phase / (2 * math.pi)) % 1.0
+            if position < self.interference_duty:
+                factor *= 1.0 + self.interference
         if first_run:
             factor *= self.cold_factor
         return true_ns * factor
 
 
+class ClockChain:
+    """The device's clock state over device time: a Markov chain over ``NoiseModel.clock_states``.
+
+    Each state lasts an exponential time (mean ``clock_dwell_ms``), then the chain moves to one of
+    the other states, each as likely. The first state is drawn at random.
+    """
+
+    def __init__(self, noise: NoiseModel, rng: random.Random) -> None:
+        self._states = noise.clock_states
+        dwell = noise.clock_dwell_ms
+        self._dwell_ns = [d * 1e6 for d in dwell] if isinstance(dwell, tuple) else [dwell * 1e6] * len(self._states)
+        self._rng = rng
+        self._state = rng.randrange(len(self._states)) if self._states else 0
+        self._until_ns = rng.expovariate(1 / self._dwell_ns[self._state]) if self._states else math.inf
+
+    def factor(self, now_ns: float) -> float:
+        """The duration factor of the state the device is in at ``now_ns`` (1 without clock states)."""
+        if not self._states:
+            return 1.0
+        while now_ns >= self._until_ns:
+            if len(self._states) > 1:
+                self._state = (self._state + self._rng.randrange(1, len(self._states))) % len(self._states)
+            self._until_ns += self._rng.expovariate(1 / self._dwell_ns[self._state])
+        return self._states[self._state]
+
+
 class SimulatedKernel:
     """A candidate whose true duration is declared; calling it runs it on its simulated device."""
 
-    __slots__ = ("_client", "calls", "fail_after", "true_ns")
+    __slots__ = ("_client", "calls", "fail_after", "noise", "true_ns")
 
-    def __init__(self, client: SimulatedClient, true_ns: float, fail_after: int | None) -> None:
+    def __init__(self, client: SimulatedClient, true_ns: float, fail_after: int | None, noise: float | None) -> None:
         self._client = client
         self.true_ns = true_ns
         self.fail_after = fail_after
+        self.noise = noise
         self.calls = 0
 
     def __call__(self, *inputs: Any) -> None:
         """Run once: the device's virtual clock advances by the simulated duration."""
         if self.fail_after is not None and self.calls >= self.fail_after:
             raise RuntimeError(f"simulated kernel ({self.true_ns:.0f} ns) failed after {self.fail_after} runs")
-        self._client._run(self.true_ns, first_run=self.calls == 0)
+        self._client._run(self.true_ns, first_run=self.calls == 0, noise=self.noise)
         self.calls += 1
 
     def __repr__(self) -> str:
@@ -124,6 +216,8 @@ class SimulatedClient:
         self.noise = noise or NoiseModel()
         self._rng = random.Random(seed)
         self._phase = self._rng.uniform(0.0, 2 * math.pi)
+        # Its own generator: adding clock states to a model leaves the other draws of a seed as they were.
+        self._clock = ClockChain(self.noise, random.Random(f"clock-{seed}"))
         self._device_id = device_id
         self.peaks = peaks or DevicePeaks(ops_per_s=10e12, bytes_per_s=1e12, launch_overhead_ns=5_000.0)
         self.now_ns = 0.0
@@ -136,14 +230,23 @@ class SimulatedClient:
         """The name given at construction."""
         return self._device_id
 
-    def kernel(self, true_ns: float, *, fail_after: int | None = None) -> SimulatedKernel:
-        """A candidate whose true duration is ``true_ns``; it raises from its ``fail_after``-th run on."""
+    def kernel(self, true_ns: float, *, fail_after: int | None = None, noise: float | None = None) -> SimulatedKernel:
+        """A candidate whose true duration is ``true_ns``; it raises from its ``fail_after``-th run on.
+
+        ``noise``: the candidate's own white noise (standard deviation of the log), in place of the
+        model's: a kernel whose speed depends on scheduling, contention or data layout more than others'.
+        """
         if not (math.isfinite(true_ns) and true_ns > 0):
             raise ValueError(f"a simulated kernel needs a true time > 0 ns, got {true_ns}")
-        return SimulatedKernel(self, float(true_ns), fail_after)
+        if noise is not None and not (math.isfinite(noise) and noise >= 0):
+            raise ValueError(f"a simulated kernel's own noise must be >= 0, got {noise}")
+        return SimulatedKernel(self, float(true_ns), fail_after, noise)
 
-    def _run(self, true_ns: float, *, first_run: bool) -> None:
-        duration = self.noise.duration_ns(self._rng, true_ns, self.now_ns, self._phase, first_run)
+    def _run(self, true_ns: float, *, first_run: bool, noise: float | None = None) -> None:
+        clock = self._clock.factor(self.now_ns)
+        duration = self.noise.duration_ns(
+            self._rng, true_ns, self.now_ns, self._phase, first_run, noise=noise, clock=clock
+        )
         self.now_ns += duration
         self.busy_ns += duration
 

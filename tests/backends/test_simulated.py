@@ -97,3 +97,52 @@ def test_bad_parameters_are_refused_naming_the_field() -> None:
 def test_declared_peaks_are_what_it_measures() -> None:
     peaks = DevicePeaks(ops_per_s=1e12, bytes_per_s=5e11, launch_overhead_ns=2_000.0)
     assert SimulatedClient(peaks=peaks).measure_peaks() == peaks
+
+
+def test_a_kernel_can_have_noise_of_its_own() -> None:
+    client = SimulatedClient(NoiseModel(noise=0.01), seed=0)
+    quiet, noisy = client.kernel(MS), client.kernel(MS, noise=0.1)
+    spreads = [statistics.stdev(math.log(client.profile(k)[1] / MS) for _ in range(2000)) for k in (quiet, noisy)]
+    assert spreads[0] == pytest.approx(0.01, rel=0.1) and spreads[1] == pytest.approx(0.1, rel=0.1)
+    with pytest.raises(ValueError, match="own noise"):
+        client.kernel(MS, noise=-1.0)
+
+
+def test_heavy_tailed_spikes_are_rare_and_unbounded() -> None:
+    samples = _samples(SimulatedClient(NoiseModel(tail_rate=0.05, tail_alpha=1.3), seed=3), MS, 20_000)
+    spikes = [s / MS for s in samples if s != MS]
+    assert 800 <= len(spikes) <= 1200 and min(spikes) >= 1.0
+    assert max(spikes) > 20  # a Pareto tail of shape 1.3: one spike in thousands is enormous
+    assert statistics.median(samples) == MS
+
+
+def test_clock_states_persist_for_a_while_and_are_all_visited() -> None:
+    client = SimulatedClient(NoiseModel(clock_states=(1.0, 1.1), clock_dwell_ms=(5.0, 20.0)), seed=1)
+    samples = _samples(client, MS, 5000)  # 5 s of device time
+    assert set(samples) == {MS, 1.1 * MS}
+    slow_share = samples.count(1.1 * MS) / len(samples)
+    assert slow_share == pytest.approx(20 / 25, abs=0.08)
+    switches = sum(a != b for a, b in itertools.pairwise(samples))
+    assert 100 < switches < 500  # 5 s over a 12.5 ms mean dwell: ~400 switches, never one per run
+
+
+def test_a_throttle_step_and_periodic_interference_follow_device_time() -> None:
+    throttled = SimulatedClient(NoiseModel(throttle=0.1, throttle_at_ms=5.0))
+    assert _samples(throttled, MS, 7) == [MS] * 5 + [1.1 * MS] * 2
+    interfered = SimulatedClient(NoiseModel(interference=0.2, interference_period_ms=10.0, interference_duty=0.3))
+    samples = _samples(interfered, 100_000, 10_000)  # 1 s: a hundred periods
+    slowed = [s for s in samples if s > 100_000]
+    assert set(slowed) == {120_000} and len(slowed) / len(samples) == pytest.approx(0.3 / (0.3 + 0.7 * 1.2), rel=0.1)
+
+
+def test_bad_noise_classes_are_refused_naming_the_field() -> None:
+    with pytest.raises(ValueError, match="tail_rate"):
+        NoiseModel(tail_rate=2.0)
+    with pytest.raises(ValueError, match="clock_states"):
+        NoiseModel(clock_states=(1.0, -1.0))
+    with pytest.raises(ValueError, match="clock_dwell_ms"):
+        NoiseModel(clock_states=(1.0, 1.1), clock_dwell_ms=(5.0,))
+    with pytest.raises(ValueError, match="interference_duty"):
+        NoiseModel(interference=0.1, interference_duty=1.5)
+    with pytest.raises(ValueError, match="throttle"):
+        NoiseModel(throttle=-0.1)

@@ -87,6 +87,7 @@ EXPECTED = {
     "TunekitError",
     "Tuner",
     "Unchecked",
+    "Verdict",
     "Warmup",
     "Work",
     "WorkerStartFailed",

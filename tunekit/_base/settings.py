@@ -97,10 +97,16 @@ class Settings(BaseSettings):
     min_samples: int = Field(3, ge=1, description="Kept samples every candidate gets before it can be eliminated.")
     max_samples: int = Field(10, ge=1, description="Kept samples after which the rounds stop.")
     speed_factor: float = Field(
-        1.5, gt=1, description="A candidate whose median exceeds this times the leader's best sample is eliminated."
+        1.5,
+        gt=1,
+        description="A candidate whose median exceeds this times the leader's best sample, and whose best exceeds the "
+        "leader's median, is eliminated.",
     )
     runoff_pairs: int = Field(
-        60, ge=0, description="At most this many A/B pairs decide between two close finalists; 0: no runoff."
+        100,
+        ge=0,
+        description="At most this many runoff rounds (one back-to-back sample of each finalist still in) decide "
+        "among the close finalists; 0: no runoff.",
     )
     compile_workers: int | None = Field(
         None, ge=1, description="Threads running candidates' prepare (compile) hooks at once; default: the CPU count."

@@ -1,86 +1,163 @@
-"""The paired runoff: two close finalists timed back to back, decided by the median of their ratios.
+"""The runoff: the finalists the rounds could not separate, timed back to back and compared in pairs.
 
-Within a pair both finalists see the same clock speed and temperature, so the ratio of a pair
-cancels drift that separate medians would keep; alternating who runs first (A B, B A, ...)
-cancels what drift remains inside a pair.
+Every finalist the rounds left within noise of the leader takes part, not just the two best by
+median: with several close candidates and noisy samples, the true best is as likely third as
+second. A runoff round times every finalist once, back to back, so they share the device's clock
+and temperature; the order alternates (A B C, C B A, then rotated) so what drift remains inside
+a round favours no one. Each finalist is compared with the leader through the log-ratios of their
+paired samples (the rounds' pairs included), by a trimmed mean with that pair's own scale; a
+finalist separated from the leader drops out, so the runoff narrows like a tournament and spends
+its samples where the decision is still open.
+
+Its cost is bounded: at most ``max_rounds`` rounds, each with one sample per finalist still in.
 """
 
 from __future__ import annotations
 
-import math
-import statistics
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 from tunekit._base.errors import NOT_A_CANDIDATE
+from tunekit._measure.evidence import Gap, centred_scores, gap
 from tunekit._measure.runner import CandidateRunner
 
 __all__ = ["RunoffResult", "runoff"]
 
 MIN_PAIRS = 10
-"""Pairs before an early decision is considered: fewer make the noise estimate unreliable."""
+"""Pairs (the rounds' included) before a comparison may end a finalist's run: fewer make its scale unreliable."""
 
 DECISION_Z = 2.5
-"""Standard errors the median log-ratio must be from zero to stop early: a few looks stay safe."""
+"""Standard errors (Student's t) by which a finalist must trail the leader to drop out before the last round."""
 
 INDIFFERENCE = 0.005
-"""A tie closer than this (0.5%) is not worth more pairs to break."""
-
-# Standard error of a median from the MAD: 1.4826 turns a MAD into a standard deviation, and a
-# median's standard error is sqrt(pi/2) ~ 1.2533 times a mean's.
-_MEDIAN_SE = 1.4826 * 1.2533
+"""A tie closer than this (0.5%) is not worth more rounds to break."""
 
 
 @dataclass(frozen=True, slots=True)
 class RunoffResult:
-    """How a runoff between ``a`` and ``b`` ended."""
+    """How a runoff among ``finalists`` ended.
 
-    a: int
-    b: int
-    pairs_ns: tuple[tuple[int, int], ...]
+    ``rounds`` holds each runoff round's samples by finalist, in sampling order; ``dropped`` the
+    finalists separated from the leader before the end, in order. ``gap`` is the runner-up's
+    paired gap over the winner (log ratio, its standard error): how clear the decision is.
+    """
+
+    finalists: tuple[int, ...]
+    rounds: tuple[dict[int, int], ...]
     winner: int
-    ratio: float | None
-    margin: float
+    runner_up: int | None
+    gap: Gap | None
+    dropped: tuple[int, ...] = ()
     forfeit: int | None = None
     error: Exception | None = None
     stopped_early: bool = False
+    forfeits: tuple[tuple[int, Exception], ...] = ()
+    samples: dict[int, dict[int, int]] = field(default_factory=dict)
 
 
-def _median_log_ratio(pairs: list[tuple[int, int]]) -> tuple[float, float]:
-    """Median of log(A/B) over ``pairs`` and its standard error."""
-    logs = [math.log(max(a, 1) / max(b, 1)) for a, b in pairs]
-    centre = statistics.median(logs)
-    mad = statistics.median(abs(x - centre) for x in logs)
-    return centre, _MEDIAN_SE * mad / math.sqrt(len(logs))
+def _order(alive: Sequence[int], number: int) -> list[int]:
+    shift = (number // 2) % len(alive)
+    base = [*alive[shift:], *alive[:shift]]
+    return base if number % 2 == 0 else base[::-1]
 
 
-def runoff(runner: CandidateRunner, a: int, b: int, max_pairs: int) -> RunoffResult:
-    """Time ``a`` and ``b`` in up to ``max_pairs`` pairs; the lower median ratio wins.
+def runoff(
+    runner: CandidateRunner,
+    finalists: Sequence[int],
+    max_rounds: int,
+    *,
+    earlier: Mapping[int, Mapping[int, int]] | None = None,
+    first_round: int = 1,
+) -> RunoffResult:
+    """Time ``finalists`` in up to ``max_rounds`` rounds; the one with the lowest paired estimate wins.
 
-    A finalist that raises forfeits: the other wins, whatever the pairs so far said.
-    Sampling stops early once the median log-ratio is ``DECISION_Z`` standard errors from a
-    tie, or known to within ``INDIFFERENCE`` of one.
+    ``earlier``: each finalist's samples by round number from the rounds before, paired with the
+    runoff's own; the runoff's rounds are numbered from ``first_round`` on, after those.
+    A finalist that raises forfeits and is out (``forfeits``; ``forfeit`` and ``error`` name the
+    first); the others go on, and one left alone wins.
+    Sampling stops early once every finalist but the leader is separated from it
+    (``DECISION_Z``), or the rest are known to within ``INDIFFERENCE`` of a tie with it.
     """
-    pairs: list[tuple[int, int]] = []
+    alive = list(dict.fromkeys(finalists))
+    if len(alive) < 2:
+        raise ValueError(f"a runoff needs at least two finalists, got {list(finalists)}")
+    samples: dict[int, dict[int, int]] = {i: dict((earlier or {}).get(i, {})) for i in alive}
+    rounds: list[dict[int, int]] = []
+    dropped: list[int] = []
+    forfeits: list[tuple[int, Exception]] = []
     stopped_early = False
-    for number in range(max_pairs):
-        order = (a, b) if number % 2 == 0 else (b, a)
+    for number in range(max_rounds):
         times: dict[int, int] = {}
-        for index in order:
+        for index in _order(alive, number):
             try:
                 times[index] = runner.sample(index)
-            except NOT_A_CANDIDATE:  # no finalist's fault: the tune stops instead of crowning the other
+            except NOT_A_CANDIDATE:  # no finalist's fault: the tune stops instead of crowning another
                 raise
-            except Exception as exc:  # a flaky finalist loses the runoff
-                other = b if index == a else a
-                return RunoffResult(a, b, tuple(pairs), other, None, 0.0, forfeit=index, error=exc)
-        pairs.append((times[a], times[b]))
-        if len(pairs) >= MIN_PAIRS:
-            centre, se = _median_log_ratio(pairs)
-            if abs(centre) > DECISION_Z * se or DECISION_Z * se < INDIFFERENCE:
-                stopped_early = len(pairs) < max_pairs
-                break
-    if not pairs:
-        return RunoffResult(a, b, (), a, None, 0.0)
-    ratio = statistics.median(x / max(y, 1) for x, y in pairs)
-    winner = a if ratio <= 1.0 else b
-    return RunoffResult(a, b, tuple(pairs), winner, ratio, abs(1.0 - ratio), stopped_early=stopped_early)
+            except Exception as exc:  # a flaky finalist loses the runoff; the others go on
+                alive.remove(index)
+                forfeits.append((index, exc))
+        if times:
+            rounds.append(times)
+        if len(alive) == 1:
+            break
+        for index in alive:
+            samples[index][first_round + number] = times[index]
+        leader = _leader(samples, alive)
+        gaps = {i: gap(samples[i], samples[leader]) for i in alive if i != leader}
+        for index, g in gaps.items():
+            if g.pairs >= MIN_PAIRS and g.beyond(DECISION_Z):
+                alive.remove(index)
+                dropped.append(index)
+        rest = [gaps[i] for i in alive if i != leader]
+        if len(alive) == 1 or all(
+            g.pairs >= MIN_PAIRS and g.within(DECISION_Z, INDIFFERENCE) and abs(g.estimate) < INDIFFERENCE for g in rest
+        ):
+            stopped_early = number + 1 < max_rounds
+            break
+    forfeit, error = forfeits[0] if forfeits else (None, None)
+    if len(alive) == 1 and forfeits and not dropped:
+        # Won by forfeit: nothing the samples said decided it.
+        return RunoffResult(
+            tuple(finalists),
+            tuple(rounds),
+            alive[0],
+            None,
+            None,
+            forfeit=forfeit,
+            error=error,
+            forfeits=tuple(forfeits),
+            samples=samples,
+        )
+    if len(alive) >= 2:
+        winner, runner_up, last = _decide(samples, alive)
+    else:  # every other finalist separated from it (or forfeited): the closest of those is the runner-up
+        winner = alive[0]
+        behind = {i: gap(samples[i], samples[winner]) for i in dropped}
+        runner_up = min(behind, key=lambda i: behind[i].estimate)
+        last = behind[runner_up]
+    return RunoffResult(
+        tuple(finalists),
+        tuple(rounds),
+        winner,
+        runner_up,
+        last,
+        tuple(dropped),
+        forfeit=forfeit,
+        error=error,
+        forfeits=tuple(forfeits),
+        stopped_early=stopped_early,
+        samples=samples,
+    )
+
+
+def _leader(samples: Mapping[int, Mapping[int, int]], among: Sequence[int]) -> int:
+    scores = centred_scores(samples, among)
+    return min(among, key=lambda i: scores[i])
+
+
+def _decide(samples: Mapping[int, Mapping[int, int]], among: Sequence[int]) -> tuple[int, int, Gap]:
+    """The winner among ``among``, the closest other, and that one's gap over the winner."""
+    winner = _leader(samples, among)
+    gaps = {i: gap(samples[i], samples[winner]) for i in among if i != winner}
+    runner_up = min(gaps, key=lambda i: gaps[i].estimate)
+    return winner, runner_up, gaps[runner_up]

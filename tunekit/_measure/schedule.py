@@ -25,11 +25,13 @@ import math
 import statistics
 import time
 from collections.abc import Iterator, Mapping, Sequence
+from typing import Literal
 
 from tunekit._base.deadline import past
 from tunekit._base.errors import NOT_A_CANDIDATE, CandidateFailed, describe_error
 from tunekit._base.settings import Settings
 from tunekit._measure.client import Client, SupportsWarmup
+from tunekit._measure.evidence import Gap, centred_scores, gap
 from tunekit._measure.runner import CandidateRunner
 from tunekit._measure.runoff import runoff
 from tunekit._values.durations import BenchmarkDurations
@@ -41,7 +43,9 @@ from tunekit._values.records import (
     Runoff,
     SamplingStopped,
     ShortCircuit,
+    Stage,
     StopReason,
+    Verdict,
     Warmup,
 )
 
@@ -52,6 +56,16 @@ SEPARATION_Z = 3.0
 
 High on purpose: the test is repeated every round, and dropping the true best is the one
 mistake the schedule cannot undo.
+"""
+
+SPACING = 2
+"""Runs of other work before a candidate's first confirming sample (twice as many before its second)."""
+
+CONFIRMATIONS = 3
+"""Confirming samples a candidate that met the roofline limit needs, each after other candidates' runs.
+
+Noise that is correlated in time (a clock state, periodic interference) makes a sample taken
+right after a fast one fast too; samples with other work between them are nearer independent.
 """
 
 
@@ -66,23 +80,6 @@ def candidate_failure(exc: Exception) -> Failed:
     if isinstance(exc, CandidateFailed):  # crash, timeout, or an error in a worker process
         return Failed(exc.reason, exc.stage)
     return Failed(describe_error(exc), "run")
-
-
-def _t_quantile(z: float, freedom: int) -> float:
-    """Student's t quantile at the normal quantile ``z`` with ``freedom`` degrees of freedom.
-
-    The Cornish-Fisher expansion: within a few percent from 10 degrees of freedom up, and
-    below the true value (so still cautious enough) down to 4. Infinite below 2: no decision.
-    """
-    if freedom < 2:
-        return math.inf
-    v = float(freedom)
-    return (
-        z
-        + (z**3 + z) / (4 * v)
-        + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * v**2)
-        + (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / (384 * v**3)
-    )
 
 
 class BatchResult(Mapping[int, Outcome]):
@@ -185,12 +182,20 @@ class _Adaptive:
         self.limit_ns = limit_ns
         self.names = names
         self.samples: dict[int, list[int]] = {}  # every timed sample; the first is discarded
+        self.by_round: dict[int, dict[int, int]] = {}  # kept samples taken in a round, by round number
         self.outcomes: dict[int, Outcome] = {}
         self.live: list[int] = []
         self.eliminated: list[int] = []
         self.events: list[RecordEvent] = []
-        self.first: int | None = None  # a finalist that must rank first (short circuit, runoff)
-        self.second: int | None = None
+        self.front: list[int] = []  # candidates that rank first, in order (short circuit, runoff)
+        self.stage: Stage = "rounds"
+        self.runner_up: int | None = None
+        self.margin: Gap | None = None
+        self.number = 1  # the last round run
+        self.runoff_samples = 0
+        self.round_samples: dict[str, int] = {}  # the admission round's samples
+        self.next_up = 0
+        self.spacer_turn = -1
 
     def name(self, index: int) -> str:
         return self.names[index] if self.names is not None else f"#{index}"
@@ -204,6 +209,7 @@ class _Adaptive:
     def fail(self, index: int, exc: Exception) -> None:
         self.outcomes[index] = candidate_failure(exc)
         self.samples.pop(index, None)
+        self.by_round.pop(index, None)
         if index in self.live:
             self.live.remove(index)
 
@@ -215,6 +221,7 @@ class _Adaptive:
             self.rounds()
             if len(self.live) >= 2 and self.settings.runoff_pairs > 0:
                 self.run_off()
+        self.verdict()
         return self.result()
 
     def warm_up_device(self) -> None:
@@ -241,9 +248,10 @@ class _Adaptive:
 
     def admit(self) -> bool:
         """The first round, in priority order; True when a short circuit ended the batch."""
-        round_samples: dict[str, int] = {}
         started = False
-        for position, index in enumerate(self.batch):
+        while self.next_up < len(self.batch):
+            index = self.batch[self.next_up]
+            self.next_up += 1
             if index in self.outcomes:
                 continue
             # Checked before each candidate, not once per batch, so a search overruns its time by one
@@ -251,56 +259,106 @@ class _Adaptive:
             if started and past(self.deadline):
                 break
             started = True
-            try:
-                # The first timed sample is the candidate's first warm-up run: timed for the
-                # record, left out of the statistics. ``warmup`` - 1 untimed runs come before it.
-                for _ in range(self.settings.warmup - 1):
-                    self.runner.warmup(index)
-                self.samples[index] = [self.runner.sample(index), self.runner.sample(index)]
-            except Exception as exc:  # any candidate error disqualifies only that candidate
-                self.fail(index, exc)
-                continue
-            self.live.append(index)
-            round_samples[self.name(index)] = self.samples[index][1]
-            if self.short_circuits(index):
-                rest = [i for i in self.batch[position + 1 :] if i not in self.outcomes]
-                for other in rest:
-                    self.outcomes[other] = Skipped(f"short circuit: {self.name(index)} met the roofline limit")
-                self.events.append(Round(number=1, samples_ns=round_samples))
-                self.events.append(
-                    ShortCircuit(
-                        name=self.name(index),
-                        limit_ns=float(self.limit_ns or 0.0),
-                        samples_ns=self.kept(index)[-2:],
-                        skipped=[self.name(i) for i in rest],
-                    )
-                )
-                self.first = index
-                self.stop("short_circuit", 1)
+            if self.admit_one(index) and self.meets_limit(index) and self.confirmed(index):
+                self.short_circuit(index)
                 return True
-        if round_samples:
-            self.events.append(Round(number=1, samples_ns=round_samples))
+        if self.round_samples:
+            self.events.append(Round(number=1, samples_ns=self.round_samples))
         return False
 
-    def short_circuits(self, index: int) -> bool:
-        """Whether ``index`` meets the limit twice: its kept sample, then a confirming one."""
-        if self.limit_ns is None or self.samples[index][-1] > self.limit_ns:
-            return False
+    def admit_one(self, index: int) -> bool:
+        """Time ``index`` for the first time; whether it is live (it did not raise)."""
         try:
-            confirm = self.runner.sample(index)
-        except Exception as exc:
+            # The first timed sample is the candidate's first warm-up run: timed for the
+            # record, left out of the statistics. ``warmup`` - 1 untimed runs come before it.
+            for _ in range(self.settings.warmup - 1):
+                self.runner.warmup(index)
+            self.samples[index] = [self.runner.sample(index), self.runner.sample(index)]
+        except Exception as exc:  # any candidate error disqualifies only that candidate
             self.fail(index, exc)
             return False
-        self.samples[index].append(confirm)
-        return confirm <= self.limit_ns
+        self.live.append(index)
+        self.by_round[index] = {1: self.samples[index][1]}
+        self.round_samples[self.name(index)] = self.samples[index][1]
+        return True
+
+    def meets_limit(self, index: int) -> bool:
+        return self.limit_ns is not None and index in self.samples and self.samples[index][-1] <= self.limit_ns
+
+    def confirmed(self, index: int) -> bool:
+        """Whether ``index``, whose kept sample met the roofline limit, meets it in confirming samples too.
+
+        The ``j``-th confirming sample comes after ``2 j`` runs of other work (``spacer``): the
+        spacing grows, so no period of the noise lines up with it, and a fast clock state or a
+        lull in interference that made one sample fast is unlikely to make the next one fast too.
+        """
+        for number in range(1, CONFIRMATIONS + 1):
+            runs = 0
+            while runs < SPACING * number:
+                runs += self.spacer(index)
+            if index not in self.live:
+                return False
+            try:
+                self.samples[index].append(self.runner.sample(index))
+            except Exception as exc:
+                self.fail(index, exc)
+                return False
+            if not self.meets_limit(index):
+                return False
+        return True
+
+    def spacer(self, contender: int) -> int:
+        """Run other work between two samples of ``contender``; how many runs it took.
+
+        Another live candidate's sample when there is one (it is kept: not a wasted run), else the
+        next candidate's admission, else an untimed run of the contender itself.
+        """
+        others = [i for i in self.live if i != contender]
+        if others:
+            self.spacer_turn += 1
+            other = others[self.spacer_turn % len(others)]
+            try:
+                self.samples[other].append(self.runner.sample(other))
+            except Exception as exc:
+                self.fail(other, exc)
+            return 1
+        while self.next_up < len(self.batch) and not past(self.deadline):
+            index = self.batch[self.next_up]
+            self.next_up += 1
+            if index not in self.outcomes:
+                self.admit_one(index)
+                return self.settings.warmup + 1
+        try:
+            self.runner.warmup(contender)
+        except Exception as exc:
+            self.fail(contender, exc)
+        return 1
+
+    def short_circuit(self, index: int) -> None:
+        rest = [i for i in self.batch[self.next_up :] if i not in self.outcomes]
+        for other in rest:
+            self.outcomes[other] = Skipped(f"short circuit: {self.name(index)} met the roofline limit")
+        self.events.append(Round(number=1, samples_ns=self.round_samples))
+        self.events.append(
+            ShortCircuit(
+                name=self.name(index),
+                limit_ns=float(self.limit_ns or 0.0),
+                samples_ns=self.kept(index),
+                skipped=[self.name(i) for i in rest],
+            )
+        )
+        self.front = [index]
+        self.stage = "short_circuit"
+        self.stop("short_circuit", 1)
 
     def rounds(self) -> None:
         number = 1
         while True:
+            self.number = number
             if len(self.live) <= 1 and not self.short_of_samples():
                 self.stop("one_left" if not self.eliminated else "decided", number)
                 return
-            if min(len(self.kept(i)) for i in self.live) >= self.settings.min_samples:
+            if min(len(self.by_round[i]) for i in self.live) >= self.settings.min_samples:
                 self.eliminate(number)
                 if len(self.live) == 1:
                     self.stop("decided", number)
@@ -308,7 +366,7 @@ class _Adaptive:
                 if len(self.live) == 2:
                     self.stop("two_left", number)
                     return
-            if min(len(self.kept(i)) for i in self.live) >= self.settings.max_samples:
+            if min(len(self.by_round[i]) for i in self.live) >= self.settings.max_samples:
                 self.stop("max_samples", number)
                 return
             number += 1
@@ -324,7 +382,7 @@ class _Adaptive:
         order = self.live[shift:] + self.live[:shift]
         round_samples: dict[str, int] = {}
         for index in order:
-            if len(self.kept(index)) >= self.settings.max_samples:
+            if len(self.by_round[index]) >= self.settings.max_samples:
                 continue
             try:
                 sample = self.runner.sample(index)
@@ -332,24 +390,34 @@ class _Adaptive:
                 self.fail(index, exc)
                 continue
             self.samples[index].append(sample)
+            self.by_round[index][number] = sample
             round_samples[self.name(index)] = sample
         self.events.append(Round(number=number, samples_ns=round_samples))
 
+    def leader(self, among: Sequence[int]) -> int:
+        scores = centred_scores(self.by_round, among)
+        return min(among, key=lambda i: scores[i])
+
     def eliminate(self, number: int) -> None:
-        medians = {i: self.median(i) for i in self.live}
-        leader = min(self.live, key=lambda i: medians[i])
+        """Drop the candidates that the evidence says are slower than the leader.
+
+        Each is compared with the leader through their paired samples (same rounds), with that
+        pair's own scale and a t quantile for its own count: a candidate much noisier than the
+        rest needs more rounds before it can go, instead of being judged by the others' quiet.
+        The mean of the log-ratios, not a trimmed one: a spike inflates the scale more than the
+        mean, which only makes the test more cautious, and the trimmed mean's standard error
+        loses degrees of freedom that the few samples of the rounds cannot spare.
+        """
+        leader = self.leader(self.live)
         best = min(self.kept(leader))
-        noise, freedom = self.pooled_noise()
-        # A noise estimate from few samples is itself noisy: Student's t, not the normal z.
-        threshold = _t_quantile(SEPARATION_Z, freedom)
+        leader_median = self.median(leader)
         for index in list(self.live):
             if index == leader:
                 continue
-            if medians[index] > self.settings.speed_factor * best:
-                reason = "slower"
-            elif medians[index] - medians[leader] > threshold * math.hypot(
-                self.standard_error(index, medians, noise), self.standard_error(leader, medians, noise)
-            ):
+            median = self.median(index)
+            if median > self.settings.speed_factor * best and min(self.kept(index)) > leader_median:
+                reason: Literal["slower", "separated"] = "slower"
+            elif gap(self.by_round[index], self.by_round[leader], trim=0.0).beyond(SEPARATION_Z):
                 reason = "separated"
             else:
                 continue
@@ -360,52 +428,79 @@ class _Adaptive:
                     name=self.name(index),
                     round=number,
                     reason=reason,
-                    median_ns=medians[index],
+                    median_ns=median,
                     leader=self.name(leader),
                     leader_best_ns=best,
-                    leader_median_ns=medians[leader],
+                    leader_median_ns=leader_median,
                 )
             )
 
-    def pooled_noise(self) -> tuple[float, int]:
-        """Relative noise (standard deviation of log samples), pooled over the live candidates.
-
-        Noise is multiplicative, so candidates share it and pooling gives a usable estimate
-        after three samples each. Not a robust estimate, on purpose: an outlier inflates it,
-        which only makes elimination more cautious.
-        """
-        squares = 0.0
-        freedom = 0
-        for index in self.live:
-            logs = [math.log(max(s, 1)) for s in self.kept(index)]
-            if len(logs) >= 2:
-                mean = statistics.fmean(logs)
-                squares += sum((x - mean) ** 2 for x in logs)
-                freedom += len(logs) - 1
-        return (math.sqrt(squares / freedom) if freedom else 0.0), freedom
-
-    def standard_error(self, index: int, medians: dict[int, float], noise: float) -> float:
-        """Standard error of a candidate's median, in ns (a median's is ~1.25x a mean's)."""
-        return 1.2533 * noise * medians[index] / math.sqrt(len(self.kept(index)))
-
     def run_off(self) -> None:
-        a, b = sorted(self.live, key=self.median)[:2]
-        result = runoff(self.runner, a, b, self.settings.runoff_pairs)
-        if result.forfeit is not None and result.error is not None:
-            self.fail(result.forfeit, result.error)
-            failure = candidate_failure(result.error)
-            self.outcomes[result.forfeit] = Failed(f"forfeited the runoff: {failure.reason}", failure.stage)
-        self.first = result.winner
-        self.second = None if result.forfeit is not None else (b if result.winner == a else a)
+        finalists = sorted(self.live, key=centred_scores(self.by_round, self.live).__getitem__)
+        result = runoff(
+            self.runner,
+            finalists,
+            self.settings.runoff_pairs,
+            earlier=self.by_round,
+            first_round=self.number + 1,
+        )
+        self.runoff_samples = sum(len(r) for r in result.rounds)
+        for index, error in result.forfeits:
+            self.fail(index, error)
+            failure = candidate_failure(error)
+            self.outcomes[index] = Failed(f"forfeited the runoff: {failure.reason}", failure.stage)
+        # The runoff's samples stay in its event; the candidates' own samples are the rounds'.
+        standing = [i for i in finalists if i not in dict(result.forfeits)]
+        scores = centred_scores(result.samples, standing) if len(standing) >= 2 else {}
+        self.front = [result.winner, *sorted((i for i in standing if i != result.winner), key=scores.__getitem__)]
+        self.stage = "runoff"
+        self.runner_up = result.runner_up
+        self.margin = result.gap
+        names = {i: self.name(i) for i in finalists}
+        ratio = None if result.gap is None else math.exp(-result.gap.estimate)
         self.events.append(
             Runoff(
-                finalists=[self.name(a), self.name(b)],
-                pairs_ns=list(result.pairs_ns),
-                ratio=result.ratio,
-                margin=result.margin,
-                winner=self.name(result.winner),
-                forfeit=None if result.forfeit is None else self.name(result.forfeit),
+                finalists=[names[i] for i in finalists],
+                pairs_ns=[(r[finalists[0]], r[finalists[1]]) for r in result.rounds if len(r) == 2]
+                if len(finalists) == 2
+                else [],
+                rounds_ns=[{names[i]: t for i, t in r.items()} for r in result.rounds],
+                ratio=ratio,
+                margin=0.0 if ratio is None else abs(1.0 - ratio),
+                winner=names[result.winner],
+                runner_up=None if result.runner_up is None else names[result.runner_up],
+                dropped=[names[i] for i in result.dropped],
+                forfeit=None if result.forfeit is None else names[result.forfeit],
                 stopped_early=result.stopped_early,
+            )
+        )
+
+    def verdict(self) -> None:
+        """The ``Verdict`` event: who won, by how much, how sure, and which stage decided."""
+        measured = [i for i in self.samples if i not in self.outcomes or isinstance(self.outcomes[i], Measured)]
+        if not measured:
+            return
+        winner = self.front[0] if self.front else min(measured, key=self.median)
+        if self.stage == "rounds" and len(measured) >= 2:
+            others = {i: gap(self.by_round[i], self.by_round[winner]) for i in measured if i != winner}
+            paired = {i: g for i, g in others.items() if g.pairs}
+            if paired:
+                self.runner_up = min(paired, key=lambda i: paired[i].estimate)
+                self.margin = paired[self.runner_up]
+        stage: Stage = "single" if len(measured) == 1 and self.stage == "rounds" else self.stage
+        winner_ns = self.median(winner)
+        margin = self.margin
+        self.events.append(
+            Verdict(
+                stage=stage,
+                winner=self.name(winner),
+                winner_ns=winner_ns,
+                runner_up=None if self.runner_up is None else self.name(self.runner_up),
+                runner_up_ns=None if margin is None else winner_ns * math.exp(margin.estimate),
+                margin=None if margin is None else math.exp(margin.estimate) - 1.0,
+                margin_se=None if margin is None or not math.isfinite(margin.se) else margin.se,
+                pairs=0 if margin is None else margin.pairs,
+                samples=sum(len(s) for s in self.samples.values()) + self.runoff_samples,
             )
         )
 
@@ -422,7 +517,7 @@ class _Adaptive:
             self.outcomes[index] = Measured(BenchmarkDurations(kept), discarded_ns=tuple(samples[:1]))
         ordered = [i for i in self.batch if i in self.outcomes]
         outcomes = {i: self.outcomes[i] for i in ordered}
-        front = [i for i in (self.first, self.second) if i is not None and isinstance(outcomes.get(i), Measured)]
+        front = [i for i in self.front if isinstance(outcomes.get(i), Measured)]
         survivors = _by_median((i for i in self.live if i not in front), outcomes)
         rest = _by_median((i for i in ordered if i not in front and i not in survivors), outcomes)
         return BatchResult(outcomes, [*front, *survivors, *rest], self.events)

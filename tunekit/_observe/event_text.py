@@ -62,12 +62,15 @@ def _one(event: RecordEvent) -> str | None:
         case SamplingStopped(reason=reason, rounds=rounds, survivors=survivors):
             return f"sampling stopped after {rounds} rounds ({reason}); left: {', '.join(survivors)}"
         case Runoff(finalists=finalists, pairs_ns=pairs, ratio=ratio, winner=winner, forfeit=forfeit):
-            if forfeit is not None:
-                return f"runoff {finalists[0]} vs {finalists[1]}: {forfeit} raised and forfeited; {winner} wins"
-            # The ratio as it was decided on, A/B; the margin as the reader compares it (the runner-up's time over
-            # the winner's) is the decision's, shown above the events, not a second figure here.
-            ratio_text = f", median ratio {finalists[0]}/{finalists[1]} {ratio:.4f}" if ratio is not None else ""
-            return f"paired runoff {finalists[0]} vs {finalists[1]}: {len(pairs)} pairs{ratio_text}; {winner} wins"
+            among = " vs ".join(finalists)
+            if forfeit is not None and ratio is None:
+                return f"runoff {among}: {forfeit} raised and forfeited; {winner} wins"
+            # The ratio as it was decided on (winner over runner-up); the margin as the reader compares it
+            # is the decision's, shown above the events, not a second figure here.
+            ratio_text = (
+                f", ratio {winner}/{event.runner_up} {ratio:.4f}" if ratio is not None and event.runner_up else ""
+            )
+            return f"paired runoff {among}: {len(event.rounds_ns) or len(pairs)} rounds{ratio_text}; {winner} wins"
         case SearchEnded(strategy=strategy, evaluations=evaluations, stopped_by=stopped_by, resumed=resumed):
             earlier = event.earlier_seconds
             spent = f"; earlier runs spent {earlier:.3g} s of its time" if earlier else ""

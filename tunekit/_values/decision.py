@@ -4,7 +4,9 @@ Every place a tune is shown (``tunekit cache show``, ``records summary``, the HT
 progress line, the demo) reads this one value, so they agree with each other and with what
 chose the winner. It is derived from what a record already carries (each candidate's samples,
 the sampling rounds, the runoff's pairs) by :func:`decision_of`, a pure function: the same
-record always reads the same.
+record always reads the same. A record whose batch ended with a ``Verdict`` event (every tune
+since the schedule emits one) is read from it: the verdict holds the figures the schedule itself
+decided on, including a runoff among more than two finalists.
 
 The margin is the runner-up's time over the winner's, less one, as the deciding stage measured
 them: +0.021 means the runner-up took 2.1% longer. Its 95% interval comes from the samples
@@ -34,6 +36,7 @@ from tunekit._values.records import (
     Runoff,
     SearchEnded,
     ShortCircuit,
+    Verdict,
 )
 
 __all__ = ["NOISE_TOLERANCE", "DecidedBy", "TuneDecision", "decision_of", "median_interval", "ratio_interval"]
@@ -41,7 +44,7 @@ __all__ = ["NOISE_TOLERANCE", "DecidedBy", "TuneDecision", "decision_of", "media
 DecidedBy = Literal["runoff", "rounds", "medians", "short_circuit", "forfeit", "only", "demoted"]
 """The stage that chose the winner.
 
-runoff: the paired runoff between the two finalists; rounds: interleaved sampling rounds
+runoff: the paired runoff among the finalists the rounds left close; rounds: interleaved sampling rounds
 (eliminations, or the lowest median when they ended); medians: the fixed schedule's medians;
 short_circuit: the winner met the roofline limit twice, which ended its batch; forfeit: the other
 finalist raised during the runoff; only: no other candidate was measured beside it; demoted:
@@ -261,6 +264,12 @@ def decision_of(
         extra |= {"faster": faster.name, "faster_ns": _median(faster), "faster_compared": faster.name in compared}
     if record.decision == "demoted" or demoted:
         return _by_medians(winner, compared, "demoted", rounds, extra)
+    if runoff is not None and runoff.winner == winner and runoff.forfeit is not None and runoff.ratio is None:
+        return _by_medians(winner, compared, "forfeit", rounds, extra, interval=False)
+    verdict = next((e for e in reversed(events) if isinstance(e, Verdict)), None)
+    if verdict is not None and verdict.winner == winner:
+        return _by_verdict(verdict, compared, extra)
+    # Records written before the schedule emitted a Verdict: derived from the samples.
     if short is not None:
         return _by_medians(winner, compared, "short_circuit", rounds, extra, interval=False)
     if runoff is not None and runoff.winner == winner and winner in runoff.finalists:
@@ -268,6 +277,38 @@ def decision_of(
             return _by_medians(winner, compared, "forfeit", rounds, extra, interval=False)
         return _by_runoff(winner, runoff, extra)
     return _by_medians(winner, compared, "rounds" if rounds else "medians", rounds, extra)
+
+
+_VERDICT_STAGE: dict[str, DecidedBy] = {
+    "rounds": "rounds",
+    "runoff": "runoff",
+    "short_circuit": "short_circuit",
+    "single": "only",
+}
+_Z95 = 1.959964
+
+
+def _by_verdict(verdict: Verdict, compared: dict[str, CandidateRecord], extra: dict[str, object]) -> TuneDecision:
+    """The schedule's own figures; the interval from its paired log-ratio's standard error."""
+    fields: dict[str, object] = {
+        "winner": verdict.winner,
+        "winner_ns": verdict.winner_ns,
+        "stage": _VERDICT_STAGE[verdict.stage],
+        "samples": verdict.pairs if verdict.stage == "runoff" else verdict.samples,
+        **extra,
+    }
+    won = compared.get(verdict.winner)
+    spreads = [won.stats.spread] if won is not None and won.stats is not None else []
+    if verdict.runner_up is not None and verdict.margin is not None:
+        fields |= {"runner_up": verdict.runner_up, "runner_up_ns": verdict.runner_up_ns, "margin": verdict.margin}
+        runner = compared.get(verdict.runner_up)
+        if runner is not None and runner.stats is not None:
+            spreads.append(runner.stats.spread)
+        if verdict.margin_se is not None and verdict.stage != "short_circuit":
+            centre, half = math.log1p(verdict.margin), _Z95 * verdict.margin_se
+            fields |= {"margin_low": math.expm1(centre - half), "margin_high": math.expm1(centre + half)}
+    fields["spread"] = max(spreads, default=0.0)
+    return TuneDecision.model_validate(fields)
 
 
 def _by_runoff(winner: str, runoff: Runoff, extra: dict[str, object]) -> TuneDecision:

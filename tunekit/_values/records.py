@@ -30,8 +30,10 @@ __all__ = [
     "SearchEnded",
     "SharedTunerName",
     "ShortCircuit",
+    "Stage",
     "StopReason",
     "UnknownEvent",
+    "Verdict",
     "Warmup",
 ]
 
@@ -171,12 +173,16 @@ class Eliminated(Persisted):
 
 
 class ShortCircuit(Persisted):
-    """A candidate met the roofline time limit twice, so the rest of its batch was skipped."""
+    """A candidate met the roofline time limit in its kept sample and in confirming samples taken
+    after other candidates' runs, so the rest of its batch was skipped."""
 
     kind: Literal["short_circuit"] = "short_circuit"
     name: str
     limit_ns: float
-    samples_ns: list[int] = Field(description="The two samples that met the limit.")
+    samples_ns: list[int] = Field(
+        description="The samples that met the limit: the kept one, then the confirming ones (in records of older "
+        "tunekits: two, taken back to back)."
+    )
     skipped: list[str]
 
 
@@ -196,16 +202,58 @@ class SamplingStopped(Persisted):
 
 
 class Runoff(Persisted):
-    """Two close finalists timed A B, B A, ... in pairs; the median of the A/B ratios decided."""
+    """The finalists the rounds could not separate, timed back to back in rounds (A B C, C B A, ...);
+    each compared with the leader through the trimmed mean of their paired log-ratios."""
 
     kind: Literal["runoff"] = "runoff"
-    finalists: list[str] = Field(min_length=2, max_length=2)
-    pairs_ns: list[tuple[int, int]] = Field(description="(A, B) samples of each pair, in the finalists' order.")
-    ratio: float | None = Field(description="Median of the A/B ratios; None when a finalist forfeited first.")
+    finalists: list[str] = Field(min_length=2, description="Every candidate still in when the rounds ended.")
+    pairs_ns: list[tuple[int, int]] = Field(
+        description="With exactly two finalists: (A, B) samples of each pair, in the finalists' order; else empty."
+    )
+    rounds_ns: list[dict[str, int]] = Field(
+        default_factory=list, description="Each runoff round: finalist name -> its sample, in sampling order."
+    )
+    ratio: float | None = Field(
+        description="The winner's time over the runner-up's, as their paired samples estimate it (rounds' pairs "
+        "included); None when no comparison decided (a forfeit left one finalist)."
+    )
     margin: float = Field(ge=0, description="How far the ratio is from a tie (0.02 = 2%).")
     winner: str
-    forfeit: str | None = Field(None, description="The finalist that raised during the runoff and lost by it.")
-    stopped_early: bool = Field(False, description="The decision was clear before the last pair.")
+    runner_up: str | None = Field(None, description="The finalist closest to the winner at the end.")
+    dropped: list[str] = Field(
+        default_factory=list, description="Finalists separated from the leader before the end, in order."
+    )
+    forfeit: str | None = Field(None, description="The (first) finalist that raised during the runoff and lost by it.")
+    stopped_early: bool = Field(False, description="The decision was clear before the last round.")
+
+
+Stage = Literal["rounds", "runoff", "short_circuit", "single"]
+
+
+class Verdict(Persisted):
+    """How a batch was decided, as plain figures: who won, the closest other, by how much, how sure.
+
+    ``stage``: ``rounds`` (eliminations left one), ``runoff`` (the runoff among the close
+    finalists), ``short_circuit`` (the winner met the roofline limit; nothing was compared) or
+    ``single`` (one candidate measured). The margin and its standard error come from the winner's
+    and runner-up's paired samples (same rounds), as the decision used them.
+    """
+
+    kind: Literal["verdict"] = "verdict"
+    stage: Stage
+    winner: str
+    winner_ns: float = Field(ge=0, description="The winner's median kept sample, in ns.")
+    runner_up: str | None = Field(description="The candidate closest to the winner; None when none was compared.")
+    runner_up_ns: float | None = Field(
+        description="The runner-up's time as the paired comparison puts it: winner_ns x (1 + margin)."
+    )
+    margin: float | None = Field(
+        description="How much slower the runner-up is (0.02 = 2%), from the pairs' trimmed mean log-ratio; "
+        "negative when the pairs favour the runner-up but the decision did not (a tie within indifference)."
+    )
+    margin_se: float | None = Field(description="Standard error of the margin (of its log; 0.01 ~ 1 percentage point).")
+    pairs: int = Field(ge=0, description="Paired samples behind the margin.")
+    samples: int = Field(ge=0, description="Timed samples the batch took, runoff included.")
 
 
 class SearchEnded(Persisted):
@@ -272,6 +320,7 @@ _KNOWN_EVENTS = (
     ShortCircuit,
     SamplingStopped,
     Runoff,
+    Verdict,
     SearchEnded,
 )
 _KINDS = frozenset(model.model_fields["kind"].default for model in _KNOWN_EVENTS)
@@ -306,6 +355,7 @@ RecordEvent = Annotated[
     | Annotated[ShortCircuit, Tag("short_circuit")]
     | Annotated[SamplingStopped, Tag("sampling_stopped")]
     | Annotated[Runoff, Tag("runoff")]
+    | Annotated[Verdict, Tag("verdict")]
     | Annotated[SearchEnded, Tag("search")]
     | Annotated[UnknownEvent, Tag("unknown")],
     Discriminator(_event_kind),
