@@ -100,7 +100,7 @@ def test_a_busy_device_gets_one_warning_saying_what_to_do(
     """Three runs of a comparison on a busy machine differed 100-fold, and nothing warned."""
     tk.configure(record=str(tmp_path / "records.jsonl"))
     with caplog.at_level(logging.INFO, logger="tunekit.doubt"):
-        records = _tune("busy", 0.5, 3, (100_000, 103_000), sizes=(8, 64))
+        records = _tune("busy", 0.5, 8, (100_000, 103_000), sizes=(8, 64))
     decisions = [tk.decision_of(r) for r in records]
     assert all(d is not None and d.margin is not None and d.spread > d.margin for d in decisions)
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
