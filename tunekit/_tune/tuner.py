@@ -33,7 +33,7 @@ from tunekit._tune.tune_cache import TuneCache
 from tunekit._tune.tune_job import TuneJob
 from tunekit._values.cache_state import CacheState, Hit, Pending
 from tunekit._values.outcome import Failed, Outcome, outcome_reason
-from tunekit._values.records import AutotuneRecord, CandidateRecord, Decision, Demoted, RecordEvent
+from tunekit._values.records import AutotuneRecord, CandidateRecord, Decision, Demoted, PhaseTimes, RecordEvent
 
 __all__ = ["Tuner"]
 
@@ -186,6 +186,7 @@ class Tuner:
         stored = bool(ranking) and self.tune_cache.store(job, ranking, outcomes)
         if stored and job.cache is not None:
             forget_failure(job.cache, self.device_id, self.name, job.key_json)
+        wall_time_s = time.perf_counter() - started
         self._emit(
             self._record(
                 tunables,
@@ -193,7 +194,8 @@ class Tuner:
                 "tuned",
                 winner,
                 stored=stored,
-                wall_time_s=time.perf_counter() - started,
+                wall_time_s=wall_time_s,
+                phases=_phases(job.phase_s, wall_time_s),
                 candidates=[
                     CandidateRecord.of(tunables.tunables[i].name, batch_of.get(i, 0), o) for i, o in outcomes.items()
                 ],
@@ -292,6 +294,7 @@ class Tuner:
         wall_time_s: float = 0.0,
         candidates: Sequence[CandidateRecord] = (),
         events: Sequence[RecordEvent] = (),
+        phases: PhaseTimes | None = None,
     ) -> AutotuneRecord:
         """The record of one decision of this tuner about ``key``."""
         return AutotuneRecord(
@@ -305,6 +308,7 @@ class Tuner:
             stored=stored,
             wall_time_s=wall_time_s,
             events=list(events),
+            phases=phases,
         )
 
     def _emit(self, record: AutotuneRecord, observation: TuneObservation | None = None) -> None:
@@ -313,6 +317,12 @@ class Tuner:
         else:
             observation.finished(record)
         emit_to_all(record, self._sinks)
+
+
+def _phases(phase_s: dict[str, float], wall_time_s: float) -> PhaseTimes:
+    """The record's phases from a tune's seconds per phase; what they leave of ``wall_time_s`` is ``other_s``."""
+    named = {f"{phase}_s": max(seconds, 0.0) for phase, seconds in phase_s.items()}
+    return PhaseTimes(**named, other_s=max(wall_time_s - sum(named.values()), 0.0))
 
 
 def _callers_input_refused(tunables: TunableSet[Any, Any], outcomes: dict[int, Outcome]) -> bool:
