@@ -101,8 +101,8 @@ __kernel void row_sums(const int R, const int C, __global const float* restrict 
     }
     partial[ty][tx] = acc;
     barrier(CLK_LOCAL_MEM_FENCE);
-    for (int half = block_size_x / 2; half > 0; half /= 2) {
-        if (tx < half) partial[ty][tx] += partial[ty][tx + half];
+    for (int step = block_size_x / 2; step > 0; step /= 2) {
+        if (tx < step) partial[ty][tx] += partial[ty][tx + step];
         barrier(CLK_LOCAL_MEM_FENCE);
     }
     if (tx == 0 && row < R) sums[row] = partial[ty][0];
