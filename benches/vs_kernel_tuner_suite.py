@@ -14,9 +14,10 @@ as a cache flush before each sample: ``tunekit_backends/opencl/_cold.py``), inte
 median.
 
 A kernel whose cold tune is dominated by compiling (tunekit's compile phase over half its wall
-time) gets a compile floor measured in the same run: a fresh process compiles every variant
-one at a time with a cold PoCL cache, and the floor is that total compile time divided by
-tunekit's compile workers, plus the checking, warm-up and timing tunekit did.
+time) gets a compile floor measured in the same run: a fresh process builds and first-launches
+every variant one at a time with a cold PoCL cache (PoCL generates machine code at a kernel's
+first launch), and the floor is that total divided by tunekit's compile workers, plus the
+checking, warm-up and timing tunekit did.
 """
 
 from __future__ import annotations
@@ -146,17 +147,29 @@ def tune_kernel_tuner(kernel: _suite.SuiteKernel, quick: bool) -> dict[str, Any]
 
 
 def compile_each(kernel: _suite.SuiteKernel, quick: bool) -> dict[str, Any]:
-    """Compile every variant one at a time in this process (cold cache): the total compile time."""
+    """Build and first-launch every variant one at a time in this process (cold cache): the total compile time.
+
+    The first launch counts: PoCL generates a kernel's machine code for its work-group size
+    there, not in ``clBuildProgram``.
+    """
     import pyopencl as cl
+    import pyopencl.array as cla
 
     from tunekit_backends.opencl import OpenCLClient
 
     client = OpenCLClient(flush_cache=False, compile_in="thread")
-    template = kernel.template(_size(kernel, quick), quick)
+    size = _size(kernel, quick)
+    template = kernel.template(size, quick)
+    host, _, _ = kernel.inputs(size)
+    args = [cla.to_device(client.queue, a).data if isinstance(a, np.ndarray) else a for a in host]
     total = 0.0
-    for config in template.configs:
+    for config in kernel.configs(quick):
         started = time.perf_counter()
-        cl.Program(client.context, kernel.source).build(options=template.build_options(config))
+        program = cl.Program(client.context, kernel.source).build(
+            options=template.build_options(template.space.config(config))
+        )
+        global_size, local_size = _suite.geometry(kernel, config, size)
+        getattr(program, kernel.kernel)(client.queue, global_size, local_size, *args).wait()
         total += time.perf_counter() - started
     return {"compile_total_s": total, "variants": len(template.configs)}
 

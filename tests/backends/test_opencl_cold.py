@@ -11,8 +11,7 @@ import pytest
 
 import tunekit as tk
 from tunekit.backend import SupportsColdInputs
-from tunekit_backends.opencl import KernelTemplate, OpenCLClient
-from tunekit_backends.opencl import _client as opencl_client
+from tunekit_backends.opencl import KernelTemplate, OpenCLClient, _client as opencl_client
 from tunekit_backends.opencl._cold import MAX_COPIES
 
 cla = pytest.importorskip("pyopencl.array", reason="pip install 'tunekit[opencl]'")
