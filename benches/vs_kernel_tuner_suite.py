@@ -80,13 +80,13 @@ def tune_tunekit(kernel: _suite.SuiteKernel, quick: bool) -> dict[str, Any]:
     workers = client.compile_pool.workers if client.compile_pool is not None else 1
     client.close()
     (record,) = records
-    assert record.phases is not None
+    phases = getattr(record, "phases", None)  # None from a tunekit without phase times (--baseline)
     config = dict(item.split("=") for item in record.winner.partition("[")[2].rstrip("]").split(","))  # type: ignore[union-attr]
     winner = next(c for c in record.candidates if c.name == record.winner)
     return {
         "wall_s": wall,
         "client_s": client_s,
-        "phases": {p: getattr(record.phases, f"{p}_s") for p in PHASES},
+        "phases": {p: getattr(phases, f"{p}_s") if phases is not None else math.nan for p in PHASES},
         "measured": sum(c.status == "measured" for c in record.candidates),
         "rejected": sum(c.status == "failed" for c in record.candidates),
         "winner": {k: int(v) for k, v in config.items()},
@@ -174,11 +174,13 @@ def compile_each(kernel: _suite.SuiteKernel, quick: bool) -> dict[str, Any]:
     return {"compile_total_s": total, "variants": len(template.configs)}
 
 
-def run_child(mode: str, kernel: str, quick: bool) -> dict[str, Any]:
-    """Run one child in a fresh process with cold PoCL and tunekit caches."""
+def run_child(mode: str, kernel: str, quick: bool, baseline: str | None = None) -> dict[str, Any]:
+    """Run one child in a fresh process with cold PoCL and tunekit caches (tunekit from ``baseline`` if given)."""
     with tempfile.TemporaryDirectory() as scratch:
+        path = {"PYTHONPATH": os.pathsep.join(filter(None, [baseline, os.environ.get("PYTHONPATH")]))}
         env = dict(
             os.environ,
+            **(path if baseline else {}),
             POCL_CACHE_DIR=str(Path(scratch) / "pocl"),
             TUNEKIT_CACHE_DIR=str(Path(scratch) / "tunekit"),
             TUNEKIT_PROGRESS="0",
@@ -232,6 +234,11 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="smaller sizes and spaces (for development)")
     parser.add_argument("--rounds", type=int, default=1, help="tunes per tool and kernel (alternating order)")
     parser.add_argument("--retime-rounds", type=int, default=30, help="interleaved rounds of the common timer")
+    parser.add_argument(
+        "--baseline",
+        metavar="DIR",
+        help="also tune with the tunekit in DIR (`git archive REV tunekit tunekit_backends | tar -x -C DIR`)",
+    )
     parser.add_argument("--child", choices=["tunekit", "kernel_tuner", "compile"])
     options = parser.parse_args()
     names = options.kernel or list(_suite.KERNELS)
@@ -244,7 +251,7 @@ def main() -> int:
     from rich.console import Console
     from rich.table import Table
 
-    tools = ["kernel_tuner", "tunekit"]
+    tools = ["kernel_tuner", "tunekit", *(["baseline"] if options.baseline else [])]
     rows: list[dict[str, Any]] = []
     loads: list[float] = []
     turn = 0
@@ -254,7 +261,10 @@ def main() -> int:
         for _ in range(options.rounds):
             for tool in tools if turn % 2 == 0 else reversed(tools):
                 loads.append(os.getloadavg()[0])
-                runs[tool].append(run_child(tool, name, options.quick))
+                if tool == "baseline":
+                    runs[tool].append(run_child("tunekit", name, options.quick, options.baseline))
+                else:
+                    runs[tool].append(run_child(tool, name, options.quick))
                 print(f"{name} {tool}: {runs[tool][-1]['wall_s']:.1f} s", file=sys.stderr)
             turn += 1
         tk_last = runs["tunekit"][-1]
@@ -266,7 +276,7 @@ def main() -> int:
             floor = compiled["compile_total_s"] / tk_last["workers"] + sum(
                 phases[p] for p in ("check", "warmup", "measure", "runoff")
             )
-        winners = {tool: runs[tool][-1]["winner"] for tool in tools}
+        winners = {tool: runs[tool][-1]["winner"] for tool in ("kernel_tuner", "tunekit")}
         common = retime(kernel, options.quick, winners, options.retime_rounds)
         rows.append(
             {
@@ -275,6 +285,7 @@ def main() -> int:
                 "variants": len(kernel.configs(options.quick)),
                 "kt_s": statistics.median(r["wall_s"] for r in runs["kernel_tuner"]),
                 "tk_s": tk_wall,
+                "baseline_s": statistics.median(r["wall_s"] for r in runs["baseline"]) if options.baseline else None,
                 "client_s": statistics.median(r["client_s"] for r in runs["tunekit"]),
                 "phases": phases,
                 "floor_s": floor,
@@ -288,11 +299,14 @@ def main() -> int:
 
     console = Console(width=170)
     table = Table(title="tunekit vs Kernel Tuner 1.5, cold tunes (fresh processes, empty PoCL and tunekit caches)")
-    for column in ("kernel", "variants", "KT s", "tunekit s", "ratio", "floor s", "KT winner", "tunekit winner"):
+    columns = ["kernel", "variants", "KT s", "tunekit s", "ratio", "floor s", "KT winner", "tunekit winner"]
+    if options.baseline:
+        columns.insert(5, "baseline s")
+    for column in columns:
         table.add_column(column)
     for row in rows:
         kt_ns, tk_ns = row["common_ns"]["kernel_tuner"], row["common_ns"]["tunekit"]
-        table.add_row(
+        cells = [
             row["kernel"],
             str(row["variants"]),
             f"{row['kt_s']:.1f}",
@@ -301,7 +315,10 @@ def main() -> int:
             "-" if row["floor_s"] is None else f"{row['floor_s']:.1f} ({row['tk_s'] / row['floor_s']:.2f}x)",
             f"{_config(row['winners']['kernel_tuner'])}: {kt_ns / 1e3:.1f} us",
             f"{_config(row['winners']['tunekit'])}: {tk_ns / 1e3:.1f} us ({tk_ns / kt_ns:.2f}x)",
-        )
+        ]
+        if options.baseline:
+            cells.insert(5, f"{row['baseline_s']:.1f} ({row['baseline_s'] / row['kt_s']:.2f}x)")
+        table.add_row(*cells)
     console.print(table)
     phases_table = Table(title="tunekit's wall time per phase, s (client: creating the OpenCLClient)")
     for column in ("kernel", "client", *PHASES, "flushes"):
