@@ -148,6 +148,7 @@ BACKEND = {
     "RunPolicy",
     "SupportsCacheFlush",
     "SupportsCheckBuffers",
+    "SupportsColdInputs",
     "SupportsDeviceModel",
     "SupportsForkCheck",
     "SupportsLocator",
