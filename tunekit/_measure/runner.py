@@ -77,7 +77,18 @@ class InProcessRunner:
 
     def sample(self, index: int, *, flush: bool = True) -> int:
         """Time one run of candidate ``index``: on cold inputs when ``flush`` (see ``SupportsColdInputs``)."""
-        inputs = self._cold_inputs() if flush else self.inputs
+        return self.timed(index, self.sample_inputs(flush))
+
+    def sample_inputs(self, flush: bool) -> tuple[Any, ...]:
+        """The inputs of the next sample: cold ones when ``flush`` (the next cold copy, or the inputs after a flush).
+
+        Apart from :meth:`timed` so that a per-run limit can leave it out: making the copies or
+        flushing is no candidate's time.
+        """
+        return self._cold_inputs() if flush else self.inputs
+
+    def timed(self, index: int, inputs: tuple[Any, ...]) -> int:
+        """One timed run of candidate ``index`` on ``inputs``."""
         fn = tuned_function(self.tunables.tunables[index].fn)  # built outside the timed run
         return timed_run(self.client, lambda: fn(*inputs))
 
