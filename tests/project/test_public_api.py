@@ -152,6 +152,7 @@ BACKEND = {
     "RunPolicy",
     "SupportsCacheFlush",
     "SupportsCheckBuffers",
+    "SupportsColdInputs",
     "SupportsDeviceModel",
     "SupportsForkCheck",
     "SupportsLocator",

@@ -216,28 +216,38 @@ def compare(
         g = got_arr.astype(wide).reshape(-1)
     except (TypeError, ValueError) as exc:
         return CheckOutcome(False, f"{label}: a {got_arr.dtype} value where numbers were expected ({exc})")
+    magnitude = np.abs(e)
+    # Finite values everywhere (the usual case) need none of the NaN and infinity handling below:
+    # skipping it keeps checking a large output to a few passes over it.
+    finite = bool(np.isfinite(e).all() and np.isfinite(g).all())
     with np.errstate(divide="ignore", over="ignore", invalid="ignore"):  # inf - inf: handled below
         diff = np.abs(g - e)
-    both_nan = np.isnan(e) & np.isnan(g)  # NaN where NaN is expected is a match
-    diff = np.where(both_nan, 0.0, diff)
-    # An infinite expected value is met only by the same infinity: its tolerance (rtol * inf) would let
-    # any finite value, NaN or the other infinity pass.
-    infinite = np.isinf(e)
-    diff = np.where(infinite, np.where(g == e, 0.0, np.inf), diff)
-    diff = np.where(np.isnan(diff), np.inf, diff)
+    if finite:
+        both_nan = infinite = np.zeros(0, bool)
+    else:
+        both_nan = np.isnan(e) & np.isnan(g)  # NaN where NaN is expected is a match
+        diff = np.where(both_nan, 0.0, diff)
+        # An infinite expected value is met only by the same infinity: its tolerance (rtol * inf) would let
+        # any finite value, NaN or the other infinity pass.
+        infinite = np.isinf(e)
+        diff = np.where(infinite, np.where(g == e, 0.0, np.inf), diff)
+        diff = np.where(np.isnan(diff), np.inf, diff)
     with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-        rel = np.where(diff == 0, 0.0, np.where(infinite, np.inf, diff / np.abs(e)))
+        rel = np.where(diff == 0, 0.0, diff / magnitude if finite else np.where(infinite, np.inf, diff / magnitude))
     if tolerance is None:
-        allowed = np.full(diff.shape, atol)
+        allowed: Any = atol
         kind = "exact" if atol == 0 else f"atol {atol:g}"
     else:
         base_rtol, atol_scale = tolerance
-        scale = float(np.max(np.abs(e[np.isfinite(e)]), initial=0.0))
+        scale = float(np.max(magnitude if finite else magnitude[np.isfinite(e)], initial=0.0))
         use_rtol = max(base_rtol, rtol)
         use_atol = max(atol_scale * scale, atol)
-        allowed = np.where(infinite, 0.0, use_atol + use_rtol * np.abs(np.where(infinite, 0.0, e)))
+        if finite:
+            allowed = use_atol + use_rtol * magnitude
+        else:
+            allowed = np.where(infinite, 0.0, use_atol + use_rtol * np.abs(np.where(infinite, 0.0, e)))
         kind = f"rtol {use_rtol:.3g}, atol {use_atol:.3g}"
-    bad = ~(diff <= allowed) & ~both_nan
+    bad = ~(diff <= allowed) if finite else ~(diff <= allowed) & ~both_nan
     worst = int(np.argmax(diff))
     max_abs = float(diff[worst])
     max_rel = float(np.max(rel))

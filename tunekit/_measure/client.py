@@ -11,6 +11,7 @@ __all__ = [
     "Client",
     "DevicePeaks",
     "SupportsCacheFlush",
+    "SupportsColdInputs",
     "SupportsDeviceModel",
     "SupportsForkCheck",
     "SupportsLocator",
@@ -101,6 +102,27 @@ class SupportsCacheFlush(Protocol):
 
     def flush_cache(self) -> None:
         """Overwrite the caches; called outside the timed region."""
+        ...
+
+
+@runtime_checkable
+class SupportsColdInputs(Protocol):
+    """Optional: cold inputs for each timed sample without a whole-cache flush before each.
+
+    A flush writes twice the last-level cache before every sample, which on a device with a
+    large cache costs far more than a small kernel's run. Rotating through copies of the
+    inputs gets the same cold start cheaper: between two uses of one copy, the other copies
+    (and, when there are too few of them, a slice of the flush buffer) stream at least as many
+    bytes through the cache as the flush would. Checked for before ``SupportsCacheFlush``.
+    """
+
+    def cold_inputs(self, inputs: tuple[object, ...]) -> Callable[[], tuple[object, ...]] | None:
+        """A function returning, at each call, inputs equal to ``inputs`` whose data is out of the caches.
+
+        Called once per tune, outside any timed region; each call of the result is too (it may
+        write part of a flush buffer). None: these inputs cannot be copied (an argument the
+        client does not know how to copy, or copies that would not fit), and the caller flushes.
+        """
         ...
 
 

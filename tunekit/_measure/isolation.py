@@ -212,8 +212,9 @@ class WatchdogRunner:
         self.guard(lambda: self.inner.warmup(index))
 
     def sample(self, index: int, *, flush: bool = True) -> int:
-        """Time one run of candidate ``index`` within the limit."""
-        return self.guard(lambda: self.inner.sample(index, flush=flush))
+        """Time one run of candidate ``index`` within the limit (the flush or cold copies before it are not)."""
+        inputs = self.inner.sample_inputs(flush)
+        return self.guard(lambda: self.inner.timed(index, inputs))
 
     def guard(self, run: Callable[[], T]) -> T:
         """Run ``run`` in this thread under the per-run limit; CandidateFailed(timeout) past it."""

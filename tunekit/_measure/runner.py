@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
 from tunekit._candidates.tunable_set import TunableSet, tuned_function
-from tunekit._measure.client import Client, SupportsCacheFlush
+from tunekit._measure.client import Client, SupportsCacheFlush, SupportsColdInputs
 
 __all__ = ["CandidateRunner", "InProcessRunner", "timed_run"]
 
@@ -67,6 +67,8 @@ class InProcessRunner:
         self.tunables = tunables
         self.inputs = inputs
         self._flusher = client if isinstance(client, SupportsCacheFlush) else None
+        self._cold: Callable[[], tuple[Any, ...]] | None = None
+        self._cold_asked = False
 
     def warmup(self, index: int) -> None:
         """Run candidate ``index`` once, untimed."""
@@ -74,9 +76,32 @@ class InProcessRunner:
         self.client.sync()
 
     def sample(self, index: int, *, flush: bool = True) -> int:
-        """Time one run of candidate ``index``."""
-        if flush and self._flusher is not None:
-            self._flusher.flush_cache()
+        """Time one run of candidate ``index``: on cold inputs when ``flush`` (see ``SupportsColdInputs``)."""
+        return self.timed(index, self.sample_inputs(flush))
+
+    def sample_inputs(self, flush: bool) -> tuple[Any, ...]:
+        """The inputs of the next sample: cold ones when ``flush`` (the next cold copy, or the inputs after a flush).
+
+        Apart from :meth:`timed` so that a per-run limit can leave it out: making the copies or
+        flushing is no candidate's time.
+        """
+        return self._cold_inputs() if flush else self.inputs
+
+    def timed(self, index: int, inputs: tuple[Any, ...]) -> int:
+        """One timed run of candidate ``index`` on ``inputs``."""
         fn = tuned_function(self.tunables.tunables[index].fn)  # built outside the timed run
-        inputs = self.inputs
         return timed_run(self.client, lambda: fn(*inputs))
+
+    def _cold_inputs(self) -> tuple[Any, ...]:
+        """The inputs of the next flushed sample: the next cold copy, or the inputs after a flush."""
+        if not self._cold_asked:
+            self._cold_asked = True
+            # Copies are made at the first flushed sample, not before: a tune all of whose candidates fail makes none.
+            # Only where the client flushes at all: a client told not to (flush_cache=False) times warm inputs.
+            if self._flusher is not None and isinstance(self.client, SupportsColdInputs):
+                self._cold = self.client.cold_inputs(self.inputs)
+        if self._cold is not None:
+            return self._cold()
+        if self._flusher is not None:
+            self._flusher.flush_cache()
+        return self.inputs

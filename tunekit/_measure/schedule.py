@@ -90,11 +90,17 @@ class BatchResult(Mapping[int, Outcome]):
     """
 
     def __init__(
-        self, outcomes: dict[int, Outcome], ranking: Sequence[int], events: Sequence[RecordEvent] = ()
+        self,
+        outcomes: dict[int, Outcome],
+        ranking: Sequence[int],
+        events: Sequence[RecordEvent] = (),
+        phase_s: Mapping[str, float] | None = None,
     ) -> None:
         self.outcomes = outcomes
         self.ranking = tuple(ranking)
         self.events = tuple(events)
+        self.phase_s: dict[str, float] = dict(phase_s or {})
+        """Wall seconds of the schedule's phases: ``warmup``, ``measure`` (admission and rounds), ``runoff``."""
 
     def __getitem__(self, index: int) -> Outcome:
         return self.outcomes[index]
@@ -140,6 +146,7 @@ def measure_batch(
 
 def _fixed(runner: CandidateRunner, batch: Sequence[int], settings: Settings, deadline: float | None) -> BatchResult:
     outcomes: dict[int, Outcome] = {}
+    started = time.perf_counter()
     for index in batch:
         if outcomes and past(deadline):
             break
@@ -151,7 +158,7 @@ def _fixed(runner: CandidateRunner, batch: Sequence[int], settings: Settings, de
             outcomes[index] = candidate_failure(exc)
         else:
             outcomes[index] = Measured(BenchmarkDurations(samples))
-    return BatchResult(outcomes, _by_median(outcomes, outcomes))
+    return BatchResult(outcomes, _by_median(outcomes, outcomes), phase_s={"measure": time.perf_counter() - started})
 
 
 def _by_median(indices: Iterator[int] | Mapping[int, Outcome], outcomes: Mapping[int, Outcome]) -> list[int]:
@@ -196,6 +203,7 @@ class _Adaptive:
         self.round_samples: dict[str, int] = {}  # the admission round's samples
         self.next_up = 0
         self.spacer_turn = -1
+        self.phase_s: dict[str, float] = {}
 
     def name(self, index: int) -> str:
         return self.names[index] if self.names is not None else f"#{index}"
@@ -216,12 +224,21 @@ class _Adaptive:
     # -- the phases ------------------------------------------------------------------
 
     def run(self) -> BatchResult:
+        started = time.perf_counter()
         self.warm_up_device()
-        if not self.admit():
+        warmed = time.perf_counter()
+        short_circuited = self.admit()
+        if not short_circuited:
             self.rounds()
-            if len(self.live) >= 2 and self.settings.runoff_pairs > 0:
-                self.run_off()
+        sampled = time.perf_counter()
+        if not short_circuited and len(self.live) >= 2 and self.settings.runoff_pairs > 0:
+            self.run_off()
         self.verdict()
+        self.phase_s = {
+            "warmup": warmed - started,
+            "measure": sampled - warmed,
+            "runoff": time.perf_counter() - sampled,
+        }
         return self.result()
 
     def warm_up_device(self) -> None:
@@ -520,4 +537,4 @@ class _Adaptive:
         front = [i for i in self.front if isinstance(outcomes.get(i), Measured)]
         survivors = _by_median((i for i in self.live if i not in front), outcomes)
         rest = _by_median((i for i in ordered if i not in front and i not in survivors), outcomes)
-        return BatchResult(outcomes, [*front, *survivors, *rest], self.events)
+        return BatchResult(outcomes, [*front, *survivors, *rest], self.events, self.phase_s)

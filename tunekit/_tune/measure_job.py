@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import time
 from collections.abc import Container
 from typing import Any, NamedTuple
 
@@ -81,6 +82,8 @@ def measure(job: TuneJob, observation: TuneObservation) -> Measurement:
             )
             results.update(measured)
             job.events.extend(measured.events)
+            for phase, seconds in measured.phase_s.items():
+                job.add_phase(phase, seconds)
             observation.outcomes(results, tunables.names)
             return results, measured
 
@@ -124,6 +127,7 @@ def _prepare_and_check(
     tunables = job.tunables
     phase = prepare_batch(tunables, batch, inputs, job.settings.compile_workers, on_compiled=observation.compiled)
     failures = phase.failures
+    job.add_phase("compile", phase.wall_time_s)
     if phase.hooks:
         job.events.append(
             Prepared(
@@ -139,6 +143,7 @@ def _prepare_and_check(
         return failures
     agreed: list[str] = []
     disagreed: list[str] = []
+    started = time.perf_counter()
     try:
         # Each check's event is kept as its check ends: a reference that fails later stops the tune with them.
         for index, check in check_each(runner, gate, [i for i in batch if i not in failures], tunables):
@@ -165,6 +170,8 @@ def _prepare_and_check(
                     agreed.append(name)
     except ReferenceFailed as exc:
         raise ReferenceFailed(f"{job.where}: {exc}") from exc.__cause__
+    finally:
+        job.add_phase("check", time.perf_counter() - started)
     if disagreed and tunables.reference is not None and tunables.reference.fn is None:
         _warn_baseline_contradicted(job, gate.against, agreed, disagreed)
     return failures

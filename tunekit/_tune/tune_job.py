@@ -20,7 +20,7 @@ class TuneJob:
 
     ``settings`` are those in force when the call began: each step reads them here, so all see the
     same ones. ``events`` is the one mutable part: the steps append what the tune's record tells,
-    in the order it happens.
+    in the order it happens; ``phase_s`` adds up where the time went.
     """
 
     tuner: str
@@ -34,6 +34,13 @@ class TuneJob:
     cache: PersistentCache | None
     """Where the winner is written through to; None with the cache off, or autotuning off (nothing is written)."""
     events: list[RecordEvent] = field(default_factory=list)
+    phase_s: dict[str, float] = field(default_factory=dict)
+    """Wall seconds per phase of the tune (``compile``, ``check``, ``warmup``, ``measure``, ``runoff``), summed
+    over its batches: mutable like ``events``, for the record's ``phases``."""
+
+    def add_phase(self, phase: str, seconds: float) -> None:
+        """Count ``seconds`` of wall time to ``phase``."""
+        self.phase_s[phase] = self.phase_s.get(phase, 0.0) + seconds
 
     @property
     def where(self) -> str:

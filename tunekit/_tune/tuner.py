@@ -39,7 +39,7 @@ from tunekit._tune.tune_job import TuneJob
 from tunekit._values.cache_state import CacheState, Hit, Pending
 from tunekit._values.decision import decision_of
 from tunekit._values.outcome import Failed, Outcome, outcome_reason
-from tunekit._values.records import AutotuneRecord, CandidateRecord, Decision, Demoted, RecordEvent
+from tunekit._values.records import AutotuneRecord, CandidateRecord, Decision, Demoted, PhaseTimes, RecordEvent
 
 __all__ = ["Tuner"]
 
@@ -205,13 +205,15 @@ class Tuner:
             observation.failed(exc)
             raise
         winner = tunables.tunables[ranking[0]].name if ranking else None
+        wall_time_s = time.perf_counter() - started
         record = self._record(
             tunables,
             job.key,
             "tuned",
             winner,
             stored=bool(ranking) and job.cache is not None,
-            wall_time_s=time.perf_counter() - started,
+            wall_time_s=wall_time_s,
+            phases=_phases(job.phase_s, wall_time_s),
             candidates=[
                 CandidateRecord.of(tunables.tunables[i].name, batch_of.get(i, 0), o) for i, o in outcomes.items()
             ],
@@ -347,6 +349,7 @@ class Tuner:
         wall_time_s: float = 0.0,
         candidates: Sequence[CandidateRecord] = (),
         events: Sequence[RecordEvent] = (),
+        phases: PhaseTimes | None = None,
     ) -> AutotuneRecord:
         """The record of one decision of this tuner about ``key``."""
         return AutotuneRecord(
@@ -360,6 +363,7 @@ class Tuner:
             stored=stored,
             wall_time_s=wall_time_s,
             events=list(events),
+            phases=phases,
         )
 
     def _emit(self, record: AutotuneRecord, observation: TuneObservation | None = None) -> None:
@@ -377,6 +381,12 @@ def _encodable(text: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+def _phases(phase_s: dict[str, float], wall_time_s: float) -> PhaseTimes:
+    """The record's phases from a tune's seconds per phase; what they leave of ``wall_time_s`` is ``other_s``."""
+    named = {f"{phase}_s": max(seconds, 0.0) for phase, seconds in phase_s.items()}
+    return PhaseTimes(**named, other_s=max(wall_time_s - sum(named.values()), 0.0))
 
 
 def _callers_input_refused(tunables: TunableSet[Any, Any], outcomes: dict[int, Outcome]) -> bool:

@@ -21,6 +21,7 @@ __all__ = [
     "Demoted",
     "Eliminated",
     "FallbackBatch",
+    "PhaseTimes",
     "Prepared",
     "RecordEvent",
     "Round",
@@ -362,6 +363,21 @@ RecordEvent = Annotated[
 ]
 
 
+class PhaseTimes(Persisted):
+    """Where a tune's wall time went, in seconds of wall time per phase, summed over its batches.
+
+    The phases do not add up to ``wall_time_s`` exactly: the rest is making the inputs, the
+    roofline limit and the record itself (``other_s``).
+    """
+
+    compile_s: float = Field(0.0, ge=0, description="Compiling the candidates (the prepare hooks).")
+    check_s: float = Field(0.0, ge=0, description="Checking each candidate's output against the reference.")
+    warmup_s: float = Field(0.0, ge=0, description="The device warm-up before the first timed sample.")
+    measure_s: float = Field(0.0, ge=0, description="Admission round and interleaved rounds: the timed sampling.")
+    runoff_s: float = Field(0.0, ge=0, description="The paired runoff between two close finalists.")
+    other_s: float = Field(0.0, ge=0, description="The rest of the wall time: inputs, roofline limit, bookkeeping.")
+
+
 Decision = Literal["tuned", "disabled", "demoted"]
 """What a record decided: measured and chose, took the plan order (autotuning off), or demoted a failing winner."""
 
@@ -387,3 +403,6 @@ class AutotuneRecord(Persisted):
     stored: bool = Field(description="Whether the winner was written to the persistent cache.")
     wall_time_s: float = Field(ge=0, description="Wall time of the whole decision, in seconds.")
     events: list[RecordEvent] = Field(default_factory=list)
+    phases: PhaseTimes | None = Field(
+        None, description="Where the wall time went, per phase; None when nothing was measured (or an older record)."
+    )

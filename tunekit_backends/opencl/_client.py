@@ -6,6 +6,7 @@ import logging
 import os
 import re
 import threading
+import time
 import weakref
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, TypeVar
@@ -15,6 +16,7 @@ import numpy as np
 from tunekit.backend import CheckBuffers, DevicePeaks
 from tunekit_backends.opencl._buffers import DeviceCheckBuffers
 from tunekit_backends.opencl._cl import INSTALL_HINT, first_error_line, is_pocl, pocl_kernel_cache_on, pyopencl
+from tunekit_backends.opencl._cold import cold_inputs
 from tunekit_backends.opencl._compile import CompilePool
 from tunekit_backends.opencl._peaks import busy_kernel, measure_device_peaks, warm_up_device
 
@@ -29,6 +31,47 @@ _PROBE = "__kernel void tunekit_probe(__global int* x) { x[get_global_id(0)] = 1
 _MIN_FLUSH_BYTES = 8 << 20
 
 _MAX_DEFAULT_WORKERS = 8
+
+_STILL_WARM_S = 1.0
+"""A device that ran timed work less than this ago, without a longer pause since its warm-up, is still warm.
+
+GPU drivers keep boost clocks for about a second or more of idleness, and a CPU governor reacts
+within milliseconds of new work: a second is short enough for both.
+"""
+
+
+class _Warmth:
+    """When each device of this process was last warmed up and last ran timed work (by ``int_ptr``).
+
+    Process-wide, not per client: two clients of one device (a tune and its re-timing, say) share its clocks.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._warm: dict[int, float] = {}  # device -> last activity, while warm since a warm-up
+
+    def warmed(self, device: int) -> None:
+        with self._lock:
+            self._warm[device] = time.monotonic()
+
+    def ran(self, device: int) -> None:
+        """Timed work ran on ``device``: it stays warm if the last activity was recent, else it went cold."""
+        now = time.monotonic()
+        with self._lock:
+            last = self._warm.get(device)
+            if last is not None:
+                if now - last < _STILL_WARM_S:
+                    self._warm[device] = now
+                else:
+                    del self._warm[device]
+
+    def is_warm(self, device: int) -> bool:
+        with self._lock:
+            last = self._warm.get(device)
+            return last is not None and time.monotonic() - last < _STILL_WARM_S
+
+
+_WARMTH = _Warmth()
 
 
 def _usable_cpus() -> int:
@@ -289,6 +332,7 @@ class OpenCLClient:
         events = self._events(result)
         for event in events:
             event.wait()
+        _WARMTH.ran(self.device.int_ptr)
         return result, int(events[-1].profile.end - events[0].profile.start)
 
     def _events(self, result: object) -> list[Any]:
@@ -311,16 +355,45 @@ class OpenCLClient:
             return
         with self._flush_lock:
             if self._flush_buffer is None:
-                size = max(2 * int(self.device.global_mem_cache_size), _MIN_FLUSH_BYTES)
+                size = 2 * self._cache_bytes()
                 self._flush_buffer = self._cl.Buffer(self.context, self._cl.mem_flags.READ_WRITE, size)
             self._flush_count += 1
             buffer = self._flush_buffer
             pattern = np.uint8(self._flush_count % 251)
         self._cl.enqueue_fill_buffer(self.queue, buffer, pattern, 0, buffer.size).wait()
 
+    def cold_inputs(self, inputs: tuple[Any, ...]) -> Callable[[], tuple[Any, ...]] | None:
+        """Copies of ``inputs`` to rotate through, each cold at its sample (``tunekit.backend.SupportsColdInputs``).
+
+        As cold as a flush before each sample, without writing twice the cache each time (see
+        ``_cold.py``); None with ``flush_cache=False`` (samples are timed warm), or when the copies
+        would take more than a quarter of the device's memory (each sample is then flushed).
+        """
+        if not self.flush_enabled:
+            return None
+        return cold_inputs(self._cl, self.queue, inputs, self._cache_bytes(), int(self.device.global_mem_size) // 4)
+
+    def _cache_bytes(self) -> int:
+        """The last-level cache a flush must evict; half the smallest flush for a device that reports none."""
+        return max(int(self.device.global_mem_cache_size), _MIN_FLUSH_BYTES // 2)
+
     def warm_up(self, duration_ns: int) -> int:
-        """Keep the device busy with multiply-add kernels until its clocks are steady (at most ``duration_ns``)."""
-        return warm_up_device(self.queue, self._helper_kernels(), duration_ns)
+        """Keep the device busy with multiply-add kernels until its clocks are steady (at most ``duration_ns``).
+
+        Skipped (0 ns) when this process warmed the device up and has kept it timing since, with no
+        pause over a second: back-to-back tunes pay one warm-up. A CPU device stops as soon as its
+        speed is steady, without the GPU's minimum third of ``duration_ns``: a CPU governor ramps
+        within milliseconds, and a CPU that has just compiled the candidates is already at speed.
+        """
+        device = self.device.int_ptr
+        if _WARMTH.is_warm(device):
+            _WARMTH.warmed(device)
+            return 0
+        spent = warm_up_device(
+            self.queue, self._helper_kernels(), duration_ns, min_fraction=0.0 if self.is_cpu else 1 / 3
+        )
+        _WARMTH.warmed(device)
+        return spent
 
     def measure_peaks(self) -> DevicePeaks:
         """Peak multiply-add rate, buffer-copy bandwidth and an empty kernel's time, on this device."""

@@ -79,13 +79,16 @@ def measure_device_peaks(cl: Any, queue: Any, kernels: _Kernels) -> DevicePeaks:
     )
 
 
-def warm_up_device(queue: Any, kernels: _Kernels, duration_ns: int) -> int:
+def warm_up_device(queue: Any, kernels: _Kernels, duration_ns: int, *, min_fraction: float = 1 / 3) -> int:
     """Run multiply-add kernels back to back until the device's speed is steady (at most ``duration_ns``).
 
     Each chunk is sized to about 2 ms of device time, so that a ramp shows up over many chunks.
+    ``min_fraction`` is ``warm_until_steady``'s.
     """
     first = _elapsed_ns(kernels.fma(queue, (kernels.items,), None, kernels.out, np.int32(_ITERATIONS)))
     iterations = np.int32(min(max(_ITERATIONS * _CHUNK_NS // first, 1), 1 << 20))
     return warm_until_steady(
-        lambda: _elapsed_ns(kernels.fma(queue, (kernels.items,), None, kernels.out, iterations)), duration_ns
+        lambda: _elapsed_ns(kernels.fma(queue, (kernels.items,), None, kernels.out, iterations)),
+        duration_ns,
+        min_fraction=min_fraction,
     )
