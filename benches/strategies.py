@@ -2,7 +2,8 @@
 
 For every Kernel Tuner cache file (all of ../shared/tuning-data/ by default, plus any given on
 the command line), every strategy runs for ``--seeds`` seeds with a budget of 10 % of the file's
-valid configurations (failed configurations use the budget too). Counted: the number of
+valid configurations, rounded down as in the Kernel Tuner comparison (failed configurations use
+the budget too). Counted: the number of
 *distinct valid* configurations evaluated before the first one within 5 % (and 1 %) of the
 file's best mean time (unreached = budget + 1), the fraction of seeds that get there, and the
 strategy's own compute.
@@ -18,6 +19,11 @@ valid configurations are counted.
     .venv/bin/pip install -e '.[bench]'
     .venv/bin/python benches/strategies.py                      # everything (long: gemm, dedispersion)
     .venv/bin/python benches/strategies.py --seeds 5 --kt none  # tunekit only, quick
+
+The summary takes every file with a budget of at least 20 (no file is called flat) that every
+strategy ran on, with the geometric means to 5 % and 1 % and Kernel Tuner's per-file best; then
+held-out folds (leave one kernel family out, leave one GPU out) and, per fold, the strategy chosen
+on the other files scored on the held-out ones.
 
 Results are appended to ``--results`` (JSON lines) as they finish; a rerun skips finished runs,
 so a long run can be stopped and continued.
