@@ -506,7 +506,6 @@ def test_the_smallest_predictions_are_the_stable_sorts_first_ties_included() -> 
             assert np.array_equal(_smallest(values, n), np.argsort(values, kind="stable")[:n])
 
 
-
 def test_portfolio_the_same_seed_gives_the_same_order_and_another_seed_another() -> None:
     space = landscape()
     runs = [drive(Portfolio(space, np.random.default_rng(seed), max_evals=200), space, 200, 8) for seed in (5, 5, 6)]
