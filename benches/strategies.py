@@ -2,7 +2,8 @@
 
 For every Kernel Tuner cache file (all of ../shared/tuning-data/ by default, plus any given on
 the command line), every strategy runs for ``--seeds`` seeds with a budget of 10 % of the file's
-valid configurations (failed configurations use the budget too). Counted: the number of
+valid configurations, rounded down as in the Kernel Tuner comparison (failed configurations use
+the budget too). Counted: the number of
 *distinct valid* configurations evaluated before the first one within 5 % (and 1 %) of the
 file's best mean time (unreached = budget + 1), the fraction of seeds that get there, and the
 strategy's own compute.
@@ -18,6 +19,11 @@ valid configurations are counted.
     .venv/bin/pip install -e '.[bench]'
     .venv/bin/python benches/strategies.py                      # everything (long: gemm, dedispersion)
     .venv/bin/python benches/strategies.py --seeds 5 --kt none  # tunekit only, quick
+
+The summary takes every file with a budget of at least 20 (no file is called flat) that every
+strategy ran on, with the geometric means to 5 % and 1 % and Kernel Tuner's per-file best; then
+held-out folds (leave one kernel family out, leave one GPU out) and, per fold, the strategy chosen
+on the other files scored on the held-out ones.
 
 Results are appended to ``--results`` (JSON lines) as they finish; a rerun skips finished runs,
 so a long run can be stopped and continued.
@@ -64,7 +70,8 @@ KT_MAX_POINTS = 10**8  # Cartesian points past which Kernel Tuner's runs are not
 
 
 def _budget(valid: int) -> int:
-    return max(1, math.ceil(0.1 * valid))
+    """10 % of the valid configurations, rounded down as the Kernel Tuner comparison rounds it (at least 1)."""
+    return max(1, math.floor(0.1 * valid))
 
 
 def _score(order: list[tuple[str, float]], best: float, budget: int) -> dict[str, Any]:
@@ -280,25 +287,31 @@ def _file_facts(path: str) -> tuple[int, float, int]:
     return len(means), best, sum(m <= best * 1.05 for m in means)
 
 
-def _random_median_to_hit(valid: int, near: int) -> int:
-    """Median number of uniformly random distinct evaluations until one of ``near`` out of ``valid`` is drawn.
+MIN_BUDGET = 20
+"""Files whose budget is under this many evaluations are left out of the summaries (vector_add: 1 of 15)."""
 
-    Exact (hypergeometric), so a file's flatness does not depend on which strategies ran or on
-    the budget: ``P(no hit in k draws) = C(valid - near, k) / C(valid, k)``.
-    """
-    miss = 1.0
-    for k in range(1, valid - near + 2):
-        miss *= (valid - near - k + 1) / (valid - k + 1)
-        if miss <= 0.5:
-            return k
-    return valid
+
+def _family(path: str) -> str:
+    """The kernel a file tuned (its folder, less the ``_milo`` and ``_v1`` of variants): a fold of its own."""
+    return Path(path).parent.name.removesuffix("_v1").removesuffix("_milo")
+
+
+def _gpu(path: str) -> str:
+    """The GPU a file was measured on (its file name, lower case): a fold of its own."""
+    return Path(path).name.removesuffix(".gz").removesuffix(".json").lower()
+
+
+def _geo(values: list[float]) -> float:
+    return math.exp(sum(math.log(v) for v in values) / len(values))
 
 
 def report(rows: list[dict[str, Any]], files: list[str], seeds: int) -> str:
-    """Tables per file and the summary, as text."""
+    """Tables per file, the summary over every file, and the held-out folds, as text."""
     out: list[str] = []
-    medians: dict[tuple[str, str], float] = {}
+    to5: dict[tuple[str, str], float] = {}
+    to1: dict[tuple[str, str], float] = {}
     reached: dict[tuple[str, str], float] = {}
+    reached1: dict[tuple[str, str], float] = {}
     for path in files:
         valid, _, near = _file_facts(path)
         budget = _budget(valid)
@@ -320,41 +333,116 @@ def report(rows: list[dict[str, Any]], files: list[str], seeds: int) -> str:
                 continue
             if not runs:
                 continue
-            to5 = statistics.median(r["to5"] for r in runs)
-            to1 = statistics.median(r["to1"] for r in runs)
+            m5 = statistics.median(r["to5"] for r in runs)
+            m1 = statistics.median(r["to1"] for r in runs)
             got5 = sum(r["to5"] <= budget for r in runs) / len(runs)
             got1 = sum(r["to1"] <= budget for r in runs) / len(runs)
             own = statistics.median(r["own_s"] for r in runs)
             orders = len({r["fingerprint"] for r in runs})
-            medians[(name, path)] = to5
-            reached[(name, path)] = got5
+            to5[(name, path)], to1[(name, path)] = m5, m1
+            reached[(name, path)], reached1[(name, path)] = got5, got1
             out.append(
-                f"  {name:24s} {to5:14.1f}  {got5:6.0%}  {to1:14.1f}  {got1:6.0%}  {own:9.3f}  {orders:3d}/{len(runs)}"
+                f"  {name:24s} {m5:14.1f}  {got5:6.0%}  {m1:14.1f}  {got1:6.0%}  {own:9.3f}  {orders:3d}/{len(runs)}"
             )
-    # Flat: uniformly random search would reach 5 % in under 5 evaluations (its exact median, from the file).
-    hard = [p for p in files if _random_median_to_hit(*_file_facts(p)[::2]) >= 5]
-    names = sorted({n for n, _ in medians})
-    common = [p for p in hard if all((n, p) in medians for n in names)]
-    for title, subset in (("every file", hard), ("the files every strategy ran on", common)):
-        if not subset or (title != "every file" and subset == hard):
-            continue
-        out.append(
-            f"\nSummary over {title} ({len(subset)}; leaving out those where random search reaches 5 % in under 5 "
-            "evaluations): geometric mean of the median evaluations to 5 %, and the worst fraction of seeds reaching "
-            "5 % on any file"
+    # The Kernel Tuner comparison's convention: no file is called flat; a budget under 20 says nothing.
+    scored = [p for p in files if _budget(_file_facts(p)[0]) >= MIN_BUDGET]
+    names = sorted({n for n, _ in to5})
+    ours = [n for n in names if n.startswith("tk:")]
+    theirs = [n for n in names if n.startswith("kt:")]
+    # Only the files every strategy ran on: a geometric mean over different files compares nothing.
+    common = [p for p in scored if all((n, p) in to5 for n in names)]
+    if not common:
+        return "\n".join(out)
+    left = [_label(p) for p in files if p not in common]
+    out.append(
+        f"\nSummary over {len(common)} files (every file with a budget of at least {MIN_BUDGET} that every strategy "
+        f"ran on{'; not ' + ', '.join(left) if left else ''}): geometric mean of the per-file medians to 5 % and to "
+        "1 %, and the worst share of seeds reaching 5 % and 1 % on any of them"
+    )
+    out.append(f"  {'strategy':24s} geomean to 5%  geomean to 1%  worst reached 5%  worst reached 1%")
+    table = []
+    for name in names:
+        table.append(
+            (
+                _geo([to5[(name, p)] for p in common]),
+                _geo([to1[(name, p)] for p in common]),
+                name,
+                min(reached[(name, p)] for p in common),
+                min(reached1[(name, p)] for p in common),
+            )
         )
-        out.append(f"  {'strategy':24s} geomean to 5%   worst reached")
-        summary = []
-        for name in names:
-            values = [medians[(name, p)] for p in subset if (name, p) in medians]
-            if len(values) < len(subset):
-                continue
-            geo = math.exp(sum(math.log(v) for v in values) / len(values))
-            worst = min(reached[(name, p)] for p in files if (name, p) in reached)
-            summary.append((geo, name, worst))
-        for geo, name, worst in sorted(summary):
-            out.append(f"  {name:24s} {geo:13.1f}   {worst:8.0%}")
+    if theirs:
+        best5 = [min(to5[(n, p)] for n in theirs) for p in common]
+        best1 = [min(to1[(n, p)] for n in theirs) for p in common]
+        table.append((_geo(best5), _geo(best1), "kt: per-file best", math.nan, math.nan))
+    for g5, g1, name, w5, w1 in sorted(table):
+        worst = "" if math.isnan(w5) else f"{w5:16.0%}  {w1:16.0%}"
+        out.append(f"  {name:24s} {g5:13.1f}  {g1:13.1f}  {worst}")
+    if theirs and ours:
+        out.extend(_held_out(common, ours, theirs, to5, to1, reached))
     return "\n".join(out)
+
+
+def _held_out(
+    files: list[str],
+    ours: list[str],
+    theirs: list[str],
+    to5: dict[tuple[str, str], float],
+    to1: dict[tuple[str, str], float],
+    reached: dict[tuple[str, str], float],
+) -> list[str]:
+    """Each strategy on folds of files left out: by kernel family, and by GPU.
+
+    Per fold, every tunekit strategy on the held-out files against Kernel Tuner's best single
+    strategy there and its per-file best at 1 %; then a choice made without the fold: the tunekit
+    strategy (and the Kernel Tuner one) with the lowest geometric mean to 5 % on the *other*
+    files, scored on the fold's. Over all folds, each file is scored by a choice that never saw it.
+    """
+    out = []
+    for fold, key in (("kernel family", _family), ("GPU", _gpu)):
+        groups: dict[str, list[str]] = {}
+        for p in files:
+            groups.setdefault(key(p), []).append(p)
+        out.append(
+            f"\nLeave one {fold} out ({len(groups)} folds): on the held-out files, geometric means to 5 % and 1 %, "
+            "and the worst share of seeds reaching 5 %"
+        )
+        out.append(
+            f"  {'held out':18s} {'strategy':16s} to 5%   to 1%  reached  | kt best single to 5%       "
+            "| kt per-file best to 1% | ratio to 5%"
+        )
+        chosen: dict[str, tuple[str, str]] = {}
+        for group, held in sorted(groups.items()):
+            kt_best = min(theirs, key=lambda n: _geo([to5[(n, p)] for p in held]))
+            kt5 = _geo([to5[(kt_best, p)] for p in held])
+            kt1 = _geo([min(to1[(n, p)] for n in theirs) for p in held])
+            for name in ours:
+                g5 = _geo([to5[(name, p)] for p in held])
+                g1 = _geo([to1[(name, p)] for p in held])
+                worst = min(reached[(name, p)] for p in held)
+                out.append(
+                    f"  {group:18s} {name:16s} {g5:5.1f}  {g1:6.1f}  {worst:6.0%}  | {kt_best:20s} {kt5:5.1f} "
+                    f"| {kt1:22.1f} | {g5 / kt5:10.2f}x"
+                )
+            train = [p for p in files if p not in held]
+            if train:
+                chosen[group] = (
+                    min(ours, key=lambda n: _geo([to5[(n, p)] for p in train])),
+                    min(theirs, key=lambda n: _geo([to5[(n, p)] for p in train])),
+                )
+        if len(chosen) == len(groups):
+            per_file = {p: chosen[g] for g, held in groups.items() for p in held}
+            tk5 = _geo([to5[(per_file[p][0], p)] for p in files])
+            tk1 = _geo([to1[(per_file[p][0], p)] for p in files])
+            kt5 = _geo([to5[(per_file[p][1], p)] for p in files])
+            best1 = _geo([min(to1[(n, p)] for n in theirs) for p in files])
+            picks = ", ".join(f"{g}: {a}/{b}" for g, (a, b) in sorted(chosen.items()))
+            out.append(
+                f"  chosen without the fold (tunekit/Kernel Tuner: {picks}): tunekit {tk5:.1f} to 5 %, "
+                f"{tk1:.1f} to 1 %; Kernel Tuner {kt5:.1f} to 5 % (ratio {tk5 / kt5:.2f}x); Kernel Tuner's per-file "
+                f"best {best1:.1f} to 1 %"
+            )
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -420,12 +508,13 @@ def main(argv: list[str] | None = None) -> int:
     # A run that failed (Kernel Tuner not installed yet, say) is tried again, not kept as done.
     rows = [r for r in rows if "error" not in r]
     done = {(r["tool"], r["file"], r["strategy"], r["seed"]) for r in rows}
+    # Seed by seed over every file and strategy: a long run stopped early leaves every row with the same seeds.
     jobs = [
         (tool, f, s, seed)
+        for seed in range(args.seeds)
         for f in files
         for tool, names in (("tunekit", ours), ("kernel_tuner", theirs))
         for s in names
-        for seed in range(args.seeds)
         if (tool, f, s, seed) not in done
     ]
     print(f"{len(jobs)} runs to do, {len(done)} already in {args.results}", file=sys.stderr)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import statistics
 import warnings
@@ -12,7 +13,14 @@ import pytest
 from threadpoolctl import threadpool_info
 
 import tunekit as tk
-from tunekit._search.strategies import ModelGuidedLocalSearch, Walker, initial_points, make_strategy, wide_after
+from tunekit._search.strategies import (
+    ModelGuidedLocalSearch,
+    Portfolio,
+    Walker,
+    initial_points,
+    make_strategy,
+    wide_after,
+)
 from tunekit._search.strategies.blas import one_blas_thread
 from tunekit._search.strategies.pairwise import PairwiseModel
 from tunekit._search.strategies.surrogate import _smallest
@@ -496,3 +504,68 @@ def test_the_smallest_predictions_are_the_stable_sorts_first_ties_included() -> 
     for values in (rng.integers(0, 5, size=200).astype(float), rng.normal(size=50), np.array([np.nan, 1.0, np.nan])):
         for n in (1, 4, 49, 200):
             assert np.array_equal(_smallest(values, n), np.argsort(values, kind="stable")[:n])
+
+
+def test_portfolio_the_same_seed_gives_the_same_order_and_another_seed_another() -> None:
+    space = landscape()
+    runs = [drive(Portfolio(space, np.random.default_rng(seed), max_evals=200), space, 200, 8) for seed in (5, 5, 6)]
+    assert runs[0] == runs[1]
+    assert runs[0] != runs[2]
+
+
+@pytest.mark.parametrize("batch", [1, 3, 8])
+def test_portfolio_proposes_no_configuration_twice_and_the_space_runs_dry(batch: int) -> None:
+    """Three members draw from one space: each proposal is new, and every valid point is reached once."""
+    space = landscape()
+    size = sum(1 for _ in space)
+    order = drive(Portfolio(space, np.random.default_rng(1), max_evals=size), space, size + 50, batch)
+    assert len(order) == len(set(order)) == size
+
+
+def test_portfolio_sized_by_name_uses_every_member() -> None:
+    space = landscape()
+    strategy = make_strategy("portfolio", 300)(space, np.random.default_rng(0))
+    assert isinstance(strategy, Portfolio)
+    drive(strategy, space, 300, 8)
+    assert set(strategy.spent) == {"model_ils", "ils", "random"}
+    assert sum(strategy.spent.values()) == 300
+    # The first fifth of the budget is the model-guided member's alone; every member keeps its floor after it.
+    assert strategy.spent["ils"] >= 0.05 * 240 and strategy.spent["random"] >= 0.03 * 240
+
+
+def _portfolio_run(winner: str | None, budget: int = 400, seed: int = 0) -> dict[str, int]:
+    """A landscape on which only ``winner``'s proposals ever improve (each on the last), the rest all score 1.
+
+    Which member proposed a point is read from the portfolio: this is the landscape that defeats
+    every other member, whatever it proposes.
+    """
+    space = tk.Space(A=range(40), B=range(40))
+    portfolio = Portfolio(space, np.random.default_rng(seed), max_evals=budget)
+    better = itertools.count(1)
+    for _ in range(budget // 4):
+        for config in portfolio.propose(4):
+            owner = portfolio._owner[config].name
+            portfolio.observe(config, 1.0 / (1 + next(better)) if owner == winner else 1.0)
+    return portfolio.spent
+
+
+@pytest.mark.parametrize("winner", ["ils", "random"])
+def test_portfolio_a_member_that_keeps_improving_gets_the_budget_the_defeated_ones_lose(winner: str) -> None:
+    """Once the model-guided member stops improving and another does, most evaluations go to that other one."""
+    even = _portfolio_run(None)
+    won = _portfolio_run(winner)
+    after_warmup = 400 - 80
+    assert even[winner] < 0.35 * after_warmup  # no progress anywhere: the priors share it, the model first
+    assert won[winner] > 0.6 * after_warmup
+    assert won["model_ils"] < 0.6 * even["model_ils"]
+
+
+def test_portfolio_finds_the_best_of_a_landscape_model_ils_handles() -> None:
+    """The members it adds cost little on a landscape the model-guided search handles: same best within 2 %."""
+    space = landscape()
+    scores = [c for c in (cost(x) for x in space) if c is not None]
+    best = min(scores)
+    for seed in range(5):
+        order = drive(Portfolio(space, np.random.default_rng(seed), max_evals=120), space, 120, 8)
+        found = min(s for s in (cost(c) for c in order) if s is not None)
+        assert found <= best * 1.02

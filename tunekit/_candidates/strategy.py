@@ -35,7 +35,7 @@ StrategyFactory = Callable[[Space, np.random.Generator], Strategy]
 """Builds a strategy for one search over ``space``, drawing randomness only from the generator."""
 
 
-StrategyName = Literal["auto", "exhaustive", "random", "ils", "genetic", "model_ils", "optuna_tpe"]
+StrategyName = Literal["auto", "exhaustive", "random", "ils", "genetic", "model_ils", "portfolio", "optuna_tpe"]
 
 
 STRATEGIES: tuple[str, ...] = get_args(StrategyName)

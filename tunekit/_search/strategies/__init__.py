@@ -8,6 +8,7 @@ from tunekit._candidates.strategy import STRATEGIES, Strategy, StrategyFactory, 
 from tunekit._search.strategies.base import Walker
 from tunekit._search.strategies.genetic import Genetic
 from tunekit._search.strategies.local import IteratedLocalSearch
+from tunekit._search.strategies.portfolio import Portfolio
 from tunekit._search.strategies.simple import Exhaustive, RandomSearch
 from tunekit._search.strategies.surrogate import ModelGuidedLocalSearch, initial_points, wide_after
 from tunekit._search.strategies.tpe import OptunaTPE
@@ -18,6 +19,7 @@ __all__ = [
     "Genetic",
     "IteratedLocalSearch",
     "ModelGuidedLocalSearch",
+    "Portfolio",
     "RandomSearch",
     "Strategy",
     "StrategyFactory",
@@ -42,6 +44,8 @@ def make_strategy(name: str, max_evals: int | None = None) -> StrategyFactory:
             return functools.partial(
                 ModelGuidedLocalSearch, initial=initial_points(max_evals), wide_after=wide_after(max_evals)
             )
+        case "portfolio":
+            return functools.partial(Portfolio, max_evals=max_evals)
         case "optuna_tpe":
             return OptunaTPE
     raise ValueError(f"unknown strategy {name!r}; choose one of {list(STRATEGIES)} or pass a factory")

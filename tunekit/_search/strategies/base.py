@@ -86,6 +86,9 @@ class Walker:
         p = self.space.positions(config)
         self.seen.add(p)
         rescored = p in self.scores
+        if rescored and self.scores[p] == score:
+            # The same result again: a portfolio's members share one walker, and each records what it observes.
+            return p
         self.scores[p] = score
         if rescored:
             self._leaders = None  # its old score may be among them: found again when asked

@@ -19,8 +19,10 @@ class IteratedLocalSearch:
     a few random moves and the climb restarts there.
     """
 
-    def __init__(self, space: Space, rng: np.random.Generator, *, initial: int = 8, kick: int = 3) -> None:
-        self._w = Walker(space, rng)
+    def __init__(
+        self, space: Space, rng: np.random.Generator, *, initial: int = 8, kick: int = 3, walker: Walker | None = None
+    ) -> None:
+        self._w = walker if walker is not None else Walker(space, rng)
         self._initial = initial
         self._kick = kick
         self._current: tuple[Positions, float] | None = None

@@ -39,8 +39,8 @@ class Exhaustive:
 class RandomSearch:
     """Uniform random sampling without replacement."""
 
-    def __init__(self, space: Space, rng: np.random.Generator) -> None:
-        self._walker = Walker(space, rng)
+    def __init__(self, space: Space, rng: np.random.Generator, *, walker: Walker | None = None) -> None:
+        self._walker = walker if walker is not None else Walker(space, rng)
 
     def propose(self, n: int) -> list[Config]:
         """``n`` configurations never proposed before, uniformly at random."""

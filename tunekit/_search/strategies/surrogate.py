@@ -191,8 +191,9 @@ class ModelGuidedLocalSearch:
         wide_batch: int = 2,
         wide_random_every: int = 8,
         pin_slower: float = 3.0,
+        walker: Walker | None = None,
     ) -> None:
-        self._w = Walker(space, rng)
+        self._w = walker if walker is not None else Walker(space, rng)
         self._model = AdditiveModel(self._w.widths)
         self._initial_left = initial
         self._kick = kick
@@ -440,6 +441,13 @@ class ModelGuidedLocalSearch:
 
     def observe(self, config: Config, score: float | None) -> None:
         """Learn the score; move to an improvement, or to the kicked point."""
+        self._observe(config, score, move=True)
+
+    def learn(self, config: Config, score: float | None) -> None:
+        """Learn the score of a point another strategy measured (a portfolio's), without moving the climb to it."""
+        self._observe(config, score, move=False)
+
+    def _observe(self, config: Config, score: float | None, *, move: bool) -> None:
         if self._initial_left > 0 and self._w.space.positions(config) not in self._w.seen:
             # A point it did not propose (an incumbent, a resumed search's logged trial) samples the
             # space as well as a random one, so it counts as one: else a search resumed from 15 logged trials
@@ -460,6 +468,8 @@ class ModelGuidedLocalSearch:
         if score < self._best * (1.0 - self._gain):
             self._stale = 0
         self._best = min(self._best, score)
+        if not move:
+            return
         if p == self._kicked:
             self._kicked = None
             self._current = (p, score)
