@@ -88,7 +88,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "SamplingStopped": ("tunekit._values.records", "SamplingStopped"),
     "SearchEnded": ("tunekit._values.records", "SearchEnded"),
     "SearchResult": ("tunekit._search.result", "SearchResult"),
-    "Settings": ("tunekit._base.settings", "Settings"),
+    "Settings": ("tunekit._base.settings_model", "Settings"),
     "SettingsError": ("tunekit._base.errors", "SettingsError"),
     "ShortCircuit": ("tunekit._values.records", "ShortCircuit"),
     "Skipped": ("tunekit._values.outcome", "Skipped"),
@@ -180,10 +180,10 @@ if TYPE_CHECKING:
         WorkerStartFailed as WorkerStartFailed,
     )
     from tunekit._base.settings import (
-        Settings as Settings,
         configure as configure,
         current,
     )
+    from tunekit._base.settings_model import Settings as Settings
 
     settings = current  # tk.settings(): the settings in force
     from tunekit._candidates.budget import Budget as Budget

@@ -31,7 +31,8 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from tunekit._base.errors import CandidateFailed, TunekitError
-from tunekit._base.settings import IsolationMode, Settings, current
+from tunekit._base.settings import IsolationMode, current
+from tunekit._base.settings_model import Settings
 from tunekit._candidates.isolation import Isolation
 from tunekit._candidates.tunable_set import TunableSet, tuned_function
 from tunekit._keys.key import key_to_dict

@@ -28,7 +28,7 @@ from collections.abc import Iterator, Mapping, Sequence
 
 from tunekit._base.deadline import past
 from tunekit._base.errors import NOT_A_CANDIDATE, CandidateFailed, describe_error
-from tunekit._base.settings import Settings
+from tunekit._base.settings_model import Settings
 from tunekit._measure.client import Client, SupportsWarmup
 from tunekit._measure.runner import CandidateRunner
 from tunekit._measure.runoff import runoff
