@@ -80,7 +80,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "RecordFile": ("tunekit._values.record_file", "RecordFile"),
     "RecordLine": ("tunekit._observe.reader", "RecordLine"),
     "RecordMismatch": ("tunekit._base.errors", "RecordMismatch"),
-    "RecordSink": ("tunekit._observe.sinks", "RecordSink"),
+    "RecordSink": ("tunekit._observe.record_sink", "RecordSink"),
     "Round": ("tunekit._values.records", "Round"),
     "Runoff": ("tunekit._values.records", "Runoff"),
     "STRATEGIES": ("tunekit._candidates.strategy", "STRATEGIES"),
@@ -245,13 +245,13 @@ if TYPE_CHECKING:
         RecordLine as RecordLine,
         read_records as read_records,
     )
+    from tunekit._observe.record_sink import RecordSink as RecordSink
     from tunekit._observe.report import (
         write_report as write_report,
     )
     from tunekit._observe.sinks import (
         JsonlSink as JsonlSink,
         LoggingSink as LoggingSink,
-        RecordSink as RecordSink,
         StreamSink as StreamSink,
         add_record_sink as add_record_sink,
         remove_record_sink as remove_record_sink,

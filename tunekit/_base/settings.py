@@ -6,7 +6,7 @@ environment variables, ``tunekit.toml`` in the working directory, then
 
 This module holds the settings in force and what the hit path reads of them (the anchor
 exponent); the model that validates them is :mod:`tunekit._base.settings_model`, loaded when they
-are first read. Importing tunekit (and dispatching a cached winner) so never loads
+are first read (the first anchored key, the first tune). Importing tunekit so never loads
 pydantic-settings, which costs about 140 ms (benches/import_time.py).
 """
 
@@ -66,7 +66,7 @@ def configure(**overrides: Any) -> Settings:
     global _current, _anchor_exponent
     # Imported here, at the first read of the settings, not with this module: the model's
     # pydantic-settings would make every `import tunekit` ~140 ms slower (see the module docstring).
-    from tunekit._base.settings_model import read  # noqa: PLC0415
+    from tunekit._base.settings_model import read  # noqa: PLC0415 - see above
 
     settings = read(overrides)
     with _lock:

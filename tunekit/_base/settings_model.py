@@ -2,8 +2,8 @@
 
 Its own module, apart from :mod:`tunekit._base.settings` (which holds the settings in force), because
 pydantic-settings costs about 140 ms to import: ``settings.configure`` loads this module when the
-settings are first read (the first anchored key, the first tune), so importing tunekit and
-dispatching a cached winner never pay for it.
+settings are first read (the first anchored key, the first tune), so importing tunekit does not
+pay for it.
 """
 
 from __future__ import annotations

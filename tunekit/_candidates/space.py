@@ -354,7 +354,7 @@ class Space:
         """The space as a pydantic model (restrictions by their source text)."""
         # Here, not at the top: a TunableSet imports this module, and pydantic would add ~60 ms
         # to every `import tunekit` for a model only a search's trial log and report ask for.
-        from tunekit._candidates.space_model import SpaceModel  # noqa: PLC0415
+        from tunekit._candidates.space_model import SpaceModel  # noqa: PLC0415 - see above
 
         return SpaceModel(
             params={n: list(d) for n, d in self._domains.items()},

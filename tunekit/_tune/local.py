@@ -93,11 +93,11 @@ class LocalTuner(Generic[K, Out]):
         """The device-scoped tuner of ``device_id``, created on first use."""
         tuner = self._tuners.get(device_id)
         if tuner is None:
-            # The miss path (measurement, the persistent store, records, observers, pydantic) loads at the
-            # first miss, not with LocalTuner: a program that only dispatches cached winners (or has not
-            # called yet) never pays the ~300 ms it takes to import (benches/import_time.py). A hit reads
-            # self._hot alone, so it never comes here.
-            from tunekit._tune.tuner import Tuner  # noqa: PLC0415
+            # The miss path (measurement, the persistent store, records, observers, pydantic) loads at a
+            # process's first miss, not with LocalTuner: importing tunekit, or a module that defines its
+            # tuners at import, does not pay the ~300 ms it takes (benches/import_time.py). A hit reads
+            # self._hot alone and never comes here.
+            from tunekit._tune.tuner import Tuner  # noqa: PLC0415 - see above
 
             with self._lock:
                 tuner = self._tuners.get(device_id)
