@@ -75,14 +75,36 @@ def test_the_readme_names_load_no_search_opencl_otel_or_optuna_module() -> None:
     assert _heavy(modules) == []
 
 
-def test_the_readme_names_load_none_of_the_miss_path() -> None:
-    # Regression: LocalTuner imported the Tuner (store, measurement, observers) and TunableSet the
-    # settings model, so `import tunekit` for the README paid ~300 ms for pydantic-settings and the rest.
+def test_the_readme_example_loads_none_of_the_miss_path_before_its_first_call() -> None:
+    # Regression: LocalTuner imported the Tuner (store, measurement, observers), TunableSet the
+    # settings model and tunekit.backend (for CpuClient) the runners, so the README paid ~300 ms
+    # for pydantic-settings and the rest before its first call.
     modules = _loaded_after(
-        "import numpy; import tunekit as tk; "
-        "tk.LocalTuner, tk.TunableSet, tk.Tunable, tk.autotune_key, tk.Anchor, tk.configure, tk.settings"
+        textwrap.dedent(
+            """
+            from typing import Annotated
+            import numpy as np
+            import tunekit as tk
+            from tunekit_backends.cpu import CpuClient
+
+            @tk.autotune_key
+            class SumKey:
+                n: Annotated[int, tk.Anchor()]
+                dtype: np.dtype
+
+            TUNER: tk.LocalTuner[SumKey, np.ndarray] = tk.LocalTuner("row_sum")
+            tunables = TUNER.init(
+                lambda: tk.TunableSet(key=lambda x: SumKey(n=x.shape[1], dtype=x.dtype))
+                .with_tunable(tk.Tunable("np_sum", lambda x: x.sum(axis=1)))
+                .with_tunable(tk.Tunable("einsum", lambda x: np.einsum("ij->i", x)))
+            )
+            client = CpuClient()
+            tk.configure, tk.settings
+            """
+        ).replace("\n", "\n        ")
     )
     assert "tunekit._tune.local" in modules
+    assert "tunekit_backends.cpu" in modules
     assert _heavy(modules, LOADED_AT_FIRST_MISS) == []
 
 
