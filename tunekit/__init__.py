@@ -151,7 +151,7 @@ _MOVED: dict[str, tuple[str, str, str]] = {
     "Isolation": ("tunekit._candidates.isolation", "Isolation", ""),
     "KeyGenerator": ("tunekit._candidates.tunable_set", "KeyGenerator", "tunekit.backend"),
     "PreparesTogether": ("tunekit._measure.prepare", "PreparesTogether", "tunekit.backend"),
-    "RunPolicy": ("tunekit._measure.isolation", "RunPolicy", "tunekit.backend"),
+    "RunPolicy": ("tunekit._measure.run_policy", "RunPolicy", "tunekit.backend"),
     "SupportsCacheFlush": ("tunekit._measure.client", "SupportsCacheFlush", "tunekit.backend"),
     "SupportsCheckBuffers": ("tunekit._measure.check", "SupportsCheckBuffers", "tunekit.backend"),
     "SupportsDeviceModel": ("tunekit._measure.client", "SupportsDeviceModel", "tunekit.backend"),
@@ -159,7 +159,7 @@ _MOVED: dict[str, tuple[str, str, str]] = {
     "SupportsLocator": ("tunekit._measure.client", "SupportsLocator", "tunekit.backend"),
     "SupportsPeaks": ("tunekit._measure.client", "SupportsPeaks", "tunekit.backend"),
     "SupportsWarmup": ("tunekit._measure.client", "SupportsWarmup", "tunekit.backend"),
-    "current_run_policy": ("tunekit._measure.isolation", "current_run_policy", "tunekit.backend"),
+    "current_run_policy": ("tunekit._measure.run_policy", "current_run_policy", "tunekit.backend"),
     "is_autotune_key": ("tunekit._keys.key", "is_autotune_key", ""),
     "key_to_json": ("tunekit._keys.key", "key_to_json", ""),
 }
