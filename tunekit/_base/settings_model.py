@@ -35,7 +35,7 @@ _log = logging.getLogger("tunekit.settings")
 
 
 class Settings(BaseSettings):
-    """Every knob of tunekit, typed; read once per process (see :func:`configure`)."""
+    """Every knob of tunekit, typed; read once per process (see ``tk.configure``)."""
 
     model_config = SettingsConfigDict(
         env_prefix="TUNEKIT_",
