@@ -80,7 +80,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "RecordFile": ("tunekit._values.record_file", "RecordFile"),
     "RecordLine": ("tunekit._observe.reader", "RecordLine"),
     "RecordMismatch": ("tunekit._base.errors", "RecordMismatch"),
-    "RecordSink": ("tunekit._observe.sinks", "RecordSink"),
+    "RecordSink": ("tunekit._observe.record_sink", "RecordSink"),
     "Round": ("tunekit._values.records", "Round"),
     "Runoff": ("tunekit._values.records", "Runoff"),
     "STRATEGIES": ("tunekit._candidates.strategy", "STRATEGIES"),
@@ -88,7 +88,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "SamplingStopped": ("tunekit._values.records", "SamplingStopped"),
     "SearchEnded": ("tunekit._values.records", "SearchEnded"),
     "SearchResult": ("tunekit._search.result", "SearchResult"),
-    "Settings": ("tunekit._base.settings", "Settings"),
+    "Settings": ("tunekit._base.settings_model", "Settings"),
     "SettingsError": ("tunekit._base.errors", "SettingsError"),
     "ShortCircuit": ("tunekit._values.records", "ShortCircuit"),
     "Skipped": ("tunekit._values.outcome", "Skipped"),
@@ -152,7 +152,7 @@ _MOVED: dict[str, tuple[str, str, str]] = {
     "Isolation": ("tunekit._candidates.isolation", "Isolation", ""),
     "KeyGenerator": ("tunekit._candidates.tunable_set", "KeyGenerator", "tunekit.backend"),
     "PreparesTogether": ("tunekit._measure.prepare", "PreparesTogether", "tunekit.backend"),
-    "RunPolicy": ("tunekit._measure.isolation", "RunPolicy", "tunekit.backend"),
+    "RunPolicy": ("tunekit._measure.run_policy", "RunPolicy", "tunekit.backend"),
     "SupportsCacheFlush": ("tunekit._measure.client", "SupportsCacheFlush", "tunekit.backend"),
     "SupportsCheckBuffers": ("tunekit._measure.check", "SupportsCheckBuffers", "tunekit.backend"),
     "SupportsDeviceModel": ("tunekit._measure.client", "SupportsDeviceModel", "tunekit.backend"),
@@ -160,7 +160,7 @@ _MOVED: dict[str, tuple[str, str, str]] = {
     "SupportsLocator": ("tunekit._measure.client", "SupportsLocator", "tunekit.backend"),
     "SupportsPeaks": ("tunekit._measure.client", "SupportsPeaks", "tunekit.backend"),
     "SupportsWarmup": ("tunekit._measure.client", "SupportsWarmup", "tunekit.backend"),
-    "current_run_policy": ("tunekit._measure.isolation", "current_run_policy", "tunekit.backend"),
+    "current_run_policy": ("tunekit._measure.run_policy", "current_run_policy", "tunekit.backend"),
     "is_autotune_key": ("tunekit._keys.key", "is_autotune_key", ""),
     "key_to_json": ("tunekit._keys.key", "key_to_json", ""),
 }
@@ -181,10 +181,10 @@ if TYPE_CHECKING:
         WorkerStartFailed as WorkerStartFailed,
     )
     from tunekit._base.settings import (
-        Settings as Settings,
         configure as configure,
         current,
     )
+    from tunekit._base.settings_model import Settings as Settings
 
     settings = current  # tk.settings(): the settings in force
     from tunekit._candidates.budget import Budget as Budget
@@ -246,13 +246,13 @@ if TYPE_CHECKING:
         RecordLine as RecordLine,
         read_records as read_records,
     )
+    from tunekit._observe.record_sink import RecordSink as RecordSink
     from tunekit._observe.report import (
         write_report as write_report,
     )
     from tunekit._observe.sinks import (
         JsonlSink as JsonlSink,
         LoggingSink as LoggingSink,
-        RecordSink as RecordSink,
         StreamSink as StreamSink,
         add_record_sink as add_record_sink,
         remove_record_sink as remove_record_sink,

@@ -33,8 +33,8 @@ from tunekit._measure.client import (
     SupportsPeaks,
     SupportsWarmup,
 )
-from tunekit._measure.isolation import RunPolicy, current_run_policy
 from tunekit._measure.prepare import PreparesTogether
+from tunekit._measure.run_policy import RunPolicy, current_run_policy
 from tunekit._measure.steady import warm_until_steady
 
 __all__ = [

@@ -14,7 +14,7 @@ import json
 import math
 import numbers
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, Set as AbstractSet, ValuesView
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -28,7 +28,9 @@ from tunekit._candidates.config import (
     _hidden,
     check_name,
 )
-from tunekit._candidates.space_model import SpaceModel
+
+if TYPE_CHECKING:
+    from tunekit._candidates.space_model import SpaceModel
 
 __all__ = ["ParamValues", "Restriction", "Space", "pow2"]
 
@@ -350,6 +352,10 @@ class Space:
 
     def describe(self) -> SpaceModel:
         """The space as a pydantic model (restrictions by their source text)."""
+        # Here, not at the top: a TunableSet imports this module, and pydantic would add ~60 ms
+        # to every `import tunekit` for a model only a search's trial log and report ask for.
+        from tunekit._candidates.space_model import SpaceModel  # noqa: PLC0415 - see above
+
         return SpaceModel(
             params={n: list(d) for n, d in self._domains.items()},
             restrictions=[restriction_identity(fn) for fn in self._restrictions],

@@ -11,9 +11,9 @@ A candidate blocked in C (a long numpy call, ``time.sleep``, a device wait, a ke
 that never ends) cannot be interrupted in-process: it is disqualified once it returns,
 and if it never returns the caller hangs with it. Use ``isolation="process"`` for that.
 
-While a runner is open, :func:`current_run_policy` tells code working for the tune (prepare
-hooks on their thread pool, compile workers) where its candidates run and the limit on one run,
-so a backend that runs a candidate while preparing it (OpenCL's first launch) holds it to the
+While a runner is open, :func:`~tunekit._measure.run_policy.current_run_policy` tells code working
+for the tune (prepare hooks on their thread pool, compile workers) where its candidates run and the
+limit on one run, so a backend that runs a candidate while preparing it (OpenCL's first launch) holds it to the
 same rules as the tune's own runs.
 """
 
@@ -26,64 +26,24 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextvars import ContextVar
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from tunekit._base.errors import CandidateFailed, TunekitError
-from tunekit._base.settings import IsolationMode, Settings, current
+from tunekit._base.settings_model import Settings
 from tunekit._candidates.isolation import Isolation
 from tunekit._candidates.tunable_set import TunableSet, tuned_function
 from tunekit._keys.key import key_to_dict
 from tunekit._measure.check import CheckOutcome, Gate, ReferenceFailed
 from tunekit._measure.client import Client, fork_hazard_of
+from tunekit._measure.run_policy import policy_of, running_policy
 from tunekit._measure.runner import CandidateRunner, InProcessRunner
 from tunekit._measure.schedule import candidate_failure
 from tunekit._measure.worker import ProcessRunner, SpawnRecipe, timeout_reason
 from tunekit._values.outcome import Failed
 
-__all__ = ["RunPolicy", "WatchdogRunner", "check_candidate", "current_run_policy", "open_runner", "refuse_unforkable"]
+__all__ = ["WatchdogRunner", "check_candidate", "open_runner", "refuse_unforkable"]
 
 T = TypeVar("T")
-
-
-@dataclass(frozen=True, slots=True)
-class RunPolicy:
-    """Where a tune's candidates run (``mode``) and the limit on one run (``timeout_s``, None: no limit)."""
-
-    mode: IsolationMode
-    timeout_s: float | None
-
-    @property
-    def isolated(self) -> bool:
-        """Whether candidates run in a worker process (where a hang is stopped), not in the caller."""
-        return self.mode == "process"
-
-
-def _policy(override: Isolation | None, settings: Settings) -> RunPolicy:
-    """The isolation mode and the per-run limit in force: a set's own ``override`` wins over the settings."""
-    mode, timeout = settings.isolation, settings.candidate_timeout_s
-    if override is not None:
-        mode = override.mode
-        if override.timeout_s is not None:
-            timeout = override.timeout_s
-    return RunPolicy(mode, None if math.isinf(timeout) else timeout)
-
-
-_running: ContextVar[RunPolicy | None] = ContextVar("tunekit_run_policy", default=None)
-
-
-def current_run_policy() -> RunPolicy:
-    """Where the candidates of the tune this code works for run, and the limit on one run.
-
-    For a backend's ``prepare`` hook (or ``prepare_together``) that runs a candidate while
-    preparing it, say a first launch that compiles: under process isolation it should leave
-    that run to the isolated worker, in-process it should stay within ``timeout_s``. Hooks run
-    in copies of the tune's context, on the tuner's threads, so they see the tune's policy,
-    the set's ``with_isolation`` included; outside a tune it is the settings' policy.
-    """
-    policy = _running.get()
-    return policy if policy is not None else _policy(None, current())
 
 
 WORKER_FACTORY_FIX = (
@@ -110,7 +70,7 @@ def refuse_unforkable(
     ``where`` names the call, as in ``tuner 'gemm'``; ``other_fixes``: what the caller can do
     besides timing in this process, offered first (only the fixes that apply to it).
     """
-    if not _policy(own, settings).isolated or (own is not None and own.worker is not None):
+    if not policy_of(own, settings).isolated or (own is not None and own.worker is not None):
         return
     hazard = fork_hazard_of(client)
     if hazard is None:
@@ -278,7 +238,7 @@ def open_runner(
     forked; ``where`` names the call in that message.
     """
     refuse_unforkable(client, tunables.isolation, settings, where=where)
-    policy = _policy(tunables.isolation, settings)
+    policy = policy_of(tunables.isolation, settings)
     timeout_s = policy.timeout_s
     runner: ProcessRunner | WatchdogRunner | InProcessRunner
     if policy.isolated:
@@ -293,10 +253,10 @@ def open_runner(
         runner = WatchdogRunner(InProcessRunner(client, tunables, inputs), timeout_s)
     else:
         runner = InProcessRunner(client, tunables, inputs)
-    token = _running.set(policy)
+    token = running_policy.set(policy)
     try:
         yield runner
     finally:
-        _running.reset(token)
+        running_policy.reset(token)
         if isinstance(runner, ProcessRunner):
             runner.close()

@@ -29,7 +29,7 @@ from typing import Literal
 
 from tunekit._base.deadline import past
 from tunekit._base.errors import NOT_A_CANDIDATE, CandidateFailed, describe_error
-from tunekit._base.settings import Settings
+from tunekit._base.settings_model import Settings
 from tunekit._measure.client import Client, SupportsWarmup
 from tunekit._measure.evidence import Gap, centred_scores, gap
 from tunekit._measure.runner import CandidateRunner

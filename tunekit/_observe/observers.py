@@ -14,7 +14,7 @@ import threading
 from collections.abc import Mapping, Sequence
 
 from tunekit._base.errors import describe_error
-from tunekit._base.settings import Settings
+from tunekit._base.settings_model import Settings
 from tunekit._measure.runner import CandidateRunner
 from tunekit._observe.events import (
     BatchStarted,

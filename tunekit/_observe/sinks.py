@@ -11,12 +11,13 @@ import sys
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Protocol, TextIO, runtime_checkable
+from typing import Any, TextIO
 
 from pydantic_core import PydanticSerializationError
 
 from tunekit._base import settings as _settings
 from tunekit._base.paths import file_in_the_way
+from tunekit._observe.record_sink import CallbackSink, RecordSink, as_sink, as_sinks
 from tunekit._values.records import AutotuneRecord
 
 __all__ = [
@@ -34,15 +35,6 @@ __all__ = [
 ]
 
 _log = logging.getLogger("tunekit.records")
-
-
-@runtime_checkable
-class RecordSink(Protocol):
-    """Receives every tuning decision."""
-
-    def emit(self, record: AutotuneRecord) -> None:
-        """Take one record; must not raise for an ordinary I/O hiccup."""
-        ...
 
 
 def _escaped(value: Any, where: str, found: list[str]) -> Any:
@@ -270,50 +262,8 @@ class LoggingSink:
         )
 
 
-class CallbackSink:
-    """Calls ``fn(record)`` for each record."""
-
-    def __init__(self, fn: Callable[[AutotuneRecord], object]) -> None:
-        if not callable(fn):
-            raise TypeError(f"CallbackSink takes a callable record -> None, got {type(fn).__name__}")
-        self.fn = fn
-
-    def emit(self, record: AutotuneRecord) -> None:
-        """Pass ``record`` on."""
-        self.fn(record)
-
-
 _global_lock = threading.Lock()
 _global_sinks: list[RecordSink] = []
-
-
-def as_sink(sink: RecordSink | Callable[[AutotuneRecord], object], where: str) -> RecordSink:
-    """``sink`` itself, or a plain callable wrapped as one; anything else is refused, naming ``where``.
-
-    Refused here because an accepted non-sink would fail at every record, each failure only
-    logged, so the records it was meant to keep would be lost.
-    """
-    if isinstance(sink, RecordSink):
-        return sink
-    if not callable(sink):
-        raise TypeError(
-            f"{where} takes a record sink (an object with emit(record), e.g. tk.JsonlSink(path)) "
-            f"or a callable record -> None, got {type(sink).__name__}"
-        )
-    return CallbackSink(sink)
-
-
-def as_sinks(sinks: Sequence[RecordSink | Callable[[AutotuneRecord], object]], where: str) -> tuple[RecordSink, ...]:
-    """Each of ``sinks`` through :func:`as_sink`; a single sink, not in a list, is refused naming ``where``.
-
-    Otherwise ``tk.search(sinks=tk.JsonlSink(path))`` would fail as "'JsonlSink' object is not
-    iterable", and a path string would be walked character by character.
-    """
-    if not isinstance(sinks, list | tuple):
-        raise TypeError(
-            f"{where} takes a list of sinks, got {type(sinks).__name__}; a single one goes in a list: sinks=[sink]"
-        )
-    return tuple(as_sink(sink, where) for sink in sinks)
 
 
 def add_record_sink(sink: RecordSink | Callable[[AutotuneRecord], object]) -> RecordSink:

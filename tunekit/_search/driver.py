@@ -16,6 +16,7 @@ import numpy as np
 
 from tunekit._base import settings as _settings
 from tunekit._base.errors import AutotuneDisabled
+from tunekit._base.settings_model import Settings
 from tunekit._candidates.budget import BATCH, FINALISTS, Budget
 from tunekit._candidates.config import Config
 from tunekit._candidates.search_spec import empty_space_error, incumbents_of
@@ -54,7 +55,7 @@ class Ranked(dict[Config, Outcome]):
     """What the schedule did (rounds, eliminations, a runoff): kept in the record for the finalists' batch."""
 
 
-def refuse_autotune_off(where: str, settings: _settings.Settings) -> None:
+def refuse_autotune_off(where: str, settings: Settings) -> None:
     """Raise ``tk.AutotuneDisabled`` when autotuning is off: a search measures, and the setting says measure nothing."""
     if settings.autotune:
         return

@@ -6,7 +6,7 @@ import threading
 from pathlib import Path
 
 from tunekit._base import settings as _settings
-from tunekit._base.settings import Settings
+from tunekit._base.settings_model import Settings
 from tunekit._store.cache import PersistentCache, default_cache_dir
 
 __all__ = ["cache_dir", "existing_cache", "persistent_cache"]

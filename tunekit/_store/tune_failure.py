@@ -38,7 +38,7 @@ from pydantic import AwareDatetime, Field, ValidationError
 from tunekit._base.code_identity import restriction_identity
 from tunekit._base.errors import NoValidKernelFound
 from tunekit._base.persisted import STORED, Persisted
-from tunekit._base.settings import Settings
+from tunekit._base.settings_model import Settings
 from tunekit._base.version import __version__
 from tunekit._candidates.tunable_set import TunableSet
 from tunekit._store.cache import PersistentCache

@@ -5,16 +5,18 @@ from __future__ import annotations
 import threading
 import types
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from tunekit._base.errors import SettingsError
 from tunekit._candidates.tunable_set import TunableSet
 from tunekit._measure.client import CHECKED_CLIENT_TYPES, Client, require_client
-from tunekit._observe.sinks import RecordSink, as_sinks
+from tunekit._observe.record_sink import RecordSink, as_sinks
 from tunekit._tune.built_sets import BuiltSets
 from tunekit._tune.record_device import UnverifiedSeeds
-from tunekit._tune.tuner import Tuner
-from tunekit._values.records import AutotuneRecord
+
+if TYPE_CHECKING:
+    from tunekit._tune.tuner import Tuner
+    from tunekit._values.records import AutotuneRecord
 
 __all__ = ["LocalTuner", "describe_inputs"]
 
@@ -91,6 +93,12 @@ class LocalTuner(Generic[K, Out]):
         """The device-scoped tuner of ``device_id``, created on first use."""
         tuner = self._tuners.get(device_id)
         if tuner is None:
+            # The miss path (measurement, the persistent store, records, observers, pydantic) loads at a
+            # process's first miss, not with LocalTuner: importing tunekit, or a module that defines its
+            # tuners at import, does not pay the ~300 ms it takes (benches/import_time.py). A hit reads
+            # self._hot alone and never comes here.
+            from tunekit._tune.tuner import Tuner  # noqa: PLC0415 - see above
+
             with self._lock:
                 tuner = self._tuners.get(device_id)
                 if tuner is None:

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from tunekit._base import settings as _settings
 from tunekit._base.settings import AutotuneLevel
+from tunekit._base.settings_model import Settings
 from tunekit._base.version import MAJOR, __version__
 from tunekit._candidates.config import Config
 from tunekit._candidates.search_spec import config_name
@@ -202,7 +203,7 @@ def _configs_not_winners(entries: Iterable[RecordEntry], tunables: TunableSet[An
     return out
 
 
-def _required_samples(settings: _settings.Settings) -> tuple[int, str]:
+def _required_samples(settings: Settings) -> tuple[int, str]:
     """The kept samples the schedule in force gives a winner, and the setting that says so.
 
     Only the fixed schedule takes ``samples``; the adaptive one keeps between ``min_samples``

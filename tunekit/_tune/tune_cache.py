@@ -21,7 +21,7 @@ from typing import Any
 from tunekit._base import settings as _settings
 from tunekit._base.errors import TuneRecursionError
 from tunekit._base.self_call import TuneId, tuned_by_parent
-from tunekit._base.settings import Settings
+from tunekit._base.settings_model import Settings
 from tunekit._candidates.tunable_set import TunableSet
 from tunekit._keys.key import key_id, key_to_dict, key_to_json
 from tunekit._observe.events import CacheLookup

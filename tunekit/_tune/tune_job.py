@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from tunekit._base.settings import Settings
+from tunekit._base.settings_model import Settings
 from tunekit._candidates.tunable_set import TunableSet
 from tunekit._measure.client import Client
 from tunekit._store.cache import PersistentCache

@@ -19,7 +19,7 @@ from tunekit._base.errors import (
 )
 from tunekit._base.persisted import STORED
 from tunekit._base.self_call import runs_within, tuning
-from tunekit._base.settings import Settings
+from tunekit._base.settings_model import Settings
 from tunekit._candidates.plan import plan_order, skip_reason
 from tunekit._candidates.tunable_set import TunableSet
 from tunekit._keys.key import is_autotune_key, key_to_dict, key_to_json
