@@ -926,7 +926,7 @@ def test_an_overrun_of_a_whole_work_group_lands_in_the_canary_and_is_remembered_
 @pytest.mark.opencl
 @pytest.mark.subprocess
 def test_a_workers_first_launch_leaves_the_work_group_function_this_process_then_uses(pooled: OpenCLClient) -> None:
-    """PoCL generates a kernel's code at its first launch, per local size: the worker's launch must be the one that counts.
+    """PoCL generates a kernel's code at its first launch, per local size: the worker's launch must be that one.
 
     Structural, not timed: after the worker's first launch the cache holds the work-group
     function for the variant's local size, and this process's own build and launch of the same
@@ -935,7 +935,10 @@ def test_a_workers_first_launch_leaves_the_work_group_function_this_process_then
     if pooled.compile_pool is None or kernel_cache_problem(pooled.device.platform.name) is not None:
         pytest.skip("needs PoCL with a writable kernel cache")
     name = f"wg_{uuid.uuid4().hex[:12]}"  # a kernel no earlier run left in the (shared) kernel cache
-    source = f"__kernel void {name}(__global float* y, const int n) {{ int i = get_global_id(0); if (i < n) y[i] = 2.0f * i; }}"
+    source = (
+        f"__kernel void {name}(__global float* y, const int n) "
+        "{ int i = get_global_id(0); if (i < n) y[i] = 2.0f * i; }"
+    )
     y = cla.zeros(pooled.queue, 64, np.float32)
     files = InputsFile((y, np.int32(64)))
     try:
