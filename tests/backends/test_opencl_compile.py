@@ -15,6 +15,7 @@ import tempfile
 import textwrap
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
@@ -27,9 +28,9 @@ from tunekit._keys.key import key_to_json
 from tunekit._values.records import Prepared
 from tunekit_backends.opencl import CompileError, KernelTemplate, OpenCLClient
 from tunekit_backends.opencl._batch import batchable, batched_program
-from tunekit_backends.opencl._compile import CompilePool, InputsFile, WorkerDied
+from tunekit_backends.opencl._compile import CompilePool, InputsFile, WorkerDied, launch_of
 from tunekit_backends.opencl._compile_wire import ProgramRequest
-from tunekit_backends.opencl._compile_worker import kernel_cache_problem
+from tunekit_backends.opencl._compile_worker import kernel_cache_problem, pocl_cache_dir
 
 cla = pytest.importorskip("pyopencl.array", reason="pip install 'tunekit[opencl]'")
 cl = pytest.importorskip("pyopencl")
@@ -919,3 +920,48 @@ def test_an_overrun_of_a_whole_work_group_lands_in_the_canary_and_is_remembered_
     with pytest.raises(CompileError, match=says):
         tunable.prepare(*args)
     client.close()
+
+
+@pytest.mark.slow
+@pytest.mark.opencl
+@pytest.mark.subprocess
+def test_a_workers_first_launch_leaves_the_work_group_function_this_process_then_uses(pooled: OpenCLClient) -> None:
+    """PoCL generates a kernel's code at its first launch, per local size: the worker's launch must be that one.
+
+    Structural, not timed: after the worker's first launch the cache holds the work-group
+    function for the variant's local size, and this process's own build and launch of the same
+    variant add none and rewrite none (PoCL writes a new file, so a regenerated one has a new inode).
+    """
+    if pooled.compile_pool is None or kernel_cache_problem(pooled.device.platform.name) is not None:
+        pytest.skip("needs PoCL with a writable kernel cache")
+    name = f"wg_{uuid.uuid4().hex[:12]}"  # a kernel no earlier run left in the (shared) kernel cache
+    source = (
+        f"__kernel void {name}(__global float* y, const int n) "
+        "{ int i = get_global_id(0); if (i < n) y[i] = 2.0f * i; }"
+    )
+    y = cla.zeros(pooled.queue, 64, np.float32)
+    files = InputsFile((y, np.int32(64)))
+    try:
+        request = ProgramRequest(
+            platform=pooled.device.platform.name,
+            device=pooled.device.name,
+            source=source,
+            options=(),
+            data_file=files.path,
+            launches=(launch_of(name, (64,), (16,), files),),
+        )
+        reply = pooled.compile_pool.run(request, 60.0)
+    finally:
+        files.close()
+    assert reply.build_error is None and reply.launch_errors == (None,), reply
+    cache = pocl_cache_dir()
+    made = sorted(cache.glob(f"*/*/{name}/*/*.so"))
+    assert [p.parent.name.split("-")[:3] for p in made] == [["16", "1", "1"]], made
+    before = made[0].stat()
+
+    program = cl.Program(pooled.context, source).build()
+    getattr(program, name)(pooled.queue, (64,), (16,), y.data, np.int32(64)).wait()
+    np.testing.assert_array_equal(y.get(), 2.0 * np.arange(64, dtype=np.float32))
+    assert sorted(cache.glob(f"*/*/{name}/*/*.so")) == made
+    after = made[0].stat()
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)

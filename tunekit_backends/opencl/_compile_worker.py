@@ -30,7 +30,7 @@ from tunekit_backends.opencl._buffers import canary_bytes, canary_changed, overr
 from tunekit_backends.opencl._cl import build_log, first_error_line, is_pocl, pocl_kernel_cache_on, pyopencl
 from tunekit_backends.opencl._compile_wire import ProgramReply, ProgramRequest, WorkerReady
 
-__all__ = ["kernel_cache_problem", "main", "serve"]
+__all__ = ["kernel_cache_problem", "main", "pocl_cache_dir", "serve"]
 
 _KEEP_PROGRAMS = 8
 """Requests for one tune's programs come close together; older programs are let go."""
@@ -120,7 +120,7 @@ def kernel_cache_problem(platform: str) -> str | None:
         return None
     if not pocl_kernel_cache_on():
         return "PoCL's kernel cache is off in the compile workers (POCL_KERNEL_CACHE=0)"
-    directory = _pocl_cache_dir()
+    directory = pocl_cache_dir()
     try:
         directory.mkdir(parents=True, exist_ok=True)
         handle, probe = tempfile.mkstemp(dir=directory, prefix=".tunekit-probe-")
@@ -131,7 +131,7 @@ def kernel_cache_problem(platform: str) -> str | None:
     return None
 
 
-def _pocl_cache_dir() -> Path:
+def pocl_cache_dir() -> Path:
     """Where PoCL keeps its kernel cache on Linux (``pocl_cache.c``)."""
     explicit = os.environ.get("POCL_CACHE_DIR")
     if explicit:
