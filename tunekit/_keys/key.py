@@ -343,10 +343,35 @@ def _with_slots(data_cls: type) -> type:
     namespace["__reduce__"] = _key_reduce
     slotted: type = type(data_cls)(data_cls.__name__, data_cls.__bases__, namespace)
     slotted.__qualname__ = data_cls.__qualname__
+    _retarget_class_cells(namespace, data_cls, slotted)
     return slotted
 
 
+def _retarget_class_cells(namespace: dict[str, Any], old: type, new: type) -> None:
+    """Point the ``__class__`` cell of each method at the rebuilt class, so that ``super()`` in it still works.
+
+    The compiler binds that cell to the class the method was written in; left alone, ``super()``
+    in a key's method (a subclass's ``__post_init__`` calling its parent's) raises TypeError, as
+    on every instance of ``new`` (which is no ``old``).
+    """
+    for attribute in namespace.values():
+        value = attribute.__func__ if isinstance(attribute, (classmethod, staticmethod)) else attribute
+        functions = [value.fget, value.fset, value.fdel] if isinstance(value, property) else [value]
+        for function in functions:
+            code = getattr(function, "__code__", None)
+            if code is None or "__class__" not in code.co_freevars:
+                continue
+            cell = function.__closure__[code.co_freevars.index("__class__")]  # type: ignore[index]
+            if cell.cell_contents is old:
+                cell.cell_contents = new
+
+
 def _frozen_set(name: str, key: object, value: object) -> None:
+    if not hasattr(key, _ID):
+        # Still in __init__: a __post_init__ sets a derived field(init=False) with object.__setattr__,
+        # as on any frozen dataclass; the identity is taken after it.
+        object.__setattr__(key, _RESERVED + name, value)
+        return
     raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}: autotune keys are frozen")
 
 
@@ -436,11 +461,13 @@ def _generated_init(
             else:
                 body.append(f"{name} = _tk_a{i}({name}, _tk_e or _tk_settings.anchor_exponent())")
         body.append(f"_tk_self.{_RESERVED}{name} = {name}")
-    compared = [f.name for f in fields if f.compare]
-    body.append(f"_tk_self.{_ID} = (_tk_cls, {''.join(n + ', ' for n in compared)})")
     if user_hook is not None:
         glob["_tk_hook"] = user_hook
         body.append("_tk_hook(_tk_self)")
+    compared = [f.name for f in fields if f.compare]
+    # Read back from the slots after the hook: it may have set a derived field.
+    values = "".join(f"_tk_self.{_RESERVED}{n}, " if user_hook is not None else f"{n}, " for n in compared)
+    body.append(f"_tk_self.{_ID} = (_tk_cls, {values})")
     signature = ", ".join(["_tk_self", *params, *(["*", *keyword_only] if keyword_only else [])])
     source = f"def __init__({signature}) -> None:\n" + "".join(f"    {line}\n" for line in body)
     local: dict[str, Any] = {}
