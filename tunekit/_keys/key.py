@@ -359,9 +359,10 @@ def _retarget_class_cells(namespace: dict[str, Any], old: type, new: type) -> No
         functions = [value.fget, value.fset, value.fdel] if isinstance(value, property) else [value]
         for function in functions:
             code = getattr(function, "__code__", None)
-            if code is None or "__class__" not in code.co_freevars:
+            closure = getattr(function, "__closure__", None)
+            if code is None or closure is None or "__class__" not in code.co_freevars:
                 continue
-            cell = function.__closure__[code.co_freevars.index("__class__")]  # type: ignore[index]
+            cell = closure[code.co_freevars.index("__class__")]
             if cell.cell_contents is old:
                 cell.cell_contents = new
 
