@@ -474,3 +474,24 @@ def test_a_runoff_among_three_drops_the_separated_and_crowns_the_fastest() -> No
     # Back to back, in an order that alternates: every finalist runs first, last and in between.
     firsts = {next(iter(r)) for r in result.rounds if len(r) == 3}
     assert firsts == {0, 1, 2}
+
+
+def test_finalists_that_all_raise_in_the_runoff_all_forfeit_and_the_tune_goes_on() -> None:
+    """Regression: when every finalist left raised in the same runoff round, the runoff looked for a
+    leader among none and the tune died with ValueError("min() arg is an empty sequence")."""
+    client = SimulatedClient(NoiseModel(noise=0.05), seed=1)
+    flaky = [client.kernel(1.0 * MS, fail_after=6), client.kernel(1.0 * MS, fail_after=6)]
+    result = _batch(client, flaky, _settings())
+    assert not any(isinstance(e, tk.Runoff) for e in result.events)
+    assert all(isinstance(result[i], tk.Failed) and "forfeited the runoff" in result[i].reason for i in range(2))
+    assert result.ranking == ()
+    assert not any(isinstance(e, tk.Verdict) for e in result.events)
+
+    # A candidate the rounds eliminated is still measured: it wins once the finalists are out.
+    client = SimulatedClient(NoiseModel(noise=0.05), seed=1)
+    flaky = [client.kernel(1.0 * MS, fail_after=6), client.kernel(1.0 * MS, fail_after=6)]
+    result = _batch(client, [*flaky, client.kernel(3.0 * MS)], _settings())
+    assert any(isinstance(e, tk.Eliminated) and e.name == "c2" for e in result.events)
+    assert result.ranking == (2,)
+    verdict = result.events[-1]
+    assert isinstance(verdict, tk.Verdict) and verdict.winner == "c2"
