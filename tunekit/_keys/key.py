@@ -10,7 +10,7 @@ import math
 import operator
 import sys
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Literal, TypeVar, dataclass_transform, get_args, get_origin
 
 from tunekit._base import settings as _settings
@@ -21,6 +21,7 @@ __all__ = [
     "autotune_key",
     "is_autotune_key",
     "key_fields",
+    "key_from_dict",
     "key_to_json",
     "key_to_dict",
     "off_buckets",
@@ -32,6 +33,7 @@ _DTYPES = "__tunekit_dtypes__"
 _SCALARS = (int, float, str, bool)
 
 C = TypeVar("C", bound=type)
+K = TypeVar("K")
 
 
 def _check_field_type(cls_name: str, name: str, hint: object) -> None:
@@ -492,6 +494,17 @@ def is_autotune_key(obj: object) -> bool:
 def key_fields(cls: type) -> tuple[str, ...]:
     """Field names of a key class, in declaration order."""
     return tuple(f.name for f in dataclasses.fields(cls))
+
+
+def key_from_dict(cls: Callable[..., K], stored: Mapping[str, object]) -> K:
+    """The key of class ``cls`` that ``stored`` (a ``key_to_dict``, from a record) describes.
+
+    A ``field(init=False)`` is stored with the rest but is no argument: the key makes it again,
+    and a caller that compares ``key_to_json`` of the result with what it read sees whether it agrees.
+    Raises TypeError (naming the field) when ``stored`` does not fit ``cls``.
+    """
+    derived = {f.name for f in dataclasses.fields(cls) if not f.init}  # type: ignore[arg-type]
+    return cls(**{name: value for name, value in stored.items() if name not in derived})
 
 
 def anchored_fields(cls: type) -> tuple[str, ...]:
