@@ -303,7 +303,9 @@ def test_the_same_schedule_runs_on_the_opencl_client_and_the_record_shows_it() -
     assert record.winner in fast
     events = record.events
     warmup = next(e for e in events if isinstance(e, tk.Warmup))
-    assert 20 / 3 <= warmup.duration_ms < 40 and warmup.method == "device"  # multiply-add kernels on the device
+    # Multiply-add kernels on the device, until its speed is steady: a CPU device (PoCL here) has no minimum
+    # third of warmup_ms (OpenCLClient.warm_up's min_fraction=0 there), so it may stop well before 20 / 3 ms.
+    assert 0 < warmup.duration_ms < 40 and warmup.method == "device"
     rounds = [e for e in events if isinstance(e, tk.Round)]
     assert rounds[0].number == 1 and len(rounds[0].samples_ns) == 4
     eliminated = {e.name for e in events if isinstance(e, tk.Eliminated)}
