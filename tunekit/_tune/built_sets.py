@@ -44,8 +44,16 @@ _EMPTY_CELL = ("empty cell",)
 
 
 def _plain_code(factory: object) -> types.CodeType | None:
-    """The code of a function whose result its code alone decides (no parameters, no captures), else None."""
-    if type(factory) is not types.FunctionType:
+    """The code of a function whose result its code and module alone decide (no parameters, no captures), else None.
+
+    No defaults either, even unused: an entry found by its code must watch nothing, since only
+    a watched object's collection (``_drop``) removes an entry without removing its code from ``plain``.
+    """
+    if (
+        type(factory) is not types.FunctionType
+        or factory.__defaults__ is not None
+        or factory.__kwdefaults__ is not None
+    ):
         return None
     code = factory.__code__
     return code if not (code.co_argcount or code.co_kwonlyargcount or code.co_freevars) else None
