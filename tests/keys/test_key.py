@@ -434,3 +434,51 @@ def test_a_key_class_with_its_own_equality_is_refused_at_definition() -> None:
 
             def __hash__(self) -> int:
                 return 0
+
+
+def test_super_in_a_key_subclass_post_init_reaches_the_parents() -> None:
+    """Regression: the key class is rebuilt with slots, and super() in its methods named the class as written."""
+    seen: list[str] = []
+
+    @tk.autotune_key
+    class Parent:
+        n: int
+
+        def __post_init__(self) -> None:
+            seen.append("parent")
+            if self.n < 0:
+                raise ValueError("n must be >= 0")
+
+    @tk.autotune_key
+    class Child(Parent):
+        m: int = 1
+
+        def __post_init__(self) -> None:
+            super().__post_init__()
+            seen.append("child")
+
+    assert Child(n=1, m=2).m == 2
+    assert seen == ["parent", "child"]
+    with pytest.raises(ValueError, match="n must be >= 0"):
+        Child(n=-1)
+
+
+def test_a_post_init_sets_a_derived_init_false_field_as_on_a_frozen_dataclass() -> None:
+    """Regression: object.__setattr__ in __post_init__ (the dataclass idiom) hit the read-only property."""
+
+    @tk.autotune_key
+    class Derived:
+        m: int
+        n: int
+        total: int = dataclasses.field(default=0, init=False)
+
+        def __post_init__(self) -> None:
+            object.__setattr__(self, "total", self.m * self.n)
+
+    key = Derived(m=2, n=3)
+    assert key.total == 6
+    assert key == Derived(m=2, n=3)
+    assert hash(key) == hash(Derived(m=2, n=3))
+    assert key_to_json(key) == '{"m":2,"n":3,"total":6}'
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        object.__setattr__(key, "total", 7)

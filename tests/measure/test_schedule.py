@@ -303,7 +303,9 @@ def test_the_same_schedule_runs_on_the_opencl_client_and_the_record_shows_it() -
     assert record.winner in fast
     events = record.events
     warmup = next(e for e in events if isinstance(e, tk.Warmup))
-    assert 20 / 3 <= warmup.duration_ms < 40 and warmup.method == "device"  # multiply-add kernels on the device
+    # Multiply-add kernels on the device, until its speed is steady: a CPU device (PoCL here) has no minimum
+    # third of warmup_ms (OpenCLClient.warm_up's min_fraction=0 there), so it may stop well before 20 / 3 ms.
+    assert 0 < warmup.duration_ms < 40 and warmup.method == "device"
     rounds = [e for e in events if isinstance(e, tk.Round)]
     assert rounds[0].number == 1 and len(rounds[0].samples_ns) == 4
     eliminated = {e.name for e in events if isinstance(e, tk.Eliminated)}
@@ -474,3 +476,24 @@ def test_a_runoff_among_three_drops_the_separated_and_crowns_the_fastest() -> No
     # Back to back, in an order that alternates: every finalist runs first, last and in between.
     firsts = {next(iter(r)) for r in result.rounds if len(r) == 3}
     assert firsts == {0, 1, 2}
+
+
+def test_finalists_that_all_raise_in_the_runoff_all_forfeit_and_the_tune_goes_on() -> None:
+    """Regression: when every finalist left raised in the same runoff round, the runoff looked for a
+    leader among none and the tune died with ValueError("min() arg is an empty sequence")."""
+    client = SimulatedClient(NoiseModel(noise=0.05), seed=1)
+    flaky = [client.kernel(1.0 * MS, fail_after=6), client.kernel(1.0 * MS, fail_after=6)]
+    result = _batch(client, flaky, _settings())
+    assert not any(isinstance(e, tk.Runoff) for e in result.events)
+    assert all(isinstance(result[i], tk.Failed) and "forfeited the runoff" in result[i].reason for i in range(2))
+    assert result.ranking == ()
+    assert not any(isinstance(e, tk.Verdict) for e in result.events)
+
+    # A candidate the rounds eliminated is still measured: it wins once the finalists are out.
+    client = SimulatedClient(NoiseModel(noise=0.05), seed=1)
+    flaky = [client.kernel(1.0 * MS, fail_after=6), client.kernel(1.0 * MS, fail_after=6)]
+    result = _batch(client, [*flaky, client.kernel(3.0 * MS)], _settings())
+    assert any(isinstance(e, tk.Eliminated) and e.name == "c2" for e in result.events)
+    assert result.ranking == (2,)
+    verdict = result.events[-1]
+    assert isinstance(verdict, tk.Verdict) and verdict.winner == "c2"

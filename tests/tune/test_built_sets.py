@@ -176,3 +176,22 @@ def test_a_capture_free_lambda_is_found_by_its_code_and_rebuilt_once_evicted_or_
     assert again is not first and len(_BUILT) == MAX_SETS + 2
     PLAIN.clear()
     assert _plain_site() is not again and len(_BUILT) == MAX_SETS + 3
+
+
+_TEMPLATE = "def factory():\n    return lambda: make()\n"
+
+
+def test_equal_lambdas_of_two_modules_made_from_one_template_build_each_its_own_set() -> None:
+    """Regression: a capture-free lambda was known by its code, and code equality leaves out the file and the
+    globals: ops/f32.py's ``lambda: make()`` found the set ops/f16.py's built, with f16's kernels."""
+    tuner: tk.LocalTuner[NKey, str] = tk.LocalTuner("templated")
+    factories = []
+    for dtype in ("f16", "f32"):
+        set_of_module = tk.TunableSet(key=_key).with_tunable(tk.Tunable(dtype, lambda x, d=dtype: d))
+        namespace: dict[str, Any] = {"make": lambda s=set_of_module: s}
+        exec(compile(_TEMPLATE, f"ops/{dtype}.py", "exec"), namespace)  # as importing the two modules does
+        factories.append(namespace["factory"]())
+    assert factories[0].__code__ == factories[1].__code__ and factories[0].__code__ is not factories[1].__code__
+    f16, f32 = (tuner.init(factory) for factory in factories)
+    assert f16.names == ("f16",) and f32.names == ("f32",)
+    assert tuner.init(factories[1]) is f32 and tuner.init(factories[0]) is f16

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -908,3 +909,32 @@ def test_an_entry_deleted_from_a_loaded_record_stays_deleted_when_saved(data: Re
     again.add(Shape(n=100), tk.search(data.space, client.kernel, client, (), tuner="replayed", key=Shape(n=100)))
     again.save(path)  # nothing deleted this time: the file keeps every key it had
     assert len(tk.Record.load(path).entries) == len(kept) + 1
+
+
+@tk.autotune_key
+class _Derived:
+    m: int
+    n: int
+    total: int = dataclasses.field(default=0, init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "total", self.m * self.n)
+
+
+def test_a_key_with_a_derived_init_false_field_is_recorded_and_seeded() -> None:
+    """Regression: a key was rebuilt from every stored field, and a field(init=False) is no argument."""
+    tk.configure(warmup_ms=1.0)
+    tunes: list[tk.AutotuneRecord] = []
+    tuner: tk.LocalTuner[_Derived, int] = tk.LocalTuner("derived", sinks=[tunes.append])
+    tunables = tk.TunableSet(key=lambda xs: _Derived(m=len(xs), n=2)).with_tunables(
+        [tk.Tunable("sum", sum), tk.Tunable("loop", lambda xs: sum(x for x in xs))]
+    )
+    client = CpuClient()
+    assert tuner.execute(client.device_id, client, tunables, (list(range(10)),)) == 45
+    record = tk.Record.for_tunables("derived", client.device_id, tunables)
+    (tune,) = tunes
+    assert tune.key == {"m": 10, "n": 2, "total": 20}
+    entry = record.add_tune(tune, _Derived)
+    assert entry.key == {"m": 10, "n": 2, "total": 20}
+    fresh: tk.LocalTuner[_Derived, int] = tk.LocalTuner("derived")
+    assert record.seed(fresh, tunables, _Derived) == 1

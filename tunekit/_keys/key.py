@@ -10,7 +10,7 @@ import math
 import operator
 import sys
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Literal, TypeVar, dataclass_transform, get_args, get_origin
 
 from tunekit._base import settings as _settings
@@ -21,6 +21,7 @@ __all__ = [
     "autotune_key",
     "is_autotune_key",
     "key_fields",
+    "key_from_dict",
     "key_to_json",
     "key_to_dict",
     "off_buckets",
@@ -32,6 +33,7 @@ _DTYPES = "__tunekit_dtypes__"
 _SCALARS = (int, float, str, bool)
 
 C = TypeVar("C", bound=type)
+K = TypeVar("K")
 
 
 def _check_field_type(cls_name: str, name: str, hint: object) -> None:
@@ -343,10 +345,36 @@ def _with_slots(data_cls: type) -> type:
     namespace["__reduce__"] = _key_reduce
     slotted: type = type(data_cls)(data_cls.__name__, data_cls.__bases__, namespace)
     slotted.__qualname__ = data_cls.__qualname__
+    _retarget_class_cells(namespace, data_cls, slotted)
     return slotted
 
 
+def _retarget_class_cells(namespace: dict[str, Any], old: type, new: type) -> None:
+    """Point the ``__class__`` cell of each method at the rebuilt class, so that ``super()`` in it still works.
+
+    The compiler binds that cell to the class the method was written in; left alone, ``super()``
+    in a key's method (a subclass's ``__post_init__`` calling its parent's) raises TypeError, as
+    on every instance of ``new`` (which is no ``old``).
+    """
+    for attribute in namespace.values():
+        value = attribute.__func__ if isinstance(attribute, (classmethod, staticmethod)) else attribute
+        functions = [value.fget, value.fset, value.fdel] if isinstance(value, property) else [value]
+        for function in functions:
+            code = getattr(function, "__code__", None)
+            closure = getattr(function, "__closure__", None)
+            if code is None or closure is None or "__class__" not in code.co_freevars:
+                continue
+            cell = closure[code.co_freevars.index("__class__")]
+            if cell.cell_contents is old:
+                cell.cell_contents = new
+
+
 def _frozen_set(name: str, key: object, value: object) -> None:
+    if not hasattr(key, _ID):
+        # Still in __init__: a __post_init__ sets a derived field(init=False) with object.__setattr__,
+        # as on any frozen dataclass; the identity is taken after it.
+        object.__setattr__(key, _RESERVED + name, value)
+        return
     raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}: autotune keys are frozen")
 
 
@@ -436,11 +464,13 @@ def _generated_init(
             else:
                 body.append(f"{name} = _tk_a{i}({name}, _tk_e or _tk_settings.anchor_exponent())")
         body.append(f"_tk_self.{_RESERVED}{name} = {name}")
-    compared = [f.name for f in fields if f.compare]
-    body.append(f"_tk_self.{_ID} = (_tk_cls, {''.join(n + ', ' for n in compared)})")
     if user_hook is not None:
         glob["_tk_hook"] = user_hook
         body.append("_tk_hook(_tk_self)")
+    compared = [f.name for f in fields if f.compare]
+    # Read back from the slots after the hook: it may have set a derived field.
+    values = "".join(f"_tk_self.{_RESERVED}{n}, " if user_hook is not None else f"{n}, " for n in compared)
+    body.append(f"_tk_self.{_ID} = (_tk_cls, {values})")
     signature = ", ".join(["_tk_self", *params, *(["*", *keyword_only] if keyword_only else [])])
     source = f"def __init__({signature}) -> None:\n" + "".join(f"    {line}\n" for line in body)
     local: dict[str, Any] = {}
@@ -464,6 +494,17 @@ def is_autotune_key(obj: object) -> bool:
 def key_fields(cls: type) -> tuple[str, ...]:
     """Field names of a key class, in declaration order."""
     return tuple(f.name for f in dataclasses.fields(cls))
+
+
+def key_from_dict(cls: Callable[..., K], stored: Mapping[str, object]) -> K:
+    """The key of class ``cls`` that ``stored`` (a ``key_to_dict``, from a record) describes.
+
+    A ``field(init=False)`` is stored with the rest but is no argument: the key makes it again,
+    and a caller that compares ``key_to_json`` of the result with what it read sees whether it agrees.
+    Raises TypeError (naming the field) when ``stored`` does not fit ``cls``.
+    """
+    derived = {f.name for f in dataclasses.fields(cls) if not f.init}  # type: ignore[arg-type]
+    return cls(**{name: value for name, value in stored.items() if name not in derived})
 
 
 def anchored_fields(cls: type) -> tuple[str, ...]:

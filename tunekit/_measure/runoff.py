@@ -35,7 +35,7 @@ INDIFFERENCE = 0.005
 
 @dataclass(frozen=True, slots=True)
 class RunoffResult:
-    """How a runoff among ``finalists`` ended.
+    """How a runoff among ``finalists`` ended; ``winner`` is None when every finalist forfeited.
 
     ``rounds`` holds each runoff round's samples by finalist, in sampling order; ``dropped`` the
     finalists separated from the leader before the end, in order. ``gap`` is the runner-up's
@@ -44,7 +44,7 @@ class RunoffResult:
 
     finalists: tuple[int, ...]
     rounds: tuple[dict[int, int], ...]
-    winner: int
+    winner: int | None
     runner_up: int | None
     gap: Gap | None
     dropped: tuple[int, ...] = ()
@@ -98,7 +98,7 @@ def runoff(
                 forfeits.append((index, exc))
         if times:
             rounds.append(times)
-        if len(alive) == 1:
+        if len(alive) <= 1:  # none left to compare: one wins by forfeit, or every one forfeited
             break
         for index in alive:
             samples[index][first_round + number] = times[index]
@@ -115,6 +115,18 @@ def runoff(
             stopped_early = number + 1 < max_rounds
             break
     forfeit, error = forfeits[0] if forfeits else (None, None)
+    if not alive:  # every finalist raised: no one to crown, the schedule ranks what else it measured
+        return RunoffResult(
+            tuple(finalists),
+            tuple(rounds),
+            None,
+            None,
+            None,
+            forfeit=forfeit,
+            error=error,
+            forfeits=tuple(forfeits),
+            samples=samples,
+        )
     if len(alive) == 1 and forfeits and not dropped:
         # Won by forfeit: nothing the samples said decided it.
         return RunoffResult(

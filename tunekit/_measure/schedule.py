@@ -466,6 +466,10 @@ class _Adaptive:
             self.fail(index, error)
             failure = candidate_failure(error)
             self.outcomes[index] = Failed(f"forfeited the runoff: {failure.reason}", failure.stage)
+        if result.winner is None:
+            # Every finalist forfeited: no runoff decided anything (a Runoff event names a winner), and
+            # the verdict falls to what the rounds measured, if anything.
+            return
         # The runoff's samples stay in its event; the candidates' own samples are the rounds'.
         standing = [i for i in finalists if i not in dict(result.forfeits)]
         scores = centred_scores(result.samples, standing) if len(standing) >= 2 else {}

@@ -44,8 +44,16 @@ _EMPTY_CELL = ("empty cell",)
 
 
 def _plain_code(factory: object) -> types.CodeType | None:
-    """The code of a function whose result its code alone decides (no parameters, no captures), else None."""
-    if type(factory) is not types.FunctionType:
+    """The code of a function whose result its code and module alone decide (no parameters, no captures), else None.
+
+    No defaults either, even unused: an entry found by its code must watch nothing, since only
+    a watched object's collection (``_drop``) removes an entry without removing its code from ``plain``.
+    """
+    if (
+        type(factory) is not types.FunctionType
+        or factory.__defaults__ is not None
+        or factory.__kwdefaults__ is not None
+    ):
         return None
     code = factory.__code__
     return code if not (code.co_argcount or code.co_kwonlyargcount or code.co_freevars) else None
@@ -54,12 +62,14 @@ def _plain_code(factory: object) -> types.CodeType | None:
 class _Entry(Generic[K, Out]):
     """One built set, and what its key names by identity."""
 
-    __slots__ = ("pinned", "tunables", "watchers")
+    __slots__ = ("code", "pinned", "tunables", "watchers")
 
     def __init__(self, tunables: TunableSet[K, Out]) -> None:
         self.tunables = tunables
         self.watchers: list[weakref.ref[Any]] = []
         self.pinned: list[object] = []
+        self.code: types.CodeType | None = None
+        """The code it is found by in ``BuiltSets.plain``, for a factory that captures nothing."""
 
 
 class BuiltSets(Generic[K, Out]):
@@ -72,7 +82,7 @@ class BuiltSets(Generic[K, Out]):
         self.plain: dict[int, _Entry[K, Out]] = {}
         """The entries of factories that capture nothing, by ``id()`` of their code: init's hot path, a dict
         lookup with no hashing of the code object (which hashes its constants, nested lambdas' code
-        included). The code is a key of ``_entries`` while its entry is here, so its id is not reused."""
+        included). The code is in a key of ``_entries`` while its entry is here, so its id is not reused."""
         self._warned = False
 
     def get(self, factory: Callable[[], TunableSet[K, Out]]) -> TunableSet[K, Out] | None:
@@ -82,8 +92,8 @@ class BuiltSets(Generic[K, Out]):
             and factory.__closure__ is None
             and factory.__defaults__ is None
             and factory.__kwdefaults__ is None
-        ):  # a lambda capturing nothing, the common case: its code is its key (as _function_token says)
-            entry = self._entries.get(factory.__code__)
+        ):  # a lambda capturing nothing, the common case: its code and module are its key (as _function_token says)
+            entry = self._entries.get((factory.__code__, ("same object", id(factory.__globals__))))
         else:
             entry = self._entries.get(_token(factory, [], 0))
         return None if entry is None else entry.tunables
@@ -106,13 +116,14 @@ class BuiltSets(Generic[K, Out]):
                 except TypeError:  # a list, a dict: nothing tells when it is gone, so its id stays taken
                     entry.pinned.append(value)
             self._entries[key] = entry
-            if type(key) is types.CodeType and _plain_code(factory) is key:
-                self.plain[id(key)] = entry
+            if (code := _plain_code(factory)) is not None:
+                entry.code = code
+                self.plain[id(code)] = entry
             overflow = len(self._entries) > MAX_SETS
             if overflow:
-                oldest = next(iter(self._entries))
-                del self._entries[oldest]
-                self.plain.pop(id(oldest), None)
+                evicted = self._entries.pop(next(iter(self._entries)))
+                if evicted.code is not None and self.plain.get(id(evicted.code)) is evicted:
+                    del self.plain[id(evicted.code)]
             warn, self._warned = overflow and not self._warned, self._warned or overflow
         if warn:
             _log.warning(
@@ -164,11 +175,15 @@ def _token(value: object, by_identity: list[object], depth: int) -> Hashable:
 
 
 def _function_token(function: types.FunctionType, by_identity: list[object], nested: int) -> Hashable:
-    """A function by its code and captures; by its code alone when it captures nothing (init's hot path)."""
+    """A function by its code, its module and its captures.
+
+    The module (its globals, by identity) because code equality leaves out the file: two modules made
+    from one template hold equal lambdas at the same line, each calling its own module's functions.
+    """
     closure, defaults, keywords = function.__closure__, function.__defaults__, function.__kwdefaults__
+    parts: list[Hashable] = [function.__code__, _token(function.__globals__, by_identity, nested)]
     if closure is None and defaults is None and keywords is None:
-        return function.__code__
-    parts: list[Hashable] = [function.__code__]
+        return tuple(parts)
     for cell in closure or ():
         parts.append(_token(_cell_contents(cell), by_identity, nested))
     if defaults is not None or keywords is not None:

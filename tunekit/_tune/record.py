@@ -34,7 +34,7 @@ from tunekit._candidates.config import Config
 from tunekit._candidates.search_spec import check_search_names, config_name
 from tunekit._candidates.space_model import SpaceModel
 from tunekit._candidates.tunable_set import TunableSet
-from tunekit._keys.key import anchored_fields, is_autotune_key, key_to_json, off_buckets
+from tunekit._keys.key import anchored_fields, is_autotune_key, key_from_dict, key_to_json, off_buckets
 from tunekit._measure.client import Client
 from tunekit._search.result import SearchResult
 from tunekit._store.file_kind import other_kind, other_kind_name
@@ -176,7 +176,7 @@ class Record:
                 f"got {key_type.__qualname__ if isinstance(key_type, type) else repr(key_type)}"
             )
         try:
-            key = key_type(**tune.key)
+            key = key_from_dict(key_type, tune.key)
         except TypeError as exc:
             raise RecordMismatch(f"the tune's key {tune.key} does not build a {key_type.__name__}: {exc}") from None
         return self._add(key, from_tune(self, self.tunables, key, tune, runners_up))
@@ -485,7 +485,7 @@ class Record:
         moved = []
         for stored, entry in self.entries.items():
             try:
-                key = key_type(**entry.key)
+                key = key_from_dict(key_type, entry.key)
             except TypeError as exc:
                 raise RecordMismatch(f"record key {entry.key} does not build a {key_type.__name__}: {exc}") from None
             # Building the key anchors it again at the running level: a stored bucket that moves is
