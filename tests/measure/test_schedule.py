@@ -241,9 +241,10 @@ def test_the_same_schedule_runs_on_the_cpu_client() -> None:
     kinds = [e.kind for e in record.events]
     assert kinds[0] == "warmup" and kinds.count("round") >= 1 and "sampling_stopped" in kinds
     warmup = record.events[0]
-    # Warm-up stops once the cores run at a steady speed: at least a third of the 20 ms allowed, at most
-    # all of it (plus the chunk that was running at the deadline).
-    assert isinstance(warmup, tk.Warmup) and warmup.method == "device" and 20 / 3 <= warmup.duration_ms < 40
+    # The client's own warm-up ran (its stop rule, steady or the deadline, is tested in test_steady.py),
+    # for at least the third of the 20 ms it always spends; how far past the deadline it ran is load, not
+    # a property of the code, so no upper bound here.
+    assert isinstance(warmup, tk.Warmup) and warmup.method == "device" and warmup.duration_ms >= 20 / 3
     loop = next(c for c in record.candidates if c.name == "python_loop")
     assert len(loop.discarded_ns) == 1 and loop.stats is not None and loop.stats.count >= 1
     # The record (every sample, the rounds) survives a JSON round trip.
