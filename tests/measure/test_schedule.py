@@ -304,7 +304,9 @@ def test_the_same_schedule_runs_on_the_opencl_client_and_the_record_shows_it() -
     assert record.winner in fast
     events = record.events
     warmup = next(e for e in events if isinstance(e, tk.Warmup))
-    assert 20 / 3 <= warmup.duration_ms < 40 and warmup.method == "device"  # multiply-add kernels on the device
+    # Multiply-add kernels on the device, for at least the third of the 20 ms it always spends (no upper
+    # bound: an overrun is load; the stop rule is tested in test_steady.py).
+    assert warmup.duration_ms >= 20 / 3 and warmup.method == "device"
     rounds = [e for e in events if isinstance(e, tk.Round)]
     assert rounds[0].number == 1 and len(rounds[0].samples_ns) == 4
     eliminated = {e.name for e in events if isinstance(e, tk.Eliminated)}
