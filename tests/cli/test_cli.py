@@ -7,13 +7,15 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import IO, Annotated
 
 import numpy as np
 import pytest
@@ -250,6 +252,21 @@ def test_missing_records_file_is_one_line(tmp_path: Path) -> None:
     assert "no records file" in run("report", str(tmp_path / "nope.jsonl"), check=2).stderr
 
 
+# How long a started `tunekit` may take to answer before the test calls it hung: a ceiling, not a speed
+# (each wait ends as soon as the line or the exit arrives); a loaded 2-core machine can take many seconds.
+HUNG_S = 300
+
+
+def _next_line(stream: IO[str]) -> str:
+    """The next line ``stream`` gives, failing the test if none comes within ``HUNG_S``."""
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: lines.put(stream.readline()), daemon=True).start()
+    try:
+        return lines.get(timeout=HUNG_S)
+    except queue.Empty:
+        pytest.fail(f"`tunekit records tail` printed no line within {HUNG_S} s")
+
+
 @pytest.mark.slow
 @pytest.mark.subprocess
 def test_records_tail_follows_appended_records(records: Path) -> None:
@@ -261,7 +278,7 @@ def test_records_tail_follows_appended_records(records: Path) -> None:
     )
     try:
         assert process.stdout is not None
-        first = process.stdout.readline()
+        first = _next_line(process.stdout)
         assert "cli_sum" in first and '{"n":131072}' in first
         line = json.loads(records.read_text().splitlines()[0])
         line["tuner"] = "appended_later"
@@ -271,10 +288,15 @@ def test_records_tail_follows_appended_records(records: Path) -> None:
             file.flush()
             time.sleep(0.5)
             file.write(text[50:])
-        assert "appended_later" in process.stdout.readline()
+        assert "appended_later" in _next_line(process.stdout)
     finally:
         process.send_signal(signal.SIGINT)  # Ctrl-C
-        _, said = process.communicate(timeout=30)
+        try:
+            _, said = process.communicate(timeout=HUNG_S)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.communicate()
+            raise
     assert process.returncode == 130
     assert "Traceback" not in said
 

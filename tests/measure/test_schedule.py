@@ -16,11 +16,11 @@ import pytest
 import tunekit as tk
 from tunekit._keys.key import key_to_json
 from tunekit._measure.runner import InProcessRunner
-from tunekit._measure.runoff import runoff
+from tunekit._measure.runoff import MIN_PAIRS, runoff
 from tunekit._measure.schedule import BatchResult, measure_batch
 from tunekit.backend import CandidateFailed
 from tunekit_backends.cpu import CpuClient
-from tunekit_backends.opencl import KernelTemplate, OpenCLClient
+from tunekit_backends.opencl import KernelTemplate, OpenCLClient, _client as opencl_client
 from tunekit_backends.simulated import NoiseModel, SimulatedClient
 
 MS = 1_000_000
@@ -241,9 +241,10 @@ def test_the_same_schedule_runs_on_the_cpu_client() -> None:
     kinds = [e.kind for e in record.events]
     assert kinds[0] == "warmup" and kinds.count("round") >= 1 and "sampling_stopped" in kinds
     warmup = record.events[0]
-    # Warm-up stops once the cores run at a steady speed: at least a third of the 20 ms allowed, at most
-    # all of it (plus the chunk that was running at the deadline).
-    assert isinstance(warmup, tk.Warmup) and warmup.method == "device" and 20 / 3 <= warmup.duration_ms < 40
+    # The client's own warm-up ran (its stop rule, steady or the deadline, is tested in test_steady.py),
+    # for at least the third of the 20 ms it always spends; how far past the deadline it ran is load, not
+    # a property of the code, so no upper bound here.
+    assert isinstance(warmup, tk.Warmup) and warmup.method == "device" and warmup.duration_ms >= 20 / 3
     loop = next(c for c in record.candidates if c.name == "python_loop")
     assert len(loop.discarded_ns) == 1 and loop.stats is not None and loop.stats.count >= 1
     # The record (every sample, the rounds) survives a JSON round trip.
@@ -265,8 +266,11 @@ __kernel void work(__global const float* x, __global float* y, const float a, co
 @pytest.mark.slow
 @pytest.mark.opencl
 @pytest.mark.subprocess
-def test_the_same_schedule_runs_on_the_opencl_client_and_the_record_shows_it() -> None:
+def test_the_same_schedule_runs_on_the_opencl_client_and_the_record_shows_it(monkeypatch: pytest.MonkeyPatch) -> None:
     cla = pytest.importorskip("pyopencl.array", reason="pip install 'tunekit[opencl]'")
+    # Cold for this process whatever ran before in it: a device that timed work under a second ago skips
+    # its warm-up (0 ms), so on a shared test worker the warm-up shown depended on the test before.
+    monkeypatch.setattr(opencl_client, "_WARMTH", opencl_client._Warmth())
 
     tk.configure(warmup_ms=20.0)
     client = OpenCLClient(flush_cache=False)
@@ -303,9 +307,9 @@ def test_the_same_schedule_runs_on_the_opencl_client_and_the_record_shows_it() -
     assert record.winner in fast
     events = record.events
     warmup = next(e for e in events if isinstance(e, tk.Warmup))
-    # Multiply-add kernels on the device, until its speed is steady: a CPU device (PoCL here) has no minimum
-    # third of warmup_ms (OpenCLClient.warm_up's min_fraction=0 there), so it may stop well before 20 / 3 ms.
-    assert 0 < warmup.duration_ms < 40 and warmup.method == "device"
+    # Multiply-add kernels on the device. A CPU device has no minimum (it stops once steady), and an overrun
+    # of the 20 ms is load, so only that it ran; the stop rule is tested in test_steady.py.
+    assert warmup.duration_ms > 0 and warmup.method == "device"
     rounds = [e for e in events if isinstance(e, tk.Round)]
     assert rounds[0].number == 1 and len(rounds[0].samples_ns) == 4
     eliminated = {e.name for e in events if isinstance(e, tk.Eliminated)}
@@ -315,7 +319,10 @@ def test_the_same_schedule_runs_on_the_opencl_client_and_the_record_shows_it() -
     if len(stopped.survivors) >= 2:  # the tie was not separated by the rounds: the runoff decided it
         (runoff_event,) = runoffs
         assert set(runoff_event.finalists) == fast and runoff_event.winner == record.winner
-        assert len(runoff_event.pairs_ns) >= 10
+        # The runoff pairs its own rounds with the finalists' earlier ones (runoff(earlier=...)): at least
+        # MIN_PAIRS in all before it may stop, so a quick separation can take fewer than 10 of its own.
+        earlier = sum(set(runoff_event.finalists) <= set(r.samples_ns) for r in rounds)
+        assert len(runoff_event.pairs_ns) + earlier >= MIN_PAIRS
     else:
         assert not runoffs and stopped.survivors == [record.winner]
     for candidate in record.candidates:

@@ -50,3 +50,21 @@ def test_the_floor_is_always_spent() -> None:
 
     spent = warm_until_steady(_chunks(flat(), []), 60_000_000)  # type: ignore[arg-type]
     assert spent >= 20_000_000  # a third of 60 ms
+
+
+def test_only_the_chunk_running_at_the_deadline_ends_after_it() -> None:
+    # The upper bound on a warm-up, as ordering rather than speed: no chunk starts once the deadline has
+    # passed, so the warm-up overruns by the one chunk running then, however slow load makes that chunk.
+    starts: list[int] = []
+    ends: list[int] = []
+
+    def never_steady() -> int:
+        starts.append(time.perf_counter_ns())
+        time.sleep(0.002)
+        ends.append(time.perf_counter_ns())
+        return 1000 if len(starts) % 2 else 3000
+
+    spent = warm_until_steady(never_steady, 20_000_000, min_fraction=0)
+    # The deadline is 20 ms after the warm-up started, so no later than 20 ms after the first chunk started.
+    assert len(ends) >= 2 and spent >= 20_000_000
+    assert all(end < starts[0] + 20_000_000 for end in ends[:-1])

@@ -8,7 +8,9 @@ told which device to build for are tested on two simulated devices (``_two_devic
 from __future__ import annotations
 
 import faulthandler
+import math
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -83,7 +85,24 @@ def _build_on(
     tunables = tk.TunableSet(key=lambda out, x, stop: SizeKey(n=n), inputs=fresh).with_tunables(
         [launcher("spin"), tk.Tunable("abort", _abort), launcher("slow"), launcher("fast")]
     )
+    # A kernel's first launch builds its work-group code: done here, in a worker's set-up (which has its
+    # own generous limit), so the candidate timeout bounds runs of built kernels only.
+    for tunable in tunables.tunables[2:]:
+        tunable.fn(*fresh()).wait()
     return client, tunables, fresh()
+
+
+def _timeout_s(tunables: tk.TunableSet[SizeKey, Any]) -> int:
+    """A candidate timeout that scales with how fast this machine runs "slow" now: 100 of its runs, at least 3 s.
+
+    "spin" never ends, so any limit fails it; "slow" and "fast" must never meet it, however loaded the machine.
+    """
+    assert tunables.inputs is not None
+    scratch = tunables.inputs(SizeKey(n=N))  # fresh buffers: the caller's must stay untouched until the winner runs
+    slow = tunables.tunables[2]
+    started = time.perf_counter()
+    slow.fn(*scratch).wait()
+    return max(3, math.ceil(100 * (time.perf_counter() - started)))
 
 
 @pytest.mark.slow
@@ -93,7 +112,8 @@ def _build_on(
 def test_opencl_infinite_loop_and_python_abort_are_disqualified_in_a_spawned_worker(factory: Any) -> None:
     # With a reference the two die in the correctness check, which runs in the worker too; without, when timed.
     client, tunables, inputs = factory({"n": N})
-    isolated = tunables.with_isolation("process", timeout_s=3, worker=factory)
+    timeout_s = _timeout_s(tunables)
+    isolated = tunables.with_isolation("process", timeout_s=timeout_s, worker=factory)
     tuner: tk.LocalTuner[SizeKey, Any] = tk.LocalTuner("opencl-isolated")
     records: list[tk.AutotuneRecord] = []
     sink = tk.add_record_sink(records.append)
@@ -105,7 +125,7 @@ def test_opencl_infinite_loop_and_python_abort_are_disqualified_in_a_spawned_wor
     assert np.all(inputs[0].get() == 0.5), "the winner ran on the caller's real buffers"
     (record,) = records
     outcome = {c.name: (c.status, c.stage, c.error) for c in record.candidates}
-    assert outcome["spin"] == ("failed", "timeout", "timeout after 3 s")
+    assert outcome["spin"] == ("failed", "timeout", f"timeout after {timeout_s} s")
     assert outcome["abort"] == ("failed", "crash", "crashed: signal 6 (SIGABRT)")
     assert outcome["slow"][0] == outcome["fast"][0] == "measured"
     assert record.winner == "fast"

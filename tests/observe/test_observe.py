@@ -68,8 +68,15 @@ def test_a_tune_reports_start_batches_each_sample_outcomes_and_decision(seen: Co
     assert outcomes["boom"].stage == "failed" and outcomes["boom"].detail == "RuntimeError: kernel exploded"
     assert outcomes["sleep0.0005"].stage == "measured" and outcomes["sleep0.0005"].duration_ns is not None
     assert {e.name for e in progress if e.stage == "compiled"} == {"sleep0.002", "sleep0.0005"}
-    fastest = min((e.duration_ns or 0.0, e.name) for e in outcomes.values() if e.stage == "measured")[1]
-    assert finished.tune_id == started.tune_id and finished.record.winner == fastest
+    assert finished.tune_id == started.tune_id
+    # Paired comparisons decide the winner, not the lowest median (the two can differ on a busy machine):
+    # the record's winner is the one the batch's verdict and the decision name, and a measured candidate.
+    verdicts = [e for e in record.events if isinstance(e, tk.Verdict)]
+    decision = tk.decision_of(record)
+    assert verdicts and verdicts[-1].winner == record.winner and outcomes[record.winner].stage == "measured"
+    assert decision is not None and decision.winner == record.winner
+    measured = {e.name for e in outcomes.values() if e.stage == "measured"}
+    assert verdicts[-1].runner_up in measured - {record.winner}
 
 
 def test_cache_lookups_say_hit_and_stale(seen: Collect) -> None:

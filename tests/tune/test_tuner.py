@@ -15,6 +15,7 @@ from _tunables import sleeping as _slow
 
 import tunekit as tk
 from tunekit._keys.key import key_to_json
+from tunekit._values.records import Demoted
 from tunekit_backends.cpu import CpuClient
 from tunekit_backends.simulated import SimulatedClient
 
@@ -712,9 +713,20 @@ def test_a_candidate_tuning_its_key_with_another_set_in_a_spawned_worker_goes_on
     only shared the tuner name (in process that tune goes on at once)."""
 
     isolated = _self_calling.SHARING_SET.with_isolation("process", timeout_s=60, worker=_self_calling.build_sharing)
-    (record,) = _tune_recorded(_self_calling.TUNER, isolated)
+    record, *demoted = _tune_recorded(_self_calling.TUNER, isolated)
     other = next(c for c in record.candidates if c.name == "tunes-another-set")
     assert other.status == "measured", other.error
+    # It and "plain" both sleep 1 ms, so either may win. Run as the winner in this process, where the tuner
+    # now holds SHARING_SET for the key, its execute() of OTHER_SET is the two-sets-one-name mistake and is
+    # refused: that winner is demoted in favour of "plain" (a second record). Which one wins is noise, not
+    # the regression; the worker's measuring it is.
+    if record.winner == "tunes-another-set":
+        (demotion,) = demoted
+        (event,) = demotion.events
+        assert isinstance(event, Demoted) and event.name == "tunes-another-set" and event.replacement == "plain"
+        assert "already runs key" in event.error and "with another tunable set" in event.error
+    else:
+        assert record.winner == "plain" and not demoted
 
 
 def test_a_cached_winner_whose_client_was_closed_is_not_demoted(isolated_settings: Path) -> None:
