@@ -115,24 +115,13 @@ def runoff(
             stopped_early = number + 1 < max_rounds
             break
     forfeit, error = forfeits[0] if forfeits else (None, None)
-    if not alive:  # every finalist raised: no one to crown, the schedule ranks what else it measured
+    if not alive or (len(alive) == 1 and forfeits and not dropped):
+        # Every finalist raised (no one to crown: the schedule ranks what else it measured), or one
+        # won by forfeit: nothing the samples said decided it.
         return RunoffResult(
             tuple(finalists),
             tuple(rounds),
-            None,
-            None,
-            None,
-            forfeit=forfeit,
-            error=error,
-            forfeits=tuple(forfeits),
-            samples=samples,
-        )
-    if len(alive) == 1 and forfeits and not dropped:
-        # Won by forfeit: nothing the samples said decided it.
-        return RunoffResult(
-            tuple(finalists),
-            tuple(rounds),
-            alive[0],
+            alive[0] if alive else None,
             None,
             None,
             forfeit=forfeit,
