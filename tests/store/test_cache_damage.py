@@ -10,32 +10,11 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from _cache_keys import CLIENT, IKey, db as _db, tunables as _tunables
 from _procs import in_child, tunekit_messages
 
 import tunekit as tk
 from tunekit._keys.key import key_to_json
-from tunekit_backends.cpu import CpuClient
-
-CLIENT = CpuClient()
-
-
-@tk.autotune_key
-class IKey:
-    i: int
-
-
-def _key(i: int) -> IKey:
-    return IKey(i=i)
-
-
-def _tunables() -> tk.TunableSet[IKey, int]:
-    return tk.TunableSet(key=_key).with_tunables(
-        [tk.Tunable("double", lambda i: 2 * i), tk.Tunable("twice", lambda i: i + i)]
-    )
-
-
-def _db(cache_dir: Path) -> Path:
-    return cache_dir / tk.PersistentCache.FILENAME
 
 
 def _value(others: int = 0) -> tk.CacheValue:

@@ -17,34 +17,13 @@ import time
 from pathlib import Path
 
 import pytest
+from _cache_keys import CLIENT, IKey, db as _db, tunables as _tunables
 from _procs import drop_root, in_child, tunekit_messages
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import tunekit as tk
 from tunekit._base.version import MAJOR
 from tunekit._keys.key import key_to_json
-from tunekit_backends.cpu import CpuClient
-
-CLIENT = CpuClient()
-
-
-@tk.autotune_key
-class IKey:
-    i: int
-
-
-def _key(i: int) -> IKey:
-    return IKey(i=i)
-
-
-def _tunables() -> tk.TunableSet[IKey, int]:
-    return tk.TunableSet(key=_key).with_tunables(
-        [tk.Tunable("double", lambda i: 2 * i), tk.Tunable("twice", lambda i: i + i)]
-    )
-
-
-def _db(cache_dir: Path) -> Path:
-    return cache_dir / tk.PersistentCache.FILENAME
 
 
 def _tune_keys(name: str, keys: range) -> list[int]:
