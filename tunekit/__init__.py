@@ -46,6 +46,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "AutotuneRecord": ("tunekit._values.records", "AutotuneRecord"),
     "BadLine": ("tunekit._observe.reader", "BadLine"),
     "BatchStarted": ("tunekit._observe.events", "BatchStarted"),
+    "BenchResult": ("tunekit._measure.bench_result", "BenchResult"),
     "BenchmarkDurations": ("tunekit._values.durations", "BenchmarkDurations"),
     "BestTrial": ("tunekit._search.result", "BestTrial"),
     "Bounds": ("tunekit._measure.bounds", "Bounds"),
@@ -124,6 +125,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "add_record_sink": ("tunekit._observe.sinks", "add_record_sink"),
     "anchor": ("tunekit._keys.anchor", "anchor"),
     "autotune_key": ("tunekit._keys.key", "autotune_key"),
+    "bench": ("tunekit._measure.bench", "bench"),
     "calculate_bounds": ("tunekit._measure.bounds", "calculate_bounds"),
     "configure": ("tunekit._base.settings", "configure"),
     "decision_of": ("tunekit._values.decision", "decision_of"),
@@ -212,6 +214,8 @@ if TYPE_CHECKING:
     from tunekit._keys.key import (
         autotune_key as autotune_key,
     )
+    from tunekit._measure.bench import bench as bench
+    from tunekit._measure.bench_result import BenchResult as BenchResult
     from tunekit._measure.benchmark import (
         tune_benchmark as tune_benchmark,
     )
