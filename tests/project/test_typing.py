@@ -384,3 +384,34 @@ def test_changing_a_config_is_a_type_error_and_reading_it_is_not(tmp_path: Path,
         assert any(message in error for error in found), (mutation, found, result.stdout)
     flagged = {int(error.split(":")[1]) for error in errors}
     assert len(flagged) == len(mutations), result.stdout
+
+
+def test_tk_bench_checks_the_arguments_against_the_function(tmp_path: Path, mypy_cache: Path) -> None:
+    """tk.bench(fn, *args): mypy holds each argument to fn's parameter, and the result's figures are typed."""
+    wrong = {
+        'tk.bench(scale, X, "2", samples=5)': '"Callable[[ndarray[tuple[int], dtype[floating[_32Bit]]], str], object]"',
+        "tk.bench(scale, X)": '"Callable[[ndarray[tuple[int], dtype[floating[_32Bit]]]], object]"',
+        "tk.bench(timed, X)": 'Argument 1 to "bench" has incompatible type "BenchResult"',
+    }
+    result = _mypy(
+        tmp_path,
+        mypy_cache,
+        textwrap.dedent(
+            """
+            def scale(x: np.ndarray, factor: float) -> np.ndarray:
+                return x * factor
+
+            X = np.ones(8, np.float32)
+            timed: tk.BenchResult = tk.bench(scale, X, 2.0, client=CpuClient(), samples=5, cold=False)
+            median: float = timed.median_ns
+            """
+        )
+        + "\n".join(wrong),
+    )
+    assert result.returncode == 1, result.stdout
+    source = (tmp_path / "user_code.py").read_text().splitlines()
+    errors = [line for line in result.stdout.splitlines() if ": error:" in line]
+    assert len(errors) == len(wrong), result.stdout
+    for call, message in wrong.items():
+        line = 1 + source.index(call)
+        assert any(f":{line}: error:" in error and message in error for error in errors), (call, result.stdout)

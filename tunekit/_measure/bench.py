@@ -12,7 +12,7 @@ import math
 import numbers
 import time
 from collections.abc import Callable
-from typing import Any, TypeVar, TypeVarTuple
+from typing import Any, Protocol, TypeVar, TypeVarTuple, runtime_checkable
 
 from tunekit._base import settings as _settings
 from tunekit._candidates.tunable import Tunable
@@ -55,6 +55,20 @@ class HostClock:
 
     def sync(self) -> None:
         """Nothing to wait for: the call has returned."""
+
+
+@runtime_checkable
+class _FlushSwitch(Protocol):
+    """A client whose flush can be turned off (``OpenCLClient(flush_cache=False)``): flush_cache() then does nothing."""
+
+    flush_enabled: bool
+
+
+def _flushes(client: Client) -> bool:
+    """Whether ``client`` evicts its caches when asked: it can, and it has not been told not to."""
+    if not isinstance(client, SupportsCacheFlush):
+        return False
+    return not isinstance(client, _FlushSwitch) or bool(client.flush_enabled)
 
 
 def bench(
@@ -122,7 +136,7 @@ def bench(
         warmup_runs=runs,
         warmup_ms=spent_ns / 1e6,
         warmup_method=method,
-        cold=cold and isinstance(clock, SupportsCacheFlush),
+        cold=cold and _flushes(clock),
     )
 
 

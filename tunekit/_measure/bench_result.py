@@ -39,7 +39,8 @@ class BenchResult:
     """Wall time spent warming the device up before those runs."""
     warmup_method: WarmupMethod
     cold: bool
-    """Each sample started with cold caches: asked for, and the client can flush (``SupportsCacheFlush``)."""
+    """Each sample started with cold caches: asked for, from a client that flushes (``SupportsCacheFlush``, and not
+    built with its flush off, as ``OpenCLClient(flush_cache=False)`` is)."""
 
     @property
     def samples_ns(self) -> tuple[int, ...]:
@@ -60,6 +61,11 @@ class BenchResult:
     def min_ns(self) -> int:
         """The fastest sample."""
         return self.durations.min_ns
+
+    @property
+    def max_ns(self) -> int:
+        """The slowest sample."""
+        return max(self.durations.samples_ns)
 
     @property
     def mean_ns(self) -> float:
