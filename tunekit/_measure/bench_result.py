@@ -1,4 +1,4 @@
-"""BenchResult: what ``tk.bench`` measured of one function, as figures and one readable line."""
+"""BenchResult: what ``tk.bench`` measured of one function, as figures and two readable lines."""
 
 from __future__ import annotations
 
@@ -29,6 +29,7 @@ class BenchResult:
     """
 
     durations: BenchmarkDurations
+    """The samples, as a tune's candidate has them."""
     device_id: str
     """The client's ``device_id``: which device (and software stack) the figures hold for."""
     timer: str
@@ -36,8 +37,9 @@ class BenchResult:
     warmup_runs: int
     """Untimed runs of the function before the first sample."""
     warmup_ms: float
-    """Wall time spent warming the device up before those runs."""
+    """Time spent warming the device up before those runs (as its client reports it)."""
     warmup_method: WarmupMethod
+    """How the device was warmed: ``device`` (its client's warm-up), ``function`` (its runs till steady), ``none``."""
     cold: bool
     """Each sample started with cold caches: asked for, from a client that flushes (``SupportsCacheFlush``, and not
     built with its flush off, as ``OpenCLClient(flush_cache=False)`` is)."""
