@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import statistics
 import time
 from typing import Any
 
@@ -40,6 +41,16 @@ def test_four_times_the_work_measures_about_four_times_slower() -> None:
     large = tk.bench(spin, 12_000, samples=25, warmup_ms=0)
     ratio = large.median_ns / small.median_ns
     assert 2.5 < ratio < 6.5, (str(small), str(large))
+
+
+def test_the_median_agrees_with_an_independent_host_timing_of_the_same_calls() -> None:
+    result = tk.bench(spin, 3_000, samples=25, warmup_ms=0)
+    independent = []
+    for _ in range(25):
+        started = time.perf_counter_ns()
+        spin(3_000)
+        independent.append(time.perf_counter_ns() - started)
+    assert 0.5 < result.median_ns / statistics.median(independent) < 2.0, (str(result), sorted(independent))
 
 
 def test_the_same_ratio_on_the_cpu_client_with_its_device_warm_up() -> None:
