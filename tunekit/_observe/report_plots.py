@@ -8,15 +8,16 @@ Only :class:`matplotlib.figure.Figure` is used, never pyplot: no global figure s
 
 from __future__ import annotations
 
+import functools
 import io
 import itertools
 import math
 import re
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from html import escape
-from typing import Any
+from typing import Any, ParamSpec
 
 import matplotlib
 import numpy as np
@@ -32,6 +33,8 @@ from tunekit._observe.report_history import KeyHistory
 from tunekit._observe.report_params import ParamTable, ParamValue
 from tunekit._values.records import AutotuneRecord, CandidateRecord
 
+_P = ParamSpec("_P")
+
 __all__ = ["cost_svg", "distribution_svg", "heatmaps_svg", "history_svg", "params_svg", "wrap_name"]
 
 WIN = "#1a7f37"
@@ -42,6 +45,8 @@ _WIDTH_IN = 10.5
 _PAIRS_SHOWN = 6  # heat maps of at most this many parameter pairs: 4 parameters' worth
 _RC: dict[Any, Any] = {  # rc_context's keys are a Literal of every rcParam name
     "svg.fonttype": "none",
+    "text.parse_math": False,  # a name holding "$" is text, not TeX
+    "svg.hashsalt": None,  # ids unique per figure: several SVGs share one page
     "font.family": "sans-serif",
     "font.sans-serif": ["DejaVu Sans", "Liberation Sans", "Arial", "sans-serif"],
     "font.size": 9,
@@ -52,6 +57,17 @@ _RC: dict[Any, Any] = {  # rc_context's keys are a Literal of every rcParam name
     "axes.spines.top": False,
     "axes.spines.right": False,
 }
+
+
+def _styled(draw: Callable[_P, str]) -> Callable[_P, str]:
+    """Draw under the report's style: rc settings apply to artists as they are made, so the whole drawing."""
+
+    @functools.wraps(draw)
+    def styled(*args: _P.args, **kwargs: _P.kwargs) -> str:
+        with matplotlib.rc_context(_RC):
+            return draw(*args, **kwargs)
+
+    return styled
 
 
 def _t(ns: float | None) -> str:
@@ -90,8 +106,7 @@ class _Tips:
 
 def _svg(figure: Figure, tips: _Tips | None = None) -> str:
     buffer = io.StringIO()
-    with matplotlib.rc_context(_RC):
-        figure.savefig(buffer, format="svg", bbox_inches="tight", pad_inches=0.08, metadata={"Date": None})
+    figure.savefig(buffer, format="svg", bbox_inches="tight", pad_inches=0.08, metadata={"Date": None})
     svg = buffer.getvalue()
     svg = svg[svg.index("<svg") :]  # no XML declaration or DOCTYPE inside HTML
     if tips is not None and tips.texts:
@@ -105,8 +120,7 @@ def _svg(figure: Figure, tips: _Tips | None = None) -> str:
 
 
 def _figure(height_in: float, width_in: float = _WIDTH_IN) -> Figure:
-    with matplotlib.rc_context(_RC):
-        return Figure(figsize=(width_in, max(height_in, 1.2)), dpi=72)
+    return Figure(figsize=(width_in, max(height_in, 1.2)), dpi=72)
 
 
 def _duration_axis(axes: Axes, values: Sequence[float], *, axis: str) -> None:
@@ -124,6 +138,7 @@ def _duration_axis(axes: Axes, values: Sequence[float], *, axis: str) -> None:
     target.set_major_formatter(formatter)
 
 
+@_styled
 def distribution_svg(candidates: Sequence[CandidateRecord], winner: str | None, prefix: str) -> str:
     """One row per measured candidate, fastest on top: its samples as dots over its min-max range, the median marked.
 
@@ -199,6 +214,7 @@ def distribution_svg(candidates: Sequence[CandidateRecord], winner: str | None, 
     return _svg(figure, tips)
 
 
+@_styled
 def cost_svg(records: Sequence[AutotuneRecord], prefix: str) -> str:
     """Cumulative tuning wall time over the clock: each decision a rise as long as its tune."""
     tuned = sorted((r for r in records if r.wall_time_s > 0), key=lambda r: r.timestamp)
@@ -243,6 +259,7 @@ def _position(values: tuple[ParamValue, ...]) -> dict[ParamValue, int]:
     return {value: index for index, value in enumerate(values)}
 
 
+@_styled
 def params_svg(table: ParamTable, winner: str | None, prefix: str) -> str:
     """Time against each parameter that varies: every configuration a dot, the best at each value joined by a line."""
     varied = table.varied
@@ -288,6 +305,7 @@ def params_svg(table: ParamTable, winner: str | None, prefix: str) -> str:
     return _svg(figure, tips)
 
 
+@_styled
 def heatmaps_svg(table: ParamTable, winner: str | None, prefix: str) -> str:
     """For each pair of parameters that vary, the best median over the others as a heat map, each cell labelled.
 
@@ -374,6 +392,7 @@ def _utc(moments: Sequence[datetime]) -> np.ndarray:
     return np.array([m.astimezone(UTC).replace(tzinfo=None) for m in moments], dtype="datetime64[ms]")
 
 
+@_styled
 def history_svg(histories: Sequence[KeyHistory], prefix: str) -> str:
     """The winner's time at each tune of each key, one line per key and device; a filled dot: the winner changed."""
     if not histories:
