@@ -49,6 +49,9 @@ td,th{padding:.2rem .6rem;text-align:left;border-bottom:1px solid #eaeef2;vertic
 th{font-weight:600;color:#57606a;font-size:.85rem}
 .name,.keycell,.source,.device{font-family:ui-monospace,monospace;font-size:.82rem;overflow-wrap:break-word}
 .name{min-width:12rem;max-width:34rem}
+.summary .name{min-width:9rem;max-width:15rem}
+.summary td,.summary th{padding:.2rem .45rem}
+.margin{min-width:6rem}
 .device,.source{max-width:16rem;color:#57606a}
 .num{text-align:right;white-space:nowrap;font-variant-numeric:tabular-nums}
 .fail{color:#b42318}
@@ -188,7 +191,9 @@ def render_report(
         f"{total:.3g} s spent tuning · generated {generated} by tunekit {escape(__version__)}</div>",
         f'<div class="meta">devices: {escape(", ".join(devices))}</div>',
         '<h2 id="summary">Summary</h2>',
-        summary_table(summaries, anchors) if summaries else '<p class="meta">No decision in these records.</p>',
+        f'<div class="scroll">{summary_table(summaries, anchors)}</div>'
+        if summaries
+        else '<p class="meta">No decision in these records.</p>',
     ]
     cost = plots.cost_svg(every, "cost")
     body += ['<h2 id="cost">Tuning cost over time</h2>', cost or '<p class="meta">No decision measured anything.</p>']

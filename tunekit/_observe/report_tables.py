@@ -23,7 +23,12 @@ def _t(ns: float | None) -> str:
 
 
 def _name(name: str, css: str = "name") -> str:
-    return f'<td class="{css}">{escape(name)}</td>'
+    """A name in full, breakable after its commas and brackets (``<wbr>``) so a narrow column wraps it there."""
+    return f'<td class="{css}">{_breakable(name)}</td>'
+
+
+def _breakable(text: str) -> str:
+    return escape(text).replace(",", ",<wbr>").replace("[", "[<wbr>")
 
 
 def summary_table(summaries: Sequence[KeySummary], anchors: Sequence[str]) -> str:
@@ -55,7 +60,7 @@ def summary_table(summaries: Sequence[KeySummary], anchors: Sequence[str]) -> st
             f'<td class="num">{escape(_t(summary.winner_median_ns))}</td>',
             _name(summary.runner_up or "-"),
             f'<td class="num">{escape(_t(summary.runner_up_median_ns))}</td>',
-            f'<td class="num">{margin}</td>',
+            f'<td class="margin">{margin}</td>',
             f"<td>{escape(decision.stage_text) if decision is not None else '-'}</td>",
             f'<td class="num" title="{summary.decisions} decision(s), {summary.samples} samples">'
             f"{summary.tuning_time_s:.3g} s</td>",
@@ -105,7 +110,10 @@ def grid_table(summaries: Sequence[KeySummary]) -> str:
         {c.name: c for c in s.latest.candidates} if s.latest is not None else {} for s in keys
     ]
     names = list(dict.fromkeys(name for found in by_key for name in found))
-    best: list[float | None] = [s.winner_median_ns for s in keys]
+    # The winner's median over all its samples, as every other cell's: the winner reads 1.00 by the same measure.
+    best = [
+        _median(found.get(s.winner)) if s.winner is not None else None for s, found in zip(keys, by_key, strict=True)
+    ]
     wins = {name: sum(1 for s in keys if s.winner == name) for name in names}
 
     def ratios(name: str) -> list[float]:
@@ -153,6 +161,10 @@ def grid_table(summaries: Sequence[KeySummary]) -> str:
         rows.append("<tr>" + "".join(cells) + "</tr>")
     rows.append("</tbody></table></div>")
     return "".join(rows)
+
+
+def _median(candidate: CandidateRecord | None) -> float | None:
+    return candidate.stats.median_ns if candidate is not None and candidate.stats is not None else None
 
 
 def _ratio(ratio: float | None) -> str:
