@@ -152,8 +152,9 @@ def _grids(summaries: list[KeySummary]) -> list[str]:
         on = f" on {escape(device)}" if devices else ""
         html.append(f'<h2 class="grid-title">Which candidate wins across keys: {escape(tuner)}{on}</h2>')
         html.append(
-            "<p class=\"meta\">Each cell: the candidate's median over that key's winner's "
-            "(hover for its time); candidates that won some key first.</p>"
+            "<p class=\"meta\">Each cell: the candidate's median over all its samples, over that key's winner's "
+            "(hover for its time); candidates that won some key first. Under 1.00: a median below the winner's "
+            "that the side-by-side comparison overruled (the key's section says why).</p>"
         )
         html.append(grid_table(keys))
     return html
