@@ -205,6 +205,13 @@ def test_two_records_files_give_each_keys_history(report: str, two_runs: tuple[P
         assert all(row[2].startswith(PREFIX) for row in rows)
 
 
+def test_one_file_that_grew_over_two_runs_gives_the_history_too(two_runs: tuple[Path, Path]) -> None:
+    grown = [line.record for path in two_runs for line in tk.read_records(path) if isinstance(line, tk.RecordLine)]
+    tables = [rows for css, rows in _parse(render_report(grown, source="grown.jsonl")).tables if css == "history"]
+    assert len(tables) == len(SIZES)
+    assert all([row[1] for row in rows] == ["grown.jsonl"] * 2 for _, *rows in tables)
+
+
 def test_one_file_of_one_key_has_no_grid_and_no_history(two_runs: tuple[Path, Path]) -> None:
     (record, *_) = [line.record for line in tk.read_records(two_runs[0]) if isinstance(line, tk.RecordLine)]
     html = render_report([record], source="one.jsonl")
