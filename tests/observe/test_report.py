@@ -335,3 +335,39 @@ def test_the_command_reports_several_files(two_runs: tuple[Path, Path], tmp_path
     assert f"report of {2 * len(SIZES)} records written to {out}" in done.stdout
     history = [rows for css, rows in _parse(out.read_text()).tables if css == "history"]
     assert len(history) == len(SIZES)
+
+
+def _record(key: int, candidates: list[tk.CandidateRecord], winner: str | None) -> tk.AutotuneRecord:
+    return tk.AutotuneRecord(
+        tuner="made",
+        device_id="cpu:test",
+        key={"n": key},
+        checksum="c",
+        decision="tuned",
+        winner=winner,
+        stored=winner is not None,
+        wall_time_s=0.1,
+        candidates=candidates,
+    )
+
+
+def test_three_parameters_get_a_heat_map_for_each_pair() -> None:
+    candidates = [
+        tk.CandidateRecord.of(
+            f"A={a},B={b},C={c}", 0, tk.Measured(tk.BenchmarkDurations((1_000 * a + 10 * b + len(c),)))
+        )
+        for a in (1, 2)
+        for b in (1, 2, 3)
+        for c in ("x", "y")
+    ]
+    html = render_report([_record(1, candidates, "A=1,B=1,C=x")])
+    pairs = {tuple(re.findall(r"(\w)=", title)) for title in re.findall(r"<title>best of ([^:]*):", html)}
+    assert pairs == {("A", "B"), ("A", "C"), ("B", "C")}
+
+
+def test_a_tune_that_measured_nothing_still_renders() -> None:
+    failed = [tk.CandidateRecord.of(n, 0, tk.Failed("RuntimeError: no", "run")) for n in ("A=1,B=2", "A=2,B=2")]
+    html = render_report([_record(1, failed, None)])
+    (_, row) = _parse(html).table("summary")
+    assert row[2] == "no valid candidate"
+    assert html.count('<tr class="fail">') == 2
