@@ -6,7 +6,7 @@
 It tunes a two-parameter space (rows per block x reduction method of a numpy row-norm kernel)
 for three sizes, twice, each run in its own process with its own cache and records file, as
 two runs on different days would be; then ``tunekit report`` of both files. The screenshots:
-the top of the page (summary, cost, the key x candidate grid, the history) and one key's
+the top of the page (summary, cost, the key x candidate grid), the history, and one key's
 section (time against each parameter, the heat map, every sample). With records files as
 arguments, reports those instead of tuning.
 """
@@ -29,7 +29,8 @@ from tunekit_backends.cpu import CpuClient
 
 ROOT = Path(__file__).resolve().parent.parent
 IMAGES = ROOT / "docs" / "img"
-SHOTS = (("report.png", None, 1500), ("report-key.png", 1, 1900))  # file, the key section shown (None: the top), height
+# (file, what part of the page, window height): the top (summary, cost, grid), the history, one key's section.
+SHOTS = (("report.png", None, 1450), ("report-history.png", "history", 900), ("report-key.png", "key", 1900))
 SIZES = (4_096, 32_768, 131_072)
 BLOCKS = (64, 256, 1024, 4096, 16384)
 METHODS = ("einsum", "square_sum", "norm")
@@ -92,13 +93,21 @@ def _records(scratch: Path) -> list[Path]:
     return runs
 
 
-def _one_section(report: Path, index: int) -> Path:
-    """The page with only one key's section in its body: headless Chromium screenshots the top of a page only."""
+def _part(report: Path, part: str) -> Path:
+    """The page with only its history, or only its second key's section, in its body.
+
+    Headless Chromium screenshots the top of a page only, so each part is given a page of its own,
+    with the report's own head and style.
+    """
     html = report.read_text(encoding="utf-8")
     head = html[: html.index("<body>") + len("<body>")]
-    section = html.split('<section class="key-section">')[1 + index].split("</section>")[0]
-    page = report.with_name(f"section{index}.html")
-    page.write_text(f'{head}<section class="key-section">{section}</section></body></html>', encoding="utf-8")
+    first_key = html.index('<section class="key-section">')
+    if part == "history":
+        body = html[html.index('<h2 id="history">') : first_key]
+    else:
+        body = '<section class="key-section">' + html.split('<section class="key-section">')[2].split("</section>")[0]
+    page = report.with_name(f"{part}.html")
+    page.write_text(f"{head}{body}</body></html>", encoding="utf-8")
     return page
 
 
@@ -122,9 +131,9 @@ def main() -> int:
         if plots < 4 or '<table class="summary">' not in dom:
             sys.exit(f"report_screenshot: Chromium's DOM has {plots} plots; the report did not render")
         IMAGES.mkdir(parents=True, exist_ok=True)
-        for name, section, height in SHOTS:
+        for name, part, height in SHOTS:
             target = IMAGES / name
-            page = report if section is None else _one_section(report, section)
+            page = report if part is None else _part(report, part)
             subprocess.run(
                 [*flags, f"--window-size=1150,{height}", f"--screenshot={target}", page.as_uri()],
                 check=True,

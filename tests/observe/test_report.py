@@ -371,3 +371,19 @@ def test_a_tune_that_measured_nothing_still_renders() -> None:
     (_, row) = _parse(html).table("summary")
     assert row[2] == "no valid candidate"
     assert html.count('<tr class="fail">') == 2
+
+
+def test_long_device_ids_are_labelled_in_tables_and_given_in_full() -> None:
+    """A PoCL device id (250 characters) in the summary's column wrapped over a dozen lines per row."""
+    pocl = "opencl:Portable Computing Language|OpenCL 3.0 PoCL 3.0-rc2 Linux, Release, RELOC, LLVM 14.0.6" * 2
+    measured = [tk.CandidateRecord.of("a", 0, tk.Measured(tk.BenchmarkDurations((1_000, 1_100))))]
+    records = [
+        _record(1, measured, "a").model_copy(update={"device_id": device})
+        for device in ("cpu:Intel(R) Xeon(R)", pocl, "opencl:other")
+    ]
+    html = render_report(records)
+    page = _parse(html)
+    header, *rows = page.table("summary")
+    assert header[-1] == "device" and sorted(row[-1] for row in rows) == ["cpu", "opencl 1", "opencl 2"]
+    assert pocl in page.titles  # on hover
+    assert f"opencl 1 = {pocl}; opencl 2 = opencl:other" in html  # listed on top with its label

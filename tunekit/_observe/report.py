@@ -29,7 +29,14 @@ from tunekit._observe.event_text import describe_events
 from tunekit._observe.reader import BadLine, read_records
 from tunekit._observe.report_history import history
 from tunekit._observe.report_params import param_table
-from tunekit._observe.report_tables import candidates_table, grid_table, history_table, summary_table
+from tunekit._observe.report_tables import (
+    breakable,
+    candidates_table,
+    device_labels,
+    grid_table,
+    history_table,
+    summary_table,
+)
 from tunekit._observe.summary import KeySummary, summarise
 from tunekit._values.records import AutotuneRecord
 
@@ -49,7 +56,7 @@ td,th{padding:.2rem .6rem;text-align:left;border-bottom:1px solid #eaeef2;vertic
 th{font-weight:600;color:#57606a;font-size:.85rem}
 .name,.keycell,.source,.device{font-family:ui-monospace,monospace;font-size:.82rem;overflow-wrap:break-word}
 .name{min-width:12rem;max-width:34rem}
-.summary .name{min-width:9rem;max-width:15rem}
+.summary .name{min-width:7rem;max-width:15rem}
 .summary td,.summary th{padding:.2rem .45rem}
 .margin{min-width:6rem}
 .device,.source{max-width:16rem;color:#57606a}
@@ -62,7 +69,7 @@ th{font-weight:600;color:#57606a;font-size:.85rem}
 svg{display:block;margin:.5rem 0;max-width:100%;height:auto}
 .stats{display:flex;gap:2rem;flex-wrap:wrap;margin:.4rem 0}
 .stats div{max-width:30rem}
-.stats div b{display:block;font-size:1.1rem;overflow-wrap:anywhere}
+.stats div b{display:block;font-size:1.1rem;overflow-wrap:break-word}
 .why{color:#57606a;margin:.2rem 0}
 .doubt{color:#9a6700;background:#fff8c5;padding:.3rem .6rem;border-radius:4px;margin:.3rem 0}
 a{color:#0969da;text-decoration:none}
@@ -89,8 +96,10 @@ def _key_section(summary: KeySummary, anchor: str, plots: ModuleType) -> str:
     candidates = list(record.candidates) if record is not None else []
     decision = summary.decision
     margin = escape(decision.margin_text) if decision is not None else "-"
-    runner_up = f"{escape(summary.runner_up)} {escape(_t(summary.runner_up_median_ns))}" if summary.runner_up else "-"
-    winner = escape(summary.winner or "no valid candidate")
+    runner_up = (
+        f"{breakable(summary.runner_up)} {escape(_t(summary.runner_up_median_ns))}" if summary.runner_up else "-"
+    )
+    winner = breakable(summary.winner or "no valid candidate")
     html = [
         f'<h2 id="{anchor}">{escape(summary.tuner)} <span class="key">{escape(summary.key_json)}</span></h2>',
         f'<div class="meta">{escape(summary.device_id)} · {summary.decisions} decision(s) · '
@@ -140,7 +149,7 @@ def _key_section(summary: KeySummary, anchor: str, plots: ModuleType) -> str:
     return '<section class="key-section">' + "\n".join(html) + "</section>"
 
 
-def _grids(summaries: list[KeySummary]) -> list[str]:
+def _grids(summaries: list[KeySummary], labels: dict[str, str]) -> list[str]:
     """A key x candidate grid per tuner and device with more than one key."""
     html: list[str] = []
     by_device = sorted(summaries, key=lambda s: (s.tuner, s.device_id))  # stable: keys stay in their order
@@ -149,7 +158,7 @@ def _grids(summaries: list[KeySummary]) -> list[str]:
         if len(keys) < 2:
             continue
         devices = len({s.device_id for s in summaries if s.tuner == tuner}) > 1
-        on = f" on {escape(device)}" if devices else ""
+        on = f" on {escape(labels.get(device, device))}" if devices else ""
         html.append(f'<h2 class="grid-title">Which candidate wins across keys: {escape(tuner)}{on}</h2>')
         html.append(
             "<p class=\"meta\">Each cell: the candidate's median over all its samples, over that key's winner's "
@@ -183,22 +192,27 @@ def render_report(
     summaries = summarise(every)
     anchors = [f"key-{index}" for index in range(len(summaries))]
     histories = history(sourced)
-    devices = sorted({r.device_id for r in every})
+    labels = device_labels(sorted({r.device_id for r in every}))
     total = sum(r.wall_time_s for r in every)
     generated = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     body = [
         "<h1>tunekit report</h1>",
         f'<div class="meta">{escape(", ".join(sources))} · {len(every)} records · {len(summaries)} keys · '
         f"{total:.3g} s spent tuning · generated {generated} by tunekit {escape(__version__)}</div>",
-        f'<div class="meta">devices: {escape(", ".join(devices))}</div>',
+        '<div class="meta">devices: '
+        + "; ".join(
+            f"{escape(label)} = {escape(device)}" if len(labels) > 1 else escape(device)
+            for device, label in labels.items()
+        )
+        + "</div>",
         '<h2 id="summary">Summary</h2>',
-        f'<div class="scroll">{summary_table(summaries, anchors)}</div>'
+        f'<div class="scroll">{summary_table(summaries, anchors, labels)}</div>'
         if summaries
         else '<p class="meta">No decision in these records.</p>',
     ]
     cost = plots.cost_svg(every, "cost")
     body += ['<h2 id="cost">Tuning cost over time</h2>', cost or '<p class="meta">No decision measured anything.</p>']
-    body += _grids(summaries)
+    body += _grids(summaries, labels)
     if histories:
         body += [
             '<h2 id="history">History</h2>',
@@ -211,7 +225,7 @@ def render_report(
                 f'<h3 class="history-key">{escape(key_history.tuner)} '
                 f'<span class="key">{escape(key_history.key_json)}</span></h3>'
             )
-            body.append(history_table(key_history))
+            body.append(history_table(key_history, labels))
     body += [_key_section(s, a, plots) for s, a in zip(summaries, anchors, strict=True)]
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'

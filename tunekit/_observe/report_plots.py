@@ -321,7 +321,7 @@ def heatmaps_svg(table: ParamTable, winner: str | None, prefix: str) -> str:
     columns = min(len(pairs), 2)
     rows = math.ceil(len(pairs) / columns)
     cell_rows = max(len(table.values[b]) for _, b in pairs)
-    figure = _figure(rows * (0.45 * cell_rows + 1.2))
+    figure = _figure(rows * (0.45 * cell_rows + 1.4))
     tips = _Tips(prefix)
     norm = LogNorm(vmin=best_overall, vmax=max(worst_overall, best_overall * 1.01))
     cmap = matplotlib.colormaps["viridis_r"]
@@ -376,6 +376,7 @@ def heatmaps_svg(table: ParamTable, winner: str | None, prefix: str) -> str:
         axes.tick_params(length=0)
         for spine in axes.spines.values():
             spine.set_visible(False)
+    figure.subplots_adjust(hspace=0.45, wspace=0.3)
     if mesh is not None:
         bar = figure.colorbar(mesh, ax=figure.axes, shrink=0.9, pad=0.02)
         bar.set_label("best median time")

@@ -15,7 +15,15 @@ from tunekit._observe.report_history import KeyHistory
 from tunekit._observe.summary import KeySummary
 from tunekit._values.records import CandidateRecord
 
-__all__ = ["candidates_table", "grid_table", "history_table", "summary_table"]
+__all__ = [
+    "breakable",
+    "candidates_table",
+    "device_cell",
+    "device_labels",
+    "grid_table",
+    "history_table",
+    "summary_table",
+]
 
 
 def _t(ns: float | None) -> str:
@@ -23,15 +31,35 @@ def _t(ns: float | None) -> str:
 
 
 def _name(name: str, css: str = "name") -> str:
-    """A name in full, breakable after its commas and brackets (``<wbr>``) so a narrow column wraps it there."""
-    return f'<td class="{css}">{_breakable(name)}</td>'
+    """A name in full, breakable after its commas and brackets so a narrow column wraps it there."""
+    return f'<td class="{css}">{breakable(name)}</td>'
 
 
-def _breakable(text: str) -> str:
+def breakable(text: str) -> str:
+    """``text`` escaped, with a line-break opportunity (``<wbr>``) after each comma and opening bracket."""
     return escape(text).replace(",", ",<wbr>").replace("[", "[<wbr>")
 
 
-def summary_table(summaries: Sequence[KeySummary], anchors: Sequence[str]) -> str:
+def device_labels(device_ids: Sequence[str]) -> dict[str, str]:
+    """A short label per device for the tables: the client's kind (``cpu``, ``opencl``), numbered where two share it.
+
+    A PoCL device id runs to 250 characters: in a table column it would wrap over a dozen lines.
+    The page lists each label with its full id, and a labelled cell gives the id on hover.
+    """
+    kinds = [device.split(":", 1)[0] or device for device in device_ids]
+    labels: dict[str, str] = {}
+    for device, kind in zip(device_ids, kinds, strict=True):
+        same = [d for d, k in zip(device_ids, kinds, strict=True) if k == kind]
+        labels[device] = kind if len(same) == 1 else f"{kind} {same.index(device) + 1}"
+    return labels
+
+
+def device_cell(device_id: str, labels: dict[str, str]) -> str:
+    """A table cell with the device's short label, its full id on hover."""
+    return f'<td class="device" title="{escape(device_id)}">{escape(labels.get(device_id, device_id))}</td>'
+
+
+def summary_table(summaries: Sequence[KeySummary], anchors: Sequence[str], labels: dict[str, str]) -> str:
     """Per tuner, device and key: winner, runner-up, margin, the deciding stage and the cost; each row links its key."""
     multi_device = len({s.device_id for s in summaries}) > 1
     head = (
@@ -55,7 +83,7 @@ def summary_table(summaries: Sequence[KeySummary], anchors: Sequence[str]) -> st
             margin = f'<span class="doubt" title="not trusted: {escape(doubt)}">{margin} ⚠</span>'
         cells = [
             f"<td>{escape(summary.tuner)}</td>",
-            f'<td class="keycell"><a href="#{anchor}">{escape(summary.key_json)}</a></td>',
+            f'<td class="keycell"><a href="#{anchor}">{breakable(summary.key_json)}</a></td>',
             _name(summary.winner or "no valid candidate", "name win"),
             f'<td class="num">{escape(_t(summary.winner_median_ns))}</td>',
             _name(summary.runner_up or "-"),
@@ -64,7 +92,7 @@ def summary_table(summaries: Sequence[KeySummary], anchors: Sequence[str]) -> st
             f"<td>{escape(decision.stage_text) if decision is not None else '-'}</td>",
             f'<td class="num" title="{summary.decisions} decision(s), {summary.samples} samples">'
             f"{summary.tuning_time_s:.3g} s</td>",
-            *((f'<td class="device">{escape(summary.device_id)}</td>',) if multi_device else ()),
+            *((device_cell(summary.device_id, labels),) if multi_device else ()),
         ]
         rows.append("<tr>" + "".join(cells) + "</tr>")
     rows.append("</tbody></table>")
@@ -129,7 +157,7 @@ def grid_table(summaries: Sequence[KeySummary]) -> str:
         mean = math.exp(sum(math.log(r) for r in found) / len(found)) if found else math.inf
         return (-wins[name], mean)
 
-    header = "".join(f'<th class="keycell">{escape(s.key_json)}</th>' for s in keys)
+    header = "".join(f'<th class="keycell">{breakable(s.key_json)}</th>' for s in keys)
     rows = [
         '<div class="scroll"><table class="grid"><thead><tr><th>candidate</th><th>keys won</th>'
         f"<th>geo. mean &times; winner</th>{header}</tr></thead><tbody>"
@@ -171,7 +199,7 @@ def _ratio(ratio: float | None) -> str:
     return "-" if ratio is None else f"{ratio:.2f}&times;"
 
 
-def history_table(key_history: KeyHistory) -> str:
+def history_table(key_history: KeyHistory, labels: dict[str, str]) -> str:
     """Each tune of one key: when, from which file, on which device, who won in how long; changes marked."""
     multi_device = len(key_history.devices) > 1
     rows = [
@@ -184,7 +212,7 @@ def history_table(key_history: KeyHistory) -> str:
         rows.append(
             f"<tr{changed if point.changed else ''}><td>{point.timestamp:%Y-%m-%d %H:%M:%S}</td>"
             f'<td class="source">{escape(point.source)}</td>'
-            + (f'<td class="device">{escape(point.device_id)}</td>' if multi_device else "")
+            + (device_cell(point.device_id, labels) if multi_device else "")
             + _name(point.winner or "no valid candidate")
             + f'<td class="num">{escape(_t(point.winner_ns))}</td><td class="num">{escape(point.margin_text)}</td>'
             f"<td>{escape(point.stage_text)}</td></tr>"
