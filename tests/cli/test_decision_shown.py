@@ -83,7 +83,7 @@ def test_the_report_gives_the_deciding_figures_and_stage(
 ) -> None:
     path, decision = close_call
     html = tk.write_report(path, tmp_path / "report.html").read_text()
-    section = html.split("<h2>")[2]
+    section = html.split('<section class="key-section">')[1]
     assert "margin [95%]<b>" + decision.margin_text in section
     assert "decided by<b>" + decision.stage_text in section
     assert decision.runner_up is not None and decision.runner_up in section

@@ -25,6 +25,7 @@ LOADED_WHEN_USED = (
     "opentelemetry",
     "optuna",
     "threadpoolctl",
+    "matplotlib",  # the report's plots: tunekit._observe.report_plots
 )
 
 

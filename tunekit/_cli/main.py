@@ -115,8 +115,8 @@ def _parser() -> argparse.ArgumentParser:
 
     _command(commands.add_parser("schema", help="print the JSON schema of AutotuneRecord"), _records.schema)
 
-    report = commands.add_parser("report", help="write a self-contained HTML report of a records file")
-    report.add_argument("file")
+    report = commands.add_parser("report", help="write a self-contained HTML report of one or more records files")
+    report.add_argument("files", nargs="+", metavar="FILE", help="records files; several: runs to compare")
     report.add_argument("-o", "--output", default="report.html", help="HTML file to write (default: report.html)")
     _command(report, _records.report)
     return parser

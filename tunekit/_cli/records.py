@@ -174,15 +174,22 @@ def schema(_: argparse.Namespace) -> int:
 
 
 def report(args: argparse.Namespace) -> int:
-    """Write the HTML report of a records file."""
-    good, bad = read_or_fail(args.file)
-    _report_bad(args.file, bad)
-    if not good:
-        raise CliError(f"{args.file} holds no valid record to report on", 1)
+    """Write the HTML report of one or more records files (several: the history of each key across them)."""
+    runs: dict[str, list[AutotuneRecord]] = {}
+    for file in args.files:
+        good, bad = read_or_fail(file)
+        _report_bad(file, bad)
+        runs[file] = [line.record for line in good]
+    if not any(runs.values()):
+        raise CliError(f"{' '.join(args.files)}: no valid record to report on", 1)
     output = Path(args.output)
     try:
-        output.write_text(render_report([line.record for line in good], source=args.file), encoding="utf-8")
+        html = render_report(runs)
+    except ImportError as exc:  # the optional report extra
+        raise CliError(str(exc)) from exc
+    try:
+        output.write_text(html, encoding="utf-8")
     except OSError as exc:
         raise CliError(f"cannot write {output}: {exc.strerror or exc}") from exc
-    print(f"report of {len(good)} records written to {output}")
+    print(f"report of {sum(len(r) for r in runs.values())} records written to {output}")
     return 0
