@@ -445,7 +445,7 @@ def _count(number: int, noun: str) -> str:
 
 def _scope(tuner: str | None, device: str | None, keys: list[str]) -> str:
     """Which part a filtered clear is of, in words: `` of tuner 'x' on device y with n=1024``."""
-    parts = [f" of tuner {tuner!r}" if tuner else "", f" on device {device}" if device else ""]
+    parts = [f" of tuner {tuner!r}" if tuner else "", f" on device {short_device_id(device)}" if device else ""]
     if keys:
         parts.append(f" with {' '.join(keys)}")
     return "".join(parts)

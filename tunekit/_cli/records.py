@@ -13,7 +13,7 @@ from tunekit._base.short_id import short_device_id
 from tunekit._base.units import format_duration_ns
 from tunekit._cli.error import CliError
 from tunekit._cli.listings import LISTINGS, KeyFailure, KeySkip, KeySummaryEntry, RecordsSummary
-from tunekit._cli.table import Output, fixed, print_json
+from tunekit._cli.table import Output, print_json
 from tunekit._observe.reader import BadLine, RecordLine, follow_records, read_records
 from tunekit._observe.report import render_report
 from tunekit._observe.summary import KeySummary, summarise
@@ -88,9 +88,7 @@ def summary(args: argparse.Namespace) -> int:
                 "runner-up",
                 "margin [95%]",
                 "decided by",
-                fixed("samples"),
-                fixed("tuning"),
-                fixed("decisions"),
+                "cost",
                 *(("search",) if searched else ()),
             ),
             [
@@ -101,9 +99,7 @@ def summary(args: argparse.Namespace) -> int:
                     f"{s.runner_up} {format_duration_ns(s.runner_up_median_ns)}" if s.runner_up else "-",
                     s.decision.margin_text if s.decision is not None else "-",
                     s.decision.stage_text if s.decision is not None else "-",
-                    str(s.samples),
-                    f"{s.tuning_time_s:.3g} s",
-                    str(s.decisions),
+                    _cost(s),
                     *((s.search_text,) if searched else ()),
                 )
                 for s in group
@@ -131,6 +127,12 @@ def summary(args: argparse.Namespace) -> int:
             for s, text in items:
                 out.line(f"  {s.tuner} {s.key_json}: {text}")
     return 1 if bad else 0
+
+
+def _cost(s: KeySummary) -> str:
+    """What tuning the key took: its time, samples, and how many tunes the file holds when more than one."""
+    tunes = f", {s.decisions} tunes" if s.decisions != 1 else ""
+    return f"{s.tuning_time_s:.3g} s, {s.samples} samples{tunes}"
 
 
 def _by_device(summaries: list[KeySummary]) -> list[tuple[str, list[KeySummary]]]:

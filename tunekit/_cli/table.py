@@ -12,6 +12,7 @@ log, on any encoding.
 from __future__ import annotations
 
 import argparse
+import copy
 import io
 import json
 import shutil
@@ -30,6 +31,10 @@ __all__ = ["Output", "fixed", "print_json", "terminal_columns"]
 
 _UNBOUNDED = 100_000
 """The width rich is given where nothing is to wrap: wider than any row a listing prints."""
+
+
+_WHOLE_WORD = 12
+"""The longest word a narrow table keeps whole; a longer one (a candidate name, a key) folds."""
 
 
 def terminal_columns() -> int | None:
@@ -65,32 +70,43 @@ class Output:
         self._print(Text(text))
 
     def table(self, headers: Sequence[str | Column], rows: Sequence[Sequence[str]], *, indent: int = 0) -> None:
-        """``rows`` under ``headers``, columns two spaces apart, fitted to the width less ``indent``."""
-        columns = [Column(h, overflow="fold") if isinstance(h, str) else h for h in headers]
-        for column in columns:
-            column.overflow = "fold"  # never an ellipsis: what is left out could be what tells two rows apart
-            column.header_style = ""
-        table = Table(
-            *columns,
-            box=None,
-            padding=(0, 1),
-            pad_edge=False,
-            show_edge=False,
-            expand=False,
-        )
-        for row in rows:
-            table.add_row(*(Text(cell) for cell in row))
-        self._print(table, indent=indent)
+        """``rows`` under ``headers``, columns two spaces apart, fitted to the width less ``indent``.
+
+        Rich shares a narrow width out evenly, folding a tuner name or a time in two while a long
+        candidate name has room to spare: each wrapping column is given room for its longest word
+        up to :data:`_WHOLE_WORD` characters, less where the width cannot hold that. Never cropped:
+        where nothing fits, a line runs long rather than lose what it says.
+        """
+        longest = [
+            max((len(word) for row in rows for word in row[index].split()), default=1) for index in range(len(headers))
+        ]
+        text = ""
+        for keep in range(_WHOLE_WORD if self.width is not None else 0, -1, -1):
+            columns = [Column(h) if isinstance(h, str) else copy.copy(h) for h in headers]
+            for column, word in zip(columns, longest, strict=True):
+                column.overflow = "fold"  # never an ellipsis: what is left out could be what tells two rows apart
+                column.header_style = ""
+                if keep and not column.no_wrap and column.min_width is None:
+                    column.min_width = min(word, keep)
+            table = Table(*columns, box=None, padding=(0, 1), pad_edge=False, show_edge=False, expand=False)
+            for row in rows:
+                table.add_row(*(Text(cell) for cell in row))
+            text = self._render(table, indent=indent)
+            if self.width is None or all(len(line) <= self.width for line in text.splitlines()):
+                break
+        _write(text)
 
     def _print(self, renderable: RenderableType, *, indent: int = 0) -> None:
+        _write(self._render(renderable, indent=indent))
+
+    def _render(self, renderable: RenderableType, *, indent: int = 0) -> str:
         width = (self.width if self.width is not None else _UNBOUNDED) - indent
         buffer = io.StringIO()
         console = Console(
             file=buffer, width=max(width, 20), color_system=None, highlight=False, markup=False, emoji=False
         )
-        console.print(renderable)
-        text = "\n".join(" " * indent + line if line else "" for line in _stripped(buffer.getvalue()))
-        _write(text + "\n")
+        console.print(renderable, crop=False)
+        return "".join(" " * indent + line + "\n" if line else "\n" for line in _stripped(buffer.getvalue()))
 
 
 def _stripped(text: str) -> list[str]:
