@@ -338,21 +338,21 @@ def show(args: argparse.Namespace) -> int:
         if number:
             out.line()
         out.line(f"{row.tuner} {row.key}")
-        out.line(f"  device:   {out.device(row.device_id)}")
-        out.line(f"  checksum: {row.checksum}")
+        fields = [("device", out.device(row.device_id)), ("checksum", row.checksum)]
         if row.value.origin is not None:
-            out.line(f"  set:      {row.value.origin.describe()}")
-        out.line(f"  tuned at: {row.value.tuned_at.isoformat()} by tunekit {row.value.tunekit_version}")
-        out.line(f"  ranking:  {' > '.join(row.value.ranking)}")
+            fields.append(("set", row.value.origin.describe()))
+        fields.append(("tuned at", f"{row.value.tuned_at.isoformat()} by tunekit {row.value.tunekit_version}"))
+        fields.append(("ranking", " > ".join(row.value.ranking)))
         decision = row.value.decision
         if decision is not None and decision.winner == row.value.winner:
-            out.line(f"  decided:  {decision.text()}")
+            fields.append(("decided", decision.text()))
             if warning := decision.warning(row.tuner):
-                out.line(f"  warning:  {warning}")
+                fields.append(("warning", warning))
         elif decision is not None:
-            out.line(
-                f"  decided:  {row.value.winner} replaced {decision.winner}, which failed on real inputs (demoted)"
+            fields.append(
+                ("decided", f"{row.value.winner} replaced {decision.winner}, which failed on real inputs (demoted)")
             )
+        out.fields(fields, indent=2)
         out.table(
             ("candidate", "status", fixed("median"), fixed("samples"), "note"),
             [

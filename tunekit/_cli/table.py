@@ -69,8 +69,22 @@ class Output:
         """A line of text, wrapped at word boundaries to the width."""
         self._print(Text(text))
 
-    def table(self, headers: Sequence[str | Column], rows: Sequence[Sequence[str]], *, indent: int = 0) -> None:
-        """``rows`` under ``headers``, columns two spaces apart, fitted to the width less ``indent``.
+    def fields(self, pairs: Sequence[tuple[str, str]], *, indent: int = 0) -> None:
+        """``label: value`` lines, each value wrapped under itself rather than under the label."""
+        self.table(
+            (fixed(""), ""), [(f"{label}:", value) for label, value in pairs], indent=indent, gap=1, header=False
+        )
+
+    def table(
+        self,
+        headers: Sequence[str | Column],
+        rows: Sequence[Sequence[str]],
+        *,
+        indent: int = 0,
+        gap: int = 2,
+        header: bool = True,
+    ) -> None:
+        """``rows`` under ``headers``, columns ``gap`` spaces apart, fitted to the width less ``indent``.
 
         Rich shares a narrow width out evenly, folding a tuner name or a time in two while a long
         candidate name has room to spare: each wrapping column is given room for its longest word
@@ -88,7 +102,15 @@ class Output:
                 column.header_style = ""
                 if keep and not column.no_wrap and column.min_width is None:
                     column.min_width = min(word, keep)
-            table = Table(*columns, box=None, padding=(0, 1), pad_edge=False, show_edge=False, expand=False)
+            table = Table(
+                *columns,
+                box=None,
+                padding=(0, gap - gap // 2, 0, gap // 2),
+                pad_edge=False,
+                show_edge=False,
+                expand=False,
+                show_header=header,
+            )
             for row in rows:
                 table.add_row(*(Text(cell) for cell in row))
             text = self._render(table, indent=indent)
