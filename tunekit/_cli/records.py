@@ -125,7 +125,7 @@ def summary(args: argparse.Namespace) -> int:
             out.line()
             out.line(title)
             for s, text in items:
-                out.line(f"  {s.tuner} {s.key_json}: {text}")
+                out.line(f"{s.tuner} {s.key_json}: {text}", indent=2)
     return 1 if bad else 0
 
 

@@ -65,9 +65,9 @@ class Output:
         """The device id as this listing shows it: in full with ``--wide``, else in its short form."""
         return device_id if self.wide else short_device_id(device_id)
 
-    def line(self, text: str = "") -> None:
-        """A line of text, wrapped at word boundaries to the width."""
-        self._print(Text(text))
+    def line(self, text: str = "", *, indent: int = 0) -> None:
+        """A line of text, wrapped at word boundaries to the width, every part of it ``indent`` spaces in."""
+        self._print(Text(text), indent=indent)
 
     def fields(self, pairs: Sequence[tuple[str, str]], *, indent: int = 0) -> None:
         """``label: value`` lines, each value wrapped under itself rather than under the label."""
