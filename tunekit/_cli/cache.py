@@ -475,7 +475,7 @@ def export(args: argparse.Namespace) -> int:
     cache = _open_existing()
     if cache is None:
         raise CliError(f"no tuning cache at {_cache_file()}: nothing to export")
-    selection = _select(cache, args.tuner, args.device, args.key)
+    selection = _select(cache, args.tuner, _device(cache, args.device), args.key)
     rows, bad = selection.rows, selection.bad
     bundle, left_out = CacheBundle.of(rows)
     bad.extend(left_out)

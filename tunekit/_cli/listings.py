@@ -31,7 +31,7 @@ __all__ = [
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True)  # no additionalProperties: false, so a newer field leaves old readers valid
 
 
 class _Device(_Model):

@@ -2,7 +2,7 @@
 
 User mistakes (a missing file, an unknown tuner, a malformed bundle) end with one line on
 stderr and exit code 2; data problems found by a command (corrupt records, invalid cache
-rows) with exit code 1.
+rows) with exit code 1, and so does a ``cache clear`` the user answered no to.
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ def _count(text: str) -> int:
 def _owners(parser: argparse.ArgumentParser, *, tuner: bool = True) -> None:
     if tuner:
         parser.add_argument("--tuner", help="only this tuner's entries")
-    parser.add_argument("--device", help="only this device id's entries")
+    parser.add_argument("--device", help="only this device's entries (its id, or the short form tables show)")
 
 
 def _filters(parser: argparse.ArgumentParser, *, tuner: bool = True) -> None:
