@@ -91,11 +91,14 @@ class Output:
         up to :data:`_WHOLE_WORD` characters, less where the width cannot hold that. Never cropped:
         where nothing fits, a line runs long rather than lose what it says.
         """
+        if self.width is None:  # nothing wraps: plain columns, the same text rich gives, at a fraction of its cost
+            _write(_plain(headers, rows, indent=indent, gap=gap, header=header))
+            return
         longest = [
             max((len(word) for row in rows for word in row[index].split()), default=1) for index in range(len(headers))
         ]
         text = ""
-        for keep in range(_WHOLE_WORD if self.width is not None else 0, -1, -1):
+        for keep in range(_WHOLE_WORD, -1, -1):
             columns = [Column(h) if isinstance(h, str) else copy.copy(h) for h in headers]
             for column, word in zip(columns, longest, strict=True):
                 column.overflow = "fold"  # never an ellipsis: what is left out could be what tells two rows apart
@@ -114,7 +117,7 @@ class Output:
             for row in rows:
                 table.add_row(*(Text(cell) for cell in row))
             text = self._render(table, indent=indent)
-            if self.width is None or all(len(line) <= self.width for line in text.splitlines()):
+            if all(len(line) <= self.width for line in text.splitlines()):
                 break
         _write(text)
 
@@ -129,6 +132,19 @@ class Output:
         )
         console.print(renderable, crop=False)
         return "".join(" " * indent + line + "\n" if line else "\n" for line in _stripped(buffer.getvalue()))
+
+
+def _plain(
+    headers: Sequence[str | Column], rows: Sequence[Sequence[str]], *, indent: int, gap: int, header: bool
+) -> str:
+    """The table unwrapped: each column as wide as its widest cell, ``gap`` spaces apart."""
+    titles = [str(h.header) if isinstance(h, Column) else h for h in headers]
+    lines = [tuple(titles), *rows] if header else list(rows)
+    widths = [max(len(cell) for cell in column) for column in zip(*lines, strict=True)] if lines else []
+    return "".join(
+        " " * indent + (" " * gap).join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip() + "\n"
+        for line in lines
+    )
 
 
 def _stripped(text: str) -> list[str]:
