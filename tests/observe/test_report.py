@@ -75,7 +75,7 @@ def test_samples_spanning_decades_use_a_log_axis() -> None:
         ],
     )
     html = render_report([record])
-    assert ">1 us<" in html and ">10 ms<" in html  # decade ticks
+    assert ">1 µs<" in html and ">10 ms<" in html  # decade ticks
 
 
 def test_a_skipped_candidate_is_shown_with_why_but_not_as_a_failure() -> None:
