@@ -101,9 +101,8 @@ def _peaks_cells(entry: DeviceEntry) -> tuple[str, str, str]:
 def devices(args: argparse.Namespace) -> int:
     """A table of the devices: backend, device id, locator and (unless --no-peaks) measured peaks.
 
-    Backends that could not start are listed below it with their reason. Peaks take seconds per
-    device, so a terminal sees each device's line as it is measured only in ``--json``-less runs
-    that end; the table needs every width before it prints.
+    Backends that could not start are listed below it with their reason. The table prints once
+    every device is measured (seconds each): its columns need every width first.
     """
     out = Output.of(args)
     entries = [_entry(backend, client, not args.no_peaks) for backend, client in found_clients()]
