@@ -70,7 +70,8 @@ def test_tuner_and_key_clear_part_only(cache: tk.PersistentCache) -> None:
     assert "removed 1 stored winner with n=8192 from" in done.stdout
     assert _stored(cache) == {("clear_b", '{"n":128}')}
     # A --key that matches nothing removes nothing, and says which values are there.
-    assert "nothing to clear" in run("cache", "clear", "--yes", "--key", "n=4").stdout
+    assert "nothing to clear" in (nothing := run("cache", "clear", "--yes", "--key", "n=4").stdout)
+    assert "(stored n: 128" in nothing
     assert "no stored key has a field named 'm'" in run("cache", "clear", "--yes", "--key", "m=4", check=2).stderr
     assert _stored(cache) == {("clear_b", '{"n":128}')}
 

@@ -9,7 +9,6 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from pydantic import ValidationError
 
@@ -261,17 +260,12 @@ def _device(
     return matches[0] if len(matches) == 1 else given  # an unknown one is reported by _check_owners
 
 
-def _key_object(key_json: str) -> dict[str, Any]:
-    fields = _key_dict(key_json)
-    return dict(fields)
-
-
 def _winner_entry(row: CacheRow) -> CacheWinner:
     return CacheWinner(
         device_id=row.device_id,
         device_short=short_device_id(row.device_id),
         tuner=row.tuner,
-        key=_key_object(row.key),
+        key=_key_dict(row.key),
         key_text=row.key,
         winner=row.value.winner,
         winner_ns=_winner_ns(row.value),
@@ -407,8 +401,10 @@ def clear(args: argparse.Namespace) -> int:
     device = _device(cache, args.device, failed)
     _check_owners(cache, args.tuner, device, failed)
     wanted = _key_filter(args.key)
+    hint = ""
     if wanted:
         selection = _select(cache, args.tuner, device, args.key, failed=failed)
+        hint = _stored_values_hint(selection, args.key)
         targets = {(r.device_id, r.tuner, r.key) for r in selection.rows}
         winners = len(targets)
         failures = [f for f in cache.failed_keys(device_id=device, tuner=args.tuner) if _key_matches(f[2], wanted)]
@@ -419,7 +415,7 @@ def clear(args: argparse.Namespace) -> int:
     scope = _scope(args.tuner, device, args.key)
     if not winners and not failures:
         _sweep()
-        print(f"nothing to clear: no stored winners{scope} in {cache.path}")
+        print(f"nothing to clear: no stored winners{scope} in {cache.path}{hint}")
         return 0
     also = f" and {_count(len(failures), 'recorded failed tune')}" if failures else ""
     what = f"{_count(winners, 'stored winner')}{also}{scope} from {cache.path}"
@@ -434,7 +430,6 @@ def clear(args: argparse.Namespace) -> int:
         removed = cache.delete_winners(args.tuner, device_id=device)
     if removed is None:
         raise CliError(f"could not clear the tuning cache: {cache.write_refused}", 1)
-    also = f" and {_count(len(failures), 'recorded failed tune')}" if failures else ""
     print(f"removed {_count(removed, 'stored winner')}{also}{scope} from {cache.path}")
     return 0
 
