@@ -40,6 +40,9 @@ def run(*args: str, check: int | None = 0, env: Mapping[str, str] | None = None,
     printed.setLevel(logging.WARNING)
     root = logging.getLogger()
     with pytest.MonkeyPatch.context() as patch:
+        # Output to a pipe, as a new process's with no terminal: no width unless the test gives one
+        # (pytest-xdist sets COLUMNS=80 in its workers, which would fit every table to 80 columns).
+        patch.delenv("COLUMNS", raising=False)
         for name, value in (env or {}).items():
             patch.setenv(name, value)
         if cwd is not None:

@@ -74,7 +74,7 @@ def test_records_summary_gives_the_deciding_figures_and_stage(close_call: tuple[
     assert decision.runner_up is not None
     for figure in (decision.winner, decision.runner_up, decision.margin_text, decision.stage_text):
         assert figure in row
-    (summary,) = json.loads(run("records", "summary", "--json", str(path)).stdout)
+    (summary,) = json.loads(run("records", "summary", "--json", str(path)).stdout)["keys"]
     assert summary["decision"]["stage"] == "runoff" and summary["margin"] == decision.margin
 
 

@@ -49,7 +49,7 @@ def test_a_runoff_decides_with_its_own_pairs_and_says_why_a_lower_median_lost() 
     assert 0 < decision.margin_low <= decision.margin <= decision.margin_high
     assert (decision.faster, decision.faster_ns, decision.faster_compared) == ("matvec", 5_140, True)
     why = decision.why()
-    assert why is not None and "paired runoff" in why and "matvec's median 5.14 us" in why
+    assert why is not None and "paired runoff" in why and "matvec's median 5.14 µs" in why
     assert decision.text().endswith(why)  # on the same line as the figures
     assert decision.trusted and decision.warning() is None
 

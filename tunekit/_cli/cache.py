@@ -15,17 +15,19 @@ from pydantic import ValidationError
 from tunekit._base.atomic import write_atomic
 from tunekit._base.persisted import STORED
 from tunekit._base.settings import current
+from tunekit._base.short_id import short_device_id
 from tunekit._base.units import format_duration_ns
 from tunekit._base.validation_text import validation_text
 from tunekit._base.version import MAJOR
 from tunekit._cli.error import CliError
-from tunekit._cli.table import print_table
+from tunekit._cli.listings import CacheCandidate, CacheEntry, CacheList, CacheShow, CacheWinner
+from tunekit._cli.table import Output, fixed, print_json
 from tunekit._store.cache import PersistentCache, default_cache_dir
 from tunekit._store.cache_file import header_problem
 from tunekit._store.file_kind import other_kind
 from tunekit._store.tune_lock import sweep_lock_files
 from tunekit._values.bundle import BundleEntry, CacheBundle
-from tunekit._values.cache_row import CacheRow, CacheValue
+from tunekit._values.cache_row import CacheRow, CacheValue, CandidateResult
 
 __all__ = ["clear", "export", "import_bundle", "list_rows", "path", "show", "verify"]
 
@@ -198,34 +200,78 @@ def path(_: argparse.Namespace) -> int:
 
 
 def list_rows(args: argparse.Namespace) -> int:
-    """One line per stored winner."""
+    """One line per stored winner, a table per device (``--json``: :class:`~tunekit._cli.listings.CacheList`)."""
+    out = Output.of(args)
     cache = _open_existing()
     if cache is None:
+        if args.json:
+            print_json(CacheList(cache=str(_cache_file()), winners=[], unreadable=[]))
         print(f"no tuning cache at {_cache_file()} (nothing tuned with this cache directory yet)", file=sys.stderr)
         return 0
-    selection = _select(cache, args.tuner, args.device, args.key)
+    selection = _select(cache, args.tuner, _device(cache, args.device), args.key)
     rows, bad = selection.rows, selection.bad
+    if args.json:
+        print_json(CacheList(cache=str(cache.path), winners=[_winner_entry(r) for r in rows], unreadable=bad))
+        return _report_unreadable(bad)
     if not rows and not bad:  # a header over nothing (after `cache clear`) reads as a broken listing
         matching = " matching the filters" if args.tuner or args.device or args.key else ""
         hint = _stored_values_hint(selection, args.key)
         print(f"no stored winners{matching} in {cache.path}{hint}", file=sys.stderr)
         return 0
-    print_table(
-        ("tuner", "key", "winner", "time", "margin [95%]", "tuned at", "device"),
-        [
-            (
-                r.tuner,
-                r.key,
-                r.value.winner,
-                format_duration_ns(_winner_ns(r.value)),
-                r.value.decision.margin_text if r.value.decision is not None else "-",
-                r.value.tuned_at.strftime("%Y-%m-%d %H:%M"),
-                r.device_id,
-            )
-            for r in rows
-        ],
-    )
+    for number, (device_id, group) in enumerate(_by_device(rows)):
+        if number:
+            out.line()
+        out.line(f"device {out.device(device_id)}")
+        out.table(
+            ("tuner", "key", "winner", fixed("time"), "margin [95%]", fixed("tuned at")),
+            [
+                (
+                    r.tuner,
+                    r.key,
+                    r.value.winner,
+                    format_duration_ns(_winner_ns(r.value)),
+                    r.value.decision.margin_text if r.value.decision is not None else "-",
+                    r.value.tuned_at.strftime("%Y-%m-%d %H:%M"),
+                )
+                for r in group
+            ],
+        )
     return _report_unreadable(bad)
+
+
+def _by_device(rows: list[CacheRow]) -> list[tuple[str, list[CacheRow]]]:
+    """The rows grouped by device, devices in the order they first come: one table each, its id above it."""
+    groups: dict[str, list[CacheRow]] = {}
+    for row in rows:
+        groups.setdefault(row.device_id, []).append(row)
+    return list(groups.items())
+
+
+def _device(
+    cache: PersistentCache | None, given: str | None, failed: Sequence[tuple[str, str, str]] = ()
+) -> str | None:
+    """The full device id ``--device`` names: the id itself, or the short form a table shows for it."""
+    if given is None or cache is None:
+        return given
+    known = {owner[0] for owner in cache.owners()} | {f[0] for f in failed}
+    if given in known:
+        return given
+    matches = [device_id for device_id in known if short_device_id(device_id) == given]
+    return matches[0] if len(matches) == 1 else given  # an unknown one is reported by _check_owners
+
+
+def _winner_entry(row: CacheRow) -> CacheWinner:
+    return CacheWinner(
+        device_id=row.device_id,
+        device_short=short_device_id(row.device_id),
+        tuner=row.tuner,
+        key=_key_dict(row.key),
+        key_text=row.key,
+        winner=row.value.winner,
+        winner_ns=_winner_ns(row.value),
+        decision=row.value.decision,
+        tuned_at=row.value.tuned_at,
+    )
 
 
 def _report_unreadable(bad: list[str], verb: str = "unreadable row") -> int:
@@ -270,70 +316,153 @@ def _note(value: CacheValue, name: str, error: str | None) -> str:
 
 
 def show(args: argparse.Namespace) -> int:
-    """Every candidate's result for the keys of one tuner."""
+    """Every candidate's result for the keys of one tuner (``--json``: :class:`~tunekit._cli.listings.CacheShow`)."""
+    out = Output.of(args)
     cache = _open_existing()
-    selection = _select(cache, args.tuner, args.device, args.key)
+    selection = _select(cache, args.tuner, _device(cache, args.device), args.key)
     rows, bad = selection.rows, selection.bad
     if not rows and not bad:
         hint = _stored_values_hint(selection, args.key)
         raise CliError(f"tuner {args.tuner!r} has no stored key matching {' '.join(args.key)}{hint}")
+    if args.json:
+        entries = [_show_entry(row) for row in rows]
+        print_json(CacheShow(cache=str(_cache_file()), entries=entries, unreadable=bad))
+        return _report_unreadable(bad)
     for number, row in enumerate(rows):
         if number:
-            print()
-        print(f"{row.tuner} {row.key}")
-        print(f"  device:   {row.device_id}")
-        print(f"  checksum: {row.checksum}")
+            out.line()
+        out.line(f"{row.tuner} {row.key}")
+        fields = [("device", out.device(row.device_id)), ("checksum", row.checksum)]
         if row.value.origin is not None:
-            print(f"  set:      {row.value.origin.describe()}")
-        print(f"  tuned at: {row.value.tuned_at.isoformat()} by tunekit {row.value.tunekit_version}")
-        print(f"  ranking:  {' > '.join(row.value.ranking)}")
+            fields.append(("set", row.value.origin.describe()))
+        fields.append(("tuned at", f"{row.value.tuned_at.isoformat()} by tunekit {row.value.tunekit_version}"))
+        fields.append(("ranking", " > ".join(row.value.ranking)))
         decision = row.value.decision
         if decision is not None and decision.winner == row.value.winner:
-            print(f"  decided:  {decision.text()}")
+            fields.append(("decided", decision.text()))
             if warning := decision.warning(row.tuner):
-                print(f"  warning:  {warning}")
+                fields.append(("warning", warning))
         elif decision is not None:
-            print(f"  decided:  {row.value.winner} replaced {decision.winner}, which failed on real inputs (demoted)")
-        ranked = {name: i for i, name in enumerate(row.value.ranking)}
-        results = sorted(row.value.results, key=lambda r: (ranked.get(r.name, len(ranked)), r.name))
-        print_table(
-            ("  candidate", "status", "median", "samples", "note"),
+            fields.append(
+                ("decided", f"{row.value.winner} replaced {decision.winner}, which failed on real inputs (demoted)")
+            )
+        out.fields(fields, indent=2)
+        out.table(
+            ("candidate", "status", fixed("median"), fixed("samples"), "note"),
             [
-                (
-                    f"  {r.name}",
-                    r.status,
-                    format_duration_ns(r.median_ns),
-                    str(r.samples),
-                    _note(row.value, r.name, r.error),
-                )
-                for r in results
+                (r.name, r.status, format_duration_ns(r.median_ns), str(r.samples), _note(row.value, r.name, r.error))
+                for r in _ranked(row.value)
             ],
+            indent=2,
         )
     return _report_unreadable(bad)
+
+
+def _ranked(value: CacheValue) -> list[CandidateResult]:
+    """The candidates' results, in the row's ranking, then those it does not rank by name."""
+    ranked = {name: i for i, name in enumerate(value.ranking)}
+    return sorted(value.results, key=lambda r: (ranked.get(r.name, len(ranked)), r.name))
+
+
+def _show_entry(row: CacheRow) -> CacheEntry:
+    return CacheEntry(
+        **_winner_entry(row).model_dump(),
+        checksum=row.checksum,
+        tunekit_version=row.value.tunekit_version,
+        ranking=list(row.value.ranking),
+        candidates=[
+            CacheCandidate(
+                name=r.name,
+                status=r.status,
+                median_ns=r.median_ns,
+                samples=r.samples,
+                note=_note(row.value, r.name, r.error),
+            )
+            for r in _ranked(row.value)
+        ],
+    )
 
 
 def clear(args: argparse.Namespace) -> int:
     """Delete stored winners and recorded failed tunes: all of them, or those matching the filters.
 
+    Asks first on a terminal, saying how many winners go; elsewhere it takes ``--yes`` or refuses:
+    a script that meant to clear one tuner's winners must not lose everyone's by a typo.
     Lock files left by processes killed while tuning go too, whatever the filters: they hold no
     data, and the one of a tune running now is held, so it stays.
     """
     cache = _open_existing(write=True)
-    swept = sweep_lock_files(_cache_file().parent)
-    if swept:
-        print(f"removed {swept} lock file{'s' if swept != 1 else ''} left by killed processes")
     if cache is None:
+        _sweep()
         print(f"no tuning cache at {_cache_file()}: nothing to clear")
         return 0
     # A tuner whose every key failed to tune has only failed tunes: clearing them is the point.
-    _check_owners(cache, args.tuner, args.device, cache.failed_keys())
-    failures = len(cache.failed_keys(device_id=args.device, tuner=args.tuner))
-    removed = cache.delete(device_id=args.device, tuner=args.tuner)
+    failed = cache.failed_keys()
+    device = _device(cache, args.device, failed)
+    _check_owners(cache, args.tuner, device, failed)
+    wanted = _key_filter(args.key)
+    hint = ""
+    if wanted:
+        selection = _select(cache, args.tuner, device, args.key, failed=failed)
+        hint = _stored_values_hint(selection, args.key)
+        targets = {(r.device_id, r.tuner, r.key) for r in selection.rows}
+        winners = len(targets)
+        failures = [f for f in cache.failed_keys(device_id=device, tuner=args.tuner) if _key_matches(f[2], wanted)]
+        targets |= set(failures)
+    else:
+        winners = sum(1 for _ in cache.rows(device_id=device, tuner=args.tuner))  # unreadable rows go too
+        failures = cache.failed_keys(device_id=device, tuner=args.tuner)
+    scope = _scope(args.tuner, device, args.key)
+    if not winners and not failures:
+        _sweep()
+        print(f"nothing to clear: no stored winners{scope} in {cache.path}{hint}")
+        return 0
+    also = f" and {_count(len(failures), 'recorded failed tune')}" if failures else ""
+    what = f"{_count(winners, 'stored winner')}{also}{scope} from {cache.path}"
+    if not args.yes and not _confirmed(f"remove {what}?"):
+        print("nothing removed", file=sys.stderr)
+        return 1
+    _sweep()
+    if wanted:
+        counts = [cache.delete_winners(tuner, key, device_id=device_id) for device_id, tuner, key in sorted(targets)]
+        removed = None if None in counts else sum(c or 0 for c in counts)
+    else:
+        removed = cache.delete_winners(args.tuner, device_id=device)
     if removed is None:
         raise CliError(f"could not clear the tuning cache: {cache.write_refused}", 1)
-    also = f" and {failures} recorded failed tune{'s' if failures != 1 else ''}" if failures else ""
-    print(f"removed {removed} stored winner{'s' if removed != 1 else ''}{also} from {cache.path}")
+    print(f"removed {_count(removed, 'stored winner')}{also}{scope} from {cache.path}")
     return 0
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'s' if number != 1 else ''}"
+
+
+def _scope(tuner: str | None, device: str | None, keys: list[str]) -> str:
+    """Which part a filtered clear is of, in words: `` of tuner 'x' on device y with n=1024``."""
+    parts = [f" of tuner {tuner!r}" if tuner else "", f" on device {short_device_id(device)}" if device else ""]
+    if keys:
+        parts.append(f" with {' '.join(keys)}")
+    return "".join(parts)
+
+
+def _confirmed(question: str) -> bool:
+    """The user's yes on a terminal; a refusal naming ``--yes`` where there is no one to ask."""
+    if not sys.stdin.isatty():
+        raise CliError(
+            f"cache clear would {question.rstrip('?')}; pass --yes to clear without being asked "
+            "(standard input is not a terminal to ask on)"
+        )
+    sys.stderr.write(f"{question} [y/N] ")
+    sys.stderr.flush()
+    answer = sys.stdin.readline()
+    return answer.strip().lower() in ("y", "yes")
+
+
+def _sweep() -> None:
+    swept = sweep_lock_files(_cache_file().parent)
+    if swept:
+        print(f"removed {_count(swept, 'lock file')} left by killed processes")
 
 
 def export(args: argparse.Namespace) -> int:
@@ -341,7 +470,7 @@ def export(args: argparse.Namespace) -> int:
     cache = _open_existing()
     if cache is None:
         raise CliError(f"no tuning cache at {_cache_file()}: nothing to export")
-    selection = _select(cache, args.tuner, args.device, args.key)
+    selection = _select(cache, args.tuner, _device(cache, args.device), args.key)
     rows, bad = selection.rows, selection.bad
     bundle, left_out = CacheBundle.of(rows)
     bad.extend(left_out)

@@ -2,7 +2,7 @@
 
 User mistakes (a missing file, an unknown tuner, a malformed bundle) end with one line on
 stderr and exit code 2; data problems found by a command (corrupt records, invalid cache
-rows) with exit code 1.
+rows) with exit code 1, and so does a ``cache clear`` the user answered no to.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from tunekit._base.settings import configure
 from tunekit._base.version import __version__
 from tunekit._cli import cache as _cache, demo as _demo, devices as _devices, records as _records
 from tunekit._cli.error import CliError
+from tunekit._cli.listings import LISTINGS
 
 __all__ = ["main"]
 
@@ -57,7 +58,7 @@ def _count(text: str) -> int:
 def _owners(parser: argparse.ArgumentParser, *, tuner: bool = True) -> None:
     if tuner:
         parser.add_argument("--tuner", help="only this tuner's entries")
-    parser.add_argument("--device", help="only this device id's entries")
+    parser.add_argument("--device", help="only this device's entries (its id, or the short form tables show)")
 
 
 def _filters(parser: argparse.ArgumentParser, *, tuner: bool = True) -> None:
@@ -65,6 +66,13 @@ def _filters(parser: argparse.ArgumentParser, *, tuner: bool = True) -> None:
     parser.add_argument(
         "--key", action="append", default=[], metavar="FIELD=VALUE", help="only keys with this field value (repeatable)"
     )
+
+
+def _listing(parser: argparse.ArgumentParser) -> None:
+    """The options of every listing: the full text instead of a table fitted to the terminal, or JSON for a script."""
+    shown = parser.add_mutually_exclusive_group()
+    shown.add_argument("--wide", action="store_true", help="full device ids and values, never wrapped")
+    shown.add_argument("--json", action="store_true", help="JSON for scripts (its schema: `tunekit schema NAME`)")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -77,6 +85,7 @@ def _parser() -> argparse.ArgumentParser:
 
     devices = commands.add_parser("devices", help="list the devices tunekit can tune on, with their peaks")
     devices.add_argument("--no-peaks", action="store_true", help="skip measuring peak compute and bandwidth")
+    _listing(devices)
     _command(devices, _devices.devices)
 
     cache = commands.add_parser("cache", help="inspect and move the persistent cache of winners")
@@ -84,13 +93,16 @@ def _parser() -> argparse.ArgumentParser:
     _command(cache_commands.add_parser("path", help="print the cache file's path"), _cache.path)
     listing = cache_commands.add_parser("list", help="one line per stored winner")
     _filters(listing)
+    _listing(listing)
     _command(listing, _cache.list_rows)
     show = cache_commands.add_parser("show", help="every candidate's result for one tuner's keys")
     show.add_argument("tuner")
     _filters(show, tuner=False)
+    _listing(show)
     _command(show, _cache.show)
-    clear = cache_commands.add_parser("clear", help="delete stored winners (all, or one tuner's/device's)")
-    _owners(clear)  # no --key: the command refuses one, so its help offers none
+    clear = cache_commands.add_parser("clear", help="delete stored winners (all, or those matching the filters)")
+    _filters(clear)
+    clear.add_argument("-y", "--yes", action="store_true", help="clear without asking (needed where no terminal asks)")
     _command(clear, _cache.clear)
     export = cache_commands.add_parser("export", help="write winners to a committable JSON bundle")
     export.add_argument("-o", "--output", help="bundle file to write (default: stdout)")
@@ -106,14 +118,16 @@ def _parser() -> argparse.ArgumentParser:
     record_commands = records.add_subparsers(dest="records_command", metavar="ACTION", required=True)
     summary = record_commands.add_parser("summary", help="per tuner and key: winner, runner-up, margin, cost")
     summary.add_argument("file")
-    summary.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    _listing(summary)
     _command(summary, _records.summary)
     tail = record_commands.add_parser("tail", help="print records as they are appended (Ctrl-C stops)")
     tail.add_argument("file")
     tail.add_argument("-n", "--lines", type=_count, default=10, help="existing records to show first (default 10)")
     _command(tail, _records.tail)
 
-    _command(commands.add_parser("schema", help="print the JSON schema of AutotuneRecord"), _records.schema)
+    schema = commands.add_parser("schema", help="print the JSON schema of AutotuneRecord or of a listing's --json")
+    schema.add_argument("name", nargs="?", default="record", choices=("record", *LISTINGS), help="default: record")
+    _command(schema, _records.schema)
 
     report = commands.add_parser("report", help="write a self-contained HTML report of one or more records files")
     report.add_argument("files", nargs="+", metavar="FILE", help="records files; several: runs to compare")

@@ -9,12 +9,14 @@ from collections import deque
 from pathlib import Path
 
 from tunekit._base.file_look import binary_kind_of
+from tunekit._base.short_id import short_device_id
 from tunekit._base.units import format_duration_ns
 from tunekit._cli.error import CliError
-from tunekit._cli.table import print_table
+from tunekit._cli.listings import LISTINGS, KeyFailure, KeySkip, KeySummaryEntry, RecordsSummary
+from tunekit._cli.table import Output, print_json
 from tunekit._observe.reader import BadLine, RecordLine, follow_records, read_records
 from tunekit._observe.report import render_report
-from tunekit._observe.summary import summarise
+from tunekit._observe.summary import KeySummary, summarise
 from tunekit._store.file_kind import other_kind
 from tunekit._values.decision import decision_of
 from tunekit._values.records import AutotuneRecord
@@ -58,20 +60,27 @@ def _report_bad(file: str, bad: list[BadLine]) -> None:
 
 
 def summary(args: argparse.Namespace) -> int:
-    """Per tuner and key: winner, runner-up, margin, samples, time, search, failures, skipped; exit 1 on bad lines."""
+    """Per tuner and key: winner, runner-up, margin, samples, time, search, failures, skipped; exit 1 on bad lines.
+
+    A table per device, its id above it; ``--json``: :class:`~tunekit._cli.listings.RecordsSummary`.
+    """
+    out = Output.of(args)
     good, bad = read_or_fail(args.file)
     _report_bad(args.file, bad)
     summaries = summarise(line.record for line in good)
     if args.json:
-        print(json.dumps([s.as_dict() for s in summaries], indent=2))
+        keys = [_summary_entry(s) for s in summaries]
+        print_json(RecordsSummary(file=args.file, records=len(good), bad_lines=len(bad), keys=keys))
         return 1 if bad else 0
     skipped = f", {len(bad)} bad line{'s' if len(bad) != 1 else ''} skipped" if bad else ""
-    print(f"{args.file}: {len(good)} records, {len(summaries)} keys{skipped}")
-    if summaries:
-        # A column for the search that chose a winner (its strategy, what stopped it) only where one did:
-        # a file of plain tunes keeps the narrower table.
-        searched = any(s.search is not None for s in summaries)
-        print_table(
+    out.line(f"{args.file}: {len(good)} records, {len(summaries)} keys{skipped}")
+    # A column for the search that chose a winner (its strategy, what stopped it) only where one did:
+    # a file of plain tunes keeps the narrower table.
+    searched = any(s.search is not None for s in summaries)
+    for device_id, group in _by_device(summaries):
+        out.line()
+        out.line(f"device {out.device(device_id)}")
+        out.table(
             (
                 "tuner",
                 "key",
@@ -79,11 +88,8 @@ def summary(args: argparse.Namespace) -> int:
                 "runner-up",
                 "margin [95%]",
                 "decided by",
-                "samples",
-                "tuning",
-                "decisions",
+                "cost",
                 *(("search",) if searched else ()),
-                "device",
             ),
             [
                 (
@@ -93,39 +99,72 @@ def summary(args: argparse.Namespace) -> int:
                     f"{s.runner_up} {format_duration_ns(s.runner_up_median_ns)}" if s.runner_up else "-",
                     s.decision.margin_text if s.decision is not None else "-",
                     s.decision.stage_text if s.decision is not None else "-",
-                    str(s.samples),
-                    f"{s.tuning_time_s:.3g} s",
-                    str(s.decisions),
+                    _cost(s),
                     *((s.search_text,) if searched else ()),
-                    s.device_id,
                 )
-                for s in summaries
+                for s in group
             ],
         )
     # Why a winner stands beside a faster-looking median, and decisions the noise leaves in doubt.
     notes = [(s, why) for s in summaries if s.decision is not None and (why := s.decision.why())]
-    if notes:
-        print("\nwhy:")
-        for s, why in notes:
-            print(f"  {s.tuner} {s.key_json}: {why}")
     doubts = [(s, text) for s in summaries if s.decision is not None and (text := s.decision.warning(s.tuner))]
-    if doubts:
-        print("\nnot trusted (spread wider than the margin):")
-        for s, text in doubts:
-            print(f"  {s.tuner} {s.key_json}: {text}")
-    failures = [(s, f) for s in summaries for f in s.failures]
-    if failures:
-        print("\nfailures:")
-        for s, f in failures:
-            stage = f" at {f.stage}" if f.stage else ""
-            print(f"  {s.tuner} {s.key_json}: {f.name} {f.status}{stage}: {f.reason}")
+    failures = [
+        (s, f"{f.name} {f.status}{f' at {f.stage}' if f.stage else ''}: {f.reason}")
+        for s in summaries
+        for f in s.failures
+    ]
     # Apart from the failures, which they are not: not measured by design (does not apply, short circuit).
-    skips = [(s, skip) for s in summaries for skip in s.skipped]
-    if skips:
-        print("\nskipped (not measured, by design):")
-        for s, skip in skips:
-            print(f"  {s.tuner} {s.key_json}: {skip.name}: {skip.reason}")
+    skips = [(s, f"{skip.name}: {skip.reason}") for s in summaries for skip in s.skipped]
+    for title, items in (
+        ("why:", notes),
+        ("not trusted (spread wider than the margin):", doubts),
+        ("failures:", failures),
+        ("skipped (not measured, by design):", skips),
+    ):
+        if items:
+            out.line()
+            out.line(title)
+            for s, text in items:
+                out.line(f"{s.tuner} {s.key_json}: {text}", indent=2)
     return 1 if bad else 0
+
+
+def _cost(s: KeySummary) -> str:
+    """What tuning the key took: its time, samples, and how many tunes the file holds when more than one."""
+    tunes = f", {s.decisions} tunes" if s.decisions != 1 else ""
+    return f"{s.tuning_time_s:.3g} s, {s.samples} samples{tunes}"
+
+
+def _by_device(summaries: list[KeySummary]) -> list[tuple[str, list[KeySummary]]]:
+    """The keys grouped by device, devices in the order they first come."""
+    groups: dict[str, list[KeySummary]] = {}
+    for s in summaries:
+        groups.setdefault(s.device_id, []).append(s)
+    return list(groups.items())
+
+
+def _summary_entry(s: KeySummary) -> KeySummaryEntry:
+    return KeySummaryEntry(
+        device_id=s.device_id,
+        device_short=short_device_id(s.device_id),
+        tuner=s.tuner,
+        key=dict(s.key),
+        decisions=s.decisions,
+        winner=s.winner,
+        winner_median_ns=s.winner_median_ns,
+        runner_up=s.runner_up,
+        runner_up_median_ns=s.runner_up_median_ns,
+        margin=s.margin,
+        decided_by=s.decided_by,
+        decision=s.decision,
+        samples=s.samples,
+        tuning_time_s=s.tuning_time_s,
+        failures=[KeyFailure(name=f.name, status=f.status, stage=f.stage, reason=f.reason) for f in s.failures],
+        skipped=[KeySkip(name=k.name, reason=k.reason) for k in s.skipped],
+        strategy=s.search.strategy if s.search else None,
+        evaluations=s.search.evaluations if s.search else None,
+        stopped_by=s.search.stopped_by if s.search else None,
+    )
 
 
 def _one_line(record: AutotuneRecord) -> str:
@@ -167,9 +206,11 @@ def _print_line(file: str, line: RecordLine | BadLine) -> None:
         print(f"{file}:{line.line}: {line.reason}", file=sys.stderr)
 
 
-def schema(_: argparse.Namespace) -> int:
-    """Print the JSON schema every record line conforms to."""
-    print(json.dumps(AutotuneRecord.model_json_schema(), indent=2))
+def schema(args: argparse.Namespace) -> int:
+    """Print the JSON schema every record line conforms to, or (``NAME``) that of a listing's ``--json`` output."""
+    name = getattr(args, "name", "record")
+    model = AutotuneRecord if name == "record" else LISTINGS[name]
+    print(json.dumps(model.model_json_schema(), indent=2))
     return 0
 
 

@@ -117,7 +117,7 @@ class BenchResult:
         """Two lines: the figures, then how they were taken."""
 
         def ns(value: float) -> str:
-            return format_duration_ns(value, micro="µs")
+            return format_duration_ns(value)
 
         warmed = {
             "device": f" and {self.warmup_ms:.0f} ms of the device's warm-up",

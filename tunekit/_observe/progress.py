@@ -24,12 +24,7 @@ from tunekit._observe.events import BatchStarted, CandidateProgress, TuneEvent, 
 from tunekit._values.decision import decision_of
 from tunekit._values.records import AutotuneRecord
 
-__all__ = ["TerminalProgress", "format_ns", "terminal_progress"]
-
-
-def format_ns(ns: float) -> str:
-    """A duration with a unit a person reads at a glance (µs on the terminal)."""
-    return format_duration_ns(ns, micro="µs")
+__all__ = ["TerminalProgress", "terminal_progress"]
 
 
 def _describe_key(key: Mapping[str, object]) -> str:
@@ -74,7 +69,7 @@ class _Tune:
             parts.append(f"[red]failed {self.failed}[/]")
         leader = self.leader()
         if leader is not None:
-            parts.append(f"leader [bold]{leader[0]}[/] {format_ns(leader[1])}")
+            parts.append(f"leader [bold]{leader[0]}[/] {format_duration_ns(leader[1])}")
         return " · ".join(parts)
 
 
@@ -168,12 +163,12 @@ class TerminalProgress:
             outcome = "[red]no valid candidate[/]"
         elif (decided := decision_of(record)) is not None:
             # The figures that decided, so the line agrees with `records summary` and the cache.
-            outcome = f"winner {escape(decided.text(micro='µs'))}"
+            outcome = f"winner {escape(decided.text())}"
             if not decided.trusted:
                 outcome += " [yellow](not trusted: spread wider than the margin)[/]"
         else:
             median = tune.medians.get(record.winner)
-            timed = f" {format_ns(median)}" if median is not None else ""
+            timed = f" {format_duration_ns(median)}" if median is not None else ""
             outcome = f"winner [bold]{escape(record.winner)}[/]{timed}"
         self._progress.console.print(
             f"[green]✓[/] tuned {tune.title}: {len(tune.done)} candidates in {elapsed:.1f} s, {outcome}",

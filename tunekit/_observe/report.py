@@ -88,7 +88,7 @@ def _plots() -> ModuleType:
 
 
 def _t(ns: float | None) -> str:
-    return format_duration_ns(ns, micro="µs")
+    return format_duration_ns(ns, for_file=True)
 
 
 def _key_section(summary: KeySummary, anchor: str, plots: ModuleType) -> str:

@@ -71,7 +71,7 @@ def _styled(draw: Callable[_P, str]) -> Callable[_P, str]:
 
 
 def _t(ns: float | None) -> str:
-    return format_duration_ns(ns, micro="µs")
+    return format_duration_ns(ns, for_file=True)
 
 
 def wrap_name(name: str, width: int = 40) -> str:

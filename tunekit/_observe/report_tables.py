@@ -27,7 +27,7 @@ __all__ = [
 
 
 def _t(ns: float | None) -> str:
-    return format_duration_ns(ns, micro="µs")
+    return format_duration_ns(ns, for_file=True)
 
 
 def _name(name: str, css: str = "name") -> str:

@@ -590,6 +590,26 @@ class PersistentCache:
             (f"DELETE FROM pending_records WHERE {clauses}", params),
         )
 
+    def delete_winners(
+        self, tuner: str | None = None, key: str | None = None, *, device_id: str | None = None
+    ) -> int | None:
+        """Remove the stored winners of one tuner, of one key (its stored JSON text), or of both; all without either.
+
+        As :meth:`delete`: their recorded failed tunes go too, the count is of winners, None when
+        nothing could be removed (``write_refused`` says why).
+        """
+        if self.write_refused is not None:
+            return None
+        clauses, params = self._filters(device_id, tuner)
+        if key is not None:
+            clauses, params = f"{clauses} AND key = ?", (*params, key)
+        return self._write_or_recover(
+            "removing winners",
+            (f"DELETE FROM winners WHERE {clauses}", params),
+            (f"DELETE FROM failed_tunes WHERE {clauses}", params),
+            (f"DELETE FROM pending_records WHERE {clauses}", params),
+        )
+
     def rows(self, device_id: str | None = None, tuner: str | None = None) -> Iterator[CacheRow | str]:
         """Every row of this major version; an unreadable row yields its reason instead."""
         if not self.available:

@@ -151,13 +151,13 @@ class TuneDecision(Persisted):
             )
         return f"{faster} is lower over all its samples"
 
-    def text(self, *, micro: str = "us") -> str:
+    def text(self) -> str:
         """The decision on one line: winner, runner-up, margin with its interval, stage, and why if needed."""
-        winner = f"{self.winner} {format_duration_ns(self.winner_ns, micro=micro)}"
+        winner = f"{self.winner} {format_duration_ns(self.winner_ns)}"
         if self.runner_up is None:
             line = f"{winner} ({self.stage_text})"
         else:
-            runner = f"{self.runner_up} {format_duration_ns(self.runner_up_ns, micro=micro)}"
+            runner = f"{self.runner_up} {format_duration_ns(self.runner_up_ns)}"
             line = f"{winner} vs {runner}: {self.margin_text} ({self.stage_text})"
         why = self.why()
         return f"{line}; {why}" if why else line
