@@ -219,7 +219,10 @@ def run_search(
         if trial_log is not None:
             trial_log.close()
     finalists = FINALISTS if budget.finalists is None else budget.finalists
+    # Timed apart: the budget ends the search phase, and the finalists' batch comes after it, outside it.
+    final_started = time.monotonic()
     final, final_events = _final_batch(evaluate, done, incumbents, finalists)
+    finalists_seconds = time.monotonic() - final_started if final else 0.0
     return SearchResult(
         tuner=tuner,
         device_id=device_id,
@@ -230,6 +233,7 @@ def run_search(
         stopped_by=stopped,
         strategy_seconds=spent,
         wall_seconds=time.monotonic() - started,
+        finalists_seconds=finalists_seconds,
         finalists=final,
         final_events=final_events,
         key=key,
