@@ -62,6 +62,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "Eliminated": ("tunekit._values.records", "Eliminated"),
     "Failed": ("tunekit._values.outcome", "Failed"),
     "Hit": ("tunekit._values.cache_state", "Hit"),
+    "HitSummary": ("tunekit._observe.hit_count", "HitSummary"),
     "InputTypeError": ("tunekit._base.errors", "InputTypeError"),
     "JsonlSink": ("tunekit._observe.sinks", "JsonlSink"),
     "LocalTuner": ("tunekit._tune.local", "LocalTuner"),
@@ -128,10 +129,12 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "configure": ("tunekit._base.settings", "configure"),
     "decision_of": ("tunekit._values.decision", "decision_of"),
     "default_cache_dir": ("tunekit._store.cache", "default_cache_dir"),
+    "flush_hit_counts": ("tunekit._observe.hit_count", "flush_hit_counts"),
     "instrument_opentelemetry": ("tunekit._observe.otel", "instrument_opentelemetry"),
     "persistent_cache": ("tunekit._store.cache_dirs", "persistent_cache"),
     "plan_batches": ("tunekit._candidates.plan", "plan_batches"),
     "pow2": ("tunekit._candidates.space", "pow2"),
+    "read_hit_summaries": ("tunekit._observe.hit_count", "read_hit_summaries"),
     "read_records": ("tunekit._observe.reader", "read_records"),
     "remove_observer": ("tunekit._observe.observers", "remove_observer"),
     "remove_record_sink": ("tunekit._observe.sinks", "remove_record_sink"),
@@ -233,6 +236,11 @@ if TYPE_CHECKING:
         TuneFinished as TuneFinished,
         TuneObserver as TuneObserver,
         TuneStarted as TuneStarted,
+    )
+    from tunekit._observe.hit_count import (
+        HitSummary as HitSummary,
+        flush_hit_counts as flush_hit_counts,
+        read_hit_summaries as read_hit_summaries,
     )
     from tunekit._observe.observers import (
         add_observer as add_observer,
