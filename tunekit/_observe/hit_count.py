@@ -100,42 +100,60 @@ class HitCounter:
 
     def __init__(self, interval_s: float) -> None:
         self.interval_s = interval_s
-        self._lock = threading.Lock()
-        self._counts: dict[_Bucket, int] = {}
+        self.lock = threading.Lock()
+        """Held for each count: one lock for every tally, so a summary reads them all at one moment."""
+        self._memory: dict[tuple[str, str], dict[object, int]] = {}  # (tuner, device) -> key id -> hits
+        self._persistent: dict[_Bucket, int] = {}
+        self._summarising = threading.Lock()
         self._written: dict[_Bucket, int] = {}
         self._since = time.time()
         self._keys: dict[object, str] = {}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
+    def tally(self, tuner: str, device_id: str) -> dict[object, int]:
+        """The hits by key id of one tuner on one device, for its counting view to add to under :attr:`lock`."""
+        with self.lock:
+            return self._memory.setdefault((tuner, device_id), {})
+
     def hit(self, tuner: str, device_id: str, key_id: object) -> None:
         """One call served by an in-memory winner."""
-        key = self._keys.get(key_id)  # a key id is hashable: the hot path found the winner by it
-        if key is None:
-            key = self._keys[key_id] = json.dumps(_key_dict(key_id), sort_keys=True, separators=(",", ":"))
-        self._add((tuner, device_id, key, "memory"))
+        tally = self.tally(tuner, device_id)
+        with self.lock:
+            tally[key_id] = tally.get(key_id, 0) + 1
 
     def observe(self, event: TuneEvent) -> None:
         """Count a winner read from the persistent cache (a process's first call of a tuned key)."""
         if isinstance(event, CacheLookup) and event.result == "hit":
             key = json.dumps({k: _scalar(v) for k, v in event.key.items()}, sort_keys=True, separators=(",", ":"))
-            self._add((event.tuner, event.device_id, key, "persistent"))
+            bucket: _Bucket = (event.tuner, event.device_id, key, "persistent")
+            with self.lock:
+                self._persistent[bucket] = self._persistent.get(bucket, 0) + 1
 
-    def _add(self, bucket: _Bucket) -> None:
-        with self._lock:
-            self._counts[bucket] = self._counts.get(bucket, 0) + 1
+    def _key_json(self, key_id: object) -> str:
+        key = self._keys.get(key_id)
+        if key is None:
+            key = self._keys[key_id] = json.dumps(_key_dict(key_id), sort_keys=True, separators=(",", ":"))
+        return key
 
     def totals(self) -> dict[_Bucket, int]:
         """Every hit since the counter started, by bucket (what a cumulative metric reports)."""
-        with self._lock:
-            return dict(self._counts)
+        with self.lock:
+            memory = [(where, dict(tally)) for where, tally in self._memory.items()]
+            totals = dict(self._persistent)
+        for (tuner, device), tally in memory:
+            for key_id, hits in tally.items():
+                bucket: _Bucket = (tuner, device, self._key_json(key_id), "memory")
+                totals[bucket] = totals.get(bucket, 0) + hits
+        return totals
 
     def summary(self) -> HitSummary | None:
         """The hits since the last summary, or None when there were none; the next one starts from here."""
-        with self._lock:
-            fresh = {b: n - self._written.get(b, 0) for b, n in self._counts.items() if n > self._written.get(b, 0)}
+        with self._summarising:  # the interval's thread and a flush at exit or by hand: each hit in one summary
+            totals = self.totals()
+            fresh = {b: n - self._written.get(b, 0) for b, n in totals.items() if n > self._written.get(b, 0)}
             start, self._since = self._since, time.time()
-            self._written = dict(self._counts)
+            self._written = totals
         if not fresh:
             return None
         counts = [
@@ -237,37 +255,50 @@ def current_counter() -> HitCounter | None:
 
 
 class _CountingWinners(Mapping[object, Callable[..., Any]]):
-    """One set's winners by key id; each winner found is a hit."""
+    """One set's winners by key id; each winner found is a hit, added to the tuner's tally."""
 
-    __slots__ = ("_count", "_winners")
+    __slots__ = ("_lock", "_tally", "winners")
 
-    def __init__(self, winners: Mapping[object, Callable[..., Any]], count: Callable[[object], None]) -> None:
-        self._winners = winners
-        self._count = count
+    def __init__(
+        self, winners: Mapping[object, Callable[..., Any]], tally: dict[object, int], lock: threading.Lock
+    ) -> None:
+        self.winners = winners
+        self._tally = tally
+        self._lock = lock
 
     def __getitem__(self, key_id: object) -> Callable[..., Any]:
-        fn = self._winners[key_id]
-        self._count(key_id)
+        fn = self.winners[key_id]
+        with self._lock:
+            self._tally[key_id] = self._tally.get(key_id, 0) + 1
         return fn
 
     def __iter__(self) -> Iterator[object]:
-        return iter(self._winners)
+        return iter(self.winners)
 
     def __len__(self) -> int:
-        return len(self._winners)
+        return len(self.winners)
 
 
 class _CountingHot(Mapping[int, Mapping[object, Callable[..., Any]]]):
-    """A tuner's in-memory winners by set id, read through :class:`_CountingWinners`."""
+    """A tuner's in-memory winners by set id, each set's read through a :class:`_CountingWinners`."""
 
-    __slots__ = ("_count", "_hot")
+    __slots__ = ("_hot", "_lock", "_tally", "_views")
 
-    def __init__(self, hot: Mapping[int, Mapping[object, Callable[..., Any]]], count: Callable[[object], None]) -> None:
+    def __init__(
+        self, hot: Mapping[int, Mapping[object, Callable[..., Any]]], tally: dict[object, int], lock: threading.Lock
+    ) -> None:
         self._hot = hot
-        self._count = count
+        self._tally = tally
+        self._lock = lock
+        self._views: dict[int, _CountingWinners] = {}
 
     def __getitem__(self, set_id: int) -> Mapping[object, Callable[..., Any]]:
-        return _CountingWinners(self._hot[set_id], self._count)
+        winners = self._hot[set_id]
+        view = self._views.get(set_id)
+        # Made once per set, not per call; made again when the tuner replaces the set's dict (a clear).
+        if view is None or view.winners is not winners:
+            view = self._views[set_id] = _CountingWinners(winners, self._tally, self._lock)
+        return view
 
     def __iter__(self) -> Iterator[int]:
         return iter(self._hot)
@@ -283,11 +314,7 @@ def counting_hot(
     counter = hit_counter()
     if counter is None:
         return hot
-
-    def count(key_id: object) -> None:
-        counter.hit(tuner, device_id, key_id)
-
-    return _CountingHot(hot, count)
+    return _CountingHot(hot, counter.tally(tuner, device_id), counter.lock)
 
 
 def read_hit_summaries(path: str | os.PathLike[str]) -> Iterator[HitSummary]:
