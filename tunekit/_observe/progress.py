@@ -148,6 +148,8 @@ class _Tune:
         """The phase with its own count, so no two counts on the line can be read as one."""
         total = max(self.total, 1)
         match self.phase:
+            case "compile" if not self.total:  # before the first batch is known
+                return "[bold]compile[/]"
             case "compile":
                 return f"[bold]compile[/] {len(self.compiled)}/{total}"
             case "check":
@@ -218,10 +220,8 @@ def _decided(decided: TuneDecision) -> str:
     if decided.runner_up is None:
         return text + "; no runner-up, so no margin"
     runner_up = f"{escape(decided.runner_up)} {format_ns(decided.runner_up_ns or 0.0)}"
-    text += f"; margin {escape(decided.margin_text)} over {runner_up}"
-    if not decided.trusted:
-        text += " [yellow](not trusted: spread wider than the margin)[/]"
-    return text
+    doubt = "" if decided.trusted else "[yellow](not trusted: the spread is wider)[/] "
+    return f"{text}; margin {doubt}{escape(decided.margin_text)} over {runner_up}"
 
 
 class TerminalProgress:
