@@ -179,3 +179,17 @@ def test_the_last_summary_is_written_at_exit(tmp_path: Path) -> None:
     subprocess.run([sys.executable, "-c", textwrap.dedent(_EXITING)], env=env, check=True, timeout=120)
     (summary,) = read_hit_summaries(records)
     assert summary.total == 499 and summary.counts[0].tuner == "hits_at_exit"
+
+
+def test_reading_the_records_of_a_warm_run_that_wrote_none_says_why(tmp_path: Path) -> None:
+    """Regression: a warm run writes no record, and reading its records file back raised a bare FileNotFoundError."""
+    records = tmp_path / "records.jsonl"
+    tk.configure(record=str(records))
+    x = np.zeros(100, np.float32)
+    _calls(tk.LocalTuner[SizeKey, np.ndarray]("warm_run"), x)
+    records.unlink()  # the next process is served from the cache: nothing decided, nothing written
+    _calls(tk.LocalTuner[SizeKey, np.ndarray]("warm_run"), x, x)
+    assert not records.exists()
+    with pytest.raises(FileNotFoundError, match="a run served from the cache writes none") as raised:
+        list(tk.read_records(records))
+    assert str(records) in str(raised.value)
