@@ -2,8 +2,9 @@
 
 Run: ``.venv/bin/python benches/dispatch.py`` (or ``make bench``). Two operations are timed,
 written as user code writes them: the README's first example (``SumKey``: an anchored size and
-the array's dtype, ``dtype=x.dtype``) and a three-field key (two anchored sizes and the dtype).
-Their candidates return the input, so the winner costs what a no-op Python call costs and the
+the array's dtype, ``dtype=x.dtype``) and a three-field key (two anchored sizes and the dtype);
+a third runs the first on a tuner with the hit counter on (``count_hits``; the others run with
+it off, its default). Their candidates return the input, so the winner costs what a no-op Python call costs and the
 overhead is plain to see. Each path runs ``CALLS`` calls per round, the paths interleaved, over
 ``ROUNDS`` rounds; the table reports medians over rounds of the process's CPU time per call
 (``time.process_time_ns``: time spent waiting for a shared CPU is not counted). The overhead is
@@ -48,6 +49,7 @@ class RowsKey:
 
 TUNER: tk.LocalTuner[SumKey, np.ndarray] = tk.LocalTuner("dispatch_bench")
 ROWS_TUNER: tk.LocalTuner[RowsKey, np.ndarray] = tk.LocalTuner("dispatch_bench_rows")
+COUNTED_TUNER: tk.LocalTuner[SumKey, np.ndarray] = tk.LocalTuner("dispatch_bench_counted")
 
 
 def _first(x: np.ndarray) -> np.ndarray:
@@ -82,6 +84,18 @@ def rows_op(client: CpuClient, x: np.ndarray) -> np.ndarray:
     return ROWS_TUNER.execute(client.device_id, client, tunables, (x,))
 
 
+def counted_sum(client: CpuClient, x: np.ndarray) -> np.ndarray:
+    """The README's first example on a tuner that counts its hits (``count_hits`` on at its first call)."""
+    tunables = COUNTED_TUNER.init(
+        lambda: (
+            tk.TunableSet(key=lambda x: SumKey(n=x.shape[1], dtype=x.dtype))
+            .with_tunable(tk.Tunable("first", _first))
+            .with_tunable(tk.Tunable("second", _second))
+        )
+    )
+    return COUNTED_TUNER.execute(client.device_id, client, tunables, (x,))
+
+
 def _noop(client: CpuClient, x: np.ndarray) -> np.ndarray:
     return x
 
@@ -107,11 +121,16 @@ def main() -> None:
         x = np.ones((64, 1000), dtype=np.float32)
         row_sum(client, x)  # tune once; every later call is a cache hit
         rows_op(client, x)
+        # The hit counter is chosen when a tuner first runs on a device: on for this tuner alone.
+        tk.configure(count_hits=True)
+        counted_sum(client, x)
+        tk.configure()
         paths: dict[str, Callable[[CpuClient, np.ndarray], Any]] = {
             "no-op Python call": _noop,
             "winner called directly": _winner,
             "README example (SumKey: n, dtype)": row_sum,
             "three-field key (n, rows, dtype)": rows_op,
+            "README example, count_hits on": counted_sum,
         }
         times: dict[str, list[float]] = {name: [] for name in paths}
         for _ in range(ROUNDS):

@@ -93,10 +93,18 @@ def run_search_demo(
     *,
     signals: int = 16,
     length: int = 16384,
-    max_evals: int = 20,
-    max_seconds: float = 10.0,
+    max_evals: int | None = 20,
+    max_seconds: float | None = None,
 ) -> SearchDemo:
-    """Search the pipeline's space for one request shape unless a verified record has it, then serve it."""
+    """Search the pipeline's space for one request shape unless a verified record has it, then serve it.
+
+    The budget is a count by default, so every run keeps it whatever the machine's load: 20 of
+    the 84 configurations. ``max_seconds`` adds a time limit, which ends the search phase only
+    (see :func:`budget_text`).
+    """
+    budget = tk.Budget(
+        max_evals=max_evals, max_seconds=max_seconds, strategy="auto", seed=0, require=[INCUMBENT], log=None
+    )
     request = _request(directory, signals, length)
     client, key, tunables, record_path = request.client, request.key, request.tunables, request.record_path
     record: tk.Record | None = None
@@ -119,12 +127,8 @@ def run_search_demo(
                 (request.x, request.taps),
                 tuner=TUNER.name,
                 key=key,
-                strategy="auto",
-                seed=0,
-                max_evals=max_evals,
-                max_seconds=max_seconds,
-                require=[INCUMBENT],
-                log=request.log_path,
+                # The budget the table states is the one run: one object, printed from what was passed.
+                budget=dataclasses.replace(budget, log=request.log_path),
             )
         finally:
             tk.remove_record_sink(sink)
@@ -138,8 +142,26 @@ def run_search_demo(
     demo = _serve(console, request, record, result, refused)
     if searched:
         demo = dataclasses.replace(demo, decision=tk.decision_of(searched[-1]))
-    print_search_demo(console, demo, budget=f"max_evals={max_evals}, max_seconds={max_seconds:g}")
+    print_search_demo(console, demo, budget=budget_text(budget))
     return demo
+
+
+def budget_text(budget: tk.Budget) -> str:
+    """The budget as the search enforces it: what each limit ends, and what comes after it, outside it."""
+    limits = []
+    if budget.max_evals is not None:
+        limits.append(f"max_evals={budget.max_evals}: at most {budget.max_evals} configurations measured")
+    if budget.max_seconds is not None:
+        limits.append(
+            f"max_seconds={budget.max_seconds:g}: no configuration starts after {budget.max_seconds:g} s "
+            "(those started finish their rounds and runoff)"
+        )
+    stated = ", or ".join(limits) if limits else "none: the whole space"
+    finalists = 4 if budget.finalists is None else budget.finalists
+    if finalists:
+        incumbent = " and the incumbent" if budget.require else ""
+        stated += f"; then the {finalists} fastest{incumbent} re-measured side by side, outside the budget"
+    return stated
 
 
 def serve_committed_record(
@@ -198,9 +220,13 @@ def print_search_demo(console: Console, demo: SearchDemo, *, budget: str | None)
     table.add_row("strategy", f"auto -> {entry.strategy}")
     if result is not None:
         resumed = sum(t.resumed for t in result.trials)
-        evaluated = (
-            f"{result.evaluations}, the incumbent first ({resumed} from the trial log), {result.wall_seconds:.1f} s"
-        )
+        evaluated = f"{result.evaluations}, the incumbent first ({resumed} from the trial log)"
+        evaluated += f", in {result.search_seconds:.1f} s"
+        if result.finalists:
+            evaluated += (
+                f"; {len(result.finalists)} finalists re-measured in {result.finalists_seconds:.1f} s "
+                f"({result.wall_seconds:.1f} s in all)"
+            )
     else:
         evaluated = f"{entry.evaluations} (by the search that made the record)"
     table.add_row("evaluated", evaluated)

@@ -7,6 +7,7 @@ import os
 import pty
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Annotated
 
@@ -15,6 +16,7 @@ from _tunables import sleeping as _sleep
 from rich.console import Console
 
 import tunekit as tk
+from tunekit._base.units import format_duration_ns
 from tunekit._observe.progress import TerminalProgress
 from tunekit_backends.cpu import CpuClient
 
@@ -63,7 +65,8 @@ def test_a_shown_tune_ends_with_a_summary_line_naming_the_winner() -> None:
     text = out.getvalue()
     assert "tuned shown n=16: 2 candidates" in text
     assert "winner sleep0.0" in text
-    assert "compiled " in text and "timed " in text  # the live line was drawn before the summary replaced it
+    # The live line was drawn, naming its phase, before the summary replaced it.
+    assert any(phase in text for phase in ("compile ", "warm-up ", "first samples ", "round ", "runoff "))
 
 
 def test_the_summary_line_gives_the_figures_that_decided() -> None:
@@ -80,7 +83,11 @@ def test_the_summary_line_gives_the_figures_that_decided() -> None:
     decision = tk.decision_of(records[-1])
     assert decision is not None and decision.runner_up is not None
     line = next(line for line in out.getvalue().splitlines() if "tuned decided" in line)
-    assert f"winner {decision.text()}" in line and decision.margin_text in line
+    assert f"winner {decision.winner} {format_duration_ns(decision.winner_ns)} ({decision.stage_text})" in line
+    # It ends with the margin over the runner-up, as the deciding stage measured them.
+    runner_up = f"{decision.runner_up} {format_duration_ns(decision.runner_up_ns or 0.0)}"
+    doubt = "" if decision.trusted else "(not trusted: the spread is wider) "
+    assert line.rstrip().endswith(f"margin {doubt}{decision.margin_text} over {runner_up}")
 
 
 def test_a_tune_shorter_than_the_delay_prints_nothing() -> None:
@@ -134,3 +141,131 @@ def test_progress_appears_on_a_terminal(tmp_path: Path) -> None:
 def test_progress_is_silent_off_a_terminal_or_when_disabled(tmp_path: Path) -> None:
     assert _run_script(tmp_path, terminal=False, progress="1") == ""
     assert "tuned progress_script" not in _run_script(tmp_path, terminal=True, progress="0")
+
+
+class _Snapshots:
+    """After each event (the display observes it first), what the display's line says and how full its bar is."""
+
+    def __init__(self, progress: TerminalProgress) -> None:
+        self.progress = progress
+        self.ids: list[int] = []
+        self.seen: list[tuple[str, float]] = []
+
+    def observe(self, event: tk.TuneEvent) -> None:
+        match event:
+            case tk.TuneStarted(tune_id=tune_id) | tk.SearchStarted(search_id=tune_id):
+                self.ids.append(tune_id)
+        if self.ids and (now := self.progress.describe(self.ids[0])) is not None:
+            self.seen.append(now)
+
+
+def _observed(progress: TerminalProgress) -> tuple[_Snapshots, list[tk.TuneObserver]]:
+    snapshots = _Snapshots(progress)
+    return snapshots, [tk.add_observer(progress), tk.add_observer(snapshots)]
+
+
+def _phases(seen: list[tuple[str, float]]) -> list[str]:
+    order: list[str] = []
+    for text, _ in seen:
+        for phase in ("compile", "warm-up", "first samples", "round", "runoff", "finalists"):
+            if phase in text and (not order or order[-1] != phase):
+                order.append(phase)
+    return order
+
+
+def test_the_line_names_each_phase_in_turn_and_the_bar_is_full_only_when_the_tune_ends() -> None:
+    """Regression: the bar read "15/15 timed", full, while rounds and the runoff went on for seconds."""
+    # A speed factor no noise reaches: the twins go on to the runoff, the slow one is out by separation.
+    tk.configure(runoff_pairs=12, max_samples=5, speed_factor=1000)
+    out = io.StringIO()
+    progress = TerminalProgress(console=Console(file=out, force_terminal=True, color_system=None, width=1000))
+    progress.delay_s = 0.0
+    snapshots, observers = _observed(progress)
+    records: list[tk.AutotuneRecord] = []
+    sink = tk.add_record_sink(records.append)
+    # Two equal candidates, never told apart: rounds to max_samples, then a runoff; the slow one is eliminated.
+    twin = _sleep(0.002)
+    tunables = tk.TunableSet(key=lambda n: NKey(n=n)).with_tunables([_sleep(0.03), twin, tk.Tunable("twin", twin.fn)])
+    try:
+        tk.LocalTuner[NKey, int]("phases").execute(CLIENT.device_id, CLIENT, tunables, (9,))
+    finally:
+        tk.remove_record_sink(sink)
+        for observer in observers:
+            tk.remove_observer(observer)
+    phases = _phases(snapshots.seen)
+    assert phases[0] == "compile" and phases[-2:] == ["round", "runoff"], phases
+    assert phases.index("first samples") < phases.index("round")
+    texts = [text for text, _ in snapshots.seen]
+    assert any("round 2 of <=5: 3 of 3 left" in t for t in texts)
+    assert any("runoff of 2: 1/12 pairs" in t for t in texts)  # the runoff may stop before its 12
+    # Never full while the tune runs, and never going back within it.
+    fractions = [fraction for _, fraction in snapshots.seen]
+    assert max(fractions) < 1.0 and fractions == sorted(fractions)
+    assert not any("0/3" in t and "3/3" in t for t in texts), "two counts on one line read as one"
+    decision = tk.decision_of(records[-1])
+    assert decision is not None and decision.stage_text.startswith("paired runoff")
+    line = next(line for line in out.getvalue().splitlines() if "tuned phases" in line)
+    line = line.rstrip().replace("(not trusted: the spread is wider) ", "")  # the twins are one speed
+    assert line.endswith(
+        f"margin {decision.margin_text} over {decision.runner_up} {format_duration_ns(decision.runner_up_ns or 0.0)}"
+    )
+
+
+def _build(config: tk.Config) -> object:
+    def run(n: int) -> int:
+        time.sleep(config.MS / 1000)
+        return n
+
+    return run
+
+
+def test_a_search_shows_its_budget_its_best_and_its_finalists_and_ends_with_the_margin() -> None:
+    tk.configure(runoff_pairs=10, max_samples=4)
+    out = io.StringIO()
+    progress = TerminalProgress(console=Console(file=out, force_terminal=True, color_system=None, width=300))
+    progress.delay_s = 0.0
+    snapshots, observers = _observed(progress)
+    try:
+        result = tk.search(
+            tk.Space(MS=[1, 2, 3, 4, 5, 6, 7, 8]),
+            _build,
+            CLIENT,
+            (3,),
+            tuner="searched_progress",
+            max_evals=4,
+            batch=2,
+            finalists=2,
+            strategy="random",
+        )
+    finally:
+        for observer in observers:
+            tk.remove_observer(observer)
+    texts = [text for text, _ in snapshots.seen]
+    assert any("evaluated 2/4 of 8" in t for t in texts) and any("evaluated 4/4 of 8" in t for t in texts)
+    assert any("best so far MS=" in t for t in texts)
+    assert _phases(snapshots.seen)[-1] == "finalists" or any("finalists (2" in t for t in texts)
+    fractions = [fraction for _, fraction in snapshots.seen]
+    assert max(fractions) < 1.0
+    line = next(line for line in out.getvalue().splitlines() if "searched searched_progress" in line)
+    assert f": 4 of 8 configurations in {result.search_seconds:.1f} s (stopped by max_evals), then 2 finalists" in line
+    assert f"winner {result.best.config.name} " in line and " margin " in line
+
+
+def test_a_search_inside_a_tune_shows_on_the_tunes_line() -> None:
+    tk.configure(runoff_pairs=10, max_samples=4)
+    out = io.StringIO()
+    progress = TerminalProgress(console=Console(file=out, force_terminal=True, color_system=None, width=300))
+    progress.delay_s = 0.0
+    snapshots, observers = _observed(progress)
+    tunables = tk.TunableSet.from_space(tk.Space(MS=[1, 2, 3, 4, 5, 6]), _build, key=lambda n: NKey(n=n)).with_search(
+        max_evals=3, batch=3, finalists=2, strategy="random"
+    )
+    try:
+        tk.LocalTuner[NKey, int]("searched_tune").execute(CLIENT.device_id, CLIENT, tunables, (5,))
+    finally:
+        for observer in observers:
+            tk.remove_observer(observer)
+    texts = [text for text, _ in snapshots.seen]
+    assert any("evaluated 3/3 of 6" in t for t in texts) and any("finalists (2" in t for t in texts)
+    line = next(line for line in out.getvalue().splitlines() if "tuned searched_tune" in line)
+    assert ": 3 of 6 configurations searched in " in line and "winner MS=" in line

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import io
 import json
 import sys
@@ -86,3 +87,43 @@ def test_a_record_of_this_cpu_under_another_numpy_is_used_with_a_warning_and_not
     assert tk.Record.load(again.record_path).device_id == data["device_id"], (
         "the record still says where it was measured"
     )
+
+
+def test_the_demo_states_the_budget_it_ran_and_gives_the_finalists_time_apart(tmp_path: Path) -> None:
+    """Regression: the demo printed max_seconds=10, then 19.4 s with the finalists in it, as if the budget ran over."""
+    demo_search.TUNER.clear()
+    out = io.StringIO()
+    demo = demo_search.run_search_demo(
+        Console(file=out, width=400), tmp_path, signals=4, length=2048, max_evals=5, max_seconds=600.0
+    )
+    shown, result = out.getvalue(), demo.result
+    assert result is not None
+    # What the table says the budget is, is what the search was given and kept.
+    assert "max_evals=5: at most 5 configurations measured" in shown
+    assert "max_seconds=600: no configuration starts after 600 s" in shown
+    assert result.stopped_by == "max_evals" and result.evaluations == 5
+    # The search phase (what max_seconds bounds) and the finalists' batch after it are shown apart.
+    assert result.finalists, "5 evaluations leave finalists to re-measure"
+    assert result.search_seconds + result.finalists_seconds == result.wall_seconds
+    assert 0 < result.finalists_seconds < result.wall_seconds
+    assert f"in {result.search_seconds:.1f} s; {len(result.finalists)} finalists re-measured in " in shown
+    assert f"{result.finalists_seconds:.1f} s ({result.wall_seconds:.1f} s in all)" in shown
+
+
+def test_the_readme_says_what_the_demo_searches() -> None:
+    """The README's count is the demo's own budget, and the demo's budget is a count (kept whatever the load)."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    defaults = inspect.signature(demo_search.run_search_demo).parameters
+    assert defaults["max_seconds"].default is None
+    assert f"{defaults['max_evals'].default} of the {SPACE.size} configurations" in readme
+    assert f"`max_evals={defaults['max_evals'].default}`" in readme
+
+
+def test_the_budget_text_says_what_each_limit_ends() -> None:
+    both = demo_search.budget_text(tk.Budget(max_evals=3, max_seconds=2.5, require=[demo_search.INCUMBENT]))
+    assert both == (
+        "max_evals=3: at most 3 configurations measured, or max_seconds=2.5: no configuration starts after 2.5 s "
+        "(those started finish their rounds and runoff); then the 4 fastest and the incumbent re-measured side by "
+        "side, outside the budget"
+    )
+    assert demo_search.budget_text(tk.Budget(finalists=0)) == "none: the whole space"

@@ -91,6 +91,12 @@ class Settings(BaseSettings):
     progress_delay_s: float = Field(
         1.0, ge=0, description="Seconds a tune runs before its progress appears, so quick tunes stay silent."
     )
+    count_hits: bool = Field(
+        False, description="Count cache hits per tuner and key: a summary record per interval, an OTel counter."
+    )
+    count_hits_interval_s: float = Field(
+        60.0, gt=0, allow_inf_nan=False, description="Seconds between two cache-hit summaries (and one at exit)."
+    )
     isolation: IsolationMode = Field(
         "none", description="process: time candidates in a forked worker, so a crash or hang disqualifies only it."
     )

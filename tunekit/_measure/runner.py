@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from tunekit._candidates.tunable_set import TunableSet, tuned_function
 from tunekit._measure.client import Client, SupportsCacheFlush, SupportsColdInputs
 
-__all__ = ["CandidateRunner", "InProcessRunner", "timed_run"]
+__all__ = ["CandidateRunner", "InProcessRunner", "SupportsPhases", "timed_run"]
 
 
 def timed_run(client: Client, run: Callable[[], object]) -> int:
@@ -56,6 +56,15 @@ class CandidateRunner(Protocol):
 
     def sample(self, index: int, *, flush: bool = True) -> int:
         """One timed run of candidate ``index`` in ns (the cache flushed first when ``flush``)."""
+        ...
+
+
+@runtime_checkable
+class SupportsPhases(Protocol):
+    """A runner told which phase the schedule is in (a progress display's runner); the others are not told."""
+
+    def phase(self, name: str, indices: Sequence[int], *, number: int = 0, limit: int | None = None) -> None:
+        """The schedule entered phase ``name`` with candidates ``indices``; see ``tk.PhaseStarted``."""
         ...
 
 

@@ -32,7 +32,7 @@ from tunekit._base.errors import NOT_A_CANDIDATE, CandidateFailed, describe_erro
 from tunekit._base.settings_model import Settings
 from tunekit._measure.client import Client, SupportsWarmup
 from tunekit._measure.evidence import Gap, centred_scores, gap
-from tunekit._measure.runner import CandidateRunner
+from tunekit._measure.runner import CandidateRunner, SupportsPhases
 from tunekit._measure.runoff import runoff
 from tunekit._values.durations import BenchmarkDurations
 from tunekit._values.outcome import Failed, Measured, Outcome, Skipped
@@ -241,10 +241,16 @@ class _Adaptive:
         }
         return self.result()
 
+    def announce(self, phase: str, indices: Sequence[int], *, number: int = 0, limit: int | None = None) -> None:
+        """Tell a runner that displays progress which phase this is (the others are not asked)."""
+        if isinstance(self.runner, SupportsPhases):
+            self.runner.phase(phase, indices, number=number, limit=limit)
+
     def warm_up_device(self) -> None:
         duration_ns = int(self.settings.warmup_ms * 1e6)
         if duration_ns <= 0 or not self.batch:
             return
+        self.announce("warmup", self.batch)
         if isinstance(self.client, SupportsWarmup):
             spent_ns = self.client.warm_up(duration_ns)
             spent_ms = self.settings.warmup_ms if spent_ns is None else spent_ns / 1e6
@@ -265,6 +271,7 @@ class _Adaptive:
 
     def admit(self) -> bool:
         """The first round, in priority order; True when a short circuit ended the batch."""
+        self.announce("admission", [i for i in self.batch if i not in self.outcomes])
         started = False
         while self.next_up < len(self.batch):
             index = self.batch[self.next_up]
@@ -394,6 +401,7 @@ class _Adaptive:
         return len(self.live) == 1 and len(self.kept(self.live[0])) < self.lone_samples
 
     def one_round(self, number: int) -> None:
+        self.announce("rounds", self.live, number=number, limit=self.settings.max_samples)
         # Rotating the order spreads the first and last slot of a round over every candidate.
         shift = number % len(self.live)
         order = self.live[shift:] + self.live[:shift]
@@ -454,6 +462,7 @@ class _Adaptive:
 
     def run_off(self) -> None:
         finalists = sorted(self.live, key=centred_scores(self.by_round, self.live).__getitem__)
+        self.announce("runoff", finalists, limit=self.settings.runoff_pairs)
         result = runoff(
             self.runner,
             finalists,

@@ -10,6 +10,10 @@ from tunekit._values.records import AutotuneRecord
 
 __all__ = [
     "BatchStarted",
+    "PhaseStarted",
+    "SearchAdvanced",
+    "SearchFinished",
+    "SearchStarted",
     "CacheLookup",
     "CandidateProgress",
     "LookupResult",
@@ -89,7 +93,79 @@ class TuneFinished:
     error: str | None = None
 
 
-TuneEvent = CacheLookup | TuneStarted | BatchStarted | CandidateProgress | TuneFinished
+@dataclass(frozen=True, slots=True)
+class PhaseStarted:
+    """A batch's schedule entered a phase: ``warmup``, ``admission`` (each candidate's first samples), a round of
+    ``rounds`` (``number`` 2, 3, ...), or the ``runoff``.
+
+    ``candidates``: those still in it; ``limit``: the most rounds (``rounds``) or pairs (``runoff``) the phase
+    may take, so a display can say how far it is without claiming the batch done while samples are still taken.
+    """
+
+    tune_id: int
+    phase: str
+    candidates: tuple[str, ...]
+    number: int = 0
+    limit: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SearchStarted:
+    """A search began (``tk.search``, ``tk.tune_objective``, or a set's ``with_search`` inside its tune).
+
+    ``search_id`` is the tune's ``tune_id`` for a search inside a tune, so its events and the tune's go together.
+    """
+
+    search_id: int
+    tuner: str
+    device_id: str
+    key: Mapping[str, object]
+    space_size: int | None
+    max_evals: int | None
+    max_seconds: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class SearchAdvanced:
+    """A search measured a batch (``stage="search"``) or is re-measuring its finalists (``stage="finalists"``)."""
+
+    search_id: int
+    evaluated: int
+    best: str | None
+    best_ns: float | None
+    stage: Literal["search", "finalists"] = "search"
+    finalists: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class SearchFinished:
+    """A search ended: what it evaluated, why it stopped, what its two phases took, and its record.
+
+    ``record`` is the search's own (``tk.search``, ``tk.tune_objective``); None for a search inside a tune,
+    whose :class:`TuneFinished` follows with the tune's.
+    """
+
+    search_id: int
+    evaluated: int
+    stopped_by: str
+    search_seconds: float
+    finalists: int
+    finalists_seconds: float
+    record: AutotuneRecord | None = None
+    error: str | None = None
+
+
+TuneEvent = (
+    CacheLookup
+    | TuneStarted
+    | BatchStarted
+    | CandidateProgress
+    | PhaseStarted
+    | TuneFinished
+    | SearchStarted
+    | SearchAdvanced
+    | SearchFinished
+)
 
 
 @runtime_checkable

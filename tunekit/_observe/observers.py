@@ -19,6 +19,10 @@ from tunekit._measure.runner import CandidateRunner
 from tunekit._observe.events import (
     BatchStarted,
     CandidateProgress,
+    PhaseStarted,
+    SearchAdvanced,
+    SearchFinished,
+    SearchStarted,
     TuneEvent,
     TuneFinished,
     TuneObserver,
@@ -28,7 +32,7 @@ from tunekit._observe.progress import terminal_progress
 from tunekit._values.outcome import Failed, Measured, Outcome, Skipped
 from tunekit._values.records import AutotuneRecord
 
-__all__ = ["add_observer", "notify", "observe_tune", "remove_observer"]
+__all__ = ["TuneObservation", "add_observer", "notify", "observe_search", "observe_tune", "remove_observer"]
 
 _log = logging.getLogger("tunekit.observe")
 
@@ -118,6 +122,31 @@ class TuneObservation:
                     event = CandidateProgress(self.tune_id, names[index], "skipped", detail=reason)
             notify(event, self.observers)
 
+    def search_started(
+        self,
+        tuner: str,
+        device_id: str,
+        key: Mapping[str, object],
+        *,
+        space_size: int | None,
+        max_evals: int | None,
+        max_seconds: float | None,
+    ) -> None:
+        """A search began, under this observation's id (a tune's, for a search inside a tune)."""
+        if self.observers:
+            event = SearchStarted(self.tune_id, tuner, device_id, key, space_size, max_evals, max_seconds)
+            notify(event, self.observers)
+
+    def search_advanced(self, event: SearchAdvanced) -> None:
+        """The search measured a batch, or turned to its finalists."""
+        if self.observers:
+            notify(event, self.observers)
+
+    def search_finished(self, event: SearchFinished) -> None:
+        """The search ended (with its record, for a search of its own)."""
+        if self.observers:
+            notify(event, self.observers)
+
     def failed(self, exc: BaseException) -> None:
         """The tune raised before a decision was made."""
         if self.observers:
@@ -140,6 +169,14 @@ def observe_tune(
     return observation
 
 
+def observe_search(settings: Settings) -> TuneObservation:
+    """The observers in force for a search of its own (``tk.search``, ``tk.tune_objective``), under a new id.
+
+    The search announces itself (``search_started``) once its budget and space are known.
+    """
+    return TuneObservation(_active(settings), next(_tune_ids))
+
+
 def decision(record: AutotuneRecord) -> None:
     """Report a decision that measured nothing (autotuning disabled, a demotion)."""
     if _observers:
@@ -157,6 +194,11 @@ class _ObservedRunner:
     def warmup(self, index: int) -> None:
         self._inner.warmup(index)
         self._observation.compiled(index, self._names[index])
+
+    def phase(self, name: str, indices: Sequence[int], *, number: int = 0, limit: int | None = None) -> None:
+        names = tuple(self._names[i] for i in indices)
+        event = PhaseStarted(self._observation.tune_id, name, names, number=number, limit=limit)
+        notify(event, self._observation.observers)
 
     def sample(self, index: int, *, flush: bool = True) -> int:
         duration_ns = self._inner.sample(index, flush=flush)

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from tunekit._base.errors import TunekitError
 from tunekit._base.version import __version__
 from tunekit._observe.events import CacheLookup, TuneEvent, TuneFinished, TuneObserver, TuneStarted
+from tunekit._observe.hit_count import current_counter
 from tunekit._observe.observers import add_observer
 from tunekit._values.records import AutotuneRecord, CandidateRecord
 
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
     from contextvars import Token
 
     from opentelemetry.context import Context
-    from opentelemetry.metrics import MeterProvider
+    from opentelemetry.metrics import CallbackOptions, MeterProvider, Observation
     from opentelemetry.trace import Span, TracerProvider
 
 __all__ = ["OpenTelemetryObserver", "instrument_opentelemetry"]
@@ -56,6 +57,22 @@ def _candidate_attributes(candidate: CandidateRecord) -> dict[str, str | int | f
     return attributes
 
 
+def _hit_observations(options: CallbackOptions) -> Iterable[Observation]:
+    """The cumulative hits of each bucket, for the ``tunekit.cache.hits`` observable counter."""
+    from opentelemetry.metrics import Observation  # noqa: PLC0415 - the optional otel extra
+
+    counter = current_counter()
+    if counter is None:
+        return []
+    return [
+        Observation(
+            hits,
+            {"tunekit.tuner": tuner, "tunekit.device_id": device, "tunekit.key": key, "tunekit.source": source},
+        )
+        for (tuner, device, key, source), hits in counter.totals().items()
+    ]
+
+
 class OpenTelemetryObserver:
     """Turns tune events into spans and metrics; see :func:`instrument_opentelemetry`.
 
@@ -82,6 +99,13 @@ class OpenTelemetryObserver:
         )
         self._duration = meter.create_histogram(
             "tunekit.tune.duration", unit="s", description="Wall time of each tune, from start to decision."
+        )
+        # Read at each collection from the hit counter (count_hits), so a hit costs the metric nothing.
+        meter.create_observable_counter(
+            "tunekit.cache.hits",
+            callbacks=[_hit_observations],
+            unit="{hit}",
+            description="Calls served by a cached winner, by tuner, key and source (count_hits must be on).",
         )
         self._lock = threading.Lock()
         self._open: dict[int, tuple[Span, Token[Context]]] = {}
@@ -159,7 +183,9 @@ def instrument_opentelemetry(*, tracer_provider: Any | None = None, meter_provid
     Spans are named ``tunekit.tune`` with ``tunekit.tuner``, ``tunekit.device_id`` and
     ``tunekit.key`` (plus ``tunekit.key.<field>``) attributes and one ``tunekit.candidate``
     event per candidate (median, status, error). Metrics: ``tunekit.cache.lookups``
-    (by ``tunekit.result``: hit, miss, stale), ``tunekit.tunes`` (by ``tunekit.decision``) and
-    the ``tunekit.tune.duration`` histogram. The global providers are used unless given.
+    (by ``tunekit.result``: hit, miss, stale), ``tunekit.tunes`` (by ``tunekit.decision``),
+    the ``tunekit.tune.duration`` histogram and, with ``count_hits`` on, the cumulative
+    ``tunekit.cache.hits`` (by ``tunekit.tuner``, ``tunekit.key`` and ``tunekit.source``: memory
+    or persistent). The global providers are used unless given.
     """
     return add_observer(OpenTelemetryObserver(tracer_provider=tracer_provider, meter_provider=meter_provider))

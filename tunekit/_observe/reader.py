@@ -19,10 +19,13 @@ from tunekit._base.persisted import STORED
 from tunekit._base.validation_text import validation_text
 from tunekit._values.records import AutotuneRecord
 
-__all__ = ["BadLine", "RecordLine", "follow_records", "parse_line", "read_records"]
+__all__ = ["HIT_SUMMARY_PREFIX", "BadLine", "RecordLine", "follow_records", "parse_line", "read_records"]
 
 # A record holds every sample of every candidate; a line far past this is not one of ours.
 _MAX_LINE = 64 * 1024 * 1024
+
+HIT_SUMMARY_PREFIX = b'{"kind":"hit_summary"'
+"""How a cache-hit summary line (``tunekit._observe.hit_count``) starts: ``kind`` is its first field."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +46,8 @@ class BadLine:
 
 def parse_line(number: int, raw: bytes) -> RecordLine | BadLine | None:
     """One line of a records file; None for a blank line."""
-    if not raw.strip():
+    # Blank, or a cache-hit summary (tunekit._observe.hit_count), which is no tune record: skipped alike.
+    if not raw.strip() or raw.startswith(HIT_SUMMARY_PREFIX):
         return None
     if len(raw) > _MAX_LINE:
         return BadLine(number, f"line is {len(raw)} bytes, longer than any record")
@@ -64,7 +68,16 @@ def read_records(path: str | os.PathLike[str]) -> Iterator[RecordLine | BadLine]
 
     A last line without its newline is reported as cut short (a writer was killed mid-line).
     """
-    with open(path, "rb") as file:
+    try:
+        file = open(path, "rb")  # noqa: SIM115 - closed by the with below; opened apart to explain a missing file
+    except FileNotFoundError as exc:
+        # Expected on a warm run: a cache hit decides nothing, so it writes no record, and no file is made.
+        raise FileNotFoundError(
+            exc.errno,
+            f"no records file at {os.fspath(path)}: records are written where TUNEKIT_RECORD points, once a "
+            "tune decides something (a run served from the cache writes none; TUNEKIT_COUNT_HITS=1 counts its hits)",
+        ) from None
+    with file:
         for number, raw in enumerate(file, start=1):
             parsed = parse_line(number, raw)
             if isinstance(parsed, BadLine) and not raw.endswith(b"\n"):

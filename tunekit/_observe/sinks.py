@@ -182,6 +182,10 @@ class JsonlSink:
         text, escaped = record_line(record)
         if escaped:
             _escaped_warning(f"JsonlSink({str(self.path)!r})", record, escaped, self._complaints)
+        self.write_line(text)
+
+    def write_line(self, text: str) -> None:
+        """Append one line of JSON (a record, or a cache-hit summary), whole, with the guarantees of :meth:`emit`."""
         data = (text + "\n").encode()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -238,6 +242,10 @@ class StreamSink:
         text, escaped = record_line(record)
         if escaped:
             _escaped_warning(f"StreamSink({getattr(self.stream, 'name', 'stream')})", record, escaped, self._complaints)
+        self.write_line(text)
+
+    def write_line(self, text: str) -> None:
+        """Write one line of JSON (a record, or a cache-hit summary) and flush."""
         with self._lock:
             self.stream.write(text + "\n")
             self.stream.flush()

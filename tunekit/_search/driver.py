@@ -22,6 +22,8 @@ from tunekit._candidates.config import Config
 from tunekit._candidates.search_spec import empty_space_error, incumbents_of
 from tunekit._candidates.space import Space
 from tunekit._keys.key import is_autotune_key, key_to_dict
+from tunekit._observe.events import SearchAdvanced, SearchFinished
+from tunekit._observe.observers import TuneObservation
 from tunekit._search.choose import choose_strategy
 from tunekit._search.entries import entry_of, outcome_of
 from tunekit._search.proposals import check_proposals
@@ -29,9 +31,9 @@ from tunekit._search.result import SearchResult, StopReason, Trial, score_of
 from tunekit._search.strategies import Strategy
 from tunekit._store.trials import TrialLog
 from tunekit._values.outcome import Outcome, Skipped
-from tunekit._values.records import RecordEvent
+from tunekit._values.records import AutotuneRecord, RecordEvent
 
-__all__ = ["Evaluate", "Ranked", "refuse_autotune_off", "run_search"]
+__all__ = ["Evaluate", "Ranked", "refuse_autotune_off", "run_search", "search_finished"]
 
 Evaluate = Callable[[Sequence[Config], float | None], Mapping[Config, Outcome]]
 """Measures a batch of configurations; one outcome per configuration evaluated.
@@ -78,6 +80,7 @@ def run_search(
     key: object = None,
     remaining: Callable[[], int | None] | None = None,
     build_id: str | None = None,
+    observation: TuneObservation | None = None,
 ) -> SearchResult:
     """Search ``space`` until ``budget`` ends it; see ``tk.search``.
 
@@ -87,6 +90,8 @@ def run_search(
     ``remaining``: how many more measurements an objective allows (None: no limit of its own).
     ``build_id``: a digest of the code that builds the candidates, kept in the trial log's
     header so that a log measured with other code is refused.
+    ``observation``: told when the search starts, after each batch and before the finalists'
+    (a progress display); the caller tells it when the search ends (:func:`search_finished`).
     """
     key_dict: dict[str, Any] | None = None
     if key is not None:
@@ -94,6 +99,16 @@ def run_search(
             raise TypeError(f"search(key=...) takes an @tk.autotune_key instance, got {type(key).__name__}")
         key_dict = key_to_dict(key)
     max_evals, max_seconds = budget.max_evals, budget.max_seconds
+    if observation is not None:
+        size = space.counted_size()
+        observation.search_started(
+            tuner,
+            device_id,
+            key_dict or {},
+            space_size=space.cartesian_size if size is None else size,
+            max_evals=max_evals,
+            max_seconds=max_seconds,
+        )
     batch = BATCH if budget.batch is None else budget.batch
     incumbents = incumbents_of(space, budget.require)
     name, factory = choose_strategy(space, budget)
@@ -155,6 +170,8 @@ def run_search(
                 evaluated.add(trial.config)
                 if not isinstance(trial.outcome, Skipped):
                     ran.add(trial.config)
+            if observation is not None:
+                observation.search_advanced(_advanced(observation.tune_id, done))
             return trials
 
         spent = 0.0
@@ -219,7 +236,10 @@ def run_search(
         if trial_log is not None:
             trial_log.close()
     finalists = FINALISTS if budget.finalists is None else budget.finalists
-    final, final_events = _final_batch(evaluate, done, incumbents, finalists)
+    # Timed apart: the budget ends the search phase, and the finalists' batch comes after it, outside it.
+    final_started = time.monotonic()
+    final, final_events = _final_batch(evaluate, done, incumbents, finalists, observation)
+    finalists_seconds = time.monotonic() - final_started if final else 0.0
     return SearchResult(
         tuner=tuner,
         device_id=device_id,
@@ -230,6 +250,7 @@ def run_search(
         stopped_by=stopped,
         strategy_seconds=spent,
         wall_seconds=time.monotonic() - started,
+        finalists_seconds=finalists_seconds,
         finalists=final,
         final_events=final_events,
         key=key,
@@ -246,8 +267,37 @@ def _searched_whole(space: Space, evaluated: int) -> bool:
     return evaluated >= (space.cartesian_size if size is None else size)
 
 
+def _advanced(search_id: int, done: Mapping[Config, Trial], finalists: int = 0) -> SearchAdvanced:
+    best = min((t for t in done.values() if t.score is not None), key=score_of, default=None)
+    return SearchAdvanced(
+        search_id,
+        len(done),
+        None if best is None else best.config.name,
+        None if best is None else best.score,
+        "finalists" if finalists else "search",
+        finalists,
+    )
+
+
+def search_finished(search_id: int, result: SearchResult, record: AutotuneRecord | None = None) -> SearchFinished:
+    """The event that ends a search's progress: its counts, its two phases' times, and its record if it has one."""
+    return SearchFinished(
+        search_id,
+        result.evaluations,
+        result.stopped_by,
+        result.search_seconds,
+        len(result.finalists),
+        result.finalists_seconds,
+        record,
+    )
+
+
 def _final_batch(
-    evaluate: Evaluate, done: Mapping[Config, Trial], incumbents: Sequence[Config], finalists: int
+    evaluate: Evaluate,
+    done: Mapping[Config, Trial],
+    incumbents: Sequence[Config],
+    finalists: int,
+    observation: TuneObservation | None = None,
 ) -> tuple[tuple[Trial, ...], tuple[RecordEvent, ...]]:
     """The ``finalists`` fastest trials and every measured incumbent, re-measured side by side, and the events of
     that batch (the comparison that decided the winner); nothing for fewer than two.
@@ -263,6 +313,8 @@ def _final_batch(
         leaders += [done[c] for c in incumbents if c in done and done[c].score is not None and c not in chosen]
     if len(leaders) <= 1:
         return (), ()
+    if observation is not None:
+        observation.search_advanced(_advanced(observation.tune_id, done, len(leaders)))
     outcomes = evaluate([t.config for t in leaders], None)
     order = list(outcomes.ranking) if isinstance(outcomes, Ranked) and outcomes.ranking else []
     by_score = sorted(

@@ -21,8 +21,10 @@ from tunekit._candidates.budget import OBJECTIVE_KEYS, Budget, BudgetOptions, bu
 from tunekit._candidates.config import Config
 from tunekit._candidates.search_spec import check_search_names
 from tunekit._candidates.space import Space
+from tunekit._observe.events import SearchFinished
+from tunekit._observe.observers import observe_search
 from tunekit._observe.sinks import RecordSink, as_sinks
-from tunekit._search.driver import refuse_autotune_off, run_search
+from tunekit._search.driver import refuse_autotune_off, run_search, search_finished
 from tunekit._search.record import emit_search_record, raise_if_no_winner
 from tunekit._search.result import SearchResult
 from tunekit._values.durations import BenchmarkDurations
@@ -134,8 +136,24 @@ def tune_objective(
             outcomes[config] = outcome
         return outcomes
 
-    result = run_search(space, evaluate, budget=budget, tuner=tuner, device_id=device_id, key=key, remaining=remaining)
-    emit_search_record(result, key, resolved_sinks)
+    observation = observe_search(_settings.current())
+    try:
+        result = run_search(
+            space,
+            evaluate,
+            budget=budget,
+            tuner=tuner,
+            device_id=device_id,
+            key=key,
+            remaining=remaining,
+            observation=observation,
+        )
+    except BaseException as exc:
+        failed = SearchFinished(observation.tune_id, 0, "error", 0.0, 0, 0.0, error=describe_error(exc))
+        observation.search_finished(failed)
+        raise
+    record = emit_search_record(result, key, resolved_sinks)
+    observation.search_finished(search_finished(observation.tune_id, result, record))
     raise_if_no_winner(result, key, budget.log)
     return result
 

@@ -35,11 +35,11 @@ def search_ended(result: SearchResult) -> SearchEnded:
 
 def emit_search_record(
     result: SearchResult, key: object, sinks: Sequence[RecordSink], name_of: Callable[[Config], str] = config_name
-) -> None:
+) -> AutotuneRecord:
     """The record of a search run on its own (``tk.search``, ``tk.tune_objective``), to every sink.
 
     Candidates are named by ``name_of``, as the set being tuned names them, so that the record
-    and a tuner's record of the same candidates agree.
+    and a tuner's record of the same candidates agree. Returns the record sent.
     """
     ranking = result.ranking
     # The finalists' re-measurement decided the winner, so it is what the record shows for them:
@@ -58,6 +58,7 @@ def emit_search_record(
         events=[search_ended(result), *result.final_events],  # the finalists' batch decided: how, is kept
     )
     emit_to_all(record, sinks)
+    return record
 
 
 def raise_if_no_winner(

@@ -74,6 +74,13 @@ class SearchResult:
     strategy_seconds: float
     wall_seconds: float
 
+    finalists_seconds: float = 0.0
+    """Seconds of ``wall_seconds`` that the finalists' side-by-side re-measurement took (0 without one).
+
+    It runs once the budget has ended the search, and is outside it: ``wall_seconds`` less this
+    is the time ``max_seconds`` bounds (its overrun is the rounds and runoff of the batch that was
+    running when the time ran out, as no configuration starts after it).
+    """
     finalists: tuple[Trial, ...] = ()
     final_events: tuple[RecordEvent, ...] = ()
     """What the schedule did in the finalists' batch (rounds, a runoff): the comparison that chose the winner."""
@@ -86,6 +93,11 @@ class SearchResult:
     holding the log is that search's time): a resumed search can stop at ``max_seconds`` after a
     fraction of a second, its time spent before it was killed.
     """
+
+    @property
+    def search_seconds(self) -> float:
+        """Seconds this call spent searching, before the finalists' re-measurement: what ``max_seconds`` bounds."""
+        return self.wall_seconds - self.finalists_seconds
 
     @property
     def ranking(self) -> tuple[Trial, ...]:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Unpack
 
 from tunekit._base import settings as _settings
+from tunekit._base.errors import describe_error
 from tunekit._candidates.budget import SEARCH_KEYS, Budget, SearchOptions, budget_from
 from tunekit._candidates.config import Config
 from tunekit._candidates.reference import reference_of
@@ -17,8 +19,10 @@ from tunekit._measure.check import Gate
 from tunekit._measure.client import Client, require_client
 from tunekit._measure.isolation import check_each, open_runner, refuse_unforkable
 from tunekit._measure.schedule import measure_batch
+from tunekit._observe.events import SearchFinished
+from tunekit._observe.observers import observe_search
 from tunekit._observe.sinks import RecordSink, as_sinks
-from tunekit._search.driver import Ranked, refuse_autotune_off, run_search
+from tunekit._search.driver import Ranked, refuse_autotune_off, run_search, search_finished
 from tunekit._search.record import emit_search_record, raise_if_no_winner
 from tunekit._search.result import SearchResult
 from tunekit._values.outcome import Failed, Outcome
@@ -126,17 +130,25 @@ def search(
     # inputs as they were at the first check (timed runs of in-place kernels change them).
     gate = None if reference is None else Gate(client, args, reference_of("tk.search", reference, outputs, rtol, atol))
 
+    # A progress display (a terminal, an observer) sees the search, and each batch's compile, check and schedule.
+    observation = observe_search(settings)
+    batches = itertools.count()
+
     def evaluate(configs: Sequence[Config], deadline: float | None) -> Mapping[Config, Outcome]:
         tunables: TunableSet[Any, Any] = TunableSet(key=lambda *_: None).with_tunables(
             [Tunable(name_of(c), LazyBuild(build, c)) for c in configs]
         )
         failed: dict[int, Outcome] = {}
-        with open_runner(client, tunables, args, settings, key=key, where=where, gate=gate) as runner:
+        observation.batch(next(batches), tunables.names)
+        with open_runner(client, tunables, args, settings, key=key, where=where, gate=gate) as opened:
+            runner = observation.runner(opened, tunables.names)
             if gate is not None:
                 # Those that fail the check (or raise) are never timed.
                 for index, check in check_each(runner, gate, range(len(configs)), tunables):
                     if isinstance(check, Failed) or not check.passed:
                         failed[index] = check if isinstance(check, Failed) else Failed(check.detail, "check")
+                    else:
+                        observation.checked(tunables.names[index])
             measured = measure_batch(
                 runner,
                 [i for i in range(len(configs)) if i not in failed],
@@ -146,21 +158,30 @@ def search(
                 lone_samples=settings.min_samples,
                 deadline=deadline,
             )
+        observation.outcomes({**measured.outcomes, **failed}, tunables.names)
         # Those the deadline kept from starting are left out: they are no trials.
         ranked = Ranked({c: o for i, c in enumerate(configs) if (o := failed.get(i, measured.get(i))) is not None})
         ranked.ranking = tuple(configs[i] for i in measured.ranking)
         ranked.events = measured.events
         return ranked
 
-    result = run_search(
-        space,
-        evaluate,
-        budget=budget,
-        tuner=tuner,
-        device_id=client.device_id,
-        key=key,
-        build_id=build_identity(build) if budget.log is not None else None,  # only a log keeps it
-    )
-    emit_search_record(result, key, resolved_sinks, name_of)
+    try:
+        result = run_search(
+            space,
+            evaluate,
+            budget=budget,
+            tuner=tuner,
+            device_id=client.device_id,
+            key=key,
+            build_id=build_identity(build) if budget.log is not None else None,  # only a log keeps it
+            observation=observation,
+        )
+    except BaseException as exc:
+        observation.search_finished(
+            SearchFinished(observation.tune_id, 0, "error", 0.0, 0, 0.0, None, describe_error(exc))
+        )
+        raise
+    record = emit_search_record(result, key, resolved_sinks, name_of)
+    observation.search_finished(search_finished(observation.tune_id, result, record))
     raise_if_no_winner(result, key, budget.log, name_of)
     return result

@@ -97,13 +97,16 @@ class LocalTuner(Generic[K, Out]):
             # process's first miss, not with LocalTuner: importing tunekit, or a module that defines its
             # tuners at import, does not pay the ~300 ms it takes (benches/import_time.py). A hit reads
             # self._hot alone and never comes here.
+            from tunekit._observe.hit_count import counting_hot  # noqa: PLC0415 - see above
             from tunekit._tune.tuner import Tuner  # noqa: PLC0415 - see above
 
             with self._lock:
                 tuner = self._tuners.get(device_id)
                 if tuner is None:
                     tuner = self._tuners[device_id] = Tuner(self.name, device_id, sinks=self._sinks)
-                    self._hot[device_id] = tuner.tune_cache.hot
+                    # The winners themselves unless count_hits is on: then a view that counts each one read,
+                    # so counting costs nothing on the hit path while it is off.
+                    self._hot[device_id] = counting_hot(self.name, device_id, tuner.tune_cache.hot)
         return tuner
 
     def execute(self, device_id: str, client: Client, tunables: TunableSet[K, Out], inputs: tuple[Any, ...]) -> Out:

@@ -98,6 +98,7 @@ def measure(job: TuneJob, observation: TuneObservation) -> Measurement:
                     planned=planned,
                     run_batch=run_batch,
                     events=job.events,
+                    observation=observation,
                 )
             )
         for number, batch in enumerate(batches):

@@ -20,6 +20,7 @@ from tunekit._candidates.search_spec import SearchSpec
 from tunekit._candidates.tunable_set import TunableSet
 from tunekit._keys.key import key_to_dict
 from tunekit._measure.schedule import BatchResult
+from tunekit._observe.observers import TuneObservation
 from tunekit._store.trials import key_log_path
 from tunekit._values.outcome import Outcome, Skipped
 from tunekit._values.records import RecordEvent, SearchEnded, ShortCircuit
@@ -43,6 +44,7 @@ def search_tune(
     planned: Container[int],
     run_batch: RunBatch,
     events: list[RecordEvent],
+    observation: TuneObservation | None = None,
 ) -> tuple[dict[int, Outcome], dict[int, int], tuple[int, ...]]:
     """Search the set's space for ``key``; the outcomes and batch of every evaluated candidate, and the ranking.
 
@@ -51,7 +53,11 @@ def search_tune(
     """
     # The search machinery (strategies, their numpy and threadpoolctl) loads when a set first
     # searches: importing tunekit, or tuning a set that measures every candidate, never needs it.
-    from tunekit._search.driver import Ranked, run_search  # noqa: PLC0415 - search loads when used (issue 30)
+    from tunekit._search.driver import (  # noqa: PLC0415 - search loads when used (issue 30)
+        Ranked,
+        run_search,
+        search_finished,
+    )
     from tunekit._search.record import search_ended  # noqa: PLC0415 - search loads when used (issue 30)
 
     outcomes: dict[int, Outcome] = {}
@@ -75,6 +81,8 @@ def search_tune(
             else:
                 index_of[config] = index
                 config_at[index] = config
+        if observation is not None:
+            observation.batch(number, [tunables.tunables[i].name for i in config_at])
         results, measured = run_batch(list(config_at), number, deadline)
         for index, config in config_at.items():
             if (outcome := results.get(index)) is None:  # not started by the search's deadline: no trial
@@ -89,7 +97,11 @@ def search_tune(
 
     # The set's budget, with the key's own trial log in place of the base path it names.
     budget = dataclasses.replace(spec.budget, log=_log_path(tuner, device_id, tunables, key, spec))
-    result = run_search(spec.space, evaluate, budget=budget, tuner=tuner, device_id=device_id, key=key)
+    result = run_search(
+        spec.space, evaluate, budget=budget, tuner=tuner, device_id=device_id, key=key, observation=observation
+    )
+    if observation is not None:  # the tune's own end follows, with its record
+        observation.search_finished(search_finished(observation.tune_id, result))
     events.append(search_ended(result))
     for trial in result.trials:
         # Answered from the trial log, never measured in this tune: without their outcomes here,
