@@ -123,6 +123,11 @@ class PostgresStore:
     def available(self) -> bool:
         return self._down_reason is None or time.monotonic() >= self._retry_at
 
+    def close(self) -> None:
+        """Close the shared connection (held tune locks keep theirs); the next use opens it again."""
+        with self._lock:
+            self._drop()
+
     # -- connection and outages --------------------------------------------------------------------------
 
     def _connect(self) -> psycopg.Connection[Any]:
