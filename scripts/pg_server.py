@@ -98,13 +98,7 @@ class PgServer:
             server._run(
                 "initdb", "-D", str(server.data), "-U", SUPERUSER, "--auth=trust", "-E", "UTF8", "--no-sync", "-N"
             )
-            options = (
-                f"-c listen_addresses='' -c unix_socket_directories={root} -c fsync=off "
-                "-c synchronous_commit=off -c full_page_writes=off -c shared_buffers=16MB -c max_connections=120"
-            )
-            server._run(
-                "pg_ctl", "-D", str(server.data), "-l", str(server.log), "-w", "-t", "60", "-o", options, "start"
-            )
+            server.restart()
         except BaseException:
             server.stop()
             raise
@@ -142,10 +136,14 @@ class PgServer:
         self._run("pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "stop")
 
     def restart(self) -> None:
-        """Start it again after :meth:`kill`, on the same socket and data."""
+        """Start it (again, after :meth:`kill`), on the same socket and data.
+
+        ``fsync=off``: what a killed server committed is kept (only an OS crash would lose it), and a
+        test's commits do not wait for the disk. Every commit is synchronous: a test kills servers.
+        """
         options = (
             f"-c listen_addresses='' -c unix_socket_directories={self.root} -c fsync=off "
-            "-c synchronous_commit=off -c full_page_writes=off -c shared_buffers=16MB -c max_connections=120"
+            "-c full_page_writes=off -c shared_buffers=16MB -c max_connections=120"
         )
         self._run("pg_ctl", "-D", str(self.data), "-l", str(self.log), "-w", "-t", "60", "-o", options, "start")
 

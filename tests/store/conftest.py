@@ -17,7 +17,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 
-from pg_server import PgServer, ServerUnavailable  # noqa: E402
+from pg_server import PgServer, ServerUnavailable
 
 
 def _unavailable(reason: str) -> None:
