@@ -1,6 +1,6 @@
 """A fleet: 8 processes, each with its own cache directory, sharing one PostgreSQL store.
 
-Each process tunes 100 keys: 50 that every process tunes and 50 of its own. The candidates do
+100 keys, of which 50 every process tunes and 50 are dealt out, each to one process. The candidates do
 the same work, so which one wins is down to noise: processes that tuned a key each on its own
 would disagree, and only the shared store makes them agree.
 """
@@ -45,7 +45,7 @@ WORKER = textwrap.dedent(
 
     tunables = tk.TunableSet(key=lambda n: Key(n=n)).with_tunables([candidate(c) for c in "abc"])
     index, go, out = int(sys.argv[1]), sys.argv[2], sys.argv[3]
-    keys = list(range({shared})) + [1000 * (index + 1) + i for i in range({own})]
+    keys = list(range({shared})) + [1000 + j for j in range({own}) if j % {processes} == index]
     random.Random(index).shuffle(keys)  # processes meet on the shared keys in different orders
     if "HANG_ON_KEY" in os.environ:
         keys.remove(int(os.environ["HANG_ON_KEY"]))
@@ -65,7 +65,7 @@ WORKER = textwrap.dedent(
 
 def _start(tmp_path: Path, index: int, url: str, **env: str) -> subprocess.Popen[str]:
     script = tmp_path / "worker.py"
-    script.write_text(WORKER.format(shared=SHARED, own=OWN))
+    script.write_text(WORKER.format(shared=SHARED, own=OWN, processes=PROCESSES))
     return subprocess.Popen(
         [sys.executable, str(script), str(index), str(tmp_path / "go"), str(tmp_path / f"winners{index}.json")],
         env=dict(
@@ -102,7 +102,7 @@ def _stored(url: str) -> dict[int, str]:
 
 
 def _all_keys(processes: range) -> set[int]:
-    return set(range(SHARED)) | {1000 * (i + 1) + k for i in processes for k in range(OWN)}
+    return set(range(SHARED)) | {1000 + j for j in range(OWN) if j % PROCESSES in processes}
 
 
 def _finish(process: subprocess.Popen[str]) -> str:
