@@ -40,6 +40,20 @@ def pg_server() -> Iterator[PgServer]:
 
 
 @pytest.fixture
+def own_server() -> Iterator[PgServer]:
+    """A server of the test's own, to stop and start again."""
+    try:
+        server = PgServer.start()
+    except (ServerUnavailable, OSError) as exc:
+        _unavailable(str(exc))
+        raise
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
 def pg_url(pg_server: PgServer) -> Iterator[str]:
     """The URL of a new, empty database on the worker's server."""
     url = pg_server.create_database()

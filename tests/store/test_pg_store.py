@@ -48,19 +48,6 @@ def _set(first: str = "double") -> tk.TunableSet[IKey, str]:
     return tk.TunableSet(key=key).with_tunables([tk.Tunable(n, lambda i, n=n: n) for n in names])
 
 
-@pytest.fixture
-def own_server() -> Iterator[PgServer]:
-    """A server of the test's own, to stop and start again."""
-    try:
-        server = PgServer.start()
-    except Exception as exc:
-        pytest.skip(f"no PostgreSQL server: {exc}")
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
 def test_a_url_of_another_scheme_is_refused_where_the_setting_is_read(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TUNEKIT_CACHE_URL", "mysql://user:secret@db/tunekit")
     with pytest.raises(ValueError, match="no postgresql:// URL"):
