@@ -70,6 +70,17 @@ def test_a_missing_postgres_extra_fails_at_the_first_tune_with_the_install_comma
         tuner.execute(CLIENT.device_id, CLIENT, _set(), (1,))
 
 
+def test_with_the_cache_or_autotuning_off_the_store_is_not_even_opened(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # opening the store would raise ImportError
+    monkeypatch.setenv("TUNEKIT_CACHE", "0")
+    tuner = _tuner_with_store("postgresql://tunekit@/nowhere", monkeypatch)
+    assert tuner.execute(CLIENT.device_id, CLIENT, _set(), (1,)) in {"double", "twice", "thrice"}
+    monkeypatch.setenv("TUNEKIT_CACHE", "1")
+    monkeypatch.setenv("TUNEKIT_AUTOTUNE", "0")
+    tk.configure()
+    assert tk.LocalTuner("pg-op").execute(CLIENT.device_id, CLIENT, _set(), (2,)) == "double"  # the plan order
+
+
 @pytest.mark.subprocess
 def test_a_tuned_winner_is_stored_in_the_database_and_read_by_a_fresh_tuner(
     pg_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
