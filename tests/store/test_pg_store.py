@@ -6,6 +6,7 @@ import json
 import logging
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -159,3 +160,31 @@ def test_a_database_that_goes_away_leaves_one_warning_and_is_used_again_once_bac
     assert "answers again" in caplog.text
     assert set(_stored(url)) == {1, 5}
     assert len([r for r in caplog.records if r.name == "tunekit.cache" and r.levelno >= logging.WARNING]) == 1
+
+
+@pytest.mark.subprocess
+def test_a_user_that_may_only_read_and_write_rows_uses_a_table_made_before(
+    pg_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """CREATE TABLE IF NOT EXISTS needs the right to create even when the table exists: it is not asked for."""
+    owner = PostgresStore(pg_url)
+    assert owner.get("dev", "op", "k") is None  # the table is made by a user that may
+    owner.close()
+    role = f"rw_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(pg_url, autocommit=True) as admin:
+        admin.execute(f"CREATE ROLE {role} LOGIN")
+        admin.execute(f"GRANT SELECT, INSERT, UPDATE, DELETE ON tunekit_winners TO {role}")
+        admin.execute(f"CREATE ROLE no_{role} LOGIN")
+    writer = PostgresStore(pg_url.replace("tunekit@", f"{role}@"))
+    stored = writer.put_if_absent("dev", "op", "k", "sum", CacheValue(winner="a", ranking=["a"]))
+    writer.close()
+    assert isinstance(stored, tuple)
+    assert stored[1].winner == "a"
+    # One that may not even read them: the tune goes on without the store, told once.
+    outsider = PostgresStore(pg_url.replace("tunekit@", f"no_{role}@"))
+    first, second = outsider.get("dev", "op", "k"), outsider.get("dev", "op", "k")
+    outsider.close()
+    assert isinstance(first, str)
+    assert "permission denied" in first
+    assert isinstance(second, str)
+    assert len([r for r in caplog.records if r.levelno >= logging.WARNING and r.name == "tunekit.cache"]) == 1

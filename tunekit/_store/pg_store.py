@@ -143,10 +143,14 @@ class PostgresStore:
         if self._connection is None or self._connection.closed:
             connection = self._connect()
             try:
-                with connection.transaction():
-                    # Processes that create the table at once would collide in the catalog: one at a time.
-                    connection.execute("SELECT pg_advisory_xact_lock(%s)", (lock_id("", "", "schema"),))
-                    connection.execute(_SCHEMA)
+                # Looked up first: CREATE TABLE IF NOT EXISTS needs the right to create tables even when the
+                # table is there, which a user that only reads and writes rows lacks.
+                found = connection.execute("SELECT to_regclass(%s)", (_TABLE,)).fetchone()
+                if found is None or found[0] is None:
+                    with connection.transaction():
+                        # Processes that create the table at once would collide in the catalog: one at a time.
+                        connection.execute("SELECT pg_advisory_xact_lock(%s)", (lock_id("", "", "schema"),))
+                        connection.execute(_SCHEMA)
             except BaseException:
                 connection.close()
                 raise
@@ -160,7 +164,7 @@ class PostgresStore:
                 raise _Down(self._down_reason)
             try:
                 result = run(self._shared())
-            except self._psycopg.OperationalError as exc:
+            except self._psycopg.Error as exc:  # unreachable, or refused (no such database, no permission)
                 self._drop()
                 raise _Down(self._went_down(doing, exc)) from None
             self._came_back()
@@ -275,7 +279,7 @@ class PostgresStore:
                 return None
         try:
             connection = self._connect()
-        except self._psycopg.OperationalError as exc:
+        except self._psycopg.Error as exc:
             with self._lock:
                 self._went_down("taking a tune lock", exc)
             return None
@@ -292,7 +296,7 @@ class PostgresStore:
                     held = True
                 except self._psycopg.errors.LockNotAvailable:
                     held = False
-        except self._psycopg.OperationalError as exc:
+        except self._psycopg.Error as exc:
             connection.close()
             with self._lock:
                 self._went_down("taking a tune lock", exc)
