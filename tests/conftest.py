@@ -18,7 +18,14 @@ import tunekit._candidates.space
 @pytest.fixture(autouse=True)
 def isolated_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     cache_dir = tmp_path / "cache"
-    for name in ("TUNEKIT_AUTOTUNE", "TUNEKIT_CACHE", "TUNEKIT_RECORD", "TUNEKIT_AUTOTUNE_LEVEL", "TUNEKIT_PROGRESS"):
+    for name in (
+        "TUNEKIT_AUTOTUNE",
+        "TUNEKIT_CACHE",
+        "TUNEKIT_CACHE_URL",  # a developer's fleet database is no test's store
+        "TUNEKIT_RECORD",
+        "TUNEKIT_AUTOTUNE_LEVEL",
+        "TUNEKIT_PROGRESS",
+    ):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("TUNEKIT_CACHE_DIR", str(cache_dir))
     monkeypatch.setenv("TUNEKIT_SAMPLES", "3")

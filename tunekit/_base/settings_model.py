@@ -48,6 +48,11 @@ class Settings(BaseSettings):
     autotune: bool = Field(True, description="False: run the first candidate in plan order, measure and write nothing.")
     cache: bool = Field(True, description="False: keep winners in memory only.")
     cache_dir: Path | None = Field(None, description="Directory of the persistent cache; default: the user cache dir.")
+    cache_url: str | None = Field(
+        None,
+        description="postgresql://user@host/db: one store of winners for every process that names it (a fleet), "
+        "each key tuned once among them; needs tunekit[postgres]. Unset: each host's own cache only.",
+    )
     record: str | None = Field(
         None, description="Where tuning records go: a JSONL path, 'stdout' or 'stderr' (any case)."
     )
@@ -156,6 +161,20 @@ class Settings(BaseSettings):
                 "name a directory that holds (or can hold) the cache, or move that file aside"
             )
         return value
+
+    @field_validator("cache_url")
+    @classmethod
+    def _cache_url_scheme(cls, value: str | None) -> str | None:
+        # Blanks mean unset, like an empty TUNEKIT_RECORD; any other scheme would be ignored without a word.
+        if value is None or not value.strip():
+            return None
+        scheme = value.strip().partition("://")[0].lower()
+        if scheme not in ("postgresql", "postgres"):
+            raise ValueError(
+                f"{value.split('@')[-1]!r} is no postgresql:// URL; name the fleet's database as "
+                "postgresql://USER@HOST:PORT/DBNAME, or unset it to keep winners in each host's own cache"
+            )
+        return value.strip()
 
     @field_validator("record")
     @classmethod

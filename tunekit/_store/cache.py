@@ -493,6 +493,27 @@ class PersistentCache:
             statements.append(("INSERT OR REPLACE INTO pending_records VALUES (?, ?, ?, ?, ?)", kept))
         return self._write_or_recover("storing a winner", *statements) is not None
 
+    def put_if_absent(
+        self, device_id: str, tuner: str, key: str, checksum: str, value: CacheValue
+    ) -> tuple[str, CacheValue] | str | None:
+        """Store a winner unless the key has one of the same checksum (one transaction); the row the key has now.
+
+        A row of another checksum (a set since changed) is replaced. None when nothing could be
+        written or read back (``write_refused`` says why).
+        """
+        if self.write_refused is not None:
+            return None
+        row: tuple[object, ...] = (MAJOR, device_id, tuner, key, checksum, value.model_dump_json(), time.time())
+        statement = (
+            "INSERT INTO winners VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (tunekit_major, device_id, tuner, key) "
+            "DO UPDATE SET checksum = excluded.checksum, value = excluded.value, updated = excluded.updated "
+            "WHERE winners.checksum <> excluded.checksum",
+            row,
+        )
+        if self._write_or_recover("storing a winner", statement) is None:
+            return None
+        return self.get(device_id, tuner, key)
+
     def record_sent(self, device_id: str, tuner: str, key: str) -> None:
         """Forget the record kept with a winner: the record sinks have it."""
         if self.write_refused is not None:
@@ -574,15 +595,15 @@ class PersistentCache:
             return []
         return [(_text(device, "?"), _text(name, "?"), _text(key, "?")) for device, name, key in fetched]
 
-    def delete(self, device_id: str | None = None, tuner: str | None = None) -> int | None:
-        """Remove rows of this major version, optionally only one device's or one tuner's.
+    def delete(self, device_id: str | None = None, tuner: str | None = None, key: str | None = None) -> int | None:
+        """Remove rows of this major version, optionally only one device's, one tuner's or one key's.
 
         Recorded failed tunes go too, so their keys are tuned again at the next call; the
         count is of winners. None when nothing could be removed (``write_refused`` says why).
         """
         if self.write_refused is not None:
             return None
-        clauses, params = self._filters(device_id, tuner)
+        clauses, params = self._filters(device_id, tuner, key)
         return self._write_or_recover(
             "removing winners",
             (f"DELETE FROM winners WHERE {clauses}", params),
@@ -645,9 +666,12 @@ class PersistentCache:
         return {(_text(device, "?"), _text(tuner, "?")) for device, tuner in fetched}
 
     @staticmethod
-    def _filters(device_id: str | None, tuner: str | None) -> tuple[str, tuple[object, ...]]:
+    def _filters(device_id: str | None, tuner: str | None, key: str | None = None) -> tuple[str, tuple[object, ...]]:
         clauses = ["tunekit_major = ?"]
         params: list[object] = [MAJOR]
+        if key is not None:
+            clauses.append("key = ?")
+            params.append(key)
         if device_id is not None:
             clauses.append("device_id = ?")
             params.append(device_id)

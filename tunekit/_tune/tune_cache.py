@@ -321,6 +321,64 @@ class TuneCache:
         value = got[1].model_copy(update={"winner": names[0], "ranking": names})
         return cache.put(self.device_id, self.name, key_json, tunables.checksum(), value)
 
+    # -- in the fleet's store ----------------------------------------------------------------------
+
+    def fleet_ranking(self, job: TuneJob, *, after_wait: bool = False) -> Ranking | None:
+        """The usable ranking the fleet's store has for the job's key (then kept in this host's cache too), or None.
+
+        A miss tells observers nothing: the look into this host's cache that follows does.
+        """
+        assert job.fleet is not None
+        got = job.fleet.get(self.device_id, self.name, job.key_json)
+        if not isinstance(got, tuple):
+            return None
+        ranking = self._adopt(job, *got)
+        if ranking is None:
+            return None
+        if after_wait:
+            _log.info("%s: another process tuned %s while this one waited; using its winner", self.name, job.key)
+        else:
+            notify(CacheLookup(self.name, self.device_id, key_to_dict(job.key), "hit"))
+        return ranking
+
+    def publish(self, job: TuneJob, ranking: Ranking) -> Ranking:
+        """Offer this host's winner of the job's key to the fleet's store; the ranking every process uses.
+
+        That is this one, unless another process stored a winner of the same set first (its tune
+        lock timed out, or the database was away meanwhile): then that one, here too.
+        """
+        assert job.fleet is not None
+        tunables = job.tunables
+        names = [tunables.tunables[i].name for i in ranking]
+        value = self._local_value(job, names)
+        got = job.fleet.put_if_absent(self.device_id, self.name, job.key_json, tunables.checksum(), value)
+        if not isinstance(got, tuple) or got[1].ranking == names:
+            return ranking
+        adopted = self._adopt(job, *got)
+        if adopted is None:
+            return ranking
+        _log.info(
+            "%s: another process stored %s as the winner of %s first; using it", self.name, got[1].winner, job.key
+        )
+        return adopted
+
+    def _adopt(self, job: TuneJob, checksum: str, value: CacheValue) -> Ranking | None:
+        """A fleet row's ranking when usable with the job's set, written to this host's cache too."""
+        found: list[RecordEvent] = []
+        ranking = self._check(job.tunables, job.key, checksum, value, found)
+        job.events.extend(e for e in found if e not in job.events)
+        if ranking is not None and job.cache is not None:
+            # This host's copy: what it serves while the fleet's database is away.
+            job.cache.put(self.device_id, self.name, job.key_json, checksum, value)
+        return ranking
+
+    def _local_value(self, job: TuneJob, names: list[str]) -> CacheValue:
+        """The row this host's cache has for the ranking (with its measurements), or one made of the names alone."""
+        got = None if job.cache is None else job.cache.get(self.device_id, self.name, job.key_json)
+        if isinstance(got, tuple) and got[0] == job.tunables.checksum() and got[1].ranking == names:
+            return got[1]
+        return CacheValue(winner=names[0], ranking=names, origin=SetOrigin.of(job.tunables))
+
     def _row(self, cache: PersistentCache, key_json: str) -> Unchecked | Miss:
         """The persistent row of ``key_json``: unchecked, or a miss saying why a row was unreadable."""
         got = cache.get(self.device_id, self.name, key_json)

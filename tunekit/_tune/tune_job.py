@@ -9,6 +9,7 @@ from tunekit._base.settings_model import Settings
 from tunekit._candidates.tunable_set import TunableSet
 from tunekit._measure.client import Client
 from tunekit._store.cache import PersistentCache
+from tunekit._store.store_protocol import Store
 from tunekit._values.records import RecordEvent
 
 __all__ = ["TuneJob"]
@@ -33,6 +34,8 @@ class TuneJob:
     settings: Settings
     cache: PersistentCache | None
     """Where the winner is written through to; None with the cache off, or autotuning off (nothing is written)."""
+    fleet: Store | None = None
+    """The store a fleet shares (``TUNEKIT_CACHE_URL``), read and locked before ``cache``; None without one."""
     events: list[RecordEvent] = field(default_factory=list)
     phase_s: dict[str, float] = field(default_factory=dict)
     """Wall seconds per phase of the tune (``compile``, ``check``, ``warmup``, ``measure``, ``runoff``), summed

@@ -29,6 +29,7 @@ from tunekit._observe.observers import TuneObservation, decision, observe_tune
 from tunekit._observe.sinks import RecordSink, emit_to_all
 from tunekit._store.cache import PersistentCache
 from tunekit._store.cache_dirs import cache_dir, persistent_cache
+from tunekit._store.fleet import fleet_store
 from tunekit._store.tune_failure import forget_failure, record_failure, repeat_failure
 from tunekit._store.tune_lock import drop_stale_lock, free_lock, tune_lock
 from tunekit._tune.measure_job import measure
@@ -160,7 +161,10 @@ class Tuner:
             with tuning(begun.future, tune_id):
                 # Opened only when autotuning is on: autotuning off writes nothing, and opening creates the file.
                 cache = persistent_cache(settings) if settings.autotune else None
-                job = TuneJob(self.name, self.device_id, client, tunables, key, key_json, inputs, settings, cache)
+                fleet = fleet_store(settings) if settings.autotune else None
+                job = TuneJob(
+                    self.name, self.device_id, client, tunables, key, key_json, inputs, settings, cache, fleet
+                )
                 ranking = self._decide(job)
         except BaseException as exc:
             self.tune_cache.abandon(tunables, key, exc)
@@ -172,6 +176,29 @@ class Tuner:
         """The ranking of a key missing from memory: the plan order, a stored row, or a tune."""
         if not job.settings.autotune:
             return self._untuned(job.tunables, job.key)
+        if job.fleet is not None:
+            return self._decide_in_fleet(job)
+        return self._decide_here(job)
+
+    def _decide_in_fleet(self, job: TuneJob) -> tuple[int, ...]:
+        """The fleet's winner of the key, or this host's (stored or tuned now) offered to the fleet under its lock.
+
+        The fleet's lock is taken before this host's, in every process: two processes never hold
+        one each while waiting for the other's.
+        """
+        assert job.fleet is not None
+        ranking = self.tune_cache.fleet_ranking(job)
+        if ranking is not None:
+            return ranking
+        with job.fleet.lock(self.device_id, self.name, job.key_json, job.settings.tune_lock_timeout_s) as held:
+            if held:  # another process may have tuned this key while this one waited for the lock
+                ranking = self.tune_cache.fleet_ranking(job, after_wait=True)
+                if ranking is not None:
+                    return ranking
+            return self.tune_cache.publish(job, self._decide_here(job))
+
+    def _decide_here(self, job: TuneJob) -> tuple[int, ...]:
+        """The ranking of a key from this host's cache, or tuned now under this host's tune lock."""
         if job.cache is None:
             return self._tune_and_store(job)
         if not self._recovered:

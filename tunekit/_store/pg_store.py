@@ -1,0 +1,344 @@
+"""The fleet's store: winners in one PostgreSQL database that every host of a fleet reads and writes.
+
+Chosen by ``TUNEKIT_CACHE_URL=postgresql://...`` (the optional extra ``tunekit[postgres]``, psycopg 3).
+Each key is tuned once across the fleet: its tune lock is a session-level advisory lock
+(``pg_advisory_lock``) taken on a connection of its own, so a tuner that crashes or is killed
+while it holds one loses its connection, and the database releases the lock. Every process gets
+the same winner: a winner is stored with ``INSERT ... ON CONFLICT DO NOTHING`` (for rows of the
+same checksum) and read back, so the loser of a race adopts the row that was first.
+
+A database that goes away is warned about once: the process goes on with what it has (the
+winners in memory and in its own cache) and stores nothing in the database, then tries again
+after a backoff that grows from one second to half a minute, and carries on once it answers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import threading
+import time
+import urllib.parse
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from pydantic import ValidationError
+
+from tunekit._base.extras import import_extra
+from tunekit._base.persisted import STORED
+from tunekit._base.self_call import locked_by_parent
+from tunekit._base.validation_text import validation_text
+from tunekit._base.version import MAJOR
+from tunekit._store.store_protocol import StoredWinner
+from tunekit._values.cache_row import CacheRow, CacheValue
+
+if TYPE_CHECKING:
+    import psycopg
+
+__all__ = ["PostgresStore", "redacted"]
+
+_log = logging.getLogger("tunekit.cache")
+
+_T = TypeVar("_T")
+
+_TABLE = "tunekit_winners"
+_SCHEMA = f"""
+CREATE TABLE IF NOT EXISTS {_TABLE} (
+    tunekit_major INTEGER NOT NULL,
+    device_id TEXT NOT NULL,
+    tuner TEXT NOT NULL,
+    key TEXT NOT NULL,
+    checksum TEXT NOT NULL,
+    value TEXT NOT NULL,
+    updated DOUBLE PRECISION NOT NULL,
+    PRIMARY KEY (tunekit_major, device_id, tuner, key)
+)
+"""
+_COLUMNS = "tunekit_major, device_id, tuner, key"
+# A row of another checksum is a set since changed: its re-tune replaces it. One of the same checksum stays.
+_PUT = (
+    f"INSERT INTO {_TABLE} AS w VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT ({_COLUMNS}) DO UPDATE SET "
+    "checksum = EXCLUDED.checksum, value = EXCLUDED.value, updated = EXCLUDED.updated "
+    "WHERE w.checksum <> EXCLUDED.checksum"
+)
+_GET = (
+    f"SELECT checksum, CASE WHEN octet_length(value) <= %s THEN value END FROM {_TABLE} "
+    "WHERE tunekit_major = %s AND device_id = %s AND tuner = %s AND key = %s"
+)
+
+_held: ContextVar[frozenset[int]] = ContextVar("tunekit_held_pg_locks", default=frozenset())
+"""Advisory lock ids the running code's tunes hold: a nested tune of the same key goes on instead of waiting on
+itself (each lock has a connection of its own, which the database would make wait on the other)."""
+
+
+def redacted(url: str) -> str:
+    """``url`` without its password, for messages and logs."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
+
+
+def lock_id(device_id: str, tuner: str, key: str) -> int:
+    """The advisory lock (a signed 64-bit integer) of a key, the same in every process of every host."""
+    text = "\x00".join(("tunekit", str(MAJOR), device_id, tuner, key)).encode()
+    return int.from_bytes(hashlib.sha256(text).digest()[:8], "big", signed=True)
+
+
+class _Down(Exception):
+    """The database cannot be reached now; the message says why."""
+
+
+class PostgresStore:
+    """Winners in a PostgreSQL database, one tune per key across every process connected to it.
+
+    Thread-safe: reads and writes share one connection under a lock (they run on a miss only, never
+    on the cache-hit path); each held tune lock has a connection of its own. A process forked from
+    this one opens its own connections.
+    """
+
+    MAX_VALUE_BYTES = 64 * 1024 * 1024
+    """A stored value larger than this is refused unread, as in the SQLite cache."""
+    CONNECT_TIMEOUT_S = 5
+    FIRST_RETRY_S = 1.0
+    LAST_RETRY_S = 30.0
+
+    def __init__(self, url: str) -> None:
+        self._psycopg: Any = import_extra("psycopg", "postgres", f"the tuning store {redacted(url)}")
+        self.url = url
+        self.where = redacted(url)
+        self._lock = threading.Lock()
+        self._connection: psycopg.Connection[Any] | None = None
+        self._pid = os.getpid()
+        self._retry_at = 0.0
+        self._backoff_s = self.FIRST_RETRY_S
+        self._down_reason: str | None = None
+        self._warned = False
+
+    @property
+    def available(self) -> bool:
+        return self._down_reason is None or time.monotonic() >= self._retry_at
+
+    def close(self) -> None:
+        """Close the shared connection (held tune locks keep theirs); the next use opens it again."""
+        with self._lock:
+            self._drop()
+
+    # -- connection and outages --------------------------------------------------------------------------
+
+    def _connect(self) -> psycopg.Connection[Any]:
+        connection: psycopg.Connection[Any] = self._psycopg.connect(
+            self.url, autocommit=True, connect_timeout=self.CONNECT_TIMEOUT_S, application_name="tunekit"
+        )
+        return connection
+
+    def _shared(self) -> psycopg.Connection[Any]:
+        """The connection reads and writes share, made (with the table) when there is none; under ``_lock``."""
+        if self._pid != os.getpid():  # forked: the parent's connection is its own, dropped unclosed
+            self._connection, self._pid = None, os.getpid()
+        if self._connection is None or self._connection.closed:
+            connection = self._connect()
+            try:
+                # Looked up first: CREATE TABLE IF NOT EXISTS needs the right to create tables even when the
+                # table is there, which a user that only reads and writes rows lacks.
+                found = connection.execute("SELECT to_regclass(%s)", (_TABLE,)).fetchone()
+                if found is None or found[0] is None:
+                    with connection.transaction():
+                        # Processes that create the table at once would collide in the catalog: one at a time.
+                        connection.execute("SELECT pg_advisory_xact_lock(%s)", (lock_id("", "", "schema"),))
+                        connection.execute(_SCHEMA)
+            except BaseException:
+                connection.close()
+                raise
+            self._connection = connection
+        return self._connection
+
+    def _use(self, doing: str, run: Callable[[psycopg.Connection[Any]], _T]) -> _T:
+        """``run`` on the shared connection; raises _Down (having warned) when the database cannot be reached."""
+        with self._lock:
+            if self._down_reason is not None and time.monotonic() < self._retry_at:
+                raise _Down(self._down_reason)
+            try:
+                result = run(self._shared())
+            except self._psycopg.Error as exc:  # unreachable, or refused (no such database, no permission)
+                self._drop()
+                raise _Down(self._went_down(doing, exc)) from None
+            self._came_back()
+            return result
+
+    def _drop(self) -> None:
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            with suppress(self._psycopg.Error):
+                connection.close()
+
+    def _went_down(self, doing: str, exc: BaseException) -> str:
+        """Note an outage, warned about once per process; the one-line reason."""
+        reason = f"tuning store {self.where}: {doing} failed ({_first_line(exc)})"
+        if self._down_reason is None:
+            self._backoff_s = self.FIRST_RETRY_S
+        else:
+            self._backoff_s = min(self._backoff_s * 2, self.LAST_RETRY_S)
+        self._down_reason = reason
+        self._retry_at = time.monotonic() + self._backoff_s
+        level = logging.INFO if self._warned else logging.WARNING
+        self._warned = True
+        _log.log(
+            level,
+            "%s; this process serves the winners it has (in memory and in its own cache) and shares none it tunes, "
+            "until the database answers again (next try in %g s)",
+            reason,
+            self._backoff_s,
+        )
+        return reason
+
+    def _came_back(self) -> None:
+        if self._down_reason is not None:
+            _log.info("tuning store %s answers again: winners are shared from now on", self.where)
+            self._down_reason = None
+            self._backoff_s = self.FIRST_RETRY_S
+
+    # -- the protocol --------------------------------------------------------------------------------------
+
+    def get(self, device_id: str, tuner: str, key: str) -> StoredWinner:
+        params = (self.MAX_VALUE_BYTES, MAJOR, device_id, tuner, key)
+        try:
+            row = self._use("reading a winner", lambda c: c.execute(_GET, params).fetchone())
+        except _Down as exc:
+            return str(exc)
+        return None if row is None else _parsed(tuner, key, row)
+
+    def put_if_absent(self, device_id: str, tuner: str, key: str, checksum: str, value: CacheValue) -> StoredWinner:
+        row = (MAJOR, device_id, tuner, key, checksum, value.model_dump_json(), time.time())
+        read = (self.MAX_VALUE_BYTES, MAJOR, device_id, tuner, key)
+
+        def put(connection: psycopg.Connection[Any]) -> Any:
+            with connection.transaction():
+                connection.execute(_PUT, row)
+                return connection.execute(_GET, read).fetchone()
+
+        try:
+            stored = self._use("storing a winner", put)
+        except _Down as exc:
+            return str(exc)
+        return None if stored is None else _parsed(tuner, key, stored)
+
+    def rows(self, device_id: str | None = None, tuner: str | None = None) -> Iterator[CacheRow | str]:
+        clauses, params = _filters(device_id, tuner, None)
+        query = (
+            f"SELECT device_id, tuner, key, checksum, CASE WHEN octet_length(value) <= %s THEN value END "
+            f"FROM {_TABLE} WHERE {clauses} ORDER BY tuner, key"
+        )
+        try:
+            fetched = self._use(
+                "listing winners", lambda c: c.execute(query, (self.MAX_VALUE_BYTES, *params)).fetchall()
+            )
+        except _Down as exc:
+            yield str(exc)
+            return
+        for device, name, key, checksum, value in fetched:
+            parsed = _parsed(name, key, (checksum, value))
+            yield parsed if isinstance(parsed, str) else CacheRow(device, name, key, *parsed)
+
+    def delete(self, device_id: str | None = None, tuner: str | None = None, key: str | None = None) -> int | None:
+        clauses, params = _filters(device_id, tuner, key)
+        try:
+            return self._use(
+                "removing winners", lambda c: c.execute(f"DELETE FROM {_TABLE} WHERE {clauses}", params).rowcount
+            )
+        except _Down:
+            return None
+
+    @contextmanager
+    def lock(self, device_id: str, tuner: str, key: str, timeout_s: float) -> Iterator[bool]:
+        ident = lock_id(device_id, tuner, key)
+        if ident in _held.get() or locked_by_parent(device_id, tuner, key):
+            yield True  # code run for the tune that holds it: waiting would be waiting on itself
+            return
+        connection = self._locked(ident, timeout_s)
+        if connection is None:
+            yield False
+            return
+        token = _held.set(_held.get() | {ident})
+        try:
+            yield True
+        finally:
+            _held.reset(token)
+            # Closing the session releases its advisory locks (and a dead process's session is closed for it).
+            with suppress(self._psycopg.Error):
+                connection.close()
+
+    def _locked(self, ident: int, timeout_s: float) -> psycopg.Connection[Any] | None:
+        """A connection of its own holding the advisory lock ``ident``; None after ``timeout_s``, or when down."""
+        with self._lock:
+            if self._down_reason is not None and time.monotonic() < self._retry_at:
+                return None
+        try:
+            connection = self._connect()
+        except self._psycopg.Error as exc:
+            with self._lock:
+                self._went_down("taking a tune lock", exc)
+            return None
+        try:
+            if timeout_s <= 0:
+                answer = connection.execute("SELECT pg_try_advisory_lock(%s)", (ident,)).fetchone()
+                held = answer is not None and bool(answer[0])
+            else:
+                # lock_timeout 0 waits for ever; more than INT_MAX milliseconds is refused.
+                wait_ms = max(1, min(int(timeout_s * 1000), 2**31 - 1))
+                connection.execute(f"SET lock_timeout = {wait_ms}")
+                try:
+                    connection.execute("SELECT pg_advisory_lock(%s)", (ident,))
+                    held = True
+                except self._psycopg.errors.LockNotAvailable:
+                    held = False
+        except self._psycopg.Error as exc:
+            connection.close()
+            with self._lock:
+                self._went_down("taking a tune lock", exc)
+            return None
+        except BaseException:
+            connection.close()
+            raise
+        if not held:
+            connection.close()
+            return None
+        with self._lock:
+            self._came_back()
+        return connection
+
+
+def _filters(device_id: str | None, tuner: str | None, key: str | None) -> tuple[str, tuple[object, ...]]:
+    clauses: list[str] = ["tunekit_major = %s"]
+    params: list[object] = [MAJOR]
+    for column, wanted in (("device_id", device_id), ("tuner", tuner), ("key", key)):
+        if wanted is not None:
+            clauses.append(f"{column} = %s")
+            params.append(wanted)
+    return " AND ".join(clauses), tuple(params)
+
+
+def _parsed(tuner: str, key: str, row: Any) -> tuple[str, CacheValue] | str:
+    """A row's (checksum, value), validated; a reason (warned about) when it cannot be used."""
+    checksum, text = row[0], row[1]
+    if text is None:
+        detail = f"value is larger than {PostgresStore.MAX_VALUE_BYTES} bytes"
+    else:
+        try:
+            return str(checksum), CacheValue.model_validate_json(text, context=STORED)
+        except ValidationError as exc:
+            detail = validation_text(exc, whole="value")
+        except (ValueError, TypeError, RecursionError) as exc:
+            detail = _first_line(exc)
+    reason = f"stored row for {tuner}/{key} is invalid and will be re-tuned: {detail}"
+    _log.warning(reason)
+    return reason
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
