@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import numpy as np
@@ -107,3 +108,39 @@ SCALE = tk.CampaignTarget(
     clients={"opencl:pocl": _opencl_client},
     shape=("n",),
 )
+
+
+@tk.autotune_key
+class NapKey:
+    n: int
+
+
+NAP_TUNER: tk.LocalTuner[NapKey, Any] = tk.LocalTuner("campaign_nap")
+
+
+def _nap(factor: int) -> tk.Tunable[int]:
+    def run(n: int, ms: float) -> int:
+        time.sleep(factor * ms / 1000)
+        return n
+
+    return tk.Tunable(f"nap{factor}", run)
+
+
+NAP = tk.CampaignTarget(
+    tuner=NAP_TUNER,
+    tunables=lambda client: tk.TunableSet(key=lambda n, ms: NapKey(n=n)).with_tunables([_nap(1), _nap(2)]),
+    inputs=lambda client, shape: (int(shape["n"]), float(shape["ms"])),
+    clients={"cpu-numpy": CpuClient},
+    shape=("n", "ms"),
+)
+"""A tune that takes as long as its shape's ``ms`` says (each candidate sleeps): a job still running when a test
+kills its worker or its driver."""
+
+SCALE_ON_A_GPU = tk.CampaignTarget(
+    tuner=SCALE_TUNER,
+    tunables=_scale_set,
+    inputs=_scale_inputs,
+    clients={"opencl:gpu": _opencl_client},
+    shape=("n",),
+)
+"""The kernel on a device kind this machine's cluster does not have."""
