@@ -117,13 +117,18 @@ def _stored_entry(
             f"{target.tuner.name} {key!r}: the stored winner {value.winner!r} has no measurement to commit (a row "
             "stored with autotuning off?); clear it (`tunekit cache clear --tuner ...`) and run the campaign again"
         )
+    # Ordered as Record.add_tune orders a tune's candidates, so a job's entry is the same whether it tuned or not.
+    rest = sorted(
+        (r for r in value.results if r is not winner and r.status == "measured" and r.median_ns is not None),
+        key=lambda r: r.median_ns or 0.0,
+    )
     index = tunables.index_of(value.winner)
     config = getattr(tunables.tunables[index].fn, "config", None) if index is not None else None
     return RecordEntry(
         key=key_to_dict(key),
         winner=value.winner,
         config=config.to_dict() if isinstance(config, Config) else None,
-        ranking=value.ranking[:5],
+        ranking=[winner.name, *(r.name for r in rest[:4])],
         median_ns=winner.median_ns,
         samples=winner.samples,
         measured_at=value.tuned_at,
