@@ -14,6 +14,7 @@ from tunekit._campaign.journal import DoneJob, Journal
 from tunekit._campaign.merge import RecordMerger
 from tunekit._campaign.result import JobResult
 from tunekit._campaign.worker import tune_job
+from tunekit._cli.main import main
 
 GOOD_JOB = """
 [[jobs]]
@@ -141,7 +142,7 @@ def test_a_journaled_job_is_skipped_only_while_its_winner_is_in_its_record(
         path = merger.merge(result.record, job.device)
         entry = result.record.entries[0]
         journal.add(
-            job.id, DoneJob(record=str(path), key=entry.key, winner=entry.winner, decision="tuned", host="h", pid=1)
+            job.id, DoneJob(record=path.name, key=entry.key, winner=entry.winner, decision="tuned", host="h", pid=1)
         )
     again = campaign.run(address="127.0.0.1:1", progress=False)  # no cluster there: nothing may need one
     assert (len(again.skipped), again.finished) == (2, ())
@@ -163,3 +164,22 @@ def test_a_file_in_the_way_of_a_record_is_refused_not_replaced(tmp_path: Path) -
     with pytest.raises(FileExistsError, match="holds something that is no committed record"):
         merger.merge(result.record, "cpu-numpy")
     assert path.read_text() == "my notes\n"
+
+
+def test_the_command_says_what_is_wrong_with_a_file_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _write(
+        tmp_path, '[[jobs]]\ntarget = "_campaign_targets:ROW_SUM"\ndevice = "gpu"\nshapes = [{rows = 1, n = 1}]\n'
+    )
+    assert main(["campaign", "run", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"tunekit: {path}: jobs[0] (_campaign_targets:ROW_SUM) shapes[0]: device 'gpu' is not a kind")
+    assert err.count("\n") == 1
+
+
+def test_a_worker_with_autotuning_off_refuses_the_job(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TUNEKIT_AUTOTUNE", "0")
+    tk.configure()
+    with pytest.raises(RuntimeError, match=r"autotuning is off on this worker \(TUNEKIT_AUTOTUNE=0\)"):
+        tune_job(_job_json(4, 56))

@@ -130,7 +130,7 @@ class Campaign:
         started = time.perf_counter()
         journal = Journal(self.journal_path)
         merger = RecordMerger(self.records)
-        skipped = [job for job in self.jobs if _still_done(journal.done.get(job.id))]
+        skipped = [job for job in self.jobs if _still_done(self.records, journal.done.get(job.id))]
         todo = [job for job in self.jobs if job not in skipped]
         finished: list[JobResult] = []
         failed: list[tuple[CampaignJob, str]] = []
@@ -143,7 +143,7 @@ class Campaign:
             TextColumn("{task.fields[tuned]} tuned, {task.fields[stored]} stored, {task.fields[failed]} failed"),
             TimeElapsedColumn(),
             console=console,
-            disable=not progress,
+            disable=not (progress and console.is_terminal),  # elsewhere the lines alone say it
             transient=True,
         )
         if skipped:
@@ -161,7 +161,7 @@ class Campaign:
                 journal.add(
                     job.id,
                     DoneJob(
-                        record=str(path),
+                        record=path.name,
                         key=dict(entry.key),
                         winner=entry.winner,
                         decision=result.decision,
@@ -201,8 +201,8 @@ class Campaign:
         return result
 
 
-def _still_done(done: DoneJob | None) -> bool:
-    return done is not None and holds(Path(done.record), done.key, done.winner)
+def _still_done(records: Path, done: DoneJob | None) -> bool:
+    return done is not None and holds(records / done.record, done.key, done.winner)
 
 
 def check_jobs(jobs: Sequence[object], labels: Sequence[str]) -> None:

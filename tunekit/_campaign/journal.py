@@ -22,7 +22,7 @@ __all__ = ["DoneJob", "Journal"]
 class DoneJob(Persisted):
     """A finished job: where its winner went, and how it was found."""
 
-    record: str = Field(description="The record file its winner was merged into.")
+    record: str = Field(description="The record file its winner was merged into, in the campaign's records directory.")
     key: dict[str, str | int | float | bool | None]
     winner: str
     decision: Literal["tuned", "stored"]

@@ -46,6 +46,12 @@ def tune_job(job_json: str) -> str:
     """
     started = time.perf_counter()
     job = CampaignJob.model_validate_json(job_json)
+    if not _settings.current().autotune:
+        # execute would take the first candidate unmeasured, and the campaign would commit no winner.
+        raise RuntimeError(
+            f"autotuning is off on this worker (TUNEKIT_AUTOTUNE=0), so {job.describe()} would measure nothing: "
+            "unset it in the worker's environment (or in the campaign's env)"
+        )
     target = load_target(job.target)
     client = _client(target, job.device)
     tunables = target.tuner.init(_builder(target, client))

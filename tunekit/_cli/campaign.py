@@ -26,6 +26,8 @@ def run(args: argparse.Namespace) -> int:
         result = campaign.run(address=args.address, progress=not args.quiet)
     except (CampaignError, ImportError) as error:  # a bad file, an unknown device kind, Ray not installed
         raise CliError(str(error)) from None
+    except OSError as error:  # the records directory or the journal cannot be written (a file in the way)
+        raise CliError(str(error)) from None
     for job, why in result.failed:
         print(f"failed: {job.describe()}: {why}")
     return 1 if result.failed else 0
