@@ -5,9 +5,9 @@ For each worker count a one-node cluster is started on this machine (``ray start
 2 CPUs, the resource ``cpu-numpy`` declared as 1 or 2 units: how many jobs run at once), and a
 campaign of ``--jobs`` numpy row-sum tunes (``benches/_fleet_targets.py``) runs on it, each
 run on keys no earlier run tuned, so every job measures. A first, untimed campaign starts the
-workers (a Ray worker process imports numpy and tunekit once, then runs job after job). The
-wall time is the driver's, from ``Campaign.run`` to its return: connecting, every tune, merging
-records. Runs alternate between the two clusters, and the table gives medians. Host CPU.
+workers (a Ray worker process imports numpy and tunekit once, then runs job after job, for as
+long as its driver lives): its wall time is shown apart. The others' wall time is the driver's,
+from ``Campaign.run`` to its return: every tune, merging records. Medians. Host CPU.
 
 Rows from ``benches/_fleet_store.py``, when that module is there, follow: its ``rows()``
 returns ``(what, figure)`` pairs (the store-latency rows of a PostgreSQL-backed cache).
@@ -29,6 +29,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import ray
 from rich.console import Console
 from rich.table import Table
 
@@ -99,39 +100,42 @@ def _store_rows() -> list[tuple[str, str]]:
     return [(str(what), str(figure)) for what, figure in _fleet_store.rows()]
 
 
+def _measure(workers: int, jobs: int, repeats: int) -> tuple[float, list[float], list[float]]:
+    """On a fresh cluster of ``workers``: the first campaign's wall (it starts the workers), then the warm ones'
+    walls and their jobs' median times."""
+    walls: list[float] = []
+    per_job: list[float] = []
+    with _cluster(workers) as address, tempfile.TemporaryDirectory(prefix="tkfleet") as top:
+        # One driver for every run: Ray keeps a driver's workers between its tasks (a new driver starts new ones).
+        ray.init(address=address, log_to_driver=False)
+        try:
+            cold, _ = _wall(address, _jobs(jobs, 0), Path(top))
+            for run in range(1, repeats + 1):
+                wall, job = _wall(address, _jobs(jobs, run), Path(top))
+                walls.append(wall)
+                per_job.append(job)
+        finally:
+            ray.shutdown()
+    return cold, walls, per_job
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=16)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     sys.path.insert(0, str(HERE))
-    walls: dict[int, list[float]] = {1: [], 2: []}
-    per_job: dict[int, list[float]] = {1: [], 2: []}
-    with (
-        _cluster(1) as one,
-        _cluster(2) as two,
-        tempfile.TemporaryDirectory(prefix="tkfleet") as top_one,
-        tempfile.TemporaryDirectory(prefix="tkfleet") as top_two,
-    ):
-        clusters = ((1, one, Path(top_one)), (2, two, Path(top_two)))
-        for workers, address, top in clusters:  # the warm-up: starts each cluster's workers
-            _wall(address, _jobs(2 * workers, 0), top)
-        for run in range(1, args.repeats + 1):
-            for workers, address, top in clusters:
-                wall, job = _wall(address, _jobs(args.jobs, run), top)
-                walls[workers].append(wall)
-                per_job[workers].append(job)
+    measured = {workers: _measure(workers, args.jobs, args.repeats) for workers in (1, 2)}
     table = Table(title=f"campaign of {args.jobs} CPU jobs on a local Ray cluster (host CPU, 2 cores)")
     table.add_column("what")
     table.add_column("figure", justify="right")
-    for workers, times in walls.items():
-        spread = f" ({min(times):.2f}-{max(times):.2f})" if len(times) > 1 else ""
-        table.add_row(f"wall time, {workers} worker{'s' * (workers > 1)}", f"{statistics.median(times):.2f} s{spread}")
-    for workers, times in per_job.items():
-        table.add_row(
-            f"one job on its worker, {workers} worker{'s' * (workers > 1)}", f"{statistics.median(times):.3f} s"
-        )
-    ratio = statistics.median(walls[1]) / statistics.median(walls[2])
+    for workers, (cold, walls, per_job) in measured.items():
+        name = f"{workers} worker{'s' * (workers > 1)}"
+        table.add_row(f"first campaign (starts the workers), {name}", f"{cold:.2f} s")
+        spread = f" ({min(walls):.2f}-{max(walls):.2f})" if len(walls) > 1 else ""
+        table.add_row(f"campaign wall time, {name}", f"{statistics.median(walls):.2f} s{spread}")
+        table.add_row(f"one job on its worker, {name}", f"{statistics.median(per_job):.3f} s")
+    ratio = statistics.median(measured[1][1]) / statistics.median(measured[2][1])
     table.add_row("speed-up, 2 workers over 1", f"{ratio:.2f}x")
     for what, figure in _store_rows():
         table.add_row(what, figure)

@@ -131,7 +131,8 @@ class Campaign:
         journal = Journal(self.journal_path)
         merger = RecordMerger(self.records)
         skipped = [job for job in self.jobs if _still_done(self.records, journal.done.get(job.id))]
-        todo = [job for job in self.jobs if job not in skipped]
+        skipped_ids = {job.id for job in skipped}
+        todo = [job for job in self.jobs if job.id not in skipped_ids]
         finished: list[JobResult] = []
         failed: list[tuple[CampaignJob, str]] = []
         written: dict[Path, None] = {}
