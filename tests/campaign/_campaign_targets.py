@@ -144,3 +144,15 @@ SCALE_ON_A_GPU = tk.CampaignTarget(
     shape=("n",),
 )
 """The kernel on a device kind this machine's cluster does not have."""
+
+
+def _refused(client: tk.Client, shape: Any) -> tuple[Any, ...]:
+    if shape["n"] < 0:
+        raise ValueError(f"n={shape['n']} is no size")
+    return _row_sum_inputs(client, {"rows": 2, "n": shape["n"]})
+
+
+CHECKED_ROW_SUM = tk.CampaignTarget(
+    tuner=ROW_SUM_TUNER, tunables=_row_sum_set, inputs=_refused, clients={"cpu-numpy": CpuClient}, shape=("n",)
+)
+"""Row sums whose inputs refuse a negative size: a job that fails on its worker."""

@@ -97,7 +97,9 @@ def test_a_campaign_with_a_worker_killed_mid_job_commits_every_winner_measured_o
     env = worker_env(tmp_path)
     jobs = _jobs()
     assert len(jobs) >= 40
-    campaign = tk.Campaign(jobs=jobs, records=tmp_path / "records", env=env)
+    # A job that raises on its worker: reported, not retried, and the others go on.
+    refused = tk.CampaignJob(target="_campaign_targets:CHECKED_ROW_SUM", device="cpu-numpy", shape={"n": -1})
+    campaign = tk.Campaign(jobs=[refused, *jobs], records=tmp_path / "records", env=env)
     outcome: list[tk.CampaignResult | BaseException] = []
 
     def run() -> None:
@@ -120,7 +122,7 @@ def test_a_campaign_with_a_worker_killed_mid_job_commits_every_winner_measured_o
     assert killed, "no worker was caught running a job: the campaign ended before one could be killed"
     result = outcome[0]
     assert isinstance(result, tk.CampaignResult), result
-    assert result.failed == ()
+    assert result.failed == ((refused, "ValueError: n=-1 is no size"),)
     assert len(result.finished) == len(jobs)
 
     # Measured once each: the killed job's tune never finished (or finished and was read back from the cache).
@@ -145,8 +147,8 @@ def test_a_campaign_with_a_worker_killed_mid_job_commits_every_winner_measured_o
     )
     assert len(verified.entries) == 24
 
-    # Run again: the journal lists every job, none runs (nor does Ray start).
-    again = campaign.run(address="127.0.0.1:1", progress=False)
+    # Run again without the refused job: the journal lists every other job, none runs (nor does Ray start).
+    again = tk.Campaign(jobs=jobs, records=tmp_path / "records", env=env).run(address="127.0.0.1:1", progress=False)
     assert (len(again.skipped), again.finished) == (len(jobs), ())
 
 
