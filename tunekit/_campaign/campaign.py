@@ -7,14 +7,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
 from tunekit._base.errors import describe_error
 from tunekit._campaign.fleet import run_on_ray
 from tunekit._campaign.job import CampaignJob
 from tunekit._campaign.journal import DoneJob, Journal
 from tunekit._campaign.merge import RecordMerger, holds
+from tunekit._campaign.progress import CampaignProgress
 from tunekit._campaign.result import JobResult
 from tunekit._campaign.spec import CampaignError, read_campaign_file
 from tunekit._campaign.target import load_target
@@ -136,57 +134,24 @@ class Campaign:
         finished: list[JobResult] = []
         failed: list[tuple[CampaignJob, str]] = []
         written: dict[Path, None] = {}
-        console = Console(stderr=True, quiet=not progress, soft_wrap=True)
-        bar = Progress(
-            TextColumn("campaign"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("{task.fields[tuned]} tuned, {task.fields[stored]} stored, {task.fields[failed]} failed"),
-            TimeElapsedColumn(),
-            console=console,
-            disable=not (progress and console.is_terminal),  # elsewhere the lines alone say it
-            transient=True,
-        )
+        shown = CampaignProgress(len(todo), shown=progress)
         if skipped:
-            console.print(f"{len(skipped)} of {len(self.jobs)} jobs finished in an earlier run: skipped")
-        task = bar.add_task("jobs", total=len(todo), tuned=0, stored=0, failed=0)
+            shown.console.print(f"{len(skipped)} of {len(self.jobs)} jobs finished in an earlier run: skipped")
 
         def done(job: CampaignJob, outcome: str | BaseException) -> None:
             if isinstance(outcome, BaseException):
                 failed.append((job, describe_error(outcome)))
-                console.print(f"[red]failed[/] {job.describe()}: {describe_error(outcome)}", highlight=False)
-            else:
-                result = JobResult.model_validate_json(outcome)
-                path = merger.merge(result.record, job.device)  # the record first: the journal never lists a lost one
-                entry = result.record.entries[0]
-                journal.add(
-                    job.id,
-                    DoneJob(
-                        record=path.name,
-                        key=dict(entry.key),
-                        winner=entry.winner,
-                        decision=result.decision,
-                        host=result.host,
-                        pid=result.pid,
-                    ),
-                )
-                written[path] = None
-                finished.append(result)
-                console.print(
-                    f"{result.decision:>6} {job.describe()} -> {entry.winner} "
-                    f"({entry.median_ns / 1e3:.3g} us, on {result.host}, {result.seconds:.2f} s)",
-                    highlight=False,
-                )
-            bar.update(
-                task,
-                advance=1,
-                tuned=sum(r.decision == "tuned" for r in finished),
-                stored=sum(r.decision == "stored" for r in finished),
-                failed=len(failed),
-            )
+                shown.failed(job, failed[-1][1])
+                return
+            result = JobResult.model_validate_json(outcome)
+            path = merger.merge(result.record, job.device)  # the record first: the journal never lists a lost one
+            journal.add(job.id, DoneJob.of(path, result))
+            written[path] = None
+            finished.append(result)
+            shown.finished(job, result)
 
         if todo:
-            with bar:
+            with shown:
                 run_on_ray(todo, done, address=address, env=self.env, max_retries=self.max_retries)
         result = CampaignResult(
             finished=tuple(finished),
@@ -195,7 +160,7 @@ class Campaign:
             records=tuple(written),
             seconds=time.perf_counter() - started,
         )
-        console.print(
+        shown.console.print(
             f"campaign: {len(finished)} jobs finished ({result.tuned} tuned, {result.stored} already stored), "
             f"{len(skipped)} skipped, {len(failed)} failed in {result.seconds:.1f} s; records in {self.records}"
         )

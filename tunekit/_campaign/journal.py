@@ -14,6 +14,7 @@ from pydantic import Field, ValidationError
 
 from tunekit._base.atomic import write_atomic
 from tunekit._base.persisted import STORED, Persisted
+from tunekit._campaign.result import JobResult
 from tunekit._campaign.spec import CampaignError
 
 __all__ = ["DoneJob", "Journal"]
@@ -28,6 +29,19 @@ class DoneJob(Persisted):
     decision: Literal["tuned", "stored"]
     host: str
     pid: int
+
+    @classmethod
+    def of(cls, record: Path, result: JobResult) -> DoneJob:
+        """The journal's line for ``result``, whose winner was merged into the file ``record``."""
+        entry = result.record.entries[0]
+        return cls(
+            record=record.name,
+            key=dict(entry.key),
+            winner=entry.winner,
+            decision=result.decision,
+            host=result.host,
+            pid=result.pid,
+        )
 
 
 class JournalFile(Persisted):
