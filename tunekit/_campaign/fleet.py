@@ -17,7 +17,6 @@ from tunekit._base.errors import describe_error
 from tunekit._base.extras import import_extra
 from tunekit._campaign.job import CampaignJob
 from tunekit._campaign.spec import CampaignError
-from tunekit._campaign.worker import tune_job
 
 __all__ = ["TASK_NAME", "run_on_ray"]
 
@@ -45,6 +44,10 @@ def run_on_ray(
     on this machine, else a new local one). A Ray already initialised in this process is used as it is.
     """
     ray = _ray()
+    # The worker side (the tuner, the store, measurement) loads here, not with the `tunekit` command: every
+    # other sub-command would pay its ~0.8 s at start-up.
+    from tunekit._campaign.worker import tune_job  # noqa: PLC0415 - see above
+
     started = not ray.is_initialized()
     if started:
         ray.init(address=address, log_to_driver=False)
