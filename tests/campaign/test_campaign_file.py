@@ -87,6 +87,10 @@ def test_a_json_file_is_read_as_json(tmp_path: Path) -> None:
             GOOD_JOB + GOOD_JOB,
             r"jobs\[1\] \(_campaign_targets:ROW_SUM\) shapes\[0\] is the same job as .*jobs\[0\] .* shapes\[0\]",
         ),
+        (
+            '[[jobs]]\ntarget = "_campaign_targets:ROW_SUM"\ndevice = "my gpu"\nshapes = [{rows = 1, n = 1}]\n',
+            r"jobs\[0\] \(_campaign_targets:ROW_SUM\)\.device: a device kind is a Ray resource name of letters",
+        ),
         ("records = 'x'\n", r"jobs: Field required"),
         ("[[jobs]\n", r"is not valid TOML"),
     ],

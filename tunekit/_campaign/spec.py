@@ -76,4 +76,6 @@ def _problem(data: object, error: object) -> str:
     message = str(error.get("msg", "invalid"))
     if error.get("type") == "string_pattern_mismatch" and loc and loc[-1] == "target":
         message = "not an import path; write it as 'package.module:NAME'"
+    elif error.get("type") == "string_pattern_mismatch" and loc and loc[-1] == "device":
+        message = "a device kind is a Ray resource name of letters, digits and . : @ + - _ (e.g. 'opencl:a100')"
     return f"{where or 'the file'}: {message}"
