@@ -187,3 +187,23 @@ def test_a_worker_with_autotuning_off_refuses_the_job(monkeypatch: pytest.Monkey
     tk.configure()
     with pytest.raises(RuntimeError, match=r"autotuning is off on this worker \(TUNEKIT_AUTOTUNE=0\)"):
         tune_job(_job_json(4, 56))
+
+
+def test_a_second_device_id_of_one_kind_gets_its_own_record(tmp_path: Path) -> None:
+    ROW_SUM_TUNER.clear()
+    result = JobResult.model_validate_json(tune_job(_job_json(4, 64)))
+    other = result.record.model_copy(update={"device_id": result.record.device_id + " (another driver)"})
+    merger = RecordMerger(tmp_path)
+    first, second = merger.merge(result.record, "cpu-numpy"), merger.merge(other, "cpu-numpy")
+    assert first.name == "campaign_row_sum.cpu-numpy.json"
+    assert second.name.startswith("campaign_row_sum.cpu-numpy.") and second != first
+    assert tk.Record.load(first).device_id == result.record.device_id
+    assert tk.Record.load(second).device_id == other.device_id
+
+
+def test_a_journal_that_is_no_journal_is_refused_naming_what_to_do(tmp_path: Path) -> None:
+    campaign = tk.Campaign.load(_write(tmp_path, GOOD_JOB))
+    campaign.journal_path.parent.mkdir(parents=True)
+    campaign.journal_path.write_text("[]")
+    with pytest.raises(tk.CampaignError, match=r"is no campaign journal .*; delete it to run every job again"):
+        campaign.run(progress=False)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 
 from tunekit._cli.error import CliError
 
@@ -19,13 +20,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         campaign = Campaign.load(args.file)
         if args.max_retries is not None:
-            campaign = Campaign(
-                jobs=campaign.jobs,
-                records=campaign.records,
-                state=campaign.state,
-                env=campaign.env,
-                max_retries=args.max_retries,
-            )
+            campaign = dataclasses.replace(campaign, max_retries=args.max_retries)
         result = campaign.run(address=args.address, progress=not args.quiet)
     except (CampaignError, ImportError) as error:  # a bad file, an unknown device kind, Ray not installed
         raise CliError(str(error)) from None
