@@ -19,6 +19,7 @@ import argparse
 import contextlib
 import json
 import os
+import shutil
 import signal
 import socket
 import statistics
@@ -67,6 +68,7 @@ def _cluster(workers: int) -> Iterator[str]:
     finally:
         head.send_signal(signal.SIGTERM)
         head.wait(60)
+        shutil.rmtree(temp, ignore_errors=True)
 
 
 def _jobs(count: int, run: int) -> list[tk.CampaignJob]:
