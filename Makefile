@@ -16,7 +16,7 @@ FAST := not slow and not opencl and not subprocess
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev,docs,opencl,report,postgres]'
+	$(PY) -m pip install --quiet -e '.[dev,docs,opencl,report,postgres,ray]'
 	touch $(STAMP)
 
 # An OpenCL device that really compiles (Debian's PoCL where pip's cannot target this CPU).

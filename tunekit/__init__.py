@@ -55,6 +55,11 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "CacheRow": ("tunekit._values.cache_row", "CacheRow"),
     "CacheState": ("tunekit._values.cache_state", "CacheState"),
     "CacheValue": ("tunekit._values.cache_row", "CacheValue"),
+    "Campaign": ("tunekit._campaign.campaign", "Campaign"),
+    "CampaignError": ("tunekit._campaign.spec", "CampaignError"),
+    "CampaignJob": ("tunekit._campaign.job", "CampaignJob"),
+    "CampaignResult": ("tunekit._campaign.campaign", "CampaignResult"),
+    "CampaignTarget": ("tunekit._campaign.target", "CampaignTarget"),
     "CandidateProgress": ("tunekit._observe.events", "CandidateProgress"),
     "CandidateRecord": ("tunekit._values.records", "CandidateRecord"),
     "Client": ("tunekit._measure.client", "Client"),
@@ -196,6 +201,10 @@ if TYPE_CHECKING:
     from tunekit._base.settings_model import Settings as Settings
 
     settings = current  # tk.settings(): the settings in force
+    from tunekit._campaign.campaign import Campaign as Campaign, CampaignResult as CampaignResult
+    from tunekit._campaign.job import CampaignJob as CampaignJob
+    from tunekit._campaign.spec import CampaignError as CampaignError
+    from tunekit._campaign.target import CampaignTarget as CampaignTarget
     from tunekit._candidates.budget import Budget as Budget
     from tunekit._candidates.config import Config as Config, ParamValue as ParamValue
     from tunekit._candidates.plan import (

@@ -15,7 +15,13 @@ from typing import NoReturn
 from tunekit._base.errors import SettingsError
 from tunekit._base.settings import configure
 from tunekit._base.version import __version__
-from tunekit._cli import cache as _cache, demo as _demo, devices as _devices, records as _records
+from tunekit._cli import (
+    cache as _cache,
+    campaign as _campaign,
+    demo as _demo,
+    devices as _devices,
+    records as _records,
+)
 from tunekit._cli.error import CliError
 from tunekit._cli.listings import LISTINGS
 
@@ -128,6 +134,17 @@ def _parser() -> argparse.ArgumentParser:
     schema = commands.add_parser("schema", help="print the JSON schema of AutotuneRecord or of a listing's --json")
     schema.add_argument("name", nargs="?", default="record", choices=("record", *LISTINGS), help="default: record")
     _command(schema, _records.schema)
+
+    campaign = commands.add_parser("campaign", help="tune a declared list of jobs on a Ray cluster")
+    campaign_commands = campaign.add_subparsers(dest="campaign_command", metavar="ACTION", required=True)
+    campaign_run = campaign_commands.add_parser("run", help="run a campaign file's jobs not finished yet")
+    campaign_run.add_argument("file", help="the campaign file (TOML or JSON)")
+    campaign_run.add_argument("--address", help="the Ray cluster's address, HEAD:PORT (default: as ray.init finds it)")
+    campaign_run.add_argument(
+        "--max-retries", type=_count, help="re-runs of a job whose worker died (default: the file's)"
+    )
+    campaign_run.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
+    _command(campaign_run, _campaign.run)
 
     report = commands.add_parser("report", help="write a self-contained HTML report of one or more records files")
     report.add_argument("files", nargs="+", metavar="FILE", help="records files; several: runs to compare")
