@@ -99,7 +99,9 @@ def _store_rows() -> list[tuple[str, str]]:
         return []
     import _fleet_store
 
-    return [(str(what), str(figure)) for what, figure in _fleet_store.rows()]
+    return [
+        (f"{path}: SQLite vs PostgreSQL", f"{lite} vs {pg} ({ratio})") for path, lite, pg, ratio in _fleet_store.rows()
+    ]
 
 
 def _measure(workers: int, jobs: int, repeats: int) -> tuple[float, list[float], list[float]]:
