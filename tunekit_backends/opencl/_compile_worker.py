@@ -25,10 +25,9 @@ from typing import IO, Any
 
 import numpy as np
 
-from tunekit.backend import CANARY_VALUE
-from tunekit_backends.opencl._buffers import canary_bytes, canary_changed, overrun_message
 from tunekit_backends.opencl._cl import build_log, first_error_line, is_pocl, pocl_kernel_cache_on, pyopencl
-from tunekit_backends.opencl._compile_wire import ProgramReply, ProgramRequest, WorkerReady
+from tunekit_backends.opencl._compile_wire import KernelArg, ProgramReply, ProgramRequest, WorkerReady
+from tunekit_backends.opencl._overrun import canary_intact, overrun_message
 
 __all__ = ["kernel_cache_problem", "main", "pocl_cache_dir", "serve"]
 
@@ -79,14 +78,14 @@ def serve(request: ProgramRequest, worker: _Worker) -> ProgramReply:
     for launch in request.launches:
         try:
             args: list[Any] = []
-            buffers: list[tuple[int, Any, int]] = []
+            buffers: list[tuple[int, Any, KernelArg]] = []
             for position, arg in enumerate(launch.args):
                 if arg.kind == "buffer":
-                    host = np.full(max(arg.nbytes + canary_bytes(arg.nbytes), 1), CANARY_VALUE, np.uint8)
+                    host = np.full(max(arg.nbytes + arg.canary, 1), arg.canary_value, np.uint8)
                     host[: arg.nbytes] = data[arg.offset : arg.offset + arg.nbytes]
                     flags = cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR
                     args.append(cl.Buffer(worker.context, flags, hostbuf=host))
-                    buffers.append((position, args[-1], arg.nbytes))
+                    buffers.append((position, args[-1], arg))
                 else:
                     args.append(np.dtype(arg.dtype).type(arg.value))
             kernel = cl.Kernel(program, launch.kernel)
@@ -101,13 +100,20 @@ def serve(request: ProgramRequest, worker: _Worker) -> ProgramReply:
     return ProgramReply(launch_errors=tuple(errors), retire=retire)
 
 
-def _overrun(queue: Any, buffers: list[tuple[int, Any, int]]) -> str | None:
+def _overrun(queue: Any, buffers: list[tuple[int, Any, KernelArg]]) -> str | None:
     """What to say of the first buffer the launch wrote past the end of, or None.
 
     Caught here, the variant never runs in the tuning process, where on a CPU device (PoCL)
     the same write lands in the caller's heap and can abort it before the check sees it.
     """
-    return next((overrun_message(p, n) for p, buffer, n in buffers if canary_changed(queue, buffer, n)), None)
+    return next(
+        (
+            overrun_message(p, arg.nbytes)
+            for p, buffer, arg in buffers
+            if not canary_intact(queue, buffer, arg.nbytes, arg.canary, arg.canary_value)
+        ),
+        None,
+    )
 
 
 def kernel_cache_problem(platform: str) -> str | None:
