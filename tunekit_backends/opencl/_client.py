@@ -15,7 +15,14 @@ import numpy as np
 
 from tunekit.backend import CheckBuffers, DevicePeaks
 from tunekit_backends.opencl._buffers import DeviceCheckBuffers
-from tunekit_backends.opencl._cl import INSTALL_HINT, first_error_line, is_pocl, pocl_kernel_cache_on, pyopencl
+from tunekit_backends.opencl._cl import (
+    INSTALL_HINT,
+    PROBE_KERNEL,
+    first_error_line,
+    is_pocl,
+    pocl_kernel_cache_on,
+    pyopencl,
+)
 from tunekit_backends.opencl._cold import cold_inputs
 from tunekit_backends.opencl._compile import CompilePool
 from tunekit_backends.opencl._peaks import busy_kernel, measure_device_peaks, warm_up_device
@@ -26,7 +33,6 @@ T = TypeVar("T")
 
 _log = logging.getLogger("tunekit.opencl")
 
-_PROBE = "__kernel void tunekit_probe(__global int* x) { x[get_global_id(0)] = 1; }"
 
 _MIN_FLUSH_BYTES = 8 << 20
 
@@ -129,6 +135,14 @@ def describe_devices() -> list[str]:
     ]
 
 
+_PROBE_WAIT_S = 10.0
+"""How long a client opening waits for its first compile worker before probing its compiler itself.
+
+About 1 s on a quiet machine here (0.7-0.9 s of the worker's CPU), 4-6 s on one loaded to 5x its cores. Waiting
+costs little: the first compile waits for the workers anyway, and a start that hangs would cost that compile
+the ready timeout (60 s) in any case."""
+
+
 def _probe(cl: Any, context: Any) -> str | None:
     """None when the compiler builds a trivial kernel in ``context``, else the compiler's first error line.
 
@@ -136,7 +150,7 @@ def _probe(cl: Any, context: Any) -> str | None:
     per context (0.4 s measured), so probing in a throw-away context would pay for it twice.
     """
     try:
-        cl.Program(context, _PROBE).build()
+        cl.Program(context, PROBE_KERNEL).build()
     except cl.Error as exc:
         return first_error_line(str(exc))
     return None
@@ -299,6 +313,8 @@ class OpenCLClient:
             pools.append((candidate, CompilePool(workers, candidate.platform.name, candidate.name)))
             if start_workers == "open":
                 pools[0][1].start_all()
+                # A worker's first build is this probe's kernel: waited for, the probe here is a cache hit.
+                pools[0][1].wait_for_one(_PROBE_WAIT_S)
 
         try:
             self.device, self.context = _select(cl, platform, device, device_id, before_probe=pool_for)

@@ -403,6 +403,17 @@ class CompilePool:
                 target=self._start_idle, args=(how, worker), daemon=True, name="tunekit-compile-start"
             ).start()
 
+    def wait_for_one(self, timeout_s: float) -> bool:
+        """Wait at most ``timeout_s`` until a worker is ready or no start is in flight; whether one is ready."""
+        deadline = time.monotonic() + timeout_s
+        with self._ready:
+            while not self._alive and self._starting and not self._closed:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self._ready.wait(left)
+            return bool(self._alive)
+
     def _start_idle(self, how: WorkerCommand, launched: _Worker) -> None:
         """Wait for a worker launched by :meth:`start_all` to get ready, and keep it idle for the first request."""
         try:

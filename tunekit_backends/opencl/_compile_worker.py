@@ -25,7 +25,14 @@ from typing import IO, Any
 
 import numpy as np
 
-from tunekit_backends.opencl._cl import build_log, first_error_line, is_pocl, pocl_kernel_cache_on, pyopencl
+from tunekit_backends.opencl._cl import (
+    PROBE_KERNEL,
+    build_log,
+    first_error_line,
+    is_pocl,
+    pocl_kernel_cache_on,
+    pyopencl,
+)
 from tunekit_backends.opencl._compile_wire import KernelArg, ProgramReply, ProgramRequest, WorkerReady
 from tunekit_backends.opencl._overrun import canary_intact, overrun_message
 
@@ -177,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     # A first build loads the compiler and its kernel library while the parent is still busy;
     # a failure here shows again, with its message, in the first request's reply.
     with contextlib.suppress(pyopencl().Error):
-        pyopencl().Program(worker.context, "__kernel void tunekit_boot(__global int* x) { x[0] = 0; }").build()
+        pyopencl().Program(worker.context, PROBE_KERNEL).build()  # the client's probe then finds it cached
     replies.write(WorkerReady(kernel_cache=kernel_cache_problem(argv[0])).model_dump_json() + "\n")
     replies.flush()
     for line in sys.stdin:
