@@ -1049,3 +1049,28 @@ def test_a_compile_worker_imports_neither_tunekit_nor_the_client() -> None:
         "tunekit_backends.opencl._compile_worker",
         "tunekit_backends.opencl._overrun",
     }
+
+
+@pytest.mark.slow
+@pytest.mark.opencl
+@pytest.mark.subprocess
+def test_workers_started_at_open_leave_the_probe_and_the_warm_up_kernel_in_pocls_cache(tmp_path: Path) -> None:
+    # A client that only opens (no probe of its own needed, no warm-up run): whatever of the client's own kernels is
+    # in the fresh cache afterwards, its workers put there, so the client's probe and warm-up find them cached.
+    code = textwrap.dedent(
+        """
+        import os, pathlib, time
+        from tunekit_backends.opencl import OpenCLClient
+        client = OpenCLClient(flush_cache=False, compile_in="process", compile_workers=1)
+        cache = pathlib.Path(os.environ["POCL_CACHE_DIR"])
+        deadline = time.monotonic() + 120  # the warm-up kernel's first launch follows the worker's ready line
+        while not list(cache.rglob("tunekit_fma/*")) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        client.close()
+        """
+    )
+    cache = tmp_path / "pocl"
+    env = dict(os.environ, POCL_CACHE_DIR=str(cache))
+    subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=300)
+    launched = [p.relative_to(cache) for p in cache.rglob("tunekit_fma/*")]
+    assert len(launched) == 1 and launched[0].name.endswith("-goffs0-smallgrid"), launched
