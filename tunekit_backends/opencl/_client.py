@@ -300,10 +300,11 @@ class OpenCLClient:
         pools: list[tuple[Any, CompilePool]] = []
 
         def pool_for(candidate: Any) -> None:
-            """A pool for the device about to be probed, its workers starting while this process probes it.
+            """A pool for the device about to be probed, its workers started now rather than at the first compile.
 
-            The probe's first build loads PoCL's compiler (about 0.5 s of CPU on a cold kernel cache), and each
-            worker loads its own: started now, the workers' start-ups run beside it instead of after the client.
+            A probe that builds cold loads PoCL's compiler (about 0.45 s of CPU), which this process needs for nothing
+            else when workers compile: so it waits for the first worker, whose first build is the probe's kernel,
+            and finds that in PoCL's cache (see ``_cl.PROBE_KERNEL``).
             """
             for _, stale in pools:  # an earlier candidate failed its probe
                 stale.close()
