@@ -122,7 +122,7 @@ def main() -> int:
     )
     options = parser.parse_args()
     runs = options.runs
-    console = Console()
+    console = Console(width=160)
 
     imports = [worker_imports() for _ in range(runs)]
     table = Table(title=f"A compile worker's imports, median of {runs} fresh interpreters")
