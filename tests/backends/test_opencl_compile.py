@@ -29,6 +29,7 @@ from tunekit._values.records import Prepared
 from tunekit_backends.opencl import CompileError, KernelTemplate, OpenCLClient, _client as client_module
 from tunekit_backends.opencl._batch import batchable, batched_program
 from tunekit_backends.opencl._compile import CompilePool, InputsFile, WorkerDied, launch_of
+from tunekit_backends.opencl._compile_starts import FAILED_STARTS, command_for
 from tunekit_backends.opencl._compile_wire import ProgramRequest
 from tunekit_backends.opencl._compile_worker import kernel_cache_problem, pocl_cache_dir
 
@@ -1074,3 +1075,30 @@ def test_workers_started_at_open_leave_the_probe_and_the_warm_up_kernel_in_pocls
     subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=300)
     launched = [p.relative_to(cache) for p in cache.rglob("tunekit_fma/*")]
     assert len(launched) == 1 and launched[0].name.endswith("-goffs0-smallgrid"), launched
+
+
+@pytest.mark.slow
+@pytest.mark.opencl
+@pytest.mark.subprocess
+def test_closing_a_client_whose_workers_are_still_starting_stops_them_and_counts_no_failed_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    client = OpenCLClient(flush_cache=False, compile_in="process", compile_workers=2, start_workers="first_compile")
+    pool = client.compile_pool
+    assert pool is not None
+    slow = tmp_path / "slow-python"  # a worker that takes a minute to start: still starting at close()
+    slow.write_text(f'#!/bin/sh\nsleep 60\nexec {shlex.quote(sys.executable)} "$@"\n')
+    slow.chmod(0o755)
+    monkeypatch.setattr(sys, "executable", str(slow))
+    pool.start_all()  # what the client does as it opens, with start_workers="open"
+    with pool._ready:
+        workers = set(pool._launched)
+    assert len(workers) == 2
+    how = command_for(*pool._where)
+    client.close()
+    assert all(w.process.poll() is not None for w in workers)  # killed, not left to finish a start nobody needs
+    deadline = time.monotonic() + 60
+    while pool._starting and time.monotonic() < deadline:  # the threads that awaited them see the kill
+        time.sleep(0.01)
+    assert pool._starting == 0
+    assert FAILED_STARTS.state(how) == (0, None)  # and the kill is no failure of the way workers start

@@ -345,6 +345,7 @@ class CompilePool:
         self._closed = False
         self._warned: set[str] = set()
         self._first_pause_s = pause_s
+        self._launched: set[_Worker] = set()  # by start_all, not ready yet: close() kills them
 
     def _take(self) -> _Worker:
         with self._ready:
@@ -391,6 +392,8 @@ class CompilePool:
         for launched in range(max(count, 0)):
             try:
                 worker = _Worker(how)
+                with self._ready:
+                    self._launched.add(worker)
             except BaseException as exc:
                 with self._ready:  # this start and those not yet launched
                     self._starting -= count - launched
@@ -421,6 +424,11 @@ class CompilePool:
         except WorkerDied as exc:  # counted; the request that needs a worker starts one
             _log.debug("a compile worker started as the client opened: %s", exc)
             return
+        except ClientClosed:  # closed while it started: close() killed it
+            return
+        finally:
+            with self._ready:
+                self._launched.discard(launched)
         self._give_back(worker, usable=True)
 
     def _start(self, how: WorkerCommand, launched: _Worker | None = None) -> _Worker:
@@ -437,6 +445,8 @@ class CompilePool:
             FAILED_STARTS.succeeded(how)
             ready = True
         except WorkerDied as exc:
+            if self._closed:  # killed by close(): no failure of the way workers start
+                raise self._closed_error() from None
             # Counted before the start is uncounted: a thread woken below then sees the pause, if any.
             paused = FAILED_STARTS.failed(how, str(exc), timed_out=exc.timed_out, first_pause_s=self._first_pause_s)
             raise (exc if paused is None else WorkerDied(paused, timed_out=exc.timed_out, started=False)) from None
@@ -520,6 +530,8 @@ class CompilePool:
         """Stop the workers; requests in flight, and any made later, raise :class:`tunekit.ClientClosed`."""
         with self._ready:
             self._closed = True
+            for starting in self._launched:  # a start the client no longer needs: its CPU is better spent elsewhere
+                starting.kill()
             workers = list(self._alive)
             self._alive.clear()
             self._idle.clear()
