@@ -26,9 +26,10 @@ import pytest
 import tunekit as tk
 from tunekit._keys.key import key_to_json
 from tunekit._values.records import Prepared
-from tunekit_backends.opencl import CompileError, KernelTemplate, OpenCLClient
+from tunekit_backends.opencl import CompileError, KernelTemplate, OpenCLClient, _client as client_module
 from tunekit_backends.opencl._batch import batchable, batched_program
 from tunekit_backends.opencl._compile import CompilePool, InputsFile, WorkerDied, launch_of
+from tunekit_backends.opencl._compile_starts import FAILED_STARTS, command_for
 from tunekit_backends.opencl._compile_wire import ProgramRequest
 from tunekit_backends.opencl._compile_worker import kernel_cache_problem, pocl_cache_dir
 
@@ -192,12 +193,12 @@ def test_a_variant_that_crashes_its_compile_worker_is_failed_and_the_rest_tune(p
 
 @pytest.mark.opencl
 def test_auto_compiles_in_processes_on_pocl_with_cores_and_its_kernel_cache(monkeypatch: pytest.MonkeyPatch) -> None:
-    client = OpenCLClient(flush_cache=False)
+    client = OpenCLClient(flush_cache=False, start_workers="first_compile")
     is_pocl = "Portable Computing Language" in client.device.platform.name
     wanted = "process" if is_pocl and len(os.sched_getaffinity(0)) >= 2 else "thread"
     assert client.compile_in == wanted
     monkeypatch.setenv("POCL_KERNEL_CACHE", "0")  # without PoCL's disk cache, a worker's build would be lost
-    assert OpenCLClient(flush_cache=False).compile_in == "thread"
+    assert OpenCLClient(flush_cache=False).compile_in == "thread"  # and so starts no worker at open
     with pytest.raises(ValueError, match="compile_workers"):
         OpenCLClient(flush_cache=False, compile_in="process", compile_workers=0)
 
@@ -262,7 +263,9 @@ def _tune_in_process_mode(
 
 @pytest.fixture
 def pooled(isolated_settings: Path) -> Iterator[OpenCLClient]:
-    client = OpenCLClient(flush_cache=False, compile_in="process", compile_workers=2)
+    # Workers start at the first compile, as these tests of the pool's failures expect (and a test that
+    # compiles nothing in workers starts none); starting them as the client opens has its own test.
+    client = OpenCLClient(flush_cache=False, compile_in="process", compile_workers=2, start_workers="first_compile")
     yield client
     client.close()
 
@@ -973,3 +976,129 @@ def test_a_workers_first_launch_leaves_the_work_group_function_this_process_then
     assert sorted(cache.glob(f"*/*/{name}/*/*.so")) == made
     after = made[0].stat()
     assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+
+
+@pytest.mark.slow
+@pytest.mark.opencl
+@pytest.mark.subprocess
+def test_workers_start_as_the_client_opens_and_serve_the_first_compile(
+    isolated_settings: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    launched_at_probe: list[int] = []
+    ready_at_probe: list[int] = []
+    probe = client_module._probe
+
+    def watched(cl_: Any, context: Any) -> str | None:
+        pool = pools[-1] if pools else None
+        launched_at_probe.append(-1 if pool is None else pool._starting + len(pool._alive))
+        ready_at_probe.append(-1 if pool is None else len(pool._alive))
+        return probe(cl_, context)
+
+    pools: list[CompilePool] = []
+    new_pool = CompilePool.__init__
+
+    def recorded(self: CompilePool, *args: Any, **kwargs: Any) -> None:
+        new_pool(self, *args, **kwargs)
+        pools.append(self)
+
+    monkeypatch.setattr(client_module, "_probe", watched)
+    monkeypatch.setattr(CompilePool, "__init__", recorded)
+    client = OpenCLClient(flush_cache=False, compile_in="process", compile_workers=2)
+    try:
+        pool = client.compile_pool
+        assert pool is not None and pools == [pool]
+        # Both launched before this process probed its device, and one had built the probe's kernel into PoCL's
+        # cache (its first build) before the probe here: this process need not load the compiler.
+        assert launched_at_probe == [2] and ready_at_probe[0] >= 1
+        deadline = time.monotonic() + 120
+        while len(pool._idle) < 2 and time.monotonic() < deadline:  # ready, before any compile was asked for
+            time.sleep(0.05)
+        started = {id(w): w.process.pid for w in pool._alive}
+        assert len(pool._idle) == 2 and len(started) == 2
+        n = 64
+        args = (cla.zeros(client.queue, n, np.float32), np.int32(n))
+        record = _tune_in_process_mode(OVERRUN, "over", {"MODE": [0], "BLOCK": [8, 16]}, args, client, "eager")
+        assert all(c.status == "measured" for c in record.candidates), [c.error for c in record.candidates]
+        assert {id(w): w.process.pid for w in pool._alive} == started  # the first compile started none of its own
+    finally:
+        client.close()
+
+
+@pytest.mark.opencl
+def test_a_client_started_workers_first_compile_starts_none_as_it_opens() -> None:
+    # Not marked subprocess: a process started here fails the test.
+    client = OpenCLClient(flush_cache=False, compile_in="process", start_workers="first_compile")
+    assert client.compile_pool is not None and not client.compile_pool._alive and not client.compile_pool._starting
+    client.close()
+    with pytest.raises(ValueError, match=r"start_workers=\.\.\.\) takes 'open' or 'first_compile', got 'now'"):
+        OpenCLClient(start_workers="now")  # type: ignore[arg-type]
+
+
+@pytest.mark.subprocess
+def test_a_compile_worker_imports_neither_tunekit_nor_the_client() -> None:
+    # Its start-up is paid by every cold tune; tunekit.backend and the client cost ~0.2 s of CPU there.
+    code = "import sys, tunekit_backends.opencl._compile_worker; print(' '.join(sorted(sys.modules)))"
+    modules = set(
+        subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    )
+    ours = {m for m in modules if m.split(".")[0] in ("tunekit", "tunekit_backends")}
+    assert ours == {
+        "tunekit_backends",
+        "tunekit_backends.opencl",
+        "tunekit_backends.opencl._cl",
+        "tunekit_backends.opencl._compile_wire",
+        "tunekit_backends.opencl._compile_worker",
+        "tunekit_backends.opencl._overrun",
+    }
+
+
+@pytest.mark.slow
+@pytest.mark.opencl
+@pytest.mark.subprocess
+def test_workers_started_at_open_leave_the_probe_and_the_warm_up_kernel_in_pocls_cache(tmp_path: Path) -> None:
+    # A client that only opens (no probe of its own needed, no warm-up run): whatever of the client's own kernels is
+    # in the fresh cache afterwards, its workers put there, so the client's probe and warm-up find them cached.
+    code = textwrap.dedent(
+        """
+        import os, pathlib, time
+        from tunekit_backends.opencl import OpenCLClient
+        client = OpenCLClient(flush_cache=False, compile_in="process", compile_workers=1)
+        cache = pathlib.Path(os.environ["POCL_CACHE_DIR"])
+        deadline = time.monotonic() + 120  # the warm-up kernel's first launch follows the worker's ready line
+        while not list(cache.rglob("tunekit_fma/*")) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        client.close()
+        """
+    )
+    cache = tmp_path / "pocl"
+    env = dict(os.environ, POCL_CACHE_DIR=str(cache))
+    subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=300)
+    launched = [p.relative_to(cache) for p in cache.rglob("tunekit_fma/*")]
+    assert len(launched) == 1 and launched[0].name.endswith("-goffs0-smallgrid"), launched
+
+
+@pytest.mark.slow
+@pytest.mark.opencl
+@pytest.mark.subprocess
+def test_closing_a_client_whose_workers_are_still_starting_stops_them_and_counts_no_failed_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    client = OpenCLClient(flush_cache=False, compile_in="process", compile_workers=2, start_workers="first_compile")
+    pool = client.compile_pool
+    assert pool is not None
+    slow = tmp_path / "slow-python"  # a worker that takes a minute to start: still starting at close()
+    slow.write_text(f'#!/bin/sh\nsleep 60\nexec {shlex.quote(sys.executable)} "$@"\n')
+    slow.chmod(0o755)
+    monkeypatch.setattr(sys, "executable", str(slow))
+    pool.start_all()  # what the client does as it opens, with start_workers="open"
+    with pool._ready:
+        workers = set(pool._launched)
+    assert len(workers) == 2
+    how = command_for(*pool._where)
+    client.close()
+    assert all(w.process.poll() is not None for w in workers)  # killed, not left to finish a start nobody needs
+    deadline = time.monotonic() + 60
+    while pool._starting and time.monotonic() < deadline:  # the threads that awaited them see the kill
+        time.sleep(0.01)
+    assert pool._starting == 0
+    assert FAILED_STARTS.state(how) == (0, None)  # and the kill is no failure of the way workers start

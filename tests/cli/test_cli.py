@@ -322,7 +322,7 @@ def test_report_writes_html(records: Path, tmp_path: Path) -> None:
 @pytest.mark.opencl
 def test_devices_lists_the_cpu_client() -> None:
     # PoCL, from the opencl extra the tests run with; each row says how to select its device (it did not).
-    pocl = OpenCLClient(flush_cache=False, platform=0, device=0).device_id
+    pocl = OpenCLClient(flush_cache=False, platform=0, device=0, compile_in="thread").device_id
     rows = {line.split("  ")[0]: line for line in run("devices", "--no-peaks", "--wide").stdout.splitlines()}
     assert CLIENT.device_id in rows["cpu"] and pocl in rows["opencl (platform=0, device=0)"]
     measured = json.loads(run("devices", "--json").stdout)["devices"]
@@ -336,7 +336,7 @@ def test_devices_shows_each_opencl_devices_locator() -> None:
     pocl = next(d for d in listed if d["backend"] == "opencl (platform=0, device=0)")
     assert pocl["locator"] == "opencl:platform=0,device=0"
     # The listed string is what OpenCLClient(locator=) takes back: it opens the very device listed.
-    assert OpenCLClient(flush_cache=False, locator=pocl["locator"]).device_id == pocl["device_id"]
+    assert OpenCLClient(flush_cache=False, locator=pocl["locator"], compile_in="thread").device_id == pocl["device_id"]
     assert next(d for d in listed if d["backend"] == "cpu")["locator"] is None  # CpuClient has none
     table = run("devices", "--no-peaks").stdout
     assert f"{pocl['device_short']}  opencl:platform=0,device=0" in table

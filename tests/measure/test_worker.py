@@ -60,7 +60,7 @@ def build_checked(key: dict[str, Any]) -> tuple[OpenCLClient, tk.TunableSet[Size
 
 def build(key: dict[str, Any]) -> tuple[OpenCLClient, tk.TunableSet[SizeKey, Any], tuple[Any, ...]]:
     """The tune, built from the key's fields alone: in the caller and again in every worker."""
-    return _build_on(OpenCLClient(flush_cache=False), key)
+    return _build_on(OpenCLClient(flush_cache=False, start_workers="first_compile"), key)
 
 
 def _build_on(

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import math
 import random
 import statistics
+from fractions import Fraction
 
 import pytest
 
@@ -147,6 +149,45 @@ def test_the_median_interval_is_the_binomial_order_statistics() -> None:
         low, high = median_interval([rng.gauss(0, 1) for _ in range(25)])
         inside += low <= 0 <= high
     assert inside / 2000 >= 0.93
+
+
+def _rank_by_comb(n: int, confidence: float) -> int:
+    """The interval's rank computed apart from the code under test: math.comb sums against an exact fraction."""
+    limit = Fraction(1 - Fraction(confidence), 2) * 2**n
+    below = 0
+    for j in range(n):
+        below += math.comb(n, j)
+        if below > limit:
+            return j
+    return n
+
+
+@pytest.mark.parametrize("confidence", [0.95, 0.9, 0.99])
+def test_the_median_interval_is_exact_up_to_two_thousand_values(confidence: float) -> None:
+    for n in [*range(1, 120), 511, 1000, 1023, 1024, 1025, 1500, 2000]:
+        values = list(range(n))
+        j = _rank_by_comb(n, confidence)
+        expected = (values[0], values[-1]) if j == 0 else (values[j - 1], values[n - j])
+        assert median_interval(values, confidence) == expected, n
+
+
+def test_the_median_interval_takes_any_number_of_values() -> None:
+    # 2.0**n overflowed above 1023 values; the interval stays within the samples and narrows as n grows.
+    widths = []
+    for n in (1024, 1100, 5000, 100_000):
+        values = list(range(n))
+        low, high = median_interval(values)
+        assert 0 <= low < (n - 1) / 2 < high <= n - 1 and low + high == n - 1
+        widths.append((high - low) / n)
+    assert widths == sorted(widths, reverse=True)
+
+
+@pytest.mark.parametrize("n", [2001, 2062, 2109, 2500, 2925, 3001])
+def test_above_two_thousand_the_normal_approximation_is_exact_or_one_wider(n: int) -> None:
+    # Never narrower than the exact interval, so its coverage is never below the confidence asked for.
+    low, high = median_interval(list(range(n)))
+    j = _rank_by_comb(n, 0.95)
+    assert (low, high) in ((j - 1, n - j), (j - 2, n - j + 1))
 
 
 def test_the_bootstrap_interval_holds_the_ratio_of_medians() -> None:

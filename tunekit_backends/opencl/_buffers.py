@@ -9,6 +9,7 @@ import numpy as np
 
 from tunekit.backend import CANARY_BYTES, CANARY_VALUE, ReferenceFailed
 from tunekit_backends.opencl._cl import pyopencl
+from tunekit_backends.opencl._overrun import canary_intact, overrun_message
 
 
 class _HasQueue(Protocol):
@@ -43,17 +44,7 @@ def kernel_arg(value: Any) -> Any:
 
 def canary_changed(queue: Any, buffer: Any, nbytes: int) -> bool:
     """Whether the canary bytes after the first ``nbytes`` of ``buffer`` changed: a launch wrote past its end."""
-    canary = np.empty(canary_bytes(nbytes), np.uint8)
-    pyopencl().enqueue_copy(queue, canary, buffer, src_offset=nbytes)
-    return not np.all(canary == CANARY_VALUE)
-
-
-def overrun_message(position: int, nbytes: int) -> str:
-    """What to say of a first launch that wrote past the end of argument ``position``, said alike wherever it ran."""
-    return (
-        f"wrote past the end of argument {position} (a buffer of {nbytes} bytes) at its first launch; check the "
-        "sizes the inputs= generator allocates against what the kernel indexes for this key"
-    )
+    return not canary_intact(queue, buffer, nbytes, canary_bytes(nbytes), CANARY_VALUE)
 
 
 def argument_hint(args: tuple[Any, ...]) -> str:

@@ -15,7 +15,14 @@ import numpy as np
 
 from tunekit.backend import CheckBuffers, DevicePeaks
 from tunekit_backends.opencl._buffers import DeviceCheckBuffers
-from tunekit_backends.opencl._cl import INSTALL_HINT, first_error_line, is_pocl, pocl_kernel_cache_on, pyopencl
+from tunekit_backends.opencl._cl import (
+    INSTALL_HINT,
+    PROBE_KERNEL,
+    first_error_line,
+    is_pocl,
+    pocl_kernel_cache_on,
+    pyopencl,
+)
 from tunekit_backends.opencl._cold import cold_inputs
 from tunekit_backends.opencl._compile import CompilePool
 from tunekit_backends.opencl._peaks import busy_kernel, measure_device_peaks, warm_up_device
@@ -26,7 +33,6 @@ T = TypeVar("T")
 
 _log = logging.getLogger("tunekit.opencl")
 
-_PROBE = "__kernel void tunekit_probe(__global int* x) { x[get_global_id(0)] = 1; }"
 
 _MIN_FLUSH_BYTES = 8 << 20
 
@@ -129,6 +135,14 @@ def describe_devices() -> list[str]:
     ]
 
 
+_PROBE_WAIT_S = 10.0
+"""How long a client opening waits for its first compile worker before probing its compiler itself.
+
+About 1 s on a quiet machine here (0.7-0.9 s of the worker's CPU), 4-6 s on one loaded to 5x its cores. Waiting
+costs little: the first compile waits for the workers anyway, and a start that hangs would cost that compile
+the ready timeout (60 s) in any case."""
+
+
 def _probe(cl: Any, context: Any) -> str | None:
     """None when the compiler builds a trivial kernel in ``context``, else the compiler's first error line.
 
@@ -136,7 +150,7 @@ def _probe(cl: Any, context: Any) -> str | None:
     per context (0.4 s measured), so probing in a throw-away context would pay for it twice.
     """
     try:
-        cl.Program(context, _PROBE).build()
+        cl.Program(context, PROBE_KERNEL).build()
     except cl.Error as exc:
         return first_error_line(str(exc))
     return None
@@ -154,9 +168,16 @@ def _device_model_of(device: Any) -> str:
 
 
 def _select(
-    cl: Any, platform: int | str | None, device: int | str | None, device_id: str | None = None
+    cl: Any,
+    platform: int | str | None,
+    device: int | str | None,
+    device_id: str | None = None,
+    before_probe: Callable[[Any], None] | None = None,
 ) -> tuple[Any, Any]:
-    """The device asked for and a context on it; by default the first GPU, else the first whose compiler works."""
+    """The device asked for and a context on it; by default the first GPU, else the first whose compiler works.
+
+    ``before_probe`` is called with each device about to be probed (to start its compile workers meanwhile).
+    """
     candidates = [
         (p, d, plat, dev)
         for p, plat in enumerate(cl.get_platforms())
@@ -184,6 +205,8 @@ def _select(
         if explicit and not dev.compiler_available:
             # An offline-compiled device (an FPGA) runs kernels built from binaries; chosen by name, it is kept.
             return dev, context
+        if before_probe is not None:
+            before_probe(dev)
         problem = _probe(cl, context)
         if problem is None:
             for skipped in refused:  # said only when another device is used instead; else the error says it
@@ -222,6 +245,12 @@ class OpenCLClient:
     ``"thread"``, and the first such failure is logged once as a warning saying what to do;
     after two failed starts in a row no client of the process starts a worker the same way (same
     Python and environment) for a while (2 minutes, doubling).
+
+    ``start_workers`` says when those workers start: ``"open"`` (the default) as the client
+    opens, in the background, so that their start-up (about 0.7 s of CPU each on PoCL: Python,
+    the driver, its compiler's first build) overlaps the client's own and the tune's set-up and
+    the first compile finds them ready; ``"first_compile"`` at the first compile, so that a
+    process that only runs cached winners (a server, say) starts none.
     """
 
     def __init__(
@@ -234,6 +263,7 @@ class OpenCLClient:
         flush_cache: bool = True,
         compile_in: Literal["auto", "thread", "process"] = "auto",
         compile_workers: int | None = None,
+        start_workers: Literal["open", "first_compile"] = "open",
     ) -> None:
         if compile_in not in ("auto", "thread", "process"):
             raise ValueError(f"OpenCLClient(compile_in=...) takes 'auto', 'thread' or 'process', got {compile_in!r}")
@@ -257,26 +287,51 @@ class OpenCLClient:
                     f"OpenCLClient(locator={locator!r}) names one device: give it without platform= and device="
                 )
             platform, device = _located(locator)
-        cl = pyopencl()
-        self._cl = cl
-        self.device, self.context = _select(cl, platform, device, device_id)
-        self._locator = _locator_of(cl, self.device)
-        self.queue = cl.CommandQueue(self.context, properties=cl.command_queue_properties.PROFILING_ENABLE)
+        if start_workers not in ("open", "first_compile"):
+            raise ValueError(f"OpenCLClient(start_workers=...) takes 'open' or 'first_compile', got {start_workers!r}")
         if not isinstance(flush_cache, bool | np.bool_):
             # bool("false") is True: a string here would silently keep flushing.
             raise TypeError(f"OpenCLClient(flush_cache=...) takes True or False, got {flush_cache!r}")
+        cl = pyopencl()
+        self._cl = cl
+        # Each worker holds a driver and its compiler (150-280 MB measured on PoCL): a few suffice.
+        workers = compile_workers or min(_usable_cpus(), _MAX_DEFAULT_WORKERS)
+        # The device each pool is for, and the pool; at most one.
+        pools: list[tuple[Any, CompilePool]] = []
+
+        def pool_for(candidate: Any) -> None:
+            """A pool for the device about to be probed, its workers started now rather than at the first compile.
+
+            A probe that builds cold loads PoCL's compiler (about 0.45 s of CPU), which this process needs for nothing
+            else when workers compile: so it waits for the first worker, whose first build is the probe's kernel,
+            and finds that in PoCL's cache (see ``_cl.PROBE_KERNEL``).
+            """
+            for _, stale in pools:  # an earlier candidate failed its probe
+                stale.close()
+            pools.clear()
+            if compile_in == "thread" or (compile_in == "auto" and not _compiles_faster_in_processes(candidate)):
+                return
+            pools.append((candidate, CompilePool(workers, candidate.platform.name, candidate.name)))
+            if start_workers == "open":
+                pools[0][1].start_all()
+                # A worker's first build is this probe's kernel: waited for, the probe here is a cache hit.
+                pools[0][1].wait_for_one(_PROBE_WAIT_S)
+
+        try:
+            self.device, self.context = _select(cl, platform, device, device_id, before_probe=pool_for)
+            if not pools or pools[0][0] != self.device:  # chosen without a probe (an offline compiler)
+                pool_for(self.device)
+        except BaseException:
+            for _, stale in pools:
+                stale.close()
+            raise
+        self._locator = _locator_of(cl, self.device)
+        self.queue = cl.CommandQueue(self.context, properties=cl.command_queue_properties.PROFILING_ENABLE)
         self.flush_enabled = bool(flush_cache)
-        if compile_in == "auto":
-            compile_in = "process" if _compiles_faster_in_processes(self.device) else "thread"
-        self.compile_in: Literal["thread", "process"] = compile_in
-        self.compile_pool: CompilePool | None = None
-        if compile_in == "process":
-            # Workers start at the first compile, so a client that only runs cached winners starts none.
-            # Each worker holds a driver and its compiler (150-280 MB measured on PoCL): a few suffice.
-            workers = compile_workers or min(_usable_cpus(), _MAX_DEFAULT_WORKERS)
-            pool = CompilePool(workers, self.device.platform.name, self.device.name)
-            self.compile_pool = pool
-            weakref.finalize(self, pool.close)
+        self.compile_pool: CompilePool | None = pools[0][1] if pools else None
+        self.compile_in: Literal["thread", "process"] = "process" if pools else "thread"
+        if self.compile_pool is not None:
+            weakref.finalize(self, self.compile_pool.close)
         self._flush_lock = threading.Lock()
         self._flush_buffer: Any = None
         self._flush_count = 0

@@ -44,6 +44,8 @@ import numpy as np
 from pydantic import ValidationError
 
 from tunekit import ClientClosed
+from tunekit.backend import CANARY_VALUE
+from tunekit_backends.opencl._buffers import canary_bytes
 from tunekit_backends.opencl._cl import pyopencl
 from tunekit_backends.opencl._compile_starts import FAILED_STARTS, WorkerCommand, command_for
 from tunekit_backends.opencl._compile_wire import KernelArg, Launch, ProgramReply, ProgramRequest, WorkerReady
@@ -142,7 +144,15 @@ class InputsFile:
                     data = value.get() if isinstance(value, cl.array.Array) else _read(cl, value)
                     raw = np.ascontiguousarray(data).view(np.uint8).reshape(-1)
                     out.write(raw.tobytes())
-                    self.args.append(KernelArg(kind="buffer", nbytes=raw.size, offset=offset))
+                    self.args.append(
+                        KernelArg(
+                            kind="buffer",
+                            nbytes=raw.size,
+                            offset=offset,
+                            canary=canary_bytes(raw.size),
+                            canary_value=CANARY_VALUE,
+                        )
+                    )
                     offset += raw.size
                 elif isinstance(value, np.generic):
                     self.args.append(KernelArg(kind="scalar", value=value.item(), dtype=value.dtype.str))
@@ -192,6 +202,9 @@ class _Worker:
             raise WorkerDied(
                 f"cannot start a compile worker ({shlex.join(command[:3])}): {exc}", started=False
             ) from None
+        except BaseException:
+            self.stderr.close()
+            raise
         self.replies: queue.SimpleQueue[str] = queue.SimpleQueue()
         self.busy = False
         self.kernel_cache: str | None = None
@@ -307,7 +320,7 @@ class _Worker:
 
 
 class CompilePool:
-    """Up to ``workers`` compile processes for one device, started as requests need them.
+    """Up to ``workers`` compile processes for one device, started by :meth:`start_all` or as requests need them.
 
     ``ready_timeout_s`` and ``pause_s`` are :data:`READY_TIMEOUT_S` and :data:`PAUSE_S` unless
     a test shortens them.
@@ -332,6 +345,7 @@ class CompilePool:
         self._closed = False
         self._warned: set[str] = set()
         self._first_pause_s = pause_s
+        self._launched: set[_Worker] = set()  # by start_all, not ready yet: close() kills them
 
     def _take(self) -> _Worker:
         with self._ready:
@@ -356,26 +370,83 @@ class CompilePool:
                     self._starting += 1
                     break
                 self._ready.wait()  # for an idle worker, or for a start in flight to end
-        worker = self._start(how)
-        if worker.kernel_cache is not None:
-            self.warn_once(
-                "kernel-cache",
-                f"{worker.kernel_cache}: compile workers' builds cannot reach this process, which builds every "
-                "variant again. Point POCL_CACHE_DIR at a writable directory (and leave POCL_KERNEL_CACHE unset), "
-                "or pass OpenCLClient(compile_in='thread') to compile here only.",
-            )
-        return worker
+        return self._start(how)
 
-    def _start(self, how: WorkerCommand) -> _Worker:
-        """A new worker, ready (one start counted in ``_starting`` by the caller, and uncounted here)."""
-        worker: _Worker | None = None
+    def start_all(self) -> None:
+        """Start every worker now, in the background, instead of at the first compile.
+
+        Called as the client opens: a worker's start (Python, its imports, the driver and its
+        compiler's first build, about 0.7 s of CPU each on PoCL here) then overlaps the client's own
+        and the tune's set-up, and the first compile finds the workers ready. The processes are
+        launched here (so a start the OS refuses raises in the caller); their ready lines are
+        awaited on daemon threads. Starts nothing after failed starts (the first compile then
+        starts workers as it always has, one at a time) or when the workers are up already.
+        """
+        with self._ready:
+            how = command_for(*self._where)
+            failed_starts, paused = FAILED_STARTS.state(how)
+            if self._closed or failed_starts or paused is not None:
+                return
+            count = self.workers - len(self._alive) - self._starting
+            self._starting += max(count, 0)
+        for launched in range(max(count, 0)):
+            try:
+                worker = _Worker(how)
+                with self._ready:
+                    self._launched.add(worker)
+            except BaseException as exc:
+                with self._ready:  # this start and those not yet launched
+                    self._starting -= count - launched
+                    self._ready.notify_all()
+                if isinstance(exc, WorkerDied):  # the first compile tries again, and counts it
+                    _log.debug("%s; workers start at the first compile instead", exc)
+                    return
+                raise
+            threading.Thread(
+                target=self._start_idle, args=(how, worker), daemon=True, name="tunekit-compile-start"
+            ).start()
+
+    def wait_for_one(self, timeout_s: float) -> bool:
+        """Wait at most ``timeout_s`` until a worker is ready or no start is in flight; whether one is ready."""
+        deadline = time.monotonic() + timeout_s
+        with self._ready:
+            while not self._alive and self._starting and not self._closed:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self._ready.wait(left)
+            return bool(self._alive)
+
+    def _start_idle(self, how: WorkerCommand, launched: _Worker) -> None:
+        """Wait for a worker launched by :meth:`start_all` to get ready, and keep it idle for the first request."""
+        try:
+            worker = self._start(how, launched)
+        except WorkerDied as exc:  # counted; the request that needs a worker starts one
+            _log.debug("a compile worker started as the client opened: %s", exc)
+            return
+        except ClientClosed:  # closed while it started: close() killed it
+            return
+        finally:
+            with self._ready:
+                self._launched.discard(launched)
+        self._give_back(worker, usable=True)
+
+    def _start(self, how: WorkerCommand, launched: _Worker | None = None) -> _Worker:
+        """A new worker, ready (one start counted in ``_starting`` by the caller, and uncounted here).
+
+        ``launched``: its process, already launched by :meth:`start_all`; else it is launched here.
+        """
+        worker: _Worker | None = launched
         ready = False
         try:
-            worker = _Worker(how)  # started outside the lock: it takes a moment
+            if worker is None:
+                worker = _Worker(how)  # started outside the lock: it takes a moment
             worker.wait_ready(self._ready_timeout_s)
             FAILED_STARTS.succeeded(how)
             ready = True
         except WorkerDied as exc:
+            if self._closed:  # killed by close(): no failure of the way workers start
+                raise self._closed_error() from None
             # Counted before the start is uncounted: a thread woken below then sees the pause, if any.
             paused = FAILED_STARTS.failed(how, str(exc), timed_out=exc.timed_out, first_pause_s=self._first_pause_s)
             raise (exc if paused is None else WorkerDied(paused, timed_out=exc.timed_out, started=False)) from None
@@ -388,6 +459,13 @@ class CompilePool:
                     assert worker is not None
                     self._alive.add(worker)
                 self._ready.notify_all()
+        if worker.kernel_cache is not None:
+            self.warn_once(
+                "kernel-cache",
+                f"{worker.kernel_cache}: compile workers' builds cannot reach this process, which builds every "
+                "variant again. Point POCL_CACHE_DIR at a writable directory (and leave POCL_KERNEL_CACHE unset), "
+                "or pass OpenCLClient(compile_in='thread') to compile here only.",
+            )
         return worker
 
     def _give_back(self, worker: _Worker, *, usable: bool) -> None:
@@ -452,6 +530,8 @@ class CompilePool:
         """Stop the workers; requests in flight, and any made later, raise :class:`tunekit.ClientClosed`."""
         with self._ready:
             self._closed = True
+            for starting in self._launched:  # a start the client no longer needs: its CPU is better spent elsewhere
+                starting.kill()
             workers = list(self._alive)
             self._alive.clear()
             self._idle.clear()

@@ -17,8 +17,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = ["WIRE_VERSION", "KernelArg", "Launch", "ProgramReply", "ProgramRequest", "WorkerReady"]
 
-WIRE_VERSION: Literal[2] = 2
-"""2: the worker announces itself with a WorkerReady line before its first reply."""
+WIRE_VERSION: Literal[3] = 3
+"""2: the worker announces itself with a WorkerReady line before its first reply. 3: the parent sends each
+buffer's canary (size and value), so the worker need not import tunekit to know them."""
 
 
 class _Wire(BaseModel):
@@ -32,12 +33,14 @@ class KernelArg(_Wire):
     A buffer's contents are ``nbytes`` at ``offset`` of the request's ``data_file`` (a copy of
     the caller's benchmark inputs), so the worker's first launch runs on the data the tune
     runs on: a kernel whose loops follow its data (a linked list ended by -1) must not meet
-    zeros it would never see. Canary bytes follow, as in the parent's own first launch.
+    zeros it would never see. ``canary`` bytes of ``canary_value`` follow, as in the parent's own first launch.
     """
 
     kind: Literal["buffer", "scalar"]
     nbytes: int = Field(0, ge=0)
     offset: int = Field(0, ge=0)
+    canary: int = Field(0, ge=0)
+    canary_value: int = Field(0, ge=0, le=255)
     value: int | float = 0
     dtype: str = ""
 
@@ -54,7 +57,7 @@ class Launch(_Wire):
 class ProgramRequest(_Wire):
     """Build ``source`` with ``options`` on the named device, then run each launch once."""
 
-    schema_version: Literal[2] = WIRE_VERSION
+    schema_version: Literal[3] = WIRE_VERSION
     platform: str
     device: str
     source: str
@@ -71,7 +74,7 @@ class ProgramReply(_Wire):
     would blame an innocent variant).
     """
 
-    schema_version: Literal[2] = WIRE_VERSION
+    schema_version: Literal[3] = WIRE_VERSION
     build_error: str | None = None
     launch_errors: tuple[str | None, ...] = ()
     retire: bool = False
@@ -84,6 +87,6 @@ class WorkerReady(_Wire):
     on-disk kernel cache (off, or not writable there); None when they will or the driver has none.
     """
 
-    schema_version: Literal[2] = WIRE_VERSION
+    schema_version: Literal[3] = WIRE_VERSION
     ready: Literal[True] = True
     kernel_cache: str | None = None

@@ -25,6 +25,9 @@ def found_clients() -> Iterator[tuple[str, OpenCLClient | str]]:
             # The label is how to select it: OpenCLClient(platform=p, device=d).
             label = f"opencl (platform={p}, device={d})"
             try:
-                yield label, OpenCLClient(platform=p, device=d)
+                yield (
+                    label,
+                    OpenCLClient(platform=p, device=d, start_workers="first_compile"),
+                )  # a listing compiles nothing
             except Exception as exc:
                 yield label, describe_error(exc)

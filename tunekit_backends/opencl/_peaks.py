@@ -11,26 +11,9 @@ from typing import Any
 import numpy as np
 
 from tunekit.backend import DevicePeaks, warm_until_steady
+from tunekit_backends.opencl._cl import HELPER_SOURCE, helper_items
 
 __all__ = ["busy_kernel", "measure_device_peaks", "warm_up_device"]
-
-# Four independent multiply-add chains per work item keep the ALUs' pipelines full; the
-# store at the end (never taken: the values stay finite) keeps the compiler from removing them.
-_SOURCE = """
-__kernel void tunekit_fma(__global float* out, const int iterations) {
-    float a = get_global_id(0) * 1e-9f, b = a + 1e-9f, c = a + 2e-9f, d = a + 3e-9f;
-    for (int i = 0; i < iterations; i++) {
-        a = a * 0.9999f + 1e-7f;
-        b = b * 0.9999f + 1e-7f;
-        c = c * 0.9999f + 1e-7f;
-        d = d * 0.9999f + 1e-7f;
-    }
-    float s = a + b + c + d;
-    if (s > 1e30f) out[get_global_id(0)] = s;
-}
-
-__kernel void tunekit_empty(__global float* out) {}
-"""
 
 _ITERATIONS = 512
 _CHUNK_NS = 2_000_000
@@ -39,10 +22,9 @@ _FLOPS_PER_ITEM = 4 * 2 * _ITERATIONS  # four chains, a multiply and an add per 
 
 class _Kernels:
     def __init__(self, cl: Any, context: Any, device: Any) -> None:
-        self.program = cl.Program(context, _SOURCE).build()
+        self.program = cl.Program(context, HELPER_SOURCE).build()
         self.out = cl.Buffer(context, cl.mem_flags.WRITE_ONLY, 4)
-        units = int(device.max_compute_units)
-        self.items = max(units * int(device.max_work_group_size) * 4, 1 << 14)
+        self.items = helper_items(device)
         self.fma = self.program.tunekit_fma
         self.empty = self.program.tunekit_empty
 
