@@ -156,9 +156,8 @@ def test_optuna_strategy_proposes_only_new_points_in_the_space() -> None:
     drive(make_strategy("optuna_tpe")(space, np.random.default_rng(1)), space, 60, 3)
 
 
-def test_model_guided_search_measures_the_pairwise_models_best_guesses_wherever_they_lie() -> None:
-    # Shared memory off is 100x slower off power-of-two blocks and best on them (as on an RDNA GPU):
-    # the batch is the model's top predictions over the unmeasured space, not moves from the incumbent.
+def shmem_space() -> tuple[tk.Space, Callable[[tk.Config], float]]:
+    """Shared memory off is 100x slower off power-of-two blocks and best on them (as on an RDNA GPU)."""
     space = tk.Space(SHMEM=[0, 1], BLOCK=[16, 32, 48, 64, 80, 96], TY=range(1, 5))
 
     def time(c: tk.Config) -> float:
@@ -166,17 +165,45 @@ def test_model_guided_search_measures_the_pairwise_models_best_guesses_wherever_
             return (1.0 + 0.1 * (4 - c.TY) + 0.001 * c.BLOCK) * (100.0 if c.BLOCK & (c.BLOCK - 1) else 1.0)
         return 1.5 + 0.01 * c.BLOCK / 16 + 0.1 * (4 - c.TY)
 
+    return space, time
+
+
+@pytest.mark.parametrize("apart", [1, 2])
+def test_model_guided_search_measures_the_pairwise_models_best_guesses_wherever_they_lie(apart: int) -> None:
+    # The batch is the model's top predictions over the unmeasured space, not moves from the incumbent,
+    # each at least ``apart`` parameters away from the better guesses (apart=1: simply the top 4).
+    space, time = shmem_space()
     configs = list(space)
     seen = [configs[int(i)] for i in np.random.default_rng(1).permutation(len(configs))[:28]]
-    strategy = ModelGuidedLocalSearch(space, np.random.default_rng(0), initial=0)
+    strategy = ModelGuidedLocalSearch(space, np.random.default_rng(0), initial=0, apart=apart)
     for c in seen:
         strategy.observe(c, time(c))
     model = PairwiseModel(tuple(len(space.domains[n]) for n in space.names))
     model.fit(np.array([space.positions(c) for c in seen]), np.log([time(c) for c in seen]))
     unseen = [c for c in configs if c not in seen]
     predicted = model.predict(np.array([space.positions(c) for c in unseen]))
-    guesses = [unseen[int(i)] for i in np.argsort(predicted, kind="stable")[:4]]
-    assert strategy.propose(8) == guesses
+    ranked = [unseen[int(i)] for i in np.argsort(predicted, kind="stable")]
+    guesses: list[tk.Config] = []
+    for c in ranked:
+        if all(sum(a != b for a, b in zip(c.values_tuple, g.values_tuple, strict=True)) >= apart for g in guesses):
+            guesses.append(c)
+    assert strategy.propose(8) == guesses[:4]
+    if apart == 2:
+        assert guesses[:4] != ranked[:4], "the top 4 are already apart: this landscape tests nothing"
+
+
+def test_model_guided_search_spreads_its_guesses_over_two_parameters_by_default() -> None:
+    # Regression: the 4 guesses of a batch were the model's 4 best predictions, mostly one point and
+    # its one-parameter variants, so a wrong belief cost 4 evaluations instead of 1.
+    space, time = shmem_space()
+    configs = list(space)
+    strategy = ModelGuidedLocalSearch(space, np.random.default_rng(0), initial=0)
+    for i in np.random.default_rng(1).permutation(len(configs))[:28].tolist():
+        strategy.observe(configs[i], time(configs[i]))
+    guesses = strategy.propose(8)
+    assert len(guesses) == 4
+    for a, b in itertools.combinations(guesses, 2):
+        assert sum(x != y for x, y in zip(a.values_tuple, b.values_tuple, strict=True)) >= 2, (a, b)
 
 
 def test_model_guided_search_on_a_sampled_pool_stays_new_inside_and_reproducible() -> None:

@@ -85,6 +85,10 @@ def initial_points(max_evals: int | None) -> int:
     return max(4, min(20, math.ceil(max_evals / 4)))
 
 
+_APART_SCAN = 16
+"""Best predictions per guess wanted among which a batch's guesses are chosen apart."""
+
+
 def _smallest(values: np.ndarray, n: int) -> np.ndarray:
     """The indices of the ``n`` smallest values, as ``np.argsort(values, kind="stable")[:n]`` gives them.
 
@@ -162,7 +166,8 @@ class ModelGuidedLocalSearch:
 
     Every ``exploit_every`` observations (or a 32nd of them, when more), the next batch is the
     ``exploit_top`` best predictions of a :class:`PairwiseModel` fitted to the ``fit_max`` best
-    observations, over a pool of up to ``pool_max`` unmeasured valid configurations.
+    observations, over a pool of up to ``pool_max`` unmeasured valid configurations, each at
+    least ``apart`` parameters away from the batch's better guesses.
 
     After ``wide_after`` observations (never, when None) the search goes wide: ``mix`` 0,
     ``patience`` 0, restarts from the farthest of ``wide_diverse`` random points, climb
@@ -191,6 +196,7 @@ class ModelGuidedLocalSearch:
         wide_batch: int = 2,
         wide_random_every: int = 8,
         pin_slower: float = 3.0,
+        apart: int = 2,
         walker: Walker | None = None,
     ) -> None:
         self._w = walker if walker is not None else Walker(space, rng)
@@ -214,6 +220,7 @@ class ModelGuidedLocalSearch:
         self._fit_max = fit_max
         self._pool_max = pool_max
         self._exploit_at = initial + exploit_every
+        self._apart = apart
         self._pool: np.ndarray | None = None
         self._pool_rows: dict[Positions, int] = {}
         self._pool_codes: np.ndarray = np.zeros((0, 0), dtype=np.intp)
@@ -369,8 +376,18 @@ class ModelGuidedLocalSearch:
             self._pairwise.fit(xs, ys)
             # The whole pool, encoded once, then its unmeasured rows.
             predicted = self._pairwise.predict_encoded(self._pool_codes)[candidates]
-        order = _smallest(predicted, n)
-        guesses = [tuple(int(v) for v in pool[candidates[i]]) for i in order]
+        # The model's best predictions crowd together (one guess and its one-parameter variants): a batch
+        # spread over 2+ parameters tests more of what the model believes in the same evaluations.
+        # Direct replay of the 8 shared files with a budget of 20+ (seeds 40-139): geometric mean to 5 %
+        # 77.6 -> 72.2 evaluations, to 1 % 117.5 -> 106.3 (benches/README.md).
+        chosen: list[int] = []
+        for i in _smallest(predicted, _APART_SCAN * n).tolist():
+            row = pool[candidates[i]]
+            if all(int(np.count_nonzero(row != pool[candidates[j]])) >= self._apart for j in chosen):
+                chosen.append(i)
+                if len(chosen) == n:
+                    break
+        guesses = [tuple(int(v) for v in pool[candidates[i]]) for i in chosen]
         self._guesses.update(guesses)
         return guesses
 
