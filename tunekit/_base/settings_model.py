@@ -326,8 +326,18 @@ def _describe(exc: ValidationError, overrides: dict[str, Any]) -> str:
             message = "not a tunekit setting" + (f"; did you mean {close[0]}?" if close else "")
             if isinstance(error.get("input"), dict):  # [tunekit] in tunekit.toml, say
                 message += "; settings go at the top level of tunekit.toml, or under [tool.tunekit] in pyproject.toml"
-        parts.append(f"{name} = {error.get('input')!r} from {source}: {message}")
+        parts.append(f"{name} = {_shown(name, error.get('input'))!r} from {source}: {message}")
     return "invalid tunekit settings: " + "; ".join(parts) + " (fix or unset them; docs/configuration.md lists each)"
+
+
+def _shown(name: str, value: object) -> object:
+    """The value as an error message may show it: a URL setting without its password (it ends up in logs)."""
+    if name != "cache_url" or not isinstance(value, str):
+        return value
+    user, at, host = value.rpartition("@")
+    if not at or ":" not in user.partition("://")[2]:
+        return value
+    return f"{user.rpartition(':')[0]}:***@{host}"
 
 
 def _file_source(name: str) -> str:
