@@ -1,4 +1,9 @@
-"""``tunekit cache ...``: look into, clear, move and verify the persistent cache of winners."""
+"""``tunekit cache ...``: look into, clear, move and verify the persistent cache of winners.
+
+``list``, ``show`` and ``clear`` read either store of winners through the Store protocol: this
+host's own SQLite cache (``--store local``) or the fleet's PostgreSQL database that
+``TUNEKIT_CACHE_URL`` names (``--store fleet``, the default when it is set).
+"""
 
 from __future__ import annotations
 
@@ -6,9 +11,11 @@ import argparse
 import json
 import sqlite3
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal, Protocol
 
 from pydantic import ValidationError
 
@@ -25,11 +32,17 @@ from tunekit._cli.table import Output, fixed, print_json
 from tunekit._store.cache import PersistentCache, default_cache_dir
 from tunekit._store.cache_file import header_problem
 from tunekit._store.file_kind import other_kind
+from tunekit._store.pg_store import PostgresStore
+from tunekit._store.sqlite_store import SqliteStore
+from tunekit._store.store_protocol import Store
 from tunekit._store.tune_lock import sweep_lock_files
 from tunekit._values.bundle import BundleEntry, CacheBundle
 from tunekit._values.cache_row import CacheRow, CacheValue, CandidateResult
 
-__all__ = ["clear", "export", "import_bundle", "list_rows", "path", "show", "verify"]
+__all__ = ["STORES", "clear", "export", "import_bundle", "list_rows", "path", "show", "verify"]
+
+StoreName = Literal["fleet", "local"]
+STORES: tuple[StoreName, ...] = ("fleet", "local")
 
 
 def _cache_file() -> Path:
@@ -56,6 +69,81 @@ def _open_existing(*, write: bool = False) -> PersistentCache | None:
             1,
         )
     return cache
+
+
+class _Browsable(Store, Protocol):
+    def owners(self) -> set[tuple[str, str]]:
+        """(device id, tuner) of every row, readable or not."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class _Shown:
+    """The store a command looks into, with what only this host's own cache has (failed tunes, lock files)."""
+
+    name: StoreName
+    where: str
+    """The cache file's path, or the fleet's URL without its password."""
+    store: _Browsable | None
+    """None: no local cache file yet (reading never creates one)."""
+    cache: PersistentCache | None = None
+
+    @property
+    def place(self) -> str:
+        """Where the winners are, in a sentence: a local cache's path (as before there was a fleet), or the fleet's."""
+        return self.where if self.name == "local" else f"the fleet store {self.where}"
+
+    @property
+    def header(self) -> str:
+        return f"store: local cache {self.where}" if self.name == "local" else f"store: fleet {self.where}"
+
+    def rows(self, device_id: str | None = None, tuner: str | None = None) -> Iterator[CacheRow | str]:
+        return iter(()) if self.store is None else self.store.rows(device_id, tuner)
+
+    def owners(self) -> set[tuple[str, str]]:
+        return set() if self.store is None else self.store.owners()
+
+    def failed_keys(self, device_id: str | None = None, tuner: str | None = None) -> list[tuple[str, str, str]]:
+        """Recorded failed tunes: a host's own (the fleet store keeps winners only)."""
+        return [] if self.cache is None else self.cache.failed_keys(device_id=device_id, tuner=tuner)
+
+
+def _store_name(args: argparse.Namespace) -> StoreName:
+    """``--store``, else the fleet's where ``TUNEKIT_CACHE_URL`` names one: the winners this host's tuner uses."""
+    given: StoreName | None = getattr(args, "store", None)
+    if given is not None:
+        return given
+    return "fleet" if current().cache_url is not None else "local"
+
+
+@contextmanager
+def _opened(args: argparse.Namespace, *, write: bool = False) -> Iterator[_Shown]:
+    """The store ``--store`` names, open for the command (the fleet's connection closed after it)."""
+    if _store_name(args) == "local":
+        cache = _open_existing(write=write)
+        file = cache.path if cache is not None else _cache_file()
+        yield _Shown("local", str(file), SqliteStore(cache) if cache is not None else None, cache)
+        return
+    url = current().cache_url
+    if url is None:
+        raise CliError(
+            "--store fleet reads the fleet's database that TUNEKIT_CACHE_URL names, and TUNEKIT_CACHE_URL is not set: "
+            "set it (TUNEKIT_CACHE_URL=postgresql://USER@HOST:PORT/DBNAME) or use --store local for this host's cache"
+        )
+    try:
+        store = PostgresStore(url)
+    except ImportError as exc:  # the postgres extra is missing: the message has the install command
+        raise CliError(str(exc), 1) from None
+    try:
+        if (problem := store.problem()) is not None:
+            raise CliError(
+                f"cannot reach the fleet store {store.where} (TUNEKIT_CACHE_URL): {problem}. Check that the "
+                "database is up and reachable from this host, or use --store local for this host's own cache",
+                1,
+            )
+        yield _Shown("fleet", store.where, store)
+    finally:
+        store.close()
 
 
 def _key_filter(pairs: list[str]) -> dict[str, str]:
@@ -106,7 +194,7 @@ class _Selection:
 
 
 def _select(
-    cache: PersistentCache | None,
+    shown: _Shown,
     tuner: str | None,
     device: str | None,
     keys: list[str],
@@ -121,8 +209,8 @@ def _select(
     wanted = _key_filter(keys)
     rows: list[CacheRow] = []
     bad: list[str] = []
-    _check_owners(cache, tuner, device, failed)
-    everything = list(cache.rows(device_id=device, tuner=tuner)) if cache is not None else []
+    _check_owners(shown, tuner, device, failed)
+    everything = list(shown.rows(device, tuner))
     valid = [r for r in everything if not isinstance(r, str)]
     if wanted and valid:  # rows() filtered them by tuner and device
         fields = sorted({name for r in valid for name in _key_fields(r.key)})
@@ -136,21 +224,22 @@ def _select(
             bad.append(row)
         elif _key_matches(row.key, wanted):
             rows.append(row)
-    return _Selection(rows, bad, valid if cache is not None else None)
+    return _Selection(rows, bad, valid if shown.store is not None else None)
 
 
-def _check_owners(
-    cache: PersistentCache | None, tuner: str | None, device: str | None, failed: Sequence[tuple[str, str, str]]
-) -> None:
+def _check_owners(shown: _Shown, tuner: str | None, device: str | None, failed: Sequence[tuple[str, str, str]]) -> None:
     """A usage error for a tuner or device that neither a stored winner nor a failed tune in ``failed`` has."""
-    owners = cache.owners() if cache is not None else set()
+    owners = shown.owners()
     for label, value, present in (
         ("tuner", tuner, sorted({o[1] for o in owners} | {f[1] for f in failed})),
         ("device", device, sorted({o[0] for o in owners} | {f[0] for f in failed})),
     ):
         if value is not None and value not in present:
-            known = ", ".join(present) if present else "none: the cache is empty"
-            raise CliError(f"no {label} named {value!r} in the cache at {_cache_file()} ({label}s there: {known})")
+            known = (
+                ", ".join(present) if present else f"none: the {'store' if shown.name == 'fleet' else 'cache'} is empty"
+            )
+            at = f"the cache at {shown.where}" if shown.name == "local" else shown.place
+            raise CliError(f"no {label} named {value!r} in {at} ({label}s there: {known})")
 
 
 def _stored_values_hint(selection: _Selection, keys: list[str]) -> str:
@@ -201,26 +290,31 @@ def path(_: argparse.Namespace) -> int:
 
 def list_rows(args: argparse.Namespace) -> int:
     """One line per stored winner, a table per device (``--json``: :class:`~tunekit._cli.listings.CacheList`)."""
+    with _opened(args) as shown:
+        return _list_rows(args, shown)
+
+
+def _list_rows(args: argparse.Namespace, shown: _Shown) -> int:
     out = Output.of(args)
-    cache = _open_existing()
-    if cache is None:
+    if shown.store is None:
         if args.json:
-            print_json(CacheList(cache=str(_cache_file()), winners=[], unreadable=[]))
-        print(f"no tuning cache at {_cache_file()} (nothing tuned with this cache directory yet)", file=sys.stderr)
+            print_json(CacheList(cache=shown.where, store=shown.name, winners=[], unreadable=[]))
+        print(f"no tuning cache at {shown.where} (nothing tuned with this cache directory yet)", file=sys.stderr)
         return 0
-    selection = _select(cache, args.tuner, _device(cache, args.device), args.key)
+    selection = _select(shown, args.tuner, _device(shown, args.device), args.key)
     rows, bad = selection.rows, selection.bad
     if args.json:
-        print_json(CacheList(cache=str(cache.path), winners=[_winner_entry(r) for r in rows], unreadable=bad))
+        winners = [_winner_entry(r) for r in rows]
+        print_json(CacheList(cache=shown.where, store=shown.name, winners=winners, unreadable=bad))
         return _report_unreadable(bad)
     if not rows and not bad:  # a header over nothing (after `cache clear`) reads as a broken listing
         matching = " matching the filters" if args.tuner or args.device or args.key else ""
         hint = _stored_values_hint(selection, args.key)
-        print(f"no stored winners{matching} in {cache.path}{hint}", file=sys.stderr)
+        print(f"no stored winners{matching} in {shown.place}{hint}", file=sys.stderr)
         return 0
-    for number, (device_id, group) in enumerate(_by_device(rows)):
-        if number:
-            out.line()
+    out.line(shown.header)
+    for device_id, group in _by_device(rows):
+        out.line()
         out.line(f"device {out.device(device_id)}")
         out.table(
             ("tuner", "key", "winner", fixed("time"), "margin [95%]", fixed("tuned at")),
@@ -247,13 +341,11 @@ def _by_device(rows: list[CacheRow]) -> list[tuple[str, list[CacheRow]]]:
     return list(groups.items())
 
 
-def _device(
-    cache: PersistentCache | None, given: str | None, failed: Sequence[tuple[str, str, str]] = ()
-) -> str | None:
+def _device(shown: _Shown, given: str | None, failed: Sequence[tuple[str, str, str]] = ()) -> str | None:
     """The full device id ``--device`` names: the id itself, or the short form a table shows for it."""
-    if given is None or cache is None:
+    if given is None or shown.store is None:
         return given
-    known = {owner[0] for owner in cache.owners()} | {f[0] for f in failed}
+    known = {owner[0] for owner in shown.owners()} | {f[0] for f in failed}
     if given in known:
         return given
     matches = [device_id for device_id in known if short_device_id(device_id) == given]
@@ -317,20 +409,24 @@ def _note(value: CacheValue, name: str, error: str | None) -> str:
 
 def show(args: argparse.Namespace) -> int:
     """Every candidate's result for the keys of one tuner (``--json``: :class:`~tunekit._cli.listings.CacheShow`)."""
+    with _opened(args) as shown:
+        return _show(args, shown)
+
+
+def _show(args: argparse.Namespace, shown: _Shown) -> int:
     out = Output.of(args)
-    cache = _open_existing()
-    selection = _select(cache, args.tuner, _device(cache, args.device), args.key)
+    selection = _select(shown, args.tuner, _device(shown, args.device), args.key)
     rows, bad = selection.rows, selection.bad
     if not rows and not bad:
         hint = _stored_values_hint(selection, args.key)
         raise CliError(f"tuner {args.tuner!r} has no stored key matching {' '.join(args.key)}{hint}")
     if args.json:
         entries = [_show_entry(row) for row in rows]
-        print_json(CacheShow(cache=str(_cache_file()), entries=entries, unreadable=bad))
+        print_json(CacheShow(cache=shown.where, store=shown.name, entries=entries, unreadable=bad))
         return _report_unreadable(bad)
-    for number, row in enumerate(rows):
-        if number:
-            out.line()
+    out.line(shown.header)
+    for row in rows:
+        out.line()
         out.line(f"{row.tuner} {row.key}")
         fields = [("device", out.device(row.device_id)), ("checksum", row.checksum)]
         if row.value.origin is not None:
@@ -391,46 +487,53 @@ def clear(args: argparse.Namespace) -> int:
     Lock files left by processes killed while tuning go too, whatever the filters: they hold no
     data, and the one of a tune running now is held, so it stays.
     """
-    cache = _open_existing(write=True)
-    if cache is None:
-        _sweep()
-        print(f"no tuning cache at {_cache_file()}: nothing to clear")
+    with _opened(args, write=True) as shown:
+        return _clear(args, shown)
+
+
+def _clear(args: argparse.Namespace, shown: _Shown) -> int:
+    # Lock files are this host's (the fleet's tune locks are the database's): swept with a local clear only.
+    sweep = _sweep if shown.name == "local" else lambda: None
+    if shown.store is None:
+        sweep()
+        print(f"no tuning cache at {shown.where}: nothing to clear")
         return 0
     # A tuner whose every key failed to tune has only failed tunes: clearing them is the point.
-    failed = cache.failed_keys()
-    device = _device(cache, args.device, failed)
-    _check_owners(cache, args.tuner, device, failed)
+    failed = shown.failed_keys()
+    device = _device(shown, args.device, failed)
+    _check_owners(shown, args.tuner, device, failed)
     wanted = _key_filter(args.key)
     hint = ""
     if wanted:
-        selection = _select(cache, args.tuner, device, args.key, failed=failed)
+        selection = _select(shown, args.tuner, device, args.key, failed=failed)
         hint = _stored_values_hint(selection, args.key)
         targets = {(r.device_id, r.tuner, r.key) for r in selection.rows}
         winners = len(targets)
-        failures = [f for f in cache.failed_keys(device_id=device, tuner=args.tuner) if _key_matches(f[2], wanted)]
+        failures = [f for f in shown.failed_keys(device, args.tuner) if _key_matches(f[2], wanted)]
         targets |= set(failures)
     else:
-        winners = sum(1 for _ in cache.rows(device_id=device, tuner=args.tuner))  # unreadable rows go too
-        failures = cache.failed_keys(device_id=device, tuner=args.tuner)
+        winners = sum(1 for _ in shown.rows(device, args.tuner))  # unreadable rows go too
+        failures = shown.failed_keys(device, args.tuner)
     scope = _scope(args.tuner, device, args.key)
     if not winners and not failures:
-        _sweep()
-        print(f"nothing to clear: no stored winners{scope} in {cache.path}{hint}")
+        sweep()
+        print(f"nothing to clear: no stored winners{scope} in {shown.place}{hint}")
         return 0
     also = f" and {_count(len(failures), 'recorded failed tune')}" if failures else ""
-    what = f"{_count(winners, 'stored winner')}{also}{scope} from {cache.path}"
+    what = f"{_count(winners, 'stored winner')}{also}{scope} from {shown.place}"
     if not args.yes and not _confirmed(f"remove {what}?"):
         print("nothing removed", file=sys.stderr)
         return 1
-    _sweep()
+    sweep()
     if wanted:
-        counts = [cache.delete_winners(tuner, key, device_id=device_id) for device_id, tuner, key in sorted(targets)]
+        counts = [shown.store.delete(device_id, tuner, key) for device_id, tuner, key in sorted(targets)]
         removed = None if None in counts else sum(c or 0 for c in counts)
     else:
-        removed = cache.delete_winners(args.tuner, device_id=device)
+        removed = shown.store.delete(device, args.tuner)
     if removed is None:
-        raise CliError(f"could not clear the tuning cache: {cache.write_refused}", 1)
-    print(f"removed {_count(removed, 'stored winner')}{also}{scope} from {cache.path}")
+        why = shown.cache.write_refused if shown.cache is not None else "the database did not answer"
+        raise CliError(f"could not clear {shown.place}: {why}", 1)
+    print(f"removed {_count(removed, 'stored winner')}{also}{scope} from {shown.place}")
     return 0
 
 
@@ -470,7 +573,8 @@ def export(args: argparse.Namespace) -> int:
     cache = _open_existing()
     if cache is None:
         raise CliError(f"no tuning cache at {_cache_file()}: nothing to export")
-    selection = _select(cache, args.tuner, _device(cache, args.device), args.key)
+    local = _Shown("local", str(cache.path), SqliteStore(cache), cache)
+    selection = _select(local, args.tuner, _device(local, args.device), args.key)
     rows, bad = selection.rows, selection.bad
     bundle, left_out = CacheBundle.of(rows)
     bad.extend(left_out)

@@ -20,6 +20,7 @@ __all__ = [
     "CacheEntry",
     "CacheList",
     "CacheShow",
+    "CacheStore",
     "CacheWinner",
     "DeviceEntry",
     "DeviceList",
@@ -39,6 +40,14 @@ class _Device(_Model):
     device_short: str = Field(description="Its short form in tables: the first 24 characters, ~, 6 hex of SHA-256.")
 
 
+CacheStore = Literal["fleet", "local"]
+_STORE = (
+    "Which store the winners are from: 'local', this host's own cache file; 'fleet', the PostgreSQL database "
+    "TUNEKIT_CACHE_URL names (added within schema_version 1: a document without it is from the local cache)."
+)
+_WHERE = "The local cache file's path, or the fleet database's URL without its password."
+
+
 class CacheWinner(_Device):
     """One stored winner, as a line of ``tunekit cache list``."""
 
@@ -56,7 +65,8 @@ class CacheList(_Model):
 
     schema_version: Literal[1] = 1
     listing: Literal["cache list"] = "cache list"
-    cache: str = Field(description="The cache file's path.")
+    store: CacheStore = Field("local", description=_STORE)
+    cache: str = Field(description=_WHERE)
     winners: list[CacheWinner]
     unreadable: list[str] = Field(description="Why each row that could not be read was left out.")
 
@@ -85,7 +95,8 @@ class CacheShow(_Model):
 
     schema_version: Literal[1] = 1
     listing: Literal["cache show"] = "cache show"
-    cache: str
+    store: CacheStore = Field("local", description=_STORE)
+    cache: str = Field(description=_WHERE)
     entries: list[CacheEntry]
     unreadable: list[str]
 

@@ -74,6 +74,15 @@ def _filters(parser: argparse.ArgumentParser, *, tuner: bool = True) -> None:
     )
 
 
+def _store(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--store",
+        choices=_cache.STORES,
+        help="the fleet's database (TUNEKIT_CACHE_URL) or this host's own cache; default: fleet when "
+        "TUNEKIT_CACHE_URL is set, else local",
+    )
+
+
 def _listing(parser: argparse.ArgumentParser) -> None:
     """The options of every listing: the full text instead of a table fitted to the terminal, or JSON for a script."""
     shown = parser.add_mutually_exclusive_group()
@@ -100,15 +109,18 @@ def _parser() -> argparse.ArgumentParser:
     listing = cache_commands.add_parser("list", help="one line per stored winner")
     _filters(listing)
     _listing(listing)
+    _store(listing)
     _command(listing, _cache.list_rows)
     show = cache_commands.add_parser("show", help="every candidate's result for one tuner's keys")
     show.add_argument("tuner")
     _filters(show, tuner=False)
     _listing(show)
+    _store(show)
     _command(show, _cache.show)
     clear = cache_commands.add_parser("clear", help="delete stored winners (all, or those matching the filters)")
     _filters(clear)
     clear.add_argument("-y", "--yes", action="store_true", help="clear without asking (needed where no terminal asks)")
+    _store(clear)
     _command(clear, _cache.clear)
     export = cache_commands.add_parser("export", help="write winners to a committable JSON bundle")
     export.add_argument("-o", "--output", help="bundle file to write (default: stdout)")

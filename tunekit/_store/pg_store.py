@@ -244,6 +244,29 @@ class PostgresStore:
             parsed = _parsed(name, key, (checksum, value))
             yield parsed if isinstance(parsed, str) else CacheRow(device, name, key, *parsed)
 
+    def owners(self) -> set[tuple[str, str]]:
+        """(device id, tuner) of every row of this major version, readable or not (for tools naming what is there)."""
+        query = f"SELECT DISTINCT device_id, tuner FROM {_TABLE} WHERE tunekit_major = %s"
+        try:
+            fetched = self._use("listing winners", lambda c: c.execute(query, (MAJOR,)).fetchall())
+        except _Down:
+            return set()
+        return {(str(device), str(tuner)) for device, tuner in fetched}
+
+    def problem(self) -> str | None:
+        """Why the database cannot be used now (unreachable, refused), or None: asked by a command, not warned about.
+
+        A tuning process carries on without the database; a command that was asked to show or clear
+        its winners cannot, and says why instead of warning and showing nothing.
+        """
+        with self._lock:
+            try:
+                self._shared()
+            except self._psycopg.Error as exc:
+                self._drop()
+                return _first_line(exc)
+        return None
+
     def delete(self, device_id: str | None = None, tuner: str | None = None, key: str | None = None) -> int | None:
         clauses, params = _filters(device_id, tuner, key)
         try:

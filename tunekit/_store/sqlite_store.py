@@ -39,5 +39,9 @@ class SqliteStore:
     def lock(self, device_id: str, tuner: str, key: str, timeout_s: float) -> AbstractContextManager[bool]:
         return tune_lock(self.cache, device_id, tuner, key, timeout_s)
 
+    def owners(self) -> set[tuple[str, str]]:
+        """(device id, tuner) of every row, readable or not: what ``tunekit cache`` names as there."""
+        return self.cache.owners()
+
     def delete(self, device_id: str | None = None, tuner: str | None = None, key: str | None = None) -> int | None:
         return self.cache.delete(device_id, tuner, key)

@@ -1,0 +1,167 @@
+"""``tunekit cache list / show / clear`` on the fleet's PostgreSQL store: what a host with TUNEKIT_CACHE_URL sees.
+
+The winners are tuned for real by a tuner that publishes them to a real database (the worker's
+server, a fresh database per test); the commands then run as on another host, whose own cache
+directory is empty: whatever they list, they read from the database.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import jsonschema
+import psycopg
+import pytest
+from _cache_keys import CLIENT, tunables
+from _command import run
+
+import tunekit as tk
+from tunekit._base.short_id import short_device_id
+from tunekit._store import fleet as _fleet
+from tunekit._store.pg_store import PostgresStore, redacted
+
+TUNER = "fleet_cli"
+
+
+@pytest.fixture(autouse=True)
+def own_stores(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The tuner's fleet store is this test's own, closed after it (not another test's, at another URL)."""
+    opened: dict[str, object] = {}
+    monkeypatch.setattr(_fleet, "_opened", opened)
+    yield
+    for store in opened.values():
+        if isinstance(store, PostgresStore):
+            store.close()
+
+
+@pytest.fixture
+def fleet(pg_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> str:
+    """Three winners of one tuner, tuned on a "tuning host" and published to the fleet's database; the
+    environment then that of another host (an empty cache directory of its own) naming the same database."""
+    monkeypatch.setenv("TUNEKIT_CACHE_URL", pg_url)
+    monkeypatch.setenv("TUNEKIT_CACHE_DIR", str(tmp_path / "tuning-host"))
+    tk.configure()
+    tuner: tk.LocalTuner[object, int] = tk.LocalTuner(TUNER)
+    for i in (1, 2, 3):
+        tuner.execute(CLIENT.device_id, CLIENT, tunables(), (i,))
+    assert _keys(pg_url) == {'{"i":1}', '{"i":2}', '{"i":3}'}
+    monkeypatch.setenv("TUNEKIT_CACHE_DIR", str(tmp_path / "other-host"))
+    tk.configure()
+    return pg_url
+
+
+def _keys(url: str) -> set[str]:
+    with psycopg.connect(url) as connection:
+        return {str(k) for (k,) in connection.execute("SELECT key FROM tunekit_winners").fetchall()}
+
+
+def _with_password(url: str) -> str:
+    """The URL with a password (the test server trusts local connections, so any password is let in)."""
+    return url.replace("postgresql://tunekit@", "postgresql://tunekit:s3cret-pw@", 1)
+
+
+@pytest.mark.subprocess
+def test_with_a_fleet_url_list_shows_the_fleets_winners_and_says_so(fleet: str) -> None:
+    listed = run("cache", "list").stdout
+    lines = listed.splitlines()
+    assert lines[0] == f"store: fleet {redacted(fleet)}", listed
+    assert f"device {short_device_id(CLIENT.device_id)}" in listed
+    assert all(any(TUNER in line and f'{{"i":{i}}}' in line for line in lines) for i in (1, 2, 3)), listed
+    # This host's own cache holds nothing: --store local says so, and names its file.
+    local = run("cache", "list", "--store", "local")
+    assert local.stdout == "" and "no tuning cache at" in local.stderr and "other-host" in local.stderr
+
+
+@pytest.mark.subprocess
+def test_the_listing_names_the_store_without_its_password(fleet: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TUNEKIT_CACHE_URL", _with_password(fleet))
+    for args in (("cache", "list"), ("cache", "show", TUNER), ("cache", "list", "--json")):
+        done = run(*args)
+        assert "s3cret-pw" not in done.stdout + done.stderr, args
+        assert "tunekit:***@" in done.stdout, (args, done.stdout)
+
+
+@pytest.mark.subprocess
+def test_without_a_fleet_url_the_local_cache_is_shown(fleet: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TUNEKIT_CACHE_URL")
+    tk.configure()
+    tuner: tk.LocalTuner[object, int] = tk.LocalTuner("local_only")
+    tuner.execute(CLIENT.device_id, CLIENT, tunables(), (7,))
+    listed = run("cache", "list").stdout
+    assert listed.splitlines()[0].startswith("store: local cache ") and "other-host" in listed.splitlines()[0]
+    assert "local_only" in listed and TUNER not in listed
+    document = json.loads(run("cache", "list", "--json").stdout)
+    assert document["store"] == "local" and document["cache"].endswith(tk.PersistentCache.FILENAME)
+
+
+@pytest.mark.subprocess
+def test_show_gives_every_candidate_of_a_fleet_winner(fleet: str) -> None:
+    shown = run("cache", "show", TUNER, "--key", "i=2").stdout
+    assert shown.splitlines()[0] == f"store: fleet {redacted(fleet)}"
+    assert f'{TUNER} {{"i":2}}' in shown and "double" in shown and "twice" in shown
+    assert '{"i":1}' not in shown
+    missing = run("cache", "show", "no_such_tuner", check=2).stderr
+    assert "no tuner named 'no_such_tuner' in the fleet store" in missing and TUNER in missing
+
+
+@pytest.mark.subprocess
+@pytest.mark.parametrize(("name", "args"), [("cache-list", ("cache", "list")), ("cache-show", ("cache", "show", TUNER))])
+def test_fleet_json_names_its_store_and_validates_against_the_schema(
+    fleet: str, monkeypatch: pytest.MonkeyPatch, name: str, args: tuple[str, ...]
+) -> None:
+    monkeypatch.setenv("TUNEKIT_CACHE_URL", _with_password(fleet))
+    schema = json.loads(run("schema", name).stdout)
+    assert "store" in schema["properties"]
+    document = json.loads(run(*args, "--json").stdout)
+    jsonschema.validate(document, schema)
+    assert document["store"] == "fleet" and document["cache"] == redacted(_with_password(fleet))
+    entries = document.get("winners", document.get("entries"))
+    assert sorted(e["key"]["i"] for e in entries) == [1, 2, 3]
+    with pytest.raises(jsonschema.ValidationError):  # the field is checked, not just allowed
+        jsonschema.validate({**document, "store": "somewhere"}, schema)
+
+
+@pytest.mark.subprocess
+def test_clear_removes_fleet_winners_by_filter_and_asks_as_for_the_local_cache(fleet: str, tmp_path: Path) -> None:
+    refused = run("cache", "clear", check=2).stderr  # no terminal to ask on: --yes or nothing
+    assert "pass --yes" in refused and "3 stored winners from the fleet store" in refused
+    assert len(_keys(fleet)) == 3
+    one = run("cache", "clear", "--yes", "--key", "i=2").stdout
+    assert f"removed 1 stored winner with i=2 from the fleet store {redacted(fleet)}" in one
+    assert _keys(fleet) == {'{"i":1}', '{"i":3}'}
+    unknown = run("cache", "clear", "--yes", "--tuner", "nope", check=2).stderr
+    assert "no tuner named 'nope' in the fleet store" in unknown
+    device = run("cache", "clear", "--yes", "--device", short_device_id(CLIENT.device_id), "--tuner", TUNER).stdout
+    assert "removed 2 stored winners of tuner 'fleet_cli' on device" in device and "fleet store" in device
+    assert _keys(fleet) == set()
+    assert "nothing to clear: no stored winners in the fleet store" in run("cache", "clear").stdout
+    # The tuning host's own cache is its own: clearing the fleet's winners left its copies alone.
+    assert len(list(tk.PersistentCache(tmp_path / "tuning-host").rows())) == 3
+
+
+@pytest.mark.subprocess
+def test_clear_of_the_local_cache_leaves_the_fleets_winners(fleet: str, tmp_path: Path) -> None:
+    assert "no tuning cache at" in run("cache", "clear", "--store", "local").stdout
+    assert len(_keys(fleet)) == 3
+
+
+def test_fleet_asked_for_without_a_url_names_the_setting() -> None:
+    for args in (("cache", "list"), ("cache", "show", TUNER), ("cache", "clear", "--yes")):
+        error = run(*args, "--store", "fleet", check=2).stderr
+        assert "TUNEKIT_CACHE_URL is not set" in error and "--store local" in error, (args, error)
+
+
+def test_an_unreachable_database_is_one_clear_line_and_exit_1(monkeypatch: pytest.MonkeyPatch) -> None:
+    with socket.socket() as probe:  # a port nothing listens on once the probe is closed
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"postgresql://fleet:pw-not-shown@127.0.0.1:{port}/winners"
+    monkeypatch.setenv("TUNEKIT_CACHE_URL", url)
+    for args in (("cache", "list"), ("cache", "show", TUNER), ("cache", "clear", "--yes"), ("cache", "list", "--json")):
+        done = run(*args, check=1)  # run() asserts no traceback
+        assert done.stdout == "", args
+        assert f"cannot reach the fleet store {redacted(url)} (TUNEKIT_CACHE_URL)" in done.stderr, (args, done.stderr)
+        assert "pw-not-shown" not in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
