@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import socket
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -108,7 +109,9 @@ def test_show_gives_every_candidate_of_a_fleet_winner(fleet: str) -> None:
 
 
 @pytest.mark.subprocess
-@pytest.mark.parametrize(("name", "args"), [("cache-list", ("cache", "list")), ("cache-show", ("cache", "show", TUNER))])
+@pytest.mark.parametrize(
+    ("name", "args"), [("cache-list", ("cache", "list")), ("cache-show", ("cache", "show", TUNER))]
+)
 def test_fleet_json_names_its_store_and_validates_against_the_schema(
     fleet: str, monkeypatch: pytest.MonkeyPatch, name: str, args: tuple[str, ...]
 ) -> None:
@@ -165,3 +168,11 @@ def test_an_unreachable_database_is_one_clear_line_and_exit_1(monkeypatch: pytes
         assert done.stdout == "", args
         assert f"cannot reach the fleet store {redacted(url)} (TUNEKIT_CACHE_URL)" in done.stderr, (args, done.stderr)
         assert "pw-not-shown" not in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+def test_a_missing_postgres_extra_is_one_line_with_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # what importing it does when it is not installed
+    monkeypatch.setenv("TUNEKIT_CACHE_URL", "postgresql://tunekit@/nowhere")
+    error = run("cache", "list", check=1).stderr
+    assert "pip install 'tunekit[postgres]'" in error and len(error.strip().splitlines()) == 1, error
+    assert "no tuning cache at" in run("cache", "list", "--store", "local").stderr  # the local cache needs no extra
