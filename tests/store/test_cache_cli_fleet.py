@@ -8,6 +8,7 @@ directory is empty: whatever they list, they read from the database.
 from __future__ import annotations
 
 import json
+import logging
 import socket
 import sys
 from collections.abc import Iterator
@@ -18,9 +19,12 @@ import psycopg
 import pytest
 from _cache_keys import CLIENT, tunables
 from _command import run
+from pg_server import PgServer
 
 import tunekit as tk
 from tunekit._base.short_id import short_device_id
+from tunekit._cli.cache import _Shown
+from tunekit._cli.error import CliError
 from tunekit._store import fleet as _fleet
 from tunekit._store.pg_store import PostgresStore, redacted
 
@@ -176,3 +180,23 @@ def test_a_missing_postgres_extra_is_one_line_with_the_install_command(monkeypat
     error = run("cache", "list", check=1).stderr
     assert "pip install 'tunekit[postgres]'" in error and len(error.strip().splitlines()) == 1, error
     assert "no tuning cache at" in run("cache", "list", "--store", "local").stderr  # the local cache needs no extra
+
+
+@pytest.mark.subprocess
+def test_a_database_that_goes_away_during_a_command_is_an_error_not_an_empty_listing(
+    own_server: PgServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    url = own_server.create_database()
+    store = PostgresStore(url)
+    try:
+        assert store.problem() is None  # as the command found it at its start
+        shown = _Shown("fleet", store.where, store)
+        assert list(shown.rows()) == [] and shown.owners() == set()  # up and empty: nothing wrong
+        own_server.kill()
+        with caplog.at_level(logging.CRITICAL, logger="tunekit.cache"):  # the store's own outage warning
+            for read in (shown.rows, shown.owners):
+                with pytest.raises(CliError, match="stopped answering") as raised:
+                    read()
+                assert raised.value.code == 1
+    finally:
+        store.close()

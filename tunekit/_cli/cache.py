@@ -98,10 +98,27 @@ class _Shown:
         return f"store: local cache {self.where}" if self.name == "local" else f"store: fleet {self.where}"
 
     def rows(self, device_id: str | None = None, tuner: str | None = None) -> Iterator[CacheRow | str]:
-        return iter(()) if self.store is None else self.store.rows(device_id, tuner)
+        if self.store is None:
+            return iter(())
+        rows = list(self.store.rows(device_id, tuner))
+        self._answered()
+        return iter(rows)
 
     def owners(self) -> set[tuple[str, str]]:
-        return set() if self.store is None else self.store.owners()
+        if self.store is None:
+            return set()
+        owners = self.store.owners()
+        self._answered()
+        return owners
+
+    def _answered(self) -> None:
+        """A usage error when the fleet's database went away during the command (after it answered at the start).
+
+        The store then reports nothing (or its outage as an unreadable row), as a tuning process
+        that carries on without it wants; a listing would show an empty or partial store instead.
+        """
+        if self.name == "fleet" and self.store is not None and not self.store.available:
+            raise CliError(f"the fleet store {self.where} stopped answering (TUNEKIT_CACHE_URL): try again", 1)
 
     def failed_keys(self, device_id: str | None = None, tuner: str | None = None) -> list[tuple[str, str, str]]:
         """Recorded failed tunes: a host's own (the fleet store keeps winners only)."""
