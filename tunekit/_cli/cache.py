@@ -112,7 +112,7 @@ class _Shown:
         return owners
 
     def _answered(self) -> None:
-        """A usage error when the fleet's database went away during the command (after it answered at the start).
+        """An error (exit 1) when the fleet's database went away during the command, after answering at its start.
 
         The store then reports nothing (or its outage as an unreadable row), as a tuning process
         that carries on without it wants; a listing would show an empty or partial store instead.
