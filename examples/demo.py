@@ -49,7 +49,7 @@ def _default_records_path(directory: Path) -> Path:
 def _summary(candidates: Iterable[tuple[str, str, float | None]]) -> str:
     """Each candidate's median, or its status when it has none."""
     return ", ".join(
-        f"{name} {median / 1e3:.1f}us" if median is not None else f"{name} {status}"
+        f"{name} {tk.format_duration_ns(median)}" if median is not None else f"{name} {status}"
         for name, status, median in candidates
     )
 

@@ -141,6 +141,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "decision_of": ("tunekit._values.decision", "decision_of"),
     "default_cache_dir": ("tunekit._store.cache", "default_cache_dir"),
     "flush_hit_counts": ("tunekit._observe.hit_count", "flush_hit_counts"),
+    "format_duration_ns": ("tunekit._base.units", "format_duration_ns"),
     "instrument_opentelemetry": ("tunekit._observe.otel", "instrument_opentelemetry"),
     "persistent_cache": ("tunekit._store.cache_dirs", "persistent_cache"),
     "plan_batches": ("tunekit._candidates.plan", "plan_batches"),
@@ -201,6 +202,7 @@ if TYPE_CHECKING:
     from tunekit._base.settings_model import Settings as Settings
 
     settings = current  # tk.settings(): the settings in force
+    from tunekit._base.units import format_duration_ns as format_duration_ns
     from tunekit._campaign.campaign import Campaign as Campaign, CampaignResult as CampaignResult
     from tunekit._campaign.job import CampaignJob as CampaignJob
     from tunekit._campaign.spec import CampaignError as CampaignError

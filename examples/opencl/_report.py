@@ -128,4 +128,4 @@ def print_result(result: ExampleResult) -> None:
     if result.decision is not None:
         print(f"  decided: {result.decision.text()}")
     for label, ns in (("winner", result.winner_ns), ("worst", result.worst_ns), ("numpy", result.numpy_ns)):
-        print(f"  {label:>6}: {ns / 1e3:10.1f} us  {result.rate(ns):8.2f} {result.unit}")
+        print(f"  {label:>6}: {tk.format_duration_ns(ns):>10}  {result.rate(ns):8.2f} {result.unit}")

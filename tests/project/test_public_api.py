@@ -113,6 +113,7 @@ EXPECTED = {
     "decision_of",
     "default_cache_dir",
     "flush_hit_counts",
+    "format_duration_ns",
     "instrument_opentelemetry",
     "persistent_cache",
     "plan_batches",
