@@ -19,6 +19,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 
 from pg_server import PgServer, ServerUnavailable
 
+from tunekit._store import fleet as _fleet
+from tunekit._store.pg_store import PostgresStore
+
 
 def _unavailable(reason: str) -> None:
     if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
@@ -59,3 +62,14 @@ def pg_url(pg_server: PgServer) -> Iterator[str]:
     url = pg_server.create_database()
     yield url
     pg_server.drop_database(url)
+
+
+@pytest.fixture
+def own_fleet_stores(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The fleet stores a test opens are its own (not another test's, at another URL), closed after it."""
+    opened: dict[str, object] = {}
+    monkeypatch.setattr(_fleet, "_opened", opened)
+    yield
+    for store in opened.values():
+        if isinstance(store, PostgresStore):
+            store.close()

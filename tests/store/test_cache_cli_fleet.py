@@ -11,7 +11,6 @@ import json
 import logging
 import socket
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import jsonschema
@@ -25,21 +24,12 @@ import tunekit as tk
 from tunekit._base.short_id import short_device_id
 from tunekit._cli.cache import _Shown
 from tunekit._cli.error import CliError
-from tunekit._store import fleet as _fleet
 from tunekit._store.pg_store import PostgresStore, redacted
 
 TUNER = "fleet_cli"
 
 
-@pytest.fixture(autouse=True)
-def own_stores(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """The tuner's fleet store is this test's own, closed after it (not another test's, at another URL)."""
-    opened: dict[str, object] = {}
-    monkeypatch.setattr(_fleet, "_opened", opened)
-    yield
-    for store in opened.values():
-        if isinstance(store, PostgresStore):
-            store.close()
+pytestmark = pytest.mark.usefixtures("own_fleet_stores")
 
 
 @pytest.fixture

@@ -7,7 +7,6 @@ import logging
 import sys
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
@@ -16,20 +15,10 @@ from _cache_keys import CLIENT, IKey, key
 from pg_server import PgServer
 
 import tunekit as tk
-from tunekit._store import fleet as _fleet
 from tunekit._store.pg_store import PostgresStore, redacted
 from tunekit._values.cache_row import CacheValue
 
-
-@pytest.fixture(autouse=True)
-def own_stores(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Each test opens its own stores (not another test's, at another URL), and closes them."""
-    opened: dict[str, object] = {}
-    monkeypatch.setattr(_fleet, "_opened", opened)
-    yield
-    for store in opened.values():
-        if isinstance(store, PostgresStore):
-            store.close()
+pytestmark = pytest.mark.usefixtures("own_fleet_stores")
 
 
 def _tuner_with_store(url: str, monkeypatch: pytest.MonkeyPatch) -> tk.LocalTuner:
