@@ -9,6 +9,18 @@ paired samples (the rounds' pairs included), by a trimmed mean with that pair's 
 finalist separated from the leader drops out, so the runoff narrows like a tournament and spends
 its samples where the decision is still open.
 
+A finalist can also leave as *tied*: when, after ``TIE_PAIRS`` pairs, its pairs put it no faster
+than the leader and its gap's interval lies wholly above ``-INDIFFERENCE`` (at ``DECISION_Z``),
+the leader is known to be at most 0.5% slower than it, so no number of further rounds could
+change the pick by more than that. This is a one-sided (non-inferiority) bound on the regret of
+keeping the leader, not a test of which is faster: a close race among many near-identical
+variants (a convolution's block shapes, say) ends as soon as each is known to be within it,
+instead of after ``max_rounds``. The leader stays the pick, by the stable rule that decided it
+(the lowest centred score); the result names the tied finalists. A finalist the pairs favour is
+never tied out, and ``TIE_PAIRS`` is high, because a tie ends the comparison for good: on
+``benches/selection.py`` a bound after 10 or 30 pairs, or one that tied out finalists the pairs
+favoured, picked the true best less often in the 0.75%-apart layouts.
+
 Its cost is bounded: at most ``max_rounds`` rounds, each with one sample per finalist still in.
 """
 
@@ -16,9 +28,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 from tunekit._base.errors import NOT_A_CANDIDATE
-from tunekit._measure.evidence import Gap, centred_scores, gap
+from tunekit._measure.evidence import Gap, centred_scores, gap, t_quantile
 from tunekit._measure.runner import CandidateRunner
 
 __all__ = ["RunoffResult", "runoff"]
@@ -29,8 +42,21 @@ MIN_PAIRS = 10
 DECISION_Z = 2.5
 """Standard errors (Student's t) by which a finalist must trail the leader to drop out before the last round."""
 
+TIE_PAIRS = 50
+"""Pairs (the rounds' included) before a finalist may leave as tied: a tie rests on a small standard
+error, which fewer pairs (a trimmed scale from a handful of values) can understate."""
+
 INDIFFERENCE = 0.005
-"""A tie closer than this (0.5%) is not worth more rounds to break."""
+"""A tie closer than this (0.5%) is not worth more rounds to break.
+
+A finalist whose paired gap to the leader is, at ``DECISION_Z``, above ``-INDIFFERENCE`` (the leader
+at most this much slower than it) leaves the runoff as tied with the leader.
+"""
+
+Ending = Literal["separated", "tied", "max_rounds", "forfeit"]
+"""What ended a runoff: every other finalist separated from the leader (or forfeited) with at least
+one separated, the rest all tied with it within ``INDIFFERENCE`` (some perhaps separated), the last
+round, or forfeits alone."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,8 +64,10 @@ class RunoffResult:
     """How a runoff among ``finalists`` ended; ``winner`` is None when every finalist forfeited.
 
     ``rounds`` holds each runoff round's samples by finalist, in sampling order; ``dropped`` the
-    finalists separated from the leader before the end, in order. ``gap`` is the runner-up's
-    paired gap over the winner (log ratio, its standard error): how clear the decision is.
+    finalists separated from the leader before the end, in order; ``tied`` those that left as
+    tied with the leader (within ``INDIFFERENCE``), in order. ``gap`` is the runner-up's paired
+    gap over the winner (log ratio, its standard error): how clear the decision is. ``ended``
+    says what ended it (see ``Ending``).
     """
 
     finalists: tuple[int, ...]
@@ -53,6 +81,18 @@ class RunoffResult:
     stopped_early: bool = False
     forfeits: tuple[tuple[int, Exception], ...] = ()
     samples: dict[int, dict[int, int]] = field(default_factory=dict)
+    tied: tuple[int, ...] = ()
+    ended: Ending = "max_rounds"
+
+
+def _tied(g: Gap) -> bool:
+    """The finalist of gap ``g`` is no faster than the leader, and the leader at most ``INDIFFERENCE`` slower at
+    ``DECISION_Z``."""
+    return (
+        g.pairs >= TIE_PAIRS
+        and g.estimate >= 0
+        and g.estimate - t_quantile(DECISION_Z, g.freedom) * g.se > -INDIFFERENCE
+    )
 
 
 def _order(alive: Sequence[int], number: int) -> list[int]:
@@ -76,7 +116,7 @@ def runoff(
     A finalist that raises forfeits and is out (``forfeits``; ``forfeit`` and ``error`` name the
     first); the others go on, and one left alone wins.
     Sampling stops early once every finalist but the leader is separated from it
-    (``DECISION_Z``), or the rest are known to within ``INDIFFERENCE`` of a tie with it.
+    (``DECISION_Z``) or tied with it (the leader known to be at most ``INDIFFERENCE`` slower).
     """
     alive = list(dict.fromkeys(finalists))
     if len(alive) < 2:
@@ -84,6 +124,7 @@ def runoff(
     samples: dict[int, dict[int, int]] = {i: dict((earlier or {}).get(i, {})) for i in alive}
     rounds: list[dict[int, int]] = []
     dropped: list[int] = []
+    tied: list[int] = []
     forfeits: list[tuple[int, Exception]] = []
     stopped_early = False
     for number in range(max_rounds):
@@ -108,14 +149,14 @@ def runoff(
             if g.pairs >= MIN_PAIRS and g.beyond(DECISION_Z):
                 alive.remove(index)
                 dropped.append(index)
-        rest = [gaps[i] for i in alive if i != leader]
-        if len(alive) == 1 or all(
-            g.pairs >= MIN_PAIRS and g.within(DECISION_Z, INDIFFERENCE) and abs(g.estimate) < INDIFFERENCE for g in rest
-        ):
+            elif _tied(g):
+                alive.remove(index)
+                tied.append(index)
+        if len(alive) == 1:
             stopped_early = number + 1 < max_rounds
             break
     forfeit, error = forfeits[0] if forfeits else (None, None)
-    if not alive or (len(alive) == 1 and forfeits and not dropped):
+    if not alive or (len(alive) == 1 and forfeits and not dropped and not tied):
         # Every finalist raised (no one to crown: the schedule ranks what else it measured), or one
         # won by forfeit: nothing the samples said decided it.
         return RunoffResult(
@@ -128,14 +169,17 @@ def runoff(
             error=error,
             forfeits=tuple(forfeits),
             samples=samples,
+            ended="forfeit",
         )
     if len(alive) >= 2:
         winner, runner_up, last = _decide(samples, alive)
-    else:  # every other finalist separated from it (or forfeited): the closest of those is the runner-up
+        ended: Ending = "max_rounds"
+    else:  # every other finalist separated from it, tied with it (or forfeited): the closest of those is the runner-up
         winner = alive[0]
-        behind = {i: gap(samples[i], samples[winner]) for i in dropped}
+        behind = {i: gap(samples[i], samples[winner]) for i in (*dropped, *tied)}
         runner_up = min(behind, key=lambda i: behind[i].estimate)
         last = behind[runner_up]
+        ended = "tied" if tied else "separated"
     return RunoffResult(
         tuple(finalists),
         tuple(rounds),
@@ -148,6 +192,8 @@ def runoff(
         forfeits=tuple(forfeits),
         stopped_early=stopped_early,
         samples=samples,
+        tied=tuple(tied),
+        ended=ended,
     )
 
 
