@@ -228,14 +228,14 @@ class Runoff(Persisted):
     stopped_early: bool = Field(False, description="The decision was clear before the last round.")
     tied: list[str] = Field(
         default_factory=list,
-        description="Finalists that left as tied with the leader: the leader known (at the runoff's confidence) to "
-        "be at most 0.5% slower than each, so more rounds could not change the pick by more; in order.",
+        description="When the runoff ended tied: the finalists besides the winner, each known to within 0.5% of a "
+        "tie with it (estimate and interval), so more rounds were not worth it.",
     )
     ended: Literal["separated", "tied", "max_rounds", "forfeit"] | None = Field(
         None,
-        description="What ended the runoff: every other finalist separated from the winner; the rest tied with it "
-        "within 0.5%; the last round (the closest pair's estimate decided); forfeits alone. None in records "
-        "written before tunekit said.",
+        description="What ended the runoff: every other finalist separated from the winner; the rest known to "
+        "within 0.5% of a tie with it; the last round (the lowest paired estimate decided); forfeits alone. None in "
+        "records written before tunekit said.",
     )
 
 
