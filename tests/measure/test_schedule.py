@@ -446,8 +446,10 @@ def test_every_finalist_the_rounds_leave_takes_part_in_the_runoff_and_the_verdic
     assert sorted(runoff_event.finalists) == sorted(stopped.survivors)
     assert runoff_event.pairs_ns == []  # more than two finalists: their samples are in rounds_ns
     assert all(set(r) <= set(runoff_event.finalists) for r in runoff_event.rounds_ns)
-    out = set(runoff_event.dropped)
-    assert all(set(r) == set(runoff_event.finalists) - out for r in runoff_event.rounds_ns[-1:])
+    out = set(runoff_event.dropped) | set(runoff_event.tied)
+    # The last round times every finalist still in (those that left in it included), the winner among them.
+    last = set(runoff_event.rounds_ns[-1])
+    assert set(runoff_event.finalists) - out <= last and runoff_event.winner in last
     verdict = result.events[-1]
     assert isinstance(verdict, tk.Verdict) and verdict.stage == "runoff" and verdict.winner == runoff_event.winner
     measured = [o for o in result.values() if isinstance(o, tk.Measured)]
@@ -504,3 +506,45 @@ def test_finalists_that_all_raise_in_the_runoff_all_forfeit_and_the_tune_goes_on
     assert result.ranking == (2,)
     verdict = result.events[-1]
     assert isinstance(verdict, tk.Verdict) and verdict.winner == "c2"
+
+
+def test_a_runoff_that_ends_tied_says_so_and_names_the_tied_finalists() -> None:
+    """The record said only ``stopped_early``: a runoff ended by a tie and one ended by separating every
+    finalist read alike. Now ``ended`` and ``tied`` say which."""
+    for seed in range(3):
+        client = SimulatedClient(NoiseModel(noise=0.002), seed=seed)
+        client.warm_up(300 * MS)
+        fns: list[Callable[..., Any]] = [client.kernel(t * MS) for t in (1.0, 1.0, 1.0)]
+        tunables = tk.TunableSet(key=lambda n: SizeKey(n=n)).with_tunables(
+            [tk.Tunable(f"c{i}", fn) for i, fn in enumerate(fns)]
+        )
+        result = runoff(InProcessRunner(client, tunables, ()), [0, 1, 2], 100)
+        assert result.ended == "tied" and result.stopped_early
+        assert result.winner is not None and set(result.tied) | set(result.dropped) | {result.winner} == {0, 1, 2}
+        assert result.winner not in result.tied and result.tied
+    client = SimulatedClient(NoiseModel(noise=0.02), seed=1)
+    client.warm_up(300 * MS)
+    fns = [client.kernel(t * MS) for t in (1.0, 1.2)]
+    tunables = tk.TunableSet(key=lambda n: SizeKey(n=n)).with_tunables(
+        [tk.Tunable(f"c{i}", f) for i, f in enumerate(fns)]
+    )
+    separated = runoff(InProcessRunner(client, tunables, ()), [0, 1], 100)
+    assert separated.ended == "separated" and separated.tied == () and separated.winner == 0
+
+
+def test_the_verdict_says_what_decided_and_the_runoff_names_its_tied_finalists() -> None:
+    client = SimulatedClient(NoiseModel(noise=0.002, cold_factor=3.0), seed=1)
+    kernels = [client.kernel(t * MS) for t in (1.0, 1.0, 1.0, 2.0)]
+    result = _batch(client, list(kernels), _settings())
+    runoff_event = next(e for e in result.events if isinstance(e, tk.Runoff))
+    verdict = result.events[-1]
+    assert isinstance(verdict, tk.Verdict) and verdict.stage == "runoff"
+    assert runoff_event.ended == verdict.decided_by == "tied" and runoff_event.tied
+    assert verdict.winner not in runoff_event.tied
+
+    client = SimulatedClient(NoiseModel(noise=0.01, cold_factor=3.0), seed=0)
+    result = _batch(client, [client.kernel(t * MS) for t in (1.0, 1.3, 3.0)], _settings())
+    assert result.events[-1].decided_by == "eliminations"  # type: ignore[union-attr]
+    client = SimulatedClient(seed=0)
+    (verdict,) = [e for e in _batch(client, [client.kernel(MS)], _settings()).events if isinstance(e, tk.Verdict)]
+    assert verdict.decided_by == "single"

@@ -146,6 +146,70 @@ def precision_floor(inputs: Sequence[Any]) -> np.dtype[Any] | None:
     return min(dtypes, key=_eps, default=None)
 
 
+class _Expected:
+    """One expected float output, prepared once for every candidate a gate compares with it.
+
+    A tune compares every candidate's output with the same expected value: what depends on that
+    value alone (it as float64, its magnitudes, whether it is finite, the tolerance each element
+    gets) is computed here once. The checks then make a few passes over each candidate's output
+    instead of some twenty (a 1024x1024 float32 output: 27 ms a candidate before, measured here).
+    """
+
+    def __init__(self, expected: np.ndarray) -> None:
+        self.e = expected.astype(np.float64).reshape(-1)
+        self.magnitude = np.abs(self.e)
+        self.usable = bool(np.isfinite(self.e).all())
+        self.zeros = np.flatnonzero(self.magnitude == 0)  # where an error's relative size is 0 or infinite
+        self.scale = float(np.max(self.magnitude, initial=0.0))
+        self._allowed: dict[tuple[float, float], np.ndarray] = {}
+
+    def allowed(self, rtol: float, atol: float) -> np.ndarray:
+        if (rtol, atol) not in self._allowed:
+            self._allowed[rtol, atol] = atol + rtol * self.magnitude
+        return self._allowed[rtol, atol]
+
+
+def _prepared(expected: Any) -> _Expected | None:
+    """``expected`` prepared for repeated float comparisons, or None when the fast path cannot serve it."""
+    arr = np.asarray(expected)
+    if arr.dtype.kind != "f" or arr.size == 0:
+        return None
+    prepared = _Expected(arr)
+    # Non-finite expected values take the full path, which handles them element by element.
+    return prepared if prepared.usable else None
+
+
+def _fast(
+    got_arr: np.ndarray, expected_arr: np.ndarray, prepared: _Expected, rtol: float, atol: float, label: str
+) -> CheckOutcome | None:
+    """The outcome of a passing float output, in few passes; None (take the full path) when any element fails.
+
+    The same figures as the full path: a pass needs every element within the same tolerance, and a
+    NaN or infinity in the output fails ``diff <= allowed`` as it fails there. A failing output is
+    judged again by the full path, which names the worst element in its own words.
+    """
+    tolerance = default_tolerance(
+        max((a.dtype for a in (got_arr, expected_arr) if a.dtype.kind in "fc"), key=_eps, default=expected_arr.dtype)
+    )
+    if tolerance is None:
+        return None
+    base_rtol, atol_scale = tolerance
+    use_rtol, use_atol = max(base_rtol, rtol), max(atol_scale * prepared.scale, atol)
+    diff = np.subtract(got_arr.reshape(-1), prepared.e, dtype=np.float64)
+    np.abs(diff, out=diff)
+    if not bool(np.less_equal(diff, prepared.allowed(use_rtol, use_atol)).all()):
+        return None
+    worst = int(np.argmax(diff))
+    max_abs = float(diff[worst])
+    at_zeros = diff[prepared.zeros]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = np.divide(diff, prepared.magnitude, out=diff)
+    rel[prepared.zeros] = np.where(at_zeros == 0, 0.0, np.inf)  # as the full path: 0 / 0 is no error
+    max_rel = float(np.max(rel))
+    kind = f"rtol {use_rtol:.3g}, atol {use_atol:.3g}"
+    return CheckOutcome(True, f"{label}: within {kind}; max abs error {max_abs:.3g}", max_abs, max_rel)
+
+
 def compare(
     got: Any,
     expected: Any,
@@ -154,6 +218,7 @@ def compare(
     atol: float = 0.0,
     label: str = "output",
     floor: np.dtype[Any] | None = None,
+    prepared: _Expected | None = None,
 ) -> CheckOutcome:
     """Compare one output with its expected value; the outcome names the worst element.
 
@@ -162,6 +227,8 @@ def compare(
     fails, instead of being held to its own, looser rounding. When the user gave ``rtol`` or
     ``atol``, they said how close is close enough: such an output is then held to the rounding
     of the dtype it should have had, widened by them, rather than refused outright.
+
+    ``prepared``: ``expected`` prepared once (``_prepared``) by a caller comparing many outputs with it.
     """
     expected_arr = np.asarray(expected)
     try:
@@ -196,6 +263,10 @@ def compare(
                 "with_reference(rtol=..., atol=...) the error you accept)",
             )
         coarser = enough  # not the output's own, looser rounding: the user's rtol/atol say how much more to allow
+    elif prepared is not None and got_arr.dtype.kind in "fiu":
+        fast = _fast(got_arr, expected_arr, prepared, rtol, atol, label)
+        if fast is not None:
+            return fast
     tolerance = default_tolerance(coarser)
     if tolerance is None and expected_arr.dtype.kind not in "biu":
         # Objects, strings: only equality means anything.
@@ -294,6 +365,7 @@ class Gate:
         self.against = "reference" if reference.fn is not None else ""
         self._floor = precision_floor(inputs)
         self._first: tuple[Any, ...] | None = None
+        self._prepared: dict[int, _Expected | None] = {}  # by output, for the expected outputs now held
 
     def _buffers(self) -> CheckBuffers:
         outputs = self.reference.outputs or ()
@@ -363,6 +435,7 @@ class Gate:
     def adopt(self, expected: tuple[Any, ...], against: str) -> None:
         """Take expected outputs computed in another process (an isolated worker's first candidate)."""
         self._expected, self.against = expected, against
+        self._prepared.clear()
 
     def check(self, name: str, fn: Callable[..., Any]) -> CheckOutcome:
         """Run candidate ``name`` once and judge it; an exception from the candidate propagates."""
@@ -382,9 +455,19 @@ class Gate:
         worst = CheckOutcome(True, "")
         details = []
         labels = self.reference.outputs or range(len(got))
-        for label, g, e in zip(labels, got, self._expected, strict=True):
+        for number, (label, g, e) in enumerate(zip(labels, got, self._expected, strict=True)):
             what = f"argument {label}" if self.reference.outputs is not None else f"output {label}"
-            outcome = compare(g, e, rtol=self.reference.rtol, atol=self.reference.atol, label=what, floor=self._floor)
+            if number not in self._prepared:
+                self._prepared[number] = _prepared(e)
+            outcome = compare(
+                g,
+                e,
+                rtol=self.reference.rtol,
+                atol=self.reference.atol,
+                label=what,
+                floor=self._floor,
+                prepared=self._prepared[number],
+            )
             details.append(outcome.detail)
             if not outcome.passed:
                 return outcome

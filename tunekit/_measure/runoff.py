@@ -9,6 +9,14 @@ paired samples (the rounds' pairs included), by a trimmed mean with that pair's 
 finalist separated from the leader drops out, so the runoff narrows like a tournament and spends
 its samples where the decision is still open.
 
+A runoff whose remaining finalists are all known to within ``INDIFFERENCE`` of the leader ends
+*tied*: the leader is kept, by the rule that made it the leader (the lowest centred score). The
+result says which way it ended (``ended``). A looser, one-sided tie (a finalist leaving once the
+leader is known to be at most 0.5% slower than it) was tried for races among many near-identical
+variants and not kept: on ``benches/selection.py`` it picked the true best less often in the
+0.75%-apart layouts (heavy tails: 90.2% to 88.6%), and on PoCL's CPU device the convolution's
+finalists differ by 0.1% under 2.3% noise per pair, where no 0.5% bound is reached in 100 rounds.
+
 Its cost is bounded: at most ``max_rounds`` rounds, each with one sample per finalist still in.
 """
 
@@ -16,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 from tunekit._base.errors import NOT_A_CANDIDATE
 from tunekit._measure.evidence import Gap, centred_scores, gap
@@ -32,14 +41,20 @@ DECISION_Z = 2.5
 INDIFFERENCE = 0.005
 """A tie closer than this (0.5%) is not worth more rounds to break."""
 
+Ending = Literal["separated", "tied", "max_rounds", "forfeit"]
+"""What ended a runoff: every other finalist separated from the leader (or forfeited), the rest all
+known to within ``INDIFFERENCE`` of a tie with it, the last round, or forfeits alone."""
+
 
 @dataclass(frozen=True, slots=True)
 class RunoffResult:
     """How a runoff among ``finalists`` ended; ``winner`` is None when every finalist forfeited.
 
     ``rounds`` holds each runoff round's samples by finalist, in sampling order; ``dropped`` the
-    finalists separated from the leader before the end, in order. ``gap`` is the runner-up's
-    paired gap over the winner (log ratio, its standard error): how clear the decision is.
+    finalists separated from the leader before the end, in order; ``tied`` those that left as
+    tied with the leader (within ``INDIFFERENCE``), in order. ``gap`` is the runner-up's paired
+    gap over the winner (log ratio, its standard error): how clear the decision is. ``ended``
+    says what ended it (see ``Ending``).
     """
 
     finalists: tuple[int, ...]
@@ -53,6 +68,13 @@ class RunoffResult:
     stopped_early: bool = False
     forfeits: tuple[tuple[int, Exception], ...] = ()
     samples: dict[int, dict[int, int]] = field(default_factory=dict)
+    tied: tuple[int, ...] = ()
+    ended: Ending = "max_rounds"
+
+
+def _tied(g: Gap) -> bool:
+    """Known to within ``INDIFFERENCE`` of a tie with the leader: both the estimate and the interval's half-width."""
+    return g.pairs >= MIN_PAIRS and g.within(DECISION_Z, INDIFFERENCE) and abs(g.estimate) < INDIFFERENCE
 
 
 def _order(alive: Sequence[int], number: int) -> list[int]:
@@ -76,7 +98,7 @@ def runoff(
     A finalist that raises forfeits and is out (``forfeits``; ``forfeit`` and ``error`` name the
     first); the others go on, and one left alone wins.
     Sampling stops early once every finalist but the leader is separated from it
-    (``DECISION_Z``), or the rest are known to within ``INDIFFERENCE`` of a tie with it.
+    (``DECISION_Z``), or the rest are known to within ``INDIFFERENCE`` of a tie with it (``tied``).
     """
     alive = list(dict.fromkeys(finalists))
     if len(alive) < 2:
@@ -84,6 +106,7 @@ def runoff(
     samples: dict[int, dict[int, int]] = {i: dict((earlier or {}).get(i, {})) for i in alive}
     rounds: list[dict[int, int]] = []
     dropped: list[int] = []
+    tied: list[int] = []
     forfeits: list[tuple[int, Exception]] = []
     stopped_early = False
     for number in range(max_rounds):
@@ -108,10 +131,9 @@ def runoff(
             if g.pairs >= MIN_PAIRS and g.beyond(DECISION_Z):
                 alive.remove(index)
                 dropped.append(index)
-        rest = [gaps[i] for i in alive if i != leader]
-        if len(alive) == 1 or all(
-            g.pairs >= MIN_PAIRS and g.within(DECISION_Z, INDIFFERENCE) and abs(g.estimate) < INDIFFERENCE for g in rest
-        ):
+        rest = [i for i in alive if i != leader]
+        if len(alive) == 1 or all(_tied(gaps[i]) for i in rest):
+            tied = rest
             stopped_early = number + 1 < max_rounds
             break
     forfeit, error = forfeits[0] if forfeits else (None, None)
@@ -128,14 +150,17 @@ def runoff(
             error=error,
             forfeits=tuple(forfeits),
             samples=samples,
+            ended="forfeit",
         )
     if len(alive) >= 2:
         winner, runner_up, last = _decide(samples, alive)
+        ended: Ending = "tied" if tied else "max_rounds"
     else:  # every other finalist separated from it (or forfeited): the closest of those is the runner-up
         winner = alive[0]
         behind = {i: gap(samples[i], samples[winner]) for i in dropped}
         runner_up = min(behind, key=lambda i: behind[i].estimate)
         last = behind[runner_up]
+        ended = "separated"
     return RunoffResult(
         tuple(finalists),
         tuple(rounds),
@@ -148,6 +173,8 @@ def runoff(
         forfeits=tuple(forfeits),
         stopped_early=stopped_early,
         samples=samples,
+        tied=tuple(tied),
+        ended=ended,
     )
 
 

@@ -33,10 +33,11 @@ from tunekit._base.settings_model import Settings
 from tunekit._measure.client import Client, SupportsWarmup
 from tunekit._measure.evidence import Gap, centred_scores, gap
 from tunekit._measure.runner import CandidateRunner, SupportsPhases
-from tunekit._measure.runoff import runoff
+from tunekit._measure.runoff import Ending, runoff
 from tunekit._values.durations import BenchmarkDurations
 from tunekit._values.outcome import Failed, Measured, Outcome, Skipped
 from tunekit._values.records import (
+    DecidedBy,
     Eliminated,
     RecordEvent,
     Round,
@@ -200,6 +201,7 @@ class _Adaptive:
         self.margin: Gap | None = None
         self.number = 1  # the last round run
         self.runoff_samples = 0
+        self.runoff_ended: Ending | None = None
         self.round_samples: dict[str, int] = {}  # the admission round's samples
         self.next_up = 0
         self.spacer_turn = -1
@@ -484,6 +486,7 @@ class _Adaptive:
         scores = centred_scores(result.samples, standing) if len(standing) >= 2 else {}
         self.front = [result.winner, *sorted((i for i in standing if i != result.winner), key=scores.__getitem__)]
         self.stage = "runoff"
+        self.runoff_ended = result.ended
         self.runner_up = result.runner_up
         self.margin = result.gap
         names = {i: self.name(i) for i in finalists}
@@ -502,6 +505,8 @@ class _Adaptive:
                 dropped=[names[i] for i in result.dropped],
                 forfeit=None if result.forfeit is None else names[result.forfeit],
                 stopped_early=result.stopped_early,
+                tied=[names[i] for i in result.tied],
+                ended=result.ended,
             )
         )
 
@@ -518,6 +523,13 @@ class _Adaptive:
                 self.runner_up = min(paired, key=lambda i: paired[i].estimate)
                 self.margin = paired[self.runner_up]
         stage: Stage = "single" if len(measured) == 1 and self.stage == "rounds" else self.stage
+        decided_by: DecidedBy
+        if stage == "runoff":
+            decided_by = self.runoff_ended or "max_rounds"
+        elif stage == "rounds":
+            decided_by = "eliminations" if len(self.live) <= 1 else "max_rounds"
+        else:
+            decided_by = stage
         winner_ns = self.median(winner)
         margin = self.margin
         self.events.append(
@@ -531,6 +543,7 @@ class _Adaptive:
                 margin_se=None if margin is None or not math.isfinite(margin.se) else margin.se,
                 pairs=0 if margin is None else margin.pairs,
                 samples=sum(len(s) for s in self.samples.values()) + self.runoff_samples,
+                decided_by=decided_by,
             )
         )
 

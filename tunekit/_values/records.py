@@ -226,9 +226,22 @@ class Runoff(Persisted):
     )
     forfeit: str | None = Field(None, description="The (first) finalist that raised during the runoff and lost by it.")
     stopped_early: bool = Field(False, description="The decision was clear before the last round.")
+    tied: list[str] = Field(
+        default_factory=list,
+        description="When the runoff ended tied: the finalists besides the winner, each known to within 0.5% of a "
+        "tie with it (estimate and interval), so more rounds were not worth it.",
+    )
+    ended: Literal["separated", "tied", "max_rounds", "forfeit"] | None = Field(
+        None,
+        description="What ended the runoff: every other finalist separated from the winner; the rest known to "
+        "within 0.5% of a tie with it; the last round (the lowest paired estimate decided); forfeits alone. None in "
+        "records written before tunekit said.",
+    )
 
 
 Stage = Literal["rounds", "runoff", "short_circuit", "single"]
+
+DecidedBy = Literal["eliminations", "separated", "tied", "max_rounds", "forfeit", "short_circuit", "single"]
 
 
 class Verdict(Persisted):
@@ -255,6 +268,13 @@ class Verdict(Persisted):
     margin_se: float | None = Field(description="Standard error of the margin (of its log; 0.01 ~ 1 percentage point).")
     pairs: int = Field(ge=0, description="Paired samples behind the margin.")
     samples: int = Field(ge=0, description="Timed samples the batch took, runoff included.")
+    decided_by: DecidedBy | None = Field(
+        None,
+        description="What decided: the rounds' eliminations left one; the runoff separated the winner from every "
+        "other finalist; the runoff ended with the rest tied with the winner within 0.5% (the winner kept by its "
+        "paired score, the margin then says how close); the runoff's last round; forfeits; the roofline short "
+        "circuit; a single candidate. None in records written before tunekit said.",
+    )
 
 
 class SearchEnded(Persisted):
