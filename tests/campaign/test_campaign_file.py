@@ -12,6 +12,7 @@ from _campaign_targets import ROW_SUM_TUNER
 import tunekit as tk
 from tunekit._campaign.journal import DoneJob, Journal
 from tunekit._campaign.merge import RecordMerger
+from tunekit._campaign.progress import CampaignProgress
 from tunekit._campaign.result import JobResult
 from tunekit._campaign.worker import tune_job
 from tunekit._cli.main import main
@@ -207,3 +208,20 @@ def test_a_journal_that_is_no_journal_is_refused_naming_what_to_do(tmp_path: Pat
     campaign.journal_path.write_text("[]")
     with pytest.raises(tk.CampaignError, match=r"is no campaign journal .*; delete it to run every job again"):
         campaign.run(progress=False)
+
+
+def test_progress_lines_show_every_candidate_name_and_error_as_written(
+    isolated_settings: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Names and errors are text, not rich markup: `[vec=8]` is a configuration, `[/x]` no closing tag."""
+    ROW_SUM_TUNER.clear()
+    job = tk.CampaignJob.model_validate_json(_job_json(4, 72))
+    result = JobResult.model_validate_json(tune_job(_job_json(4, 72)))
+    entry = result.record.entries[0].model_copy(update={"winner": "gelu[vec=8,block=512]", "median_ns": 2510.0})
+    named = result.model_copy(update={"record": result.record.model_copy(update={"entries": [entry]})})
+    with CampaignProgress(2, shown=True) as progress:
+        progress.finished(job, named)
+        progress.failed(job, "KeyError: '[/x]' [bold]")
+    err = capsys.readouterr().err
+    assert f"-> gelu[vec=8,block=512] ({tk.format_duration_ns(2510.0)}, on {result.host}," in err
+    assert "failed _campaign_targets:ROW_SUM on cpu-numpy (rows=4, n=72): KeyError: '[/x]' [bold]" in err
