@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 import sys
 from pathlib import Path
 
@@ -225,3 +226,14 @@ def test_progress_lines_show_every_candidate_name_and_error_as_written(
     err = capsys.readouterr().err
     assert f"-> gelu[vec=8,block=512] ({tk.format_duration_ns(2510.0)}, on {result.host}," in err
     assert "failed _campaign_targets:ROW_SUM on cpu-numpy (rows=4, n=72): KeyError: '[/x]' [bold]" in err
+
+
+def test_an_address_nothing_listens_on_is_refused_at_once(tmp_path: Path) -> None:
+    """ray.init retried such an address for many minutes, printing a warning every few seconds."""
+    pytest.importorskip("ray")
+    with socket.socket() as probe:  # a port just freed: nothing listens there
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    campaign = tk.Campaign.load(_write(tmp_path, GOOD_JOB))
+    with pytest.raises(tk.CampaignError, match=rf"no Ray cluster answers at 127.0.0.1:{port} .*ray start --head"):
+        campaign.run(address=f"127.0.0.1:{port}", progress=False)
