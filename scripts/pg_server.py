@@ -158,12 +158,20 @@ class PgServer:
 def main() -> None:
     server = PgServer.start()
     print(f"TUNEKIT_CACHE_URL={server.url()}  (Ctrl-C stops it and removes {server.root})", flush=True)
+    # `kill`, a closed terminal or a CI step's timeout sends SIGTERM or SIGHUP, not Ctrl-C: each stops the server
+    # too, where before the server went on running and its directory stayed behind.
+    for stop_signal in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(stop_signal, _interrupt)
     try:
         signal.pause()
     except KeyboardInterrupt:
         pass
     finally:
         server.stop()
+
+
+def _interrupt(number: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 if __name__ == "__main__":
