@@ -43,6 +43,10 @@ def test_a_url_of_another_scheme_is_refused_where_the_setting_is_read(monkeypatc
     with pytest.raises(ValueError, match="no postgresql:// URL") as refused:
         tk.configure()
     assert "secret" not in str(refused.value) and "user:***@db/tunekit" in str(refused.value)  # messages reach logs
+    monkeypatch.setenv("TUNEKIT_CACHE_URL", "mysql://user@/tunekit?host=/run/db&password=secret")
+    with pytest.raises(ValueError, match="no postgresql:// URL") as refused:
+        tk.configure()
+    assert "secret" not in str(refused.value) and "host=/run/db&password=***" in str(refused.value)
     monkeypatch.setenv("TUNEKIT_CACHE_URL", "  ")
     assert tk.configure().cache_url is None
 
