@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import re
 import signal
 import sqlite3
 import subprocess
@@ -330,6 +331,9 @@ def test_devices_lists_the_cpu_client() -> None:
     measured = json.loads(run("devices", "--json").stdout)["devices"]
     cpu = next(d for d in measured if d["backend"] == "cpu")
     assert cpu["ops_per_s"] > 0 and cpu["bytes_per_s"] > 0 and cpu["launch_overhead_ns"] > 0
+    # At 80 columns a peak keeps its unit on its line, as memory and launch do (compute folded `282 / Gop/s`).
+    narrow = run("devices", env={"COLUMNS": "80"}).stdout
+    assert len(re.findall(r"\d op/s|\d [kMGT]op/s", narrow)) == len(measured), narrow
 
 
 @pytest.mark.opencl
