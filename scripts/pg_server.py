@@ -157,11 +157,12 @@ class PgServer:
 
 def main() -> None:
     server = PgServer.start()
-    print(f"TUNEKIT_CACHE_URL={server.url()}  (Ctrl-C stops it and removes {server.root})", flush=True)
     # `kill`, a closed terminal or a CI step's timeout sends SIGTERM or SIGHUP, not Ctrl-C: each stops the server
-    # too, where before the server went on running and its directory stayed behind.
+    # too, where before the server went on running and its directory stayed behind. Installed before the URL
+    # is printed: a caller may signal as soon as it has read it.
     for stop_signal in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(stop_signal, _interrupt)
+    print(f"TUNEKIT_CACHE_URL={server.url()}  (Ctrl-C stops it and removes {server.root})", flush=True)
     try:
         signal.pause()
     except KeyboardInterrupt:
