@@ -237,3 +237,22 @@ def test_an_address_nothing_listens_on_is_refused_at_once(tmp_path: Path) -> Non
     campaign = tk.Campaign.load(_write(tmp_path, GOOD_JOB))
     with pytest.raises(tk.CampaignError, match=rf"no Ray cluster answers at 127.0.0.1:{port} .*ray start --head"):
         campaign.run(address=f"127.0.0.1:{port}", progress=False)
+
+
+def test_the_closing_line_names_the_records_directory_as_it_is(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    where = tmp_path / "runs[b]"
+    where.mkdir()
+    campaign = tk.Campaign.load(_write(where, GOOD_JOB))
+    ROW_SUM_TUNER.clear()
+    journal, merger = Journal(campaign.journal_path), RecordMerger(campaign.records)
+    for job in campaign.jobs:  # both finished by an earlier run: this one needs no cluster
+        result = JobResult.model_validate_json(tune_job(job.model_dump_json()))
+        path, entry = merger.merge(result.record, job.device), result.record.entries[0]
+        journal.add(
+            job.id, DoneJob(record=path.name, key=entry.key, winner=entry.winner, decision="tuned", host="h", pid=1)
+        )
+    capsys.readouterr()
+    campaign.run(address="127.0.0.1:1", progress=True)
+    assert f"records in {campaign.records}" in capsys.readouterr().err
