@@ -157,6 +157,11 @@ class PgServer:
 
 def main() -> None:
     server = PgServer.start()
+    # `kill`, a closed terminal or a CI step's timeout sends SIGTERM or SIGHUP, not Ctrl-C: each stops the server
+    # too, where before the server went on running and its directory stayed behind. Installed before the URL
+    # is printed: a caller may signal as soon as it has read it.
+    for stop_signal in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(stop_signal, _interrupt)
     print(f"TUNEKIT_CACHE_URL={server.url()}  (Ctrl-C stops it and removes {server.root})", flush=True)
     try:
         signal.pause()
@@ -164,6 +169,10 @@ def main() -> None:
         pass
     finally:
         server.stop()
+
+
+def _interrupt(number: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 if __name__ == "__main__":

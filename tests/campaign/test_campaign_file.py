@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 import sys
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from _campaign_targets import ROW_SUM_TUNER
 import tunekit as tk
 from tunekit._campaign.journal import DoneJob, Journal
 from tunekit._campaign.merge import RecordMerger
+from tunekit._campaign.progress import CampaignProgress
 from tunekit._campaign.result import JobResult
 from tunekit._campaign.worker import tune_job
 from tunekit._cli.main import main
@@ -207,3 +209,50 @@ def test_a_journal_that_is_no_journal_is_refused_naming_what_to_do(tmp_path: Pat
     campaign.journal_path.write_text("[]")
     with pytest.raises(tk.CampaignError, match=r"is no campaign journal .*; delete it to run every job again"):
         campaign.run(progress=False)
+
+
+def test_progress_lines_show_every_candidate_name_and_error_as_written(
+    isolated_settings: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Names and errors are text, not rich markup: `[vec=8]` is a configuration, `[/x]` no closing tag."""
+    ROW_SUM_TUNER.clear()
+    job = tk.CampaignJob.model_validate_json(_job_json(4, 72))
+    result = JobResult.model_validate_json(tune_job(_job_json(4, 72)))
+    entry = result.record.entries[0].model_copy(update={"winner": "gelu[vec=8,block=512]", "median_ns": 2510.0})
+    named = result.model_copy(update={"record": result.record.model_copy(update={"entries": [entry]})})
+    with CampaignProgress(2, shown=True) as progress:
+        progress.finished(job, named)
+        progress.failed(job, "KeyError: '[/x]' [bold]")
+    err = capsys.readouterr().err
+    assert f"-> gelu[vec=8,block=512] ({tk.format_duration_ns(2510.0)}, on {result.host}," in err
+    assert "failed _campaign_targets:ROW_SUM on cpu-numpy (rows=4, n=72): KeyError: '[/x]' [bold]" in err
+
+
+def test_an_address_nothing_listens_on_is_refused_at_once(tmp_path: Path) -> None:
+    """ray.init retried such an address for many minutes, printing a warning every few seconds."""
+    pytest.importorskip("ray")
+    with socket.socket() as probe:  # a port just freed: nothing listens there
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    campaign = tk.Campaign.load(_write(tmp_path, GOOD_JOB))
+    with pytest.raises(tk.CampaignError, match=rf"no Ray cluster answers at 127.0.0.1:{port} .*ray start --head"):
+        campaign.run(address=f"127.0.0.1:{port}", progress=False)
+
+
+def test_the_closing_line_names_the_records_directory_as_it_is(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    where = tmp_path / "runs[b]"
+    where.mkdir()
+    campaign = tk.Campaign.load(_write(where, GOOD_JOB))
+    ROW_SUM_TUNER.clear()
+    journal, merger = Journal(campaign.journal_path), RecordMerger(campaign.records)
+    for job in campaign.jobs:  # both finished by an earlier run: this one needs no cluster
+        result = JobResult.model_validate_json(tune_job(job.model_dump_json()))
+        path, entry = merger.merge(result.record, job.device), result.record.entries[0]
+        journal.add(
+            job.id, DoneJob(record=path.name, key=entry.key, winner=entry.winner, decision="tuned", host="h", pid=1)
+        )
+    capsys.readouterr()
+    campaign.run(address="127.0.0.1:1", progress=True)
+    assert f"records in {campaign.records}" in capsys.readouterr().err

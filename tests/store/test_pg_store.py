@@ -43,6 +43,10 @@ def test_a_url_of_another_scheme_is_refused_where_the_setting_is_read(monkeypatc
     with pytest.raises(ValueError, match="no postgresql:// URL") as refused:
         tk.configure()
     assert "secret" not in str(refused.value) and "user:***@db/tunekit" in str(refused.value)  # messages reach logs
+    monkeypatch.setenv("TUNEKIT_CACHE_URL", "mysql://user@/tunekit?host=/run/db&password=secret")
+    with pytest.raises(ValueError, match="no postgresql:// URL") as refused:
+        tk.configure()
+    assert "secret" not in str(refused.value) and "host=/run/db&password=***" in str(refused.value)
     monkeypatch.setenv("TUNEKIT_CACHE_URL", "  ")
     assert tk.configure().cache_url is None
 
@@ -50,6 +54,12 @@ def test_a_url_of_another_scheme_is_refused_where_the_setting_is_read(monkeypatc
 def test_a_password_is_left_out_of_what_the_store_says() -> None:
     assert redacted("postgresql://me:s3cret@db.example:5432/tk") == "postgresql://me:***@db.example:5432/tk"
     assert redacted("postgresql://me@db/tk") == "postgresql://me@db/tk"
+    # libpq's query form, common with a unix socket: the listing header and the store's warnings showed it.
+    assert (
+        redacted("postgresql://me@/tk?host=/run/pg&password=s3cret&sslmode=disable")
+        == "postgresql://me@/tk?host=/run/pg&password=***&sslmode=disable"
+    )
+    assert redacted("postgresql://me:a@/tk?password=b") == "postgresql://me:***@/tk?password=***"
 
 
 def test_a_missing_postgres_extra_fails_at_the_first_tune_with_the_install_command(

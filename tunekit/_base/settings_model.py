@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 import logging
 import os
+import re
 import tomllib
 import warnings
 from pathlib import Path
@@ -170,8 +171,9 @@ class Settings(BaseSettings):
             return None
         scheme = value.strip().partition("://")[0].lower()
         if scheme not in ("postgresql", "postgres"):
+            shown = _QUERY_PASSWORD.sub(r"\1***", value.split("@")[-1])  # libpq's `?password=...` form
             raise ValueError(
-                f"{value.split('@')[-1]!r} is no postgresql:// URL; name the fleet's database as "
+                f"{shown!r} is no postgresql:// URL; name the fleet's database as "
                 "postgresql://USER@HOST:PORT/DBNAME, or unset it to keep winners in each host's own cache"
             )
         return value.strip()
@@ -334,10 +336,14 @@ def _shown(name: str, value: object) -> object:
     """The value as an error message may show it: a URL setting without its password (it ends up in logs)."""
     if name != "cache_url" or not isinstance(value, str):
         return value
+    value = _QUERY_PASSWORD.sub(r"\1***", value)  # libpq's `?password=...` form
     user, at, host = value.rpartition("@")
     if not at or ":" not in user.partition("://")[2]:
         return value
     return f"{user.rpartition(':')[0]}:***@{host}"
+
+
+_QUERY_PASSWORD = re.compile(r"([?&]password=)[^&#]*", re.IGNORECASE)
 
 
 def _file_source(name: str) -> str:

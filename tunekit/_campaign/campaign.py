@@ -136,7 +136,9 @@ class Campaign:
         written: dict[Path, None] = {}
         shown = CampaignProgress(len(todo), shown=progress)
         if skipped:
-            shown.console.print(f"{len(skipped)} of {len(self.jobs)} jobs finished in an earlier run: skipped")
+            shown.console.print(
+                f"{len(skipped)} of {len(self.jobs)} jobs finished in an earlier run: skipped", markup=False
+            )
 
         def done(job: CampaignJob, outcome: str | BaseException) -> None:
             if isinstance(outcome, BaseException):
@@ -162,7 +164,8 @@ class Campaign:
         )
         shown.console.print(
             f"campaign: {len(finished)} jobs finished ({result.tuned} tuned, {result.stored} already stored), "
-            f"{len(skipped)} skipped, {len(failed)} failed in {result.seconds:.1f} s; records in {self.records}"
+            f"{len(skipped)} skipped, {len(failed)} failed in {result.seconds:.1f} s; records in {self.records}",
+            markup=False,  # a path is text: `runs/[b]/records` lost its `[b]` as a bold tag
         )
         return result
 

@@ -9,6 +9,7 @@ elsewhere by Ray (``max_retries``); an exception the job itself raises is not re
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import ModuleType
 from typing import Any
@@ -28,6 +29,31 @@ Finished = Callable[[CampaignJob, "str | BaseException"], None]
 
 def _ray() -> ModuleType:
     return import_extra("ray", "ray", "tunekit campaigns run their jobs on a Ray cluster")
+
+
+_CONNECT_TIMEOUT_S = 10.0
+"""How long the head's port may take to accept a connection before the address is called wrong."""
+
+
+def _check_reachable(address: str | None) -> None:
+    """Refuse a ``HOST:PORT`` nothing listens on, at once.
+
+    Given one, ``ray.init`` retries its connection to the head for many minutes, printing a warning
+    every few seconds, before it gives up: a mistyped address or a head not started yet looked hung.
+    Other forms (None, ``auto``, ``ray://...``) are left to Ray.
+    """
+    if address is None or "://" in address or address.count(":") != 1:
+        return
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host, int(port)), timeout=_CONNECT_TIMEOUT_S).close()
+    except OSError as error:
+        raise CampaignError(
+            f"no Ray cluster answers at {address} ({error.strerror or error}): start its head there "
+            f"(ray start --head --port {port}) or give the head's address with --address"
+        ) from None
 
 
 def run_on_ray(
@@ -50,6 +76,7 @@ def run_on_ray(
 
     started = not ray.is_initialized()
     if started:
+        _check_reachable(address)
         ray.init(address=address, log_to_driver=False)
     try:
         _check_kinds(ray, jobs)

@@ -6,7 +6,9 @@ from types import TracebackType
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.text import Text
 
+from tunekit._base.units import format_duration_ns
 from tunekit._campaign.job import CampaignJob
 from tunekit._campaign.result import JobResult
 
@@ -43,16 +45,20 @@ class CampaignProgress:
     def finished(self, job: CampaignJob, result: JobResult) -> None:
         """A job's winner is in its record."""
         entry = result.record.entries[0]
+        # Text, not markup: a candidate named `gelu[vec=8,block=512]` would lose its configuration as a style tag.
         self.console.print(
-            f"{result.decision:>6} {job.describe()} -> {entry.winner} "
-            f"({entry.median_ns / 1e3:.3g} us, on {result.host}, {result.seconds:.2f} s)",
+            Text(
+                f"{result.decision:>6} {job.describe()} -> {entry.winner} "
+                f"({format_duration_ns(entry.median_ns)}, on {result.host}, {result.seconds:.2f} s)"
+            ),
             highlight=False,
         )
         self._advance(result.decision)
 
     def failed(self, job: CampaignJob, why: str) -> None:
         """A job raised, or its worker died more often than it was retried."""
-        self.console.print(f"[red]failed[/] {job.describe()}: {why}", highlight=False)
+        # An error naming `[/x]` raised MarkupError here, and ended the campaign's loop.
+        self.console.print(Text.assemble(("failed", "red"), f" {job.describe()}: {why}"), highlight=False)
         self._advance("failed")
 
     def _advance(self, what: str) -> None:

@@ -116,7 +116,7 @@ def devices(args: argparse.Namespace) -> int:
                 "backend",
                 fixed("device"),
                 "locator",
-                *(() if args.no_peaks else ("compute", fixed("memory"), fixed("launch"))),
+                *(() if args.no_peaks else (fixed("compute"), fixed("memory"), fixed("launch"))),
             ),
             [
                 (

@@ -43,7 +43,8 @@ def read_or_fail(file: str) -> tuple[list[RecordLine], list[BadLine]]:
         for line in read_records(path):
             (good if isinstance(line, RecordLine) else bad).append(line)  # type: ignore[arg-type]
     except FileNotFoundError as exc:
-        raise CliError(f"no records file at {file} (records are written where TUNEKIT_RECORD points)") from exc
+        # The reader's message says why a warm run leaves no file; the CLI's own one used to drop that.
+        raise CliError(exc.strerror or f"no records file at {file}") from exc
     except OSError as exc:
         raise CliError(f"cannot read {file}: {exc.strerror or exc}") from exc
     # A trial log or committed record given here would list every one of its lines as a bad record.

@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import re
 import threading
 import time
 import urllib.parse
@@ -74,13 +75,21 @@ _held: ContextVar[frozenset[int]] = ContextVar("tunekit_held_pg_locks", default=
 itself (each lock has a connection of its own, which the database would make wait on the other)."""
 
 
+_QUERY_PASSWORD = re.compile(r"((?:^|&)password=)[^&]*", re.IGNORECASE)
+
+
 def redacted(url: str) -> str:
-    """``url`` without its password, for messages and logs."""
+    """``url`` without its password, for messages and logs.
+
+    libpq takes the password in the user part (``user:PW@host``) or as a query parameter
+    (``?host=/run/postgresql&password=PW``, the form a unix-socket URL often has): both are hidden.
+    """
     parts = urllib.parse.urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
-    return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
+    netloc = parts.netloc
+    if parts.password is not None:
+        netloc = netloc.replace(f":{parts.password}@", ":***@", 1)
+    query = _QUERY_PASSWORD.sub(r"\1***", parts.query)
+    return urllib.parse.urlunsplit(parts._replace(netloc=netloc, query=query))
 
 
 def lock_id(device_id: str, tuner: str, key: str) -> int:
