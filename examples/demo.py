@@ -10,7 +10,6 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
-from rich.console import Console
 from rich.table import Table
 
 import tunekit as tk
@@ -18,6 +17,7 @@ from tunekit_backends.cpu import CpuClient
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from demo_console import demo_console
 from matmul import TUNER as MATMUL_TUNER, matmul
 from row_sum import TUNER as ROW_SUM_TUNER, row_sum
 
@@ -74,7 +74,7 @@ def _serve_committed() -> int:
     Only the search part commits its winner (a verified record in the demo directory); the
     other parts keep theirs in the persistent cache, which autotuning off does not read.
     """
-    console = Console()
+    console = demo_console()
     served: SearchDemo | str
     if not tk.settings().cache:  # the demo then keeps nothing between runs, so no record is committed
         served = "the cache is off (TUNEKIT_CACHE=0), so the demo keeps no record between runs"
@@ -102,7 +102,7 @@ def main() -> int:
     """Tune every example on the CPU client, then the OpenCL ones, and report; returns the exit code."""
     if not tk.settings().autotune:
         return _serve_committed()
-    console = Console()
+    console = demo_console()
     directory, temporary = _demo_dir()
     records_path = _default_records_path(directory)
     if not tk.settings().record:

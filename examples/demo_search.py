@@ -26,6 +26,7 @@ from tunekit_backends.cpu import CpuClient
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from demo_console import demo_console
 from pipeline_objective import SPACE, PipelineKey, build, pipeline, pipeline_key
 
 TUNER: tk.LocalTuner[PipelineKey, np.ndarray] = tk.LocalTuner("pipeline")
@@ -268,4 +269,4 @@ def print_search_demo(console: Console, demo: SearchDemo, *, budget: str | None)
 if __name__ == "__main__":
     if len(sys.argv) != 2:
         raise SystemExit(f"usage: {sys.argv[0]} DIRECTORY")
-    run_search_demo(Console(), Path(sys.argv[1]))
+    run_search_demo(demo_console(), Path(sys.argv[1]))

@@ -8,13 +8,16 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
 from rich.console import Console
+from rich.table import Table
 
 import tunekit as tk
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 
 import demo_search
+from demo_console import demo_console
 from pipeline_objective import SPACE
 
 SMALL = {"signals": 4, "length": 2048, "max_evals": 6}
@@ -127,3 +130,17 @@ def test_the_budget_text_says_what_each_limit_ends() -> None:
         "side, outside the budget"
     )
     assert demo_search.budget_text(tk.Budget(finalists=0)) == "none: the whole space"
+
+
+def test_a_piped_demo_prints_each_table_row_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    """rich assumes 80 columns off a terminal: a piped demo cut a trial log's path in two inside its cell."""
+    path = "/tmp/tunekit-demo/" + "a3e03d23" * 12 + ".jsonl"
+    monkeypatch.delenv("COLUMNS", raising=False)
+    table = Table("what", "where")
+    table.add_row("trial log", path)
+    console = demo_console()
+    with console.capture() as piped:  # pytest's stdout is no terminal
+        console.print(table)
+    assert path in piped.get()
+    monkeypatch.setenv("COLUMNS", "80")  # a width asked for is kept
+    assert demo_console().width == 80
