@@ -112,16 +112,23 @@ def _finish(process: subprocess.Popen[str]) -> str:
     return err
 
 
+def _store_lines(logs: list[str]) -> str:
+    """Each process's lines about the store (an outage it warned of): why a process shared no winner."""
+    return "\n".join(
+        f"process {index}: {line}" for index, log in enumerate(logs) for line in log.splitlines() if "store" in line
+    )
+
+
 @pytest.mark.subprocess
 @pytest.mark.slow
 def test_eight_processes_tune_each_key_once_and_agree_on_every_winner(pg_url: str, tmp_path: Path) -> None:
     processes = [_start(tmp_path, i, pg_url) for i in range(PROCESSES)]
     time.sleep(1.0)
     (tmp_path / "go").touch()
-    logs = "".join(_finish(process) for process in processes)
+    logs = [_finish(process) for process in processes]
     keys = _all_keys(range(PROCESSES))
     stored = _stored(pg_url)
-    assert set(stored) == keys, (sorted(keys - set(stored)), logs[-5000:])  # 0 lost
+    assert set(stored) == keys, (sorted(keys - set(stored)), _store_lines(logs))  # 0 lost
     assert _tunes(tmp_path) == Counter(dict.fromkeys(keys, 1))  # each key tuned once, fleet-wide
     for i in range(PROCESSES):
         seen = {int(k): v for k, v in json.loads((tmp_path / f"winners{i}.json").read_text()).items()}
@@ -145,13 +152,12 @@ def test_a_process_killed_holding_a_key_lock_loses_nothing(pg_url: str, tmp_path
     time.sleep(3.0)  # the others are under way, some of them waiting for the victim's lock on key 7
     os.kill(victim.pid, signal.SIGKILL)
     victim.communicate(timeout=60)
-    logs = "".join(_finish(process) for process in others)
+    logs = ["", *(_finish(process) for process in others)]  # index i: process i (0, the victim, has none)
     keys = _all_keys(range(1, PROCESSES)) | set(range(SHARED))
     stored = _stored(pg_url)
-    assert keys <= set(stored), (
-        sorted(keys - set(stored)),
-        logs[-5000:],
-    )  # 0 lost: the killed process's key was tuned by another
+    # 0 lost: the killed process's key was tuned by another. (Seen once in CI, not reproduced since: one
+    # process's own keys all missing; the message says whether that process warned of a store outage.)
+    assert keys <= set(stored), (sorted(keys - set(stored)), _store_lines(logs))
     tunes = _tunes(tmp_path)
     assert {k: tunes[k] for k in keys} == dict.fromkeys(keys, 1)  # the others tuned each key once between them
     for i in range(1, PROCESSES):
