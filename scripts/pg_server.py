@@ -162,8 +162,10 @@ def main() -> None:
     # is printed: a caller may signal as soon as it has read it.
     for stop_signal in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(stop_signal, _interrupt)
-    print(f"TUNEKIT_CACHE_URL={server.url()}  (Ctrl-C stops it and removes {server.root})", flush=True)
     try:
+        # Inside the try: a caller that signals as soon as it has read the line interrupts what follows the
+        # print, and the server must be stopped then too (outside, the script died with the server running).
+        print(f"TUNEKIT_CACHE_URL={server.url()}  (Ctrl-C stops it and removes {server.root})", flush=True)
         signal.pause()
     except KeyboardInterrupt:
         pass
