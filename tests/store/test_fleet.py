@@ -65,7 +65,10 @@ WORKER = textwrap.dedent(
 
 def _start(tmp_path: Path, index: int, url: str, **env: str) -> subprocess.Popen[str]:
     script = tmp_path / "worker.py"
-    script.write_text(WORKER.format(shared=SHARED, own=OWN, processes=PROCESSES))
+    if not script.exists():
+        # Written once: rewritten for each process, it was empty for a moment, and a process started just
+        # before read it so, ran nothing and exited 0 (its keys then "lost": the flake seen in CI).
+        script.write_text(WORKER.format(shared=SHARED, own=OWN, processes=PROCESSES))
     return subprocess.Popen(
         [sys.executable, str(script), str(index), str(tmp_path / "go"), str(tmp_path / f"winners{index}.json")],
         env=dict(
