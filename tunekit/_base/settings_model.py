@@ -11,7 +11,6 @@ from __future__ import annotations
 import difflib
 import logging
 import os
-import re
 import tomllib
 import warnings
 from pathlib import Path
@@ -29,6 +28,7 @@ from pydantic_settings import (
 from tunekit._base.errors import SettingsError
 from tunekit._base.paths import file_in_the_way
 from tunekit._base.setting_types import RECORD_STREAMS, SHORT_CIRCUIT_THRESHOLDS, AutotuneLevel, IsolationMode
+from tunekit._base.url_text import redacted
 
 __all__ = ["Settings", "read"]
 
@@ -171,7 +171,7 @@ class Settings(BaseSettings):
             return None
         scheme = value.strip().partition("://")[0].lower()
         if scheme not in ("postgresql", "postgres"):
-            shown = _QUERY_PASSWORD.sub(r"\1***", value.split("@")[-1])  # libpq's `?password=...` form
+            shown = redacted(value).split("@")[-1]
             raise ValueError(
                 f"{shown!r} is no postgresql:// URL; name the fleet's database as "
                 "postgresql://USER@HOST:PORT/DBNAME, or unset it to keep winners in each host's own cache"
@@ -334,16 +334,7 @@ def _describe(exc: ValidationError, overrides: dict[str, Any]) -> str:
 
 def _shown(name: str, value: object) -> object:
     """The value as an error message may show it: a URL setting without its password (it ends up in logs)."""
-    if name != "cache_url" or not isinstance(value, str):
-        return value
-    value = _QUERY_PASSWORD.sub(r"\1***", value)  # libpq's `?password=...` form
-    user, at, host = value.rpartition("@")
-    if not at or ":" not in user.partition("://")[2]:
-        return value
-    return f"{user.rpartition(':')[0]}:***@{host}"
-
-
-_QUERY_PASSWORD = re.compile(r"([?&]password=)[^&#]*", re.IGNORECASE)
+    return redacted(value) if name == "cache_url" and isinstance(value, str) else value
 
 
 def _file_source(name: str) -> str:

@@ -17,10 +17,8 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import re
 import threading
 import time
-import urllib.parse
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from contextvars import ContextVar
@@ -31,6 +29,7 @@ from pydantic import ValidationError
 from tunekit._base.extras import import_extra
 from tunekit._base.persisted import STORED
 from tunekit._base.self_call import locked_by_parent
+from tunekit._base.url_text import redacted
 from tunekit._base.validation_text import validation_text
 from tunekit._base.version import MAJOR
 from tunekit._store.store_protocol import StoredWinner
@@ -73,23 +72,6 @@ _GET = (
 _held: ContextVar[frozenset[int]] = ContextVar("tunekit_held_pg_locks", default=frozenset())
 """Advisory lock ids the running code's tunes hold: a nested tune of the same key goes on instead of waiting on
 itself (each lock has a connection of its own, which the database would make wait on the other)."""
-
-
-_QUERY_PASSWORD = re.compile(r"((?:^|&)password=)[^&]*", re.IGNORECASE)
-
-
-def redacted(url: str) -> str:
-    """``url`` without its password, for messages and logs.
-
-    libpq takes the password in the user part (``user:PW@host``) or as a query parameter
-    (``?host=/run/postgresql&password=PW``, the form a unix-socket URL often has): both are hidden.
-    """
-    parts = urllib.parse.urlsplit(url)
-    netloc = parts.netloc
-    if parts.password is not None:
-        netloc = netloc.replace(f":{parts.password}@", ":***@", 1)
-    query = _QUERY_PASSWORD.sub(r"\1***", parts.query)
-    return urllib.parse.urlunsplit(parts._replace(netloc=netloc, query=query))
 
 
 def lock_id(device_id: str, tuner: str, key: str) -> int:
