@@ -11,7 +11,7 @@ import jsonschema
 
 import tunekit as tk
 from tunekit._observe.event_text import describe_events
-from tunekit._observe.reader import BadLine, RecordLine, follow_records, read_records
+from tunekit._observe.reader import BadLine, RecordLine, follow_records, parse_line, read_records
 from tunekit._values.records import FallbackBatch, UnknownEvent
 
 
@@ -115,3 +115,9 @@ def test_a_record_of_a_newer_tunekit_reads_with_its_new_fields_and_event_kinds(t
     assert json.loads(line.record.model_dump_json()) == document  # nothing the newer version wrote is lost
     jsonschema.validate(document, tk.AutotuneRecord.model_json_schema())
     assert describe_events(line.record.events)[-1] == 'thermal: {"kind":"thermal","temp_c":91}'
+
+
+def test_a_hit_summary_cut_short_is_a_bad_line_not_skipped() -> None:
+    # Found by the property test: a whole hit summary is skipped, but a torn one is damage to report.
+    assert isinstance(parse_line(1, b'{"kind":"hit_summary"'), BadLine)
+    assert parse_line(2, b'{"kind":"hit_summary","hits":[]}') is None

@@ -7,6 +7,7 @@ back as a :class:`BadLine` naming its line number and what is wrong with it.
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections.abc import Callable, Iterator
@@ -46,8 +47,9 @@ class BadLine:
 
 def parse_line(number: int, raw: bytes) -> RecordLine | BadLine | None:
     """One line of a records file; None for a blank line."""
-    # Blank, or a cache-hit summary (tunekit._observe.hit_count), which is no tune record: skipped alike.
-    if not raw.strip() or raw.startswith(HIT_SUMMARY_PREFIX):
+    # Blank, or a whole cache-hit summary (tunekit._observe.hit_count), which is no tune record: skipped alike.
+    # A summary cut short (a writer killed mid-line) is a bad line like any other, not skipped.
+    if not raw.strip() or (raw.startswith(HIT_SUMMARY_PREFIX) and _whole_json(raw)):
         return None
     if len(raw) > _MAX_LINE:
         return BadLine(number, f"line is {len(raw)} bytes, longer than any record")
@@ -61,6 +63,14 @@ def parse_line(number: int, raw: bytes) -> RecordLine | BadLine | None:
         if exc.errors()[0]["type"] == "json_invalid":
             return BadLine(number, f"not valid JSON: {exc.errors()[0]['msg']}")
         return BadLine(number, f"not a valid AutotuneRecord: {validation_text(exc, limit=1)}")
+
+
+def _whole_json(raw: bytes) -> bool:
+    try:
+        json.loads(raw)
+    except ValueError:  # JSONDecodeError and UnicodeDecodeError alike
+        return False
+    return True
 
 
 def read_records(path: str | os.PathLike[str]) -> Iterator[RecordLine | BadLine]:
