@@ -88,7 +88,7 @@ class Settings(BaseSettings):
         100,
         ge=0,
         description="At most this many runoff rounds (one back-to-back sample of each finalist still in) decide "
-        "among the close finalists; 0: no runoff.",
+        "among the close finalists, and at most 6x this many samples in all, shared by them; 0: no runoff.",
     )
     compile_workers: int | None = Field(
         None, ge=1, description="Threads running candidates' prepare (compile) hooks at once; default: the CPU count."

@@ -64,6 +64,31 @@ class Gap:
         """Known to within ``tolerance`` of a tie: the ``z`` interval's half-width is below it."""
         return t_quantile(z, self.freedom) * self.se < tolerance
 
+    def decidable(self, z: float, more: int) -> float:
+        """The predictive probability that ``more`` pairs on, the gap is beyond ``z`` standard errors either way.
+
+        The stochastic curtailment of a sequential test (Spiegelhalter, Freedman and Blackburn 1986):
+        the true gap is as the pairs so far say (a normal of mean ``estimate`` and deviation ``se``),
+        the pairs to come are as noisy as those so far, and the test at the end is the one every
+        round applies (Student's t at ``z`` for the freedom then). With ``n`` pairs now and ``N`` then,
+        the final estimate is normal with the same mean and deviation ``se * sqrt((N - n) / N)``,
+        and the final half-width is ``t * se * sqrt(n / N)``.
+        """
+        if self.pairs < 2 or not math.isfinite(self.se):
+            return 1.0
+        if self.se <= 0.0:
+            return 1.0 if self.estimate != 0.0 else 0.0
+        total = self.pairs + max(more, 0)
+        bound = t_quantile(z, round(self.freedom * total / self.pairs)) * self.se * math.sqrt(self.pairs / total)
+        spread = self.se * math.sqrt(max(more, 0) / total)
+        if spread == 0.0:
+            return 1.0 if abs(self.estimate) > bound else 0.0
+        return _normal_cdf((self.estimate - bound) / spread) + _normal_cdf((-self.estimate - bound) / spread)
+
+
+def _normal_cdf(x: float) -> float:
+    return 0.5 * math.erfc(-x / math.sqrt(2.0))
+
 
 def trimmed_mean(values: Sequence[float], trim: float = TRIM) -> tuple[float, float, int]:
     """The trimmed mean of ``values``, its standard error and degrees of freedom (Yuen's).

@@ -12,8 +12,8 @@ The default (``adaptive``) schedule:
    candidate is eliminated when its median exceeds ``speed_factor`` x the leader's best sample,
    or when it is slower than the leader beyond the noise of both. The rounds stop when one or
    two candidates are left, or at ``max_samples``.
-4. **Runoff**: two finalists the rounds could not separate are timed in pairs
-   (see :mod:`tunekit._measure.runoff`).
+4. **Runoff**: the finalists the rounds could not separate are timed back to back, within a
+   sample budget they share (see :mod:`tunekit._measure.runoff`).
 
 ``adaptive=False`` is the fixed schedule: each candidate in turn, ``warmup`` untimed runs then
 ``samples`` timed ones, ranked by median.

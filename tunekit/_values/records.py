@@ -229,12 +229,14 @@ class Runoff(Persisted):
     tied: list[str] = Field(
         default_factory=list,
         description="When the runoff ended tied: the finalists besides the winner, each known to within 0.5% of a "
-        "tie with it (estimate and interval), so more rounds were not worth it.",
+        "tie with it (estimate and interval), or undecidable in what was left of the runoff's sample budget, so "
+        "more rounds were not worth it.",
     )
     ended: Literal["separated", "tied", "max_rounds", "forfeit"] | None = Field(
         None,
         description="What ended the runoff: every other finalist separated from the winner; the rest known to "
-        "within 0.5% of a tie with it; the last round (the lowest paired estimate decided); forfeits alone. None in "
+        "within 0.5% of a tie with it or undecidable in the budget; the last round or the sample budget (the lowest "
+        "paired estimate decided); forfeits alone. None in "
         "records written before tunekit said.",
     )
 
