@@ -26,7 +26,8 @@ held-out folds (leave one kernel family out, leave one GPU out) and, per fold, t
 on the other files scored on the held-out ones.
 
 Results are appended to ``--results`` (JSON lines) as they finish; a rerun skips finished runs,
-so a long run can be stopped and continued.
+so a long run can be stopped and continued. ``--repro N`` runs the first N seeds of each tunekit strategy again on
+every file and counts the runs whose whole evaluation order matches the stored row's.
 """
 
 from __future__ import annotations
