@@ -26,7 +26,8 @@ held-out folds (leave one kernel family out, leave one GPU out) and, per fold, t
 on the other files scored on the held-out ones.
 
 Results are appended to ``--results`` (JSON lines) as they finish; a rerun skips finished runs,
-so a long run can be stopped and continued.
+so a long run can be stopped and continued. ``--repro N`` runs the first N seeds of each tunekit strategy again on
+every file and counts the runs whose whole evaluation order matches the stored row's.
 """
 
 from __future__ import annotations
@@ -445,6 +446,22 @@ def _held_out(
     return out
 
 
+def reproduced(rows: list[dict[str, Any]], files: list[str], strategies: list[str], seeds: int) -> str:
+    """Each tunekit strategy's first ``seeds`` seeds run again here, against the stored rows' whole order."""
+    stored = {(r["file"], r["strategy"], r["seed"]): r for r in rows if r["tool"] == "tunekit" and "error" not in r}
+    out = [f"\nReproducibility: seeds 0-{seeds - 1} of each tunekit strategy run again on every file"]
+    for strategy in strategies:
+        same = total = 0
+        for path in files:
+            for seed in range(seeds):
+                if (path, strategy, seed) not in stored:
+                    continue
+                total += 1
+                same += run_tunekit(path, strategy, seed)["order"] == stored[(path, strategy, seed)]["order"]
+        out.append(f"  tk:{strategy:21s} same evaluation order in {same} of {total} runs")
+    return "\n".join(out)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run what is missing from the results file, then print the tables."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
@@ -457,6 +474,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default="", help="run only files whose path contains this")
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--results", type=Path, default=ROOT / "benches" / "results" / "strategies.jsonl")
+    parser.add_argument(
+        "--repro",
+        type=int,
+        default=0,
+        help="run the first N seeds of each tunekit strategy again on every file and compare the whole order",
+    )
     args = parser.parse_args(argv)
     import tunekit as tk
     from tunekit_backends.replay import NothingToReplay
@@ -529,6 +552,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  {n}/{len(jobs)} runs done", file=sys.stderr)
     wanted = {(t, s) for t, names in (("tunekit", ours), ("kernel_tuner", theirs)) for s in names}
     print(report([r for r in rows if (r["tool"], r["strategy"]) in wanted], files, args.seeds))
+    if args.repro:
+        print(reproduced(rows, files, ours, min(args.repro, args.seeds)))
     for f, why in {**nothing, **unreadable}.items():
         print(f"\n{_label(f)}: not run ({why})")
     return 2 if unreadable else 0

@@ -268,3 +268,24 @@ def test_a_run_records_a_digest_of_its_whole_order_besides_the_first_50() -> Non
     a, b = bench._score(first, 1.0, 100), bench._score(later, 1.0, 100)
     assert a["fingerprint"] == b["fingerprint"] and a["order"] != b["order"]
     assert bench._score(list(first), 1.0, 100)["order"] == a["order"]
+
+
+def test_repro_runs_seeds_again_and_says_when_a_stored_order_differs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--repro N reruns each tunekit strategy's first N seeds; a stored row of another order is counted as different."""
+    bench = load_bench()
+    cache = write_cache(tmp_path / "tiny.json")
+    results = tmp_path / "results.jsonl"
+    args = [str(cache), "--only", str(tmp_path), "--seeds", "3", "--kt", "none", "--tunekit", "portfolio,random"]
+    assert bench.main([*args, "--results", str(results), "--repro", "2"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "tk:portfolio same evaluation order in 2 of 2 runs" in out
+    assert "tk:random same evaluation order in 2 of 2 runs" in out
+    rows = [json.loads(line) for line in results.read_text().splitlines()]
+    for row in rows:
+        if row["strategy"] == "random" and row["seed"] == 0:
+            row["order"] = "0" * 12  # as a row of another version of the strategy would be
+    results.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert bench.main([*args, "--results", str(results), "--repro", "2"]) == 0
+    assert "tk:random same evaluation order in 1 of 2 runs" in " ".join(capsys.readouterr().out.split())

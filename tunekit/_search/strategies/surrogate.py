@@ -164,7 +164,7 @@ class ModelGuidedLocalSearch:
     restart from the random point farthest (in parameters changed) from the best points so
     far, so a wrong model cannot keep the search in one basin.
 
-    Every ``exploit_every`` observations (or a 32nd of them, when more), the next batch is the
+    Every ``exploit_every`` observations (or a 32nd of them, when more; never, when None), the next batch is the
     ``exploit_top`` best predictions of a :class:`PairwiseModel` fitted to the ``fit_max`` best
     observations, over a pool of up to ``pool_max`` unmeasured valid configurations, each at
     least ``apart`` parameters away from the batch's better guesses.
@@ -187,7 +187,7 @@ class ModelGuidedLocalSearch:
         patience: int = 1,
         gain: float = 0.03,
         diverse: int = 20,
-        exploit_every: int = 8,
+        exploit_every: int | None = 8,
         exploit_top: int = 4,
         fit_max: int = 384,
         pool_max: int = 4096,
@@ -219,7 +219,8 @@ class ModelGuidedLocalSearch:
         self._exploit_top = exploit_top
         self._fit_max = fit_max
         self._pool_max = pool_max
-        self._exploit_at = initial + exploit_every
+        # A portfolio's wide climber guesses nothing: the model-guided member's guesses cover that.
+        self._exploit_at: float = math.inf if exploit_every is None else initial + exploit_every
         self._apart = apart
         self._pool: np.ndarray | None = None
         self._pool_rows: dict[Positions, int] = {}
@@ -417,7 +418,7 @@ class ModelGuidedLocalSearch:
                 self._guesses.update(fresh)
                 return self._take(fresh)
         if observed >= self._exploit_at:
-            self._exploit_at = observed + max(self._exploit_every, observed // 32)
+            self._exploit_at = observed + max(self._exploit_every or 0, observed // 32)
             guesses = self._exploit(min(n, self._exploit_top))
             if guesses:
                 return self._take(guesses)

@@ -1,0 +1,142 @@
+"""A strategy alone on the shared GPU files, without tk.search: the quick replay its design was judged on.
+
+Each strategy is driven directly (batches of 8, budget 10 % of the valid configurations rounded
+down, as in ``benches/strategies.py``); a configuration is scored by the median of 5 of its
+recorded samples drawn with replacement, a failed one by None (it uses the budget). Counted as
+in ``benches/strategies.py``: distinct valid configurations until one within 5 % (1 %) of the
+file's best mean, unreached = budget + 1, median over seeds, geometric mean over the files with
+a budget of at least 20. Then, for every pair of strategies, the held-out choice: per fold (one
+kernel family, one GPU) the one with the lower geometric mean on the *other* files, scored on the
+fold's. Seeds here are the design's (40 and up); ``benches/strategies.py`` runs seeds 0-19.
+
+    .venv/bin/python benches/strategy_replay.py --strategies model_ils,portfolio --seeds 40-100
+    .venv/bin/python benches/strategy_replay.py --strategies model_ils,portfolio:0.15   # the wide floor
+
+A name is any of ``tk.STRATEGIES`` but ``auto``; ``portfolio:F`` is the portfolio with the wide
+climber's floor at F.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import math
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+SHARED = ROOT.parent / "shared" / "tuning-data"
+BATCH = 8
+
+
+def _factory(spec: str, budget: int) -> Any:
+    from tunekit._search.strategies import Portfolio, make_strategy
+
+    name, _, floor = spec.partition(":")
+    if name == "portfolio" and floor:
+        return lambda space, rng: Portfolio(space, rng, max_evals=budget, floors=(0.0, float(floor)))
+    return make_strategy(name, budget)
+
+
+def run_one(data: Any, spec: str, seed: int) -> tuple[int, int, int, float]:
+    """Evaluations to 5 % and 1 % of the best mean, the budget, and the strategy's own CPU seconds."""
+    budget = max(1, math.floor(0.1 * len(data.samples_ms)))
+    means = {c: math.fsum(s) / len(s) for c, s in data.samples_ms.items()}
+    best = min(means.values())
+    strategy = _factory(spec, budget)(data.space, np.random.default_rng(seed))
+    draws = np.random.default_rng(seed + 10_000)
+    seen: set[Any] = set()
+    order: list[float] = []
+    own = 0.0
+    while len(seen) < budget:
+        started = time.thread_time()
+        proposals = strategy.propose(min(BATCH, budget - len(seen)))
+        own += time.thread_time() - started
+        if not proposals:
+            break
+        for config in proposals:
+            if config in seen:
+                raise AssertionError(f"{spec} proposed {config} twice")
+            seen.add(config)
+            samples = data.samples_ms.get(config)
+            score = None if samples is None else float(np.median(draws.choice(np.array(samples), size=5)))
+            if samples is not None:
+                order.append(means[config])
+            started = time.thread_time()
+            strategy.observe(config, score)
+            own += time.thread_time() - started
+    to5 = next((n for n, m in enumerate(order, 1) if m <= best * 1.05), budget + 1)
+    to1 = next((n for n, m in enumerate(order, 1) if m <= best * 1.01), budget + 1)
+    return min(to5, budget + 1), min(to1, budget + 1), budget, own
+
+
+def _geo(values: list[float]) -> float:
+    return math.exp(sum(map(math.log, values)) / len(values))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--strategies", default="model_ils,portfolio")
+    parser.add_argument("--seeds", default="40-60", help="a range A-B (B excluded)")
+    args = parser.parse_args(argv)
+    from tunekit_backends.replay import load_kernel_tuner_cache
+
+    lo, hi = (int(x) for x in args.seeds.split("-"))
+    specs = [s for s in args.strategies.split(",") if s]
+    paths = sorted(p for p in SHARED.rglob("*") if p.is_file() and p.name.endswith((".json", ".json.gz")))
+    files = {}
+    for p in paths:
+        data = load_kernel_tuner_cache(p)
+        if math.floor(0.1 * len(data.samples_ms)) >= 20:
+            files[f"{p.parent.name}/{p.name.split('.')[0]}"] = data
+    to5: dict[tuple[str, str], float] = {}
+    to1: dict[tuple[str, str], float] = {}
+    reach: dict[tuple[str, str], float] = {}
+    print(f"{'strategy':20s} {'file':32s} to 5%  to 1%  reached 5%  own CPU s (median, max)")
+    for spec in specs:
+        for label, data in files.items():
+            runs = [run_one(data, spec, seed) for seed in range(lo, hi)]
+            to5[spec, label] = statistics.median(r[0] for r in runs)
+            to1[spec, label] = statistics.median(r[1] for r in runs)
+            reach[spec, label] = sum(r[0] <= r[2] for r in runs) / len(runs)
+            own = [r[3] for r in runs]
+            print(
+                f"{spec:20s} {label:32s} {to5[spec, label]:5.1f} {to1[spec, label]:6.1f} {reach[spec, label]:9.0%}"
+                f"   {statistics.median(own):.3f}, {max(own):.3f}"
+            )
+    labels = list(files)
+    print(f"\nOver {len(labels)} files, seeds {lo}-{hi - 1}: geometric means to 5 % and 1 %, worst share reaching 5 %")
+    for spec in specs:
+        g5 = _geo([to5[spec, f] for f in labels])
+        g1 = _geo([to1[spec, f] for f in labels])
+        print(f"  {spec:20s} {g5:6.1f} {g1:6.1f} {min(reach[spec, f] for f in labels):6.0%}")
+    folds: dict[str, Callable[[str], str]] = {
+        "kernel family": lambda f: f.split("/")[0].removesuffix("_v1").removesuffix("_milo"),
+        "GPU": lambda f: f.split("/")[1].lower(),
+    }
+    for a, b in itertools.combinations(specs, 2):
+        for fold, key in folds.items():
+            picks: dict[str, str] = {}
+            for group in {key(f) for f in labels}:
+                train = [f for f in labels if key(f) != group]
+                picks[group] = min((a, b), key=lambda s: _geo([to5[s, f] for f in train]))
+            chosen = {f: picks[key(f)] for f in labels}
+            said = ", ".join(f"{g} {s}" for g, s in sorted(picks.items()))
+            print(
+                f"  held out by {fold}, {a} or {b}: {_geo([to5[chosen[f], f] for f in labels]):.1f} to 5 %, "
+                f"{_geo([to1[chosen[f], f] for f in labels]):.1f} to 1 %, worst reach "
+                f"{min(reach[chosen[f], f] for f in labels):.0%} (picks: {said})"
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
