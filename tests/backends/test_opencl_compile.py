@@ -26,7 +26,7 @@ import pytest
 import tunekit as tk
 from tunekit._keys.key import key_to_json
 from tunekit._values.records import Prepared
-from tunekit_backends.opencl import CompileError, KernelTemplate, OpenCLClient, _client as client_module
+from tunekit_backends.opencl import CompileError, KernelTemplate, OpenCLClient, _selection
 from tunekit_backends.opencl._batch import batchable, batched_program
 from tunekit_backends.opencl._compile import CompilePool, InputsFile, WorkerDied, launch_of
 from tunekit_backends.opencl._compile_starts import FAILED_STARTS, command_for
@@ -986,7 +986,7 @@ def test_workers_start_as_the_client_opens_and_serve_the_first_compile(
 ) -> None:
     launched_at_probe: list[int] = []
     ready_at_probe: list[int] = []
-    probe = client_module._probe
+    probe = _selection.probe
 
     def watched(cl_: Any, context: Any) -> str | None:
         pool = pools[-1] if pools else None
@@ -1001,7 +1001,7 @@ def test_workers_start_as_the_client_opens_and_serve_the_first_compile(
         new_pool(self, *args, **kwargs)
         pools.append(self)
 
-    monkeypatch.setattr(client_module, "_probe", watched)
+    monkeypatch.setattr(_selection, "probe", watched)
     monkeypatch.setattr(CompilePool, "__init__", recorded)
     client = OpenCLClient(flush_cache=False, compile_in="process", compile_workers=2)
     try:
