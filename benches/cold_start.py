@@ -11,7 +11,8 @@ wall time, so these figures hold on a loaded VM. Two tables (a third with ``--tu
   cumulative time for the module, the interpreter's CPU time, and how many tunekit modules came with it;
 - the tuning process opening an ``OpenCLClient`` on a fresh, empty PoCL kernel cache, then its
   first device warm-up, with compile workers started as the client opens (the default) and at
-  the first compile: CPU time of this process only (its workers' is their own).
+  the first compile: CPU time of this process only (its workers' is their own), the probe of its
+  device included, and the wall time ``OpenCLClient()`` takes to return.
 
 With ``--tune KERNEL`` (repeatable; a kernel of ``benches/_suite.py``), a third table: whole cold
 tunes of that kernel (``--quick`` sizes) by the suite bench's own tunekit child, each in a fresh
@@ -53,15 +54,17 @@ _CLIENT = textwrap.dedent(
     def cpu():
         r = resource.getrusage(resource.RUSAGE_SELF)
         return r.ru_utime + r.ru_stime
-    start = cpu()
+    start, started = cpu(), time.perf_counter()
     client = OpenCLClient(flush_cache=False, start_workers=sys.argv[1])
+    returned = time.perf_counter() - started
+    client.compile_pool  # the device's probe may run after the client returns: its CPU counts as opening
     opened = cpu()
     if client.compile_pool is not None:
         client.compile_pool.wait_for_one(60.0)
     time.sleep(3)  # the workers' first launches after their ready line, as a tune's compile phase would allow
     warm = cpu()
     client.warm_up(1_000_000)
-    print(json.dumps({"open": opened - start, "warm_up": cpu() - warm}))
+    print(json.dumps({"open": opened - start, "returned": returned, "warm_up": cpu() - warm}))
     client.close()
     """
 )
@@ -147,13 +150,14 @@ def main() -> int:
         return 0
 
     table = Table(title=f"The tuning process's CPU on a cold PoCL cache, s, median of {runs}")
-    for column in ("start_workers", "open the client", "first warm-up"):
+    for column in ("start_workers", "open the client", "OpenCLClient() returns, wall s", "first warm-up"):
         table.add_column(column, justify="right")
     for mode in ("first_compile", "open"):
         figures = [client_open(mode) for _ in range(runs)]
         table.add_row(
             mode,
             f"{statistics.median(f['open'] for f in figures):.3f}",
+            f"{statistics.median(f['returned'] for f in figures):.3f}",
             f"{statistics.median(f['warm_up'] for f in figures):.3f}",
         )
     console.print(table)

@@ -8,6 +8,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Sequence
+from functools import cached_property
 from typing import Any, Literal, TypeVar
 
 import numpy as np
@@ -213,9 +214,8 @@ class OpenCLClient:
         )
         weakref.finalize(self, self._selection.close)
         self.flush_enabled = bool(flush_cache)
-        self._opened = threading.Lock()
+        self._open_lock = threading.Lock()
         self._open: tuple[Any, Any, Any] | None = None  # device, context, queue
-        self._names: tuple[str, str, str] | None = None  # device id, device model, locator
         self._flush_lock = threading.Lock()
         self._flush_buffer: Any = None
         self._flush_count = 0
@@ -228,7 +228,7 @@ class OpenCLClient:
             return opened
         known = self._selection.known
         device, context = known if known is not None else self._settled_device()
-        with self._opened:
+        with self._open_lock:
             if self._open is None:
                 queue = self._cl.CommandQueue(context, properties=self._cl.command_queue_properties.PROFILING_ENABLE)
                 self._open = (device, context, queue)
@@ -238,17 +238,18 @@ class OpenCLClient:
         settled = self._selection.settled()
         return settled.device, settled.context
 
-    @property
+    # Cached: a dispatch reads device_id (and a timed launch the device) each time, an attribute once known.
+    @cached_property
     def device(self) -> Any:
         """The ``pyopencl.Device``."""
         return self._opened_device()[0]
 
-    @property
+    @cached_property
     def context(self) -> Any:
         """A ``pyopencl.Context`` on the device alone."""
         return self._opened_device()[1]
 
-    @property
+    @cached_property
     def queue(self) -> Any:
         """A profiling-enabled ``pyopencl.CommandQueue`` on the device: candidates launch on it."""
         return self._opened_device()[2]
@@ -267,19 +268,12 @@ class OpenCLClient:
         """Where variants compile: ``"process"`` in :attr:`compile_pool`, ``"thread"`` in this process."""
         return "process" if self.compile_pool is not None else "thread"
 
-    def _identity(self) -> tuple[str, str, str]:
-        names = self._names
-        if names is None:
-            device = self.device
-            names = self._names = (device_id_of(device), _device_model_of(device), _locator_of(self._cl, device))
-        return names
-
-    @property
+    @cached_property
     def device_id(self) -> str:
         """Platform, device, driver version and OpenCL version: a driver upgrade re-tunes."""
-        return self._identity()[0]
+        return device_id_of(self.device)
 
-    @property
+    @cached_property
     def device_model(self) -> str:
         """The platform and device names (``tunekit.backend.SupportsDeviceModel``): ``device_id`` without its versions.
 
@@ -288,16 +282,16 @@ class OpenCLClient:
         on the same hardware. The platform's name stays: another implementation on one device
         (PoCL or the vendor's runtime on a CPU) compiles kernels its own way, and is another device here.
         """
-        return self._identity()[1]
+        return _device_model_of(self.device)
 
-    @property
+    @cached_property
     def locator(self) -> str:
         """Which device of this machine, ``opencl:platform=P,device=D``: ``OpenCLClient(locator=)`` opens it again.
 
         Unlike ``device_id`` it tells two identical devices apart; it holds on this machine only
         (``tunekit devices`` lists the indices), so it is given to worker processes, never stored.
         """
-        return self._identity()[2]
+        return _locator_of(self._cl, self.device)
 
     @property
     def fork_hazard(self) -> str:
@@ -409,7 +403,8 @@ class OpenCLClient:
         self._selection.close()
 
     def __repr__(self) -> str:
-        opened = self._open
-        if opened is None:  # a repr never waits for the probe
+        opened, known = self._open, self._selection.known  # a repr never waits for the probe
+        device = opened[0] if opened is not None else known[0] if known is not None else None
+        if device is None:
             return "OpenCLClient(choosing its device)"
-        return f"OpenCLClient({opened[0].platform.name} / {opened[0].name})"
+        return f"OpenCLClient({device.platform.name} / {device.name})"

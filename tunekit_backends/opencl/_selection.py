@@ -236,8 +236,10 @@ class Selection:
 
     def settled(self) -> Settled:
         """The outcome, once the probe has run; raises why no device was chosen (or :class:`tunekit.ClientClosed`)."""
-        self._done.wait()
-        outcome = self._outcome
+        outcome = self._outcome  # set before _done: a set outcome is final
+        if outcome is None:
+            self._done.wait()
+            outcome = self._outcome
         if isinstance(outcome, BaseException):
             raise outcome.with_traceback(None)
         assert outcome is not None
