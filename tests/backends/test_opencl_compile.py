@@ -28,6 +28,7 @@ from tunekit._keys.key import key_to_json
 from tunekit._values.records import Prepared
 from tunekit_backends.opencl import CompileError, KernelTemplate, OpenCLClient, _selection
 from tunekit_backends.opencl._batch import batchable, batched_program
+from tunekit_backends.opencl._cl import WARM_UP_KERNEL_FLAG
 from tunekit_backends.opencl._compile import CompilePool, InputsFile, WorkerDied, launch_of
 from tunekit_backends.opencl._compile_starts import FAILED_STARTS, command_for
 from tunekit_backends.opencl._compile_wire import ProgramRequest
@@ -1050,6 +1051,24 @@ def test_a_compile_worker_imports_neither_tunekit_nor_the_client() -> None:
         "tunekit_backends.opencl._compile_worker",
         "tunekit_backends.opencl._overrun",
     }
+
+
+@pytest.mark.slow
+@pytest.mark.opencl
+@pytest.mark.subprocess
+def test_only_a_pools_first_worker_builds_the_warm_up_kernel(isolated_settings: Path) -> None:
+    # Two workers starting together both built it cold, 0.15 s of CPU each while the CPUs are busiest.
+    client = OpenCLClient(flush_cache=False, compile_in="process", compile_workers=2)
+    try:
+        pool = client.compile_pool
+        assert pool is not None
+        deadline = time.monotonic() + 120
+        while len(pool._idle) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        told = [w for w in pool._idle if w.process.args[-1] == WARM_UP_KERNEL_FLAG]
+        assert len(pool._idle) == 2 and len(told) == 1
+    finally:
+        client.close()
 
 
 @pytest.mark.slow
