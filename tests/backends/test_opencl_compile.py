@@ -1056,6 +1056,29 @@ def test_a_compile_worker_imports_neither_tunekit_nor_the_client() -> None:
 @pytest.mark.slow
 @pytest.mark.opencl
 @pytest.mark.subprocess
+def test_a_checkout_in_the_current_directory_does_not_shadow_the_workers_tunekit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Regression: `python -m` put the current directory first, so a bench comparing two trees from one of them
+    # ran the other tree's tuning process with this tree's compile workers.
+    decoy = tmp_path / "tunekit_backends"
+    decoy.mkdir()
+    (decoy / "__init__.py").write_text("raise ImportError('the decoy tunekit_backends in the current directory')\n")
+    monkeypatch.chdir(tmp_path)
+    client = OpenCLClient(flush_cache=False, compile_in="process", compile_workers=1, start_workers="first_compile")
+    try:
+        n = 64
+        args = (cla.zeros(client.queue, n, np.float32), np.int32(n))
+        record = _tune_in_process_mode(OVERRUN, "over", {"MODE": [0], "BLOCK": [8, 16]}, args, client, "decoy")
+        assert all(c.status == "measured" for c in record.candidates), [c.error for c in record.candidates]
+        assert _compiled_in_process([record]) == [None]  # in the worker, which started
+    finally:
+        client.close()
+
+
+@pytest.mark.slow
+@pytest.mark.opencl
+@pytest.mark.subprocess
 def test_only_a_pools_first_worker_builds_the_warm_up_kernel(isolated_settings: Path) -> None:
     # Two workers starting together both built it cold, 0.15 s of CPU each while the CPUs are busiest.
     client = OpenCLClient(flush_cache=False, compile_in="process", compile_workers=2)
