@@ -57,8 +57,11 @@ def gated_python(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pa
     gate.touch()  # a worker left waiting would sleep on
 
 
-def _probe_threads() -> list[threading.Thread]:
-    return [t for t in threading.enumerate() if t.name == "tunekit-opencl-probe"]
+def _probing(client: OpenCLClient) -> bool:
+    """Whether the client's probe thread is running (it ends once the device is chosen, or the client closed)."""
+    thread = client._selection._thread
+    assert thread is None or thread.name == "tunekit-opencl-probe"
+    return thread is not None and thread in threading.enumerate()
 
 
 @pytest.mark.slow
@@ -93,7 +96,7 @@ def test_the_client_returns_before_its_first_worker_is_ready_and_probes_once_one
         np.testing.assert_array_equal(y.get(), 2.0 * np.arange(n, dtype=np.float32))
     finally:
         client.close()
-    assert not _probe_threads()
+    assert not _probing(client)
 
 
 @pytest.mark.slow
@@ -106,10 +109,10 @@ def test_closing_a_client_whose_probe_is_pending_stops_it_and_its_workers_and_le
     (pool,) = client._selection._pools
     with pool._ready:
         workers = set(pool._launched)
-    assert client._selection.pending and len(workers) == 2 and _probe_threads()
+    assert client._selection.pending and len(workers) == 2 and _probing(client)
     how = command_for(*pool._where)
     client.close()  # the probe's thread has ended when it returns
-    assert not _probe_threads() and not client._selection.pending
+    assert not _probing(client) and not client._selection.pending
     assert all(w.process.poll() is not None for w in workers)
     deadline = time.monotonic() + 60
     while pool._starting and time.monotonic() < deadline:  # the threads that awaited the workers see the kill
@@ -153,7 +156,13 @@ def test_a_selected_device_whose_compiler_fails_is_refused_at_the_first_compile_
         assert records == []
         with pytest.raises(RuntimeError, match=says):
             client.warm_up(1_000_000)
-        assert not _probe_threads()
+        thread = client._selection._thread
+        assert thread is not None
+        thread.join(60)  # it ends once it has refused the device, with nothing left to wait for
+        assert not _probing(client)
+        deadline = time.monotonic() + 60  # a worker killed while starting is uncounted by the thread awaiting it
+        while any(p._starting for p in client._selection._pools) and time.monotonic() < deadline:
+            time.sleep(0.01)
         assert all(not p._alive and not p._starting for p in client._selection._pools)  # its workers stopped
     finally:
         client.close()
