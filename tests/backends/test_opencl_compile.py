@@ -26,8 +26,9 @@ import pytest
 import tunekit as tk
 from tunekit._keys.key import key_to_json
 from tunekit._values.records import Prepared
-from tunekit_backends.opencl import CompileError, KernelTemplate, OpenCLClient, _client as client_module
+from tunekit_backends.opencl import CompileError, KernelTemplate, OpenCLClient, _selection
 from tunekit_backends.opencl._batch import batchable, batched_program
+from tunekit_backends.opencl._cl import WARM_UP_KERNEL_FLAG
 from tunekit_backends.opencl._compile import CompilePool, InputsFile, WorkerDied, launch_of
 from tunekit_backends.opencl._compile_starts import FAILED_STARTS, command_for
 from tunekit_backends.opencl._compile_wire import ProgramRequest
@@ -986,7 +987,7 @@ def test_workers_start_as_the_client_opens_and_serve_the_first_compile(
 ) -> None:
     launched_at_probe: list[int] = []
     ready_at_probe: list[int] = []
-    probe = client_module._probe
+    probe = _selection.probe
 
     def watched(cl_: Any, context: Any) -> str | None:
         pool = pools[-1] if pools else None
@@ -1001,7 +1002,7 @@ def test_workers_start_as_the_client_opens_and_serve_the_first_compile(
         new_pool(self, *args, **kwargs)
         pools.append(self)
 
-    monkeypatch.setattr(client_module, "_probe", watched)
+    monkeypatch.setattr(_selection, "probe", watched)
     monkeypatch.setattr(CompilePool, "__init__", recorded)
     client = OpenCLClient(flush_cache=False, compile_in="process", compile_workers=2)
     try:
@@ -1050,6 +1051,47 @@ def test_a_compile_worker_imports_neither_tunekit_nor_the_client() -> None:
         "tunekit_backends.opencl._compile_worker",
         "tunekit_backends.opencl._overrun",
     }
+
+
+@pytest.mark.slow
+@pytest.mark.opencl
+@pytest.mark.subprocess
+def test_a_checkout_in_the_current_directory_does_not_shadow_the_workers_tunekit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Regression: `python -m` put the current directory first, so a bench comparing two trees from one of them
+    # ran the other tree's tuning process with this tree's compile workers.
+    decoy = tmp_path / "tunekit_backends"
+    decoy.mkdir()
+    (decoy / "__init__.py").write_text("raise ImportError('the decoy tunekit_backends in the current directory')\n")
+    monkeypatch.chdir(tmp_path)
+    client = OpenCLClient(flush_cache=False, compile_in="process", compile_workers=1, start_workers="first_compile")
+    try:
+        n = 64
+        args = (cla.zeros(client.queue, n, np.float32), np.int32(n))
+        record = _tune_in_process_mode(OVERRUN, "over", {"MODE": [0], "BLOCK": [8, 16]}, args, client, "decoy")
+        assert all(c.status == "measured" for c in record.candidates), [c.error for c in record.candidates]
+        assert _compiled_in_process([record]) == [None]  # in the worker, which started
+    finally:
+        client.close()
+
+
+@pytest.mark.slow
+@pytest.mark.opencl
+@pytest.mark.subprocess
+def test_only_a_pools_first_worker_builds_the_warm_up_kernel(isolated_settings: Path) -> None:
+    # Two workers starting together both built it cold, 0.15 s of CPU each while the CPUs are busiest.
+    client = OpenCLClient(flush_cache=False, compile_in="process", compile_workers=2)
+    try:
+        pool = client.compile_pool
+        assert pool is not None
+        deadline = time.monotonic() + 120
+        while len(pool._idle) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        told = [w for w in pool._idle if w.process.args[-1] == WARM_UP_KERNEL_FLAG]
+        assert len(pool._idle) == 2 and len(told) == 1
+    finally:
+        client.close()
 
 
 @pytest.mark.slow

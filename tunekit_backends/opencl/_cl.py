@@ -38,6 +38,14 @@ __kernel void tunekit_empty(__global float* out) {}
 """
 
 
+WARM_UP_KERNEL_FLAG = "--warm-up-kernel"
+"""Appended to the command of a pool's first compile worker: it also first-launches ``HELPER_SOURCE`` into PoCL's cache.
+
+One copy there serves the client's warm-up: two workers starting together would both build it cold (0.15 s of
+CPU each here, while the CPUs are busiest). Not part of the way workers start (``_compile_starts``): a worker
+starts, or fails to, the same way with it or without."""
+
+
 def helper_items(device: Any) -> int:
     """The global size the helper kernels run at on ``device``: enough work-groups to fill every compute unit."""
     return max(int(device.max_compute_units) * int(device.max_work_group_size) * 4, 1 << 14)

@@ -2,36 +2,28 @@
 
 from __future__ import annotations
 
-import logging
 import os
 import re
 import threading
 import time
 import weakref
 from collections.abc import Callable, Sequence
+from functools import cached_property
 from typing import Any, Literal, TypeVar
 
 import numpy as np
 
 from tunekit.backend import CheckBuffers, DevicePeaks
 from tunekit_backends.opencl._buffers import DeviceCheckBuffers
-from tunekit_backends.opencl._cl import (
-    INSTALL_HINT,
-    PROBE_KERNEL,
-    first_error_line,
-    is_pocl,
-    pocl_kernel_cache_on,
-    pyopencl,
-)
+from tunekit_backends.opencl._cl import is_pocl, pocl_kernel_cache_on, pyopencl
 from tunekit_backends.opencl._cold import cold_inputs
 from tunekit_backends.opencl._compile import CompilePool
 from tunekit_backends.opencl._peaks import busy_kernel, measure_device_peaks, warm_up_device
+from tunekit_backends.opencl._selection import Selection, describe_devices, device_id_of
 
 __all__ = ["OpenCLClient", "describe_devices"]
 
 T = TypeVar("T")
-
-_log = logging.getLogger("tunekit.opencl")
 
 
 _MIN_FLUSH_BYTES = 8 << 20
@@ -119,108 +111,9 @@ def _locator_of(cl: Any, device: Any) -> str:
     raise RuntimeError(f"the OpenCL device {device.name} is not among this process's devices")
 
 
-def _matches(wanted: int | str, index: int, name: str) -> bool:
-    if isinstance(wanted, int):
-        return wanted == index
-    return wanted.lower() in name.lower()
-
-
-def describe_devices() -> list[str]:
-    """Every OpenCL device this process sees, as ``platform index: device index: names``."""
-    cl = pyopencl()
-    return [
-        f"{p}:{d} {platform.name} / {device.name} ({device.version}, driver {device.driver_version})"
-        for p, platform in enumerate(cl.get_platforms())
-        for d, device in enumerate(platform.get_devices())
-    ]
-
-
-_PROBE_WAIT_S = 10.0
-"""How long a client opening waits for its first compile worker before probing its compiler itself.
-
-About 1 s on a quiet machine here (0.7-0.9 s of the worker's CPU), 4-6 s on one loaded to 5x its cores. Waiting
-costs little: the first compile waits for the workers anyway, and a start that hangs would cost that compile
-the ready timeout (60 s) in any case."""
-
-
-def _probe(cl: Any, context: Any) -> str | None:
-    """None when the compiler builds a trivial kernel in ``context``, else the compiler's first error line.
-
-    The probe builds in the context the client then keeps: PoCL loads its kernel library once
-    per context (0.4 s measured), so probing in a throw-away context would pay for it twice.
-    """
-    try:
-        cl.Program(context, PROBE_KERNEL).build()
-    except cl.Error as exc:
-        return first_error_line(str(exc))
-    return None
-
-
-def _device_id_of(device: Any) -> str:
-    """A device's tunekit device id (see ``OpenCLClient.device_id``)."""
-    plat = device.platform
-    return f"opencl:{plat.name}|{plat.version}|{device.name}|driver {device.driver_version}|{device.version}"
-
-
 def _device_model_of(device: Any) -> str:
     """A device's hardware identity (see ``OpenCLClient.device_model``): its id without the driver's versions."""
     return f"opencl:{device.platform.name}|{device.name}"
-
-
-def _select(
-    cl: Any,
-    platform: int | str | None,
-    device: int | str | None,
-    device_id: str | None = None,
-    before_probe: Callable[[Any], None] | None = None,
-) -> tuple[Any, Any]:
-    """The device asked for and a context on it; by default the first GPU, else the first whose compiler works.
-
-    ``before_probe`` is called with each device about to be probed (to start its compile workers meanwhile).
-    """
-    candidates = [
-        (p, d, plat, dev)
-        for p, plat in enumerate(cl.get_platforms())
-        for d, dev in enumerate(plat.get_devices())
-        if (platform is None or _matches(platform, p, plat.name))
-        and (device is None or _matches(device, d, dev.name))
-        and (device_id is None or _device_id_of(dev) == device_id)
-    ]
-    wanted = f"platform={platform!r}, device={device!r}" + (f", device_id={device_id!r}" if device_id else "")
-    if not candidates:
-        seen = describe_devices() or [f"none; install a driver, e.g. {INSTALL_HINT}"]
-        raise RuntimeError(f"no OpenCL device matches {wanted}; this process sees: {seen}")
-    explicit = platform is not None or device is not None or device_id is not None
-    # GPUs first by default; a selection keeps platform order. Among matches, a device whose compiler
-    # cannot build a trivial kernel (e.g. a PoCL whose LLVM does not know this CPU) is skipped with its reason:
-    # a selected device that cannot compile would fail only at the tune, once per variant, naming no device.
-    ordered = (
-        candidates
-        if explicit
-        else sorted(candidates, key=lambda c: (not bool(c[3].type & cl.device_type.GPU), c[0], c[1]))
-    )
-    refused: list[str] = []
-    for p, d, plat, dev in ordered:
-        context = cl.Context([dev])
-        if explicit and not dev.compiler_available:
-            # An offline-compiled device (an FPGA) runs kernels built from binaries; chosen by name, it is kept.
-            return dev, context
-        if before_probe is not None:
-            before_probe(dev)
-        problem = _probe(cl, context)
-        if problem is None:
-            for skipped in refused:  # said only when another device is used instead; else the error says it
-                _log.warning("skipping OpenCL device %s: its compiler fails a trivial build", skipped)
-            return dev, context
-        refused.append(f"{p}:{d} {plat.name} / {dev.name} ({problem})")
-    if explicit:
-        raise RuntimeError(
-            f"no OpenCL device matching {wanted} can build a trivial kernel: "
-            + "; ".join(refused)
-            + f"; select another device (`tunekit devices` lists them; this process sees: {describe_devices()}), "
-            "or install a working driver for this one"
-        )
-    raise RuntimeError("no OpenCL device can build a trivial kernel:\n  " + "\n  ".join(refused))
 
 
 class OpenCLClient:
@@ -248,9 +141,18 @@ class OpenCLClient:
 
     ``start_workers`` says when those workers start: ``"open"`` (the default) as the client
     opens, in the background, so that their start-up (about 0.7 s of CPU each on PoCL: Python,
-    the driver, its compiler's first build) overlaps the client's own and the tune's set-up and
-    the first compile finds them ready; ``"first_compile"`` at the first compile, so that a
-    process that only runs cached winners (a server, say) starts none.
+    the driver, its compiler's first build) overlaps the caller's set-up and the first compile
+    finds them ready; ``"first_compile"`` at the first compile, so that a process that only runs
+    cached winners (a server, say) starts none.
+
+    With workers started as it opens, the client returns before its device's compiler is probed:
+    the probe waits for the first worker, whose first build puts the probe's kernel in PoCL's cache
+    (see ``_selection.py``). What needs its outcome waits for it: ``device``, ``context`` and
+    ``queue`` only while another matching device could still be chosen instead, ``compile_pool``
+    (the first compile) and the warm-up always. So a device whose compiler fails raises its
+    error there, at the latest at the tune's first compile (a :class:`tunekit.ClientClosed` that
+    blames no variant), rather than here; with ``start_workers="first_compile"`` or
+    ``compile_in="thread"`` it raises here, as the probe builds in this process anyway.
     """
 
     def __init__(
@@ -296,55 +198,82 @@ class OpenCLClient:
         self._cl = cl
         # Each worker holds a driver and its compiler (150-280 MB measured on PoCL): a few suffice.
         workers = compile_workers or min(_usable_cpus(), _MAX_DEFAULT_WORKERS)
-        # The device each pool is for, and the pool; at most one.
-        pools: list[tuple[Any, CompilePool]] = []
 
-        def pool_for(candidate: Any) -> None:
-            """A pool for the device about to be probed, its workers started now rather than at the first compile.
-
-            A probe that builds cold loads PoCL's compiler (about 0.45 s of CPU), which this process needs for nothing
-            else when workers compile: so it waits for the first worker, whose first build is the probe's kernel,
-            and finds that in PoCL's cache (see ``_cl.PROBE_KERNEL``).
-            """
-            for _, stale in pools:  # an earlier candidate failed its probe
-                stale.close()
-            pools.clear()
+        def new_pool(candidate: Any) -> CompilePool | None:
             if compile_in == "thread" or (compile_in == "auto" and not _compiles_faster_in_processes(candidate)):
-                return
-            pools.append((candidate, CompilePool(workers, candidate.platform.name, candidate.name)))
-            if start_workers == "open":
-                pools[0][1].start_all()
-                # A worker's first build is this probe's kernel: waited for, the probe here is a cache hit.
-                pools[0][1].wait_for_one(_PROBE_WAIT_S)
+                return None
+            return CompilePool(workers, candidate.platform.name, candidate.name)
 
-        try:
-            self.device, self.context = _select(cl, platform, device, device_id, before_probe=pool_for)
-            if not pools or pools[0][0] != self.device:  # chosen without a probe (an offline compiler)
-                pool_for(self.device)
-        except BaseException:
-            for _, stale in pools:
-                stale.close()
-            raise
-        self._locator = _locator_of(cl, self.device)
-        self.queue = cl.CommandQueue(self.context, properties=cl.command_queue_properties.PROFILING_ENABLE)
+        self._selection = Selection(
+            cl,
+            platform=platform,
+            device=device,
+            device_id=device_id,
+            new_pool=new_pool,
+            start_workers=start_workers == "open",
+        )
+        weakref.finalize(self, self._selection.close)
         self.flush_enabled = bool(flush_cache)
-        self.compile_pool: CompilePool | None = pools[0][1] if pools else None
-        self.compile_in: Literal["thread", "process"] = "process" if pools else "thread"
-        if self.compile_pool is not None:
-            weakref.finalize(self, self.compile_pool.close)
+        self._open_lock = threading.Lock()
+        self._open: tuple[Any, Any, Any] | None = None  # device, context, queue
         self._flush_lock = threading.Lock()
         self._flush_buffer: Any = None
         self._flush_count = 0
         self._helpers: Any = None
-        self._device_id = _device_id_of(self.device)
-        self._device_model = _device_model_of(self.device)
+
+    def _opened_device(self) -> tuple[Any, Any, Any]:
+        """The device, its context and a profiling queue; waits for the probe only while another device could win."""
+        opened = self._open
+        if opened is not None:
+            return opened
+        known = self._selection.known
+        device, context = known if known is not None else self._settled_device()
+        with self._open_lock:
+            if self._open is None:
+                queue = self._cl.CommandQueue(context, properties=self._cl.command_queue_properties.PROFILING_ENABLE)
+                self._open = (device, context, queue)
+            return self._open
+
+    def _settled_device(self) -> tuple[Any, Any]:
+        settled = self._selection.settled()
+        return settled.device, settled.context
+
+    # Cached: a dispatch reads device_id (and a timed launch the device) each time, an attribute once known.
+    @cached_property
+    def device(self) -> Any:
+        """The ``pyopencl.Device``."""
+        return self._opened_device()[0]
+
+    @cached_property
+    def context(self) -> Any:
+        """A ``pyopencl.Context`` on the device alone."""
+        return self._opened_device()[1]
+
+    @cached_property
+    def queue(self) -> Any:
+        """A profiling-enabled ``pyopencl.CommandQueue`` on the device: candidates launch on it."""
+        return self._opened_device()[2]
 
     @property
+    def compile_pool(self) -> CompilePool | None:
+        """The compile worker processes; None when variants compile in this process.
+
+        Waits for the device's probe, if still running: a device whose compiler fails raises here (the first
+        compile) the error the client would otherwise have raised as it opened.
+        """
+        return self._selection.settled().pool
+
+    @property
+    def compile_in(self) -> Literal["thread", "process"]:
+        """Where variants compile: ``"process"`` in :attr:`compile_pool`, ``"thread"`` in this process."""
+        return "process" if self.compile_pool is not None else "thread"
+
+    @cached_property
     def device_id(self) -> str:
         """Platform, device, driver version and OpenCL version: a driver upgrade re-tunes."""
-        return self._device_id
+        return device_id_of(self.device)
 
-    @property
+    @cached_property
     def device_model(self) -> str:
         """The platform and device names (``tunekit.backend.SupportsDeviceModel``): ``device_id`` without its versions.
 
@@ -353,16 +282,16 @@ class OpenCLClient:
         on the same hardware. The platform's name stays: another implementation on one device
         (PoCL or the vendor's runtime on a CPU) compiles kernels its own way, and is another device here.
         """
-        return self._device_model
+        return _device_model_of(self.device)
 
-    @property
+    @cached_property
     def locator(self) -> str:
         """Which device of this machine, ``opencl:platform=P,device=D``: ``OpenCLClient(locator=)`` opens it again.
 
         Unlike ``device_id`` it tells two identical devices apart; it holds on this machine only
         (``tunekit devices`` lists the indices), so it is given to worker processes, never stored.
         """
-        return self._locator
+        return _locator_of(self._cl, self.device)
 
     @property
     def fork_hazard(self) -> str:
@@ -455,6 +384,7 @@ class OpenCLClient:
         return measure_device_peaks(self._cl, self.queue, self._helper_kernels())
 
     def _helper_kernels(self) -> Any:
+        self._selection.settled()  # a device whose compiler fails says so here, not as a build error
         with self._flush_lock:
             if self._helpers is None:
                 self._helpers = busy_kernel(self._cl, self.context, self.device)
@@ -470,8 +400,11 @@ class OpenCLClient:
         A tune that is compiling in them meanwhile (or compiles in them later) raises
         :class:`tunekit.ClientClosed` rather than blaming the variant a stopped worker was building.
         """
-        if self.compile_pool is not None:
-            self.compile_pool.close()
+        self._selection.close()
 
     def __repr__(self) -> str:
-        return f"OpenCLClient({self.device.platform.name} / {self.device.name})"
+        opened, known = self._open, self._selection.known  # a repr never waits for the probe
+        device = opened[0] if opened is not None else known[0] if known is not None else None
+        if device is None:
+            return "OpenCLClient(choosing its device)"
+        return f"OpenCLClient({device.platform.name} / {device.name})"

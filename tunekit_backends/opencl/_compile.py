@@ -46,7 +46,7 @@ from pydantic import ValidationError
 from tunekit import ClientClosed
 from tunekit.backend import CANARY_VALUE
 from tunekit_backends.opencl._buffers import canary_bytes
-from tunekit_backends.opencl._cl import pyopencl
+from tunekit_backends.opencl._cl import WARM_UP_KERNEL_FLAG, pyopencl
 from tunekit_backends.opencl._compile_starts import FAILED_STARTS, WorkerCommand, command_for
 from tunekit_backends.opencl._compile_wire import KernelArg, Launch, ProgramReply, ProgramRequest, WorkerReady
 
@@ -182,9 +182,9 @@ def launch_of(
 
 
 class _Worker:
-    def __init__(self, how: WorkerCommand) -> None:
+    def __init__(self, how: WorkerCommand, *, warm_up_kernel: bool) -> None:
         env = dict(how.env)
-        command = list(how.command)
+        command = [*how.command, *([WARM_UP_KERNEL_FLAG] if warm_up_kernel else [])]
         if not command[0]:  # an embedded interpreter may not know its own executable
             raise WorkerDied("cannot start a compile worker: sys.executable is empty", started=False)
         try:
@@ -346,6 +346,7 @@ class CompilePool:
         self._warned: set[str] = set()
         self._first_pause_s = pause_s
         self._launched: set[_Worker] = set()  # by start_all, not ready yet: close() kills them
+        self._warm_up_kernel_asked = False  # see _cl.WARM_UP_KERNEL_FLAG
 
     def _take(self) -> _Worker:
         with self._ready:
@@ -391,7 +392,7 @@ class CompilePool:
             self._starting += max(count, 0)
         for launched in range(max(count, 0)):
             try:
-                worker = _Worker(how)
+                worker = _Worker(how, warm_up_kernel=self._ask_warm_up_kernel())
                 with self._ready:
                     self._launched.add(worker)
             except BaseException as exc:
@@ -405,6 +406,12 @@ class CompilePool:
             threading.Thread(
                 target=self._start_idle, args=(how, worker), daemon=True, name="tunekit-compile-start"
             ).start()
+
+    def _ask_warm_up_kernel(self) -> bool:
+        """Whether the worker about to be launched first-launches the client's warm-up kernel: the pool's first does."""
+        with self._ready:
+            first, self._warm_up_kernel_asked = not self._warm_up_kernel_asked, True
+        return first
 
     def wait_for_one(self, timeout_s: float) -> bool:
         """Wait at most ``timeout_s`` until a worker is ready or no start is in flight; whether one is ready."""
@@ -440,7 +447,7 @@ class CompilePool:
         ready = False
         try:
             if worker is None:
-                worker = _Worker(how)  # started outside the lock: it takes a moment
+                worker = _Worker(how, warm_up_kernel=self._ask_warm_up_kernel())  # outside the lock: it takes a moment
             worker.wait_ready(self._ready_timeout_s)
             FAILED_STARTS.succeeded(how)
             ready = True

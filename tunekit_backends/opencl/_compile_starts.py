@@ -35,9 +35,11 @@ class WorkerCommand:
 
 def command_for(platform: str, device: str) -> WorkerCommand:
     """How a compile worker for this device is started now."""
-    # The parent's sys.path, so a worker imports the same tunekit even from an uninstalled checkout.
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-    command = (sys.executable, "-m", "tunekit_backends.opencl._compile_worker", platform, device)
+    # The parent's sys.path, so a worker imports the same tunekit even from an uninstalled checkout ("" is the
+    # current directory). -P: that path alone; else `-m` puts the current directory first, and a checkout there
+    # (another tree's tunekit_backends, as a bench comparing two trees runs into) shadows the parent's.
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(os.path.abspath(p) for p in sys.path if isinstance(p, str)))
+    command = (sys.executable, "-P", "-m", "tunekit_backends.opencl._compile_worker", platform, device)
     return WorkerCommand(command, tuple(sorted(env.items())))
 
 

@@ -1,6 +1,6 @@
 """A compile worker: reads ProgramRequest lines on stdin, answers one ProgramReply line each.
 
-Run by the parent as ``python -m tunekit_backends.opencl._compile_worker PLATFORM DEVICE``.
+Run by the parent as ``python -m tunekit_backends.opencl._compile_worker PLATFORM DEVICE [--warm-up-kernel]``.
 Its first line says it is ready (and whether its builds can reach PoCL's kernel cache).
 Each worker has its own driver, so PoCL's per-process compiler lock does not serialise the
 variants across workers; the compiled program and its work-group functions land in PoCL's on-disk kernel
@@ -28,6 +28,7 @@ import numpy as np
 from tunekit_backends.opencl._cl import (
     HELPER_SOURCE,
     PROBE_KERNEL,
+    WARM_UP_KERNEL_FLAG,
     build_log,
     first_error_line,
     helper_items,
@@ -163,7 +164,8 @@ def _first_launch_helpers(worker: _Worker) -> None:
 
     Then the tuning process's warm-up loads it from there, and that process, whose variants all
     come from the cache too, never loads PoCL's compiler (about 0.45 s of CPU) on a cold cache.
-    Done after the ready line: requests sent meanwhile wait in the pipe for a fraction of a second.
+    Done after the ready line, by the worker told so (see ``_cl.WARM_UP_KERNEL_FLAG``): requests sent
+    meanwhile wait in the pipe for a fraction of a second.
     """
     cl = pyopencl()
     with contextlib.suppress(cl.Error):
@@ -192,8 +194,12 @@ def _protocol_stream() -> IO[str]:
 def main(argv: list[str] | None = None) -> int:
     """Serve requests until stdin closes."""
     argv = sys.argv[1:] if argv is None else argv
-    if len(argv) != 2:
-        print("usage: python -m tunekit_backends.opencl._compile_worker PLATFORM DEVICE", file=sys.stderr)
+    warm_up_kernel = argv[2:] == [WARM_UP_KERNEL_FLAG]
+    if len(argv) != 2 and not warm_up_kernel:
+        print(
+            f"usage: python -m tunekit_backends.opencl._compile_worker PLATFORM DEVICE [{WARM_UP_KERNEL_FLAG}]",
+            file=sys.stderr,
+        )
         return 2
     replies = _protocol_stream()
     threading.Thread(target=_exit_with_parent, daemon=True).start()
@@ -204,7 +210,8 @@ def main(argv: list[str] | None = None) -> int:
         pyopencl().Program(worker.context, PROBE_KERNEL).build()  # the client's probe then finds it cached
     replies.write(WorkerReady(kernel_cache=kernel_cache_problem(argv[0])).model_dump_json() + "\n")
     replies.flush()
-    _first_launch_helpers(worker)
+    if warm_up_kernel:
+        _first_launch_helpers(worker)
     for line in sys.stdin:
         if line.strip():
             reply = serve(ProgramRequest.model_validate_json(line), worker)
