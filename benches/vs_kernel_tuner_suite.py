@@ -47,7 +47,7 @@ def _size(kernel: _suite.SuiteKernel, quick: bool) -> int:
     return kernel.quick_size if quick else kernel.size
 
 
-def tune_tunekit(kernel: _suite.SuiteKernel, quick: bool) -> dict[str, Any]:
+def tune_tunekit(kernel: _suite.SuiteKernel, quick: bool, platform: int) -> dict[str, Any]:
     """Tune one kernel of the suite with tunekit in this process; the figures as a JSON-able dict."""
     import pyopencl.array as cla
 
@@ -55,7 +55,7 @@ def tune_tunekit(kernel: _suite.SuiteKernel, quick: bool) -> dict[str, Any]:
     from tunekit_backends.opencl import OpenCLClient
 
     started = time.perf_counter()
-    client = OpenCLClient()
+    client = OpenCLClient(platform=platform)  # the platform Kernel Tuner is given: the same knowledge for both
     client_s = time.perf_counter() - started
     size = _size(kernel, quick)
     host, out, expected = kernel.inputs(size)
@@ -98,17 +98,22 @@ def tune_tunekit(kernel: _suite.SuiteKernel, quick: bool) -> dict[str, Any]:
 
 
 def _platform_index() -> int:
-    """The platform OpenCLClient picks by default, so that both tools use the same device."""
-    import pyopencl as cl
+    """The platform OpenCLClient picks by default, so that both tools use the same device.
 
+    By its locator, not its name: two PoCL installations (pip's and the distribution's) share one name.
+    """
     from tunekit_backends.opencl import OpenCLClient
 
-    chosen = OpenCLClient(flush_cache=False, compile_in="thread").device.platform.name
-    return next(i for i, p in enumerate(cl.get_platforms()) if p.name == chosen and p.get_devices())
+    locator = OpenCLClient(flush_cache=False, compile_in="thread").locator  # opencl:platform=P,device=D
+    return int(locator.split("platform=")[1].split(",")[0])
 
 
-def tune_kernel_tuner(kernel: _suite.SuiteKernel, quick: bool) -> dict[str, Any]:
-    """Tune one kernel of the suite with Kernel Tuner in this process."""
+def tune_kernel_tuner(kernel: _suite.SuiteKernel, quick: bool, platform: int) -> dict[str, Any]:
+    """Tune one kernel of the suite with Kernel Tuner in this process.
+
+    ``platform`` comes from the parent: finding it here would open a client and load PoCL's
+    compiler inside Kernel Tuner's timed wall (about 1 s on a cold cache).
+    """
     import kernel_tuner
 
     started = time.perf_counter()
@@ -129,7 +134,7 @@ def tune_kernel_tuner(kernel: _suite.SuiteKernel, quick: bool) -> dict[str, Any]
         answer=answer,
         atol=kernel.atol,
         lang="OpenCL",
-        platform=_platform_index(),
+        platform=platform,
         device=0,
         quiet=True,
     )
@@ -146,7 +151,7 @@ def tune_kernel_tuner(kernel: _suite.SuiteKernel, quick: bool) -> dict[str, Any]
     }
 
 
-def compile_each(kernel: _suite.SuiteKernel, quick: bool) -> dict[str, Any]:
+def compile_each(kernel: _suite.SuiteKernel, quick: bool, platform: int) -> dict[str, Any]:
     """Build and first-launch every variant one at a time in this process (cold cache): the total compile time.
 
     The first launch counts: PoCL generates a kernel's machine code for its work-group size
@@ -157,7 +162,7 @@ def compile_each(kernel: _suite.SuiteKernel, quick: bool) -> dict[str, Any]:
 
     from tunekit_backends.opencl import OpenCLClient
 
-    client = OpenCLClient(flush_cache=False, compile_in="thread")
+    client = OpenCLClient(flush_cache=False, compile_in="thread", platform=platform)
     size = _size(kernel, quick)
     template = kernel.template(size, quick)
     host, _, _ = kernel.inputs(size)
@@ -174,7 +179,7 @@ def compile_each(kernel: _suite.SuiteKernel, quick: bool) -> dict[str, Any]:
     return {"compile_total_s": total, "variants": len(template.configs)}
 
 
-def run_child(mode: str, kernel: str, quick: bool, baseline: str | None = None) -> dict[str, Any]:
+def run_child(mode: str, kernel: str, quick: bool, platform: int, baseline: str | None = None) -> dict[str, Any]:
     """Run one child in a fresh process with cold PoCL and tunekit caches (tunekit from ``baseline`` if given)."""
     with tempfile.TemporaryDirectory() as scratch:
         path = {"PYTHONPATH": os.pathsep.join(filter(None, [baseline, os.environ.get("PYTHONPATH")]))}
@@ -185,7 +190,17 @@ def run_child(mode: str, kernel: str, quick: bool, baseline: str | None = None) 
             TUNEKIT_CACHE_DIR=str(Path(scratch) / "tunekit"),
             TUNEKIT_PROGRESS="0",
         )
-        command = [sys.executable, __file__, "--child", mode, "--kernel", kernel, *(["--quick"] if quick else [])]
+        command = [
+            sys.executable,
+            __file__,
+            "--child",
+            mode,
+            "--kernel",
+            kernel,
+            "--platform",
+            str(platform),
+            *(["--quick"] if quick else []),
+        ]
         done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"{mode} on {kernel} failed:\n{done.stderr[-3000:]}")
@@ -240,13 +255,15 @@ def main() -> int:
         help="also tune with the tunekit in DIR (`git archive REV tunekit tunekit_backends | tar -x -C DIR`)",
     )
     parser.add_argument("--child", choices=["tunekit", "kernel_tuner", "compile"])
+    parser.add_argument("--platform", type=int, help=argparse.SUPPRESS)  # a child's OpenCL platform, from the parent
     options = parser.parse_args()
     names = options.kernel or list(_suite.KERNELS)
     if options.child is not None:
         kernel = _suite.KERNELS[names[0]]
         child = {"tunekit": tune_tunekit, "kernel_tuner": tune_kernel_tuner, "compile": compile_each}[options.child]
-        print(json.dumps(child(kernel, options.quick)))
+        print(json.dumps(child(kernel, options.quick, options.platform)))
         return 0
+    platform = _platform_index()
 
     from rich.console import Console
     from rich.table import Table
@@ -262,9 +279,9 @@ def main() -> int:
             for tool in tools if turn % 2 == 0 else reversed(tools):
                 loads.append(os.getloadavg()[0])
                 if tool == "baseline":
-                    runs[tool].append(run_child("tunekit", name, options.quick, options.baseline))
+                    runs[tool].append(run_child("tunekit", name, options.quick, platform, options.baseline))
                 else:
-                    runs[tool].append(run_child(tool, name, options.quick))
+                    runs[tool].append(run_child(tool, name, options.quick, platform))
                 print(f"{name} {tool}: {runs[tool][-1]['wall_s']:.1f} s", file=sys.stderr)
             turn += 1
         tk_last = runs["tunekit"][-1]
@@ -272,7 +289,7 @@ def main() -> int:
         phases = {p: statistics.median(r["phases"][p] for r in runs["tunekit"]) for p in PHASES}
         floor = None
         if phases["compile"] > 0.5 * tk_wall:
-            compiled = run_child("compile", name, options.quick)
+            compiled = run_child("compile", name, options.quick, platform)
             floor = compiled["compile_total_s"] / tk_last["workers"] + sum(
                 phases[p] for p in ("check", "warmup", "measure", "runoff")
             )
