@@ -439,10 +439,30 @@ class Gate:
         self._prepared.clear()
         self._judged = _Judged()
 
+    @property
+    def untouched(self) -> bool:
+        """No candidate was checked yet, so none was timed: the inputs are as the tune began with them."""
+        return self._first is None
+
+    def keep_first_inputs(self) -> None:
+        """Copy the inputs now, as the first check would (see ``_buffers``): before anything is timed on them."""
+        if self._first is None:
+            self._first = self._copies(self.inputs, ()).args
+
+    def judge(self, got: tuple[Any, ...]) -> CheckOutcome:
+        """Judge outputs computed elsewhere: a candidate's first run on a copy of the inputs as they are at the
+        first check (a compile worker's launch), with its canaries found intact. Needs a primed reference."""
+        if self._expected is None or self.reference.fn is None or self.reference.outputs is None:
+            raise TypeError("Gate.judge() needs a reference function, its outputs= and a primed gate")
+        return self._verdict(self.against, got, [])
+
     def check(self, name: str, fn: Callable[..., Any]) -> CheckOutcome:
         """Run candidate ``name`` once and judge it; an exception from the candidate propagates."""
         self.prime()
         got, damaged = self._run(fn)
+        return self._verdict(name, got, damaged)
+
+    def _verdict(self, name: str, got: tuple[Any, ...], damaged: list[int]) -> CheckOutcome:
         if self.reference.outputs is None and any(value is None for value in got):
             return CheckOutcome(False, f"returned None where an output was expected; {_RETURN_VALUES}")
         if damaged:

@@ -35,7 +35,7 @@ from tunekit_backends.opencl._cl import (
     pocl_kernel_cache_on,
     pyopencl,
 )
-from tunekit_backends.opencl._compile_wire import KernelArg, ProgramReply, ProgramRequest, WorkerReady
+from tunekit_backends.opencl._compile_wire import KernelArg, Launch, ProgramReply, ProgramRequest, WorkerReady
 from tunekit_backends.opencl._overrun import canary_intact, overrun_message
 
 __all__ = ["kernel_cache_problem", "main", "pocl_cache_dir", "serve"]
@@ -83,8 +83,10 @@ def serve(request: ProgramRequest, worker: _Worker) -> ProgramReply:
         return ProgramReply(build_error=first_error_line(build_log(exc)))
     data = worker.bytes_of(request.data_file)
     errors: list[str | None] = []
+    written: list[bool] = []
     retire = False
     for launch in request.launches:
+        written.append(False)
         try:
             args: list[Any] = []
             buffers: list[tuple[int, Any, KernelArg]] = []
@@ -102,11 +104,34 @@ def serve(request: ProgramRequest, worker: _Worker) -> ProgramReply:
             overrun = _overrun(worker.queue, buffers)
             errors.append(overrun)
             retire = retire or overrun is not None
+            if overrun is None and launch.read_back:
+                written[-1] = _write_outputs(worker.queue, args, launch)
         except cl.Error as exc:
             errors.append(first_error_line(str(exc)))
         except Exception as exc:  # pyopencl refusing the arguments (too many, say): the variant's, not the worker's
             errors.append(f"{type(exc).__name__}: {first_error_line(str(exc))}")
-    return ProgramReply(launch_errors=tuple(errors), retire=retire)
+    asked = any(launch.read_back for launch in request.launches)
+    return ProgramReply(launch_errors=tuple(errors), read_back=tuple(written) if asked else (), retire=retire)
+
+
+def _write_outputs(queue: Any, args: list[Any], launch: Launch) -> bool:
+    """Write the launch's ``read_back`` buffers (their data, not their canaries) to its file; whether it was written.
+
+    A file that cannot be written is no fault of the variant: the tune then checks it in its own process.
+    """
+    cl = pyopencl()
+    try:
+        with open(launch.read_back_file, "wb") as out:
+            for position in launch.read_back:
+                host = np.empty(launch.args[position].nbytes, np.uint8)
+                if host.size:
+                    cl.enqueue_copy(queue, host, args[position]).wait()  # the host array says how many bytes
+                host.tofile(out)
+    except (OSError, cl.Error, IndexError):
+        with contextlib.suppress(OSError):
+            os.unlink(launch.read_back_file)
+        return False
+    return True
 
 
 def _overrun(queue: Any, buffers: list[tuple[int, Any, KernelArg]]) -> str | None:

@@ -17,12 +17,17 @@ reason goes on the tune's record (the ``compiled_in_process`` of its ``prepare``
 
 from __future__ import annotations
 
+import contextlib
+import glob
 import itertools
 import logging
 import math
+import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Protocol, TypeVar
+from typing import Any, NamedTuple, Protocol, TypeVar
+
+import numpy as np
 
 import tunekit as tk
 from tunekit.backend import current_run_policy
@@ -30,9 +35,9 @@ from tunekit_backends.opencl._batch import Batch, batchable, batched_program
 from tunekit_backends.opencl._cl import pyopencl
 from tunekit_backends.opencl._client import OpenCLClient
 from tunekit_backends.opencl._compile import CompilePool, InputsFile, WorkerDied, launch_of
-from tunekit_backends.opencl._compile_wire import ProgramReply, ProgramRequest
+from tunekit_backends.opencl._compile_wire import Launch, ProgramReply, ProgramRequest
 
-__all__ = ["compile_together"]
+__all__ = ["FirstRun", "compile_together"]
 
 _log = logging.getLogger("tunekit.opencl")
 
@@ -52,6 +57,15 @@ class _Template(Protocol):
     def define_value(self, value: tk.ParamValue) -> str: ...
 
 
+class FirstRun(NamedTuple):
+    """What a tune's check wants from a variant's first launch in a worker: on these inputs (the very tuple, so
+    that another tune's compile of the same variant reports nothing to this one), these outputs, reported there."""
+
+    inputs: tuple[Any, ...]
+    outputs: tuple[int, ...]
+    report: Callable[[tuple[Any, ...]], None]
+
+
 class _Variant(Protocol):
     """One configuration of a template bound to a client, as compiling together builds and adopts it."""
 
@@ -69,6 +83,8 @@ class _Variant(Protocol):
     def needs_first_launch(self, inputs: tuple[Any, ...]) -> bool: ...
     def offered(self, inputs: tuple[Any, ...]) -> None: ...
     def fail(self, reason: str) -> None: ...
+    @property
+    def first_run(self) -> FirstRun | None: ...
     def worker_launched(self, inputs: tuple[Any, ...], error: str | None, *, fatal: bool = False) -> None: ...
     def adopt(self, kernel: Any) -> None: ...
     def shape(self, args: tuple[Any, ...]) -> tuple[tuple[int, ...], tuple[int, ...] | None]: ...
@@ -121,6 +137,9 @@ def compile_together(variants: Sequence[_Variant], inputs: tuple[Any, ...]) -> s
         return _first(notes)
     finally:
         files.close()
+        for left in glob.glob(f"{glob.escape(files.path)}.*.out"):  # outputs of a launch whose reply never came
+            with contextlib.suppress(OSError):
+                os.unlink(left)
 
 
 def _first(notes: list[str | None]) -> str | None:
@@ -198,7 +217,7 @@ def _in_workers(
             _log.debug("%s: the batched program failed (%s); one program per variant", variant.name, reply.build_error)
             broken.add(id(group))
         else:
-            _worker_launched(variant, inputs, reply)
+            _worker_launched(variant, inputs, reply, request)
 
     _on_threads(pool, one, jobs)
     note = _cannot_start(pool, unstarted[0]) if unstarted else None
@@ -252,13 +271,70 @@ def compile_one_in_worker(
     if reply.build_error is not None:
         variant.fail(f"build failed in a compile worker: {reply.build_error}")
     else:
-        _worker_launched(variant, inputs, reply)
+        _worker_launched(variant, inputs, reply, request)
     return None
 
 
-def _worker_launched(variant: _Variant, inputs: tuple[Any, ...], reply: ProgramReply) -> None:
-    """Tell ``variant`` how its first launch in a worker went; one that wrote out of bounds never runs here."""
-    variant.worker_launched(inputs, reply.launch_errors[0] if reply.launch_errors else None, fatal=reply.retire)
+def _worker_launched(variant: _Variant, inputs: tuple[Any, ...], reply: ProgramReply, request: ProgramRequest) -> None:
+    """Tell ``variant`` how its first launch in a worker went; one that wrote out of bounds never runs here.
+
+    A launch that went well and wrote the outputs the tune's check asked for reports them.
+    """
+    error = reply.launch_errors[0] if reply.launch_errors else None
+    variant.worker_launched(inputs, error, fatal=reply.retire)
+    launch = request.launches[0]
+    if not launch.read_back_file:
+        return
+    try:
+        wanted = variant.first_run
+        if (
+            error is None
+            and reply.read_back[:1] == (True,)
+            and wanted is not None
+            and wanted.inputs is inputs
+            and wanted.outputs == launch.read_back
+        ):
+            wanted.report(_outputs_read(launch, inputs))
+    except (OSError, ValueError) as exc:  # the check then runs the variant here, as without a worker
+        _log.debug("%s: the outputs of its first launch cannot be read (%s)", variant.name, exc)
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(launch.read_back_file)
+
+
+def _outputs_read(launch: Launch, inputs: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The read-back outputs as the check reads them from the device: arrays of their dtype and shape."""
+    raw = np.fromfile(launch.read_back_file, np.uint8)
+    outputs = []
+    offset = 0
+    for position in launch.read_back:
+        array, nbytes = inputs[position], launch.args[position].nbytes
+        if raw.size < offset + nbytes:
+            raise ValueError(f"{launch.read_back_file} holds {raw.size} bytes, fewer than its outputs")
+        outputs.append(raw[offset : offset + nbytes].view(array.dtype).reshape(array.shape))
+        offset += nbytes
+    return tuple(outputs)
+
+
+def _read_back(variant: _Variant, inputs: tuple[Any, ...], files: InputsFile) -> tuple[int, ...]:
+    """The positions of the outputs the tune's check wants from this launch; () when none or they cannot be read.
+
+    Only C-contiguous pyopencl arrays: their bytes, read with the array's dtype and shape, are
+    what the check's ``.get()`` gives. A raw Buffer is left to the check, which says why it cannot read one.
+    """
+    wanted = variant.first_run
+    if wanted is None or wanted.inputs is not inputs or files.args is None:
+        return ()
+    cl = pyopencl()
+    for position in wanted.outputs:
+        if not 0 <= position < len(inputs):
+            return ()
+        value = inputs[position]
+        if not (isinstance(value, cl.array.Array) and value.flags.c_contiguous):
+            return ()
+        if files.args[position].nbytes != value.nbytes:
+            return ()
+    return wanted.outputs
 
 
 def _request(
@@ -274,14 +350,22 @@ def _request(
     ):
         return None
     client = variant.client
+    launch = launch_of(kernel, global_size, local_size, files)
+    read_back = _read_back(variant, inputs, files)
+    if read_back:
+        path = f"{files.path}.{next(_outputs_files)}.out"  # removed by _worker_launched, or with the inputs file
+        launch = launch.model_copy(update={"read_back": read_back, "read_back_file": path})
     return ProgramRequest(
         platform=client.device.platform.name,
         device=client.device.name,
         source=source,
         options=tuple(options),
         data_file=files.path,
-        launches=(launch_of(kernel, global_size, local_size, files),),
+        launches=(launch,),
     )
+
+
+_outputs_files = itertools.count()
 
 
 def _build_here(group: Sequence[_Variant], batch: Batch) -> None:
