@@ -14,7 +14,7 @@ import pytest
 import tunekit as tk
 from tunekit._measure import check
 from tunekit._measure.prepare import prepare_batch
-from tunekit_backends.opencl import KernelTemplate, OpenCLClient
+from tunekit_backends.opencl import KernelTemplate, OpenCLClient, _together
 
 cla = pytest.importorskip("pyopencl.array", reason="pip install 'tunekit[opencl]'")
 
@@ -176,3 +176,33 @@ def test_a_first_run_reports_only_to_the_tune_whose_inputs_it_ran_on(isolated_se
         np.testing.assert_array_equal(reported[1][0], right)
     finally:
         pooled.close()
+
+
+def test_outputs_a_worker_sent_before_are_named_by_their_digest_and_not_sent_again(
+    isolated_settings: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One worker, three variants with the same output bits: one outputs file is read, all three are reported."""
+    read: list[str] = []
+    real = _together._outputs_read
+
+    def counted(launch: Any, inputs: tuple[Any, ...]) -> tuple[Any, ...]:
+        read.append(launch.kernel)
+        return real(launch, inputs)
+
+    monkeypatch.setattr(_together, "_outputs_read", counted)
+    pooled = OpenCLClient(flush_cache=False, compile_in="process", compile_workers=1)
+    try:
+        template = KernelTemplate(
+            SOURCE + "\n// digests\n", "axpy", {"MODE": [0], "BLOCK": [16, 32, 64]}, geometry=_geometry
+        )
+        tunables = template.tunable_set(pooled, key=lambda x, y, a, n: AxpyKey(n=int(n)), outputs=[1])
+        x = cla.to_device(pooled.queue, np.arange(128, dtype=np.float32))
+        inputs = (x, cla.zeros(pooled.queue, 128, np.float32), np.float32(2), np.int32(128))
+        reported: dict[int, tuple[Any, ...]] = {}
+        assert prepare_batch(tunables, [0, 1, 2], inputs, 1, first_runs=([1], reported.__setitem__)).failures == {}
+    finally:
+        pooled.close()
+    assert sorted(reported) == [0, 1, 2]
+    for outputs in reported.values():
+        np.testing.assert_array_equal(outputs[0], 2 * np.arange(128, dtype=np.float32))
+    assert len(read) == 1

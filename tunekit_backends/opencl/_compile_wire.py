@@ -58,6 +58,8 @@ class Launch(_Wire):
     to ``read_back_file`` after a launch that went well: the tune's check judges them instead of running the
     variant once more."""
     read_back_file: str = ""
+    known: tuple[str, ...] = ()
+    """SHA-256 digests of outputs the parent already holds: outputs with one of them are not written again."""
 
 
 class ProgramRequest(_Wire):
@@ -85,6 +87,8 @@ class ProgramReply(_Wire):
     launch_errors: tuple[str | None, ...] = ()
     read_back: tuple[bool, ...] = ()
     """Per launch: whether its ``read_back`` outputs were written (an empty tuple: none asked for)."""
+    read_back_digests: tuple[str, ...] = ()
+    """Per launch: the SHA-256 of its ``read_back`` outputs, written or known ("": not read)."""
     retire: bool = False
 
 
