@@ -33,7 +33,7 @@ from tunekit._measure.client import (
     SupportsPeaks,
     SupportsWarmup,
 )
-from tunekit._measure.prepare import PreparesTogether, ReportsFirstRun
+from tunekit._measure.prepare import PreparesTogether
 from tunekit._measure.run_policy import RunPolicy, current_run_policy
 from tunekit._measure.steady import warm_until_steady
 
@@ -42,7 +42,6 @@ __all__ = [
     "InputGenerator",
     "KeyGenerator",
     "PreparesTogether",
-    "ReportsFirstRun",
     "CANARY_BYTES",
     "CANARY_VALUE",
     "CheckBuffers",

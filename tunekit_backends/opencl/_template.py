@@ -516,7 +516,7 @@ class _PrepareHook:
         self, inputs: tuple[Any, ...], outputs: Sequence[int], report: Callable[[tuple[Any, ...]], None] | None
     ) -> None:
         """Have a compile worker's first launch of this variant on ``inputs`` hand ``outputs`` to ``report``
-        (``tunekit.backend.ReportsFirstRun``)."""
+        (``tunekit._measure.prepare.ReportsFirstRun``)."""
         self.variant.first_run = None if report is None else FirstRun(inputs, tuple(outputs), report)
 
     def prepare_together(self, hooks: Sequence[object], inputs: tuple[Any, ...]) -> str | None:
