@@ -9,6 +9,11 @@ kernel cache; without one, the parent builds them. Either way the per-variant ho
 finds its kernel built, checks the device's limits and launches it once unless a worker already
 did at that launch shape, so each failure is reported against its own variant.
 
+When the tune's check asked for them (``FirstRun``, from ``ReportsFirstRun``), a worker's first
+launch also reads back the outputs: it sends their SHA-256, and writes them to a file beside the
+inputs file unless the parent already holds outputs with that digest for this batch. The parent
+reports them to the tune, which judges them instead of running the variant once more.
+
 When workers cannot be used at all (the temporary directory cannot take the copy of the
 inputs, or no worker can start), the batch compiles here exactly as without a pool, and the
 pool warns once, saying what failed and what to do; the tune goes on either way, and the
