@@ -600,3 +600,26 @@ def test_variants_applies_drops_are_reported_as_not_applying_to_the_key(
     tk.configure()
     with pytest.raises(tk.NoValidKernelFound, match=rf"scale\[MODE=0\]: {re.escape(says)}"):
         _run(client, template=nothing)
+
+
+@pytest.mark.slow
+@pytest.mark.opencl
+@pytest.mark.subprocess
+def test_variants_with_the_same_output_bits_keep_their_own_check_events_and_verdicts(client: OpenCLClient) -> None:
+    """The gate compares each distinct output once; every variant still has its check event and its own failure."""
+    template = KernelTemplate(SCALE, "scale", {"MODE": [0, 2], "BLOCK": [32, 64, 128]}, geometry=_geometry)
+    record, _, _ = _run(client, template=template)
+    assert record is not None
+    by_name = {c.name: c for c in record.candidates}
+    checks = {e.name: e for e in record.events if e.kind == "check"}  # type: ignore[union-attr]
+    assert set(checks) == set(by_name)
+    for mode in (0, 2):
+        names = [f"scale[MODE={mode},BLOCK={block}]" for block in (32, 64, 128)]
+        events = [checks[name].model_dump(exclude={"name"}) for name in names]
+        assert events[1:] == events[:1] * 2
+        assert events[0]["passed"] is (mode == 0)
+    for block in (32, 64, 128):
+        wrong = by_name[f"scale[MODE=2,BLOCK={block}]"]
+        assert wrong.stage == "check" and "1 of 1024 elements differ" in (wrong.error or "")
+        assert "max abs error 0.5 at (7,)" in (wrong.error or "")
+    assert record.winner is not None and "MODE=0" in record.winner

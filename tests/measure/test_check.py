@@ -404,3 +404,91 @@ def test_the_gate_prepares_each_expected_output_once_per_tune_not_once_per_candi
     _, record = _tune(tunables, (np.linspace(0, 1, 256),))
     assert all(c.status == "measured" for c in record.candidates)
     assert len(prepared) == 1
+
+
+def test_candidates_with_the_same_output_bits_get_the_verdict_of_the_first_compared_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Outputs bit for bit equal to one judged before take its verdict, words and figures included."""
+    compared: list[object] = []
+    real = check.compare
+
+    def counted(got: object, expected: object, **kwargs: object) -> check.CheckOutcome:
+        compared.append(got)
+        return real(got, expected, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(check, "compare", counted)
+
+    def off(x: np.ndarray) -> np.ndarray:
+        y = x * 2
+        y[3] += 0.5
+        return y
+
+    def nan(x: np.ndarray) -> np.ndarray:
+        y = x * 2
+        y[5] = np.nan
+        return y
+
+    tunables = (
+        tk.TunableSet(key=_key)
+        .with_tunables(
+            [
+                tk.Tunable("off_a", off),
+                tk.Tunable("off_b", lambda x: off(x.copy())),
+                tk.Tunable("nan_a", nan),
+                tk.Tunable("nan_b", lambda x: nan(x)[:]),
+                tk.Tunable("good_a", lambda x: x * 2),
+                tk.Tunable("good_b", lambda x: x + x),
+            ]
+        )
+        .with_reference(lambda x: x * 2)
+    )
+    _, record = _tune(tunables, (np.linspace(0, 1, 64),))
+    checks = _checks(record)
+    candidates = _candidates(record)
+    for first, second in (("off_a", "off_b"), ("nan_a", "nan_b"), ("good_a", "good_b")):
+        assert checks[second].model_dump(exclude={"name"}) == checks[first].model_dump(exclude={"name"})  # type: ignore[attr-defined]
+        assert candidates[second].stage == candidates[first].stage
+        assert candidates[second].error == candidates[first].error
+    assert "max abs error 0.5 at (3,)" in (candidates["off_b"].error or "")
+    assert "at (5,) (got nan" in (candidates["nan_b"].error or "")
+    assert candidates["good_b"].status == "measured"
+    assert len(compared) == 3  # one comparison per distinct output
+
+
+def test_an_output_array_rewritten_by_a_later_candidate_is_judged_on_its_new_bits() -> None:
+    """The verdicts are kept against copies: a candidate returning the same array object, rewritten, is judged anew."""
+    shared = np.empty(64)
+
+    def wrong(x: np.ndarray) -> np.ndarray:
+        np.multiply(x, 3, out=shared)
+        return shared
+
+    def right(x: np.ndarray) -> np.ndarray:
+        np.multiply(x, 2, out=shared)
+        return shared
+
+    tunables = (
+        tk.TunableSet(key=_key)
+        .with_tunables([tk.Tunable("wrong", wrong), tk.Tunable("right", right)])
+        .with_reference(lambda x: x * 2)
+    )
+    _, record = _tune(tunables, (np.linspace(0, 1, 64),))
+    assert _candidates(record)["wrong"].stage == "check"
+    assert _candidates(record)["right"].status == "measured" and record.winner == "right"
+    assert not _checks(record)["wrong"].passed and _checks(record)["right"].passed  # type: ignore[attr-defined]
+
+
+def test_outputs_that_differ_only_in_the_sign_of_zero_or_dtype_are_judged_apart() -> None:
+    """Bitwise, not numeric, equality decides whether a verdict is reused."""
+    judged = check._Judged()
+    zero = np.zeros(8)
+    verdict = check.CheckOutcome(True, "output 0: within rtol 1, atol 1; max abs error 0", 0.0, 0.0)
+    judged.keep((zero,), verdict)
+    assert judged.get((np.zeros(8),)) is verdict
+    assert judged.get((-np.zeros(8),)) is None
+    assert judged.get((np.zeros(8, np.float32),)) is None
+    assert judged.get((np.zeros((2, 4)),)) is None
+    assert judged.get((np.zeros(8)[::-1].copy(),)) is verdict
+    assert judged.get((np.zeros(16)[::2],)) is verdict  # a strided view holds the same values
+    assert judged.get(([0.0] * 8,)) is None  # not a numpy array: compared as usual

@@ -366,6 +366,7 @@ class Gate:
         self._floor = precision_floor(inputs)
         self._first: tuple[Any, ...] | None = None
         self._prepared: dict[int, _Expected | None] = {}  # by output, for the expected outputs now held
+        self._judged = _Judged()
 
     def _buffers(self) -> CheckBuffers:
         outputs = self.reference.outputs or ()
@@ -436,11 +437,32 @@ class Gate:
         """Take expected outputs computed in another process (an isolated worker's first candidate)."""
         self._expected, self.against = expected, against
         self._prepared.clear()
+        self._judged = _Judged()
+
+    @property
+    def untouched(self) -> bool:
+        """No candidate was checked yet, so none was timed: the inputs are as the tune began with them."""
+        return self._first is None
+
+    def keep_first_inputs(self) -> None:
+        """Copy the inputs now, as the first check would (see ``_buffers``): before anything is timed on them."""
+        if self._first is None:
+            self._first = self._copies(self.inputs, ()).args
+
+    def judge(self, got: tuple[Any, ...]) -> CheckOutcome:
+        """Judge outputs computed elsewhere: a candidate's first run on a copy of the inputs as they are at the
+        first check (a compile worker's launch), with its canaries found intact. Needs a primed reference."""
+        if self._expected is None or self.reference.fn is None or self.reference.outputs is None:
+            raise TypeError("Gate.judge() needs a reference function, its outputs= and a primed gate")
+        return self._verdict(self.against, got, [])
 
     def check(self, name: str, fn: Callable[..., Any]) -> CheckOutcome:
         """Run candidate ``name`` once and judge it; an exception from the candidate propagates."""
         self.prime()
         got, damaged = self._run(fn)
+        return self._verdict(name, got, damaged)
+
+    def _verdict(self, name: str, got: tuple[Any, ...], damaged: list[int]) -> CheckOutcome:
         if self.reference.outputs is None and any(value is None for value in got):
             return CheckOutcome(False, f"returned None where an output was expected; {_RETURN_VALUES}")
         if damaged:
@@ -452,10 +474,18 @@ class Gate:
             return CheckOutcome(True, "first candidate to run: the baseline the others are compared with")
         if len(got) != len(self._expected):
             return CheckOutcome(False, f"returned {len(got)} outputs, expected {len(self._expected)}")
+        judged = self._judged.get(got)
+        if judged is None:
+            judged = self._judge(got, self._expected)
+            self._judged.keep(got, judged)
+        return judged
+
+    def _judge(self, got: tuple[Any, ...], expected: tuple[Any, ...]) -> CheckOutcome:
+        """Compare each output with its expected value: the first that fails, else every output's figures."""
         worst = CheckOutcome(True, "")
         details = []
         labels = self.reference.outputs or range(len(got))
-        for number, (label, g, e) in enumerate(zip(labels, got, self._expected, strict=True)):
+        for number, (label, g, e) in enumerate(zip(labels, got, expected, strict=True)):
             what = f"argument {label}" if self.reference.outputs is not None else f"output {label}"
             if number not in self._prepared:
                 self._prepared[number] = _prepared(e)
@@ -474,6 +504,55 @@ class Gate:
             if (outcome.max_abs_error or 0.0) >= (worst.max_abs_error or 0.0):
                 worst = outcome
         return CheckOutcome(True, "; ".join(details), worst.max_abs_error, worst.max_rel_error)
+
+
+class _Judged:
+    """The verdicts on the last few distinct outputs, by their bits: a candidate whose outputs are bit for bit
+    those of one judged before gets that verdict, figures and words included, without comparing again.
+
+    Variants of one kernel mostly compute each element the same way, so their outputs are
+    identical: on a 1024x1024 float32 output the comparison costs 4.3 ms and the bitwise
+    equality 0.1 ms (measured here). Only numeric numpy arrays are remembered, as copies: a
+    candidate may return one array object again, rewritten, and a view would vouch for new bits.
+    """
+
+    _KEEP = 4
+    _MAX_BYTES = 256 << 20
+
+    def __init__(self) -> None:
+        self._seen: list[tuple[tuple[np.ndarray, ...], CheckOutcome]] = []
+
+    def get(self, got: tuple[Any, ...]) -> CheckOutcome | None:
+        arrays = _numeric(got)
+        if arrays is None:
+            return None
+        for kept, outcome in self._seen:
+            if all(_same_bits(a, k) for a, k in zip(arrays, kept, strict=True)):
+                return outcome
+        return None
+
+    def keep(self, got: tuple[Any, ...], outcome: CheckOutcome) -> None:
+        arrays = _numeric(got)
+        if arrays is None or sum(a.nbytes for a in arrays) > self._MAX_BYTES // self._KEEP:
+            return
+        self._seen.insert(0, (tuple(np.array(a, copy=True, order="C") for a in arrays), outcome))
+        del self._seen[self._KEEP :]
+
+
+def _numeric(got: tuple[Any, ...]) -> tuple[np.ndarray, ...] | None:
+    """``got`` when every output is a numpy array of numbers (not objects), else None."""
+    if all(isinstance(g, np.ndarray) and g.dtype.kind in "biufc" for g in got):
+        return got
+    return None
+
+
+def _same_bits(got: np.ndarray, kept: np.ndarray) -> bool:
+    """Whether ``got`` holds exactly the bits of ``kept`` (NaN payloads and signed zeros included)."""
+    if got.dtype != kept.dtype or got.shape != kept.shape:
+        return False
+    flat = np.ascontiguousarray(got).reshape(-1).view(np.uint8)
+    word = np.uint64 if flat.size % 8 == 0 else np.uint8
+    return bool(np.array_equal(flat.view(word), kept.reshape(-1).view(np.uint8).view(word)))
 
 
 def _sync(client: object) -> None:

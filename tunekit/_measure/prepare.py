@@ -14,13 +14,14 @@ from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from contextvars import copy_context
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Protocol, runtime_checkable
 
 from tunekit._base.errors import ClientClosed, describe_error
 from tunekit._candidates.tunable_set import TunableSet
 from tunekit._values.outcome import Failed
 
-__all__ = ["PreparedBatch", "PreparesTogether", "prepare_batch"]
+__all__ = ["FirstRunReport", "PreparedBatch", "PreparesTogether", "ReportsFirstRun", "prepare_batch"]
 
 _log = logging.getLogger("tunekit.tuner")
 
@@ -52,6 +53,29 @@ class PreparesTogether(Protocol):
         ...
 
 
+@runtime_checkable
+class ReportsFirstRun(Protocol):
+    """A prepare hook that runs its candidate once on copies of the benchmark inputs, and can report that run.
+
+    A backend whose preparation launches each candidate anyway (to compile it, on a copy of the
+    inputs with canaries after every buffer) can hand the tune the outputs of that launch: the
+    check then judges them instead of running the candidate once more. The outputs are reported
+    only from a launch that went well (no error, no canary overwritten), as host values in the
+    form the check reads them; a candidate whose outputs are not reported is checked as usual.
+    """
+
+    def report_first_run(
+        self, inputs: tuple[Any, ...], outputs: Sequence[int], report: Callable[[tuple[Any, ...]], None] | None
+    ) -> None:
+        """Report the arguments at ``outputs`` after a first run on ``inputs`` (this tuple, not another tune's)
+        to ``report``, on any thread; None: report nothing any more."""
+        ...
+
+
+FirstRunReport = Callable[[int, tuple[Any, ...]], None]
+"""Called with a candidate's index and the outputs of its first run, on the thread that learnt them."""
+
+
 @dataclass(frozen=True, slots=True)
 class PreparedBatch:
     """What the prepare phase of a batch did: its failures (stage ``compile``), how many hooks ran, on how many
@@ -71,6 +95,7 @@ def prepare_batch(
     workers: int | None,
     *,
     on_compiled: Callable[[int, str], None] = lambda index, name: None,
+    first_runs: tuple[Sequence[int], FirstRunReport] | None = None,
 ) -> PreparedBatch:
     """Run the ``prepare`` hook of every candidate in ``batch`` on a thread pool.
 
@@ -78,6 +103,9 @@ def prepare_batch(
     order, so a progress display advances while the slow ones are still compiling.
     The hooks run in threads because compilers release the GIL; a backend whose compiler
     serialises inside one process fans out to processes itself, from inside its hook.
+
+    ``first_runs``: the output positions and where to report them, for hooks that can report the
+    outputs of the run their preparation makes (:class:`ReportsFirstRun`).
     """
     hooks = {i: hook for i in batch if (hook := tunables.tunables[i].prepare) is not None}
     if not hooks:
@@ -89,20 +117,32 @@ def prepare_batch(
     for hook in hooks.values():
         if isinstance(hook, PreparesTogether):
             groups.setdefault(hook.together, []).append(hook)
-    with ThreadPoolExecutor(max_workers=size, thread_name_prefix="tunekit-prepare") as pool:
-        # Each hook runs in a copy of this context: it works for this tune (see tunekit._base.self_call).
-        shared = [pool.submit(copy_context().run, _prepare_group, members, inputs) for members in groups.values()]
-        notes = [note for note in (future.result() for future in shared) if note is not None]
-        futures = {pool.submit(copy_context().run, hook, *inputs): i for i, hook in hooks.items()}
-        for future in as_completed(futures):
-            index = futures[future]
-            error = future.exception()
-            if isinstance(error, ClientClosed):  # no candidate's fault: the tune stops, nothing is stored
-                raise error
-            if error is not None:
-                failures[index] = Failed(describe_error(error), "compile")
-            else:
-                on_compiled(index, tunables.tunables[index].name)
+    reporting: list[tuple[int, ReportsFirstRun]] = []
+    if first_runs is not None:
+        for i, hook in hooks.items():
+            if isinstance(hook, ReportsFirstRun):
+                reporting.append((i, hook))
+    try:
+        for index, reporter in reporting:
+            assert first_runs is not None
+            reporter.report_first_run(inputs, first_runs[0], partial(first_runs[1], index))
+        with ThreadPoolExecutor(max_workers=size, thread_name_prefix="tunekit-prepare") as pool:
+            # Each hook runs in a copy of this context: it works for this tune (see tunekit._base.self_call).
+            shared = [pool.submit(copy_context().run, _prepare_group, members, inputs) for members in groups.values()]
+            notes = [note for note in (future.result() for future in shared) if note is not None]
+            futures = {pool.submit(copy_context().run, hook, *inputs): i for i, hook in hooks.items()}
+            for future in as_completed(futures):
+                index = futures[future]
+                error = future.exception()
+                if isinstance(error, ClientClosed):  # no candidate's fault: the tune stops, nothing is stored
+                    raise error
+                if error is not None:
+                    failures[index] = Failed(describe_error(error), "compile")
+                else:
+                    on_compiled(index, tunables.tunables[index].name)
+    finally:
+        for _, reporter in reporting:  # a later batch, or tune, must not report to this one
+            reporter.report_first_run(inputs, (), None)
     wall_s = time.perf_counter() - started
     return PreparedBatch(failures, len(hooks), size, wall_s, "; ".join(notes) if notes else None)
 

@@ -17,9 +17,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = ["WIRE_VERSION", "KernelArg", "Launch", "ProgramReply", "ProgramRequest", "WorkerReady"]
 
-WIRE_VERSION: Literal[3] = 3
+WIRE_VERSION: Literal[4] = 4
 """2: the worker announces itself with a WorkerReady line before its first reply. 3: the parent sends each
-buffer's canary (size and value), so the worker need not import tunekit to know them."""
+buffer's canary (size and value), so the worker need not import tunekit to know them. 4: a launch may ask
+for its outputs, written to a file, for the tune's check."""
 
 
 class _Wire(BaseModel):
@@ -52,12 +53,19 @@ class Launch(_Wire):
     global_size: tuple[int, ...]
     local_size: tuple[int, ...] | None
     args: tuple[KernelArg, ...]
+    read_back: tuple[int, ...] = ()
+    """Positions of buffer arguments whose bytes (the canaries left out), one after the other, the worker writes
+    to ``read_back_file`` after a launch that went well: the tune's check judges them instead of running the
+    variant once more."""
+    read_back_file: str = ""
+    known: tuple[str, ...] = ()
+    """SHA-256 digests of outputs the parent already holds: outputs with one of them are not written again."""
 
 
 class ProgramRequest(_Wire):
     """Build ``source`` with ``options`` on the named device, then run each launch once."""
 
-    schema_version: Literal[3] = WIRE_VERSION
+    schema_version: Literal[4] = WIRE_VERSION
     platform: str
     device: str
     source: str
@@ -74,9 +82,13 @@ class ProgramReply(_Wire):
     would blame an innocent variant).
     """
 
-    schema_version: Literal[3] = WIRE_VERSION
+    schema_version: Literal[4] = WIRE_VERSION
     build_error: str | None = None
     launch_errors: tuple[str | None, ...] = ()
+    read_back: tuple[bool, ...] = ()
+    """Per launch: whether its ``read_back`` outputs were written (an empty tuple: none asked for)."""
+    read_back_digests: tuple[str, ...] = ()
+    """Per launch: the SHA-256 of its ``read_back`` outputs, written or known ("": not read)."""
     retire: bool = False
 
 
@@ -87,6 +99,6 @@ class WorkerReady(_Wire):
     on-disk kernel cache (off, or not writable there); None when they will or the driver has none.
     """
 
-    schema_version: Literal[3] = WIRE_VERSION
+    schema_version: Literal[4] = WIRE_VERSION
     ready: Literal[True] = True
     kernel_cache: str | None = None

@@ -26,7 +26,7 @@ from tunekit_backends.opencl._kernel_args import (
     kernels_in,
     source_aliases,
 )
-from tunekit_backends.opencl._together import compile_together
+from tunekit_backends.opencl._together import FirstRun, compile_together
 
 __all__ = ["Geometry", "KernelTemplate"]
 
@@ -320,6 +320,9 @@ class _Variant(Generic[K]):
         must not even build it, or wrote past the end of a buffer)."""
         self._offered: set[Shape] = set()
         """Launch shapes a compile of this variant together with others was tried at."""
+        self.first_run: FirstRun | None = None
+        """The output positions a tune's check wants from this variant's first launch in a compile worker on
+        which inputs, and where to report them (see ``_together.py``); None: it wants none."""
         self._dtypes = template.argument_dtypes(config)
         self._checked: dict[object, tuple[Shape, tuple[object, ...]]] = {}
         """Keys this variant was called at, their launch shape and the arguments' dtypes last checked: the
@@ -508,6 +511,13 @@ class _PrepareHook:
 
     def __call__(self, *inputs: Any) -> None:
         self.variant.prepare(*inputs)
+
+    def report_first_run(
+        self, inputs: tuple[Any, ...], outputs: Sequence[int], report: Callable[[tuple[Any, ...]], None] | None
+    ) -> None:
+        """Have a compile worker's first launch of this variant on ``inputs`` hand ``outputs`` to ``report``
+        (``tunekit._measure.prepare.ReportsFirstRun``)."""
+        self.variant.first_run = None if report is None else FirstRun(inputs, tuple(outputs), report)
 
     def prepare_together(self, hooks: Sequence[object], inputs: tuple[Any, ...]) -> str | None:
         """Compile these hooks' variants as few programs (in worker processes when the client has them)."""

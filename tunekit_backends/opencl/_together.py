@@ -9,6 +9,11 @@ kernel cache; without one, the parent builds them. Either way the per-variant ho
 finds its kernel built, checks the device's limits and launches it once unless a worker already
 did at that launch shape, so each failure is reported against its own variant.
 
+When the tune's check asked for them (``FirstRun``, from ``ReportsFirstRun``), a worker's first
+launch also reads back the outputs: it sends their SHA-256, and writes them to a file beside the
+inputs file unless the parent already holds outputs with that digest for this batch. The parent
+reports them to the tune, which judges them instead of running the variant once more.
+
 When workers cannot be used at all (the temporary directory cannot take the copy of the
 inputs, or no worker can start), the batch compiles here exactly as without a pool, and the
 pool warns once, saying what failed and what to do; the tune goes on either way, and the
@@ -17,12 +22,18 @@ reason goes on the tune's record (the ``compiled_in_process`` of its ``prepare``
 
 from __future__ import annotations
 
+import contextlib
+import glob
 import itertools
 import logging
 import math
+import os
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Protocol, TypeVar
+from typing import Any, NamedTuple, Protocol, TypeVar
+
+import numpy as np
 
 import tunekit as tk
 from tunekit.backend import current_run_policy
@@ -30,9 +41,9 @@ from tunekit_backends.opencl._batch import Batch, batchable, batched_program
 from tunekit_backends.opencl._cl import pyopencl
 from tunekit_backends.opencl._client import OpenCLClient
 from tunekit_backends.opencl._compile import CompilePool, InputsFile, WorkerDied, launch_of
-from tunekit_backends.opencl._compile_wire import ProgramReply, ProgramRequest
+from tunekit_backends.opencl._compile_wire import Launch, ProgramReply, ProgramRequest
 
-__all__ = ["compile_together"]
+__all__ = ["FirstRun", "compile_together"]
 
 _log = logging.getLogger("tunekit.opencl")
 
@@ -52,6 +63,15 @@ class _Template(Protocol):
     def define_value(self, value: tk.ParamValue) -> str: ...
 
 
+class FirstRun(NamedTuple):
+    """What a tune's check wants from a variant's first launch in a worker: on these inputs (these very objects,
+    so that another tune's compile of the same variant reports nothing to this one), these outputs, reported there."""
+
+    inputs: tuple[Any, ...]
+    outputs: tuple[int, ...]
+    report: Callable[[tuple[Any, ...]], None]
+
+
 class _Variant(Protocol):
     """One configuration of a template bound to a client, as compiling together builds and adopts it."""
 
@@ -69,6 +89,8 @@ class _Variant(Protocol):
     def needs_first_launch(self, inputs: tuple[Any, ...]) -> bool: ...
     def offered(self, inputs: tuple[Any, ...]) -> None: ...
     def fail(self, reason: str) -> None: ...
+    @property
+    def first_run(self) -> FirstRun | None: ...
     def worker_launched(self, inputs: tuple[Any, ...], error: str | None, *, fatal: bool = False) -> None: ...
     def adopt(self, kernel: Any) -> None: ...
     def shape(self, args: tuple[Any, ...]) -> tuple[tuple[int, ...], tuple[int, ...] | None]: ...
@@ -105,6 +127,7 @@ def compile_together(variants: Sequence[_Variant], inputs: tuple[Any, ...]) -> s
         )
         _build_all_here(todo)
         return f"the temporary directory cannot take the compile workers' copy of the inputs ({exc})"
+    _SEEN[files.path] = _Seen()
     try:
         if files.args is None:
             _log.info("%s: an argument cannot be sent to a compile worker; compiling in this process", template)
@@ -120,7 +143,11 @@ def compile_together(variants: Sequence[_Variant], inputs: tuple[Any, ...]) -> s
         notes = _on_threads(pool, lambda v: compile_one_in_worker(pool, v, inputs, files, timeout_s), todo)
         return _first(notes)
     finally:
+        _SEEN.pop(files.path, None)
         files.close()
+        for left in glob.glob(f"{glob.escape(files.path)}.*.out"):  # outputs of a launch whose reply never came
+            with contextlib.suppress(OSError):
+                os.unlink(left)
 
 
 def _first(notes: list[str | None]) -> str | None:
@@ -187,7 +214,7 @@ def _in_workers(
         if request is None or id(group) in broken or unstarted:
             return
         try:
-            reply = pool.run(request, timeout_s)
+            reply = pool.run(_asking(request), timeout_s)
         except WorkerDied as exc:
             if not exc.started:  # no fault of this program's: the rest builds here, below
                 unstarted.append(exc)
@@ -198,7 +225,7 @@ def _in_workers(
             _log.debug("%s: the batched program failed (%s); one program per variant", variant.name, reply.build_error)
             broken.add(id(group))
         else:
-            _worker_launched(variant, inputs, reply)
+            _worker_launched(variant, inputs, reply, request)
 
     _on_threads(pool, one, jobs)
     note = _cannot_start(pool, unstarted[0]) if unstarted else None
@@ -234,7 +261,7 @@ def compile_one_in_worker(
     if request is None:
         return None
     try:
-        reply = pool.run(request, timeout_s)
+        reply = pool.run(_asking(request), timeout_s)
     except WorkerDied as exc:
         if not exc.started:
             return _cannot_start(pool, exc)
@@ -252,13 +279,121 @@ def compile_one_in_worker(
     if reply.build_error is not None:
         variant.fail(f"build failed in a compile worker: {reply.build_error}")
     else:
-        _worker_launched(variant, inputs, reply)
+        _worker_launched(variant, inputs, reply, request)
     return None
 
 
-def _worker_launched(variant: _Variant, inputs: tuple[Any, ...], reply: ProgramReply) -> None:
-    """Tell ``variant`` how its first launch in a worker went; one that wrote out of bounds never runs here."""
-    variant.worker_launched(inputs, reply.launch_errors[0] if reply.launch_errors else None, fatal=reply.retire)
+def _worker_launched(variant: _Variant, inputs: tuple[Any, ...], reply: ProgramReply, request: ProgramRequest) -> None:
+    """Tell ``variant`` how its first launch in a worker went; one that wrote out of bounds never runs here.
+
+    A launch that went well and wrote the outputs the tune's check asked for reports them.
+    """
+    error = reply.launch_errors[0] if reply.launch_errors else None
+    variant.worker_launched(inputs, error, fatal=reply.retire)
+    launch = request.launches[0]
+    if not launch.read_back_file:
+        return
+    try:
+        wanted = variant.first_run
+        digest = reply.read_back_digests[0] if reply.read_back_digests else ""
+        if (
+            error is None
+            and digest
+            and wanted is not None
+            and _same(wanted.inputs, inputs)
+            and wanted.outputs == launch.read_back
+        ):
+            seen = _SEEN.get(request.data_file)
+            outputs = seen.get(digest) if seen is not None else None
+            if outputs is None and reply.read_back[:1] == (True,):
+                outputs = _outputs_read(launch, inputs)
+                if seen is not None:
+                    seen.keep(digest, outputs)
+            if outputs is not None:
+                wanted.report(outputs)
+    except (OSError, ValueError) as exc:  # the check then runs the variant here, as without a worker
+        _log.debug("%s: the outputs of its first launch cannot be read (%s)", variant.name, exc)
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(launch.read_back_file)
+
+
+class _Seen:
+    """The outputs read back while one batch compiles, by their SHA-256: a launch whose outputs have one of these
+    digests sends the digest alone, and its variant is judged on the outputs kept here (the same bits)."""
+
+    _KEEP = 8
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._outputs: dict[str, tuple[Any, ...]] = {}
+
+    def known(self) -> tuple[str, ...]:
+        with self._lock:
+            return tuple(self._outputs)
+
+    def get(self, digest: str) -> tuple[Any, ...] | None:
+        with self._lock:
+            return self._outputs.get(digest)
+
+    def keep(self, digest: str, outputs: tuple[Any, ...]) -> None:
+        with self._lock:
+            if len(self._outputs) < self._KEEP:
+                self._outputs[digest] = outputs
+
+
+_SEEN: dict[str, _Seen] = {}
+"""By inputs file (one per batch compiling), while the batch compiles."""
+
+
+def _asking(request: ProgramRequest) -> ProgramRequest:
+    """``request`` naming the digests of the outputs already read back for its batch (as it is sent, not built)."""
+    launch = request.launches[0]
+    seen = _SEEN.get(request.data_file)
+    known = seen.known() if seen is not None and launch.read_back else ()
+    if not known:
+        return request
+    return request.model_copy(update={"launches": (launch.model_copy(update={"known": known}),)})
+
+
+def _same(registered: tuple[Any, ...], inputs: tuple[Any, ...]) -> bool:
+    """The same arguments, object for object (a variant's own hook unpacks and repacks the tune's tuple)."""
+    return len(registered) == len(inputs) and all(a is b for a, b in zip(registered, inputs, strict=True))
+
+
+def _outputs_read(launch: Launch, inputs: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The read-back outputs as the check reads them from the device: arrays of their dtype and shape."""
+    raw = np.fromfile(launch.read_back_file, np.uint8)
+    outputs = []
+    offset = 0
+    for position in launch.read_back:
+        array, nbytes = inputs[position], launch.args[position].nbytes
+        if raw.size < offset + nbytes:
+            raise ValueError(f"{launch.read_back_file} holds {raw.size} bytes, fewer than its outputs")
+        outputs.append(raw[offset : offset + nbytes].view(array.dtype).reshape(array.shape))
+        offset += nbytes
+    return tuple(outputs)
+
+
+def _read_back(variant: _Variant, inputs: tuple[Any, ...], files: InputsFile) -> tuple[int, ...]:
+    """The positions of the outputs the tune's check wants from this launch; () when none or they cannot be read.
+
+    Only C-contiguous pyopencl arrays: their bytes, read with the array's dtype and shape, are
+    what the check's ``.get()`` gives. A raw Buffer is left to the check, which says why it cannot read one.
+    """
+    wanted = variant.first_run
+    if wanted is None or not _same(wanted.inputs, inputs) or files.args is None:
+        return ()
+    cl = pyopencl()
+    for position in wanted.outputs:
+        if not 0 <= position < len(inputs):
+            return ()
+        value = inputs[position]
+        if not (isinstance(value, cl.array.Array) and value.flags.c_contiguous):
+            return ()
+        if files.args[position].nbytes != value.nbytes:
+            return ()
+    return wanted.outputs
 
 
 def _request(
@@ -274,14 +409,22 @@ def _request(
     ):
         return None
     client = variant.client
+    launch = launch_of(kernel, global_size, local_size, files)
+    read_back = _read_back(variant, inputs, files)
+    if read_back:
+        path = f"{files.path}.{next(_outputs_files)}.out"  # removed by _worker_launched, or with the inputs file
+        launch = launch.model_copy(update={"read_back": read_back, "read_back_file": path})
     return ProgramRequest(
         platform=client.device.platform.name,
         device=client.device.name,
         source=source,
         options=tuple(options),
         data_file=files.path,
-        launches=(launch_of(kernel, global_size, local_size, files),),
+        launches=(launch,),
     )
+
+
+_outputs_files = itertools.count()
 
 
 def _build_here(group: Sequence[_Variant], batch: Batch) -> None:
