@@ -321,6 +321,14 @@ def test_report_writes_html(records: Path, tmp_path: Path) -> None:
     assert html.startswith("<!DOCTYPE html>") and "cli_sum" in html and "<svg" in html
 
 
+_QUANTITY = re.compile(r"[\d.]+|[kMGT]?(op|B)/s|[nµum]?s")
+
+
+def _parts(text: str) -> list[str]:
+    """The words of ``text``, each broken after its commas, colons and equals signs: where a table may break it."""
+    return [part for word in text.split() for part in re.split(r"(?<=[,:=])", word) if part]
+
+
 @pytest.mark.slow
 @pytest.mark.opencl
 def test_devices_lists_the_cpu_client() -> None:
@@ -328,12 +336,27 @@ def test_devices_lists_the_cpu_client() -> None:
     pocl = OpenCLClient(flush_cache=False, platform=0, device=0, compile_in="thread").device_id
     rows = {line.split("  ")[0]: line for line in run("devices", "--no-peaks", "--wide").stdout.splitlines()}
     assert CLIENT.device_id in rows["cpu"] and pocl in rows["opencl (platform=0, device=0)"]
-    measured = json.loads(run("devices", "--json").stdout)["devices"]
-    cpu = next(d for d in measured if d["backend"] == "cpu")
+    listed = json.loads(run("devices", "--json").stdout)["devices"]
+    cpu = next(d for d in listed if d["backend"] == "cpu")
     assert cpu["ops_per_s"] > 0 and cpu["bytes_per_s"] > 0 and cpu["launch_overhead_ns"] > 0
+    # Only a device that started has peaks: one that could not (pip's PoCL 3.0-rc2 beside Debian's on
+    # an AMD CPU: "unknown target CPU 'generic'") is a line under the table saying why, not a row.
+    available = [d for d in listed if d["unavailable"] is None]
     # At 80 columns a peak keeps its unit on its line, as memory and launch do (compute folded `282 / Gop/s`).
     narrow = run("devices", env={"COLUMNS": "80"}).stdout
-    assert len(re.findall(r"\d op/s|\d [kMGT]op/s", narrow)) == len(measured), narrow
+    assert len(re.findall(r"\d op/s|\d [kMGT]op/s", narrow)) == len(available), narrow
+    # Regression: at 80 columns the backend cell folded to `(platfo` `rm=0,` `device=` and the locator to
+    # `opencl:` `platfor` `m=0,dev` `ice=0`. A cell breaks at spaces, commas, `:` and `=` only, so each
+    # part of the table is a part of what it lists: a header, a backend, a device id, a locator, a peak.
+    lines = narrow.splitlines()
+    table = lines[: next((i for i, line in enumerate(lines) if ": unavailable: " in line), len(lines))]
+    listed_text = " ".join(f"{d['backend']} {d['device_short']} {d['locator'] or ''}" for d in available)
+    whole = {*_parts(listed_text), *_parts("backend device locator or compute memory launch -")}
+    split = [p for line in table for p in _parts(line) if p not in whole and not _QUANTITY.fullmatch(p)]
+    assert not split, narrow
+    unwrapped = " ".join(narrow.split())
+    for broken in (d for d in listed if d["unavailable"] is not None):
+        assert f"{broken['backend']}: unavailable: {' '.join(broken['unavailable'].split())}" in unwrapped, narrow
 
 
 @pytest.mark.opencl

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import re
 from pathlib import Path
 from typing import Annotated
 
@@ -51,16 +52,36 @@ def _listings(records: Path) -> list[tuple[str, ...]]:
     return [("records", "summary", str(records)), ("cache", "list"), ("cache", "show", "listing_sum")]
 
 
+WHOLE_WORDS = (
+    "listing_sum",
+    "np_sum",
+    "float64",
+    "interleaved",
+    "rounds",
+    "paired",
+    "runoff",
+    "samples",
+    "measured",
+    "runner-up",
+)
+"""Words a narrow table keeps whole: each is as often in it as in the --wide one (80 columns split `interleave` `d`)."""
+
+
 def test_each_listing_fits_80_and_200_columns_with_the_short_device_id(records: Path) -> None:
     assert len(CLIENT.device_id) > 40  # else there is nothing to shorten
     short = short_device_id(CLIENT.device_id)
     for args in _listings(records):
+        wide = run(*args, "--wide", env={"COLUMNS": "80"}).stdout
         for width in (80, 200):
             out = run(*args, env={"COLUMNS": str(width)}).stdout
             too_long = [line for line in out.splitlines() if len(line) > width]
             assert not too_long, (args, width, too_long)
             assert short in out and CLIENT.device_id not in out, (args, width, out)
-        wide = run(*args, "--wide", env={"COLUMNS": "80"}).stdout
+            split = [word for word in WHOLE_WORDS if out.count(word) != wide.count(word)]
+            assert not split, (args, width, split, out)
+            # Regression: `cache show` left a `,` (and a `]`) alone on a line, folded off a long name.
+            lone = [line for line in out.splitlines() if line.strip() and not re.search(r"\w", line)]
+            assert not lone, (args, width, lone, out)
         assert CLIENT.device_id in wide and LONG_NAME in wide, args
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
 
@@ -59,3 +60,24 @@ def test_bad_lines_are_capped_with_a_count(tmp_path: Path) -> None:
     assert len(errors) == BAD_LINES_SHOWN + 1, errors
     assert errors[-1] == f"{path}: ... and {500 - BAD_LINES_SHOWN} more bad lines (500 in all)"
     assert "1 records, 1 keys, 500 bad lines skipped" in done.stdout
+
+
+def test_a_file_of_hit_summaries_alone_says_so_with_their_totals(tmp_path: Path) -> None:
+    """Regression: a warm run's hits alone (TUNEKIT_COUNT_HITS=1) summarised as "0 records, 0 keys", nothing more."""
+    _records(tmp_path / "cold.jsonl")  # tuned and cached: the warm run below only hits
+    hits = tmp_path / "hits.jsonl"
+    tk.configure(record=str(hits), count_hits=True)
+    tunables = tk.TunableSet(key=lambda x: NKey(n=len(x))).with_tunable(tk.Tunable("np_sum", np.sum))
+    tuner: tk.LocalTuner[NKey, float] = tk.LocalTuner("not_records")
+    for _ in range(5):  # the first read from the cache file, then four from memory
+        tuner.execute(CLIENT.device_id, CLIENT, tunables, (np.ones(64, np.float32),))
+    tk.flush_hit_counts()
+    tk.configure()
+    assert list(tk.read_records(hits)) == [] and sum(s.total for s in tk.read_hit_summaries(hits)) == 5
+    out = run("records", "summary", str(hits)).stdout
+    assert out.startswith(f"{hits}: 0 records, 0 keys; 1 hit summary, 5 cache hits\n"), out
+    assert "tk.read_hit_summaries" in out
+    (row,) = [line for line in out.splitlines() if line.startswith("not_records")]
+    assert row.split() == ["not_records", '{"n":64}', "4", "1"], out
+    document = json.loads(run("records", "summary", str(hits), "--json").stdout)
+    assert (document["records"], document["hit_summaries"], document["cache_hits"]) == (0, 1, 5)

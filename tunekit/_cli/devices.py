@@ -111,23 +111,19 @@ def devices(args: argparse.Namespace) -> int:
         return 0
     found = [e for e in entries if e.device_id is not None]
     if found:
-        out.table(
-            (
-                "backend",
-                fixed("device"),
-                "locator",
-                *(() if args.no_peaks else (fixed("compute"), fixed("memory"), fixed("launch"))),
-            ),
-            [
-                (
-                    e.backend,
-                    out.device(e.device_id or ""),
-                    e.locator or "-",
-                    *(() if args.no_peaks else _peaks_cells(e)),
-                )
-                for e in found
-            ],
-        )
+        peaks = () if args.no_peaks else (fixed("compute"), fixed("memory"), fixed("launch"))
+        rows = [(out.device(e.device_id or ""), *(() if args.no_peaks else _peaks_cells(e))) for e in found]
+        separate = [
+            (e.backend, device, e.locator or "-", *rest) for e, (device, *rest) in zip(found, rows, strict=True)
+        ]
+        if out.fits(("backend", fixed("device"), "locator", *peaks), separate):
+            out.table(("backend", fixed("device"), "locator", *peaks), separate)
+        else:
+            # Too narrow for both: a locator names its backend and device (`opencl:platform=0,device=0`, what
+            # the backend label `opencl (platform=0, device=0)` says again), so one column shows the locator,
+            # or the backend where there is none, and neither is split mid-word at 80 columns.
+            merged = [(e.locator or e.backend, device, *rest) for e, (device, *rest) in zip(found, rows, strict=True)]
+            out.table(("locator or backend", fixed("device"), *peaks), merged)
     for e in entries:
         if e.unavailable is not None:
             out.line(f"{e.backend}: unavailable: {e.unavailable}")

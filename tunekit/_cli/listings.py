@@ -148,6 +148,10 @@ class RecordsSummary(_Model):
     records: int
     bad_lines: int
     keys: list[KeySummaryEntry]
+    hit_summaries: int = Field(
+        0, description="Cache-hit summary lines (TUNEKIT_COUNT_HITS=1), no records; added within schema_version 1."
+    )
+    cache_hits: int = Field(0, description="Every hit of those summaries added up.")
 
 
 class DeviceEntry(_Model):

@@ -5,16 +5,18 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections import deque
+from collections import Counter, deque
 from pathlib import Path
 
 from tunekit._base.file_look import binary_kind_of
+from tunekit._base.persisted import STORED
 from tunekit._base.short_id import short_device_id
 from tunekit._base.units import format_duration_ns
 from tunekit._cli.error import CliError
 from tunekit._cli.listings import LISTINGS, KeyFailure, KeySkip, KeySummaryEntry, RecordsSummary
-from tunekit._cli.table import Output, print_json
-from tunekit._observe.reader import BadLine, RecordLine, follow_records, read_records
+from tunekit._cli.table import Output, fixed, print_json
+from tunekit._observe.hit_count import HitSummary
+from tunekit._observe.reader import HIT_SUMMARY_PREFIX, BadLine, RecordLine, follow_records, read_records
 from tunekit._observe.report import render_report
 from tunekit._observe.summary import KeySummary, summarise
 from tunekit._store.file_kind import other_kind
@@ -69,12 +71,25 @@ def summary(args: argparse.Namespace) -> int:
     good, bad = read_or_fail(args.file)
     _report_bad(args.file, bad)
     summaries = summarise(line.record for line in good)
+    hit_summaries, hits = _hits(args.file)
     if args.json:
         keys = [_summary_entry(s) for s in summaries]
-        print_json(RecordsSummary(file=args.file, records=len(good), bad_lines=len(bad), keys=keys))
+        print_json(
+            RecordsSummary(
+                file=args.file,
+                records=len(good),
+                bad_lines=len(bad),
+                keys=keys,
+                hit_summaries=hit_summaries,
+                cache_hits=sum(hits.values()),
+            )
+        )
         return 1 if bad else 0
     skipped = f", {len(bad)} bad line{'s' if len(bad) != 1 else ''} skipped" if bad else ""
-    out.line(f"{args.file}: {len(good)} records, {len(summaries)} keys{skipped}")
+    counted = f"; {_count(hit_summaries, 'hit summary')}, {_count(sum(hits.values()), 'cache hit')}"
+    out.line(f"{args.file}: {len(good)} records, {len(summaries)} keys{skipped}{counted if hit_summaries else ''}")
+    if hit_summaries:
+        _print_hits(out, hit_summaries, hits)
     # A column for the search that chose a winner (its strategy, what stopped it) only where one did:
     # a file of plain tunes keeps the narrower table.
     searched = any(s.search is not None for s in summaries)
@@ -128,6 +143,56 @@ def summary(args: argparse.Namespace) -> int:
             for s, text in items:
                 out.line(f"{s.tuner} {s.key_json}: {text}", indent=2)
     return 1 if bad else 0
+
+
+_Hit = tuple[str, str, str, str]  # device, tuner, key JSON, source
+
+
+def _hits(file: str) -> tuple[int, Counter[_Hit]]:
+    """How many cache-hit summaries the file holds (``TUNEKIT_COUNT_HITS=1``), and their hits added up.
+
+    The records reader skips them, so a file of a warm run's hits alone read as "0 records".
+    A line that is no valid summary is left to the reader, as before.
+    """
+    summaries = 0
+    hits: Counter[_Hit] = Counter()
+    with open(file, "rb") as lines:
+        for raw in lines:
+            if not raw.startswith(HIT_SUMMARY_PREFIX):
+                continue
+            try:
+                summary = HitSummary.model_validate_json(raw, context=STORED)
+            except ValueError:
+                continue
+            summaries += 1
+            for c in summary.counts:
+                hits[(c.device_id, c.tuner, json.dumps(c.key, sort_keys=True, separators=(",", ":")), c.source)] += (
+                    c.hits
+                )
+    return summaries, hits
+
+
+def _print_hits(out: Output, summaries: int, hits: Counter[_Hit]) -> None:
+    """The hit summaries' totals per device, tuner and key, by where the winner came from."""
+    out.line()
+    out.line(f"cache hits, added up over {_count(summaries, 'hit summary')} (tk.read_hit_summaries reads each):")
+    keys = sorted({(device, tuner, key) for device, tuner, key, _ in hits})
+    for device_id in dict.fromkeys(device for device, _, _ in keys):
+        out.line()
+        out.line(f"device {out.device(device_id)}")
+        out.table(
+            ("tuner", "key", fixed("from memory"), fixed("from the cache file")),
+            [
+                (tuner, key, str(hits[(device, tuner, key, "memory")]), str(hits[(device, tuner, key, "persistent")]))
+                for device, tuner, key in keys
+                if device == device_id
+            ],
+        )
+
+
+def _count(number: int, noun: str) -> str:
+    plural = noun[:-1] + "ies" if noun.endswith("y") else noun + "s"
+    return f"{number} {noun if number == 1 else plural}"
 
 
 def _cost(s: KeySummary) -> str:
