@@ -13,6 +13,7 @@ from typing import Annotated, Any
 
 import numpy as np
 import pytest
+from _broken_opencl import broken_device
 
 import tunekit as tk
 from tunekit.backend import SupportsLocator
@@ -404,17 +405,6 @@ def test_flush_cache_takes_only_a_bool() -> None:
         OpenCLClient(flush_cache="false")  # type: ignore[arg-type]
 
 
-def _broken_device() -> tuple[int, int] | None:
-    """(platform, device) of a device whose compiler cannot build a trivial kernel here, if any."""
-    for p, platform in enumerate(cl.get_platforms()):
-        for d, device in enumerate(platform.get_devices()):
-            try:
-                cl.Program(cl.Context([device]), "__kernel void k(__global int* x) { x[0] = 1; }").build()
-            except cl.Error:
-                return p, d
-    return None
-
-
 @pytest.mark.opencl
 def test_selecting_a_device_whose_compiler_is_broken_fails_when_the_client_is_made() -> None:
     """Regression: an explicit platform=/device= skipped the compiler probe: the client was made, and every
@@ -422,7 +412,7 @@ def test_selecting_a_device_whose_compiler_is_broken_fails_when_the_client_is_ma
 
     With workers started as it opens, the probe settles after the client returns: the error then comes at the
     first compile (test_opencl_selection.py)."""
-    broken = _broken_device()
+    broken = broken_device()
     if broken is None:
         pytest.skip("every OpenCL device here compiles (PoCL's LLVM 14 wheel on a CPU it does not know has one)")
     platform, device = broken

@@ -15,6 +15,7 @@ from typing import Annotated, Any
 
 import numpy as np
 import pytest
+from _broken_opencl import broken_device
 
 import tunekit as tk
 from tunekit_backends.opencl import KernelTemplate, OpenCLClient, _selection
@@ -29,17 +30,6 @@ DOUBLE = "__kernel void double_it(__global float* y, const int n) { int i = get_
 @tk.autotune_key
 class SizeKey:
     n: Annotated[int, tk.Anchor()]
-
-
-def _broken_device() -> tuple[int, int] | None:
-    """(platform, device) of a device whose compiler cannot build a trivial kernel here, if any."""
-    for p, platform in enumerate(cl.get_platforms()):
-        for d, device in enumerate(platform.get_devices()):
-            try:
-                cl.Program(cl.Context([device]), "__kernel void k(__global int* x) { x[0] = 1; }").build()
-            except cl.Error:
-                return p, d
-    return None
 
 
 @pytest.fixture
@@ -131,7 +121,7 @@ def test_closing_a_client_whose_probe_is_pending_stops_it_and_its_workers_and_le
 def test_a_selected_device_whose_compiler_fails_is_refused_at_the_first_compile_and_the_tune_blames_no_variant(
     isolated_settings: Path,
 ) -> None:
-    broken = _broken_device()
+    broken = broken_device()
     if broken is None:
         pytest.skip("every OpenCL device here compiles (PoCL's LLVM 14 wheel on a CPU it does not know has one)")
     platform, device = broken
@@ -174,7 +164,7 @@ def test_a_selected_device_whose_compiler_fails_is_refused_at_the_first_compile_
 
 def _broken_first_vendors(tmp_path: Path) -> Path | None:
     """An ICD vendors directory whose first device fails to compile and a later one works, if this machine allows."""
-    broken = _broken_device()
+    broken = broken_device()
     if broken is None:
         return None
     working = [Path(p) for p in sorted(Path("/etc/OpenCL/vendors").glob("*.icd"))]
