@@ -141,7 +141,7 @@ def test_a_second_process_reuses_the_winner_without_compiling_the_losers(
         textwrap.dedent(
             f"""
             import sys
-            sys.path.insert(0, {str(Path(__file__).parent)!r})
+            sys.path[:0] = [{str(Path(__file__).parent)!r}, {str(Path(__file__).parents[1])!r}]
             import tunekit as tk
             import test_opencl as t
             records = []
