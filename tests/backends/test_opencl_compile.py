@@ -1144,3 +1144,33 @@ def test_closing_a_client_whose_workers_are_still_starting_stops_them_and_counts
         time.sleep(0.01)
     assert pool._starting == 0
     assert FAILED_STARTS.state(how) == (0, None)  # and the kill is no failure of the way workers start
+
+
+def _worker_environ(client: OpenCLClient) -> dict[str, str]:
+    pool = client.compile_pool
+    assert pool is not None
+    assert pool.wait_for_one(60)
+    with pool._ready:
+        (worker, *_) = pool._alive
+    raw = Path(f"/proc/{worker.process.pid}/environ").read_bytes()
+    return dict(item.split("=", 1) for item in raw.decode(errors="replace").split("\0") if "=" in item)
+
+
+@pytest.mark.opencl
+@pytest.mark.subprocess
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="reads a process's environment from /proc")
+def test_compile_workers_start_numpy_without_blas_threads_unless_the_user_chose_a_count(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    client = OpenCLClient(flush_cache=False, compile_in="process", compile_workers=1)
+    try:
+        assert _worker_environ(client)["OPENBLAS_NUM_THREADS"] == "1"
+    finally:
+        client.close()
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "3")
+    client = OpenCLClient(flush_cache=False, compile_in="process", compile_workers=1)
+    try:
+        assert _worker_environ(client)["OPENBLAS_NUM_THREADS"] == "3"
+    finally:
+        client.close()

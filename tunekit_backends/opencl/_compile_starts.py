@@ -39,6 +39,9 @@ def command_for(platform: str, device: str) -> WorkerCommand:
     # current directory). -P: that path alone; else `-m` puts the current directory first, and a checkout there
     # (another tree's tunekit_backends, as a bench comparing two trees runs into) shadows the parent's.
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(os.path.abspath(p) for p in sys.path if isinstance(p, str)))
+    # A worker never calls BLAS, but numpy's OpenBLAS starts a thread per core at import that spins
+    # for a while: about 0.1 s of CPU per worker taken from the compiles (unless the user chose a count).
+    env.setdefault("OPENBLAS_NUM_THREADS", "1")
     command = (sys.executable, "-P", "-m", "tunekit_backends.opencl._compile_worker", platform, device)
     return WorkerCommand(command, tuple(sorted(env.items())))
 
