@@ -10,8 +10,10 @@ order of the tools alternates from kernel to kernel and round to round. The wall
 the whole tune: creating the client, compiling, checking, timing. Both tools check every
 variant against the same float64-derived reference. Then both winners are re-timed here by
 one common timer: event profiling on one profiling queue, cold inputs (rotating copies, as cold
-as a cache flush before each sample: ``tunekit_backends/opencl/_cold.py``), interleaved rounds,
-median.
+as a cache flush before each sample: ``tunekit_backends/opencl/_cold.py``), 100 interleaved
+rounds (which goes first alternates). Each winner's time is its median; tunekit's over Kernel
+Tuner's is the median of the rounds' paired ratios, with a 95% bootstrap interval: an interval
+that holds 1.00 is a tie within the timer's noise.
 
 A kernel whose cold tune is dominated by compiling (tunekit's compile phase over half its wall
 time) gets a compile floor measured in the same run: a fresh process builds and first-launches
@@ -208,35 +210,57 @@ def run_child(mode: str, kernel: str, quick: bool, platform: int, baseline: str 
     return result
 
 
-def retime(
-    kernel: _suite.SuiteKernel, quick: bool, winners: dict[str, dict[str, int]], rounds: int
-) -> dict[str, float]:
-    """Median event time of each winner, interleaved, caches flushed: one timer for both tools."""
+def retime(kernel: _suite.SuiteKernel, quick: bool, winners: dict[str, dict[str, int]], rounds: int) -> dict[str, Any]:
+    """Both winners timed by one timer: interleaved rounds on cold inputs, one profiling queue.
+
+    Returns each winner's median event time (``ns``) and tunekit's time over Kernel Tuner's as
+    the median of the rounds' paired ratios with a 95% bootstrap interval (``ratio``, ``low``,
+    ``high``): the two samples of a round share the device's state, so drift between rounds
+    (40% between two re-timings on this VM) cancels in the ratio, and the interval says whether
+    a ratio is within the timer's noise.
+    """
     import pyopencl.array as cla
 
     from tunekit_backends.opencl import OpenCLClient
 
     client = OpenCLClient(compile_in="thread")
-    size = _size(kernel, quick)
-    template = kernel.template(size, quick)
-    host, out, expected = kernel.inputs(size)
-    key = _suite.SuiteKey(kernel=kernel.name, size=size)
-    args = tuple(cla.to_device(client.queue, a) if isinstance(a, np.ndarray) else a for a in host)
-    by_name = {t.name: t for t in template.tunables(client, lambda *x: key)}
-    fns = {}
-    for tool, config in winners.items():
-        fns[tool] = by_name[template.name_of(template.space.config(config))].fn
-        fns[tool](*args).wait()
-        np.testing.assert_allclose(args[out].get(), expected, atol=kernel.atol)
-    samples: dict[str, list[int]] = {tool: [] for tool in winners}
-    cold = client.cold_inputs(args)  # as cold as a flush before each sample (see tunekit_backends/opencl/_cold.py)
-    for _ in range(rounds):
-        for tool, fn in fns.items():
-            if cold is None:
-                client.flush_cache()
-            inputs = args if cold is None else cold()
-            samples[tool].append(client.profile(lambda fn=fn, inputs=inputs: fn(*inputs))[1])
-    return {tool: float(statistics.median(s)) for tool, s in samples.items()}
+    try:
+        size = _size(kernel, quick)
+        template = kernel.template(size, quick)
+        host, out, expected = kernel.inputs(size)
+        key = _suite.SuiteKey(kernel=kernel.name, size=size)
+        args = tuple(cla.to_device(client.queue, a) if isinstance(a, np.ndarray) else a for a in host)
+        by_name = {t.name: t for t in template.tunables(client, lambda *x: key)}
+        fns = {}
+        for tool, config in winners.items():
+            fns[tool] = by_name[template.name_of(template.space.config(config))].fn
+            fns[tool](*args).wait()
+            np.testing.assert_allclose(args[out].get(), expected, atol=kernel.atol)
+        samples: dict[str, list[int]] = {tool: [] for tool in winners}
+        cold = client.cold_inputs(args)  # as cold as a flush before each sample (see tunekit_backends/opencl/_cold.py)
+        for number in range(rounds):
+            # Alternating which goes first: a round's second sample would otherwise always follow the same kernel.
+            for tool in list(fns) if number % 2 == 0 else reversed(list(fns)):
+                if cold is None:
+                    client.flush_cache()
+                inputs = args if cold is None else cold()
+                samples[tool].append(client.profile(lambda fn=fns[tool], inputs=inputs: fn(*inputs))[1])
+    finally:
+        client.close()
+    ratios = np.array(samples["tunekit"], float) / np.array(samples["kernel_tuner"], float)
+    medians = _median_resamples(ratios)
+    return {
+        "ns": {tool: float(statistics.median(s)) for tool, s in samples.items()},
+        "ratio": float(np.median(ratios)),
+        "low": float(np.quantile(medians, 0.025)),
+        "high": float(np.quantile(medians, 0.975)),
+    }
+
+
+def _median_resamples(ratios: np.ndarray) -> np.ndarray:
+    """Medians of 2000 bootstrap resamples of ``ratios`` (seeded: the same rounds give the same interval)."""
+    medians: np.ndarray = np.median(np.random.default_rng(0).choice(ratios, size=(2000, ratios.size)), axis=1)
+    return medians
 
 
 def _geomean(values: list[float]) -> float:
@@ -248,7 +272,7 @@ def main() -> int:
     parser.add_argument("--kernel", action="append", choices=list(_suite.KERNELS), help="only these kernels")
     parser.add_argument("--quick", action="store_true", help="smaller sizes and spaces (for development)")
     parser.add_argument("--rounds", type=int, default=1, help="tunes per tool and kernel (alternating order)")
-    parser.add_argument("--retime-rounds", type=int, default=30, help="interleaved rounds of the common timer")
+    parser.add_argument("--retime-rounds", type=int, default=100, help="interleaved rounds of the common timer")
     parser.add_argument(
         "--baseline",
         metavar="DIR",
@@ -307,7 +331,7 @@ def main() -> int:
                 "phases": phases,
                 "floor_s": floor,
                 "winners": winners,
-                "common_ns": common,
+                "common": common,
                 "rejected": {tool: runs[tool][-1]["rejected"] for tool in tools},
                 "device": tk_last["device"],
                 "flushes": tk_last["flushes"],
@@ -322,7 +346,8 @@ def main() -> int:
     for column in columns:
         table.add_column(column)
     for row in rows:
-        kt_ns, tk_ns = row["common_ns"]["kernel_tuner"], row["common_ns"]["tunekit"]
+        common = row["common"]
+        kt_ns, tk_ns = common["ns"]["kernel_tuner"], common["ns"]["tunekit"]
         cells = [
             row["kernel"],
             str(row["variants"]),
@@ -331,7 +356,8 @@ def main() -> int:
             f"{row['tk_s'] / row['kt_s']:.2f}x",
             "-" if row["floor_s"] is None else f"{row['floor_s']:.1f} ({row['tk_s'] / row['floor_s']:.2f}x)",
             f"{_config(row['winners']['kernel_tuner'])}: {kt_ns / 1e3:.1f} us",
-            f"{_config(row['winners']['tunekit'])}: {tk_ns / 1e3:.1f} us ({tk_ns / kt_ns:.2f}x)",
+            f"{_config(row['winners']['tunekit'])}: {tk_ns / 1e3:.1f} us ({common['ratio']:.2f}x, "
+            f"{common['low']:.2f}-{common['high']:.2f})",
         ]
         if options.baseline:
             cells.insert(5, f"{row['baseline_s']:.1f} ({row['baseline_s'] / row['kt_s']:.2f}x)")
@@ -353,7 +379,8 @@ def main() -> int:
     console.print(f"device: {rows[0]['device']}")
     console.print(
         f"load average (1 min) while tuning: median {statistics.median(loads):.1f}, max {max(loads):.1f}; "
-        f"winners re-timed: {options.retime_rounds} interleaved rounds, cold inputs, median"
+        f"winners re-timed: {options.retime_rounds} interleaved rounds, cold inputs; each time the median, "
+        "tunekit's over KT's the median of the rounds' paired ratios (95% bootstrap interval)"
     )
     print(json.dumps(rows), file=sys.stderr)
     return 0
