@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 import tunekit as tk
+import tunekit._observe.hit_count as hit_count
 import tunekit._observe.observers as observers
 import tunekit._observe.sinks as sinks
 
@@ -54,6 +55,7 @@ def page_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[typ
     module = types.ModuleType("docs_page")
     monkeypatch.setitem(sys.modules, "docs_page", module)
     monkeypatch.setattr(observers, "_observers", observers._observers)
+    counter = hit_count.current_counter()
     kept = list(sinks.global_sinks())
     level = logging.getLogger("tunekit").level
     try:
@@ -63,6 +65,10 @@ def page_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[typ
             if sink not in kept:
                 tk.remove_record_sink(sink)
         logging.getLogger("tunekit").setLevel(level)
+        if hit_count.current_counter() is not counter:
+            # A page that turned count_hits on started the process's counter, an observer the restored
+            # observers no longer hold: a later test's first read from the cache file went uncounted.
+            hit_count.stop_hit_counter()
         module.__dict__.clear()
         gc.collect()  # the page's tunable sets release their keys before the next page tunes
 
