@@ -85,3 +85,16 @@ def test_a_file_of_hit_summaries_alone_says_so_with_their_totals(tmp_path: Path)
     assert row.split() == ["not_records", '{"n":64}', str(memory), str(persistent)], out
     document = json.loads(run("records", "summary", str(hits), "--json").stdout)
     assert (document["records"], document["hit_summaries"], document["cache_hits"]) == (0, 1, total)
+
+
+def test_a_hit_summary_line_of_another_shape_is_a_named_bad_line(tmp_path: Path) -> None:
+    """Regression: a whole JSON line that starts as a hit summary but is none was skipped without a word."""
+    path = tmp_path / "records.jsonl"
+    _records(path)
+    good = path.read_text()
+    path.write_text(good + '{"kind":"hit_summary","counts":"many"}\n')
+    done = run("records", "summary", str(path), check=1)
+    assert done.stderr.startswith(f"{path}:2: not a valid hit summary: "), done.stderr
+    assert "1 records, 1 keys, 1 bad line skipped\n" in done.stdout, done.stdout
+    document = json.loads(run("records", "summary", str(path), "--json", check=1).stdout)
+    assert (document["records"], document["bad_lines"], document["hit_summaries"]) == (1, 1, 0)

@@ -8,10 +8,13 @@ import sys
 from collections import Counter, deque
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from tunekit._base.file_look import binary_kind_of
 from tunekit._base.persisted import STORED
 from tunekit._base.short_id import short_device_id
 from tunekit._base.units import format_duration_ns
+from tunekit._base.validation_text import validation_text
 from tunekit._cli.error import CliError
 from tunekit._cli.listings import LISTINGS, KeyFailure, KeySkip, KeySummaryEntry, RecordsSummary
 from tunekit._cli.table import Output, fixed, print_json
@@ -69,9 +72,10 @@ def summary(args: argparse.Namespace) -> int:
     """
     out = Output.of(args)
     good, bad = read_or_fail(args.file)
+    hit_summaries, hits, bad_summaries = _hits(args.file)
+    bad = sorted([*bad, *bad_summaries], key=lambda line: line.line)
     _report_bad(args.file, bad)
     summaries = summarise(line.record for line in good)
-    hit_summaries, hits = _hits(args.file)
     if args.json:
         keys = [_summary_entry(s) for s in summaries]
         print_json(
@@ -148,28 +152,33 @@ def summary(args: argparse.Namespace) -> int:
 _Hit = tuple[str, str, str, str]  # device, tuner, key JSON, source
 
 
-def _hits(file: str) -> tuple[int, Counter[_Hit]]:
-    """How many cache-hit summaries the file holds (``TUNEKIT_COUNT_HITS=1``), and their hits added up.
+def _hits(file: str) -> tuple[int, Counter[_Hit], list[BadLine]]:
+    """How many cache-hit summaries the file holds (``TUNEKIT_COUNT_HITS=1``), their hits added up, and the bad ones.
 
-    The records reader skips them, so a file of a warm run's hits alone read as "0 records".
-    A line that is no valid summary is left to the reader, as before.
+    The records reader skips them, so a file of a warm run's hits alone read as "0 records". A
+    whole JSON line that starts as a summary but is none (a field of another version, say) is
+    a bad line here: the reader skips it as a summary, so nothing else would say it was left out.
+    A summary cut short is no JSON, and the reader reports it.
     """
     summaries = 0
     hits: Counter[_Hit] = Counter()
+    bad: list[BadLine] = []
     with open(file, "rb") as lines:
-        for raw in lines:
+        for number, raw in enumerate(lines, 1):
             if not raw.startswith(HIT_SUMMARY_PREFIX):
                 continue
             try:
                 summary = HitSummary.model_validate_json(raw, context=STORED)
-            except ValueError:
+            except ValidationError as exc:
+                if exc.errors()[0]["type"] != "json_invalid":
+                    bad.append(BadLine(number, f"not a valid hit summary: {validation_text(exc, limit=1)}"))
                 continue
             summaries += 1
             for c in summary.counts:
                 hits[(c.device_id, c.tuner, json.dumps(c.key, sort_keys=True, separators=(",", ":")), c.source)] += (
                     c.hits
                 )
-    return summaries, hits
+    return summaries, hits, bad
 
 
 def _print_hits(out: Output, summaries: int, hits: Counter[_Hit]) -> None:
