@@ -41,6 +41,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _suite
+import _suite_more
+
+ALL_KERNELS = {**_suite.KERNELS, **_suite_more.KERNELS}
 
 PHASES = ("compile", "check", "warmup", "measure", "runoff", "other")
 
@@ -269,7 +272,10 @@ def _geomean(values: list[float]) -> float:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--kernel", action="append", choices=list(_suite.KERNELS), help="only these kernels")
+    parser.add_argument("--kernel", action="append", choices=list(ALL_KERNELS), help="only these kernels")
+    parser.add_argument(
+        "--more", action="store_true", help="the three kernels of benches/_suite_more.py instead of the suite's five"
+    )
     parser.add_argument("--quick", action="store_true", help="smaller sizes and spaces (for development)")
     parser.add_argument("--rounds", type=int, default=1, help="tunes per tool and kernel (alternating order)")
     parser.add_argument("--retime-rounds", type=int, default=100, help="interleaved rounds of the common timer")
@@ -281,9 +287,9 @@ def main() -> int:
     parser.add_argument("--child", choices=["tunekit", "kernel_tuner", "compile"])
     parser.add_argument("--platform", type=int, help=argparse.SUPPRESS)  # a child's OpenCL platform, from the parent
     options = parser.parse_args()
-    names = options.kernel or list(_suite.KERNELS)
+    names = options.kernel or list(_suite_more.KERNELS if options.more else _suite.KERNELS)
     if options.child is not None:
-        kernel = _suite.KERNELS[names[0]]
+        kernel = ALL_KERNELS[names[0]]
         child = {"tunekit": tune_tunekit, "kernel_tuner": tune_kernel_tuner, "compile": compile_each}[options.child]
         print(json.dumps(child(kernel, options.quick, options.platform)))
         return 0
@@ -297,7 +303,7 @@ def main() -> int:
     loads: list[float] = []
     turn = 0
     for name in names:
-        kernel = _suite.KERNELS[name]
+        kernel = ALL_KERNELS[name]
         runs: dict[str, list[dict[str, Any]]] = {tool: [] for tool in tools}
         for _ in range(options.rounds):
             for tool in tools if turn % 2 == 0 else reversed(tools):
