@@ -11,14 +11,18 @@ fold's. Seeds here are the design's (40 and up); ``benches/strategies.py`` runs 
 
     .venv/bin/python benches/strategy_replay.py --strategies model_ils,portfolio --seeds 40-100
     .venv/bin/python benches/strategy_replay.py --strategies model_ils,portfolio:0.15   # the wide floor
+    .venv/bin/python benches/strategy_replay.py --strategies model_ils@cap=None,model_ils --seeds 1000-1160
 
 A name is any of ``tk.STRATEGIES`` but ``auto``; ``portfolio:F`` is the portfolio with the wide
-climber's floor at F.
+climber's floor at F; ``NAME@key=value+key=value`` is the strategy with constructor arguments
+changed (``model_ils@cap=None``: its guesses fitted to uncapped log times, as before).
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
+import functools
 import itertools
 import math
 import statistics
@@ -43,7 +47,16 @@ def _factory(spec: str, budget: int) -> Any:
     name, _, floor = spec.partition(":")
     if name == "portfolio" and floor:
         return lambda space, rng: Portfolio(space, rng, max_evals=budget, floors=(0.0, float(floor)))
-    return make_strategy(name, budget)
+    name, _, options = spec.partition("@")
+    factory = make_strategy(name, budget)
+    if not options:
+        return factory
+    # model_ils@cap=None+apart=3: the strategy with some constructor arguments changed (values as Python literals).
+    changed = {}
+    for option in options.split("+"):
+        key, _, value = option.partition("=")
+        changed[key] = ast.literal_eval(value)
+    return functools.partial(factory, **changed)
 
 
 def run_one(data: Any, spec: str, seed: int) -> tuple[int, int, int, float]:

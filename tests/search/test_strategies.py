@@ -168,28 +168,56 @@ def shmem_space() -> tuple[tk.Space, Callable[[tk.Config], float]]:
     return space, time
 
 
-@pytest.mark.parametrize("apart", [1, 2])
-def test_model_guided_search_measures_the_pairwise_models_best_guesses_wherever_they_lie(apart: int) -> None:
-    # The batch is the model's top predictions over the unmeasured space, not moves from the incumbent,
-    # each at least ``apart`` parameters away from the better guesses (apart=1: simply the top 4).
-    space, time = shmem_space()
-    configs = list(space)
-    seen = [configs[int(i)] for i in np.random.default_rng(1).permutation(len(configs))[:28]]
-    strategy = ModelGuidedLocalSearch(space, np.random.default_rng(0), initial=0, apart=apart)
-    for c in seen:
-        strategy.observe(c, time(c))
+def expected_guesses(
+    space: tk.Space, time: Callable[[tk.Config], float], seen: list[tk.Config], apart: int, cap: float | None
+) -> tuple[list[tk.Config], list[tk.Config]]:
+    """The 4 guesses of a pairwise model fitted to ``seen`` (log times capped at quantile ``cap``), and its ranking."""
+    ys = np.log([time(c) for c in seen])
+    if cap is not None:
+        ys = np.minimum(ys, np.quantile(ys, cap))
     model = PairwiseModel(tuple(len(space.domains[n]) for n in space.names))
-    model.fit(np.array([space.positions(c) for c in seen]), np.log([time(c) for c in seen]))
-    unseen = [c for c in configs if c not in seen]
+    model.fit(np.array([space.positions(c) for c in seen]), ys)
+    unseen = [c for c in space if c not in seen]
     predicted = model.predict(np.array([space.positions(c) for c in unseen]))
     ranked = [unseen[int(i)] for i in np.argsort(predicted, kind="stable")]
     guesses: list[tk.Config] = []
     for c in ranked:
         if all(sum(a != b for a, b in zip(c.values_tuple, g.values_tuple, strict=True)) >= apart for g in guesses):
             guesses.append(c)
-    assert strategy.propose(8) == guesses[:4]
+    return guesses[:4], ranked
+
+
+@pytest.mark.parametrize("cap", [None, 0.5])
+@pytest.mark.parametrize("apart", [1, 2])
+def test_model_guided_search_measures_the_pairwise_models_best_guesses_wherever_they_lie(
+    apart: int, cap: float | None
+) -> None:
+    # The batch is the model's top predictions over the unmeasured space, not moves from the incumbent,
+    # each at least ``apart`` parameters away from the better guesses (apart=1: simply the top 4).
+    space, time = shmem_space()
+    configs = list(space)
+    seen = [configs[int(i)] for i in np.random.default_rng(1).permutation(len(configs))[:28]]
+    strategy = ModelGuidedLocalSearch(space, np.random.default_rng(0), initial=0, apart=apart, cap=cap)
+    for c in seen:
+        strategy.observe(c, time(c))
+    guesses, ranked = expected_guesses(space, time, seen, apart, cap)
+    assert strategy.propose(8) == guesses
     if apart == 2:
-        assert guesses[:4] != ranked[:4], "the top 4 are already apart: this landscape tests nothing"
+        assert guesses != ranked[:4], "the top 4 are already apart: this landscape tests nothing"
+
+
+def test_model_guided_search_fits_its_guesses_to_times_capped_at_the_median_by_default() -> None:
+    # A 100x-slow half made the uncapped model spend its fit telling slow from slower, not fast from fastest.
+    space, time = shmem_space()
+    configs = list(space)
+    seen = [configs[int(i)] for i in np.random.default_rng(1).permutation(len(configs))[:28]]
+    strategy = ModelGuidedLocalSearch(space, np.random.default_rng(0), initial=0)
+    for c in seen:
+        strategy.observe(c, time(c))
+    capped, _ = expected_guesses(space, time, seen, 2, 0.5)
+    uncapped, _ = expected_guesses(space, time, seen, 2, None)
+    assert capped != uncapped, "the cap changes nothing here: this landscape tests nothing"
+    assert strategy.propose(8) == capped
 
 
 def test_model_guided_search_spreads_its_guesses_over_two_parameters_by_default() -> None:
