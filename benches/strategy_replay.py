@@ -11,11 +11,11 @@ fold's. Seeds here are the design's (40 and up); ``benches/strategies.py`` runs 
 
     .venv/bin/python benches/strategy_replay.py --strategies model_ils,portfolio --seeds 40-100
     .venv/bin/python benches/strategy_replay.py --strategies model_ils,portfolio:0.15   # the wide floor
-    .venv/bin/python benches/strategy_replay.py --strategies model_ils@cap=None,model_ils --seeds 1000-1160
+    .venv/bin/python benches/strategy_replay.py --strategies model_ils,model_ils@cap=0.5 --seeds 1000-1160
 
 A name is any of ``tk.STRATEGIES`` but ``auto``; ``portfolio:F`` is the portfolio with the wide
 climber's floor at F; ``NAME@key=value+key=value`` is the strategy with constructor arguments
-changed (``model_ils@cap=None``: its guesses fitted to uncapped log times, as before).
+changed (``model_ils@cap=0.5``: its guesses fitted to log times capped at their median).
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def _factory(spec: str, budget: int) -> Any:
     factory = make_strategy(name, budget)
     if not options:
         return factory
-    # model_ils@cap=None+apart=3: the strategy with some constructor arguments changed (values as Python literals).
+    # model_ils@cap=0.5+apart=3: the strategy with some constructor arguments changed (values as Python literals).
     changed = {}
     for option in options.split("+"):
         key, _, value = option.partition("=")
