@@ -295,6 +295,10 @@ class _Worker:
         if self.process.poll() is None:
             self.process.kill()
         self.process.wait()
+        # The end-of-stream mark now, not when the pipe closes: a process the worker started (a shell
+        # wrapper's child, say) can hold its stdout open long after the kill, and a thread waiting for
+        # the ready line would wait for it too.
+        self.replies.put("")
         self._close()
 
     def stop(self) -> None:
