@@ -52,6 +52,12 @@ best basin sits in such a half (use_shmem=0, 90x slower by median); in the direc
 (300 seeds) pinning raises the share of seeds reaching 5 % of the best from 95 % to 99 %, and
 lowers it from 99.7 % to 98.7 % on convolution A100, whose best is not in its slow half; a
 threshold of 2x costs A100 more, 4-5x gives W6600 back.
+
+Two options for a pinned climb, off by default: ``pinned_pairs`` (the pairwise model's best
+two-parameter moves from a pinned local optimum) and ``pinned_guesses`` (guesses from the pinned
+half only). On W6600 they raise the share of seeds reaching 5 % from 93 % to 94-97 % (direct replay,
+seeds 200-299) but change no other file, so held out they tie and ``auto`` does not use them
+(benches/README.md, "Two-parameter moves and guesses in a pinned half").
 """
 
 from __future__ import annotations
