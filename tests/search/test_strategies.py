@@ -21,6 +21,7 @@ from tunekit._search.strategies import (
     make_strategy,
     wide_after,
 )
+from tunekit._search.strategies.base import Positions
 from tunekit._search.strategies.blas import one_blas_thread
 from tunekit._search.strategies.pairwise import PairwiseModel
 from tunekit._search.strategies.surrogate import _smallest
@@ -644,3 +645,85 @@ def test_portfolio_finds_the_best_of_a_landscape_model_ils_handles() -> None:
         order = drive(Portfolio(space, np.random.default_rng(seed), max_evals=120), space, 120, 8)
         found = min(s for s in (cost(c) for c in order) if s is not None)
         assert found <= best * 1.02
+
+
+def slow_half_space() -> tuple[tk.Space, Callable[[tk.Config], float]]:
+    """A fast plateau (S=1) over a slow half (S=0) whose best needs A and D changed at once from its other optimum."""
+    space = tk.Space(S=[0, 1], A=range(8), B=tk.pow2(1, 64), D=range(6), restrict=lambda c: (c.A + c.D) % 5 != 4)
+
+    def time_of(c: tk.Config) -> float:
+        if c.S == 1:
+            return float(1.2 + 0.01 * (abs(c.A - 5) + abs(c.D - 2)))
+        base = 3.0 + 0.5 * abs(c.A - 5) + 0.5 * abs(c.D - 4) + abs(math.log2(c.B) - 4)
+        return float(1.0 + abs(math.log2(c.B) - 4) if (c.A, c.D) == (1, 0) else base)
+
+    return space, time_of
+
+
+def pinned_run(
+    seed: int, monkeypatch: pytest.MonkeyPatch | None = None, **options: object
+) -> tuple[list[tk.Config], list[tuple[Positions, tuple[int, int], list[Positions]]]]:
+    """The order model_ils (budget 250) measures the slow-half landscape in, and the pair moves it queued."""
+    space, time_of = slow_half_space()
+    strategy = make_strategy("model_ils", 250)(space, np.random.default_rng(seed), **options)
+    assert isinstance(strategy, ModelGuidedLocalSearch)
+    queued: list[tuple[Positions, tuple[int, int], list[Positions]]] = []
+    if monkeypatch is not None:
+        pair_moves = strategy._pair_moves
+
+        def spy(here: Positions) -> list[Positions]:
+            moves = pair_moves(here)
+            assert strategy._pin is not None
+            queued.append((here, strategy._pin, moves))
+            return moves
+
+        monkeypatch.setattr(strategy, "_pair_moves", spy)
+    return drive(strategy, space, 250, 8, time_of), queued
+
+
+def test_model_ils_pinned_pairs_tries_two_parameter_moves_at_a_pinned_optimum(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Off by default (benches/README.md, "Two-parameter moves from a pinned optimum"); on, the order changes.
+    order, queued = pinned_run(3, monkeypatch, pinned_pairs=4)
+    assert queued, "no pinned climb reached an optimum: this landscape tests nothing"
+    measured = {c.values_tuple for c in order}
+    space, _ = slow_half_space()
+    tried = 0
+    for here, (k, v), moves in queued:
+        assert len(moves) <= 4
+        for q in moves:
+            changed = [i for i, (a, b) in enumerate(zip(here, q, strict=True)) if a != b]
+            assert len(changed) == 2 and k not in changed and q[k] == v, (here, q)
+            tried += space.from_positions(q).values_tuple in measured
+    assert tried > 0
+    assert pinned_run(3)[0] != order
+    assert pinned_run(3, pinned_pairs=4)[0] == order
+    assert pinned_run(4, pinned_pairs=4)[0] != order
+
+
+def test_model_ils_pinned_guesses_stay_in_the_pinned_half(monkeypatch: pytest.MonkeyPatch) -> None:
+    space, time_of = slow_half_space()
+
+    def guesses(
+        seed: int = 3, **options: object
+    ) -> tuple[list[tuple[tuple[int, int], list[Positions]]], list[tk.Config]]:
+        strategy = make_strategy("model_ils", 250)(space, np.random.default_rng(seed), **options)
+        assert isinstance(strategy, ModelGuidedLocalSearch)
+        made: list[tuple[tuple[int, int], list[Positions]]] = []
+        exploit = strategy._exploit
+
+        def spy(n: int) -> list[Positions]:
+            out = exploit(n)
+            if strategy._pin is not None:
+                made.append((strategy._pin, out))
+            return out
+
+        monkeypatch.setattr(strategy, "_exploit", spy)
+        return made, drive(strategy, space, 250, 8, time_of)
+
+    pinned, order = guesses(pinned_guesses=True)
+    assert pinned and all(q[k] == v for (k, v), out in pinned for q in out)
+    default, default_order = guesses()
+    assert any(q[k] != v for (k, v), out in default for q in out), "default guesses stay in the half anyway"
+    assert default_order != order
+    assert guesses(pinned_guesses=True)[1] == order
+    assert guesses(4, pinned_guesses=True)[1] != order

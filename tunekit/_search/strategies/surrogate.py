@@ -52,6 +52,12 @@ best basin sits in such a half (use_shmem=0, 90x slower by median); in the direc
 (300 seeds) pinning raises the share of seeds reaching 5 % of the best from 95 % to 99 %, and
 lowers it from 99.7 % to 98.7 % on convolution A100, whose best is not in its slow half; a
 threshold of 2x costs A100 more, 4-5x gives W6600 back.
+
+Two options for a pinned climb, off by default: ``pinned_pairs`` (the pairwise model's best
+two-parameter moves from a pinned local optimum) and ``pinned_guesses`` (guesses from the pinned
+half only). On W6600 they raise the share of seeds reaching 5 % from 93 % to 94-97 % (direct replay,
+seeds 200-299) but change no other file, so held out they tie and ``auto`` does not use them
+(benches/README.md, "Two-parameter moves and guesses in a pinned half").
 """
 
 from __future__ import annotations
@@ -179,6 +185,10 @@ class ModelGuidedLocalSearch:
 
     ``cap``: the pairwise model is fitted to log times capped at this quantile (None, the default: uncapped).
 
+    ``pinned_pairs``: at the local optimum of a pinned climb, the pairwise model's ``pinned_pairs`` best
+    two-parameter moves (the pin kept) are tried before the climb ends (0, the default: none).
+    ``pinned_guesses``: while a climb is pinned, the guesses are drawn from the pinned half only.
+
     After ``wide_after`` observations (never, when None) the search goes wide: ``mix`` 0,
     ``patience`` 0, restarts from the farthest of ``wide_diverse`` random points, climb
     batches of at most ``wide_batch`` moves, and one uniformly random point every
@@ -208,9 +218,15 @@ class ModelGuidedLocalSearch:
         pin_slower: float = 3.0,
         apart: int = 2,
         cap: float | None = None,
+        pinned_pairs: int = 0,
+        pinned_guesses: bool = False,
         walker: Walker | None = None,
     ) -> None:
         self._cap = cap
+        self._pinned_pairs = pinned_pairs
+        self._pinned_guesses = pinned_guesses
+        # The local optimum of a pinned climb whose two-parameter moves were last queued (once per optimum).
+        self._paired: Positions | None = None
         self._w = walker if walker is not None else Walker(space, rng)
         self._model = AdditiveModel(self._w.widths)
         self._initial_left = initial
@@ -370,13 +386,8 @@ class ModelGuidedLocalSearch:
             self._pool_fresh = np.array([p not in w.seen for p in rows], dtype=bool)
         return self._pool
 
-    def _exploit(self, n: int) -> list[Positions]:
-        """The pairwise model's ``n`` best predictions among unmeasured configurations."""
-        pool = self._pool_array()
-        # Indices, not a copy of the unmeasured rows: a copy of a 20,000-key pool at every step.
-        candidates = np.flatnonzero(self._pool_fresh)
-        if len(candidates) == 0 or len(self._observed) < 2:
-            return []
+    def _fit_pairwise(self) -> None:
+        """Fit the pairwise model to the ``fit_max`` best observations (and the failures, when fewer)."""
         xs, ys = self._observed.xs, self._observed.ys
         if len(ys) > self._fit_max:
             keep = np.argsort(ys, kind="stable")[: self._fit_max]
@@ -389,6 +400,47 @@ class ModelGuidedLocalSearch:
             ys = np.minimum(ys, np.quantile(ys, self._cap))
         with one_blas_thread():
             self._pairwise.fit(xs, ys)
+
+    def _pair_moves(self, here: Positions) -> list[Positions]:
+        """The pairwise model's ``pinned_pairs`` best fresh two-parameter moves from ``here``, the pin kept."""
+        if self._pin is None or len(self._observed) < 2:
+            return []
+        w = self._w
+        pinned = self._pin[0]
+        moves: list[Positions] = []
+        for k1, w1 in enumerate(w.widths):
+            for k2 in range(k1 + 1, len(w.widths)):
+                if pinned in (k1, k2):
+                    continue
+                for v1 in range(w1):
+                    if v1 == here[k1]:
+                        continue
+                    for v2 in range(w.widths[k2]):
+                        if v2 == here[k2]:
+                            continue
+                        q = list(here)
+                        q[k1], q[k2] = v1, v2
+                        moves.append(tuple(q))
+        moves = [q for q in moves if w.fresh(q)]
+        if not moves:
+            return []
+        self._fit_pairwise()
+        with one_blas_thread():
+            predicted = self._pairwise.predict(np.array(moves, dtype=np.intp))
+        return [moves[int(i)] for i in _smallest(predicted, self._pinned_pairs).tolist()]
+
+    def _exploit(self, n: int) -> list[Positions]:
+        """The pairwise model's ``n`` best predictions among unmeasured configurations."""
+        pool = self._pool_array()
+        # Indices, not a copy of the unmeasured rows: a copy of a 20,000-key pool at every step.
+        candidates = np.flatnonzero(self._pool_fresh)
+        if self._pinned_guesses and self._pin is not None:
+            k, v = self._pin
+            candidates = candidates[pool[candidates, k] == v]
+        if len(candidates) == 0 or len(self._observed) < 2:
+            return []
+        self._fit_pairwise()
+        with one_blas_thread():
             # The whole pool, encoded once, then its unmeasured rows.
             predicted = self._pairwise.predict_encoded(self._pool_codes)[candidates]
         # The model's best predictions crowd together (one guess and its one-parameter variants): a batch
@@ -454,6 +506,12 @@ class ModelGuidedLocalSearch:
                 if w.fresh(candidate):
                     move = candidate
                     break
+            if move is None and self._pinned_pairs and self._pin is not None and self._paired != self._current[0]:
+                # A pinned climb's optimum where the best needs two parameters changed at once (W6600: block_size_y
+                # and tile_size_y) is left by no single move: the model's best pairs are tried before the kick.
+                self._paired = self._current[0]
+                self._queue = self._pair_moves(self._paired)
+                continue
             if move is None:
                 move = self._kick_point()
                 if move is None:
