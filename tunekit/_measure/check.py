@@ -375,14 +375,13 @@ class Gate:
                 f"with_reference(outputs={list(outputs)}) names an argument position beyond the "
                 f"{len(self.inputs)} inputs"
             )
-        if self._first is None:
-            # The timed runs of a candidate that writes in place (outputs=) change the benchmark
-            # inputs, and a search checks each batch after the earlier ones were timed: copied as
-            # they are by then, every correct candidate of a later batch would fail against outputs
-            # expected from the inputs as they were at the first check. So every check copies that
-            # first state, kept here (taken before anything is timed: the first check precedes it).
-            self._first = self._copies(self.inputs, ()).args
-        return self._copies(self._first, outputs)
+        # The timed runs of a candidate that writes in place (outputs=) change the benchmark
+        # inputs, and a search checks each batch after the earlier ones were timed: copied as
+        # they are by then, every correct candidate of a later batch would fail against outputs
+        # expected from the inputs as they were at the first check. So every check copies that
+        # first state, kept here (taken before anything is timed: the first check precedes it).
+        first = self.keep_first_inputs()
+        return self._copies(first, outputs)
 
     def _copies(self, inputs: tuple[Any, ...], outputs: Sequence[int]) -> CheckBuffers:
         client = self.client
@@ -444,10 +443,11 @@ class Gate:
         """No candidate was checked yet, so none was timed: the inputs are as the tune began with them."""
         return self._first is None
 
-    def keep_first_inputs(self) -> None:
-        """Copy the inputs now, as the first check would (see ``_buffers``): before anything is timed on them."""
+    def keep_first_inputs(self) -> tuple[Any, ...]:
+        """The copy of the inputs as the first check found them, taken now if not yet (see ``_buffers``)."""
         if self._first is None:
             self._first = self._copies(self.inputs, ()).args
+        return self._first
 
     def judge(self, got: tuple[Any, ...]) -> CheckOutcome:
         """Judge outputs computed elsewhere: a candidate's first run on a copy of the inputs as they are at the

@@ -119,13 +119,13 @@ def prepare_batch(
             groups.setdefault(hook.together, []).append(hook)
     reporting: list[tuple[int, ReportsFirstRun]] = []
     if first_runs is not None:
+        positions, report = first_runs
         for i, hook in hooks.items():
             if isinstance(hook, ReportsFirstRun):
                 reporting.append((i, hook))
     try:
         for index, reporter in reporting:
-            assert first_runs is not None
-            reporter.report_first_run(inputs, first_runs[0], partial(first_runs[1], index))
+            reporter.report_first_run(inputs, positions, partial(report, index))
         with ThreadPoolExecutor(max_workers=size, thread_name_prefix="tunekit-prepare") as pool:
             # Each hook runs in a copy of this context: it works for this tune (see tunekit._base.self_call).
             shared = [pool.submit(copy_context().run, _prepare_group, members, inputs) for members in groups.values()]
