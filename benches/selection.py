@@ -24,7 +24,7 @@ layouts shaped like that convolution as its rounds see it (30 candidates, 13 wit
 the rest up to 28% slower) under 3% white noise, then 6% with heavy tails: what the samples tunekit
 spends beyond Kernel Tuner's seven per candidate (mean-of-7) buy there.
 
-    .venv/bin/python benches/selection.py [--seeds 500] [--jobs 2] [--only NAME]
+    .venv/bin/python benches/selection.py [--seeds 500] [--first-seed 0] [--jobs 2] [--only NAME]
 """
 
 from __future__ import annotations
@@ -278,6 +278,9 @@ def run_seeds(job: tuple[Path, int, range, str]) -> dict[str, Tally]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=int, default=500)
+    parser.add_argument(
+        "--first-seed", type=int, default=0, help="the first seed (fresh seeds, for a change designed on 0-499)"
+    )
     parser.add_argument("--jobs", type=int, default=1, help="worker processes (1: none, all in this one)")
     parser.add_argument("--only", default="", help="only the scenarios whose name contains this")
     parser.add_argument(
@@ -297,9 +300,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as cache_dir:
         step = max(1, args.seeds // max(1, 4 * args.jobs))
         jobs = [
-            (args.landscape, number, range(start, min(start + step, args.seeds)), cache_dir)
+            (args.landscape, number, range(start, min(start + step, args.first_seed + args.seeds)), cache_dir)
             for number in chosen
-            for start in range(0, args.seeds, step)
+            for start in range(args.first_seed, args.first_seed + args.seeds, step)
         ]
         if args.jobs > 1:
             with ProcessPoolExecutor(args.jobs) as pool:
