@@ -294,6 +294,9 @@ class _Applies(Generic[K]):
 class _DeviceCopies:
     """The default inputs generator of a template's set: fresh device copies of the caller's arguments."""
 
+    copies_callers_arguments = True
+    """A variant refusing these copies refuses the caller's arguments: the tuner does not remember that for the key."""
+
     def __init__(self, client: OpenCLClient) -> None:
         self.client = client
 
@@ -422,8 +425,16 @@ class _Variant(Generic[K]):
         global_size, local_size = self._checked_shape(args)
         kernel = self._kernel if self._kernel is not None else self.kernel()
         launch_args = [kernel_arg(a) for a in args]
-        with self._lock:  # clSetKernelArg on one kernel object is not thread-safe
-            return kernel(self.client.queue, global_size, local_size, *launch_args)
+        try:
+            with self._lock:  # clSetKernelArg on one kernel object is not thread-safe
+                return kernel(self.client.queue, global_size, local_size, *launch_args)
+        except Exception as exc:
+            refused = _refused_arguments(kernel, args, exc)
+            if refused is None:
+                raise
+            # The caller's error, as prepare() names it during a tune: a cached winner raising the driver's
+            # bare "INVALID_VALUE - when processing arg#4" would also have every next-ranked variant tried.
+            raise tk.InputTypeError(f"{self.name}: {refused}") from exc
 
     def prepare(self, *args: Any) -> None:
         """Build, check the launch against the device's limits, and launch once on scratch copies.
@@ -495,6 +506,19 @@ class _Variant(Generic[K]):
             self._launched[shape] = (message, True)  # as from a worker: never launched here again at this shape
             raise CompileError(f"{self.name}: {message}")
         self._launched[shape] = None
+
+
+def _refused_arguments(kernel: Any, args: tuple[Any, ...], error: Exception) -> str | None:
+    """What in ``args`` made the launch fail and what to pass instead; None when the arguments look right."""
+    if kernel.num_args != len(args):
+        return (
+            f"the kernel takes {kernel.num_args} arguments and was given {len(args)}; pass execute the kernel's "
+            "arguments in the order of its parameters"
+        )
+    hint = argument_hint(args)
+    if not hint:
+        return None
+    return f"the launch was refused ({first_error_line(str(error)).rstrip(': ')}): {hint}"
 
 
 def _with_hint(error: str, args: tuple[Any, ...]) -> str:
