@@ -256,6 +256,14 @@ def test_a_template_whose_space_is_empty_or_no_mapping_is_refused(client: OpenCL
 
 
 @pytest.mark.opencl
+def test_a_template_set_with_a_reference_but_no_outputs_is_refused_when_built(client: OpenCLClient) -> None:
+    """Regression: reference= without outputs= compared each variant's return value, its launch's event, with the
+    reference's array, and every variant failed with "output 0: shape () differs from the expected (1000,)"."""
+    with pytest.raises(ValueError, match=r"KernelTemplate 'scale': tunable_set\(reference=...\) needs outputs=\[...\]"):
+        TEMPLATE.tunable_set(client, key=_key, reference=lambda x, y, a, n: a * x)
+
+
+@pytest.mark.opencl
 @pytest.mark.subprocess
 @pytest.mark.parametrize("with_fn", [True, False], ids=["reference", "first_candidate"])
 def test_raw_buffers_in_a_checked_set_stop_the_tune_naming_the_fix(client: OpenCLClient, with_fn: bool) -> None:

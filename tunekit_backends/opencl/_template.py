@@ -224,6 +224,14 @@ class KernelTemplate(Generic[K]):
         Without ``inputs``, variants are timed on device copies of the caller's arguments (a
         pyopencl array cannot be deep-copied, as other sets' inputs are).
         """
+        if reference is not None and outputs is None:
+            # A variant returns its launch's event: compared with the reference's arrays, every one would fail
+            # with "output 0: shape () differs from the expected (n,)", blaming the kernels.
+            raise ValueError(
+                f"KernelTemplate {self.kernel_name!r}: tunable_set(reference=...) needs outputs=[...], the positions "
+                "of the arguments the kernel writes (e.g. outputs=[1] for y in scale(x, y, n)): a variant returns "
+                "its launch's event, so the check compares those arguments with what the reference returns"
+            )
         tunables: TunableSet[K, Any] = (
             TunableSet(key=key, inputs=inputs if inputs is not None else _DeviceCopies(client))
             .with_tunables(self.tunables(client, key))
