@@ -188,6 +188,9 @@ def test_template_mistakes_are_refused_at_definition() -> None:
         KernelTemplate(SCALE, "scale", {"MODE-2": [0]}, geometry=_geometry)
     with pytest.raises(ValueError, match="restrict= to tk.Space"):
         KernelTemplate(SCALE, "scale", tk.Space(MODE=[0]), geometry=_geometry, restrict=lambda c: True)
+    # Regression: -Dn=64 rewrote the kernel's `const int n`, and every variant failed as "expected ')'".
+    with pytest.raises(ValueError, match=r"parameter 'n' is also the name of the kernel's parameter `int n`"):
+        KernelTemplate(SCALE, "scale", {"MODE": [0], "n": [64]}, geometry=_geometry)
 
 
 def test_options_and_values_a_build_cannot_take_are_refused_at_definition() -> None:

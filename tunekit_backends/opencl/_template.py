@@ -149,6 +149,15 @@ class KernelTemplate(Generic[K]):
         self.applies = applies
         self.params = kernel_params(source, kernel_name)
         """The kernel's parameters as the source declares them; None when it cannot be read safely (not checked)."""
+        for param in self.params or ():
+            if param.name in self.space.names:
+                # -Dn=64 rewrites the parameter's own name: the build fails as "expected ')'" at the command line.
+                raise ValueError(
+                    f"KernelTemplate {kernel_name!r}: the space's parameter {param.name!r} is also the name of the "
+                    f"kernel's parameter `{param.declaration()}`, which its -D{param.name}=... would replace in the "
+                    "source, so no variant would build; rename the tuning parameter (e.g. upper case, "
+                    f"{param.name.upper()!r} if the source does not use that name)"
+                )
         self._aliases = source_aliases(source, self.options)
         self._built: set[str] = set()
         self._built_lock = threading.Lock()
