@@ -317,3 +317,25 @@ def test_a_cached_winner_given_arguments_no_launch_takes_names_the_argument_and_
     # A Python number is refused before the winner builds (its parameter's type is read from the source);
     # the others at its launch. Either way no next-ranked variant is built to try them.
     assert len(fresh.compiled()) == builds
+
+
+@pytest.mark.opencl
+def test_arrays_of_another_context_are_refused_naming_the_argument_and_where_to_make_them(
+    client: OpenCLClient,
+) -> None:
+    """Regression: a caller's arrays made on its own context (pyopencl.create_some_context()) stopped the tune with
+    "the input generator raised LogicError: clEnqueueCopyBuffer failed: INVALID_CONTEXT", naming a generator the
+    caller never wrote, and neither the argument nor the fix."""
+    template = KernelTemplate(SCALE, "scale", {"BLOCK": [1, 2]}, geometry=_geometry, options=["-DT=float"])
+    tunables = template.tunable_set(client, key=_key)  # no inputs=: device copies of the caller's arrays
+    other = cl.CommandQueue(cl.Context([client.device]))
+    x = cla.to_device(other, np.ones(256, np.float32))
+    y = cla.zeros(client.queue, 256, np.float32)
+    tuner = tk.LocalTuner[Key, Any](f"other-context-{client.compile_in}")
+    says = r"argument 0 is a pyopencl array of another OpenCL context than the client's.*to_device\(client\.queue"
+    with pytest.raises(tk.InputTypeError, match=rf"^tuner 'other-context-{client.compile_in}': {says}"):
+        tuner.execute(client.device_id, client, tunables, (x, y, np.float32(3), np.int32(256)))
+    with pytest.raises(tk.InputTypeError, match=r"argument 1 is a pyopencl Buffer of another OpenCL context"):
+        tuner.execute(client.device_id, client, tunables, (y, x.data, np.float32(3), np.int32(256)))
+    assert template.compiled() == []  # refused before any variant was built
+    tuner.execute(client.device_id, client, tunables, (y, cla.zeros_like(y), np.float32(3), np.int32(256))).wait()

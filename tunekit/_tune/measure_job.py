@@ -9,7 +9,7 @@ import time
 from collections.abc import Container, Iterator, Sequence
 from typing import Any, NamedTuple
 
-from tunekit._base.errors import ClientClosed, TunekitError, describe_error
+from tunekit._base.errors import ClientClosed, InputTypeError, TunekitError, describe_error
 from tunekit._candidates.plan import plan_batches, skip_reason
 from tunekit._candidates.tunable_set import TunableSet
 from tunekit._measure.bounds import time_limit_ns
@@ -281,6 +281,8 @@ def _benchmark_inputs(job: TuneJob) -> tuple[Any, ...]:
         generated = generator(job.key, *job.inputs)
     except ClientClosed:  # allocating on a closed client is not the generator's mistake
         raise
+    except InputTypeError as exc:  # the caller's arguments, named by what copies them (an OpenCL set's default)
+        raise InputTypeError(f"{job.where}: {exc}") from exc
     except Exception as exc:
         raise TunekitError(f"{job.where}: the input generator raised {describe_error(exc)} ({job.tunables!r})") from exc
     if not isinstance(generated, tuple):
