@@ -312,12 +312,9 @@ def test_a_worker_factory_in_the_script_being_run_is_refused_saying_where_to_mov
         env={**os.environ, "PYTHONPATH": str(Path(tk.__file__).parent.parent)},
     )
     assert done.returncode == 1
-    assert (
-        done.stderr.strip()
-        .splitlines()[-1]
-        .endswith(
-            "the worker process imports it by name; build_worker is defined in the script being run (__main__): move it "
-            "to a module of its own beside the script (e.g. workers.py) and import it from there (from workers import "
-            "build_worker)"
-        )
-    ), done.stderr
+    advice = (
+        "the worker process imports it by name; build_worker is defined in the script being run (__main__): "
+        "move it to a module of its own beside the script (e.g. workers.py) and import it from there "
+        "(from workers import build_worker)"
+    )
+    assert done.stderr.strip().splitlines()[-1].endswith(advice), done.stderr
