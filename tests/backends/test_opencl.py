@@ -623,3 +623,32 @@ def test_variants_with_the_same_output_bits_keep_their_own_check_events_and_verd
         assert wrong.stage == "check" and "1 of 1024 elements differ" in (wrong.error or "")
         assert "max abs error 0.5 at (7,)" in (wrong.error or "")
     assert record.winner is not None and "MODE=0" in record.winner
+
+
+UNGUARDED = """
+__kernel void scale(__global const float* x, __global float* y, const float a, const int n) {
+    const int i = get_global_id(0);
+    y[i] = a * x[i];
+}
+"""
+
+
+@pytest.mark.opencl
+@pytest.mark.subprocess
+def test_an_unguarded_kernel_on_an_anchored_key_fails_saying_to_guard_its_bounds(client: OpenCLClient) -> None:
+    """Regression: a kernel without a bounds guard, launched on the bucket's 1024 items over the caller's 1000
+    (no inputs=), failed every variant with "check the sizes the inputs= generator allocates", a generator the
+    caller never gave."""
+    template = KernelTemplate(UNGUARDED, "scale", {"BLOCK": [32, 64]}, geometry=lambda c, k: ((k.n,), (c.BLOCK,)))
+    tunables = template.tunable_set(client, key=_key, reference=lambda x, y, a, n: a * x, outputs=[1])
+    x = cla.to_device(client.queue, np.ones(1000, np.float32))
+    with pytest.raises(tk.NoValidKernelFound) as raised:
+        tk.LocalTuner[ScaleKey, Any]("unguarded").execute(
+            client.device_id, client, tunables, (x, cla.empty_like(x), np.float32(2), np.int32(1000))
+        )
+    assert "inputs= generator allocates" not in str(raised.value)
+    if client.compile_in == "process":  # the first launch, in a compile worker, finds the canary changed
+        says = "wrote past the end of argument 1 (a buffer of 4000 bytes) at its first launch: the launch covers more"
+        assert str(raised.value).count(says) == 2 and "guard the kernel's bounds (if (i < n))" in str(raised.value)
+    else:
+        assert str(raised.value).count("canary overwritten") == 2, str(raised.value)
