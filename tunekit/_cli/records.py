@@ -122,7 +122,8 @@ def summary(args: argparse.Namespace) -> int:
                 (
                     s.tuner,
                     s.key_json,
-                    f"{s.winner or '-'} {format_duration_ns(s.winner_median_ns)}",
+                    # No winner: said as `records tail` says it, rather than "- -" (a name and a time, both missing).
+                    f"{s.winner} {format_duration_ns(s.winner_median_ns)}" if s.winner else "no valid candidate",
                     f"{s.runner_up} {format_duration_ns(s.runner_up_median_ns)}" if s.runner_up else "-",
                     s.decision.margin_text if s.decision is not None else "-",
                     s.decision.stage_text if s.decision is not None else "-",
