@@ -7,7 +7,7 @@ import re
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -600,6 +600,23 @@ def test_variants_applies_drops_are_reported_as_not_applying_to_the_key(
     tk.configure()
     with pytest.raises(tk.NoValidKernelFound, match=rf"scale\[MODE=0\]: {re.escape(says)}"):
         _run(client, template=nothing)
+
+
+@pytest.mark.opencl
+@pytest.mark.parametrize(
+    ("applies", "returned"),
+    [(lambda c, k: k.n % c.BLOCK, "int 0"), (lambda c, k: None, "NoneType None")],
+    ids=["modulo-without-comparison", "no-return"],
+)
+def test_an_applies_that_returns_no_bool_is_refused_naming_what_it_returned(
+    client: OpenCLClient, applies: Callable[[tk.Config, ScaleKey], bool], returned: str
+) -> None:
+    """Regression: `key.n % c.BLOCK` (meant `== 0`) skipped every variant that applies and was reported as
+    "applies= returned False"; a branch without `return` skipped silently."""
+    template = KernelTemplate(SCALE, "scale", {"MODE": [0], "BLOCK": [64]}, geometry=_geometry, applies=applies)
+    with pytest.raises(TypeError, match=rf"applies= returned {returned} for scale\[MODE=0,BLOCK=64\] and key "):
+        _run(client, n=1024, template=template)
+    assert template.compiled() == []
 
 
 @pytest.mark.slow

@@ -11,6 +11,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Generic
 
+import numpy as np
 from typing_extensions import TypeVar
 
 import tunekit as tk
@@ -301,7 +302,19 @@ class _Applies(Generic[K]):
 
     def __call__(self, key: K) -> int:
         applies = self.template.applies
-        return 0 if applies is None or applies(self.config, key) else -1
+        if applies is None:
+            return 0
+        verdict = applies(self.config, key)
+        if not isinstance(verdict, bool | np.bool_):
+            # Taken for its truth, `key.n % c.BLOCK` (meant `== 0`) skips exactly the variants that apply, and
+            # a branch without `return` (None) skips silently; both were reported as "applies= returned False".
+            raise TypeError(
+                f"KernelTemplate {self.template.kernel_name!r}: applies= returned {type(verdict).__name__} "
+                f"{verdict!r:.60} for {self.template.name_of(self.config)} and key {key!r}; it must return a bool "
+                "(True: the variant can run this key): compare explicitly, e.g. `key.n % (c.BLOCK * c.VEC) == 0`, "
+                "and return on every path"
+            )
+        return 0 if verdict else -1
 
     def why_skipped(self, key: object) -> str:
         """Said in the tune's record and errors instead of "negative priority"."""
