@@ -191,6 +191,12 @@ def test_template_mistakes_are_refused_at_definition() -> None:
     # Regression: -Dn=64 rewrote the kernel's `const int n`, and every variant failed as "expected ')'".
     with pytest.raises(ValueError, match=r"parameter 'n' is also the name of the kernel's parameter `int n`"):
         KernelTemplate(SCALE, "scale", {"MODE": [0], "n": [64]}, geometry=_geometry)
+    # Regression: these failed every variant at its compile as "<lambda>() takes 1 positional argument but 2 ...".
+    with pytest.raises(TypeError, match=r"'scale': geometry= cannot be called as geometry\(config, key\) \(too many"):
+        KernelTemplate(SCALE, "scale", {"MODE": [0]}, geometry=lambda key: ((key.n,), (64,)))
+    with pytest.raises(TypeError, match=r"applies= cannot be called as applies\(config, key\) \(missing a required"):
+        KernelTemplate(SCALE, "scale", {"MODE": [0]}, geometry=_geometry, applies=lambda c, key, x: True)
+    KernelTemplate(SCALE, "scale", {"MODE": [0]}, geometry=lambda *args: ((64,), None))  # takes (config, key): fine
 
 
 def test_options_and_values_a_build_cannot_take_are_refused_at_definition() -> None:

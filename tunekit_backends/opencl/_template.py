@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import inspect
 import math
 import numbers
 import re
@@ -143,6 +144,9 @@ class KernelTemplate(Generic[K]):
         _check_defines(self.space, options)
         if not callable(geometry):
             raise TypeError("KernelTemplate(geometry=...) takes a callable (config, key) -> (global, local)")
+        _check_config_and_key(kernel_name, "geometry", geometry, "geometry=lambda c, key: ((key.n,), (c.BLOCK,))")
+        if applies is not None:
+            _check_config_and_key(kernel_name, "applies", applies, "applies=lambda c, key: key.n % c.BLOCK == 0")
         self.source = source
         self.kernel_name = kernel_name
         self.geometry = geometry
@@ -291,6 +295,25 @@ def _launch_shape(name: str, shape: Any) -> Shape:
             "must be at least 1 (a zero-sized launch runs nothing and leaves the output as it was)"
         )
     return launch
+
+
+def _check_config_and_key(kernel_name: str, what: str, fn: Callable[..., Any], example: str) -> None:
+    """Refuse, where the template is made, a geometry or applies that cannot be called as ``fn(config, key)``.
+
+    Otherwise every variant fails alike at its first compile, with "<lambda>() takes 1 positional argument
+    but 2 were given" and nothing naming which function of the template it was.
+    """
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):  # a builtin or C callable without one: its first call will tell
+        return
+    try:
+        signature.bind(None, None)
+    except TypeError as exc:
+        raise TypeError(
+            f"KernelTemplate {kernel_name!r}: {what}= cannot be called as {what}(config, key) ({exc}); it is given "
+            f"the variant's configuration and the key, e.g. {example}"
+        ) from None
 
 
 class _Applies(Generic[K]):
