@@ -7,7 +7,7 @@ import re
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -188,6 +188,15 @@ def test_template_mistakes_are_refused_at_definition() -> None:
         KernelTemplate(SCALE, "scale", {"MODE-2": [0]}, geometry=_geometry)
     with pytest.raises(ValueError, match="restrict= to tk.Space"):
         KernelTemplate(SCALE, "scale", tk.Space(MODE=[0]), geometry=_geometry, restrict=lambda c: True)
+    # Regression: -Dn=64 rewrote the kernel's `const int n`, and every variant failed as "expected ')'".
+    with pytest.raises(ValueError, match=r"parameter 'n' is also the name of the kernel's parameter `int n`"):
+        KernelTemplate(SCALE, "scale", {"MODE": [0], "n": [64]}, geometry=_geometry)
+    # Regression: these failed every variant at its compile as "<lambda>() takes 1 positional argument but 2 ...".
+    with pytest.raises(TypeError, match=r"'scale': geometry= cannot be called as geometry\(config, key\) \(too many"):
+        KernelTemplate(SCALE, "scale", {"MODE": [0]}, geometry=lambda key: ((key.n,), (64,)))
+    with pytest.raises(TypeError, match=r"applies= cannot be called as applies\(config, key\) \(missing a required"):
+        KernelTemplate(SCALE, "scale", {"MODE": [0]}, geometry=_geometry, applies=lambda c, key, x: True)
+    KernelTemplate(SCALE, "scale", {"MODE": [0]}, geometry=lambda *args: ((64,), None))  # takes (config, key): fine
 
 
 def test_options_and_values_a_build_cannot_take_are_refused_at_definition() -> None:
@@ -253,6 +262,14 @@ def test_a_template_whose_space_is_empty_or_no_mapping_is_refused(client: OpenCL
         TypeError, match=r"KernelTemplate\(space=...\) takes a tk.Space or a dict name -> values, got list"
     ):
         KernelTemplate(SCALE, "scale", [64, 128], geometry=_geometry)  # type: ignore[arg-type]
+
+
+@pytest.mark.opencl
+def test_a_template_set_with_a_reference_but_no_outputs_is_refused_when_built(client: OpenCLClient) -> None:
+    """Regression: reference= without outputs= compared each variant's return value, its launch's event, with the
+    reference's array, and every variant failed with "output 0: shape () differs from the expected (1000,)"."""
+    with pytest.raises(ValueError, match=r"KernelTemplate 'scale': tunable_set\(reference=...\) needs outputs=\[...\]"):
+        TEMPLATE.tunable_set(client, key=_key, reference=lambda x, y, a, n: a * x)
 
 
 @pytest.mark.opencl
@@ -435,8 +452,7 @@ PLAIN = KernelTemplate(SCALE, "scale", {"MODE": [0], "BLOCK": [64, 128]}, geomet
     [
         (
             "python_int",
-            "argument 3 is a Python int (1024): a scalar parameter takes the numpy scalar of its C type, "
-            "e.g. np.int32(1024)",
+            "argument 3 (n) is a Python int (1024), but the kernel declares `int n`: pass np.int32(1024)",
         ),
         ("host_array", "argument 0 is a numpy array in host memory: a __global pointer takes device memory"),
         ("extra_arg", "the kernel takes 4 arguments and was given 5; make the inputs"),
@@ -592,6 +608,23 @@ def test_variants_applies_drops_are_reported_as_not_applying_to_the_key(
         _run(client, template=nothing)
 
 
+@pytest.mark.opencl
+@pytest.mark.parametrize(
+    ("applies", "returned"),
+    [(lambda c, k: k.n % c.BLOCK, "int 0"), (lambda c, k: None, "NoneType None")],
+    ids=["modulo-without-comparison", "no-return"],
+)
+def test_an_applies_that_returns_no_bool_is_refused_naming_what_it_returned(
+    client: OpenCLClient, applies: Callable[[tk.Config, ScaleKey], bool], returned: str
+) -> None:
+    """Regression: `key.n % c.BLOCK` (meant `== 0`) skipped every variant that applies and was reported as
+    "applies= returned False"; a branch without `return` skipped silently."""
+    template = KernelTemplate(SCALE, "scale", {"MODE": [0], "BLOCK": [64]}, geometry=_geometry, applies=applies)
+    with pytest.raises(TypeError, match=rf"applies= returned {returned} for scale\[MODE=0,BLOCK=64\] and key "):
+        _run(client, n=1024, template=template)
+    assert template.compiled() == []
+
+
 @pytest.mark.slow
 @pytest.mark.opencl
 @pytest.mark.subprocess
@@ -613,3 +646,32 @@ def test_variants_with_the_same_output_bits_keep_their_own_check_events_and_verd
         assert wrong.stage == "check" and "1 of 1024 elements differ" in (wrong.error or "")
         assert "max abs error 0.5 at (7,)" in (wrong.error or "")
     assert record.winner is not None and "MODE=0" in record.winner
+
+
+UNGUARDED = """
+__kernel void scale(__global const float* x, __global float* y, const float a, const int n) {
+    const int i = get_global_id(0);
+    y[i] = a * x[i];
+}
+"""
+
+
+@pytest.mark.opencl
+@pytest.mark.subprocess
+def test_an_unguarded_kernel_on_an_anchored_key_fails_saying_to_guard_its_bounds(client: OpenCLClient) -> None:
+    """Regression: a kernel without a bounds guard, launched on the bucket's 1024 items over the caller's 1000
+    (no inputs=), failed every variant with "check the sizes the inputs= generator allocates", a generator the
+    caller never gave."""
+    template = KernelTemplate(UNGUARDED, "scale", {"BLOCK": [32, 64]}, geometry=lambda c, k: ((k.n,), (c.BLOCK,)))
+    tunables = template.tunable_set(client, key=_key, reference=lambda x, y, a, n: a * x, outputs=[1])
+    x = cla.to_device(client.queue, np.ones(1000, np.float32))
+    with pytest.raises(tk.NoValidKernelFound) as raised:
+        tk.LocalTuner[ScaleKey, Any]("unguarded").execute(
+            client.device_id, client, tunables, (x, cla.empty_like(x), np.float32(2), np.int32(1000))
+        )
+    assert "inputs= generator allocates" not in str(raised.value)
+    if client.compile_in == "process":  # the first launch, in a compile worker, finds the canary changed
+        says = "wrote past the end of argument 1 (a buffer of 4000 bytes) at its first launch: the launch covers more"
+        assert str(raised.value).count(says) == 2 and "guard the kernel's bounds (if (i < n))" in str(raised.value)
+    else:
+        assert str(raised.value).count("canary overwritten") == 2, str(raised.value)

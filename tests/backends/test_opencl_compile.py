@@ -445,6 +445,9 @@ def test_a_variant_that_hangs_its_worker_fails_after_the_candidate_timeout(poole
     by_name = {c.name: c for c in record.candidates}
     assert "hung a compile worker" in (by_name["spin[MODE=1,BLOCK=8]"].error or "")
     assert f"within {limit_s} s" in (by_name["spin[MODE=1,BLOCK=8]"].error or "")
+    # Regression: its program built (MODE=0 launched from it), so the hang is its first launch's: it was sent alone
+    # to a fresh worker all the same, and hung for the whole limit a second time ("while building or first ...").
+    assert "at its first launch (its program built)" in (by_name["spin[MODE=1,BLOCK=8]"].error or "")
     assert record.winner == "spin[MODE=0,BLOCK=8]"
 
 

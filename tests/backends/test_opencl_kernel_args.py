@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import tunekit as tk
+from tunekit._keys.key import key_to_json
 from tunekit_backends.opencl import KernelTemplate, OpenCLClient
 from tunekit_backends.opencl._kernel_args import (
     Param,
@@ -242,3 +243,99 @@ def test_vector_pointers_take_scalar_or_vector_arrays_and_scalars_are_checked(cl
         assert argument_mismatch("k", params, dtypes, (ok, np.int32(1))) is None
     wrong = argument_mismatch("k", params, dtypes, (cla.empty(q, 16, np.float32), np.uint32(1)))
     assert wrong is not None and "argument 1 (n) is a numpy scalar of uint32" in wrong and "np.int32(value)" in wrong
+
+
+@pytest.mark.opencl
+@pytest.mark.subprocess
+def test_a_callers_wrong_dtype_with_the_default_device_copies_is_not_remembered_for_the_key(
+    client: OpenCLClient,
+) -> None:
+    """Regression: a template set without inputs= (its variants timed on device copies of the caller's arrays)
+    stored the float64 call's failure, and another process's correct float32 call at that key got its
+    NoValidKernelFound for failed_tune_retry_s."""
+    template = KernelTemplate(SCALE, "scale", {"BLOCK": [1, 2]}, geometry=_geometry, options=["-DT=float"])
+    tunables = template.tunable_set(client, key=_key)  # no inputs=: the default device copies
+    name = f"copies-f64-{client.compile_in}"
+    with pytest.raises(tk.NoValidKernelFound, match=r"argument 0 \(x\) is a pyopencl array of float64"):
+        tk.LocalTuner[Key, Any](name).execute(
+            client.device_id, client, tunables, _args(client, 256, np.float64, np.float32)
+        )
+    cache = tk.persistent_cache()
+    assert cache is not None
+    assert cache.get_failure(client.device_id, name, key_to_json(Key(n=256))) is None
+
+
+@pytest.mark.opencl
+@pytest.mark.subprocess
+@pytest.mark.parametrize(
+    ("position", "wrong", "says", "builds"),
+    [
+        (
+            3,
+            256,
+            r"argument 3 \(n\) is a Python int \(256\), but the kernel declares `int n`: pass np\.int32\(256\)",
+            0,
+        ),
+        (2, 3, r"argument 2 \(a\) is a Python int \(3\), but the kernel declares `float a`: pass np\.float32\(3\)", 0),
+        (
+            0,
+            "host",
+            r"argument 0 is a numpy array in host memory: .*pyopencl\.array\.to_device\(client\.queue, array\)",
+            1,
+        ),
+        (4, "extra", r"the kernel takes 4 arguments and was given 5; pass execute the kernel's arguments", 1),
+    ],
+    ids=["python-int", "python-int-for-float", "host-array", "extra-argument"],
+)
+def test_a_cached_winner_given_arguments_no_launch_takes_names_the_argument_and_the_fix(
+    client: OpenCLClient, position: int, wrong: object, says: str, builds: int
+) -> None:
+    """Regression: the winner launched on the caller's arguments (the tune's came from inputs=) raised the driver's
+    bare "Kernel.set_arg failed: INVALID_VALUE - when processing arg#4 (1-based)", after every next-ranked variant
+    was tried on them too."""
+    template = KernelTemplate(SCALE, "scale", {"BLOCK": [1, 2]}, geometry=_geometry, options=["-DT=float"])
+    name = f"winner-{position}-{client.compile_in}"
+    _tune(client, template, name, _good(client))
+    # A fresh template, as in the next process: the winner read from the cache is built only if it launches.
+    fresh = KernelTemplate(SCALE, "scale", {"BLOCK": [1, 2]}, geometry=_geometry, options=["-DT=float"])
+    tunables = fresh.tunable_set(client, key=lambda *a: Key(n=256), inputs=lambda key, *a: _good(client))
+    args: list[Any] = list(_good(client))
+    if wrong == "host":
+        args[0] = args[0].get()
+    elif wrong == "extra":
+        args.append(np.int32(0))
+    else:
+        args[position] = wrong
+    records: list[tk.AutotuneRecord] = []
+    sink = tk.add_record_sink(records.append)
+    try:
+        with pytest.raises(tk.InputTypeError, match=says):
+            tk.LocalTuner[Key, Any](name).execute(client.device_id, client, tunables, tuple(args))
+    finally:
+        tk.remove_record_sink(sink)
+    assert records == []  # the caller's error: no variant demoted
+    # A Python number is refused before the winner builds (its parameter's type is read from the source);
+    # the others at its launch. Either way no next-ranked variant is built to try them.
+    assert len(fresh.compiled()) == builds
+
+
+@pytest.mark.opencl
+def test_arrays_of_another_context_are_refused_naming_the_argument_and_where_to_make_them(
+    client: OpenCLClient,
+) -> None:
+    """Regression: a caller's arrays made on its own context (pyopencl.create_some_context()) stopped the tune with
+    "the input generator raised LogicError: clEnqueueCopyBuffer failed: INVALID_CONTEXT", naming a generator the
+    caller never wrote, and neither the argument nor the fix."""
+    template = KernelTemplate(SCALE, "scale", {"BLOCK": [1, 2]}, geometry=_geometry, options=["-DT=float"])
+    tunables = template.tunable_set(client, key=_key)  # no inputs=: device copies of the caller's arrays
+    other = cl.CommandQueue(cl.Context([client.device]))
+    x = cla.to_device(other, np.ones(256, np.float32))
+    y = cla.zeros(client.queue, 256, np.float32)
+    tuner = tk.LocalTuner[Key, Any](f"other-context-{client.compile_in}")
+    says = r"argument 0 is a pyopencl array of another OpenCL context than the client's.*to_device\(client\.queue"
+    with pytest.raises(tk.InputTypeError, match=rf"^tuner 'other-context-{client.compile_in}': {says}"):
+        tuner.execute(client.device_id, client, tunables, (x, y, np.float32(3), np.int32(256)))
+    with pytest.raises(tk.InputTypeError, match=r"argument 1 is a pyopencl Buffer of another OpenCL context"):
+        tuner.execute(client.device_id, client, tunables, (y, x.data, np.float32(3), np.int32(256)))
+    assert template.compiled() == []  # refused before any variant was built
+    tuner.execute(client.device_id, client, tunables, (y, cla.zeros_like(y), np.float32(3), np.int32(256))).wait()

@@ -280,3 +280,41 @@ def test_from_space_refuses_a_key_without_an_autotune_key_before_walking_the_spa
     with pytest.raises(TypeError, match="not an @tk.autotune_key class"):
         tk.TunableSet.from_space(tk.Space(A=[1, 2], restrict=counting), _build_refusing_two, key=plain)
     assert walked == []
+
+
+_SCRIPT_WITH_FACTORY = """
+import numpy as np
+import tunekit as tk
+from tunekit_backends.cpu import CpuClient
+
+def build_worker(key, *, device_id, locator):
+    return CpuClient(), make_set(), (np.ones(key["n"]),)
+
+def make_set():
+    return tk.TunableSet(key=lambda x: len(x)).with_tunable(tk.Tunable("sum", lambda x: float(x.sum())))
+
+make_set().with_isolation("process", timeout_s=5, worker=build_worker)
+"""
+
+
+@pytest.mark.subprocess
+def test_a_worker_factory_in_the_script_being_run_is_refused_saying_where_to_move_it(tmp_path: Path) -> None:
+    """Regression: the docs' factory snippet pasted into a script (so defined in __main__) was refused without
+    saying what to do about it: the docs' own test ran the snippet in an importable module."""
+    script = tmp_path / "tune.py"
+    script.write_text(_SCRIPT_WITH_FACTORY)
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(Path(tk.__file__).parent.parent)},
+    )
+    assert done.returncode == 1
+    advice = (
+        "the worker process imports it by name; build_worker is defined in the script being run (__main__): "
+        "move it to a module of its own beside the script (e.g. workers.py) and import it from there "
+        "(from workers import build_worker)"
+    )
+    assert done.stderr.strip().splitlines()[-1].endswith(advice), done.stderr

@@ -584,3 +584,15 @@ def test_a_pipe_closed_by_head_ends_the_command_quietly(records: Path, tmp_path:
     assert done.returncode == 0, (done.returncode, done.stderr)
     assert done.stdout.count("\n") == 1 and "cli_sum" in done.stdout
     assert done.stderr == ""
+
+
+def test_records_summary_of_a_tune_without_a_winner_says_so_in_the_winner_column(tmp_path: Path) -> None:
+    """Regression: a key whose every candidate failed showed "- -" as its winner (a name and a time, both missing)."""
+    records = tmp_path / "doomed.jsonl"
+    tk.configure(record=str(records))
+    tunables = tk.TunableSet(key=lambda x: SumKey(n=x.shape[0])).with_tunable(tk.Tunable("boom", _boom))
+    with pytest.raises(tk.NoValidKernelFound):
+        tk.LocalTuner[SumKey, np.ndarray]("cli_no_winner").execute(CLIENT.device_id, CLIENT, tunables, (np.ones(8),))
+    tk.configure()
+    row = next(line for line in run("records", "summary", str(records)).stdout.splitlines() if "cli_no_winner" in line)
+    assert re.split(r"\s{2,}", row.strip())[:3] == ["cli_no_winner", '{"n":8}', "no valid candidate"], row

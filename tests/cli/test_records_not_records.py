@@ -98,3 +98,24 @@ def test_a_hit_summary_line_of_another_shape_is_a_named_bad_line(tmp_path: Path)
     assert "1 records, 1 keys, 1 bad line skipped\n" in done.stdout, done.stdout
     document = json.loads(run("records", "summary", str(path), "--json", check=1).stdout)
     assert (document["records"], document["bad_lines"], document["hit_summaries"]) == (1, 1, 0)
+
+
+def test_a_text_file_of_no_json_given_as_records_is_named_in_one_line(tmp_path: Path) -> None:
+    """Regression: a script or a log given as the records file printed 20 "not valid JSON" lines, then a count."""
+    script = tmp_path / "tune_saxpy.py"
+    script.write_text("".join(f"print({i})  # not a record\n" for i in range(40)))
+    for args in (("records", "summary", str(script)), ("records", "tail", str(script)), ("report", str(script))):
+        done = run(*args, check=2)
+        assert done.stderr == (
+            f"tunekit: {script} is not a records file: none of its 40 lines is JSON (a records file holds one JSON "
+            "record per line, written where TUNEKIT_RECORD or tk.configure(record=...) points)\n"
+        ), (args, done.stderr)
+
+
+def test_a_records_file_whose_only_line_is_torn_is_still_read_as_records(tmp_path: Path) -> None:
+    """The first record of a running tune, half-written, is one bad line of a records file, not another file."""
+    path = tmp_path / "records.jsonl"
+    _records(path)
+    path.write_text(path.read_text()[:100])
+    done = run("records", "summary", str(path), check=1)
+    assert f"{path}:1: last line is cut short" in done.stderr and "0 records, 0 keys, 1 bad line skipped" in done.stdout

@@ -63,11 +63,23 @@ def test_enum_and_literal_fields_serialise() -> None:
 
 
 def test_unserialisable_field_type_refused_at_definition() -> None:
-    with pytest.raises(TypeError, match=r"BadKey\.shape.*JSON"):
+    with pytest.raises(TypeError, match=r"BadKey\.shape.*JSON.*for a shape, one int field per dimension"):
 
         @tk.autotune_key
         class BadKey:
             shape: list[int]
+
+    with pytest.raises(TypeError, match=r"TupleKey\.shape.*for a shape, one int field per dimension, e\.g\. rows"):
+
+        @tk.autotune_key
+        class TupleKey:
+            shape: tuple[int, ...]
+
+    with pytest.raises(TypeError, match=r"ArrayKey\.a.*or np\.dtype$"):  # no shape advice for what is no shape
+
+        @tk.autotune_key
+        class ArrayKey:
+            a: np.ndarray
 
 
 class Pair(enum.Enum):

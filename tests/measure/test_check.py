@@ -359,6 +359,48 @@ def test_outputs_beyond_the_inputs_stop_the_tune_storing_nothing(with_fn: bool, 
     assert cache.failed_keys() == []
 
 
+@pytest.mark.parametrize(
+    ("reference", "says"),
+    [
+        (lambda x, out: (x * 2)[:2], r"returned ndarray of shape \(2,\) for argument 1, an array of shape \(4,\)"),
+        (lambda x, out: None, r"returned None for argument 1, an array of shape \(4,\)"),
+        (lambda x, out: {1: x * 2}, r"returned dict for argument 1, an array of shape \(4,\)"),
+    ],
+    ids=["shape", "none", "dict"],
+)
+def test_a_reference_value_no_in_place_output_can_match_stops_the_tune_blaming_no_candidate(
+    reference: object, says: str, isolated_settings: object
+) -> None:
+    """Regression: a reference returning the wrong shape (or None) for an output argument failed every candidate
+    with "argument 1: shape (4,) differs from the expected (2,)", as if each kernel were wrong, and stored the key's
+    failure for other processes to repeat."""
+    tunables = (
+        tk.TunableSet(key=lambda x, out: NKey(n=x.size))
+        .with_tunable(tk.Tunable("a", lambda x, out: np.multiply(x, 2, out=out)))
+        .with_reference(reference, outputs=[1])  # type: ignore[arg-type]
+    )
+    tuner: tk.LocalTuner[NKey, object] = tk.LocalTuner("reference-shape")
+    with pytest.raises(ReferenceFailed, match=says + r": return the values a correct candidate leaves in it"):
+        tuner.execute(CLIENT.device_id, CLIENT, tunables, (np.ones(4), np.zeros(4)))
+    cache = tk.PersistentCache(isolated_settings)  # type: ignore[arg-type]
+    assert cache.failed_keys() == []
+
+
+def test_outputs_naming_a_scalar_argument_stop_the_tune_blaming_no_candidate(isolated_settings: object) -> None:
+    """Regression: outputs=[1] naming a scalar failed every candidate with "argument 1: shape () differs from the
+    expected (4,)"; no candidate can write a scalar argument in place."""
+    tunables = (
+        tk.TunableSet(key=lambda x, n: NKey(n=x.size))
+        .with_tunable(tk.Tunable("a", lambda x, n: x * 2))
+        .with_reference(lambda x, n: x * 2, outputs=[1])
+    )
+    tuner: tk.LocalTuner[NKey, object] = tk.LocalTuner("outputs-scalar")
+    with pytest.raises(ReferenceFailed, match=r"outputs=\[1\]\) names argument 1, a int32 .* cannot write in place"):
+        tuner.execute(CLIENT.device_id, CLIENT, tunables, (np.ones(4), np.int32(4)))
+    cache = tk.PersistentCache(isolated_settings)  # type: ignore[arg-type]
+    assert cache.failed_keys() == []
+
+
 def test_an_expected_output_prepared_once_judges_every_output_as_the_full_comparison_does() -> None:
     """A prepared expected value (the gate's, for every candidate) gives exactly the outcome compare() gives alone."""
     rng = np.random.default_rng(3)

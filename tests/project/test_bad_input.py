@@ -104,6 +104,20 @@ def test_a_raising_input_generator_names_the_tuner_and_the_set() -> None:
         tuner.execute(CLIENT.device_id, CLIENT, tunables, (np.ones((4, 4)),))
 
 
+def test_an_input_generator_that_cannot_take_the_call_says_how_it_is_called() -> None:
+    """Regression: `inputs=lambda key: ...` said only "<lambda>() takes 1 positional argument but 2 were given"."""
+    tuner: tk.LocalTuner[RowsKey, np.ndarray] = tk.LocalTuner("gen_arity")
+    tunables = tk.TunableSet(key=_row_key, inputs=lambda key: (np.ones((4, 4)),)).with_tunable(
+        tk.Tunable("np_sum", lambda x: x.sum(1))
+    )
+    with pytest.raises(
+        tk.TunekitError,
+        match=r"takes 1 positional argument but 2 were given; it is called as inputs\(key, \*arguments\), with the "
+        r"key and the 1 argument given to execute",
+    ):
+        tuner.execute(CLIENT.device_id, CLIENT, tunables, (np.ones((4, 4)),))
+
+
 def test_long_sets_are_named_briefly() -> None:
     tunables = tk.TunableSet(key=_row_key).with_tunables([tk.Tunable(f"c{i}", len) for i in range(100)])
     assert repr(tunables) == "TunableSet(c0, c1, c2, c3, c4, c5, c6, c7, ... 92 more)"

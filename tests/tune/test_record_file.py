@@ -773,6 +773,15 @@ def test_a_tune_is_refused_where_it_answers_another_question(tmp_path: Path) -> 
     assert record.add_tune(tune, RowKey).winner == tune.winner  # replaces the entry, as add does
     with pytest.raises(TypeError, match=r"a search result is added with record.add\(key, result\)"):
         record.add_tune(searched, RowKey)  # type: ignore[arg-type]
+    # Regression: a line of tk.read_records (which the docs offer beside a sink) was refused as "got RecordLine".
+    records_file = tmp_path / "records.jsonl"
+    records_file.write_text(tune.model_dump_json() + "\n")
+    (line,) = tk.read_records(records_file)
+    with pytest.raises(
+        TypeError, match=r"got RecordLine; tk.read_records yields lines: pass a tk.RecordLine's \.record"
+    ):
+        record.add_tune(line, RowKey)  # type: ignore[arg-type]
+    assert isinstance(line, tk.RecordLine) and record.add_tune(line.record, RowKey).winner == tune.winner
 
 
 @pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc, where no process can create a file")

@@ -96,9 +96,16 @@ def worker_reference(factory: Callable[..., Any]) -> str:
     """``module:qualname`` of a module-level function, checked to import back to the same object."""
     module, qualname = getattr(factory, "__module__", None), getattr(factory, "__qualname__", "")
     if not module or "<" in qualname or module == "__main__":
+        # The script being run is __main__: the usual way to meet this, with the doc's snippet pasted into it.
+        where = (
+            f"; {qualname} is defined in the script being run (__main__): move it to a module of its own beside "
+            f"the script (e.g. workers.py) and import it from there (from workers import {qualname})"
+            if module == "__main__" and "<" not in qualname
+            else ""
+        )
         raise ValueError(
             f"worker={factory!r} must be a function defined at the top level of an importable module "
-            "(not a lambda, a nested function or __main__): the worker process imports it by name"
+            f"(not a lambda, a nested function or __main__): the worker process imports it by name{where}"
         )
     reference = f"{module}:{qualname}"
     if resolve_reference(reference) is not factory:

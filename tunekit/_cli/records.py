@@ -19,7 +19,7 @@ from tunekit._cli.error import CliError
 from tunekit._cli.listings import LISTINGS, KeyFailure, KeySkip, KeySummaryEntry, RecordsSummary
 from tunekit._cli.table import Output, fixed, print_json
 from tunekit._observe.hit_count import HitSummary
-from tunekit._observe.reader import HIT_SUMMARY_PREFIX, BadLine, RecordLine, follow_records, read_records
+from tunekit._observe.reader import HIT_SUMMARY_PREFIX, NOT_JSON, BadLine, RecordLine, follow_records, read_records
 from tunekit._observe.report import render_report
 from tunekit._observe.summary import KeySummary, summarise
 from tunekit._store.file_kind import other_kind
@@ -55,6 +55,13 @@ def read_or_fail(file: str) -> tuple[list[RecordLine], list[BadLine]]:
     # A trial log or committed record given here would list every one of its lines as a bad record.
     if bad and not good and (kind := other_kind(path, "records")):
         raise CliError(f"{file} is {kind}, not a records file")
+    # A text file of another kind (a script, a log, a TOML file) would list each of its lines as "not valid JSON".
+    # Two lines at least: a records file whose first record is still being written holds one torn line.
+    if len(bad) > 1 and not good and all(line.reason.startswith(NOT_JSON) for line in bad):
+        raise CliError(
+            f"{file} is not a records file: none of its {len(bad)} lines is JSON (a records file holds one JSON "
+            "record per line, written where TUNEKIT_RECORD or tk.configure(record=...) points)"
+        )
     return good, bad
 
 
@@ -115,7 +122,8 @@ def summary(args: argparse.Namespace) -> int:
                 (
                     s.tuner,
                     s.key_json,
-                    f"{s.winner or '-'} {format_duration_ns(s.winner_median_ns)}",
+                    # No winner: said as `records tail` says it, rather than "- -" (a name and a time, both missing).
+                    f"{s.winner} {format_duration_ns(s.winner_median_ns)}" if s.winner else "no valid candidate",
                     f"{s.runner_up} {format_duration_ns(s.runner_up_median_ns)}" if s.runner_up else "-",
                     s.decision.margin_text if s.decision is not None else "-",
                     s.decision.stage_text if s.decision is not None else "-",

@@ -56,9 +56,17 @@ def _check_field_type(cls_name: str, name: str, hint: object) -> None:
         return
     if get_origin(hint) is Literal and all(isinstance(a, _SCALARS) for a in get_args(hint)):
         return
+    origin = get_origin(hint) or hint
+    # A shape is the usual such field: saying how to spell it saves a round of guessing.
+    shape = (
+        " (for a shape, one int field per dimension, e.g. rows: int and cols: int, each Annotated[int, tk.Anchor()] "
+        "to bucket it)"
+        if isinstance(origin, type) and issubclass(origin, tuple | list)
+        else ""
+    )
     raise TypeError(
         f"autotune key {cls_name}.{name} has type {hint!r}, which cannot be stored in the tuning "
-        "cache as JSON; use int, float, str, bool, an Enum or a Literal of those, or np.dtype"
+        f"cache as JSON; use int, float, str, bool, an Enum or a Literal of those, or np.dtype{shape}"
     )
 
 

@@ -344,6 +344,36 @@ def as_outputs(value: Any, count: int, what: str) -> tuple[Any, ...]:
     return value
 
 
+def _is_scalar(value: Any) -> bool:
+    return value is None or isinstance(value, np.generic | int | float | complex | str | bytes)
+
+
+def _check_expected_fits(position: int, expected: Any, argument: Any, shape: object) -> None:
+    """Refuse a reference's value for an in-place output that no candidate's output could match.
+
+    A candidate cannot change the shape of an argument it writes: a reference value of another shape
+    (or None, a dict) would fail every candidate with "shape (n,) differs from the expected ...",
+    blaming the kernels for the reference's mistake.
+    """
+    if not isinstance(shape, tuple) or isinstance(argument, np.generic):
+        return
+    try:
+        expected_shape = None if expected is None or isinstance(expected, dict) else np.shape(expected)
+    except Exception:  # a ragged list and the like: compare() says what it makes of it
+        return
+    if expected_shape != shape:
+        returned = (
+            "None"
+            if expected is None
+            else type(expected).__name__ + ("" if expected_shape is None else f" of shape {expected_shape}")
+        )
+        raise ReferenceFailed(
+            f"the reference function of with_reference() returned {returned} for argument {position}, an array "
+            f"of shape {shape}: return the values a correct candidate leaves in it, an array of that shape (one "
+            "value per position of outputs=, in its order)"
+        )
+
+
 class ReferenceFailed(TunekitError):
     """The set's check cannot run (its reference function failed, or an output cannot be read as numbers).
 
@@ -375,6 +405,14 @@ class Gate:
                 f"with_reference(outputs={list(outputs)}) names an argument position beyond the "
                 f"{len(self.inputs)} inputs"
             )
+        scalars = [p for p in outputs if _is_scalar(self.inputs[p])]
+        if scalars:  # nothing a candidate does can change it: every candidate would fail, blamed for it
+            p = scalars[0]
+            raise ReferenceFailed(
+                f"with_reference(outputs={list(outputs)}) names argument {p}, a {type(self.inputs[p]).__name__} "
+                f"({self.inputs[p]!r:.40}), which a candidate cannot write in place; name the positions of the "
+                "arrays or buffers it writes"
+            )
         # The timed runs of a candidate that writes in place (outputs=) change the benchmark
         # inputs, and a search checks each batch after the earlier ones were timed: copied as
         # they are by then, every correct candidate of a later batch would fail against outputs
@@ -402,9 +440,14 @@ class Gate:
     def _reference_outputs(self, fn: Callable[..., Any]) -> tuple[Any, ...]:
         """The reference runs on host copies of every argument and returns the expected outputs."""
         buffers = self._buffers()
-        expected = fn(*(buffers.read(p) for p in range(len(buffers.args))))
+        host = [buffers.read(p) for p in range(len(buffers.args))]
+        shapes = [getattr(value, "shape", None) for value in host]  # before the reference may rebind or resize them
+        expected = fn(*host)
         if self.reference.outputs is not None:
-            return as_outputs(expected, len(self.reference.outputs), "the reference")
+            values = as_outputs(expected, len(self.reference.outputs), "the reference")
+            for position, value in zip(self.reference.outputs, values, strict=True):
+                _check_expected_fits(position, value, host[position], shapes[position])
+            return values
         if expected is None:
             raise TypeError(f"the reference returned None; {_RETURN_VALUES}")
         return expected if isinstance(expected, tuple) else (expected,)

@@ -20,11 +20,13 @@ from tunekit._base.persisted import STORED
 from tunekit._base.validation_text import validation_text
 from tunekit._values.records import AutotuneRecord
 
-__all__ = ["HIT_SUMMARY_PREFIX", "BadLine", "RecordLine", "follow_records", "parse_line", "read_records"]
+__all__ = ["HIT_SUMMARY_PREFIX", "NOT_JSON", "BadLine", "RecordLine", "follow_records", "parse_line", "read_records"]
 
 # A record holds every sample of every candidate; a line far past this is not one of ours.
 _MAX_LINE = 64 * 1024 * 1024
 
+NOT_JSON = "not valid JSON"
+"""How a bad line's reason starts when the line is no JSON at all (not a record of another shape)."""
 HIT_SUMMARY_PREFIX = b'{"kind":"hit_summary"'
 """How a cache-hit summary line (``tunekit._observe.hit_count``) starts: ``kind`` is its first field."""
 
@@ -61,7 +63,7 @@ def parse_line(number: int, raw: bytes) -> RecordLine | BadLine | None:
         return RecordLine(number, AutotuneRecord.model_validate_json(text, context=STORED))
     except ValidationError as exc:
         if exc.errors()[0]["type"] == "json_invalid":
-            return BadLine(number, f"not valid JSON: {exc.errors()[0]['msg']}")
+            return BadLine(number, f"{NOT_JSON}: {exc.errors()[0]['msg']}")
         return BadLine(number, f"not a valid AutotuneRecord: {validation_text(exc, limit=1)}")
 
 

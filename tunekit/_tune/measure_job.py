@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import copy
+import inspect
 import logging
 import threading
 import time
-from collections.abc import Container, Iterator, Sequence
+from collections.abc import Callable, Container, Iterator, Sequence
 from typing import Any, NamedTuple
 
-from tunekit._base.errors import ClientClosed, TunekitError, describe_error
+from tunekit._base.errors import ClientClosed, InputTypeError, TunekitError, describe_error
 from tunekit._candidates.plan import plan_batches, skip_reason
 from tunekit._candidates.tunable_set import TunableSet
 from tunekit._measure.bounds import time_limit_ns
@@ -281,11 +282,31 @@ def _benchmark_inputs(job: TuneJob) -> tuple[Any, ...]:
         generated = generator(job.key, *job.inputs)
     except ClientClosed:  # allocating on a closed client is not the generator's mistake
         raise
+    except InputTypeError as exc:  # the caller's arguments, named by what copies them (an OpenCL set's default)
+        raise InputTypeError(f"{job.where}: {exc}") from exc
     except Exception as exc:
-        raise TunekitError(f"{job.where}: the input generator raised {describe_error(exc)} ({job.tunables!r})") from exc
+        hint = _call_hint(generator, job.key, job.inputs)
+        raise TunekitError(
+            f"{job.where}: the input generator raised {describe_error(exc)}{hint} ({job.tunables!r})"
+        ) from exc
     if not isinstance(generated, tuple):
         raise TunekitError(
             f"{job.where}: the input generator returned {type(generated).__name__}; "
             "it must return a tuple of the arguments every candidate is called with"
         )
     return generated
+
+
+def _call_hint(generator: Callable[..., Any], key: object, inputs: tuple[Any, ...]) -> str:
+    """How the generator is called, when its signature cannot take that call (``lambda key: ...``), else ''."""
+    try:
+        inspect.signature(generator).bind(key, *inputs)
+    except TypeError:
+        given = f"{len(inputs)} argument{'' if len(inputs) == 1 else 's'}"
+        return (
+            f"; it is called as inputs(key, *arguments), with the key and the {given} given to execute: "
+            "e.g. def inputs(key, *args), or one parameter per argument after the key"
+        )
+    except ValueError:  # no signature to read (a builtin): the error says what it can
+        pass
+    return ""

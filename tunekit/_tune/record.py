@@ -36,6 +36,7 @@ from tunekit._candidates.space_model import SpaceModel
 from tunekit._candidates.tunable_set import TunableSet
 from tunekit._keys.key import anchored_fields, is_autotune_key, key_from_dict, key_to_json, off_buckets
 from tunekit._measure.client import Client
+from tunekit._observe.reader import BadLine, RecordLine
 from tunekit._search.result import SearchResult
 from tunekit._store.file_kind import other_kind, other_kind_name
 from tunekit._tune.local import LocalTuner
@@ -169,6 +170,11 @@ class Record:
             raise TypeError(
                 f"Record.add_tune() takes the tk.AutotuneRecord of a tune execute ran, got {type(tune).__name__}"
                 + ("; a search result is added with record.add(key, result)" if isinstance(tune, SearchResult) else "")
+                + (
+                    "; tk.read_records yields lines: pass a tk.RecordLine's .record, and skip its tk.BadLines"
+                    if isinstance(tune, RecordLine | BadLine)
+                    else ""
+                )
             )
         if not (isinstance(key_type, type) and getattr(key_type, "__tunekit_key__", False)):
             raise TypeError(

@@ -417,11 +417,14 @@ def _phases(phase_s: dict[str, float], wall_time_s: float) -> PhaseTimes:
 
 
 def _callers_input_refused(tunables: TunableSet[Any, Any], outcomes: dict[int, Outcome]) -> bool:
-    """Whether every failure was a tk.InputTypeError on the caller's own inputs (a set without ``inputs=``).
+    """Whether every failure was a tk.InputTypeError on the caller's own inputs.
 
-    Such a failure says nothing of the key: remembered, it would answer another process's correct call
-    with this call's wrong dtype for ``failed_tune_retry_s``.
+    The candidates ran on the caller's arguments when the set has no ``inputs=``, or when its generator
+    only copies them (``copies_callers_arguments = True``, as an OpenCL template's default device copies
+    say). Such a failure says nothing of the key: remembered, it would answer another process's correct
+    call with this call's wrong dtype for ``failed_tune_retry_s``.
     """
     failed = [o for o in outcomes.values() if isinstance(o, Failed)]
     prefix = f"{InputTypeError.__name__}:"
-    return tunables.inputs is None and bool(failed) and all(o.reason.startswith(prefix) for o in failed)
+    callers = tunables.inputs is None or getattr(tunables.inputs, "copies_callers_arguments", False) is True
+    return callers and bool(failed) and all(o.reason.startswith(prefix) for o in failed)

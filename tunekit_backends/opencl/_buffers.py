@@ -7,6 +7,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+import tunekit as tk
 from tunekit.backend import CANARY_BYTES, CANARY_VALUE, ReferenceFailed
 from tunekit_backends.opencl._cl import pyopencl
 from tunekit_backends.opencl._overrun import canary_intact, overrun_message
@@ -76,6 +77,20 @@ def argument_hint(args: tuple[Any, ...]) -> str:
     return "; ".join(problems)
 
 
+def _check_context(position: int, value: Any, context: Any, cl: Any) -> None:
+    """Refuse an array or buffer made in another OpenCL context than the client's, saying where to make it.
+
+    The driver's own words name neither the argument nor the fix ("clEnqueueCopyBuffer failed: INVALID_CONTEXT").
+    """
+    if isinstance(value, cl.array.Array | cl.Buffer) and value.context != context:
+        kind = "array" if isinstance(value, cl.array.Array) else "Buffer"
+        raise tk.InputTypeError(
+            f"argument {position} is a pyopencl {kind} of another OpenCL context than the client's, so its memory "
+            "cannot be used there; make it on the client's queue, e.g. pyopencl.array.to_device(client.queue, "
+            "host_array), or open the client on that context's device and use its queue for every array"
+        )
+
+
 class DeviceCheckBuffers:
     """Copies made on the device: pyopencl arrays and buffers are duplicated, scalars passed through.
 
@@ -92,6 +107,7 @@ class DeviceCheckBuffers:
         self._buffers: dict[int, Any] = {}
         args: list[Any] = []
         for position, value in enumerate(inputs):
+            _check_context(position, value, self._queue.context, cl)
             if isinstance(value, cl.array.Array):
                 if not value.flags.forc:
                     raise TypeError(f"argument {position}: a kernel argument must be a contiguous pyopencl array")

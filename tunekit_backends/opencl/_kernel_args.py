@@ -209,6 +209,14 @@ def argument_mismatch(
             passed, what = value.dtype, "a pyopencl array of"
         elif not param.pointer and isinstance(value, np.generic):
             passed, what = value.dtype, "a numpy scalar of"
+        elif not param.pointer and type(value) in (bool, int, float):
+            # The driver would refuse it with a bare INVALID_VALUE; the declaration says which numpy type fits
+            # (a Python 2 for `const float a` is np.float32(2), not the np.int32 its Python type suggests).
+            return (
+                f"{variant}: argument {position} ({param.name}) is a Python {type(value).__name__} ({value!r}), "
+                f"but the kernel declares `{param.declaration()}`: pass np.{declared.name}({value!r}), a numpy "
+                "scalar of the parameter's C type (a Python number has none, so the driver refuses it)"
+            )
         else:  # a Buffer, or something no parameter takes (argument_hint names it when the launch fails)
             continue
         if _compatible(declared, passed):

@@ -28,6 +28,8 @@ def canary_intact(queue: Any, buffer: Any, nbytes: int, canary: int, value: int)
 def overrun_message(position: int, nbytes: int) -> str:
     """What to say of a first launch that wrote past the end of argument ``position``, said alike wherever it ran."""
     return (
-        f"wrote past the end of argument {position} (a buffer of {nbytes} bytes) at its first launch; check the "
-        "sizes the inputs= generator allocates against what the kernel indexes for this key"
+        f"wrote past the end of argument {position} (a buffer of {nbytes} bytes) at its first launch: the launch "
+        "covers more items than the arrays hold (an anchored key's geometry is shaped from its bucket, rounded up "
+        "from the call's size); guard the kernel's bounds (if (i < n)), or size the arrays to the key (allocated by "
+        "an inputs= generator)"
     )

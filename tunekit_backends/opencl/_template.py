@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import inspect
 import math
 import numbers
 import re
@@ -11,6 +12,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Generic
 
+import numpy as np
 from typing_extensions import TypeVar
 
 import tunekit as tk
@@ -142,6 +144,9 @@ class KernelTemplate(Generic[K]):
         _check_defines(self.space, options)
         if not callable(geometry):
             raise TypeError("KernelTemplate(geometry=...) takes a callable (config, key) -> (global, local)")
+        _check_config_and_key(kernel_name, "geometry", geometry, "geometry=lambda c, key: ((key.n,), (c.BLOCK,))")
+        if applies is not None:
+            _check_config_and_key(kernel_name, "applies", applies, "applies=lambda c, key: key.n % c.BLOCK == 0")
         self.source = source
         self.kernel_name = kernel_name
         self.geometry = geometry
@@ -149,6 +154,15 @@ class KernelTemplate(Generic[K]):
         self.applies = applies
         self.params = kernel_params(source, kernel_name)
         """The kernel's parameters as the source declares them; None when it cannot be read safely (not checked)."""
+        for param in self.params or ():
+            if param.name in self.space.names:
+                # -Dn=64 rewrites the parameter's own name: the build fails as "expected ')'" at the command line.
+                raise ValueError(
+                    f"KernelTemplate {kernel_name!r}: the space's parameter {param.name!r} is also the name of the "
+                    f"kernel's parameter `{param.declaration()}`, which its -D{param.name}=... would replace in the "
+                    "source, so no variant would build; rename the tuning parameter (e.g. upper case, "
+                    f"{param.name.upper()!r} if the source does not use that name)"
+                )
         self._aliases = source_aliases(source, self.options)
         self._built: set[str] = set()
         self._built_lock = threading.Lock()
@@ -224,6 +238,14 @@ class KernelTemplate(Generic[K]):
         Without ``inputs``, variants are timed on device copies of the caller's arguments (a
         pyopencl array cannot be deep-copied, as other sets' inputs are).
         """
+        if reference is not None and outputs is None:
+            # A variant returns its launch's event: compared with the reference's arrays, every one would fail
+            # with "output 0: shape () differs from the expected (n,)", blaming the kernels.
+            raise ValueError(
+                f"KernelTemplate {self.kernel_name!r}: tunable_set(reference=...) needs outputs=[...], the positions "
+                "of the arguments the kernel writes (e.g. outputs=[1] for y in scale(x, y, n)): a variant returns "
+                "its launch's event, so the check compares those arguments with what the reference returns"
+            )
         tunables: TunableSet[K, Any] = (
             TunableSet(key=key, inputs=inputs if inputs is not None else _DeviceCopies(client))
             .with_tunables(self.tunables(client, key))
@@ -275,6 +297,25 @@ def _launch_shape(name: str, shape: Any) -> Shape:
     return launch
 
 
+def _check_config_and_key(kernel_name: str, what: str, fn: Callable[..., Any], example: str) -> None:
+    """Refuse, where the template is made, a geometry or applies that cannot be called as ``fn(config, key)``.
+
+    Otherwise every variant fails alike at its first compile, with "<lambda>() takes 1 positional argument
+    but 2 were given" and nothing naming which function of the template it was.
+    """
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):  # a builtin or C callable without one: its first call will tell
+        return
+    try:
+        signature.bind(None, None)
+    except TypeError as exc:
+        raise TypeError(
+            f"KernelTemplate {kernel_name!r}: {what}= cannot be called as {what}(config, key) ({exc}); it is given "
+            f"the variant's configuration and the key, e.g. {example}"
+        ) from None
+
+
 class _Applies(Generic[K]):
     """A variant's priority from the template's ``applies``: 0 when it can handle a key, -1 (skipped) otherwise."""
 
@@ -284,7 +325,19 @@ class _Applies(Generic[K]):
 
     def __call__(self, key: K) -> int:
         applies = self.template.applies
-        return 0 if applies is None or applies(self.config, key) else -1
+        if applies is None:
+            return 0
+        verdict = applies(self.config, key)
+        if not isinstance(verdict, bool | np.bool_):
+            # Taken for its truth, `key.n % c.BLOCK` (meant `== 0`) skips exactly the variants that apply, and
+            # a branch without `return` (None) skips silently; both were reported as "applies= returned False".
+            raise TypeError(
+                f"KernelTemplate {self.template.kernel_name!r}: applies= returned {type(verdict).__name__} "
+                f"{verdict!r:.60} for {self.template.name_of(self.config)} and key {key!r}; it must return a bool "
+                "(True: the variant can run this key): compare explicitly, e.g. `key.n % (c.BLOCK * c.VEC) == 0`, "
+                "and return on every path"
+            )
+        return 0 if verdict else -1
 
     def why_skipped(self, key: object) -> str:
         """Said in the tune's record and errors instead of "negative priority"."""
@@ -293,6 +346,9 @@ class _Applies(Generic[K]):
 
 class _DeviceCopies:
     """The default inputs generator of a template's set: fresh device copies of the caller's arguments."""
+
+    copies_callers_arguments = True
+    """A variant refusing these copies refuses the caller's arguments: the tuner does not remember that for the key."""
 
     def __init__(self, client: OpenCLClient) -> None:
         self.client = client
@@ -422,8 +478,16 @@ class _Variant(Generic[K]):
         global_size, local_size = self._checked_shape(args)
         kernel = self._kernel if self._kernel is not None else self.kernel()
         launch_args = [kernel_arg(a) for a in args]
-        with self._lock:  # clSetKernelArg on one kernel object is not thread-safe
-            return kernel(self.client.queue, global_size, local_size, *launch_args)
+        try:
+            with self._lock:  # clSetKernelArg on one kernel object is not thread-safe
+                return kernel(self.client.queue, global_size, local_size, *launch_args)
+        except Exception as exc:
+            refused = _refused_arguments(kernel, args, exc)
+            if refused is None:
+                raise
+            # The caller's error, as prepare() names it during a tune: a cached winner raising the driver's
+            # bare "INVALID_VALUE - when processing arg#4" would also have every next-ranked variant tried.
+            raise tk.InputTypeError(f"{self.name}: {refused}") from exc
 
     def prepare(self, *args: Any) -> None:
         """Build, check the launch against the device's limits, and launch once on scratch copies.
@@ -495,6 +559,19 @@ class _Variant(Generic[K]):
             self._launched[shape] = (message, True)  # as from a worker: never launched here again at this shape
             raise CompileError(f"{self.name}: {message}")
         self._launched[shape] = None
+
+
+def _refused_arguments(kernel: Any, args: tuple[Any, ...], error: Exception) -> str | None:
+    """What in ``args`` made the launch fail and what to pass instead; None when the arguments look right."""
+    if kernel.num_args != len(args):
+        return (
+            f"the kernel takes {kernel.num_args} arguments and was given {len(args)}; pass execute the kernel's "
+            "arguments in the order of its parameters"
+        )
+    hint = argument_hint(args)
+    if not hint:
+        return None
+    return f"the launch was refused ({first_error_line(str(error)).rstrip(': ')}): {hint}"
 
 
 def _with_hint(error: str, args: tuple[Any, ...]) -> str:

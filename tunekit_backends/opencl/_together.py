@@ -207,6 +207,8 @@ def _in_workers(
         )
     jobs = [job for round_ in itertools.zip_longest(*per_program) for job in round_ if job is not None]
     broken: set[int] = set()
+    built: set[int] = set()  # programs a worker built and first-launched a kernel of
+    lost: list[tuple[_Variant, list[_Variant], WorkerDied]] = []
     unstarted: list[WorkerDied] = []
 
     def one(job: Job) -> None:
@@ -218,6 +220,8 @@ def _in_workers(
         except WorkerDied as exc:
             if not exc.started:  # no fault of this program's: the rest builds here, below
                 unstarted.append(exc)
+            elif exc.crashed or exc.timed_out:
+                lost.append((variant, group, exc))  # judged below, once the program's other kernels have run
             else:
                 broken.add(id(group))  # which variant did it is found one by one below
             return
@@ -225,9 +229,21 @@ def _in_workers(
             _log.debug("%s: the batched program failed (%s); one program per variant", variant.name, reply.build_error)
             broken.add(id(group))
         else:
+            built.add(id(group))
             _worker_launched(variant, inputs, reply, request)
 
     _on_threads(pool, one, jobs)
+    for variant, group, exc in lost:
+        if id(group) in built and id(group) not in broken:
+            # Its program built, and another of its kernels launched, within the limit: the first launch of this
+            # kernel is what crashed or hung. Sent alone to a fresh worker, it would hang a second time: a kernel
+            # that never ends cost twice candidate_timeout_s (120 s by default) before it was told.
+            how = "crashed" if exc.crashed else "hung"
+            variant.worker_launched(
+                inputs, f"{how} a compile worker at its first launch (its program built): {exc}", fatal=True
+            )
+        else:
+            broken.add(id(group))  # which variant did it is found one by one below
     note = _cannot_start(pool, unstarted[0]) if unstarted else None
     retry = [v for group in groups if id(group) in broken for v in group]
     notes = _on_threads(pool, lambda v: compile_one_in_worker(pool, v, inputs, files, timeout_s), retry)
