@@ -49,8 +49,19 @@ def test_key_is_frozen() -> None:
 def test_anchored_field_needs_an_int() -> None:
     with pytest.raises(TypeError, match=r"field n expects int \(not bool\), anchored, got str '12'"):
         Key(n="12", rows=1, batch=1, dtype="f")  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="x >= 1"):
-        Key(n=0, rows=1, batch=1, dtype="f")
+
+
+@pytest.mark.parametrize("level", ["balanced", "minimal"])
+def test_an_anchored_field_below_one_is_refused_naming_the_key_and_the_field(level: str) -> None:
+    # anchor()'s own "x >= 1" named neither the key nor the field, so a zero-length batch left users guessing
+    tk.configure(autotune_level=level)
+    try:
+        with pytest.raises(ValueError, match=r"autotune key Key: field n is anchored, so it takes a size >= 1, got 0;"):
+            Key(n=0, rows=1, batch=1, dtype="f")  # base 2: the inline path
+        with pytest.raises(ValueError, match=r"field rows is anchored, .* got -3; handle an empty \(0\) or negative"):
+            Key(n=1, rows=-3, batch=1, dtype="f")  # base 4: anchor() itself
+    finally:
+        tk.configure()
 
 
 def test_enum_and_literal_fields_serialise() -> None:
@@ -347,7 +358,7 @@ def test_a_str_field_holding_a_lone_surrogate_is_refused_when_the_key_is_built()
 
 def test_an_anchored_int_too_long_to_print_gets_a_short_clear_error() -> None:
     """Regression: an int past Python's 4300-digit str limit made the error message about it raise."""
-    with pytest.raises(ValueError, match=r"x >= 1, got <an int of \d+ bits, too long to print>"):
+    with pytest.raises(ValueError, match=r"size >= 1, got <an int of \d+ bits, too long to print>"):
         Key(n=-(10**5000), rows=1, batch=1, dtype="f")
     huge = Key(n=10**5000, rows=1, batch=1, dtype="f")  # anchors to a power of two as long
     with pytest.raises(
