@@ -253,6 +253,25 @@ def test_a_row_of_another_schema_version_is_still_retuned(isolated_settings: Pat
 
 
 @pytest.mark.subprocess
+def test_a_row_of_another_schema_version_is_named_another_tunekits_once(
+    isolated_settings: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """pydantic's "schema_version: Input should be 1" read as a damaged row, and a tune warned twice about it."""
+    _run("slow,fast")
+    _rewrite_row(isolated_settings / tk.PersistentCache.FILENAME, lambda v: v.update(schema_version=2))
+    cache = tk.PersistentCache(isolated_settings)
+    key = key_to_json(NKey(n=5))
+    with caplog.at_level("DEBUG", logger="tunekit.cache"):
+        first = cache.get(CLIENT.device_id, "persist", key)
+        again = cache.get(CLIENT.device_id, "persist", key)  # a tune reads it again once it holds the key's lock
+    assert isinstance(first, str) and first == again
+    assert first.endswith(
+        f"it was written by another tunekit version (schema_version 2; tunekit {tk.__version__} reads 1)"
+    )
+    assert [r.levelname for r in caplog.records if r.getMessage() == first] == ["WARNING", "DEBUG"]
+
+
+@pytest.mark.subprocess
 def test_a_cache_opened_by_a_str_path_reads_what_a_tune_stored(isolated_settings: Path) -> None:
     """Regression: tk.PersistentCache("dir") failed with "unsupported operand type(s) for /: 'str' and 'str'"."""
     assert _run("slow,fast")["winners"] == ["fast"]

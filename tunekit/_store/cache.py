@@ -23,7 +23,7 @@ import platformdirs
 from pydantic import ValidationError
 
 from tunekit._base.group_share import describe_denied, permission_fix, share_with_group, unwritable
-from tunekit._base.persisted import STORED
+from tunekit._base.persisted import STORED, other_version
 from tunekit._base.validation_text import validation_text
 from tunekit._base.version import MAJOR
 from tunekit._store.cache_file import (
@@ -116,6 +116,8 @@ class PersistentCache:
         self._read_only = read_only
         self._warned = False
         self._warned_moved = False
+        self._reported_rows: set[str] = set()
+        """Unreadable rows already warned about: a tune reads its key's row before and after taking its lock."""
         self._checked: tuple[int, int] | None = None
         """The (device, inode) of the last file found sound: each file is checked once, as it is first opened."""
         try:
@@ -472,7 +474,8 @@ class PersistentCache:
             checksum, value = _parse(row[0], row[1])
         except _BadRow as exc:
             detail = f"cache row for {tuner}/{key} is invalid and will be re-tuned: {exc}"
-            _log.warning(detail)
+            _log.log(logging.DEBUG if detail in self._reported_rows else logging.WARNING, detail)
+            self._reported_rows.add(detail)
             return detail
         return checksum, value
 
@@ -716,7 +719,7 @@ def _parse(raw_checksum: object, raw_value: object) -> tuple[str, CacheValue]:
     try:
         return checksum, CacheValue.model_validate_json(text, context=STORED)
     except ValidationError as exc:  # its first line is only "1 validation error for CacheValue"
-        raise _BadRow(validation_text(exc, whole="value")) from None
+        raise _BadRow(other_version(text, CacheValue) or validation_text(exc, whole="value")) from None
     except (ValueError, TypeError, RecursionError) as exc:
         raise _BadRow(_first_line(exc)) from None
 
