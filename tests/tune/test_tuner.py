@@ -82,6 +82,34 @@ def test_all_fail_raises_no_valid_kernel_found_naming_each() -> None:
     assert [name for name, _ in info.value.failures] == ["boom", "div"]
 
 
+def test_every_candidate_failing_its_check_against_the_reference_points_at_the_reference() -> None:
+    """The list of error figures read as "every candidate is wrong" when the reference was (off by one here)."""
+    tuner: tk.LocalTuner[NKey, np.ndarray] = tk.LocalTuner("wrong_reference")
+
+    def off_by_one(x: np.ndarray) -> np.ndarray:
+        return np.cumsum(x) + 1
+
+    tunables = (
+        tk.TunableSet(key=lambda x: NKey(n=len(x)))
+        .with_tunable(tk.Tunable("cumsum", np.cumsum))
+        .with_tunable(tk.Tunable("accumulate", np.add.accumulate))
+        .with_reference(off_by_one)
+    )
+    with pytest.raises(tk.NoValidKernelFound) as info:
+        tuner.execute(CLIENT.device_id, CLIENT, tunables, (np.ones(5),))
+    assert info.value.__notes__ == [
+        "tunekit: all 2 candidates failed the correctness check against the reference function "
+        "test_every_candidate_failing_its_check_against_the_reference_points_at_the_reference.<locals>.off_by_one: "
+        "where the candidates agree with each other, check the reference (its dtype, its output, "
+        "with_reference(outputs=...)), or widen rtol/atol"
+    ]
+    # One that raised instead is no sign the reference is wrong: no note.
+    mixed = tunables.with_tunable(tk.Tunable("boom", _boom))
+    with pytest.raises(tk.NoValidKernelFound) as info:
+        tk.LocalTuner("wrong_reference_mixed").execute(CLIENT.device_id, CLIENT, mixed, (np.ones(5),))
+    assert not getattr(info.value, "__notes__", None)
+
+
 def test_fallback_tier_runs_only_when_first_batch_all_failed() -> None:
     tuner: tk.LocalTuner[NKey, int] = tk.LocalTuner("fallback")
     group = tk.TuneGroup("g", lambda key: 1)

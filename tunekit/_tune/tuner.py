@@ -268,7 +268,10 @@ class Tuner:
             note = search_note(
                 tuner=self.name, device_id=self.device_id, tunables=tunables, key=job.key, events=job.events
             )
-            raise NoValidKernelFound(self.name, job.key, failures, recorded=note)
+            error = NoValidKernelFound(self.name, job.key, failures, recorded=note)
+            if hint := _reference_note(tunables, outcomes):  # a note: `recorded` says what the store knows
+                error.add_note(f"tunekit: {hint}")
+            raise error
         return ranking
 
     def recover_records(self, cache: PersistentCache) -> int:
@@ -414,6 +417,25 @@ def _phases(phase_s: dict[str, float], wall_time_s: float) -> PhaseTimes:
     """The record's phases from a tune's seconds per phase; what they leave of ``wall_time_s`` is ``other_s``."""
     named = {f"{phase}_s": max(seconds, 0.0) for phase, seconds in phase_s.items()}
     return PhaseTimes(**named, other_s=max(wall_time_s - sum(named.values()), 0.0))
+
+
+def _reference_note(tunables: TunableSet[Any, Any], outcomes: dict[int, Outcome]) -> str:
+    """What to look at when every candidate failed its check against a reference function; '' otherwise.
+
+    Each failure names its own error figures, so a list of them reads as "every candidate is wrong",
+    when the one thing they disagree with, and the likelier to be wrong, is the reference.
+    """
+    reference = tunables.reference
+    if reference is None or reference.fn is None or not outcomes:
+        return ""
+    if not all(isinstance(o, Failed) and o.stage == "check" for o in outcomes.values()):
+        return ""
+    every = "the only candidate" if len(outcomes) == 1 else f"all {len(outcomes)} candidates"
+    return (
+        f"{every} failed the correctness check against the reference function "
+        f"{getattr(reference.fn, '__qualname__', repr(reference.fn))}: where the candidates agree with each other, "
+        "check the reference (its dtype, its output, with_reference(outputs=...)), or widen rtol/atol"
+    )
 
 
 def _callers_input_refused(tunables: TunableSet[Any, Any], outcomes: dict[int, Outcome]) -> bool:
