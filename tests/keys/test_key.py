@@ -493,3 +493,29 @@ def test_a_post_init_sets_a_derived_init_false_field_as_on_a_frozen_dataclass() 
     assert key_to_json(key) == '{"m":2,"n":3,"total":6}'
     with pytest.raises(dataclasses.FrozenInstanceError):
         object.__setattr__(key, "total", 7)
+
+
+def test_a_key_naming_a_type_local_to_its_function_resolves_it() -> None:
+    """Under `from __future__ import annotations` (this module's), a local Enum was "name 'Mode' is not defined"."""
+
+    class Mode(enum.Enum):
+        FAST = "fast"
+
+    @tk.autotune_key
+    class LocalKey:
+        n: Annotated[int, tk.Anchor()]
+        mode: Mode
+
+    assert LocalKey(n=5, mode="fast") == LocalKey(n=8, mode=Mode.FAST)
+    with pytest.raises(TypeError, match="field mode expects a Mode member"):
+        LocalKey(n=5, mode="slow")  # type: ignore[arg-type]
+
+
+def test_a_key_naming_a_type_nowhere_defined_says_where_it_must_be() -> None:
+    with pytest.raises(
+        TypeError, match=r"name 'Nowhere' is not defined; a field's type must be importable in the key's"
+    ):
+
+        @tk.autotune_key
+        class Unresolved:
+            n: Nowhere  # type: ignore[name-defined]  # noqa: F821

@@ -278,8 +278,17 @@ def autotune_key(cls: C) -> C:
         )
     try:
         hints = typing.get_type_hints(cls, include_extras=True)
-    except NameError as exc:
-        raise TypeError(f"@autotune_key cannot resolve the annotations of {cls.__name__}: {exc}") from exc
+    except NameError:
+        # Under `from __future__ import annotations` every annotation is a name, and a type defined in
+        # the function that defines the key (a test's local Enum) is only in that function's frame.
+        local = dict(sys._getframe(1).f_locals)
+        try:
+            hints = typing.get_type_hints(cls, localns=local, include_extras=True)
+        except NameError as exc:
+            raise TypeError(
+                f"@autotune_key cannot resolve the annotations of {cls.__name__}: {exc}; a field's type must be "
+                "importable in the key's module or defined before the key in the same function"
+            ) from exc
     # Inherited fields count too: a key subclass keeps its parent's anchors.
     anchors: list[tuple[str, Anchor]] = []
     checks: dict[str, _Check] = {}
