@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import gc
+import logging
 import threading
 import time
 import weakref
@@ -108,6 +109,35 @@ def test_every_candidate_failing_its_check_against_the_reference_points_at_the_r
     with pytest.raises(tk.NoValidKernelFound) as info:
         tk.LocalTuner("wrong_reference_mixed").execute(CLIENT.device_id, CLIENT, mixed, (np.ones(5),))
     assert not getattr(info.value, "__notes__", None)
+
+
+def test_a_candidate_whose_parameters_cannot_take_the_inputs_is_warned_about_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A typo in a candidate's parameters left it out of every tune, said only in the records."""
+
+    def two_args(x: np.ndarray, y: np.ndarray) -> float:
+        return float(x.sum() + y.sum())
+
+    def raises_type_error(x: np.ndarray) -> float:
+        raise TypeError("unsupported dtype")  # a TypeError of its own: a failure for this key, not a typo
+
+    tuner: tk.LocalTuner[NKey, float] = tk.LocalTuner("uncallable")
+    tunables = (
+        tk.TunableSet(key=lambda x: NKey(n=len(x)))
+        .with_tunable(tk.Tunable("sum", lambda x: float(x.sum())))
+        .with_tunable(tk.Tunable("two_args", two_args))
+        .with_tunable(tk.Tunable("raises", raises_type_error))
+    )
+    with caplog.at_level(logging.WARNING, logger="tunekit.tuner"):
+        assert tuner.execute(CLIENT.device_id, CLIENT, tunables, (np.ones(3),)) == 3.0
+        assert tuner.execute(CLIENT.device_id, CLIENT, tunables, (np.ones(100),)) == 100.0  # another key
+    (message,) = [r.getMessage() for r in caplog.records if r.name == "tunekit.tuner"]
+    assert message == (
+        "uncallable: candidate 'two_args' takes (x: 'np.ndarray', y: 'np.ndarray') -> 'float', which cannot be called "
+        "with the 1 input(s) execute() passes (missing a required argument: 'y'); it fails in every tune: give it "
+        "the operation's parameters, or remove it"
+    )
 
 
 def test_fallback_tier_runs_only_when_first_batch_all_failed() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -257,6 +258,7 @@ class Tuner:
         if stored and job.cache is not None:
             forget_failure(job.cache, self.device_id, self.name, job.key_json)
         warn_if_untrusted(self.name, job.key, decided)
+        _warn_uncallable(self.name, tunables, outcomes, len(job.inputs))
         self._emit(record, observation)
         if stored and job.cache is not None:
             job.cache.record_sent(self.device_id, self.name, job.key_json)
@@ -417,6 +419,42 @@ def _phases(phase_s: dict[str, float], wall_time_s: float) -> PhaseTimes:
     """The record's phases from a tune's seconds per phase; what they leave of ``wall_time_s`` is ``other_s``."""
     named = {f"{phase}_s": max(seconds, 0.0) for phase, seconds in phase_s.items()}
     return PhaseTimes(**named, other_s=max(wall_time_s - sum(named.values()), 0.0))
+
+
+_warned_uncallable: set[tuple[str, str]] = set()
+"""(tuner, candidate) already warned about by _warn_uncallable: once per process, not once per key."""
+
+
+def _warn_uncallable(tuner: str, tunables: TunableSet[Any, Any], outcomes: dict[int, Outcome], arity: int) -> None:
+    """Warn about each candidate that failed because its parameters cannot take the call's inputs.
+
+    Failures are values, and a candidate that fails for some keys is a design (a kernel for small
+    sizes only); one whose signature cannot take the inputs at all is a typo that would otherwise
+    leave it out of every tune without a word.
+    """
+    for index, outcome in outcomes.items():
+        if not (isinstance(outcome, Failed) and outcome.reason.startswith("TypeError:")):
+            continue
+        tunable = tunables.tunables[index]
+        if (tuner, tunable.name) in _warned_uncallable:
+            continue
+        try:
+            signature = inspect.signature(tunable.fn)
+        except (TypeError, ValueError):  # a builtin without one: nothing to say
+            continue
+        try:
+            signature.bind(*range(arity))
+        except TypeError as exc:
+            _warned_uncallable.add((tuner, tunable.name))
+            _log.warning(
+                "%s: candidate %r takes %s, which cannot be called with the %d input(s) execute() passes (%s); "
+                "it fails in every tune: give it the operation's parameters, or remove it",
+                tuner,
+                tunable.name,
+                signature,
+                arity,
+                exc,
+            )
 
 
 def _reference_note(tunables: TunableSet[Any, Any], outcomes: dict[int, Outcome]) -> str:
