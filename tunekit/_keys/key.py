@@ -472,10 +472,12 @@ def _generated_init(
         if marker is not None:
             glob[f"_tk_a{i}"] = marker.apply
             glob[f"_tk_r{i}"] = functools.partial(_anchor_refused, cls.__name__, name)
-            # apply() refuses only a size below 1; the try costs nothing until it does.
+            # apply() refuses only a size below 1; the try costs nothing until it does. The settings are
+            # read outside it: a bad TUNEKIT_* value is a SettingsError (a ValueError) of its own.
             slow = [
+                "_tk_level = _tk_e or _tk_settings.anchor_exponent()",
                 "try:",
-                f"    {name} = _tk_a{i}({name}, _tk_e or _tk_settings.anchor_exponent())",
+                f"    {name} = _tk_a{i}({name}, _tk_level)",
                 f"except ValueError: _tk_r{i}({name})",
             ]
             if marker.base == 2:  # the common anchor, inline: a shift instead of apply()'s loop
