@@ -273,8 +273,8 @@ class TunableSet(Generic[K, Out]):
             new.tunables = (*self.tunables, *added)
         return new
 
-    def with_bounds(self, bounds: BoundsFn) -> TunableSet[K, Out]:
-        """A new set whose roofline bounds come from ``bounds(key, inputs)``."""
+    def with_bounds(self, bounds: Callable[[K, tuple[Any, ...]], object]) -> TunableSet[K, Out]:
+        """A new set whose roofline bounds come from ``bounds(key, inputs)``, typed by the set's key."""
         if not callable(bounds):
             raise TypeError("with_bounds() takes a callable (key, inputs) -> tk.Bounds")
         new = self._copy()
