@@ -272,6 +272,19 @@ def test_a_row_of_another_schema_version_is_named_another_tunekits_once(
 
 
 @pytest.mark.subprocess
+def test_a_column_a_later_tunekit_added_does_not_stop_this_one_storing_winners(isolated_settings: Path) -> None:
+    """Inserts listed values by position: "table winners has 8 columns but 7 values were supplied" at every store."""
+    _run("slow,fast")
+    with sqlite3.connect(isolated_settings / tk.PersistentCache.FILENAME) as db:
+        for table in ("winners", "failed_tunes", "pending_records"):
+            db.execute(f"ALTER TABLE {table} ADD COLUMN host TEXT DEFAULT NULL")
+    assert _run("slow,fast", n=100)["tuned"] == ["tuned"]
+    assert _run("slow,fast", n=100)["tuned"] == []  # stored: the next process reads it
+    with sqlite3.connect(isolated_settings / tk.PersistentCache.FILENAME) as db:
+        assert db.execute("SELECT count(*) FROM winners").fetchone() == (2,)
+
+
+@pytest.mark.subprocess
 def test_a_cache_opened_by_a_str_path_reads_what_a_tune_stored(isolated_settings: Path) -> None:
     """Regression: tk.PersistentCache("dir") failed with "unsupported operand type(s) for /: 'str' and 'str'"."""
     assert _run("slow,fast")["winners"] == ["fast"]

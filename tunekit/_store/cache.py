@@ -490,10 +490,12 @@ class PersistentCache:
         if self.write_refused is not None:
             return False
         row: tuple[object, ...] = (MAJOR, device_id, tuner, key, checksum, value.model_dump_json(), time.time())
-        statements = [("INSERT OR REPLACE INTO winners VALUES (?, ?, ?, ?, ?, ?, ?)", row)]
+        statements = [(f"INSERT OR REPLACE INTO winners ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)", row)]
         if record is not None:
             kept: tuple[object, ...] = (MAJOR, device_id, tuner, key, record)
-            statements.append(("INSERT OR REPLACE INTO pending_records VALUES (?, ?, ?, ?, ?)", kept))
+            statements.append(
+                (f"INSERT OR REPLACE INTO pending_records ({_PENDING_COLUMNS}) VALUES (?, ?, ?, ?, ?)", kept)
+            )
         return self._write_or_recover("storing a winner", *statements) is not None
 
     def put_if_absent(
@@ -508,7 +510,8 @@ class PersistentCache:
             return None
         row: tuple[object, ...] = (MAJOR, device_id, tuner, key, checksum, value.model_dump_json(), time.time())
         statement = (
-            "INSERT INTO winners VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (tunekit_major, device_id, tuner, key) "
+            f"INSERT INTO winners ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT (tunekit_major, device_id, tuner, key) "
             "DO UPDATE SET checksum = excluded.checksum, value = excluded.value, updated = excluded.updated "
             "WHERE winners.checksum <> excluded.checksum",
             row,
@@ -573,7 +576,7 @@ class PersistentCache:
             )
         else:
             statement = (
-                "INSERT OR REPLACE INTO failed_tunes VALUES (?, ?, ?, ?, ?, ?, ?)",
+                f"INSERT OR REPLACE INTO failed_tunes ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (MAJOR, device_id, tuner, key, checksum, payload, time.time()),
             )
         return self._write_or_recover("recording a failed tune", statement) is not None
@@ -728,6 +731,9 @@ def _parse(raw_checksum: object, raw_value: object) -> tuple[str, CacheValue]:
 _RAW_CHECKSUM = "CAST(checksum AS BLOB)"
 _RAW_VALUE = "CASE WHEN length(CAST(value AS BLOB)) <= ? THEN CAST(value AS BLOB) END"
 _WRITE_TRIES = 3
+# Inserts name their columns: a later tunekit of this major version may add a column (with a default),
+# and a positional VALUES list would then fail every store of the older processes sharing the file.
+_PENDING_COLUMNS = "tunekit_major, device_id, tuner, key, record"
 
 
 def _retry_busy(run: Callable[[], object], *, patience_s: float) -> None:
