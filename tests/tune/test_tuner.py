@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import dataclasses
 import gc
 import logging
 import threading
@@ -388,6 +389,15 @@ def test_definition_time_errors() -> None:
 
     with pytest.raises(TypeError, match="not an @tk.autotune_key"):
         tk.TunableSet(key=make_not_a_key)
+
+    @dataclasses.dataclass(frozen=True)
+    class PlainKey:
+        n: int
+
+    # The class itself as the generator: refused here, not at the first call as "returned PlainKey"
+    with pytest.raises(TypeError, match=r"TunableSet\(key=PlainKey\): PlainKey is not an @tk.autotune_key class"):
+        tk.TunableSet(key=PlainKey)
+    assert tk.TunableSet(key=NKey).with_tunable(tk.Tunable("a", _boom)).key is NKey
 
 
 def test_key_generator_returning_non_key_is_refused_at_first_call() -> None:

@@ -121,6 +121,13 @@ def build_identity(build: Callable[..., object]) -> str:
 
 def _check_key_annotation(key: Callable[..., object]) -> None:
     """Refuse, at definition time, a key generator whose declared return type is no autotune key."""
+    if isinstance(key, type):  # the key class itself (key=Key): it is what the generator returns
+        if not getattr(key, "__tunekit_key__", False):
+            raise TypeError(
+                f"TunableSet(key={key.__name__}): {key.__name__} is not an @tk.autotune_key class; "
+                "decorate it with @tk.autotune_key (not @dataclass)"
+            )
+        return
     try:
         hints = typing.get_type_hints(key, localns=dict(inspect.getclosurevars(key).nonlocals))
     except Exception:
