@@ -192,6 +192,8 @@ def test_unusable_dir_degrades_to_memory_only(tmp_path: Path, caplog: pytest.Log
     assert cache.get("d", "t", "{}") is None
     assert not cache.put("d", "t", "{}", "c", tk.CacheValue(winner="a", ranking=["a"]))
     assert "memory-only" in caplog.text
+    # what it costs and what to do, where the reason alone ("Not a directory") said neither
+    assert "the next process tunes its winners again (TUNEKIT_CACHE_DIR names a directory" in caplog.text
 
 
 def _rewrite_row(path: Path, change: Callable[[dict[str, Any]], None]) -> None:

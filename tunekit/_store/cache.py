@@ -167,7 +167,11 @@ class PersistentCache:
         self._disabled_reason = reason
         if not self._warned and not self._read_only:  # a read-only command reports why itself
             self._warned = True
-            _log.warning("tuning cache is memory-only for this process: %s", reason)
+            _log.warning(
+                "tuning cache is memory-only for this process: %s; the next process tunes its winners again "
+                "(TUNEKIT_CACHE_DIR names a directory to keep them in; TUNEKIT_CACHE=0 keeps them in memory unwarned)",
+                reason,
+            )
 
     def _connect(self) -> sqlite3.Connection:
         patience = self.BUSY_TIMEOUT_S
