@@ -164,6 +164,20 @@ def test_a_bundle_of_a_newer_tunekit_imports_with_its_new_fields(records: Path, 
     assert "2 rows checked, 0 problems" in run("cache", "verify").stdout
 
 
+def test_a_bundle_of_another_schema_version_is_refused_as_another_tunekits(records: Path, tmp_path: Path) -> None:
+    """It was "not a tunekit cache bundle: schema_version: Input should be 1; entries.0.value...", as if damaged."""
+    bundle = tmp_path / "winners.json"
+    run("cache", "export", "-o", str(bundle))
+    document = json.loads(bundle.read_text())
+    document["schema_version"] = 7
+    bundle.write_text(json.dumps(document))
+    done = run("cache", "import", str(bundle), check=2)
+    assert done.stderr.strip() == (
+        f"tunekit: {bundle} is a cache bundle this tunekit cannot import: it was written by another tunekit version "
+        f"(schema_version 7; tunekit {tk.__version__} reads 1); import it with that version"
+    )
+
+
 def test_import_refuses_a_malformed_bundle(tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"schema_version": 1, "entries": [{"tuner": "x"}]}))

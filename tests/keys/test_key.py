@@ -49,8 +49,19 @@ def test_key_is_frozen() -> None:
 def test_anchored_field_needs_an_int() -> None:
     with pytest.raises(TypeError, match=r"field n expects int \(not bool\), anchored, got str '12'"):
         Key(n="12", rows=1, batch=1, dtype="f")  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="x >= 1"):
-        Key(n=0, rows=1, batch=1, dtype="f")
+
+
+@pytest.mark.parametrize("level", ["balanced", "minimal"])
+def test_an_anchored_field_below_one_is_refused_naming_the_key_and_the_field(level: str) -> None:
+    # anchor()'s own "x >= 1" named neither the key nor the field, so a zero-length batch left users guessing
+    tk.configure(autotune_level=level)
+    try:
+        with pytest.raises(ValueError, match=r"autotune key Key: field n is anchored, so it takes a size >= 1, got 0;"):
+            Key(n=0, rows=1, batch=1, dtype="f")  # base 2: the inline path
+        with pytest.raises(ValueError, match=r"field rows is anchored, .* got -3; handle an empty \(0\) or negative"):
+            Key(n=1, rows=-3, batch=1, dtype="f")  # base 4: anchor() itself
+    finally:
+        tk.configure()
 
 
 def test_enum_and_literal_fields_serialise() -> None:
@@ -359,7 +370,7 @@ def test_a_str_field_holding_a_lone_surrogate_is_refused_when_the_key_is_built()
 
 def test_an_anchored_int_too_long_to_print_gets_a_short_clear_error() -> None:
     """Regression: an int past Python's 4300-digit str limit made the error message about it raise."""
-    with pytest.raises(ValueError, match=r"x >= 1, got <an int of \d+ bits, too long to print>"):
+    with pytest.raises(ValueError, match=r"size >= 1, got <an int of \d+ bits, too long to print>"):
         Key(n=-(10**5000), rows=1, batch=1, dtype="f")
     huge = Key(n=10**5000, rows=1, batch=1, dtype="f")  # anchors to a power of two as long
     with pytest.raises(
@@ -494,3 +505,29 @@ def test_a_post_init_sets_a_derived_init_false_field_as_on_a_frozen_dataclass() 
     assert key_to_json(key) == '{"m":2,"n":3,"total":6}'
     with pytest.raises(dataclasses.FrozenInstanceError):
         object.__setattr__(key, "total", 7)
+
+
+def test_a_key_naming_a_type_local_to_its_function_resolves_it() -> None:
+    """Under `from __future__ import annotations` (this module's), a local Enum was "name 'Mode' is not defined"."""
+
+    class Mode(enum.Enum):
+        FAST = "fast"
+
+    @tk.autotune_key
+    class LocalKey:
+        n: Annotated[int, tk.Anchor()]
+        mode: Mode
+
+    assert LocalKey(n=5, mode="fast") == LocalKey(n=8, mode=Mode.FAST)
+    with pytest.raises(TypeError, match="field mode expects a Mode member"):
+        LocalKey(n=5, mode="slow")  # type: ignore[arg-type]
+
+
+def test_a_key_naming_a_type_nowhere_defined_says_where_it_must_be() -> None:
+    with pytest.raises(
+        TypeError, match=r"name 'Nowhere' is not defined; a field's type must be importable in the key's"
+    ):
+
+        @tk.autotune_key
+        class Unresolved:
+            n: Nowhere  # type: ignore[name-defined]  # noqa: F821

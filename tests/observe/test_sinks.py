@@ -101,6 +101,25 @@ def test_a_plain_callable_in_a_tuners_sinks_receives_its_records() -> None:
     assert [(r.tuner, r.winner) for r in records] == [("callable_sink", "same")]
 
 
+def test_a_records_file_named_by_the_setting_and_a_tuners_sink_gets_each_record_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """TUNEKIT_RECORD=records.jsonl beside sinks=[tk.JsonlSink("records.jsonl")] wrote every record twice."""
+    monkeypatch.chdir(tmp_path)
+    tuner: tk.LocalTuner[_Key, int] = tk.LocalTuner("one_line", sinks=[tk.JsonlSink(tmp_path / "records.jsonl")])
+    other = tk.add_record_sink(tk.JsonlSink("other.jsonl"))
+    tk.configure(record="records.jsonl")  # the same file, spelt relative to the working directory
+    try:
+        client = CpuClient()
+        tunables = tk.TunableSet(key=_Key).with_tunable(tk.Tunable("same", lambda n: n))
+        assert tuner.execute(client.device_id, client, tunables, (3,)) == 3
+    finally:
+        tk.configure()
+        tk.remove_record_sink(other)
+    assert len((tmp_path / "records.jsonl").read_text().splitlines()) == 1
+    assert len((tmp_path / "other.jsonl").read_text().splitlines()) == 1  # another file still gets its own
+
+
 def test_a_records_path_setting_starting_with_a_tilde_is_under_home(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -131,6 +131,60 @@ def test_wrong_key_type_and_wrong_field_are_type_errors(tmp_path: Path, mypy_cac
     assert 'Argument "n" to "SumKey" has incompatible type "str"' in result.stdout
 
 
+def test_a_bounds_function_sees_the_sets_key_type(tmp_path: Path, mypy_cache: Path) -> None:
+    """with_bounds took (Any, tuple): a misspelt key field in the bounds lambda passed mypy and failed mid-tune."""
+    result = _mypy(
+        tmp_path,
+        mypy_cache,
+        """
+        tunables = (
+            tk.TunableSet(key=lambda x: SumKey(n=x.shape[1], dtype=str(x.dtype)))
+            .with_tunable(tk.Tunable("good", good))
+            .with_bounds(lambda key, inputs: tk.Bounds(tk.Work(compute_ops=key.n, bytes=4 * key.n)))
+            .with_bounds(lambda key, inputs: tk.Bounds(tk.Work(compute_ops=key.rows, bytes=4 * key.n)))
+        )
+        """,
+    )
+    assert result.returncode == 1
+    assert result.stdout.count("error:") == 1, result.stdout
+    assert '"SumKey" has no attribute "rows"' in result.stdout
+
+
+def test_a_client_timing_in_float_nanoseconds_is_a_client(tmp_path: Path, mypy_cache: Path) -> None:
+    """Client.profile said tuple[T, int], where the docs and the tuner take any finite number of ns (an event timer's
+    float): a typed client of one's own was refused by mypy at execute()."""
+    result = _mypy(
+        tmp_path,
+        mypy_cache,
+        """
+        import time
+        from collections.abc import Callable
+        from typing import TypeVar
+
+        T = TypeVar("T")
+
+        class EventClient:
+            @property
+            def device_id(self) -> str:
+                return "events:v1"
+
+            def profile(self, run: Callable[[], T]) -> tuple[T, float]:
+                start = time.perf_counter()
+                output = run()
+                return output, (time.perf_counter() - start) * 1e9
+
+            def sync(self) -> None:
+                pass
+
+        def row_sum(client: EventClient, x: np.ndarray) -> np.ndarray:
+            tunables = TUNER.init(lambda: tk.TunableSet(key=lambda x: SumKey(n=x.shape[1], dtype=str(x.dtype)))
+                .with_tunable(tk.Tunable("good", good)))
+            return TUNER.execute(client.device_id, client, tunables, (x,))
+        """,
+    )
+    assert result.returncode == 0, result.stdout
+
+
 def test_from_space_with_a_lambda_key_type_checks_and_carries_the_key(tmp_path: Path, mypy_cache: Path) -> None:
     # from_space(..., key=lambda x: SumKey(...)) failed mypy with "Cannot infer type of lambda".
     result = _mypy(

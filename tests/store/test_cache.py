@@ -192,6 +192,8 @@ def test_unusable_dir_degrades_to_memory_only(tmp_path: Path, caplog: pytest.Log
     assert cache.get("d", "t", "{}") is None
     assert not cache.put("d", "t", "{}", "c", tk.CacheValue(winner="a", ranking=["a"]))
     assert "memory-only" in caplog.text
+    # what it costs and what to do, where the reason alone ("Not a directory") said neither
+    assert "the next process tunes its winners again (TUNEKIT_CACHE_DIR names a directory" in caplog.text
 
 
 def _rewrite_row(path: Path, change: Callable[[dict[str, Any]], None]) -> None:
@@ -250,6 +252,38 @@ def test_a_row_of_another_schema_version_is_still_retuned(isolated_settings: Pat
     _run("slow,fast")
     _rewrite_row(isolated_settings / tk.PersistentCache.FILENAME, lambda v: v.update(schema_version=2))
     assert _run("slow,fast")["tuned"] == ["tuned"]
+
+
+@pytest.mark.subprocess
+def test_a_row_of_another_schema_version_is_named_another_tunekits_once(
+    isolated_settings: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """pydantic's "schema_version: Input should be 1" read as a damaged row, and a tune warned twice about it."""
+    _run("slow,fast")
+    _rewrite_row(isolated_settings / tk.PersistentCache.FILENAME, lambda v: v.update(schema_version=2))
+    cache = tk.PersistentCache(isolated_settings)
+    key = key_to_json(NKey(n=5))
+    with caplog.at_level("DEBUG", logger="tunekit.cache"):
+        first = cache.get(CLIENT.device_id, "persist", key)
+        again = cache.get(CLIENT.device_id, "persist", key)  # a tune reads it again once it holds the key's lock
+    assert isinstance(first, str) and first == again
+    assert first.endswith(
+        f"it was written by another tunekit version (schema_version 2; tunekit {tk.__version__} reads 1)"
+    )
+    assert [r.levelname for r in caplog.records if r.getMessage() == first] == ["WARNING", "DEBUG"]
+
+
+@pytest.mark.subprocess
+def test_a_column_a_later_tunekit_added_does_not_stop_this_one_storing_winners(isolated_settings: Path) -> None:
+    """Inserts listed values by position: "table winners has 8 columns but 7 values were supplied" at every store."""
+    _run("slow,fast")
+    with sqlite3.connect(isolated_settings / tk.PersistentCache.FILENAME) as db:
+        for table in ("winners", "failed_tunes", "pending_records"):
+            db.execute(f"ALTER TABLE {table} ADD COLUMN host TEXT DEFAULT NULL")
+    assert _run("slow,fast", n=100)["tuned"] == ["tuned"]
+    assert _run("slow,fast", n=100)["tuned"] == []  # stored: the next process reads it
+    with sqlite3.connect(isolated_settings / tk.PersistentCache.FILENAME) as db:
+        assert db.execute("SELECT count(*) FROM winners").fetchone() == (2,)
 
 
 @pytest.mark.subprocess

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import dataclasses
 import gc
+import logging
 import threading
 import time
 import weakref
@@ -80,6 +82,63 @@ def test_all_fail_raises_no_valid_kernel_found_naming_each() -> None:
     assert "boom: RuntimeError: kernel exploded" in message
     assert "div: ZeroDivisionError" in message
     assert [name for name, _ in info.value.failures] == ["boom", "div"]
+
+
+def test_every_candidate_failing_its_check_against_the_reference_points_at_the_reference() -> None:
+    """The list of error figures read as "every candidate is wrong" when the reference was (off by one here)."""
+    tuner: tk.LocalTuner[NKey, np.ndarray] = tk.LocalTuner("wrong_reference")
+
+    def off_by_one(x: np.ndarray) -> np.ndarray:
+        return np.cumsum(x) + 1
+
+    tunables = (
+        tk.TunableSet(key=lambda x: NKey(n=len(x)))
+        .with_tunable(tk.Tunable("cumsum", np.cumsum))
+        .with_tunable(tk.Tunable("accumulate", np.add.accumulate))
+        .with_reference(off_by_one)
+    )
+    with pytest.raises(tk.NoValidKernelFound) as info:
+        tuner.execute(CLIENT.device_id, CLIENT, tunables, (np.ones(5),))
+    assert info.value.__notes__ == [
+        "tunekit: all 2 candidates failed the correctness check against the reference function "
+        "test_every_candidate_failing_its_check_against_the_reference_points_at_the_reference.<locals>.off_by_one: "
+        "where the candidates agree with each other, check the reference (its dtype, its output, "
+        "with_reference(outputs=...)), or widen rtol/atol"
+    ]
+    # One that raised instead is no sign the reference is wrong: no note.
+    mixed = tunables.with_tunable(tk.Tunable("boom", _boom))
+    with pytest.raises(tk.NoValidKernelFound) as info:
+        tk.LocalTuner("wrong_reference_mixed").execute(CLIENT.device_id, CLIENT, mixed, (np.ones(5),))
+    assert not getattr(info.value, "__notes__", None)
+
+
+def test_a_candidate_whose_parameters_cannot_take_the_inputs_is_warned_about_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A typo in a candidate's parameters left it out of every tune, said only in the records."""
+
+    def two_args(x: np.ndarray, y: np.ndarray) -> float:
+        return float(x.sum() + y.sum())
+
+    def raises_type_error(x: np.ndarray) -> float:
+        raise TypeError("unsupported dtype")  # a TypeError of its own: a failure for this key, not a typo
+
+    tuner: tk.LocalTuner[NKey, float] = tk.LocalTuner("uncallable")
+    tunables = (
+        tk.TunableSet(key=lambda x: NKey(n=len(x)))
+        .with_tunable(tk.Tunable("sum", lambda x: float(x.sum())))
+        .with_tunable(tk.Tunable("two_args", two_args))
+        .with_tunable(tk.Tunable("raises", raises_type_error))
+    )
+    with caplog.at_level(logging.WARNING, logger="tunekit.tuner"):
+        assert tuner.execute(CLIENT.device_id, CLIENT, tunables, (np.ones(3),)) == 3.0
+        assert tuner.execute(CLIENT.device_id, CLIENT, tunables, (np.ones(100),)) == 100.0  # another key
+    (message,) = [r.getMessage() for r in caplog.records if r.name == "tunekit.tuner"]
+    assert message == (
+        "uncallable: candidate 'two_args' takes (x: 'np.ndarray', y: 'np.ndarray') -> 'float', which cannot be called "
+        "with the 1 input(s) execute() passes (missing a required argument: 'y'); it fails in every tune: give it "
+        "the operation's parameters, or remove it"
+    )
 
 
 def test_fallback_tier_runs_only_when_first_batch_all_failed() -> None:
@@ -330,6 +389,15 @@ def test_definition_time_errors() -> None:
 
     with pytest.raises(TypeError, match="not an @tk.autotune_key"):
         tk.TunableSet(key=make_not_a_key)
+
+    @dataclasses.dataclass(frozen=True)
+    class PlainKey:
+        n: int
+
+    # The class itself as the generator: refused here, not at the first call as "returned PlainKey"
+    with pytest.raises(TypeError, match=r"TunableSet\(key=PlainKey\): PlainKey is not an @tk.autotune_key class"):
+        tk.TunableSet(key=PlainKey)
+    assert tk.TunableSet(key=NKey).with_tunable(tk.Tunable("a", _boom)).key is NKey
 
 
 def test_key_generator_returning_non_key_is_refused_at_first_call() -> None:

@@ -24,13 +24,16 @@ the pydantic mypy plugin refuses the same keyword before it runs.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, Final, get_args
 
 from pydantic import BaseModel, ConfigDict, ValidationInfo, model_validator
 
-__all__ = ["STORED", "Persisted", "known_versions"]
+from tunekit._base.version import __version__
+
+__all__ = ["STORED", "Persisted", "known_versions", "other_version"]
 
 _STORED_MARK = "tunekit:stored"
 
@@ -62,6 +65,28 @@ class Persisted(BaseModel):
 def known_versions(model: type[Persisted]) -> tuple[object, ...]:
     """The ``schema_version`` values ``model`` reads (its field's Literal), for naming another tunekit's file."""
     return get_args(model.model_fields["schema_version"].annotation)
+
+
+def other_version(text: str | bytes, model: type[Persisted]) -> str | None:
+    """Why ``text`` is no ``model``, when it holds another ``schema_version`` (another tunekit's); else None.
+
+    Said in words: pydantic's ``schema_version: Input should be 1`` reads as a damaged row,
+    where the row is whole and only the reader is too old (or too new) for it.
+    """
+    try:
+        fields = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(fields, dict) or "schema_version" not in fields:
+        return None
+    version = fields["schema_version"]
+    known = known_versions(model)
+    if version in known:
+        return None
+    return (
+        f"it was written by another tunekit version (schema_version {version!r}; "
+        f"tunekit {__version__} reads {' and '.join(map(str, known))})"
+    )
 
 
 JsonScalar = int | float | str | bool | None

@@ -121,6 +121,13 @@ def build_identity(build: Callable[..., object]) -> str:
 
 def _check_key_annotation(key: Callable[..., object]) -> None:
     """Refuse, at definition time, a key generator whose declared return type is no autotune key."""
+    if isinstance(key, type):  # the key class itself (key=Key): it is what the generator returns
+        if not getattr(key, "__tunekit_key__", False):
+            raise TypeError(
+                f"TunableSet(key={key.__name__}): {key.__name__} is not an @tk.autotune_key class; "
+                "decorate it with @tk.autotune_key (not @dataclass)"
+            )
+        return
     try:
         hints = typing.get_type_hints(key, localns=dict(inspect.getclosurevars(key).nonlocals))
     except Exception:
@@ -273,8 +280,8 @@ class TunableSet(Generic[K, Out]):
             new.tunables = (*self.tunables, *added)
         return new
 
-    def with_bounds(self, bounds: BoundsFn) -> TunableSet[K, Out]:
-        """A new set whose roofline bounds come from ``bounds(key, inputs)``."""
+    def with_bounds(self, bounds: Callable[[K, tuple[Any, ...]], object]) -> TunableSet[K, Out]:
+        """A new set whose roofline bounds come from ``bounds(key, inputs)``, typed by the set's key."""
         if not callable(bounds):
             raise TypeError("with_bounds() takes a callable (key, inputs) -> tk.Bounds")
         new = self._copy()

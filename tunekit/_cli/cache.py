@@ -20,7 +20,7 @@ from typing import Literal, Protocol
 from pydantic import ValidationError
 
 from tunekit._base.atomic import write_atomic
-from tunekit._base.persisted import STORED
+from tunekit._base.persisted import STORED, other_version
 from tunekit._base.settings import current
 from tunekit._base.short_id import short_device_id
 from tunekit._base.units import format_duration_ns
@@ -620,6 +620,10 @@ def import_bundle(args: argparse.Namespace) -> int:
     except ValidationError as exc:
         if kind := other_kind(source, "cache bundle"):
             raise CliError(f"{source} is {kind}, not a cache bundle") from exc
+        if other := other_version(raw, CacheBundle):
+            raise CliError(
+                f"{source} is a cache bundle this tunekit cannot import: {other}; import it with that version"
+            ) from exc
         raise CliError(f"{source} is not a tunekit cache bundle: {validation_text(exc, whole='the file')}") from exc
     # Every field has a default (for export), so "{}" would validate as an empty bundle and import nothing.
     missing = sorted({"schema_version", "tunekit_major", "entries"} - bundle.model_fields_set)

@@ -11,7 +11,7 @@ import operator
 import sys
 import typing
 from collections.abc import Callable, Mapping
-from typing import Any, Literal, TypeVar, dataclass_transform, get_args, get_origin
+from typing import Any, Literal, NoReturn, TypeVar, dataclass_transform, get_args, get_origin
 
 from tunekit._base import settings as _settings
 from tunekit._keys.anchor import Anchor, describe_value
@@ -229,6 +229,14 @@ def _coerce(cls_name: str, name: str, coerce: Coerce, expected: str, value: obje
     )
 
 
+def _anchor_refused(cls_name: str, name: str, value: int) -> NoReturn:
+    """An anchored field given a size below 1: named, with what to do, where anchor() alone names neither."""
+    raise ValueError(
+        f"autotune key {cls_name}: field {name} is anchored, so it takes a size >= 1, got {describe_value(value)}; "
+        "handle an empty (0) or negative dimension before the tuned call, or leave the field unanchored"
+    ) from None
+
+
 def _set_by_init(cls: type, name: str) -> bool:
     """False for a ``field(init=False)``: its value is not the caller's, so it is not checked."""
     default = cls.__dict__.get(name)
@@ -278,8 +286,17 @@ def autotune_key(cls: C) -> C:
         )
     try:
         hints = typing.get_type_hints(cls, include_extras=True)
-    except NameError as exc:
-        raise TypeError(f"@autotune_key cannot resolve the annotations of {cls.__name__}: {exc}") from exc
+    except NameError:
+        # Under `from __future__ import annotations` every annotation is a name, and a type defined in
+        # the function that defines the key (a test's local Enum) is only in that function's frame.
+        local = dict(sys._getframe(1).f_locals)
+        try:
+            hints = typing.get_type_hints(cls, localns=local, include_extras=True)
+        except NameError as exc:
+            raise TypeError(
+                f"@autotune_key cannot resolve the annotations of {cls.__name__}: {exc}; a field's type must be "
+                "importable in the key's module or defined before the key in the same function"
+            ) from exc
     # Inherited fields count too: a key subclass keeps its parent's anchors.
     anchors: list[tuple[str, Anchor]] = []
     checks: dict[str, _Check] = {}
@@ -462,15 +479,25 @@ def _generated_init(
         marker = anchors.get(name)
         if marker is not None:
             glob[f"_tk_a{i}"] = marker.apply
+            glob[f"_tk_r{i}"] = functools.partial(_anchor_refused, cls.__name__, name)
+            # apply() refuses only a size below 1; the try costs nothing until it does. The settings are
+            # read outside it: a bad TUNEKIT_* value is a SettingsError (a ValueError) of its own.
+            slow = [
+                "_tk_level = _tk_e or _tk_settings.anchor_exponent()",
+                "try:",
+                f"    {name} = _tk_a{i}({name}, _tk_level)",
+                f"except ValueError: _tk_r{i}({name})",
+            ]
             if marker.base == 2:  # the common anchor, inline: a shift instead of apply()'s loop
                 lower = f" and {name} > {marker.min}" if marker.min is not None else ""
                 body.append(f"if _tk_e == 1 and {name} >= 1{lower}:")
                 body.append(f"    {name} = 1 << ({name} - 1).bit_length()")
                 if marker.max is not None:
                     body.append(f"    if {name} > {marker.max}: {name} = {marker.max}")
-                body.append(f"else: {name} = _tk_a{i}({name}, _tk_e or _tk_settings.anchor_exponent())")
+                body.append("else:")
+                body.extend(f"    {line}" for line in slow)
             else:
-                body.append(f"{name} = _tk_a{i}({name}, _tk_e or _tk_settings.anchor_exponent())")
+                body.extend(slow)
         body.append(f"_tk_self.{_RESERVED}{name} = {name}")
     if user_hook is not None:
         glob["_tk_hook"] = user_hook

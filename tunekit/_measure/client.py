@@ -39,7 +39,7 @@ class Client(Protocol):
         """Stable, specific identity of the device and its software stack."""
         ...
 
-    def profile(self, run: Callable[[], T]) -> tuple[T, int]:
+    def profile(self, run: Callable[[], T]) -> tuple[T, float]:
         """Run ``run`` once and return its output and its duration in ns on the device's clock."""
         ...
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from tunekit._base.persisted import STORED
+from tunekit._base.persisted import STORED, other_version
 from tunekit._base.validation_text import validation_text
 from tunekit._values.records import AutotuneRecord
 
@@ -64,6 +64,8 @@ def parse_line(number: int, raw: bytes) -> RecordLine | BadLine | None:
     except ValidationError as exc:
         if exc.errors()[0]["type"] == "json_invalid":
             return BadLine(number, f"{NOT_JSON}: {exc.errors()[0]['msg']}")
+        if other := other_version(text, AutotuneRecord):  # whole, but of a version this reader cannot read
+            return BadLine(number, f"not a record this tunekit reads: {other}")
         return BadLine(number, f"not a valid AutotuneRecord: {validation_text(exc, limit=1)}")
 
 

@@ -330,7 +330,25 @@ def emit_to_all(record: AutotuneRecord, sinks: Sequence[RecordSink] = ()) -> Non
         configured = _setting_sinks.get(setting)
         if configured is not None:
             targets.append(configured)
-    emit(record, tuple(targets))
+    emit(record, _one_per_file(targets))
+
+
+def _one_per_file(sinks: Sequence[RecordSink]) -> tuple[RecordSink, ...]:
+    """``sinks`` less each JSONL sink whose file an earlier one writes: a record appended there once.
+
+    ``TUNEKIT_RECORD=records.jsonl`` beside a tuner's own ``JsonlSink("records.jsonl")`` (both as the
+    docs show) would otherwise append every record twice, each read back as its own tune.
+    """
+    files: set[str] = set()
+    kept: list[RecordSink] = []
+    for sink in sinks:
+        if isinstance(sink, JsonlSink):
+            where = os.path.realpath(sink.path)
+            if where in files:
+                continue
+            files.add(where)
+        kept.append(sink)
+    return tuple(kept)
 
 
 def emit(record: AutotuneRecord, sinks: tuple[RecordSink, ...]) -> None:

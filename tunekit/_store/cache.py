@@ -23,7 +23,7 @@ import platformdirs
 from pydantic import ValidationError
 
 from tunekit._base.group_share import describe_denied, permission_fix, share_with_group, unwritable
-from tunekit._base.persisted import STORED
+from tunekit._base.persisted import STORED, other_version
 from tunekit._base.validation_text import validation_text
 from tunekit._base.version import MAJOR
 from tunekit._store.cache_file import (
@@ -116,6 +116,8 @@ class PersistentCache:
         self._read_only = read_only
         self._warned = False
         self._warned_moved = False
+        self._reported_rows: set[str] = set()
+        """Unreadable rows already warned about: a tune reads its key's row before and after taking its lock."""
         self._checked: tuple[int, int] | None = None
         """The (device, inode) of the last file found sound: each file is checked once, as it is first opened."""
         try:
@@ -165,7 +167,11 @@ class PersistentCache:
         self._disabled_reason = reason
         if not self._warned and not self._read_only:  # a read-only command reports why itself
             self._warned = True
-            _log.warning("tuning cache is memory-only for this process: %s", reason)
+            _log.warning(
+                "tuning cache is memory-only for this process: %s; the next process tunes its winners again "
+                "(TUNEKIT_CACHE_DIR names a directory to keep them in; TUNEKIT_CACHE=0 keeps them in memory unwarned)",
+                reason,
+            )
 
     def _connect(self) -> sqlite3.Connection:
         patience = self.BUSY_TIMEOUT_S
@@ -472,7 +478,8 @@ class PersistentCache:
             checksum, value = _parse(row[0], row[1])
         except _BadRow as exc:
             detail = f"cache row for {tuner}/{key} is invalid and will be re-tuned: {exc}"
-            _log.warning(detail)
+            _log.log(logging.DEBUG if detail in self._reported_rows else logging.WARNING, detail)
+            self._reported_rows.add(detail)
             return detail
         return checksum, value
 
@@ -487,10 +494,12 @@ class PersistentCache:
         if self.write_refused is not None:
             return False
         row: tuple[object, ...] = (MAJOR, device_id, tuner, key, checksum, value.model_dump_json(), time.time())
-        statements = [("INSERT OR REPLACE INTO winners VALUES (?, ?, ?, ?, ?, ?, ?)", row)]
+        statements = [(f"INSERT OR REPLACE INTO winners ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)", row)]
         if record is not None:
             kept: tuple[object, ...] = (MAJOR, device_id, tuner, key, record)
-            statements.append(("INSERT OR REPLACE INTO pending_records VALUES (?, ?, ?, ?, ?)", kept))
+            statements.append(
+                (f"INSERT OR REPLACE INTO pending_records ({_PENDING_COLUMNS}) VALUES (?, ?, ?, ?, ?)", kept)
+            )
         return self._write_or_recover("storing a winner", *statements) is not None
 
     def put_if_absent(
@@ -505,7 +514,8 @@ class PersistentCache:
             return None
         row: tuple[object, ...] = (MAJOR, device_id, tuner, key, checksum, value.model_dump_json(), time.time())
         statement = (
-            "INSERT INTO winners VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (tunekit_major, device_id, tuner, key) "
+            f"INSERT INTO winners ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT (tunekit_major, device_id, tuner, key) "
             "DO UPDATE SET checksum = excluded.checksum, value = excluded.value, updated = excluded.updated "
             "WHERE winners.checksum <> excluded.checksum",
             row,
@@ -570,7 +580,7 @@ class PersistentCache:
             )
         else:
             statement = (
-                "INSERT OR REPLACE INTO failed_tunes VALUES (?, ?, ?, ?, ?, ?, ?)",
+                f"INSERT OR REPLACE INTO failed_tunes ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (MAJOR, device_id, tuner, key, checksum, payload, time.time()),
             )
         return self._write_or_recover("recording a failed tune", statement) is not None
@@ -716,7 +726,7 @@ def _parse(raw_checksum: object, raw_value: object) -> tuple[str, CacheValue]:
     try:
         return checksum, CacheValue.model_validate_json(text, context=STORED)
     except ValidationError as exc:  # its first line is only "1 validation error for CacheValue"
-        raise _BadRow(validation_text(exc, whole="value")) from None
+        raise _BadRow(other_version(text, CacheValue) or validation_text(exc, whole="value")) from None
     except (ValueError, TypeError, RecursionError) as exc:
         raise _BadRow(_first_line(exc)) from None
 
@@ -725,6 +735,9 @@ def _parse(raw_checksum: object, raw_value: object) -> tuple[str, CacheValue]:
 _RAW_CHECKSUM = "CAST(checksum AS BLOB)"
 _RAW_VALUE = "CASE WHEN length(CAST(value AS BLOB)) <= ? THEN CAST(value AS BLOB) END"
 _WRITE_TRIES = 3
+# Inserts name their columns: a later tunekit of this major version may add a column (with a default),
+# and a positional VALUES list would then fail every store of the older processes sharing the file.
+_PENDING_COLUMNS = "tunekit_major, device_id, tuner, key, record"
 
 
 def _retry_busy(run: Callable[[], object], *, patience_s: float) -> None:

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pydantic import ValidationError
 
 from tunekit._base.extras import import_extra
-from tunekit._base.persisted import STORED
+from tunekit._base.persisted import STORED, other_version
 from tunekit._base.self_call import locked_by_parent
 from tunekit._base.url_text import redacted
 from tunekit._base.validation_text import validation_text
@@ -345,7 +345,7 @@ def _parsed(tuner: str, key: str, row: Any) -> tuple[str, CacheValue] | str:
         try:
             return str(checksum), CacheValue.model_validate_json(text, context=STORED)
         except ValidationError as exc:
-            detail = validation_text(exc, whole="value")
+            detail = other_version(text, CacheValue) or validation_text(exc, whole="value")
         except (ValueError, TypeError, RecursionError) as exc:
             detail = _first_line(exc)
     reason = f"stored row for {tuner}/{key} is invalid and will be re-tuned: {detail}"

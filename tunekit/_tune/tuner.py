@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -257,6 +258,7 @@ class Tuner:
         if stored and job.cache is not None:
             forget_failure(job.cache, self.device_id, self.name, job.key_json)
         warn_if_untrusted(self.name, job.key, decided)
+        _warn_uncallable(self.name, tunables, outcomes, len(job.inputs))
         self._emit(record, observation)
         if stored and job.cache is not None:
             job.cache.record_sent(self.device_id, self.name, job.key_json)
@@ -268,7 +270,10 @@ class Tuner:
             note = search_note(
                 tuner=self.name, device_id=self.device_id, tunables=tunables, key=job.key, events=job.events
             )
-            raise NoValidKernelFound(self.name, job.key, failures, recorded=note)
+            error = NoValidKernelFound(self.name, job.key, failures, recorded=note)
+            if hint := _reference_note(tunables, outcomes):  # a note: `recorded` says what the store knows
+                error.add_note(f"tunekit: {hint}")
+            raise error
         return ranking
 
     def recover_records(self, cache: PersistentCache) -> int:
@@ -414,6 +419,61 @@ def _phases(phase_s: dict[str, float], wall_time_s: float) -> PhaseTimes:
     """The record's phases from a tune's seconds per phase; what they leave of ``wall_time_s`` is ``other_s``."""
     named = {f"{phase}_s": max(seconds, 0.0) for phase, seconds in phase_s.items()}
     return PhaseTimes(**named, other_s=max(wall_time_s - sum(named.values()), 0.0))
+
+
+_warned_uncallable: set[tuple[str, str]] = set()
+"""(tuner, candidate) already warned about by _warn_uncallable: once per process, not once per key."""
+
+
+def _warn_uncallable(tuner: str, tunables: TunableSet[Any, Any], outcomes: dict[int, Outcome], arity: int) -> None:
+    """Warn about each candidate that failed because its parameters cannot take the call's inputs.
+
+    Failures are values, and a candidate that fails for some keys is a design (a kernel for small
+    sizes only); one whose signature cannot take the inputs at all is a typo that would otherwise
+    leave it out of every tune without a word.
+    """
+    for index, outcome in outcomes.items():
+        if not (isinstance(outcome, Failed) and outcome.reason.startswith("TypeError:")):
+            continue
+        tunable = tunables.tunables[index]
+        if (tuner, tunable.name) in _warned_uncallable:
+            continue
+        try:
+            signature = inspect.signature(tunable.fn)
+        except (TypeError, ValueError):  # a builtin without one: nothing to say
+            continue
+        try:
+            signature.bind(*range(arity))
+        except TypeError as exc:
+            _warned_uncallable.add((tuner, tunable.name))
+            _log.warning(
+                "%s: candidate %r takes %s, which cannot be called with the %d input(s) execute() passes (%s); "
+                "it fails in every tune: give it the operation's parameters, or remove it",
+                tuner,
+                tunable.name,
+                signature,
+                arity,
+                exc,
+            )
+
+
+def _reference_note(tunables: TunableSet[Any, Any], outcomes: dict[int, Outcome]) -> str:
+    """What to look at when every candidate failed its check against a reference function; '' otherwise.
+
+    Each failure names its own error figures, so a list of them reads as "every candidate is wrong",
+    when the one thing they disagree with, and the likelier to be wrong, is the reference.
+    """
+    reference = tunables.reference
+    if reference is None or reference.fn is None or not outcomes:
+        return ""
+    if not all(isinstance(o, Failed) and o.stage == "check" for o in outcomes.values()):
+        return ""
+    every = "the only candidate" if len(outcomes) == 1 else f"all {len(outcomes)} candidates"
+    return (
+        f"{every} failed the correctness check against the reference function "
+        f"{getattr(reference.fn, '__qualname__', repr(reference.fn))}: where the candidates agree with each other, "
+        "check the reference (its dtype, its output, with_reference(outputs=...)), or widen rtol/atol"
+    )
 
 
 def _callers_input_refused(tunables: TunableSet[Any, Any], outcomes: dict[int, Outcome]) -> bool:
