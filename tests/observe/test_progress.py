@@ -19,6 +19,7 @@ import tunekit as tk
 from tunekit._base.units import format_duration_ns
 from tunekit._observe.progress import TerminalProgress
 from tunekit_backends.cpu import CpuClient
+from tunekit_backends.simulated import NoiseModel, SimulatedClient
 
 CLIENT = CpuClient()
 
@@ -176,7 +177,10 @@ def _phases(seen: list[tuple[str, float]]) -> list[str]:
 def test_the_line_names_each_phase_in_turn_and_the_bar_is_full_only_when_the_tune_ends() -> None:
     """Regression: the bar read "15/15 timed", full, while rounds and the runoff went on for seconds."""
     # A speed factor no noise reaches: the twins go on to the runoff, the slow one is out by separation.
+    # On the simulated device (a virtual clock, seeded noise): with sleeps, a loaded machine's noise told
+    # the twins apart in the rounds now and then, and the runoff this test is about never ran.
     tk.configure(runoff_pairs=12, max_samples=5, speed_factor=1000)
+    device = SimulatedClient(NoiseModel(noise=0.01), seed=3)
     out = io.StringIO()
     progress = TerminalProgress(console=Console(file=out, force_terminal=True, color_system=None, width=1000))
     progress.delay_s = 0.0
@@ -184,10 +188,12 @@ def test_the_line_names_each_phase_in_turn_and_the_bar_is_full_only_when_the_tun
     records: list[tk.AutotuneRecord] = []
     sink = tk.add_record_sink(records.append)
     # Two equal candidates, never told apart: rounds to max_samples, then a runoff; the slow one is eliminated.
-    twin = _sleep(0.002)
-    tunables = tk.TunableSet(key=lambda n: NKey(n=n)).with_tunables([_sleep(0.03), twin, tk.Tunable("twin", twin.fn)])
+    twin = device.kernel(2e6)
+    tunables = tk.TunableSet(key=lambda n: NKey(n=n)).with_tunables(
+        [tk.Tunable("slow", device.kernel(30e6)), tk.Tunable("twin1", twin), tk.Tunable("twin2", twin)]
+    )
     try:
-        tk.LocalTuner[NKey, int]("phases").execute(CLIENT.device_id, CLIENT, tunables, (9,))
+        tk.LocalTuner[NKey, None]("phases").execute(device.device_id, device, tunables, (9,))
     finally:
         tk.remove_record_sink(sink)
         for observer in observers:
@@ -222,7 +228,9 @@ def _build(config: tk.Config) -> object:
 def test_a_search_shows_its_budget_its_best_and_its_finalists_and_ends_with_the_margin() -> None:
     tk.configure(runoff_pairs=10, max_samples=4)
     out = io.StringIO()
-    progress = TerminalProgress(console=Console(file=out, force_terminal=True, color_system=None, width=300))
+    # Wide: when a loaded machine makes the runoff overrule a median, the line says why, and at 300 columns
+    # the margin wrapped onto a line of its own.
+    progress = TerminalProgress(console=Console(file=out, force_terminal=True, color_system=None, width=1000))
     progress.delay_s = 0.0
     snapshots, observers = _observed(progress)
     try:
