@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -45,8 +46,8 @@ class AutotuneDisabled(TunekitError, RuntimeError):
 class NoValidKernelFound(TunekitError):
     """Every candidate failed or was skipped for a key (or every configuration a search evaluated); lists them and why.
 
-    ``failures`` holds every (name, reason); the message shows the first
-    ``SHOWN`` of them. ``recorded`` is what else to know: empty when this process tuned
+    ``failures`` holds every (name, reason); the message shows the first ``SHOWN`` reasons, each
+    once: candidates that fail alike (the same words but for their own names) share its line. ``recorded`` is what else to know: empty when this process tuned
     the key; for a repeated failure, which process's failed tune this error repeats, when, and when
     the key will be tuned again; for ``tk.search`` and ``tk.tune_objective``, how the search
     ended and where its trials are kept. ``key`` is None for a search run without one.
@@ -59,9 +60,11 @@ class NoValidKernelFound(TunekitError):
         self.key = key
         self.failures = tuple(failures)
         self.recorded = recorded
-        shown = [f"  - {name}: {reason}" for name, reason in self.failures[: self.SHOWN]]
-        if len(self.failures) > self.SHOWN:  # a search of 500 failed configurations would print 500 lines
-            shown.append(f"  ... and {len(self.failures) - self.SHOWN} more (all of them in the error's .failures)")
+        groups = _alike(self.failures)
+        shown = [_group_lines(group) for group in groups[: self.SHOWN]]
+        if len(groups) > self.SHOWN:  # a search of 500 failed configurations would print 500 lines
+            rest = sum(len(group) for group in groups[self.SHOWN :])
+            shown.append(f"  ... and {rest} more (all of them in the error's .failures)")
         lines = "\n".join(shown) or "  (no candidate was planned)"
         after = f"\n{recorded}" if recorded else ""
         for_key = f" for key {key!r}" if key is not None else ""
@@ -69,6 +72,33 @@ class NoValidKernelFound(TunekitError):
 
     def __reduce__(self) -> tuple[type[NoValidKernelFound], tuple[str, object, tuple[tuple[str, str], ...], str]]:
         return (type(self), (self.tuner, self.key, self.failures, self.recorded))
+
+
+def _alike(failures: Sequence[tuple[str, str]]) -> list[list[tuple[str, str]]]:
+    """``failures`` grouped by reason, each reason read with its own candidate's name left out, in order of first sight.
+
+    Fifteen variants refusing the caller's float64 array for one reason would otherwise repeat that
+    reason fifteen times, each with a name of its own in it, hiding any failure that differs.
+    """
+    groups: dict[str, list[tuple[str, str]]] = {}
+    for name, reason in failures:
+        alone = re.sub(rf"(?<!\w){re.escape(name)}(?!\w)", "\0", reason) if name else reason
+        groups.setdefault(alone, []).append((name, reason))
+    return list(groups.values())
+
+
+def _group_lines(group: list[tuple[str, str]]) -> str:
+    (name, reason), rest = group[0], group[1:]
+    line = f"  - {name}: {reason}"
+    if rest:
+        names = ", ".join(other for other, _ in rest[:GROUP_NAMES])
+        more = f" and {len(rest) - GROUP_NAMES} more" if len(rest) > GROUP_NAMES else ""
+        line += f"\n    the same for {len(rest)} more: {names}{more}"
+    return line
+
+
+GROUP_NAMES = 6
+"""Names listed beside a reason that many candidates share; the rest are counted (every one is in ``.failures``)."""
 
 
 class ClientClosed(TunekitError, RuntimeError):
