@@ -260,6 +260,41 @@ def test_a_corrupt_line_is_described_on_one_line(data: ReplayData, tmp_path: Pat
     assert message.startswith(f"{log}: line 3 is corrupt (") and "Invalid JSON" in message
 
 
+def test_a_corrupt_line_deleted_as_the_error_says_resumes_the_other_trials(data: ReplayData, tmp_path: Path) -> None:
+    """The error said only to move the log aside, throwing away every trial to drop one bad line."""
+    log = tmp_path / "t.jsonl"
+    reference = run(data, log)
+    lines = log.read_text().splitlines()
+    bad = json.loads(lines[5])
+    lines[5] = lines[5][:40]
+    log.write_text("\n".join(lines) + "\n")
+    with pytest.raises(tk.TrialLogError, match="line 6 is corrupt .*; delete that line to keep the other trials"):
+        run(data, log)
+    del lines[5]
+    log.write_text("\n".join(lines) + "\n")
+    again = run(data, log)
+    # The deleted trial's batch is unfinished in the log now: its other trials are dropped, as a kill's are.
+    batch = {
+        data.space.config(json.loads(line)["config"]) for line in lines[1:] if json.loads(line)["batch"] == bad["batch"]
+    }
+    resumed = {t.config for t in again.trials if t.resumed}
+    assert len(batch) == bad["batch_size"] - 1 and not batch & resumed
+    assert len(resumed) == len(reference.trials) - bad["batch_size"] and again.evaluations == 25
+
+
+def test_blank_lines_in_a_log_are_no_trials(data: ReplayData, tmp_path: Path) -> None:
+    """A blank line (an editor's, or `echo >> log`) was refused as a corrupt line."""
+    log = tmp_path / "t.jsonl"
+    reference = run(data, log)
+    lines = log.read_text().splitlines()
+    log.write_text("\n".join([*lines[:3], "", *lines[3:], "  "]) + "\n\n")
+    again = run(data, log, max_evals=30)
+    assert sum(t.resumed for t in again.trials) == len(reference.trials) == 25 and again.evaluations == 30
+    assert [json.loads(line)["config"] for line in log.read_text().splitlines()[1:] if line.strip()][-5:] == [
+        t.config.to_dict() for t in again.trials if not t.resumed
+    ]
+
+
 def test_a_log_with_fields_of_a_newer_tunekit_is_resumed(data: ReplayData, tmp_path: Path) -> None:
     """Regression: a field added within schema_version 1 made an older tunekit call the log corrupt."""
     log = tmp_path / "newer.jsonl"

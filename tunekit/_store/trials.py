@@ -139,6 +139,8 @@ class TrialLog:
         lines = complete.splitlines()
         entries: list[tuple[Config, TrialEntry]] = []
         for number, line in enumerate(lines[1:], start=2):
+            if not line.strip():  # an editor's or a shell's `echo >> log` blank line holds no trial
+                continue
             try:
                 entry = _LINE.validate_json(line, context=STORED)
                 if not isinstance(entry, TrialEntry):
@@ -147,7 +149,9 @@ class TrialLog:
             except (ValidationError, ValueError) as exc:
                 _check_version(path, number, line, "trial", TrialEntry)
                 raise TrialLogError(
-                    f"{path}: line {number} is corrupt ({_one_line(exc)}); move the log aside to start over"
+                    f"{path}: line {number} is corrupt ({_one_line(exc)}); delete that line to keep the other "
+                    "trials (the rest of its batch is dropped too, as an interrupted batch is), or move the log aside "
+                    "to start over"
                 ) from None
             entries.append((config, entry))
         # Only once every whole line is known good: a log refused for a line of another version or a
