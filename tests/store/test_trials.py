@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -408,6 +409,28 @@ def test_a_half_written_header_starts_the_log_again(data: ReplayData, tmp_path: 
     log.write_bytes(log.read_bytes()[:40])  # killed while writing the header
     assert run(data, log).evaluations == 25
     tk.TrialLogHeader.model_validate_json(log.read_text().splitlines()[0])
+
+
+@tk.autotune_key
+class _Size:
+    n: int
+
+
+def test_one_budget_with_a_log_for_two_keys_is_refused_saying_one_log_per_key(data: ReplayData, tmp_path: Path) -> None:
+    """docs/search.md says to keep one tk.Budget for every search; with log= in it, the second key's tk.search was
+    refused saying only "give this search another log path"."""
+    budget = tk.Budget(max_evals=4, log=tmp_path / "t.jsonl")
+    client = ReplayClient(data)
+    tk.search(data.space, client.kernel, client, (), tuner="t", key=_Size(n=1), budget=budget)
+    with pytest.raises(tk.TrialLogError) as raised:
+        tk.search(data.space, client.kernel, client, (), tuner="t", key=_Size(n=2), budget=budget)
+    assert str(raised.value) == (
+        f"{tmp_path / 't.jsonl'} was written for key={{'n': 1}}, but this search has key={{'n': 2}}: its trials do not "
+        "apply here; give this search another log path, one per key (a log holds one search; a set's "
+        "with_search(log=...) makes a file per key itself) (or delete the old log)"
+    )
+    per_key = dataclasses.replace(budget, log=tmp_path / "t.n=2.jsonl")
+    assert tk.search(data.space, client.kernel, client, (), tuner="t", key=_Size(n=2), budget=per_key).evaluations == 4
 
 
 def test_another_searchs_log_keeps_its_half_written_last_line(data: ReplayData, tmp_path: Path) -> None:

@@ -284,9 +284,15 @@ def _check_same_search(path: Path, logged: TrialLogHeader, running: TrialLogHead
         theirs, ours = getattr(logged, field), getattr(running, field)
         if theirs != ours:
             what = f" ({space_difference(logged.space, running.space)})" if field == "space_hash" else ""
+            # One log per key: a shared tk.Budget(log=...) handed to each key's tk.search lands here.
+            per_key = (
+                ", one per key (a log holds one search; a set's with_search(log=...) makes a file per key itself)"
+                if field == "key"
+                else ""
+            )
             raise TrialLogError(
                 f"{path} was written for {field}={theirs!r}, but this search has {field}={ours!r}{what}: "
-                "its trials do not apply here; give this search another log path (or delete the old log)"
+                f"its trials do not apply here; give this search another log path{per_key} (or delete the old log)"
             )
     # A log whose header has no build (None: written by a tunekit that did not keep it) is resumed:
     # nothing says its kernels differ.
