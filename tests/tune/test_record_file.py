@@ -116,6 +116,16 @@ def test_seeding_with_another_key_class_names_both_sets_of_fields(data: ReplayDa
     assert record.seed(tuner, tunables, Shape) == 2
 
 
+def test_get_with_another_key_class_is_refused_not_answered_none(data: ReplayData, tmp_path: Path) -> None:
+    """record.get(OtherKey(...)) returned None, so production took its defaults for every key, silently."""
+    committed(data, tmp_path / "r.json")
+    record = tk.Record.load(tmp_path / "r.json")
+    with pytest.raises(tk.RecordMismatch, match=r"the key has fields \['n'\], Plane has \['cols', 'rows'\]"):
+        record.get(Plane(rows=1024, cols=1))
+    assert record.get(Shape(n=100)) is None  # a bucket the record lacks is still None
+    assert Plane(rows=1024, cols=1) not in record
+
+
 def test_a_record_seeded_with_one_set_serves_an_equal_set_built_elsewhere(data: ReplayData, tmp_path: Path) -> None:
     """Seeding with one set object and executing with another (TUNER.init's) tuned the seeded keys afresh."""
     client = ReplayClient(data)

@@ -227,7 +227,15 @@ class Record:
         """The entry of ``key``'s bucket (the key as built: anchored), or None when the record has none."""
         if not is_autotune_key(key):
             raise TypeError(f"Record.get() takes an @tk.autotune_key instance, got {type(key).__name__}")
-        return self.entries.get(key_to_json(key))
+        found = self.entries.get(key_to_json(key))
+        if found is None and self.entries:
+            # A key of another class finds no entry: production would take its defaults for every
+            # key, silently, as if the record lacked them all.
+            stored = next(iter(self.entries.values())).key
+            fields = sorted(f.name for f in dataclasses.fields(key))  # type: ignore[arg-type]
+            if sorted(stored) != fields:
+                raise RecordMismatch(_not_this_key_class(f"record key {stored}", stored, type(key), None))
+        return found
 
     def __contains__(self, key: object) -> bool:
         """Whether the record holds ``key``'s bucket (``Shape(n=1000) in record``)."""
@@ -554,7 +562,7 @@ def _schema_version(path: Path) -> object:
     return data.get("schema_version") if is_record else None
 
 
-def _not_this_key_class(what: str, stored: Mapping[str, object], key_type: type, exc: TypeError) -> str:
+def _not_this_key_class(what: str, stored: Mapping[str, object], key_type: type, exc: TypeError | None) -> str:
     """Why a stored key does not build ``key_type``: both sets of field names when they differ, the error otherwise."""
     fields = sorted(f.name for f in dataclasses.fields(key_type))
     if sorted(stored) == fields:
