@@ -324,6 +324,26 @@ def test_string_values_with_separators_are_refused(value: str) -> None:
         tk.Space(A=[value, "1"], B=["3"])
 
 
+@pytest.mark.parametrize(
+    ("value", "fix"),
+    [
+        ((1, 2), "split (1, 2) into one parameter per element, or name it with a str"),
+        ([1, 2], "split [1, 2] into one parameter per element"),
+        (None, "name an absent setting with a str (such as 'none') or add a bool parameter"),
+        (float("inf"), "give finite floats: JSON, which trial logs and records are written in, has no inf or nan"),
+        (b"x", "give one of those (its name as a str, say) and map it back in build"),
+    ],
+)
+def test_a_value_no_configuration_can_hold_is_refused_saying_what_to_give(value: object, fix: str) -> None:
+    """A tuple of block sizes, None for "no unroll": the error said only "is not an int, finite float, str or bool"."""
+    with pytest.raises(TypeError) as raised:
+        tk.Space(A=[value, 3])  # type: ignore[list-item]
+    assert str(raised.value).startswith(
+        f"tk.Space parameter 'A': value {value!r} is not an int, finite float, str or bool; "
+    )
+    assert fix in str(raised.value)
+
+
 def test_configuration_names_are_unique() -> None:
     """What the checks above guarantee: every configuration of a space has its own name."""
     space = tk.Space(A=[2, 2.5, "x", True], B=["1", "y:z", "a b"], C=[0.1, 10])

@@ -128,7 +128,7 @@ def test_a_tunable_is_one_object_built_once_however_it_is_reached() -> None:
 
 def test_a_version_that_is_no_str_is_refused_when_the_set_is_made() -> None:
     # Each eager Tunable refused it; made lazily, the first tunable asked for would have.
-    with pytest.raises(TypeError, match=r"from_space\(version=...\) must be a str, got 3"):
+    with pytest.raises(TypeError, match=r"from_space\(version=...\) must be a str, got 3; pass version='3'"):
         tk.TunableSet.from_space(_space(), _build, key=_key, version=3)  # type: ignore[arg-type]
 
 

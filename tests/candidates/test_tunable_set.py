@@ -88,7 +88,7 @@ def test_a_checksum_extra_without_a_stable_text_is_refused() -> None:
 
 def test_a_tunable_version_must_be_a_str() -> None:
     # It is hashed as text: version=3 and version="3" were the same version, an object a new one per process.
-    with pytest.raises(TypeError, match=r"Tunable 'a': version must be a str, got 3"):
+    with pytest.raises(TypeError, match=r"Tunable 'a': version must be a str, got 3; pass version='3'"):
         tk.Tunable("a", lambda: 1, version=3)  # type: ignore[arg-type]
 
 

@@ -211,6 +211,23 @@ def test_a_value_of_the_wrong_type_is_refused_naming_key_field_type_and_value(
     )
 
 
+def test_an_array_given_as_a_key_value_is_named_by_shape_and_the_fix_is_its_shape() -> None:
+    """key=KeyClass with array inputs built Key(n=array): the error printed the whole array over many lines, and
+    said to "convert the value"."""
+    with pytest.raises(TypeError) as caught:
+        _typed(n=np.zeros((512, 256), dtype=np.float32))
+    assert str(caught.value) == (
+        "autotune key Typed: field n expects int (not bool), got ndarray of shape (512, 256), dtype float32; "
+        "build the key from the array's shape or dtype, not the array: key=lambda x, ...: Typed(n=x.shape[0], ...)"
+    )
+
+
+def test_a_long_value_is_cut_in_the_message() -> None:
+    with pytest.raises(TypeError) as caught:
+        _typed(n="7" * 5000)
+    assert f"got str '{'7' * 199}... (5002 characters); convert the value" in str(caught.value)
+
+
 def test_numpy_scalars_count_as_the_python_values_they_hold() -> None:
     """Regression: an np.int64 field value built the key, then failed at lookup as not JSON-serialisable."""
     key = _typed(n=np.int64(5), size=np.uint16(1000), alpha=np.float32(1.5), dtype=np.str_("f32"), transpose=np.True_)

@@ -259,6 +259,32 @@ def test_a_search_shows_its_budget_its_best_and_its_finalists_and_ends_with_the_
     assert f"winner {result.best.config.name} " in line and " margin " in line
 
 
+def _shown(space: tk.Space, tuner: str) -> tuple[list[str], str]:
+    """A random search of ``space`` with 2 evaluations: its progress lines and the display's output."""
+    out = io.StringIO()
+    progress = TerminalProgress(console=Console(file=out, force_terminal=True, color_system=None, width=1000))
+    progress.delay_s = 0.0
+    snapshots, observers = _observed(progress)
+    try:
+        tk.search(space, _build, CLIENT, (3,), tuner=tuner, max_evals=2, batch=2, finalists=0, strategy="random")
+    finally:
+        for observer in observers:
+            tk.remove_observer(observer)
+    return [text for text, _ in snapshots.seen], out.getvalue()
+
+
+def test_an_uncounted_restricted_space_is_shown_as_a_bound() -> None:
+    """A random search of a space with 4 valid points of 8 showed "evaluated 2/2 of 8" and "2 of 8 configurations"."""
+    space = tk.Space(MS=[1, 2, 3, 4, 5, 6, 7, 8], restrict=lambda c: c.MS % 2 == 0)
+    texts, out = _shown(space, "bounded")
+    assert space.counted_size() is None  # random never walked it
+    assert any("evaluated 2/2 of up to 8" in t for t in texts)
+    assert "searched bounded: 2 of up to 8 configurations in " in out
+    assert space.size == 4  # counts it
+    texts, out = _shown(space, "counted")
+    assert any("evaluated 2/2 of 4" in t for t in texts) and "searched counted: 2 of 4 configurations in " in out
+
+
 def test_a_search_inside_a_tune_shows_on_the_tunes_line() -> None:
     tk.configure(runoff_pairs=10, max_samples=4)
     out = io.StringIO()

@@ -291,6 +291,28 @@ def test_bad_search_arguments_are_refused_before_anything_is_measured(
     assert built == []
 
 
+def test_a_search_with_no_limit_over_a_space_too_big_to_walk_is_refused_before_anything_is_built() -> None:
+    """tk.search(big, ...) with max_evals forgotten measured configuration after configuration, silently, for days."""
+    big = tk.Space(A=range(1000), B=range(1000), C=range(100))
+    built: list[tk.Config] = []
+
+    def build(config: tk.Config) -> Any:
+        built.append(config)
+        return lambda: None
+
+    for options in ({}, {"strategy": "random"}, {"budget": tk.Budget(seed=3)}):
+        with pytest.raises(ValueError) as raised:
+            tk.search(big, build, CpuClient(), (), tuner="big", **options)  # type: ignore[arg-type]
+        assert str(raised.value) == (
+            "tk.search() without max_evals or max_seconds measures every configuration of the space, up to "
+            "100,000,000 of them here (over 10,000,000: days at a millisecond each); give it a budget, "
+            "e.g. max_evals=200 or max_seconds=600"
+        )
+    assert built == []
+    bounded = tk.search(big, build, CpuClient(), (), tuner="big", strategy="random", max_evals=2, finalists=0)
+    assert bounded.evaluations == 2 and len(built) == 2
+
+
 def test_a_bad_space_build_inputs_or_tuner_is_refused_before_anything_is_built(
     replay: tuple[ReplayData, ReplayClient],
 ) -> None:

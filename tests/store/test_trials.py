@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -260,6 +261,41 @@ def test_a_corrupt_line_is_described_on_one_line(data: ReplayData, tmp_path: Pat
     assert message.startswith(f"{log}: line 3 is corrupt (") and "Invalid JSON" in message
 
 
+def test_a_corrupt_line_deleted_as_the_error_says_resumes_the_other_trials(data: ReplayData, tmp_path: Path) -> None:
+    """The error said only to move the log aside, throwing away every trial to drop one bad line."""
+    log = tmp_path / "t.jsonl"
+    reference = run(data, log)
+    lines = log.read_text().splitlines()
+    bad = json.loads(lines[5])
+    lines[5] = lines[5][:40]
+    log.write_text("\n".join(lines) + "\n")
+    with pytest.raises(tk.TrialLogError, match="line 6 is corrupt .*; delete that line to keep the other trials"):
+        run(data, log)
+    del lines[5]
+    log.write_text("\n".join(lines) + "\n")
+    again = run(data, log)
+    # The deleted trial's batch is unfinished in the log now: its other trials are dropped, as a kill's are.
+    batch = {
+        data.space.config(json.loads(line)["config"]) for line in lines[1:] if json.loads(line)["batch"] == bad["batch"]
+    }
+    resumed = {t.config for t in again.trials if t.resumed}
+    assert len(batch) == bad["batch_size"] - 1 and not batch & resumed
+    assert len(resumed) == len(reference.trials) - bad["batch_size"] and again.evaluations == 25
+
+
+def test_blank_lines_in_a_log_are_no_trials(data: ReplayData, tmp_path: Path) -> None:
+    """A blank line (an editor's, or `echo >> log`) was refused as a corrupt line."""
+    log = tmp_path / "t.jsonl"
+    reference = run(data, log)
+    lines = log.read_text().splitlines()
+    log.write_text("\n".join([*lines[:3], "", *lines[3:], "  "]) + "\n\n")
+    again = run(data, log, max_evals=30)
+    assert sum(t.resumed for t in again.trials) == len(reference.trials) == 25 and again.evaluations == 30
+    assert [json.loads(line)["config"] for line in log.read_text().splitlines()[1:] if line.strip()][-5:] == [
+        t.config.to_dict() for t in again.trials if not t.resumed
+    ]
+
+
 def test_a_log_with_fields_of_a_newer_tunekit_is_resumed(data: ReplayData, tmp_path: Path) -> None:
     """Regression: a field added within schema_version 1 made an older tunekit call the log corrupt."""
     log = tmp_path / "newer.jsonl"
@@ -373,6 +409,28 @@ def test_a_half_written_header_starts_the_log_again(data: ReplayData, tmp_path: 
     log.write_bytes(log.read_bytes()[:40])  # killed while writing the header
     assert run(data, log).evaluations == 25
     tk.TrialLogHeader.model_validate_json(log.read_text().splitlines()[0])
+
+
+@tk.autotune_key
+class _Size:
+    n: int
+
+
+def test_one_budget_with_a_log_for_two_keys_is_refused_saying_one_log_per_key(data: ReplayData, tmp_path: Path) -> None:
+    """docs/search.md says to keep one tk.Budget for every search; with log= in it, the second key's tk.search was
+    refused saying only "give this search another log path"."""
+    budget = tk.Budget(max_evals=4, log=tmp_path / "t.jsonl")
+    client = ReplayClient(data)
+    tk.search(data.space, client.kernel, client, (), tuner="t", key=_Size(n=1), budget=budget)
+    with pytest.raises(tk.TrialLogError) as raised:
+        tk.search(data.space, client.kernel, client, (), tuner="t", key=_Size(n=2), budget=budget)
+    assert str(raised.value) == (
+        f"{tmp_path / 't.jsonl'} was written for key={{'n': 1}}, but this search has key={{'n': 2}}: its trials do not "
+        "apply here; give this search another log path, one per key (a log holds one search; a set's "
+        "with_search(log=...) makes a file per key itself) (or delete the old log)"
+    )
+    per_key = dataclasses.replace(budget, log=tmp_path / "t.n=2.jsonl")
+    assert tk.search(data.space, client.kernel, client, (), tuner="t", key=_Size(n=2), budget=per_key).evaluations == 4
 
 
 def test_another_searchs_log_keeps_its_half_written_last_line(data: ReplayData, tmp_path: Path) -> None:

@@ -95,6 +95,37 @@ def test_a_verified_record_seeds_the_tuner_so_nothing_is_tuned(data: ReplayData,
     assert tuner.tuner(client.device_id).winners[tunables][Shape(n=1000)].config.values_tuple == BEST  # type: ignore[attr-defined]
 
 
+@tk.autotune_key
+class Plane:
+    rows: int
+    cols: int
+
+
+def test_seeding_with_another_key_class_names_both_sets_of_fields(data: ReplayData, tmp_path: Path) -> None:
+    """It said only "Plane.__init__() got an unexpected keyword argument 'n'"."""
+    client = ReplayClient(data)
+    _, tunables = committed(data, tmp_path / "r.json", client)
+    record = tk.Record.load_verified(tmp_path / "r.json", tunables, client.device_id)
+    tuner: tk.LocalTuner[Shape, None] = tk.LocalTuner("replayed")
+    with pytest.raises(tk.RecordMismatch) as raised:
+        record.seed(tuner, tunables, Plane)  # type: ignore[arg-type]
+    assert str(raised.value) == (
+        "record key {'n': 1024} does not build a Plane: the key has fields ['n'], Plane has ['cols', 'rows']; "
+        "pass the key class the record's keys were made with, or re-tune with this one and commit a new record"
+    )
+    assert record.seed(tuner, tunables, Shape) == 2
+
+
+def test_get_with_another_key_class_is_refused_not_answered_none(data: ReplayData, tmp_path: Path) -> None:
+    """record.get(OtherKey(...)) returned None, so production took its defaults for every key, silently."""
+    committed(data, tmp_path / "r.json")
+    record = tk.Record.load(tmp_path / "r.json")
+    with pytest.raises(tk.RecordMismatch, match=r"the key has fields \['n'\], Plane has \['cols', 'rows'\]"):
+        record.get(Plane(rows=1024, cols=1))
+    assert record.get(Shape(n=100)) is None  # a bucket the record lacks is still None
+    assert Plane(rows=1024, cols=1) not in record
+
+
 def test_a_record_seeded_with_one_set_serves_an_equal_set_built_elsewhere(data: ReplayData, tmp_path: Path) -> None:
     """Seeding with one set object and executing with another (TUNER.init's) tuned the seeded keys afresh."""
     client = ReplayClient(data)

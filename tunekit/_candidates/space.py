@@ -88,6 +88,20 @@ for _name in _DICT_ONLY:
     setattr(Config, _name, _hidden(_name))
 
 
+def _scalar_hint(value: object) -> str:
+    """What to give instead of a value no configuration can hold, by what the value is."""
+    if isinstance(value, tuple | list):
+        return (
+            f"a value is one scalar: split {value!r} into one parameter per element, or name it with a str "
+            "and decode that in build"
+        )
+    if value is None:
+        return "name an absent setting with a str (such as 'none') or add a bool parameter"
+    if isinstance(value, float):
+        return "give finite floats: JSON, which trial logs and records are written in, has no inf or nan"
+    return "give one of those (its name as a str, say) and map it back in build"
+
+
 def _domain(name: str, values: ParamValues) -> tuple[ParamValue, ...]:
     """A parameter's values, checked: ordered, scalar, distinct and distinctly named."""
     if isinstance(values, str | bytes) or not isinstance(values, Iterable):
@@ -112,7 +126,10 @@ def _domain(name: str, values: ParamValues) -> tuple[ParamValue, ...]:
     by_text: dict[str, ParamValue] = {}
     for value in domain:
         if not isinstance(value, SCALARS) or (isinstance(value, float) and not math.isfinite(value)):
-            raise TypeError(f"tk.Space parameter {name!r}: value {value!r} is not an int, finite float, str or bool")
+            raise TypeError(
+                f"tk.Space parameter {name!r}: value {value!r} is not an int, finite float, str or bool; "
+                + _scalar_hint(value)
+            )
         if isinstance(value, str) and ("," in value or "=" in value):
             raise ValueError(
                 f"tk.Space parameter {name!r}: value {value!r} contains ',' or '=', which would make configuration "

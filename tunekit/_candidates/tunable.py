@@ -54,7 +54,10 @@ class Tunable(Generic[Out]):
         if not isinstance(self.name, str) or not self.name:
             raise ValueError(f"Tunable needs a non-empty str name, got {self.name!r}")
         if not isinstance(self.version, str):  # it is hashed as text: 3 and "3" would be one version
-            raise TypeError(f"Tunable {self.name!r}: version must be a str, got {self.version!r}")
+            raise TypeError(
+                f"Tunable {self.name!r}: version must be a str, got {self.version!r}; "
+                f"pass version={str(self.version)!r}"
+            )
         if not callable(self.fn):
             raise TypeError(f"Tunable {self.name!r}: fn must be callable, got {type(self.fn).__name__}")
         if self.prepare is not None and not callable(self.prepare):

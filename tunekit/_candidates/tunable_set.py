@@ -231,7 +231,9 @@ class TunableSet(Generic[K, Out]):
             raise TypeError(f"TunableSet.from_space() takes a tk.Space, got {type(space).__name__}")
         check_build("TunableSet.from_space", build)
         if not isinstance(version, str):  # each Tunable refuses it when made; made lazily, it would fail far from here
-            raise TypeError(f"TunableSet.from_space(version=...) must be a str, got {version!r}")
+            raise TypeError(
+                f"TunableSet.from_space(version=...) must be a str, got {version!r}; pass version={str(version)!r}"
+            )
         check_enumerable(
             "TunableSet.from_space()",
             space,

@@ -45,17 +45,30 @@ def anchor(x: int, *, max: int | None = None, min: int | None = None, base: int 
     return power
 
 
-def describe_value(value: object) -> str:
-    """``repr(value)``, or what it is where that fails: an int past Python's int-to-str digit limit.
+_LONGEST_REPR = 200
 
-    An error message that printed such an int would itself raise, hiding the error it was about.
+
+def is_array(value: object) -> bool:
+    """Whether ``value`` is an array of one or more dimensions (numpy, or any with its ``shape`` and ``dtype``)."""
+    return bool(getattr(value, "shape", ())) and hasattr(value, "dtype")
+
+
+def describe_value(value: object) -> str:
+    """``repr(value)``, or what it is where that fails or would bury the message it is in.
+
+    An int past Python's int-to-str digit limit cannot be printed (an error message that printed it
+    would itself raise, hiding the error it was about); an array is given by its shape and dtype, and
+    any other repr past 200 characters is cut there.
     """
+    if is_array(value):  # its repr is the whole array: many lines of numbers that bury the message
+        return f"of shape {value.shape}, dtype {value.dtype}"  # type: ignore[attr-defined]
     try:
-        return repr(value)
+        text = repr(value)
     except ValueError:
         if isinstance(value, int):
             return f"<an int of {value.bit_length()} bits, too long to print>"
         return f"<a {type(value).__name__} that cannot be printed>"
+    return text if len(text) <= _LONGEST_REPR else f"{text[:_LONGEST_REPR]}... ({len(text)} characters)"
 
 
 @dataclass(frozen=True, slots=True)

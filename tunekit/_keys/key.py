@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Literal, NoReturn, TypeVar, dataclass_transform, get_args, get_origin
 
 from tunekit._base import settings as _settings
-from tunekit._keys.anchor import Anchor, describe_value
+from tunekit._keys.anchor import Anchor, describe_value, is_array
 
 __all__ = [
     "anchored_fields",
@@ -222,10 +222,16 @@ def _coerce(cls_name: str, name: str, coerce: Coerce, expected: str, value: obje
             return coerce(value.item())  # type: ignore[attr-defined]
         except _Wrong:
             pass
+    # An array here is mostly key=KeyClass given array inputs: the class takes them as its fields.
+    fix = (
+        "build the key from the array's shape or dtype, not the array: "
+        f"key=lambda x, ...: {cls_name}({name}=x.shape[0], ...)"
+        if is_array(value)
+        else "convert the value before building the key"
+    )
     raise TypeError(
         f"autotune key {cls_name}: field {name} expects {expected}, "
-        f"got {type(value).__name__} {describe_value(value)}; "
-        "convert the value before building the key"
+        f"got {type(value).__name__} {describe_value(value)}; {fix}"
     )
 
 

@@ -123,6 +123,8 @@ class SearchStarted:
     space_size: int | None
     max_evals: int | None
     max_seconds: float | None
+    size_counted: bool = True
+    """False when ``space_size`` is the Cartesian size of a restricted space not counted: an upper bound."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -131,10 +131,11 @@ class TuneObservation:
         space_size: int | None,
         max_evals: int | None,
         max_seconds: float | None,
+        size_counted: bool = True,
     ) -> None:
         """A search began, under this observation's id (a tune's, for a search inside a tune)."""
         if self.observers:
-            event = SearchStarted(self.tune_id, tuner, device_id, key, space_size, max_evals, max_seconds)
+            event = SearchStarted(self.tune_id, tuner, device_id, key, space_size, max_evals, max_seconds, size_counted)
             notify(event, self.observers)
 
     def search_advanced(self, event: SearchAdvanced) -> None:

@@ -57,6 +57,11 @@ _SPANS = {
 }
 
 
+def _size_text(size: int, counted: bool) -> str:
+    """A search's space size; a restricted space's Cartesian size, not counted, is only a bound on it."""
+    return str(size) if counted else f"up to {size}"
+
+
 def _describe_key(key: Mapping[str, object]) -> str:
     return " ".join(f"{name}={value}" for name, value in key.items())
 
@@ -68,6 +73,7 @@ class _Search:
     space_size: int | None
     max_evals: int | None
     max_seconds: float | None
+    size_counted: bool = True
     evaluated: int = 0
     best: str | None = None
     best_ns: float | None = None
@@ -89,7 +95,7 @@ class _Search:
         if self.finalists:
             return f"[bold]finalists[/] ({self.finalists}, re-measured side by side) after {self.evaluated} evaluated"
         of = f"/{self.max_evals}" if self.max_evals is not None else ""
-        size = f" of {self.space_size}" if self.space_size is not None else ""
+        size = f" of {_size_text(self.space_size, self.size_counted)}" if self.space_size is not None else ""
         text = f"evaluated {self.evaluated}{of}{size}"
         if self.max_seconds is not None:
             text += f", {elapsed:.0f}/{self.max_seconds:g} s"
@@ -236,8 +242,8 @@ class TerminalProgress:
             match event:
                 case TuneStarted(tune_id, tuner, _, key, _):
                     self._start(tune_id, _Tune(title=f"{tuner} {_describe_key(key)}", verb="tuned", started=0.0))
-                case SearchStarted(search_id, tuner, _, key, size, max_evals, max_seconds):
-                    search = _Search(size, max_evals, max_seconds)
+                case SearchStarted(search_id, tuner, _, key, size, max_evals, max_seconds, counted):
+                    search = _Search(size, max_evals, max_seconds, counted)
                     if search_id in self._tunes:  # a search inside a tune: the tune's line shows it
                         self._tunes[search_id].search = search
                     else:
@@ -352,7 +358,7 @@ class TerminalProgress:
             timed = f" {format_duration_ns(median)}" if median is not None else ""
             outcome = f"winner [bold]{escape(record.winner)}[/]{timed}; no runner-up, so no margin"
         size = tune.search.space_size if tune.search is not None else None
-        of = f" of {size}" if size is not None else ""
+        of = f" of {_size_text(size, tune.search.size_counted)}" if tune.search is not None and size is not None else ""
         if error is not None:
             cost = f"after {elapsed:.1f} s"
         elif search is not None:

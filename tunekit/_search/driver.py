@@ -108,6 +108,7 @@ def run_search(
             space_size=space.cartesian_size if size is None else size,
             max_evals=max_evals,
             max_seconds=max_seconds,
+            size_counted=size is not None,  # counting a restricted space would walk it
         )
     batch = BATCH if budget.batch is None else budget.batch
     incumbents = incumbents_of(space, budget.require)

@@ -11,7 +11,7 @@ from tunekit._base.errors import describe_error
 from tunekit._candidates.budget import SEARCH_KEYS, Budget, SearchOptions, budget_from
 from tunekit._candidates.config import Config
 from tunekit._candidates.reference import reference_of
-from tunekit._candidates.search_spec import check_build, check_search_names, config_name
+from tunekit._candidates.search_spec import ENUMERABLE_LIMIT, check_build, check_search_names, config_name
 from tunekit._candidates.space import Space
 from tunekit._candidates.tunable import Tunable
 from tunekit._candidates.tunable_set import LazyBuild, TunableSet, build_identity
@@ -109,6 +109,7 @@ def search(
     require_client(client, "tk.search(client=...)")
     check_search_names("tk.search", tuner=tuner, device_id=client.device_id)
     budget = budget_from("tk.search", budget, options, SEARCH_KEYS)
+    _refuse_unbounded(space, budget)
     args = tuple(inputs)
     settings = _settings.current()
     where = f"tk.search(tuner={tuner!r})"
@@ -185,3 +186,19 @@ def search(
     observation.search_finished(search_finished(observation.tune_id, result, record))
     raise_if_no_winner(result, key, budget.log, name_of)
     return result
+
+
+def _refuse_unbounded(space: Space, budget: Budget) -> None:
+    """Refuse a search that would measure a space too big to walk, having no limit but its end.
+
+    Without ``max_evals`` or ``max_seconds`` a named strategy ends only once every configuration
+    was measured: over ``ENUMERABLE_LIMIT`` points that is days of measurement, silently. A
+    strategy factory may end on its own, so it is left to run.
+    """
+    unbounded = budget.max_evals is None and budget.max_seconds is None and isinstance(budget.strategy, str)
+    if unbounded and space.walk_cost > ENUMERABLE_LIMIT:
+        raise ValueError(
+            f"tk.search() without max_evals or max_seconds measures every configuration of the space, "
+            f"up to {space.walk_cost:,} of them here (over {ENUMERABLE_LIMIT:,}: days at a millisecond each); "
+            "give it a budget, e.g. max_evals=200 or max_seconds=600"
+        )

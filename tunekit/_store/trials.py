@@ -139,6 +139,8 @@ class TrialLog:
         lines = complete.splitlines()
         entries: list[tuple[Config, TrialEntry]] = []
         for number, line in enumerate(lines[1:], start=2):
+            if not line.strip():  # an editor's or a shell's `echo >> log` blank line holds no trial
+                continue
             try:
                 entry = _LINE.validate_json(line, context=STORED)
                 if not isinstance(entry, TrialEntry):
@@ -147,7 +149,9 @@ class TrialLog:
             except (ValidationError, ValueError) as exc:
                 _check_version(path, number, line, "trial", TrialEntry)
                 raise TrialLogError(
-                    f"{path}: line {number} is corrupt ({_one_line(exc)}); move the log aside to start over"
+                    f"{path}: line {number} is corrupt ({_one_line(exc)}); delete that line to keep the other "
+                    "trials (the rest of its batch is dropped too, as an interrupted batch is), or move the log aside "
+                    "to start over"
                 ) from None
             entries.append((config, entry))
         # Only once every whole line is known good: a log refused for a line of another version or a
@@ -280,9 +284,15 @@ def _check_same_search(path: Path, logged: TrialLogHeader, running: TrialLogHead
         theirs, ours = getattr(logged, field), getattr(running, field)
         if theirs != ours:
             what = f" ({space_difference(logged.space, running.space)})" if field == "space_hash" else ""
+            # One log per key: a shared tk.Budget(log=...) handed to each key's tk.search lands here.
+            per_key = (
+                ", one per key (a log holds one search; a set's with_search(log=...) makes a file per key itself)"
+                if field == "key"
+                else ""
+            )
             raise TrialLogError(
                 f"{path} was written for {field}={theirs!r}, but this search has {field}={ours!r}{what}: "
-                "its trials do not apply here; give this search another log path (or delete the old log)"
+                f"its trials do not apply here; give this search another log path{per_key} (or delete the old log)"
             )
     # A log whose header has no build (None: written by a tunekit that did not keep it) is resumed:
     # nothing says its kernels differ.

@@ -11,10 +11,11 @@ so production never re-tunes those keys.
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -184,7 +185,7 @@ class Record:
         try:
             key = key_from_dict(key_type, tune.key)
         except TypeError as exc:
-            raise RecordMismatch(f"the tune's key {tune.key} does not build a {key_type.__name__}: {exc}") from None
+            raise RecordMismatch(_not_this_key_class(f"the tune's key {tune.key}", tune.key, key_type, exc)) from None
         return self._add(key, from_tune(self, self.tunables, key, tune, runners_up))
 
     def _add(self, key: object, made: dict[str, Any]) -> RecordEntry:
@@ -226,7 +227,15 @@ class Record:
         """The entry of ``key``'s bucket (the key as built: anchored), or None when the record has none."""
         if not is_autotune_key(key):
             raise TypeError(f"Record.get() takes an @tk.autotune_key instance, got {type(key).__name__}")
-        return self.entries.get(key_to_json(key))
+        found = self.entries.get(key_to_json(key))
+        if found is None and self.entries:
+            # A key of another class finds no entry: production would take its defaults for every
+            # key, silently, as if the record lacked them all.
+            stored = next(iter(self.entries.values())).key
+            fields = sorted(f.name for f in dataclasses.fields(key))  # type: ignore[arg-type]
+            if sorted(stored) != fields:
+                raise RecordMismatch(_not_this_key_class(f"record key {stored}", stored, type(key), None))
+        return found
 
     def __contains__(self, key: object) -> bool:
         """Whether the record holds ``key``'s bucket (``Shape(n=1000) in record``)."""
@@ -493,7 +502,7 @@ class Record:
             try:
                 key = key_from_dict(key_type, entry.key)
             except TypeError as exc:
-                raise RecordMismatch(f"record key {entry.key} does not build a {key_type.__name__}: {exc}") from None
+                raise RecordMismatch(_not_this_key_class(f"record key {entry.key}", entry.key, key_type, exc)) from None
             # Building the key anchors it again at the running level: a stored bucket that moves is
             # no bucket here, and seeding it would serve sizes it was not measured for (and land
             # two entries on one bucket, the last silently winning).
@@ -551,3 +560,15 @@ def _schema_version(path: Path) -> object:
     # Only a file with a record's fields is taken for another version's record.
     is_record = isinstance(data, dict) and {"tuner", "device_id", "entries"} <= data.keys()
     return data.get("schema_version") if is_record else None
+
+
+def _not_this_key_class(what: str, stored: Mapping[str, object], key_type: type, exc: TypeError | None) -> str:
+    """Why a stored key does not build ``key_type``: both sets of field names when they differ, the error otherwise."""
+    fields = sorted(f.name for f in dataclasses.fields(key_type))
+    if sorted(stored) == fields:
+        return f"{what} does not build a {key_type.__name__}: {exc}"
+    return (
+        f"{what} does not build a {key_type.__name__}: the key has fields {sorted(stored)}, "
+        f"{key_type.__name__} has {fields}; pass the key class the record's keys were made with, "
+        "or re-tune with this one and commit a new record"
+    )
