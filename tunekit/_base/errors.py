@@ -47,10 +47,11 @@ class NoValidKernelFound(TunekitError):
     """Every candidate failed or was skipped for a key (or every configuration a search evaluated); lists them and why.
 
     ``failures`` holds every (name, reason); the message shows the first ``SHOWN`` reasons, each
-    once: candidates that fail alike (the same words but for their own names) share its line. ``recorded`` is what else to know: empty when this process tuned
-    the key; for a repeated failure, which process's failed tune this error repeats, when, and when
-    the key will be tuned again; for ``tk.search`` and ``tk.tune_objective``, how the search
-    ended and where its trials are kept. ``key`` is None for a search run without one.
+    once: candidates that fail alike (the same words but for their own names) share its line.
+    ``recorded`` is what else to know: empty when this process tuned the key; for a repeated
+    failure, which process's failed tune this error repeats, when, and when the key will be tuned
+    again; for ``tk.search`` and ``tk.tune_objective``, how the search ended and where its trials
+    are kept. ``key`` is None for a search run without one.
     """
 
     SHOWN = 20
