@@ -306,6 +306,13 @@ def test_records_tail_follows_appended_records(records: Path) -> None:
             time.sleep(0.5)
             file.write(text[50:])
         assert "appended_later" in _next_line(process.stdout)
+        # Log rotation: a new file, shorter than the lines tail has shown, moved into place. Its first
+        # lines were skipped as already shown (regression).
+        line["tuner"] = "after_rotation"
+        rotated = records.with_name("rotated.jsonl")
+        rotated.write_text(json.dumps(line) + "\n")
+        rotated.replace(records)
+        assert "after_rotation" in _next_line(process.stdout)
     finally:
         process.send_signal(signal.SIGINT)  # Ctrl-C
         try:

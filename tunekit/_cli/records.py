@@ -267,10 +267,14 @@ def _one_line(record: AutotuneRecord) -> str:
 
 def tail(args: argparse.Namespace) -> int:
     """The last records of a file, then each new one as it is appended, until interrupted."""
+    try:
+        with open(args.file, "rb") as file:
+            # A last line still being written is left to the follower, which reads it once complete.
+            # Counted before the read below, so a line appended between the two is the follower's.
+            complete = sum(1 for raw in file if raw.endswith(b"\n"))
+    except OSError:
+        complete = 0  # read_or_fail names what is wrong with the file
     good, bad = read_or_fail(args.file)
-    with open(args.file, "rb") as file:
-        # A last line still being written is left to the follower, which reads it once complete.
-        complete = sum(1 for raw in file if raw.endswith(b"\n"))
     lines: list[RecordLine | BadLine] = [*good, *bad]
     shown = sorted((item for item in lines if item.line <= complete), key=lambda item: item.line)
     for line in deque(shown, maxlen=args.lines):
