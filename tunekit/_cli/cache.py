@@ -30,7 +30,7 @@ from tunekit._cli.error import CliError
 from tunekit._cli.listings import CacheCandidate, CacheEntry, CacheList, CacheShow, CacheWinner
 from tunekit._cli.table import Output, fixed, print_json
 from tunekit._store.cache import PersistentCache, default_cache_dir
-from tunekit._store.cache_file import header_problem
+from tunekit._store.cache_file import header_problem, is_corrupt, is_unwritable
 from tunekit._store.file_kind import other_kind
 from tunekit._store.pg_store import PostgresStore
 from tunekit._store.sqlite_store import SqliteStore
@@ -658,16 +658,18 @@ def verify(_: argparse.Namespace) -> int:
     if not file.exists():
         print(f"no tuning cache at {file}: nothing to verify")
         return 0
+    # as_uri() refuses a relative path, and TUNEKIT_CACHE_DIR=cache (relative) is a fine setting.
+    uri = f"{file.absolute().as_uri()}?mode=ro"
     try:
-        # as_uri() refuses a relative path, and TUNEKIT_CACHE_DIR=cache (relative) is a fine setting.
-        connection = sqlite3.connect(f"{file.absolute().as_uri()}?mode=ro", uri=True, timeout=30.0)
         try:
-            integrity = [str(r[0]) for r in connection.execute("PRAGMA integrity_check").fetchall()]
-            rows = connection.execute(
-                "SELECT tunekit_major, device_id, tuner, key, checksum, value FROM winners"
-            ).fetchall()
-        finally:
-            connection.close()
+            integrity, rows = _read_to_verify(uri)
+        except sqlite3.OperationalError as exc:
+            if is_corrupt(exc, file) or not is_unwritable(exc):
+                raise
+            # A WAL database is read through its -shm file, which SQLite cannot make in a directory this
+            # process may not write (a read-only mount, another user's cache): read the file as it is on
+            # disk, as a tuning process does there, since no process can be writing it either.
+            integrity, rows = _read_to_verify(f"{uri}&immutable=1")
     except sqlite3.DatabaseError as exc:
         print(f"{file}: not a readable tuning cache: {exc}")
         return 1
@@ -689,6 +691,19 @@ def verify(_: argparse.Namespace) -> int:
     note = f" ({other_major} rows of other tunekit major versions ignored)" if other_major else ""
     print(f"{file}: {checked} rows checked, {len(problems)} problem{'s' if len(problems) != 1 else ''}{note}")
     return 1 if problems else 0
+
+
+def _read_to_verify(uri: str) -> tuple[list[str], list[tuple[object, ...]]]:
+    """SQLite's integrity check of the database at ``uri`` and its raw rows of winners."""
+    connection = sqlite3.connect(uri, uri=True, timeout=30.0)
+    try:
+        integrity = [str(r[0]) for r in connection.execute("PRAGMA integrity_check").fetchall()]
+        rows = connection.execute(
+            "SELECT tunekit_major, device_id, tuner, key, checksum, value FROM winners"
+        ).fetchall()
+    finally:
+        connection.close()
+    return integrity, rows
 
 
 def _row_problem(device_id: object, tuner: object, key: object, checksum: object, value: object) -> str | None:
