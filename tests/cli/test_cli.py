@@ -148,6 +148,25 @@ def test_export_clear_import_round_trip(records: Path, tmp_path: Path) -> None:
     assert "2 already stored, kept" in run("cache", "import", str(bundle), "--keep-existing").stdout
 
 
+def test_an_import_says_what_it_changed(records: Path, tmp_path: Path) -> None:
+    """Regression: a bundle imported twice said "imported 2 winners" both times, and one entry "1 winners"."""
+    bundle, one = tmp_path / "winners.json", tmp_path / "one.json"
+    run("cache", "export", "-o", str(bundle))
+    assert "exported 1 winner to" in run("cache", "export", "--key", "n=1024", "-o", str(one)).stderr
+    again = run("cache", "import", str(bundle)).stdout
+    assert again.startswith("imported 0 winners into ") and again.endswith(" (2 already stored, unchanged)\n"), again
+    changed = json.loads(one.read_text())
+    value = changed["entries"][0]["value"]
+    other = "np_sum" if value["winner"] == "einsum" else "einsum"  # the one that lost here
+    value["winner"], value["ranking"] = other, [other, value["winner"]]
+    one.write_text(json.dumps(changed))
+    said = run("cache", "import", str(one)).stdout
+    assert said.startswith("imported 1 winner into ") and said.endswith(" (1 replaced the winner stored for its key)\n")
+    assert f" {other} " in run("cache", "list", "--key", "n=1024").stdout.splitlines()[-1]
+    back = run("cache", "import", str(bundle)).stdout
+    assert back.endswith(" (1 replaced the winner stored for its key; 1 already stored, unchanged)\n"), back
+
+
 def test_a_bundle_of_a_newer_tunekit_imports_with_its_new_fields(records: Path, tmp_path: Path) -> None:
     """Regression: a field added within schema_version 1 made `cache import` refuse the whole bundle."""
     bundle = tmp_path / "winners.json"

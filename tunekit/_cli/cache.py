@@ -604,7 +604,7 @@ def export(args: argparse.Namespace) -> int:
             write_atomic(target, text)  # a reader never sees half a bundle
         except OSError as exc:
             raise CliError(f"cannot write {target}: {exc.strerror or exc}") from exc
-        print(f"exported {len(bundle.entries)} winners to {target}", file=sys.stderr)
+        print(f"exported {_count(len(bundle.entries), 'winner')} to {target}", file=sys.stderr)
     return _report_unreadable(bad, "skipped unreadable row")
 
 
@@ -640,15 +640,29 @@ def import_bundle(args: argparse.Namespace) -> int:
     cache = PersistentCache(file.parent)
     if not cache.available:
         raise CliError(f"cannot open the tuning cache {file}", 1)
-    stored = kept = 0
+    stored = replaced = same = kept = 0
     for entry in bundle.entries:
-        if args.keep_existing and isinstance(cache.get(entry.device_id, entry.tuner, entry.key), tuple):
-            kept += 1
-            continue
+        existing = cache.get(entry.device_id, entry.tuner, entry.key)
+        if isinstance(existing, tuple):
+            if args.keep_existing:
+                kept += 1
+                continue
+            checksum, value = existing
+            # A bundle imported twice changes nothing, and says so rather than "imported N" again.
+            if checksum == entry.checksum and value.model_dump(mode="json") == entry.value.model_dump(mode="json"):
+                same += 1
+                continue
+            replaced += 1
         if not cache.put(entry.device_id, entry.tuner, entry.key, entry.checksum, entry.value):
             raise CliError(f"could not write to the tuning cache {file}", 1)
         stored += 1
-    print(f"imported {stored} winners into {file}" + (f" ({kept} already stored, kept)" if kept else ""))
+    notes = [
+        f"{replaced} replaced the winner stored for {'its' if replaced == 1 else 'their'} key" if replaced else "",
+        f"{same} already stored, unchanged" if same else "",
+        f"{kept} already stored, kept" if kept else "",
+    ]
+    said = "; ".join(note for note in notes if note)
+    print(f"imported {_count(stored, 'winner')} into {file}" + (f" ({said})" if said else ""))
     return 0
 
 
