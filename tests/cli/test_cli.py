@@ -277,6 +277,25 @@ def test_records_summary_reports_a_corrupt_line_and_summarises_the_rest(records:
     assert first["failures"][0]["reason"] == "RuntimeError: kernel exploded"
 
 
+def test_a_tune_of_one_sample_costs_one_sample(tmp_path: Path) -> None:
+    """Regression: a key whose only valid candidate was timed once cost "1 samples" in `records summary`."""
+    records = tmp_path / "records.jsonl"
+    tk.configure(record=str(records))
+    tuner: tk.LocalTuner[SumKey, np.ndarray] = tk.LocalTuner("cli_one")
+    tunables = (
+        tk.TunableSet(key=lambda x: SumKey(n=x.shape[0]))
+        .with_tunable(tk.Tunable("np_sum", lambda x: x.sum(keepdims=True)))
+        .with_tunable(tk.Tunable("boom", _boom))
+    )
+    tuner.execute(CLIENT.device_id, CLIENT, tunables, (np.ones(8),))
+    (line,) = tk.read_records(records)
+    assert isinstance(line, tk.RecordLine)
+    (measured,) = [c for c in line.record.candidates if c.status == "measured"]
+    assert measured.stats is not None and measured.stats.count == 1  # the only one left: nothing to compare
+    row = next(row for row in run("records", "summary", str(records)).stdout.splitlines() if "cli_one" in row)
+    assert row.endswith(" s, 1 sample"), row
+
+
 def test_missing_records_file_is_one_line(tmp_path: Path) -> None:
     for command in ("summary", "tail"):
         done = run("records", command, str(tmp_path / "nope.jsonl"), check=2)

@@ -215,7 +215,7 @@ def _count(number: int, noun: str) -> str:
 def _cost(s: KeySummary) -> str:
     """What tuning the key took: its time, samples, and how many tunes the file holds when more than one."""
     tunes = f", {s.decisions} tunes" if s.decisions != 1 else ""
-    return f"{s.tuning_time_s:.3g} s, {s.samples} samples{tunes}"
+    return f"{s.tuning_time_s:.3g} s, {_count(s.samples, 'sample')}{tunes}"
 
 
 def _by_device(summaries: list[KeySummary]) -> list[tuple[str, list[KeySummary]]]:
