@@ -502,6 +502,23 @@ def test_cache_clear_of_a_tuner_with_only_failed_tunes_forgets_them(isolated_set
     assert "no tuner named 'cli_doomed'" in run("cache", "clear", "--tuner", "cli_doomed", check=2).stderr
 
 
+def test_list_and_show_of_a_tuner_with_only_failed_tunes_say_so_and_how_to_forget_them(isolated_settings: Path) -> None:
+    """Regression: `cache show T` of a tuner whose key had failed to tune said "no tuner named T ... (tuners there:
+    none: the cache is empty)", and `cache list` "no stored winners", while `cache clear --tuner T` removed its
+    recorded failed tune: the one thing that makes other processes repeat the failure for failed_tune_retry_s."""
+    doomed = tk.TunableSet(key=lambda x: SumKey(n=x.shape[0])).with_tunable(tk.Tunable("boom", _boom))
+    with pytest.raises(tk.NoValidKernelFound):
+        tk.LocalTuner[SumKey, np.ndarray]("cli_doomed").execute(CLIENT.device_id, CLIENT, doomed, (np.ones(8),))
+    told = '1 recorded failed tune (cli_doomed {"n":8}): no candidate was valid for that key'
+    shown = run("cache", "show", "cli_doomed", check=2)
+    assert shown.stderr.startswith("tunekit: tuner 'cli_doomed' has no stored key; " + told), shown.stderr
+    assert "`tunekit cache clear --tuner cli_doomed` forgets it" in shown.stderr
+    listed = run("cache", "list", "--tuner", "cli_doomed", "--key", "n=8").stderr
+    assert told in listed and "`tunekit cache clear --tuner cli_doomed --key n=8` forgets it" in listed, listed
+    run("cache", "clear", "--tuner", "cli_doomed", "--key", "n=8", "--yes")
+    assert "no tuner named 'cli_doomed'" in run("cache", "show", "cli_doomed", check=2).stderr
+
+
 def test_a_trial_log_or_committed_record_given_as_records_or_bundle_is_named(tmp_path: Path) -> None:
     """records summary of a trial log printed one "not a valid AutotuneRecord" per line (121 for a 120-trial log) and
     `cache import` of a committed record listed its fields as wrong: they are other tunekit files, said in one line."""

@@ -267,7 +267,7 @@ def _stored_values_hint(selection: _Selection, keys: list[str]) -> str:
     ones are reported on their own).
     """
     wanted = _key_filter(keys)
-    if selection.stored is None or not wanted:
+    if not selection.stored or not wanted:  # no cache, or no readable row to name values from
         return ""
     held: dict[str, set[str]] = {name: set() for name in wanted}
     for row in selection.stored:
@@ -284,6 +284,26 @@ def _stored_values_hint(selection: _Selection, keys: list[str]) -> str:
     sizes = any(value.isdigit() for value in wanted.values())
     bucket = "; anchored fields hold the rounded-up bucket, e.g. 1024 for 1000" if sizes else ""
     return f" (stored {'; '.join(parts)}{bucket})"
+
+
+def _failed_note(failed: Sequence[tuple[str, str, str]], tuner: str | None, device: str | None, keys: list[str]) -> str:
+    """The recorded failed tunes the filters match, for a listing that found no winner: they are why."""
+    wanted = _key_filter(keys)
+    matched = [
+        f
+        for f in failed
+        if (tuner is None or f[1] == tuner) and (device is None or f[0] == device) and _key_matches(f[2], wanted)
+    ]
+    if not matched:
+        return ""
+    named = ", ".join(f"{name} {key}" for _, name, key in matched[:3]) + (", ..." if len(matched) > 3 else "")
+    # The filters given, so the command forgets these and no winner stored beside them.
+    scope = (f" --tuner {tuner}" if tuner else "") + "".join(f" --key {pair}" for pair in keys)
+    return (
+        f"; {_count(len(matched), 'recorded failed tune')} ({named}): no candidate was valid for "
+        f"{'that key' if len(matched) == 1 else 'those keys'}, and other processes repeat the error for "
+        f"failed_tune_retry_s; `tunekit cache clear{scope}` forgets {'it' if len(matched) == 1 else 'them'}"
+    )
 
 
 def _key_dict(key_json: str) -> dict[str, object]:
@@ -318,7 +338,9 @@ def _list_rows(args: argparse.Namespace, shown: _Shown) -> int:
             print_json(CacheList(cache=shown.where, store=shown.name, winners=[], unreadable=[]))
         print(f"no tuning cache at {shown.where} (nothing tuned with this cache directory yet)", file=sys.stderr)
         return 0
-    selection = _select(shown, args.tuner, _device(shown, args.device), args.key)
+    failed = shown.failed_keys()  # a tuner whose every key failed to tune is known, not "absent"
+    device = _device(shown, args.device, failed)
+    selection = _select(shown, args.tuner, device, args.key, failed=failed)
     rows, bad = selection.rows, selection.bad
     if args.json:
         winners = [_winner_entry(r) for r in rows]
@@ -326,7 +348,7 @@ def _list_rows(args: argparse.Namespace, shown: _Shown) -> int:
         return _report_unreadable(bad)
     if not rows and not bad:  # a header over nothing (after `cache clear`) reads as a broken listing
         matching = " matching the filters" if args.tuner or args.device or args.key else ""
-        hint = _stored_values_hint(selection, args.key)
+        hint = _stored_values_hint(selection, args.key) + _failed_note(failed, args.tuner, device, args.key)
         print(f"no stored winners{matching} in {shown.place}{hint}", file=sys.stderr)
         return 0
     out.line(shown.header)
@@ -432,11 +454,14 @@ def show(args: argparse.Namespace) -> int:
 
 def _show(args: argparse.Namespace, shown: _Shown) -> int:
     out = Output.of(args)
-    selection = _select(shown, args.tuner, _device(shown, args.device), args.key)
+    failed = shown.failed_keys()  # a tuner whose every key failed to tune is known, not "absent"
+    device = _device(shown, args.device, failed)
+    selection = _select(shown, args.tuner, device, args.key, failed=failed)
     rows, bad = selection.rows, selection.bad
     if not rows and not bad:
-        hint = _stored_values_hint(selection, args.key)
-        raise CliError(f"tuner {args.tuner!r} has no stored key matching {' '.join(args.key)}{hint}")
+        hint = _stored_values_hint(selection, args.key) + _failed_note(failed, args.tuner, device, args.key)
+        matching = f" matching {' '.join(args.key)}" if args.key else ""
+        raise CliError(f"tuner {args.tuner!r} has no stored key{matching}{hint}")
     if args.json:
         entries = [_show_entry(row) for row in rows]
         print_json(CacheShow(cache=shown.where, store=shown.name, entries=entries, unreadable=bad))
