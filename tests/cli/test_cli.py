@@ -167,6 +167,16 @@ def test_an_import_says_what_it_changed(records: Path, tmp_path: Path) -> None:
     assert back.endswith(" (1 replaced the winner stored for its key; 1 already stored, unchanged)\n"), back
 
 
+def test_an_export_whose_filters_match_nothing_says_so(records: Path, tmp_path: Path) -> None:
+    """Regression: `cache export --key n=1000` (the call's size; the key is stored as 1024) wrote an empty
+    bundle, exit 0, without a word, where `cache list` with the same filter names the values stored."""
+    bundle = tmp_path / "winners.json"
+    done = run("cache", "export", "--key", "n=1000", "-o", str(bundle))
+    assert "no stored winners matching the filters" in done.stderr and "stored n: 1024, 131072" in done.stderr
+    assert "the bundle is empty" in done.stderr and json.loads(bundle.read_text())["entries"] == []
+    assert "no stored winners" not in run("cache", "export", "--key", "n=1024", "-o", str(bundle)).stderr
+
+
 def test_a_bundle_of_a_newer_tunekit_imports_with_its_new_fields(records: Path, tmp_path: Path) -> None:
     """Regression: a field added within schema_version 1 made `cache import` refuse the whole bundle."""
     bundle = tmp_path / "winners.json"

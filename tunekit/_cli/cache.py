@@ -620,6 +620,11 @@ def export(args: argparse.Namespace) -> int:
     rows, bad = selection.rows, selection.bad
     bundle, left_out = CacheBundle.of(rows)
     bad.extend(left_out)
+    if not rows and not bad and (args.tuner or args.device or args.key):
+        # A filter that matches nothing (a call's size where the bucket is stored) would otherwise
+        # write an empty bundle without a word, to be committed and imported as if it held winners.
+        hint = _stored_values_hint(selection, args.key)
+        print(f"no stored winners matching the filters in {local.place}{hint}: the bundle is empty", file=sys.stderr)
     text = bundle.model_dump_json(indent=2) + "\n"
     if args.output is None:
         sys.stdout.write(text)
