@@ -306,6 +306,18 @@ def test_a_tune_of_one_sample_costs_one_sample(tmp_path: Path) -> None:
     assert row.endswith(" s, 1 sample"), row
 
 
+def test_a_key_taken_with_autotuning_off_says_so_in_the_summary(tmp_path: Path) -> None:
+    """Regression: with TUNEKIT_AUTOTUNE=0 the summary row read "np_sum -  -  -  -  0 s, 0 samples"."""
+    records = tmp_path / "records.jsonl"
+    tk.configure(record=str(records), autotune=False)
+    tunables = tk.TunableSet(key=lambda x: SumKey(n=x.shape[0])).with_tunable(
+        tk.Tunable("np_sum", lambda x: x.sum(keepdims=True))
+    )
+    tk.LocalTuner[SumKey, np.ndarray]("cli_off").execute(CLIENT.device_id, CLIENT, tunables, (np.ones(8),))
+    row = next(row for row in run("records", "summary", str(records)).stdout.splitlines() if "cli_off" in row)
+    assert row.split()[2:4] == ["np_sum", "-"] and "autotuning off: taken unmeasured" in row, row
+
+
 def test_missing_records_file_is_one_line(tmp_path: Path) -> None:
     for command in ("summary", "tail"):
         done = run("records", command, str(tmp_path / "nope.jsonl"), check=2)

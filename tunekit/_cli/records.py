@@ -122,11 +122,10 @@ def summary(args: argparse.Namespace) -> int:
                 (
                     s.tuner,
                     s.key_json,
-                    # No winner: said as `records tail` says it, rather than "- -" (a name and a time, both missing).
-                    f"{s.winner} {format_duration_ns(s.winner_median_ns)}" if s.winner else "no valid candidate",
+                    _winner_cell(s),
                     f"{s.runner_up} {format_duration_ns(s.runner_up_median_ns)}" if s.runner_up else "-",
                     s.decision.margin_text if s.decision is not None else "-",
-                    s.decision.stage_text if s.decision is not None else "-",
+                    _decided_by(s),
                     _cost(s),
                     *((s.search_text,) if searched else ()),
                 )
@@ -210,6 +209,22 @@ def _print_hits(out: Output, summaries: int, hits: Counter[_Hit]) -> None:
 def _count(number: int, noun: str) -> str:
     plural = noun[:-1] + "ies" if noun.endswith("y") else noun + "s"
     return f"{number} {noun if number == 1 else plural}"
+
+
+def _winner_cell(s: KeySummary) -> str:
+    # No winner: said as `records tail` says it, rather than "- -" (a name and a time, both missing).
+    if not s.winner:
+        return "no valid candidate"
+    return s.winner if s.winner_median_ns is None else f"{s.winner} {format_duration_ns(s.winner_median_ns)}"
+
+
+def _decided_by(s: KeySummary) -> str:
+    """The deciding stage; for a key only ever taken with autotuning off, that, rather than "-"."""
+    if s.decision is not None:
+        return s.decision.stage_text
+    if s.latest is not None and s.latest.decision == "disabled":
+        return "autotuning off: taken unmeasured"
+    return "-"
 
 
 def _cost(s: KeySummary) -> str:
