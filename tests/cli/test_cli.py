@@ -491,6 +491,23 @@ def test_reading_commands_never_create_a_cache(tmp_path: Path) -> None:
     assert not empty.exists()
 
 
+def test_cache_dir_may_follow_the_cache_action(records: Path, tmp_path: Path) -> None:
+    """Regression: `tunekit cache list --cache-dir B`, where an operator types it, was "unrecognized arguments:
+    --cache-dir B (`tunekit cache list --help` lists the arguments)", and that help did not list it."""
+    other = tmp_path / "other"
+    bundle = tmp_path / "winners.json"
+    run("cache", "export", "-o", str(bundle))
+    assert "imported 2 winners" in run("cache", "import", str(bundle), "--cache-dir", str(other)).stdout
+    assert run("cache", "path", "--cache-dir", str(other)).stdout.strip() == str(other / tk.PersistentCache.FILENAME)
+    assert "cli_sum" in run("cache", "list", "--cache-dir", str(other)).stdout
+    assert "--cache-dir" in run("cache", "list", "--help").stdout
+    # Given both ways, the action's own is the one used; given before only, it is not overwritten.
+    both = run("--cache-dir", str(tmp_path / "nowhere"), "cache", "path", "--cache-dir", str(other)).stdout
+    assert both.strip() == str(other / tk.PersistentCache.FILENAME)
+    before = run("--cache-dir", str(other), "cache", "path").stdout
+    assert before.strip() == str(other / tk.PersistentCache.FILENAME)
+
+
 def test_a_kernel_tuner_cache_given_as_records_bundle_or_record_is_named(tmp_path: Path) -> None:
     """A Kernel Tuner cache (which tunekit replays) given to `records summary` was listed as one "not valid JSON"
     line per line, and to `cache import` as a bundle lacking entries: it is named, with what reads it."""
