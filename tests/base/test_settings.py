@@ -46,6 +46,14 @@ def test_a_bad_config_file_entry_names_its_file_and_the_setting_it_resembles(
         tk.SettingsError, match=r"sampels = 3 from tunekit.toml: not a tunekit setting; did you mean samples\?"
     ):
         tk.configure()
+    # Regression: the environment variable's name in the file said "not a tunekit setting" and no more.
+    (tmp_path / "tunekit.toml").write_text("TUNEKIT_SAMPLES = 3\n")
+    with pytest.raises(
+        tk.SettingsError,
+        match=r"TUNEKIT_SAMPLES = 3 from tunekit.toml: not a tunekit setting; did you mean samples\? \(a file or "
+        r"tk.configure names a setting in lower case, without TUNEKIT_\)",
+    ):
+        tk.configure()
     (tmp_path / "tunekit.toml").write_text("[tunekit]\nsamples = 3\n")
     with pytest.raises(
         tk.SettingsError, match=r"from tunekit.toml: not a tunekit setting; settings go at the top level"

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 import sqlite3
+import tempfile
 from pathlib import Path
 
 import pytest
 from _command import run
+from _procs import drop_root, in_child
 
 import tunekit as tk
 
@@ -54,3 +58,35 @@ def test_verify_reports_a_failing_integrity_check(isolated_settings: Path) -> No
     _damaged(isolated_settings, 33)
     done = run("cache", "verify", check=1)
     assert "database: " in done.stdout and "freelist" in done.stdout, done.stdout
+
+
+@pytest.mark.subprocess
+def test_verify_reads_a_cache_in_a_directory_this_process_may_not_write() -> None:
+    """Regression: in a read-only cache directory (0555, a non-root process), `tunekit cache verify` said
+    "not a readable tuning cache: attempt to write a readonly database", exit 1, for a sound cache that
+    `cache list` and every tuning process read: SQLite cannot make the WAL's -shm file there."""
+    with tempfile.TemporaryDirectory() as top:
+        os.chmod(top, 0o755)  # pytest's tmp_path is root's own (0700): the unprivileged child could not enter it
+        seeded = Path(top) / "seeded"
+        cache = tk.PersistentCache(seeded)
+        for i in range(3):
+            assert cache.put("dev", "t", f'{{"i":{i}}}', "c", tk.CacheValue(winner="a", ranking=["a"]))
+        with sqlite3.connect(seeded / tk.PersistentCache.FILENAME) as raw:
+            raw.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        # As a process that exits leaves it: the file alone, without its -wal and -shm.
+        cache_dir = Path(top) / "cache"
+        cache_dir.mkdir()
+        shutil.copyfile(seeded / tk.PersistentCache.FILENAME, cache_dir / tk.PersistentCache.FILENAME)
+        os.chmod(cache_dir / tk.PersistentCache.FILENAME, 0o444)
+        os.chmod(cache_dir, 0o555)
+
+        def child() -> dict[str, object]:
+            drop_root()
+            done = run("cache", "verify", check=None, env={"TUNEKIT_CACHE_DIR": str(cache_dir)})
+            return {"code": done.returncode, "out": done.stdout, "writable": os.access(cache_dir, os.W_OK)}
+
+        got = in_child(child)
+        after = sorted(p.name for p in cache_dir.iterdir())
+    assert got["writable"] is False
+    assert got["code"] == 0 and "3 rows checked, 0 problems" in str(got["out"]), got
+    assert after == [tk.PersistentCache.FILENAME]  # nothing written beside it

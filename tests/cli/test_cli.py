@@ -148,6 +148,35 @@ def test_export_clear_import_round_trip(records: Path, tmp_path: Path) -> None:
     assert "2 already stored, kept" in run("cache", "import", str(bundle), "--keep-existing").stdout
 
 
+def test_an_import_says_what_it_changed(records: Path, tmp_path: Path) -> None:
+    """Regression: a bundle imported twice said "imported 2 winners" both times, and one entry "1 winners"."""
+    bundle, one = tmp_path / "winners.json", tmp_path / "one.json"
+    run("cache", "export", "-o", str(bundle))
+    assert "exported 1 winner to" in run("cache", "export", "--key", "n=1024", "-o", str(one)).stderr
+    again = run("cache", "import", str(bundle)).stdout
+    assert again.startswith("imported 0 winners into ") and again.endswith(" (2 already stored, unchanged)\n"), again
+    changed = json.loads(one.read_text())
+    value = changed["entries"][0]["value"]
+    other = "np_sum" if value["winner"] == "einsum" else "einsum"  # the one that lost here
+    value["winner"], value["ranking"] = other, [other, value["winner"]]
+    one.write_text(json.dumps(changed))
+    said = run("cache", "import", str(one)).stdout
+    assert said.startswith("imported 1 winner into ") and said.endswith(" (1 replaced the winner stored for its key)\n")
+    assert f" {other} " in run("cache", "list", "--key", "n=1024").stdout.splitlines()[-1]
+    back = run("cache", "import", str(bundle)).stdout
+    assert back.endswith(" (1 replaced the winner stored for its key; 1 already stored, unchanged)\n"), back
+
+
+def test_an_export_whose_filters_match_nothing_says_so(records: Path, tmp_path: Path) -> None:
+    """Regression: `cache export --key n=1000` (the call's size; the key is stored as 1024) wrote an empty
+    bundle, exit 0, without a word, where `cache list` with the same filter names the values stored."""
+    bundle = tmp_path / "winners.json"
+    done = run("cache", "export", "--key", "n=1000", "-o", str(bundle))
+    assert "no stored winners matching the filters" in done.stderr and "stored n: 1024, 131072" in done.stderr
+    assert "the bundle is empty" in done.stderr and json.loads(bundle.read_text())["entries"] == []
+    assert "no stored winners" not in run("cache", "export", "--key", "n=1024", "-o", str(bundle)).stderr
+
+
 def test_a_bundle_of_a_newer_tunekit_imports_with_its_new_fields(records: Path, tmp_path: Path) -> None:
     """Regression: a field added within schema_version 1 made `cache import` refuse the whole bundle."""
     bundle = tmp_path / "winners.json"
@@ -258,6 +287,37 @@ def test_records_summary_reports_a_corrupt_line_and_summarises_the_rest(records:
     assert first["failures"][0]["reason"] == "RuntimeError: kernel exploded"
 
 
+def test_a_tune_of_one_sample_costs_one_sample(tmp_path: Path) -> None:
+    """Regression: a key whose only valid candidate was timed once cost "1 samples" in `records summary`."""
+    records = tmp_path / "records.jsonl"
+    tk.configure(record=str(records))
+    tuner: tk.LocalTuner[SumKey, np.ndarray] = tk.LocalTuner("cli_one")
+    tunables = (
+        tk.TunableSet(key=lambda x: SumKey(n=x.shape[0]))
+        .with_tunable(tk.Tunable("np_sum", lambda x: x.sum(keepdims=True)))
+        .with_tunable(tk.Tunable("boom", _boom))
+    )
+    tuner.execute(CLIENT.device_id, CLIENT, tunables, (np.ones(8),))
+    (line,) = tk.read_records(records)
+    assert isinstance(line, tk.RecordLine)
+    (measured,) = [c for c in line.record.candidates if c.status == "measured"]
+    assert measured.stats is not None and measured.stats.count == 1  # the only one left: nothing to compare
+    row = next(row for row in run("records", "summary", str(records)).stdout.splitlines() if "cli_one" in row)
+    assert row.endswith(" s, 1 sample"), row
+
+
+def test_a_key_taken_with_autotuning_off_says_so_in_the_summary(tmp_path: Path) -> None:
+    """Regression: with TUNEKIT_AUTOTUNE=0 the summary row read "np_sum -  -  -  -  0 s, 0 samples"."""
+    records = tmp_path / "records.jsonl"
+    tk.configure(record=str(records), autotune=False)
+    tunables = tk.TunableSet(key=lambda x: SumKey(n=x.shape[0])).with_tunable(
+        tk.Tunable("np_sum", lambda x: x.sum(keepdims=True))
+    )
+    tk.LocalTuner[SumKey, np.ndarray]("cli_off").execute(CLIENT.device_id, CLIENT, tunables, (np.ones(8),))
+    row = next(row for row in run("records", "summary", str(records)).stdout.splitlines() if "cli_off" in row)
+    assert row.split()[2:4] == ["np_sum", "-"] and "autotuning off: taken unmeasured" in row, row
+
+
 def test_missing_records_file_is_one_line(tmp_path: Path) -> None:
     for command in ("summary", "tail"):
         done = run("records", command, str(tmp_path / "nope.jsonl"), check=2)
@@ -306,6 +366,13 @@ def test_records_tail_follows_appended_records(records: Path) -> None:
             time.sleep(0.5)
             file.write(text[50:])
         assert "appended_later" in _next_line(process.stdout)
+        # Log rotation: a new file, shorter than the lines tail has shown, moved into place. Its first
+        # lines were skipped as already shown (regression).
+        line["tuner"] = "after_rotation"
+        rotated = records.with_name("rotated.jsonl")
+        rotated.write_text(json.dumps(line) + "\n")
+        rotated.replace(records)
+        assert "after_rotation" in _next_line(process.stdout)
     finally:
         process.send_signal(signal.SIGINT)  # Ctrl-C
         try:
@@ -424,6 +491,23 @@ def test_reading_commands_never_create_a_cache(tmp_path: Path) -> None:
     assert not empty.exists()
 
 
+def test_cache_dir_may_follow_the_cache_action(records: Path, tmp_path: Path) -> None:
+    """Regression: `tunekit cache list --cache-dir B`, where an operator types it, was "unrecognized arguments:
+    --cache-dir B (`tunekit cache list --help` lists the arguments)", and that help did not list it."""
+    other = tmp_path / "other"
+    bundle = tmp_path / "winners.json"
+    run("cache", "export", "-o", str(bundle))
+    assert "imported 2 winners" in run("cache", "import", str(bundle), "--cache-dir", str(other)).stdout
+    assert run("cache", "path", "--cache-dir", str(other)).stdout.strip() == str(other / tk.PersistentCache.FILENAME)
+    assert "cli_sum" in run("cache", "list", "--cache-dir", str(other)).stdout
+    assert "--cache-dir" in run("cache", "list", "--help").stdout
+    # Given both ways, the action's own is the one used; given before only, it is not overwritten.
+    both = run("--cache-dir", str(tmp_path / "nowhere"), "cache", "path", "--cache-dir", str(other)).stdout
+    assert both.strip() == str(other / tk.PersistentCache.FILENAME)
+    before = run("--cache-dir", str(other), "cache", "path").stdout
+    assert before.strip() == str(other / tk.PersistentCache.FILENAME)
+
+
 def test_a_kernel_tuner_cache_given_as_records_bundle_or_record_is_named(tmp_path: Path) -> None:
     """A Kernel Tuner cache (which tunekit replays) given to `records summary` was listed as one "not valid JSON"
     line per line, and to `cache import` as a bundle lacking entries: it is named, with what reads it."""
@@ -455,6 +539,23 @@ def test_cache_clear_of_a_tuner_with_only_failed_tunes_forgets_them(isolated_set
     assert "removed 0 stored winners and 1 recorded failed tune of tuner 'cli_doomed'" in done.stdout
     assert cache.failed_keys() == []
     assert "no tuner named 'cli_doomed'" in run("cache", "clear", "--tuner", "cli_doomed", check=2).stderr
+
+
+def test_list_and_show_of_a_tuner_with_only_failed_tunes_say_so_and_how_to_forget_them(isolated_settings: Path) -> None:
+    """Regression: `cache show T` of a tuner whose key had failed to tune said "no tuner named T ... (tuners there:
+    none: the cache is empty)", and `cache list` "no stored winners", while `cache clear --tuner T` removed its
+    recorded failed tune: the one thing that makes other processes repeat the failure for failed_tune_retry_s."""
+    doomed = tk.TunableSet(key=lambda x: SumKey(n=x.shape[0])).with_tunable(tk.Tunable("boom", _boom))
+    with pytest.raises(tk.NoValidKernelFound):
+        tk.LocalTuner[SumKey, np.ndarray]("cli_doomed").execute(CLIENT.device_id, CLIENT, doomed, (np.ones(8),))
+    told = '1 recorded failed tune (cli_doomed {"n":8}): no candidate was valid for that key'
+    shown = run("cache", "show", "cli_doomed", check=2)
+    assert shown.stderr.startswith("tunekit: tuner 'cli_doomed' has no stored key; " + told), shown.stderr
+    assert "`tunekit cache clear --tuner cli_doomed` forgets it" in shown.stderr
+    listed = run("cache", "list", "--tuner", "cli_doomed", "--key", "n=8").stderr
+    assert told in listed and "`tunekit cache clear --tuner cli_doomed --key n=8` forgets it" in listed, listed
+    run("cache", "clear", "--tuner", "cli_doomed", "--key", "n=8", "--yes")
+    assert "no tuner named 'cli_doomed'" in run("cache", "show", "cli_doomed", check=2).stderr
 
 
 def test_a_trial_log_or_committed_record_given_as_records_or_bundle_is_named(tmp_path: Path) -> None:

@@ -110,9 +110,15 @@ def test_a_failing_observer_is_logged_and_the_tune_goes_on(caplog: pytest.LogCap
     try:
         with caplog.at_level(logging.ERROR, logger="tunekit.observe"):
             assert tk.LocalTuner[NKey, int]("broken").execute(CLIENT.device_id, CLIENT, _set(), (3,)) == 3
+            assert tk.LocalTuner[NKey, int]("broken_too").execute(CLIENT.device_id, CLIENT, _set(), (4,)) == 4
     finally:
         tk.remove_observer(broken)
     assert "observer bug" in caplog.text
+    # Regression: it raised on every event, and each was an ERROR with its traceback (26 for one small tune),
+    # chained to the KeyError of the cache miss the tuner was handling when it notified.
+    (logged,) = [r for r in caplog.records if r.name == "tunekit.observe" and r.levelno >= logging.ERROR]
+    assert "its later failures are logged at DEBUG" in logged.getMessage()
+    assert "KeyError" not in caplog.text
 
 
 def test_add_observer_refuses_an_object_without_observe() -> None:

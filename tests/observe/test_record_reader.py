@@ -104,6 +104,44 @@ def test_follow_yields_only_complete_lines_as_they_arrive(tmp_path: Path) -> Non
     assert seen[0].line == 2 and seen[0].record.tuner == "new"
 
 
+def test_follow_yields_every_line_of_a_file_that_replaced_or_truncated_the_followed_one(tmp_path: Path) -> None:
+    """Regression: after a rotation, ``from_line`` still counted the old file, so the new file's first lines were lost.
+
+    ``tunekit records tail`` follows from the line after the last it printed: a file of 1,000 records
+    rotated away hid the first 1,000 records of its successor.
+    """
+    path = tmp_path / "live.jsonl"
+    path.write_text("".join(_record(f"old{i}").model_dump_json() + "\n" for i in range(3)))
+    done = threading.Event()
+    seen: list[str] = []
+
+    def follow() -> None:
+        for line in follow_records(path, from_line=4, poll_s=0.01, stop=done.is_set):
+            seen.append(line.record.tuner if isinstance(line, RecordLine) else f"bad {line.line}")
+
+    def wait_for(count: int) -> None:
+        deadline = time.monotonic() + 30
+        while len(seen) < count and time.monotonic() < deadline:
+            time.sleep(0.01)
+
+    follower = threading.Thread(target=follow)
+    follower.start()
+    try:
+        with path.open("a") as file:
+            file.write(_record("appended").model_dump_json() + "\n")
+        wait_for(1)
+        rotated = tmp_path / "live.jsonl.new"  # log rotation: a new file moved into place
+        rotated.write_text(_record("rotated1").model_dump_json() + "\n" + _record("rotated2").model_dump_json() + "\n")
+        rotated.replace(path)
+        wait_for(3)
+        path.write_text(_record("truncated").model_dump_json() + "\n")  # the same file, emptied and written
+        wait_for(4)
+    finally:
+        done.set()
+        follower.join()
+    assert seen == ["appended", "rotated1", "rotated2", "truncated"]
+
+
 def test_a_record_of_a_newer_tunekit_reads_with_its_new_fields_and_event_kinds(tmp_path: Path) -> None:
     """Regression: a field or an event kind added within schema_version 1 made an older reader call the line bad."""
     document = json.loads(_record().model_dump_json())

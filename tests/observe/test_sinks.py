@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import sys
@@ -221,3 +222,27 @@ def test_a_file_put_in_the_way_after_the_settings_were_read_does_not_fail_the_tu
     (tmp_path / "later").unlink()
     tk.LocalTuner("in_the_way_again").execute(client.device_id, client, tunables, (3,))
     assert (tmp_path / "later" / "records.jsonl").read_text().count("\n") == 1
+
+
+@tk.autotune_key
+class _LenKey:
+    n: int
+
+
+def test_a_failing_sink_is_logged_by_its_function_and_without_tunekits_own_exception(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Regression: it was logged as "record sink <...CallbackSink object at 0x...> failed", its traceback chained
+    ("During handling of the above exception") to the KeyError of the cache miss the tuner was handling."""
+
+    def keep_in_database(record: tk.AutotuneRecord) -> None:
+        raise ValueError("database is down")
+
+    client = CpuClient()
+    tunables = tk.TunableSet(key=lambda n: _LenKey(n=n)).with_tunable(tk.Tunable("only", lambda n: n))
+    with caplog.at_level(logging.ERROR, logger="tunekit.records"):
+        tuner: tk.LocalTuner[_LenKey, int] = tk.LocalTuner("sink_failing", sinks=[keep_in_database])
+        assert tuner.execute(client.device_id, client, tunables, (3,)) == 3
+    (logged,) = [r for r in caplog.records if r.name == "tunekit.records"]
+    assert "keep_in_database" in logged.getMessage() and "object at 0x" not in logged.getMessage()
+    assert "database is down" in caplog.text and "KeyError" not in caplog.text

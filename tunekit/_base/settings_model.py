@@ -324,8 +324,16 @@ def _describe(exc: ValidationError, overrides: dict[str, Any]) -> str:
         )
         message = error["msg"]
         if error["type"] == "extra_forbidden":  # a misspelt name in a config file or configure()
-            close = difflib.get_close_matches(name, sorted(Settings.model_fields), n=1)
-            message = "not a tunekit setting" + (f"; did you mean {close[0]}?" if close else "")
+            # TUNEKIT_SAMPLES = 3 in tunekit.toml: the variable's name, where the file takes the setting's.
+            bare = name.lower().removeprefix("tunekit_")
+            if bare in Settings.model_fields:
+                message = (
+                    f"not a tunekit setting; did you mean {bare}? "
+                    "(a file or tk.configure names a setting in lower case, without TUNEKIT_)"
+                )
+            else:
+                close = difflib.get_close_matches(name, sorted(Settings.model_fields), n=1)
+                message = "not a tunekit setting" + (f"; did you mean {close[0]}?" if close else "")
             if isinstance(error.get("input"), dict):  # [tunekit] in tunekit.toml, say
                 message += "; settings go at the top level of tunekit.toml, or under [tool.tunekit] in pyproject.toml"
         parts.append(f"{name} = {_shown(name, error.get('input'))!r} from {source}: {message}")

@@ -30,7 +30,7 @@ from tunekit._cli.error import CliError
 from tunekit._cli.listings import CacheCandidate, CacheEntry, CacheList, CacheShow, CacheWinner
 from tunekit._cli.table import Output, fixed, print_json
 from tunekit._store.cache import PersistentCache, default_cache_dir
-from tunekit._store.cache_file import header_problem
+from tunekit._store.cache_file import header_problem, is_corrupt, is_unwritable
 from tunekit._store.file_kind import other_kind
 from tunekit._store.pg_store import PostgresStore
 from tunekit._store.sqlite_store import SqliteStore
@@ -267,7 +267,7 @@ def _stored_values_hint(selection: _Selection, keys: list[str]) -> str:
     ones are reported on their own).
     """
     wanted = _key_filter(keys)
-    if selection.stored is None or not wanted:
+    if not selection.stored or not wanted:  # no cache, or no readable row to name values from
         return ""
     held: dict[str, set[str]] = {name: set() for name in wanted}
     for row in selection.stored:
@@ -284,6 +284,26 @@ def _stored_values_hint(selection: _Selection, keys: list[str]) -> str:
     sizes = any(value.isdigit() for value in wanted.values())
     bucket = "; anchored fields hold the rounded-up bucket, e.g. 1024 for 1000" if sizes else ""
     return f" (stored {'; '.join(parts)}{bucket})"
+
+
+def _failed_note(failed: Sequence[tuple[str, str, str]], tuner: str | None, device: str | None, keys: list[str]) -> str:
+    """The recorded failed tunes the filters match, for a listing that found no winner: they are why."""
+    wanted = _key_filter(keys)
+    matched = [
+        f
+        for f in failed
+        if (tuner is None or f[1] == tuner) and (device is None or f[0] == device) and _key_matches(f[2], wanted)
+    ]
+    if not matched:
+        return ""
+    named = ", ".join(f"{name} {key}" for _, name, key in matched[:3]) + (", ..." if len(matched) > 3 else "")
+    # The filters given, so the command forgets these and no winner stored beside them.
+    scope = (f" --tuner {tuner}" if tuner else "") + "".join(f" --key {pair}" for pair in keys)
+    return (
+        f"; {_count(len(matched), 'recorded failed tune')} ({named}): no candidate was valid for "
+        f"{'that key' if len(matched) == 1 else 'those keys'}, and other processes repeat the error for "
+        f"failed_tune_retry_s; `tunekit cache clear{scope}` forgets {'it' if len(matched) == 1 else 'them'}"
+    )
 
 
 def _key_dict(key_json: str) -> dict[str, object]:
@@ -318,7 +338,9 @@ def _list_rows(args: argparse.Namespace, shown: _Shown) -> int:
             print_json(CacheList(cache=shown.where, store=shown.name, winners=[], unreadable=[]))
         print(f"no tuning cache at {shown.where} (nothing tuned with this cache directory yet)", file=sys.stderr)
         return 0
-    selection = _select(shown, args.tuner, _device(shown, args.device), args.key)
+    failed = shown.failed_keys()  # a tuner whose every key failed to tune is known, not "absent"
+    device = _device(shown, args.device, failed)
+    selection = _select(shown, args.tuner, device, args.key, failed=failed)
     rows, bad = selection.rows, selection.bad
     if args.json:
         winners = [_winner_entry(r) for r in rows]
@@ -326,7 +348,7 @@ def _list_rows(args: argparse.Namespace, shown: _Shown) -> int:
         return _report_unreadable(bad)
     if not rows and not bad:  # a header over nothing (after `cache clear`) reads as a broken listing
         matching = " matching the filters" if args.tuner or args.device or args.key else ""
-        hint = _stored_values_hint(selection, args.key)
+        hint = _stored_values_hint(selection, args.key) + _failed_note(failed, args.tuner, device, args.key)
         print(f"no stored winners{matching} in {shown.place}{hint}", file=sys.stderr)
         return 0
     out.line(shown.header)
@@ -432,11 +454,14 @@ def show(args: argparse.Namespace) -> int:
 
 def _show(args: argparse.Namespace, shown: _Shown) -> int:
     out = Output.of(args)
-    selection = _select(shown, args.tuner, _device(shown, args.device), args.key)
+    failed = shown.failed_keys()  # a tuner whose every key failed to tune is known, not "absent"
+    device = _device(shown, args.device, failed)
+    selection = _select(shown, args.tuner, device, args.key, failed=failed)
     rows, bad = selection.rows, selection.bad
     if not rows and not bad:
-        hint = _stored_values_hint(selection, args.key)
-        raise CliError(f"tuner {args.tuner!r} has no stored key matching {' '.join(args.key)}{hint}")
+        hint = _stored_values_hint(selection, args.key) + _failed_note(failed, args.tuner, device, args.key)
+        matching = f" matching {' '.join(args.key)}" if args.key else ""
+        raise CliError(f"tuner {args.tuner!r} has no stored key{matching}{hint}")
     if args.json:
         entries = [_show_entry(row) for row in rows]
         print_json(CacheShow(cache=shown.where, store=shown.name, entries=entries, unreadable=bad))
@@ -595,6 +620,11 @@ def export(args: argparse.Namespace) -> int:
     rows, bad = selection.rows, selection.bad
     bundle, left_out = CacheBundle.of(rows)
     bad.extend(left_out)
+    if not rows and not bad and (args.tuner or args.device or args.key):
+        # A filter that matches nothing (a call's size where the bucket is stored) would otherwise
+        # write an empty bundle without a word, to be committed and imported as if it held winners.
+        hint = _stored_values_hint(selection, args.key)
+        print(f"no stored winners matching the filters in {local.place}{hint}: the bundle is empty", file=sys.stderr)
     text = bundle.model_dump_json(indent=2) + "\n"
     if args.output is None:
         sys.stdout.write(text)
@@ -604,7 +634,7 @@ def export(args: argparse.Namespace) -> int:
             write_atomic(target, text)  # a reader never sees half a bundle
         except OSError as exc:
             raise CliError(f"cannot write {target}: {exc.strerror or exc}") from exc
-        print(f"exported {len(bundle.entries)} winners to {target}", file=sys.stderr)
+        print(f"exported {_count(len(bundle.entries), 'winner')} to {target}", file=sys.stderr)
     return _report_unreadable(bad, "skipped unreadable row")
 
 
@@ -640,15 +670,29 @@ def import_bundle(args: argparse.Namespace) -> int:
     cache = PersistentCache(file.parent)
     if not cache.available:
         raise CliError(f"cannot open the tuning cache {file}", 1)
-    stored = kept = 0
+    stored = replaced = same = kept = 0
     for entry in bundle.entries:
-        if args.keep_existing and isinstance(cache.get(entry.device_id, entry.tuner, entry.key), tuple):
-            kept += 1
-            continue
+        existing = cache.get(entry.device_id, entry.tuner, entry.key)
+        if isinstance(existing, tuple):
+            if args.keep_existing:
+                kept += 1
+                continue
+            checksum, value = existing
+            # A bundle imported twice changes nothing, and says so rather than "imported N" again.
+            if checksum == entry.checksum and value.model_dump(mode="json") == entry.value.model_dump(mode="json"):
+                same += 1
+                continue
+            replaced += 1
         if not cache.put(entry.device_id, entry.tuner, entry.key, entry.checksum, entry.value):
             raise CliError(f"could not write to the tuning cache {file}", 1)
         stored += 1
-    print(f"imported {stored} winners into {file}" + (f" ({kept} already stored, kept)" if kept else ""))
+    notes = [
+        f"{replaced} replaced the winner stored for {'its' if replaced == 1 else 'their'} key" if replaced else "",
+        f"{same} already stored, unchanged" if same else "",
+        f"{kept} already stored, kept" if kept else "",
+    ]
+    said = "; ".join(note for note in notes if note)
+    print(f"imported {_count(stored, 'winner')} into {file}" + (f" ({said})" if said else ""))
     return 0
 
 
@@ -658,16 +702,18 @@ def verify(_: argparse.Namespace) -> int:
     if not file.exists():
         print(f"no tuning cache at {file}: nothing to verify")
         return 0
+    # as_uri() refuses a relative path, and TUNEKIT_CACHE_DIR=cache (relative) is a fine setting.
+    uri = f"{file.absolute().as_uri()}?mode=ro"
     try:
-        # as_uri() refuses a relative path, and TUNEKIT_CACHE_DIR=cache (relative) is a fine setting.
-        connection = sqlite3.connect(f"{file.absolute().as_uri()}?mode=ro", uri=True, timeout=30.0)
         try:
-            integrity = [str(r[0]) for r in connection.execute("PRAGMA integrity_check").fetchall()]
-            rows = connection.execute(
-                "SELECT tunekit_major, device_id, tuner, key, checksum, value FROM winners"
-            ).fetchall()
-        finally:
-            connection.close()
+            integrity, rows = _read_to_verify(uri)
+        except sqlite3.OperationalError as exc:
+            if is_corrupt(exc, file) or not is_unwritable(exc):
+                raise
+            # A WAL database is read through its -shm file, which SQLite cannot make in a directory this
+            # process may not write (a read-only mount, another user's cache): read the file as it is on
+            # disk, as a tuning process does there, since no process can be writing it either.
+            integrity, rows = _read_to_verify(f"{uri}&immutable=1")
     except sqlite3.DatabaseError as exc:
         print(f"{file}: not a readable tuning cache: {exc}")
         return 1
@@ -689,6 +735,19 @@ def verify(_: argparse.Namespace) -> int:
     note = f" ({other_major} rows of other tunekit major versions ignored)" if other_major else ""
     print(f"{file}: {checked} rows checked, {len(problems)} problem{'s' if len(problems) != 1 else ''}{note}")
     return 1 if problems else 0
+
+
+def _read_to_verify(uri: str) -> tuple[list[str], list[tuple[object, ...]]]:
+    """SQLite's integrity check of the database at ``uri`` and its raw rows of winners."""
+    connection = sqlite3.connect(uri, uri=True, timeout=30.0)
+    try:
+        integrity = [str(r[0]) for r in connection.execute("PRAGMA integrity_check").fetchall()]
+        rows = connection.execute(
+            "SELECT tunekit_major, device_id, tuner, key, checksum, value FROM winners"
+        ).fetchall()
+    finally:
+        connection.close()
+    return integrity, rows
 
 
 def _row_problem(device_id: object, tuner: object, key: object, checksum: object, value: object) -> str | None:

@@ -90,6 +90,16 @@ def _listing(parser: argparse.ArgumentParser) -> None:
     shown.add_argument("--json", action="store_true", help="JSON for scripts (its schema: `tunekit schema NAME`)")
 
 
+def _cache_dir(parser: argparse.ArgumentParser) -> None:
+    """``--cache-dir`` after a ``cache`` action too, where an operator types it (``tunekit cache list --cache-dir B``).
+
+    SUPPRESS: when not given here, the top-level option's value stands (a sub-parser's default would overwrite it).
+    """
+    parser.add_argument(
+        "--cache-dir", default=argparse.SUPPRESS, help="the cache directory to use instead of TUNEKIT_CACHE_DIR"
+    )
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="tunekit", description="Autotuning that measures on the real device.")
     parser.add_argument("--version", action="store_true", help="print tunekit's version and exit")
@@ -130,7 +140,10 @@ def _parser() -> argparse.ArgumentParser:
     load.add_argument("bundle")
     load.add_argument("--keep-existing", action="store_true", help="do not replace winners already stored here")
     _command(load, _cache.import_bundle)
-    _command(cache_commands.add_parser("verify", help="check every row against the schema"), _cache.verify)
+    verify = cache_commands.add_parser("verify", help="check every row against the schema")
+    _command(verify, _cache.verify)
+    for action in cache_commands.choices.values():
+        _cache_dir(action)
 
     records = commands.add_parser("records", help="read records files (JSONL)")
     record_commands = records.add_subparsers(dest="records_command", metavar="ACTION", required=True)

@@ -122,11 +122,10 @@ def summary(args: argparse.Namespace) -> int:
                 (
                     s.tuner,
                     s.key_json,
-                    # No winner: said as `records tail` says it, rather than "- -" (a name and a time, both missing).
-                    f"{s.winner} {format_duration_ns(s.winner_median_ns)}" if s.winner else "no valid candidate",
+                    _winner_cell(s),
                     f"{s.runner_up} {format_duration_ns(s.runner_up_median_ns)}" if s.runner_up else "-",
                     s.decision.margin_text if s.decision is not None else "-",
-                    s.decision.stage_text if s.decision is not None else "-",
+                    _decided_by(s),
                     _cost(s),
                     *((s.search_text,) if searched else ()),
                 )
@@ -212,10 +211,26 @@ def _count(number: int, noun: str) -> str:
     return f"{number} {noun if number == 1 else plural}"
 
 
+def _winner_cell(s: KeySummary) -> str:
+    # No winner: said as `records tail` says it, rather than "- -" (a name and a time, both missing).
+    if not s.winner:
+        return "no valid candidate"
+    return s.winner if s.winner_median_ns is None else f"{s.winner} {format_duration_ns(s.winner_median_ns)}"
+
+
+def _decided_by(s: KeySummary) -> str:
+    """The deciding stage; for a key only ever taken with autotuning off, that, rather than "-"."""
+    if s.decision is not None:
+        return s.decision.stage_text
+    if s.latest is not None and s.latest.decision == "disabled":
+        return "autotuning off: taken unmeasured"
+    return "-"
+
+
 def _cost(s: KeySummary) -> str:
     """What tuning the key took: its time, samples, and how many tunes the file holds when more than one."""
     tunes = f", {s.decisions} tunes" if s.decisions != 1 else ""
-    return f"{s.tuning_time_s:.3g} s, {s.samples} samples{tunes}"
+    return f"{s.tuning_time_s:.3g} s, {_count(s.samples, 'sample')}{tunes}"
 
 
 def _by_device(summaries: list[KeySummary]) -> list[tuple[str, list[KeySummary]]]:
@@ -267,10 +282,14 @@ def _one_line(record: AutotuneRecord) -> str:
 
 def tail(args: argparse.Namespace) -> int:
     """The last records of a file, then each new one as it is appended, until interrupted."""
+    try:
+        with open(args.file, "rb") as file:
+            # A last line still being written is left to the follower, which reads it once complete.
+            # Counted before the read below, so a line appended between the two is the follower's.
+            complete = sum(1 for raw in file if raw.endswith(b"\n"))
+    except OSError:
+        complete = 0  # read_or_fail names what is wrong with the file
     good, bad = read_or_fail(args.file)
-    with open(args.file, "rb") as file:
-        # A last line still being written is left to the follower, which reads it once complete.
-        complete = sum(1 for raw in file if raw.endswith(b"\n"))
     lines: list[RecordLine | BadLine] = [*good, *bad]
     shown = sorted((item for item in lines if item.line <= complete), key=lambda item: item.line)
     for line in deque(shown, maxlen=args.lines):

@@ -39,6 +39,9 @@ _log = logging.getLogger("tunekit.observe")
 
 _lock = threading.Lock()
 _observers: tuple[TuneObserver, ...] = ()
+_failed_observers: set[int] = set()
+"""ids of observers that have raised: a broken one raises on every event (every sample), so only its first
+failure is logged at ERROR, the rest at DEBUG."""
 _tune_ids = itertools.count(1)
 
 
@@ -49,6 +52,7 @@ def add_observer(observer: TuneObserver) -> TuneObserver:
         raise TypeError(f"{observer!r} has no observe(event) method, so it cannot observe tunes")
     with _lock:
         _observers = (*_observers, observer)
+        _failed_observers.discard(id(observer))  # a new object may reuse a removed one's id
     return observer
 
 
@@ -57,6 +61,7 @@ def remove_observer(observer: TuneObserver) -> None:
     global _observers
     with _lock:
         _observers = tuple(o for o in _observers if o is not observer)
+        _failed_observers.discard(id(observer))
 
 
 def _active(settings: Settings) -> tuple[TuneObserver, ...]:
@@ -75,11 +80,20 @@ def _stderr_is_terminal() -> bool:
 
 def notify(event: TuneEvent, observers: Sequence[TuneObserver] | None = None) -> None:
     """Deliver ``event``; an observer that raises is logged and never breaks the tune."""
+    handling = sys.exc_info()[1]  # a tuner notifies from its own except blocks (a cache miss is a KeyError)
     for observer in _observers if observers is None else observers:
         try:
             observer.observe(event)
-        except Exception:
-            _log.exception("tune observer %r failed on %s", observer, type(event).__name__)
+        except Exception as exc:
+            if handling is not None and exc.__context__ is handling:
+                exc.__suppress_context__ = True  # tunekit's own exception is no part of the observer's failure
+            if id(observer) in _failed_observers:
+                _log.debug("tune observer %r failed again on %s", observer, type(event).__name__, exc_info=True)
+                continue
+            _failed_observers.add(id(observer))
+            _log.exception(
+                "tune observer %r failed on %s (its later failures are logged at DEBUG)", observer, type(event).__name__
+            )
 
 
 class TuneObservation:

@@ -110,7 +110,8 @@ def follow_records(
     """Lines of ``path`` as they are appended, from line ``from_line`` on, until ``stop()`` is true.
 
     A line is read only once its newline has arrived, so a record being written is never
-    seen half-written. A file truncated or replaced (log rotation) is followed from its start.
+    seen half-written. A file truncated or replaced (log rotation) is followed from its start:
+    each of its lines is yielded, ``from_line`` having counted the lines of the file it replaced.
     """
     file_path = Path(path)
     number = 0
@@ -124,7 +125,8 @@ def follow_records(
             time.sleep(poll_s)
             continue
         if identity is not None and (identity != (stat.st_dev, stat.st_ino) or stat.st_size < offset):
-            number, pending, offset = 0, b"", 0
+            # ``from_line`` counted the old file's lines: every line of the new one is new.
+            number, pending, offset, from_line = 0, b"", 0, 1
         identity = (stat.st_dev, stat.st_ino)
         if stat.st_size == offset:
             time.sleep(poll_s)

@@ -37,6 +37,9 @@ class CallbackSink:
         """Pass ``record`` on."""
         self.fn(record)
 
+    def __repr__(self) -> str:  # a failing sink is logged by its repr: name the caller's function
+        return f"CallbackSink({getattr(self.fn, '__qualname__', None) or self.fn!r})"
+
 
 def as_sink(sink: RecordSink | Callable[[AutotuneRecord], object], where: str) -> RecordSink:
     """``sink`` itself, or a plain callable wrapped as one; anything else is refused, naming ``where``.

@@ -353,8 +353,11 @@ def _one_per_file(sinks: Sequence[RecordSink]) -> tuple[RecordSink, ...]:
 
 def emit(record: AutotuneRecord, sinks: tuple[RecordSink, ...]) -> None:
     """Send ``record`` to ``sinks``; a failing sink is logged, never raised into the caller."""
+    handling = sys.exc_info()[1]  # a tuner emits from its own except blocks (a cache miss is a KeyError)
     for sink in sinks:
         try:
             sink.emit(record)
-        except Exception:
+        except Exception as exc:
+            if handling is not None and exc.__context__ is handling:
+                exc.__suppress_context__ = True  # tunekit's own exception is no part of the sink's failure
             _log.exception("record sink %r failed", sink)
