@@ -281,6 +281,9 @@ class TerminalProgress:
     def _start(self, tune_id: int, tune: _Tune) -> None:
         tune.started = time.monotonic()
         self._tunes[tune_id] = tune
+        if self.delay_s <= 0:  # at once, not from a timer's thread: a tune faster than it starts would show nothing
+            self._show_locked(tune_id)
+            return
         tune.timer = threading.Timer(self.delay_s, self._show, args=(tune_id,))
         tune.timer.daemon = True
         tune.timer.start()
@@ -312,23 +315,26 @@ class TerminalProgress:
     def _show(self, tune_id: int) -> None:
         """The tune has run past the delay: give it a line (starting the live display if needed)."""
         with self._lock:
-            tune = self._tunes.get(tune_id)
-            if tune is None:
-                return
-            if self._progress is None:
-                self._progress = Progress(
-                    SpinnerColumn(),
-                    TextColumn("[bold]{task.description}"),
-                    BarColumn(bar_width=24),
-                    TextColumn("{task.fields[detail]}"),
-                    TimeElapsedColumn(),
-                    console=self.console,
-                    transient=True,
-                )
-                self._progress.start()
-            tune.task = self._progress.add_task(
-                escape(tune.title), total=_STEPS, completed=int(tune.fraction() * _STEPS), detail=tune.detail()
+            self._show_locked(tune_id)
+
+    def _show_locked(self, tune_id: int) -> None:
+        tune = self._tunes.get(tune_id)
+        if tune is None:
+            return
+        if self._progress is None:
+            self._progress = Progress(
+                SpinnerColumn(),
+                TextColumn("[bold]{task.description}"),
+                BarColumn(bar_width=24),
+                TextColumn("{task.fields[detail]}"),
+                TimeElapsedColumn(),
+                console=self.console,
+                transient=True,
             )
+            self._progress.start()
+        tune.task = self._progress.add_task(
+            escape(tune.title), total=_STEPS, completed=int(tune.fraction() * _STEPS), detail=tune.detail()
+        )
 
     def _redraw(self) -> None:
         if self._progress is None:
