@@ -39,8 +39,10 @@ def spin(n: int) -> int:
 def test_four_times_the_work_measures_about_four_times_slower() -> None:
     small = tk.bench(spin, 3_000, samples=25, warmup_ms=0)
     large = tk.bench(spin, 12_000, samples=25, warmup_ms=0)
-    ratio = large.median_ns / small.median_ns
-    assert 2.5 < ratio < 6.5, (str(small), str(large))
+    # The fastest samples scale with the work; a loaded CI machine (a second test worker on two cores)
+    # only adds time, and once slowed over half of the small one's samples (median ratio 2.4, minimum 3.9).
+    assert 2.5 < large.min_ns / small.min_ns < 6.5, (str(small), str(large))
+    assert 1.5 < large.median_ns / small.median_ns < 10, (str(small), str(large))
 
 
 def test_the_median_agrees_with_an_independent_host_timing_of_the_same_calls() -> None:
@@ -57,7 +59,8 @@ def test_the_same_ratio_on_the_cpu_client_with_its_device_warm_up() -> None:
     client = CpuClient()
     small = tk.bench(spin, 3_000, client=client, samples=25, warmup_ms=2)
     large = tk.bench(spin, 12_000, client=client, samples=25, warmup_ms=2)
-    assert 2.5 < large.median_ns / small.median_ns < 6.5, (str(small), str(large))
+    assert 2.5 < large.min_ns / small.min_ns < 6.5, (str(small), str(large))  # as above
+    assert 1.5 < large.median_ns / small.median_ns < 10, (str(small), str(large))
     assert small.device_id == client.device_id and small.timer == "CpuClient.profile"
     assert small.warmup_method == "device" and small.warmup_ms > 0
 
