@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import inspect
 import logging
 import threading
 import time
@@ -11,6 +10,7 @@ from collections.abc import Callable, Container, Iterator, Sequence
 from typing import Any, NamedTuple
 
 from tunekit._base.errors import ClientClosed, InputTypeError, TunekitError, describe_error
+from tunekit._candidates.arguments import unbindable
 from tunekit._candidates.plan import plan_batches, skip_reason
 from tunekit._candidates.tunable_set import TunableSet
 from tunekit._measure.bounds import time_limit_ns
@@ -299,14 +299,10 @@ def _benchmark_inputs(job: TuneJob) -> tuple[Any, ...]:
 
 def _call_hint(generator: Callable[..., Any], key: object, inputs: tuple[Any, ...]) -> str:
     """How the generator is called, when its signature cannot take that call (``lambda key: ...``), else ''."""
-    try:
-        inspect.signature(generator).bind(key, *inputs)
-    except TypeError:
-        given = f"{len(inputs)} argument{'' if len(inputs) == 1 else 's'}"
-        return (
-            f"; it is called as inputs(key, *arguments), with the key and the {given} given to execute: "
-            "e.g. def inputs(key, *args), or one parameter per argument after the key"
-        )
-    except ValueError:  # no signature to read (a builtin): the error says what it can
-        pass
-    return ""
+    if unbindable(generator, 1 + len(inputs)) is None:
+        return ""
+    given = f"{len(inputs)} argument{'' if len(inputs) == 1 else 's'}"
+    return (
+        f"; it is called as inputs(key, *arguments), with the key and the {given} given to execute: "
+        "e.g. def inputs(key, *args), or one parameter per argument after the key"
+    )

@@ -21,6 +21,7 @@ from tunekit._base.errors import (
 from tunekit._base.persisted import STORED
 from tunekit._base.self_call import runs_within, tuning
 from tunekit._base.settings_model import Settings
+from tunekit._candidates.arguments import unbindable
 from tunekit._candidates.plan import plan_order, skip_reason
 from tunekit._candidates.tunable_set import TunableSet
 from tunekit._keys.key import is_autotune_key, key_to_dict, key_to_json
@@ -438,23 +439,19 @@ def _warn_uncallable(tuner: str, tunables: TunableSet[Any, Any], outcomes: dict[
         tunable = tunables.tunables[index]
         if (tuner, tunable.name) in _warned_uncallable:
             continue
-        try:
-            signature = inspect.signature(tunable.fn)
-        except (TypeError, ValueError):  # a builtin without one: nothing to say
+        refused = unbindable(tunable.fn, arity)
+        if refused is None:  # it can take them, or has no signature to tell: nothing to say
             continue
-        try:
-            signature.bind(*range(arity))
-        except TypeError as exc:
-            _warned_uncallable.add((tuner, tunable.name))
-            _log.warning(
-                "%s: candidate %r takes %s, which cannot be called with the %d input(s) execute() passes (%s); "
-                "it fails in every tune: give it the operation's parameters, or remove it",
-                tuner,
-                tunable.name,
-                signature,
-                arity,
-                exc,
-            )
+        _warned_uncallable.add((tuner, tunable.name))
+        _log.warning(
+            "%s: candidate %r takes %s, which cannot be called with the %d input(s) execute() passes (%s); "
+            "it fails in every tune: give it the operation's parameters, or remove it",
+            tuner,
+            tunable.name,
+            inspect.signature(tunable.fn),
+            arity,
+            refused[1],
+        )
 
 
 def _reference_note(tunables: TunableSet[Any, Any], outcomes: dict[int, Outcome]) -> str:
