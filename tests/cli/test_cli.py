@@ -402,6 +402,17 @@ def test_report_writes_html(records: Path, tmp_path: Path) -> None:
     assert html.startswith("<!DOCTYPE html>") and "cli_sum" in html and "<svg" in html
 
 
+def test_report_names_each_bad_line_and_exits_1(records: Path, tmp_path: Path) -> None:
+    """Regression: bad lines were named on stderr, yet `tunekit report` exited 0, not 1 as docs/cli.md says."""
+    lines = records.read_text().splitlines()
+    records.write_text(lines[0] + "\n{not json\n" + lines[1] + "\n")
+    out = tmp_path / "report.html"
+    done = run("report", str(records), "-o", str(out), check=1)
+    assert f"{records}:2: not valid JSON" in done.stderr
+    assert f"report of 2 records written to {out}, 1 bad line skipped" in done.stdout
+    assert "cli_sum" in out.read_text()  # the valid records are still reported
+
+
 _QUANTITY = re.compile(r"[\d.]+|[kMGT]?(op|B)/s|[nµum]?s")
 
 

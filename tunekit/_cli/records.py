@@ -317,11 +317,17 @@ def schema(args: argparse.Namespace) -> int:
 
 
 def report(args: argparse.Namespace) -> int:
-    """Write the HTML report of one or more records files (several: the history of each key across them)."""
+    """Write the HTML report of one or more records files (several: the history of each key across them).
+
+    Exit 1 when a file held bad lines, each named on stderr as ``FILE:LINE: reason``: the report is
+    still written from the valid records, as ``records summary`` still summarises them.
+    """
     runs: dict[str, list[AutotuneRecord]] = {}
+    bad_lines = 0
     for file in args.files:
         good, bad = read_or_fail(file)
         _report_bad(file, bad)
+        bad_lines += len(bad)
         runs[file] = [line.record for line in good]
     if not any(runs.values()):
         raise CliError(f"{' '.join(args.files)}: no valid record to report on", 1)
@@ -334,5 +340,6 @@ def report(args: argparse.Namespace) -> int:
         output.write_text(html, encoding="utf-8")
     except OSError as exc:
         raise CliError(f"cannot write {output}: {exc.strerror or exc}") from exc
-    print(f"report of {sum(len(r) for r in runs.values())} records written to {output}")
-    return 0
+    skipped = f", {_count(bad_lines, 'bad line')} skipped" if bad_lines else ""
+    print(f"report of {_count(sum(len(r) for r in runs.values()), 'record')} written to {output}{skipped}")
+    return 1 if bad_lines else 0
