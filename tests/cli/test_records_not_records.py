@@ -59,7 +59,7 @@ def test_bad_lines_are_capped_with_a_count(tmp_path: Path) -> None:
     errors = done.stderr.splitlines()
     assert len(errors) == BAD_LINES_SHOWN + 1, errors
     assert errors[-1] == f"{path}: ... and {500 - BAD_LINES_SHOWN} more bad lines (500 in all)"
-    assert "1 records, 1 keys, 500 bad lines skipped" in done.stdout
+    assert "1 record, 1 key, 500 bad lines skipped" in done.stdout
 
 
 def test_a_file_of_hit_summaries_alone_says_so_with_their_totals(tmp_path: Path) -> None:
@@ -95,7 +95,7 @@ def test_a_hit_summary_line_of_another_shape_is_a_named_bad_line(tmp_path: Path)
     path.write_text(good + '{"kind":"hit_summary","counts":"many"}\n')
     done = run("records", "summary", str(path), check=1)
     assert done.stderr.startswith(f"{path}:2: not a valid hit summary: "), done.stderr
-    assert "1 records, 1 keys, 1 bad line skipped\n" in done.stdout, done.stdout
+    assert "1 record, 1 key, 1 bad line skipped\n" in done.stdout, done.stdout
     document = json.loads(run("records", "summary", str(path), "--json", check=1).stdout)
     assert (document["records"], document["bad_lines"], document["hit_summaries"]) == (1, 1, 0)
 

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tunekit._base.counted import counted
 from tunekit._base.errors import describe_error
 from tunekit._campaign.fleet import run_on_ray
 from tunekit._campaign.job import CampaignJob
@@ -137,7 +138,7 @@ class Campaign:
         shown = CampaignProgress(len(todo), shown=progress)
         if skipped:
             shown.console.print(
-                f"{len(skipped)} of {len(self.jobs)} jobs finished in an earlier run: skipped", markup=False
+                f"{len(skipped)} of {counted(len(self.jobs), 'job')} finished in an earlier run: skipped", markup=False
             )
 
         def done(job: CampaignJob, outcome: str | BaseException) -> None:
@@ -163,7 +164,8 @@ class Campaign:
             seconds=time.perf_counter() - started,
         )
         shown.console.print(
-            f"campaign: {len(finished)} jobs finished ({result.tuned} tuned, {result.stored} already stored), "
+            f"campaign: {counted(len(finished), 'job')} finished "
+            f"({result.tuned} tuned, {result.stored} already stored), "
             f"{len(skipped)} skipped, {len(failed)} failed in {result.seconds:.1f} s; records in {self.records}",
             markup=False,  # a path is text: `runs/[b]/records` lost its `[b]` as a bold tag
         )

@@ -20,6 +20,7 @@ from typing import Literal, Protocol
 from pydantic import ValidationError
 
 from tunekit._base.atomic import write_atomic
+from tunekit._base.counted import counted
 from tunekit._base.persisted import STORED, other_version
 from tunekit._base.settings import current
 from tunekit._base.short_id import short_device_id
@@ -300,7 +301,7 @@ def _failed_note(failed: Sequence[tuple[str, str, str]], tuner: str | None, devi
     # The filters given, so the command forgets these and no winner stored beside them.
     scope = (f" --tuner {tuner}" if tuner else "") + "".join(f" --key {pair}" for pair in keys)
     return (
-        f"; {_count(len(matched), 'recorded failed tune')} ({named}): no candidate was valid for "
+        f"; {counted(len(matched), 'recorded failed tune')} ({named}): no candidate was valid for "
         f"{'that key' if len(matched) == 1 else 'those keys'}, and other processes repeat the error for "
         f"failed_tune_retry_s; `tunekit cache clear{scope}` forgets {'it' if len(matched) == 1 else 'them'}"
     )
@@ -561,8 +562,8 @@ def _clear(args: argparse.Namespace, shown: _Shown) -> int:
         sweep()
         print(f"nothing to clear: no stored winners{scope} in {shown.place}{hint}")
         return 0
-    also = f" and {_count(len(failures), 'recorded failed tune')}" if failures else ""
-    what = f"{_count(winners, 'stored winner')}{also}{scope} from {shown.place}"
+    also = f" and {counted(len(failures), 'recorded failed tune')}" if failures else ""
+    what = f"{counted(winners, 'stored winner')}{also}{scope} from {shown.place}"
     if not args.yes and not _confirmed(f"remove {what}?"):
         print("nothing removed", file=sys.stderr)
         return 1
@@ -575,12 +576,8 @@ def _clear(args: argparse.Namespace, shown: _Shown) -> int:
     if removed is None:
         why = shown.cache.write_refused if shown.cache is not None else "the database did not answer"
         raise CliError(f"could not clear {shown.place}: {why}", 1)
-    print(f"removed {_count(removed, 'stored winner')}{also}{scope} from {shown.place}")
+    print(f"removed {counted(removed, 'stored winner')}{also}{scope} from {shown.place}")
     return 0
-
-
-def _count(number: int, noun: str) -> str:
-    return f"{number} {noun}{'s' if number != 1 else ''}"
 
 
 def _scope(tuner: str | None, device: str | None, keys: list[str]) -> str:
@@ -607,7 +604,7 @@ def _confirmed(question: str) -> bool:
 def _sweep() -> None:
     swept = sweep_lock_files(_cache_file().parent)
     if swept:
-        print(f"removed {_count(swept, 'lock file')} left by killed processes")
+        print(f"removed {counted(swept, 'lock file')} left by killed processes")
 
 
 def export(args: argparse.Namespace) -> int:
@@ -634,7 +631,7 @@ def export(args: argparse.Namespace) -> int:
             write_atomic(target, text)  # a reader never sees half a bundle
         except OSError as exc:
             raise CliError(f"cannot write {target}: {exc.strerror or exc}") from exc
-        print(f"exported {_count(len(bundle.entries), 'winner')} to {target}", file=sys.stderr)
+        print(f"exported {counted(len(bundle.entries), 'winner')} to {target}", file=sys.stderr)
     return _report_unreadable(bad, "skipped unreadable row")
 
 
@@ -692,7 +689,7 @@ def import_bundle(args: argparse.Namespace) -> int:
         f"{kept} already stored, kept" if kept else "",
     ]
     said = "; ".join(note for note in notes if note)
-    print(f"imported {_count(stored, 'winner')} into {file}" + (f" ({said})" if said else ""))
+    print(f"imported {counted(stored, 'winner')} into {file}" + (f" ({said})" if said else ""))
     return 0
 
 
@@ -732,8 +729,8 @@ def verify(_: argparse.Namespace) -> int:
     for problem in problems:
         print(problem)
     checked = len(rows) - other_major
-    note = f" ({other_major} rows of other tunekit major versions ignored)" if other_major else ""
-    print(f"{file}: {checked} rows checked, {len(problems)} problem{'s' if len(problems) != 1 else ''}{note}")
+    note = f" ({counted(other_major, 'row')} of other tunekit major versions ignored)" if other_major else ""
+    print(f"{file}: {counted(checked, 'row')} checked, {counted(len(problems), 'problem')}{note}")
     return 1 if problems else 0
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from tunekit._base.counted import counted
 from tunekit._base.file_look import binary_kind_of
 from tunekit._base.persisted import STORED
 from tunekit._base.short_id import short_device_id
@@ -96,9 +97,10 @@ def summary(args: argparse.Namespace) -> int:
             )
         )
         return 1 if bad else 0
-    skipped = f", {len(bad)} bad line{'s' if len(bad) != 1 else ''} skipped" if bad else ""
-    counted = f"; {_count(hit_summaries, 'hit summary')}, {_count(sum(hits.values()), 'cache hit')}"
-    out.line(f"{args.file}: {len(good)} records, {len(summaries)} keys{skipped}{counted if hit_summaries else ''}")
+    skipped = f", {counted(len(bad), 'bad line')} skipped" if bad else ""
+    hit_counts = f"; {counted(hit_summaries, 'hit summary')}, {counted(sum(hits.values()), 'cache hit')}"
+    shown = f"{counted(len(good), 'record')}, {counted(len(summaries), 'key')}{skipped}"
+    out.line(f"{args.file}: {shown}{hit_counts if hit_summaries else ''}")
     if hit_summaries:
         _print_hits(out, hit_summaries, hits)
     # A column for the search that chose a winner (its strategy, what stopped it) only where one did:
@@ -191,7 +193,7 @@ def _hits(file: str) -> tuple[int, Counter[_Hit], list[BadLine]]:
 def _print_hits(out: Output, summaries: int, hits: Counter[_Hit]) -> None:
     """The hit summaries' totals per device, tuner and key, by where the winner came from."""
     out.line()
-    out.line(f"cache hits, added up over {_count(summaries, 'hit summary')} (tk.read_hit_summaries reads each):")
+    out.line(f"cache hits, added up over {counted(summaries, 'hit summary')} (tk.read_hit_summaries reads each):")
     keys = sorted({(device, tuner, key) for device, tuner, key, _ in hits})
     for device_id in dict.fromkeys(device for device, _, _ in keys):
         out.line()
@@ -204,11 +206,6 @@ def _print_hits(out: Output, summaries: int, hits: Counter[_Hit]) -> None:
                 if device == device_id
             ],
         )
-
-
-def _count(number: int, noun: str) -> str:
-    plural = noun[:-1] + "ies" if noun.endswith("y") else noun + "s"
-    return f"{number} {noun if number == 1 else plural}"
 
 
 def _winner_cell(s: KeySummary) -> str:
@@ -230,7 +227,7 @@ def _decided_by(s: KeySummary) -> str:
 def _cost(s: KeySummary) -> str:
     """What tuning the key took: its time, samples, and how many tunes the file holds when more than one."""
     tunes = f", {s.decisions} tunes" if s.decisions != 1 else ""
-    return f"{s.tuning_time_s:.3g} s, {_count(s.samples, 'sample')}{tunes}"
+    return f"{s.tuning_time_s:.3g} s, {counted(s.samples, 'sample')}{tunes}"
 
 
 def _by_device(summaries: list[KeySummary]) -> list[tuple[str, list[KeySummary]]]:
@@ -276,7 +273,8 @@ def _one_line(record: AutotuneRecord) -> str:
     key = json.dumps(record.key, sort_keys=True, separators=(",", ":"))
     return (
         f"{record.timestamp.strftime('%H:%M:%S')} {record.tuner} {key} -> {record.winner or 'no valid candidate'}"
-        f" {median} [{record.decision}, {len(record.candidates)} candidates{extra}, {record.wall_time_s:.3g} s]"
+        f" {median} [{record.decision}, {counted(len(record.candidates), 'candidate')}{extra}, "
+        f"{record.wall_time_s:.3g} s]"
     ).replace("  ", " ")
 
 
@@ -340,6 +338,6 @@ def report(args: argparse.Namespace) -> int:
         output.write_text(html, encoding="utf-8")
     except OSError as exc:
         raise CliError(f"cannot write {output}: {exc.strerror or exc}") from exc
-    skipped = f", {_count(bad_lines, 'bad line')} skipped" if bad_lines else ""
-    print(f"report of {_count(sum(len(r) for r in runs.values()), 'record')} written to {output}{skipped}")
+    skipped = f", {counted(bad_lines, 'bad line')} skipped" if bad_lines else ""
+    print(f"report of {counted(sum(len(r) for r in runs.values()), 'record')} written to {output}{skipped}")
     return 1 if bad_lines else 0

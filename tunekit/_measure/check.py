@@ -17,6 +17,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from tunekit._base.counted import counted
 from tunekit._base.errors import ClientClosed, TunekitError
 from tunekit._candidates.reference import Reference
 
@@ -516,7 +517,7 @@ class Gate:
             self.against = name
             return CheckOutcome(True, "first candidate to run: the baseline the others are compared with")
         if len(got) != len(self._expected):
-            return CheckOutcome(False, f"returned {len(got)} outputs, expected {len(self._expected)}")
+            return CheckOutcome(False, f"returned {counted(len(got), 'output')}, expected {len(self._expected)}")
         judged = self._judged.get(got)
         if judged is None:
             judged = self._judge(got, self._expected)

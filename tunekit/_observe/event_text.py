@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from tunekit._base.counted import counted
 from tunekit._base.units import format_duration_ns
 from tunekit._values.records import (
     CacheRecovered,
@@ -49,7 +50,10 @@ def _one(event: RecordEvent) -> str | None:
         case Prepared(batch=batch, candidates=count, failed=failed, workers=workers, wall_time_s=wall):
             broken = f", {failed} failed" if failed else ""
             here = f"; compiled in the tuning process: {event.compiled_in_process}" if event.compiled_in_process else ""
-            return f"batch {batch}: {count} candidates compiled on {workers} workers in {wall:.3g} s{broken}{here}"
+            return (
+                f"batch {batch}: {counted(count, 'candidate')} compiled on {counted(workers, 'worker')} "
+                f"in {wall:.3g} s{broken}{here}"
+            )
         case Warmup(duration_ms=ms, method=method):
             return f"device warm-up: {ms:.0f} ms ({method})"
         case Eliminated(name=name, round=number, reason=reason, median_ns=median, leader=leader, leader_median_ns=lm):
@@ -60,7 +64,7 @@ def _one(event: RecordEvent) -> str | None:
         case ShortCircuit(name=name, limit_ns=limit, skipped=skipped):
             return f"{name} met the roofline limit of {format_duration_ns(limit)}; skipped {', '.join(skipped) or '-'}"
         case SamplingStopped(reason=reason, rounds=rounds, survivors=survivors):
-            return f"sampling stopped after {rounds} rounds ({reason}); left: {', '.join(survivors)}"
+            return f"sampling stopped after {counted(rounds, 'round')} ({reason}); left: {', '.join(survivors)}"
         case Runoff(finalists=finalists, pairs_ns=pairs, ratio=ratio, winner=winner, forfeit=forfeit):
             among = " vs ".join(finalists)
             if forfeit is not None and ratio is None:
@@ -70,12 +74,14 @@ def _one(event: RecordEvent) -> str | None:
             ratio_text = (
                 f", ratio {winner}/{event.runner_up} {ratio:.4f}" if ratio is not None and event.runner_up else ""
             )
-            return f"paired runoff {among}: {len(event.rounds_ns) or len(pairs)} rounds{ratio_text}; {winner} wins"
+            rounds_text = counted(len(event.rounds_ns) or len(pairs), "round")
+            return f"paired runoff {among}: {rounds_text}{ratio_text}; {winner} wins"
         case SearchEnded(strategy=strategy, evaluations=evaluations, stopped_by=stopped_by, resumed=resumed):
             earlier = event.earlier_seconds
             spent = f"; earlier runs spent {earlier:.3g} s of its time" if earlier else ""
             again = f" ({resumed} resumed from the trial log{spent})" if resumed or earlier else ""
-            return f"search ({strategy}): {evaluations} configurations evaluated{again}, stopped by {stopped_by}"
+            evaluated = counted(evaluations, "configuration")
+            return f"search ({strategy}): {evaluated} evaluated{again}, stopped by {stopped_by}"
         case _:
             return None
 
@@ -86,8 +92,8 @@ def describe_events(events: Sequence[RecordEvent]) -> list[str]:
     rounds = sum(isinstance(e, Round) for e in events)
     passed = sum(isinstance(e, CheckResult) and e.passed for e in events)
     if passed:
-        lines.insert(0, f"{passed} candidates passed the correctness check")
+        lines.insert(0, f"{counted(passed, 'candidate')} passed the correctness check")
     if rounds and not any(isinstance(e, SamplingStopped) for e in events):
-        lines.append(f"{rounds} sampling rounds")
+        lines.append(f"{counted(rounds, 'sampling round')}")
     lines.extend(f"{event.kind}: {event.model_dump_json()}" for event in events if isinstance(event, UnknownEvent))
     return lines

@@ -25,6 +25,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
+from tunekit._base.counted import counted, plural
 from tunekit._base.units import format_duration_ns
 from tunekit._observe.events import (
     BatchStarted,
@@ -165,7 +166,8 @@ class _Tune:
             case "runoff":
                 pairs = self.runoff_samples // max(len(self.phase_names), 1)
                 limit = f"/{self.limit}" if self.limit else ""
-                return f"[bold]runoff[/] of {len(self.phase_names)}: {pairs}{limit} pairs"
+                noun = plural(self.limit or pairs, "pair")
+                return f"[bold]runoff[/] of {len(self.phase_names)}: {pairs}{limit} {noun}"
             case _:
                 return f"[bold]{self.phase}[/]"
 
@@ -369,16 +371,20 @@ class TerminalProgress:
             cost = f"after {elapsed:.1f} s"
         elif search is not None:
             finalists = (
-                f", then {search.finalists} finalists in {search.finalists_seconds:.1f} s" if search.finalists else ""
+                f", then {counted(search.finalists, 'finalist')} in {search.finalists_seconds:.1f} s"
+                if search.finalists
+                else ""
             )
             cost = (
-                f"{search.evaluated}{of} configurations in {search.search_seconds:.1f} s "
+                f"{search.evaluated}{of} {plural(size or search.evaluated, 'configuration')} "
+                f"in {search.search_seconds:.1f} s "
                 f"(stopped by {search.stopped_by}){finalists}"
             )
         elif tune.search is not None:  # a search inside a tune
-            cost = f"{tune.search.evaluated}{of} configurations searched in {elapsed:.1f} s"
+            configurations = plural(size or tune.search.evaluated, "configuration")
+            cost = f"{tune.search.evaluated}{of} {configurations} searched in {elapsed:.1f} s"
         else:
-            cost = f"{len(tune.done)} candidates in {elapsed:.1f} s"
+            cost = f"{counted(len(tune.done), 'candidate')} in {elapsed:.1f} s"
         self._progress.console.print(
             f"[green]✓[/] {tune.verb} {escape(tune.title)}: {cost}; {outcome}",
             highlight=False,

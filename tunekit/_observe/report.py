@@ -22,6 +22,7 @@ from itertools import groupby
 from pathlib import Path
 from types import ModuleType
 
+from tunekit._base.counted import counted
 from tunekit._base.extras import require_extra
 from tunekit._base.units import format_duration_ns
 from tunekit._base.version import __version__
@@ -102,8 +103,8 @@ def _key_section(summary: KeySummary, anchor: str, plots: ModuleType) -> str:
     winner = breakable(summary.winner or "no valid candidate")
     html = [
         f'<h2 id="{anchor}">{escape(summary.tuner)} <span class="key">{escape(summary.key_json)}</span></h2>',
-        f'<div class="meta">{escape(summary.device_id)} · {summary.decisions} decision(s) · '
-        f"{summary.samples} samples · {summary.tuning_time_s:.3g} s tuning"
+        f'<div class="meta">{escape(summary.device_id)} · {counted(summary.decisions, "decision")} · '
+        f"{counted(summary.samples, 'sample')} · {summary.tuning_time_s:.3g} s tuning"
         + (f" · search: {escape(summary.search_text)}" if summary.search is not None else "")
         + "</div>",
         '<div class="stats">',
@@ -143,7 +144,8 @@ def _key_section(summary: KeySummary, anchor: str, plots: ModuleType) -> str:
     if record is not None and record.events:
         lines = describe_events(record.events)
         shown = " open" if len(lines) <= 8 else ""  # a long list of eliminations folds away
-        html.append(f'<details class="events"{shown}><summary>How it was decided: {len(lines)} events</summary><ul>')
+        events = counted(len(lines), "event")
+        html.append(f'<details class="events"{shown}><summary>How it was decided: {events}</summary><ul>')
         html.extend(f"<li>{escape(line)}</li>" for line in lines)
         html.append("</ul></details>")
     return '<section class="key-section">' + "\n".join(html) + "</section>"
@@ -197,7 +199,8 @@ def render_report(
     generated = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     body = [
         "<h1>tunekit report</h1>",
-        f'<div class="meta">{escape(", ".join(sources))} · {len(every)} records · {len(summaries)} keys · '
+        f'<div class="meta">{escape(", ".join(sources))} · {counted(len(every), "record")} · '
+        f"{counted(len(summaries), 'key')} · "
         f"{total:.3g} s spent tuning · generated {generated} by tunekit {escape(__version__)}</div>",
         '<div class="meta">devices: '
         + "; ".join(

@@ -28,6 +28,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, MaxNLocator, NullFormatter
 
+from tunekit._base.counted import counted
 from tunekit._base.units import format_duration_ns
 from tunekit._observe.report_history import KeyHistory
 from tunekit._observe.report_params import ParamTable, ParamValue
@@ -179,7 +180,7 @@ def distribution_svg(candidates: Sequence[CandidateRecord], winner: str | None, 
             markeredgewidth=0,
             gid=tips.gid(
                 f"{candidate.name}\nmedian {_t(stats.median_ns)}, min {_t(stats.min_ns)}, "
-                f"{stats.count} samples, spread {stats.spread:.1%}"
+                f"{counted(stats.count, 'sample')}, spread {stats.spread:.1%}"
             ),
         )
         if candidate.discarded_ns:

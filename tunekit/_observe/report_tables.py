@@ -10,6 +10,7 @@ import math
 from collections.abc import Sequence
 from html import escape
 
+from tunekit._base.counted import counted
 from tunekit._base.units import format_duration_ns
 from tunekit._observe.report_history import KeyHistory
 from tunekit._observe.summary import KeySummary
@@ -90,7 +91,8 @@ def summary_table(summaries: Sequence[KeySummary], anchors: Sequence[str], label
             f'<td class="num">{escape(_t(summary.runner_up_median_ns))}</td>',
             f'<td class="margin">{margin}</td>',
             f"<td>{escape(decision.stage_text) if decision is not None else '-'}</td>",
-            f'<td class="num" title="{summary.decisions} decision(s), {summary.samples} samples">'
+            f'<td class="num" title="{counted(summary.decisions, "decision")}, '
+            f'{counted(summary.samples, "sample")}">'
             f"{summary.tuning_time_s:.3g} s</td>",
             *((device_cell(summary.device_id, labels),) if multi_device else ()),
         ]

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from tunekit._base import settings as _settings
+from tunekit._base.counted import counted
 from tunekit._base.settings import AutotuneLevel
 from tunekit._base.settings_model import Settings
 from tunekit._base.version import MAJOR, __version__
@@ -239,7 +240,9 @@ def drift(record: Provenance, path: Path) -> list[str]:
     now = datetime.now(UTC)
     for entry in record.entries.values():
         if entry.samples < samples:
-            out.append(f"{path}: {entry.key} was measured with {entry.samples} samples (< {samples}, {setting})")
+            out.append(
+                f"{path}: {entry.key} was measured with {counted(entry.samples, 'sample')} (< {samples}, {setting})"
+            )
         if now - entry.measured_at > _STALE_AFTER:
             out.append(f"{path}: {entry.key} was measured on {entry.measured_at:%Y-%m-%d}, over a year ago")
         elif entry.measured_at - now > _CLOCK_SLACK:

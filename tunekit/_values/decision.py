@@ -28,6 +28,7 @@ from typing import Literal
 import numpy as np
 from pydantic import Field
 
+from tunekit._base.counted import counted
 from tunekit._base.persisted import Persisted
 from tunekit._base.units import format_duration_ns
 from tunekit._values.records import (
@@ -110,9 +111,9 @@ class TuneDecision(Persisted):
         """The deciding stage in a few words, with how many samples it used."""
         text = _STAGE_TEXT[self.stage]
         if self.stage == "runoff":
-            text += f", {self.samples} pairs"
+            text += f", {counted(self.samples, 'pair')}"
         elif self.stage in ("rounds", "medians") and self.samples:
-            text += f", {self.samples} samples"
+            text += f", {counted(self.samples, 'sample')}"
         return f"search finalists, {text}" if self.search else text
 
     @property
