@@ -16,7 +16,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import IO, Annotated
+from typing import IO, Annotated, Any
 
 import numpy as np
 import pytest
@@ -27,6 +27,7 @@ import tunekit as tk
 from tunekit._base.short_id import short_device_id
 from tunekit_backends.cpu import CpuClient
 from tunekit_backends.opencl import OpenCLClient
+from tunekit_backends.simulated import NoiseModel, SimulatedClient
 
 CLIENT = CpuClient()
 _ENTRY = Path(sys.executable).with_name("tunekit")
@@ -304,6 +305,54 @@ def test_a_tune_of_one_sample_costs_one_sample(tmp_path: Path) -> None:
     assert measured.stats is not None and measured.stats.count == 1  # the only one left: nothing to compare
     row = next(row for row in run("records", "summary", str(records)).stdout.splitlines() if "cli_one" in row)
     assert row.endswith(" s, 1 sample"), row
+
+
+def _counted_samples(records: Path) -> tuple[tk.AutotuneRecord, dict[str, Any], str]:
+    """The one record in ``records``, its key's entry in `records summary --json`, and its table row."""
+    (line,) = tk.read_records(records)
+    assert isinstance(line, tk.RecordLine)
+    (key,) = json.loads(run("records", "summary", "--json", str(records)).stdout)["keys"]
+    row = next(row for row in run("records", "summary", str(records)).stdout.splitlines() if line.record.tuner in row)
+    return line.record, key, row
+
+
+def test_the_decision_and_the_cost_count_the_same_samples(tmp_path: Path) -> None:
+    """Regression: "interleaved rounds, 12 samples" beside a cost of 9 samples: each candidate's first,
+    discarded sample was counted in the decision and not in the cost."""
+    records = tmp_path / "records.jsonl"
+    tk.configure(record=str(records), runoff_pairs=0)  # decided in the rounds
+    tunables = (
+        tk.TunableSet(key=lambda x: SumKey(n=x.shape[0]))
+        .with_tunable(tk.Tunable("np_sum", lambda x: x.sum(keepdims=True)))
+        .with_tunable(tk.Tunable("einsum", lambda x: np.atleast_1d(np.einsum("i->", x))))
+        .with_tunable(tk.Tunable("loop", lambda x: np.atleast_1d(sum(x[:64]))))
+    )
+    tk.LocalTuner[SumKey, np.ndarray]("cli_count").execute(CLIENT.device_id, CLIENT, tunables, (np.ones(4096),))
+    record, key, row = _counted_samples(records)
+    kept = sum(len(c.samples_ns) for c in record.candidates)
+    assert sum(len(c.discarded_ns) for c in record.candidates) == 3  # timed, and no sample
+    assert key["decision"]["stage"] == "rounds" and key["decision"]["samples"] == key["samples"] == kept
+    assert f"interleaved rounds, {kept} samples" in row and row.endswith(f" s, {kept} samples"), row
+
+
+def test_a_runoffs_samples_are_in_the_cost(tmp_path: Path) -> None:
+    """A runoff decides by pairs (the decision counts those); the cost, as the verdict, counts each sample it took."""
+    records = tmp_path / "records.jsonl"
+    tk.configure(record=str(records), samples=10, warmup=1)
+    client = SimulatedClient(NoiseModel(noise=0.05, cold_factor=3.0), seed=5)
+    kernels = [client.kernel(t * 1e6) for t in (1.0, 1.005, 3.0)]
+    tunables = tk.TunableSet(key=lambda n: SumKey(n=n)).with_tunables(
+        [tk.Tunable(f"c{i}", k) for i, k in enumerate(kernels)]
+    )
+    tk.LocalTuner[SumKey, None]("cli_runoff").execute(client.device_id, client, tunables, (8,))
+    record, key, row = _counted_samples(records)
+    (runoff,) = [e for e in record.events if isinstance(e, tk.Runoff)]
+    (verdict,) = [e for e in record.events if isinstance(e, tk.Verdict)]
+    pairs = verdict.pairs  # the runoff's and the earlier rounds' pairs behind the margin
+    assert key["decision"]["stage"] == "runoff" and key["decision"]["samples"] == pairs
+    taken = sum(len(r) for r in runoff.rounds_ns)
+    assert key["samples"] == verdict.samples == sum(len(c.samples_ns) for c in record.candidates) + taken
+    assert f"paired runoff, {pairs} pairs" in row and row.endswith(f" s, {key['samples']} samples"), row
 
 
 def test_a_key_taken_with_autotuning_off_says_so_in_the_summary(tmp_path: Path) -> None:

@@ -542,7 +542,9 @@ class _Adaptive:
                 margin=None if margin is None else math.exp(margin.estimate) - 1.0,
                 margin_se=None if margin is None or not math.isfinite(margin.se) else margin.se,
                 pairs=0 if margin is None else margin.pairs,
-                samples=sum(len(s) for s in self.samples.values()) + self.runoff_samples,
+                # Kept samples, as each candidate's record holds them: its first, warm-up-biased one is
+                # timed but left out of every statistic, so counting it would not match the records' cost.
+                samples=sum(len(s[1:]) for s in self.samples.values()) + self.runoff_samples,
                 decided_by=decided_by,
             )
         )

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from tunekit._values.decision import TuneDecision, decision_of
 from tunekit._values.records import AutotuneRecord, CandidateRecord, Demoted, Runoff, SearchEnded
 
-__all__ = ["Failure", "KeySummary", "Skip", "summarise"]
+__all__ = ["Failure", "KeySummary", "Skip", "kept_samples", "summarise"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,6 +134,19 @@ def _apply_tune(summary: KeySummary, record: AutotuneRecord, winner: str | None,
         summary.runner_up, summary.runner_up_median_ns = summary.decision.runner_up, summary.decision.runner_up_ns
 
 
+def kept_samples(record: AutotuneRecord) -> int:
+    """The samples a tune took, as its decision counts them: every candidate's kept samples and the runoff's.
+
+    A candidate's first, warm-up-biased sample (``discarded_ns``) is timed but no statistic uses it, so it
+    is no sample here, nor in the ``Verdict``: a decision in rounds says as many samples as this.
+    """
+    # A record written before runoffs kept rounds_ns has its two finalists' pairs only.
+    runoff = sum(
+        sum(len(r) for r in e.rounds_ns) or 2 * len(e.pairs_ns) for e in record.events if isinstance(e, Runoff)
+    )
+    return sum(len(c.samples_ns) for c in record.candidates) + runoff
+
+
 def summarise(records: Iterable[AutotuneRecord]) -> list[KeySummary]:
     """One summary per (tuner, device, key), sorted by tuner then key."""
     summaries: dict[tuple[str, str, str], KeySummary] = {}
@@ -146,7 +159,7 @@ def summarise(records: Iterable[AutotuneRecord]) -> list[KeySummary]:
             )
         summary.decisions += 1
         summary.tuning_time_s += record.wall_time_s
-        summary.samples += sum(len(c.samples_ns) for c in record.candidates)
+        summary.samples += kept_samples(record)
         if record.decision == "tuned":
             summary.demoted = set()
             _apply_tune(summary, record, record.winner, set())

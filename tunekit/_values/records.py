@@ -269,7 +269,11 @@ class Verdict(Persisted):
     )
     margin_se: float | None = Field(description="Standard error of the margin (of its log; 0.01 ~ 1 percentage point).")
     pairs: int = Field(ge=0, description="Paired samples behind the margin.")
-    samples: int = Field(ge=0, description="Timed samples the batch took, runoff included.")
+    samples: int = Field(
+        ge=0,
+        description="Kept samples the batch took, runoff included: each candidate's first, warm-up-biased sample "
+        "(its discarded_ns) is not one, so this is the batch's share of a key's cost in records summary.",
+    )
     decided_by: DecidedBy | None = Field(
         None,
         description="What decided: the rounds' eliminations left one; the runoff separated the winner from every "
