@@ -168,6 +168,25 @@ def test_an_import_says_what_it_changed(records: Path, tmp_path: Path) -> None:
     assert back.endswith(" (1 replaced the winner stored for its key; 1 already stored, unchanged)\n"), back
 
 
+@pytest.mark.opencl  # the warning lists every device found here, PoCL's too
+def test_an_import_for_a_device_not_found_here_warns_and_still_imports(records: Path, tmp_path: Path) -> None:
+    """Regression: a bundle of another numpy's CPU winners (another device id) imported quietly, never served."""
+    bundle = tmp_path / "winners.json"
+    run("cache", "export", "-o", str(bundle))
+    assert "warning" not in run("cache", "import", str(bundle)).stderr  # this machine's own device: no word
+    other = CLIENT.device_id.replace("numpy-", "numpy-0.")
+    doc = json.loads(bundle.read_text())
+    for entry in doc["entries"]:
+        entry["device_id"] = other
+    bundle.write_text(json.dumps(doc))
+    done = run("cache", "import", str(bundle))
+    assert done.stdout.startswith("imported 2 winners into ")
+    assert f"warning: {bundle} holds winners for a device no backend finds on this machine:" in done.stderr
+    assert f"  {other} (2 winners)" in done.stderr and f"  {CLIENT.device_id}\n" in done.stderr
+    assert "export again on a machine whose device id is this one's" in done.stderr
+    assert other in run("cache", "list", "--wide").stdout  # imported all the same: another machine may read it
+
+
 def test_an_export_whose_filters_match_nothing_says_so(records: Path, tmp_path: Path) -> None:
     """Regression: `cache export --key n=1000` (the call's size; the key is stored as 1024) wrote an empty
     bundle, exit 0, without a word, where `cache list` with the same filter names the values stored."""

@@ -11,6 +11,7 @@ import argparse
 import json
 import sqlite3
 import sys
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -20,13 +21,14 @@ from typing import Literal, Protocol
 from pydantic import ValidationError
 
 from tunekit._base.atomic import write_atomic
-from tunekit._base.counted import counted
+from tunekit._base.counted import counted, plural
 from tunekit._base.persisted import STORED, other_version
 from tunekit._base.settings import current
 from tunekit._base.short_id import short_device_id
 from tunekit._base.units import format_duration_ns
 from tunekit._base.validation_text import validation_text
 from tunekit._base.version import MAJOR
+from tunekit._cli.devices import found_clients
 from tunekit._cli.error import CliError
 from tunekit._cli.listings import CacheCandidate, CacheEntry, CacheList, CacheShow, CacheWinner
 from tunekit._cli.table import Output, fixed, print_json
@@ -690,7 +692,40 @@ def import_bundle(args: argparse.Namespace) -> int:
     ]
     said = "; ".join(note for note in notes if note)
     print(f"imported {counted(stored, 'winner')} into {file}" + (f" ({said})" if said else ""))
+    _warn_other_devices(source, Counter(entry.device_id for entry in bundle.entries))
     return 0
+
+
+def _warn_other_devices(source: Path, bundled: Counter[str]) -> None:
+    """Say on stderr which of the bundle's device ids no backend finds here: their rows are stored, never served here.
+
+    Still imported: a cache directory may serve another machine (shared, or copied on), and a device id
+    changes with a driver or library version (the CPU client's with numpy's and its BLAS's), so an
+    import that refused would block the one fix, exporting again there. The backends are asked one by
+    one until every id is found: a bundle of this machine's CPU winners starts no OpenCL client.
+    """
+    missing = set(bundled)
+    here: list[str] = []
+    for _, client in found_clients() if missing else ():
+        if isinstance(client, str):
+            continue
+        here.append(client.device_id)
+        missing.discard(client.device_id)
+        if not missing:
+            return
+    if not missing:
+        return
+    others = "\n".join(f"  {device_id} ({counted(bundled[device_id], 'winner')})" for device_id in sorted(missing))
+    found = "\n".join(f"  {device_id}" for device_id in here) or "  none"
+    print(
+        f"tunekit: warning: {source} holds winners for {plural(len(missing), 'a device', 'devices')} "
+        f"no backend finds on this machine:\n{others}\nthis machine's devices (`tunekit devices`):\n{found}\n"
+        "They are imported, but a tuner serves a row only to its own device id, so tunes here measure "
+        "those keys again; the rows serve a machine that has that device and uses this cache directory. "
+        "A device id changes with its driver or library version (the CPU client's with numpy's and its "
+        "BLAS's): to use them here, tune here or export again on a machine whose device id is this one's.",
+        file=sys.stderr,
+    )
 
 
 def verify(_: argparse.Namespace) -> int:
