@@ -80,15 +80,13 @@ def test_an_exception_from_measure_fails_only_that_configuration() -> None:
 
 
 class BadSamples:
-    """Returns, per configuration, samples no record or trial log can hold, or a Measured of no durations."""
+    """Returns, per configuration, samples no record or trial log can hold."""
 
-    space = tk.Space(A=range(5))
+    space = tk.Space(A=range(4))
 
     def measure(self, config: tk.Config) -> tk.Outcome:
         bad: list[Any] = [(-100,), (float("nan"),), (12.5,), ("12",)]
-        if len(bad) > config.A:
-            return tk.Measured(tk.BenchmarkDurations(bad[config.A]))
-        return tk.Measured([100])  # type: ignore[arg-type]
+        return tk.Measured(tk.BenchmarkDurations(bad[config.A]))
 
     def remaining(self) -> int | None:
         return None
@@ -100,10 +98,50 @@ def test_samples_that_are_not_ints_ge_0_fail_their_configuration_with_a_reason(t
     with pytest.raises(tk.NoValidKernelFound) as caught:
         tk.tune_objective(BadSamples(), tuner="bad", device_id="cpu", log=tmp_path / "t.jsonl", sinks=[records.append])
     reasons = [reason for _, reason in caught.value.failures]
-    assert len(reasons) == 5 and len(records) == 1 and records[0].winner is None
-    assert all("samples must be ints >= 0" in r for r in reasons[:4]), reasons
+    assert len(reasons) == 4 and len(records) == 1 and records[0].winner is None
+    assert all("samples must be ints >= 0" in r for r in reasons), reasons
     assert "-100 (int)" in reasons[0] and "12.5 (float)" in reasons[2] and "'12' (str)" in reasons[3]
-    assert "not of tk.BenchmarkDurations" in reasons[4]
+
+
+class WrongType:
+    """Returns what ``measure`` must not: a bare number of seconds, a Measured of a list, a forgotten return."""
+
+    space = tk.Space(A=range(40))
+
+    def __init__(self, returned: object) -> None:
+        self.returned = returned
+        self.calls = 0
+
+    def measure(self, config: tk.Config) -> tk.Outcome:
+        self.calls += 1
+        return self.returned  # type: ignore[return-value]
+
+    def remaining(self) -> int | None:
+        return None
+
+
+@pytest.mark.parametrize(
+    ("returned", "said"),
+    [
+        (0.0123, "returned float 0.0123"),
+        (None, "returned NoneType None"),
+        (tk.Measured([100]), "tk.Measured of list [100]"),  # type: ignore[arg-type]
+    ],
+)
+def test_a_measure_that_returns_the_wrong_type_stops_the_search_at_its_first_return(
+    returned: object, said: str, tmp_path: Path
+) -> None:
+    """Regression: each wrong return was recorded as that configuration's failure, so the whole budget was spent
+    failing, then NoValidKernelFound; it is the objective's code that is wrong, not a configuration."""
+    engine = WrongType(returned)
+    with pytest.raises(TypeError) as caught:
+        tk.tune_objective(engine, tuner="wrong", device_id="cpu", max_evals=30, log=tmp_path / "t.jsonl")
+    assert engine.calls == 1
+    message = str(caught.value)
+    assert message.startswith("WrongType.measure(Config(A=") and said in message, message
+    assert (
+        "it must return tk.Measured(tk.BenchmarkDurations(samples_ns))" in message and "or tk.Failed(reason)" in message
+    )
 
 
 def test_numpy_integer_samples_are_stored_as_plain_ints() -> None:

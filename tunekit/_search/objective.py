@@ -125,14 +125,7 @@ def tune_objective(
                 raise
             except Exception as exc:  # the engine's error disqualifies only this configuration
                 outcome = Failed(describe_error(exc), "run")
-            if not isinstance(outcome, Measured | Failed | Skipped):
-                outcome = Failed(f"measure() returned {type(outcome).__name__}, not tk.Measured or tk.Failed", "run")
-            elif isinstance(outcome, Measured) and not isinstance(outcome.durations, BenchmarkDurations):
-                outcome = Failed(
-                    f"measure() returned tk.Measured of {type(outcome.durations).__name__}, "
-                    "not of tk.BenchmarkDurations(samples_ns)",
-                    "run",
-                )
+            _check_outcome(objective, config, outcome)
             outcomes[config] = outcome
         return outcomes
 
@@ -156,6 +149,28 @@ def tune_objective(
     observation.search_finished(search_finished(observation.tune_id, result, record))
     raise_if_no_winner(result, key, budget.log)
     return result
+
+
+def _check_outcome(objective: Objective, config: Config, outcome: object) -> None:
+    """Raise at the first return of the wrong type: every other configuration would return it too.
+
+    A mistake in the objective's code (a bare float of seconds, a forgotten ``return``) is no
+    configuration's failure: recorded as one, it would spend the whole budget failing and end in
+    ``NoValidKernelFound``.
+    """
+    if isinstance(outcome, Measured):
+        if isinstance(outcome.durations, BenchmarkDurations):
+            return
+        got = f"tk.Measured of {type(outcome.durations).__name__} {outcome.durations!r:.60}"
+    elif isinstance(outcome, Failed | Skipped):
+        return
+    else:
+        got = f"{type(outcome).__name__} {outcome!r:.60}"
+    raise TypeError(
+        f"{type(objective).__name__}.measure({config}) returned {got}; it must return "
+        "tk.Measured(tk.BenchmarkDurations(samples_ns)) (the integer costs, ns for durations, lower is better) "
+        "or tk.Failed(reason) for a configuration that is invalid"
+    )
 
 
 def _one_at_a_time(budget: Budget) -> Budget:
