@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -28,8 +29,8 @@ def key_of(x: Any, *rest: Any) -> Shape:
 SPACE = tk.Space(K=[1, 2, 3])
 
 
-def cpu_set(ran: list[int]) -> tk.TunableSet[Shape, np.ndarray]:
-    """Candidates that say which of them ran (their output is ``x * K``), so a served winner is seen."""
+def _builder(ran: list[int]) -> Callable[[tk.Config], Any]:
+    """The build of candidates that say which of them ran (their output is ``x * K``), so a served winner is seen."""
 
     def build(config: tk.Config) -> Any:
         k = int(config.K)
@@ -40,25 +41,23 @@ def cpu_set(ran: list[int]) -> tk.TunableSet[Shape, np.ndarray]:
 
         return run
 
-    return tk.TunableSet.from_space(SPACE, build, key=key_of)
+    return build
 
 
-def searched(tunables: tk.TunableSet[Shape, Any], client: CpuClient, n: int) -> tk.SearchResult:
-    """A real search of ``tunables``' candidates on the CPU for ``Shape(n=n)``."""
+def cpu_set(ran: list[int]) -> tk.TunableSet[Shape, np.ndarray]:
+    return tk.TunableSet.from_space(SPACE, _builder(ran), key=key_of)
 
-    def build(config: tk.Config) -> Any:
-        found = tunables.index_of(config.name)
-        assert found is not None
-        return tunables.tunables[found].fn
 
-    return tk.search(SPACE, build, client, (np.ones(n, np.float32),), tuner="scale", key=Shape(n=n))
+def searched(ran: list[int], client: CpuClient, n: int) -> tk.SearchResult:
+    """A real search of ``cpu_set(ran)``'s candidates on the CPU for ``Shape(n=n)``, with the set's build."""
+    return tk.search(SPACE, _builder(ran), client, (np.ones(n, np.float32),), tuner="scale", key=Shape(n=n))
 
 
 def committed_on_cpu(path: Path, client: CpuClient, ran: list[int]) -> tuple[tk.Record, tk.TunableSet[Shape, Any]]:
     """A record of a real search on the CPU, saved at ``path``."""
     tunables = cpu_set(ran)
     record = tk.Record.for_tunables("scale", client, tunables)
-    record.add(Shape(n=1000), searched(tunables, client, 1000))
+    record.add(Shape(n=1000), searched(ran, client, 1000))
     record.save(path)
     return record, tunables
 
@@ -131,7 +130,7 @@ def test_a_record_used_under_another_stack_keeps_where_it_was_measured(tmp_path:
         assert doc["device_id"] == measured_on and doc["device_model"] == client.device_model
     # A winner measured here would be saved as measured under the record's stack: refused, saying how to refresh.
     with pytest.raises(tk.RecordMismatch, match=r"same device model under another software stack.*into a new record"):
-        record.add(Shape(n=64), searched(tunables, client, 64))
+        record.add(Shape(n=64), searched(ran, client, 64))
 
 
 def test_a_record_of_another_cpu_model_is_refused_naming_both(tmp_path: Path) -> None:

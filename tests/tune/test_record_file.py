@@ -161,6 +161,32 @@ def test_a_record_for_other_candidates_or_another_space_is_refused(data: ReplayD
         tk.Record.load_verified(tmp_path / "r.json", other_space, client.device_id)
 
 
+def test_a_search_with_another_build_is_refused_naming_both(data: ReplayData, tmp_path: Path) -> None:
+    """Regression: Record.add took a search of the record's space whose build made other kernels: its winner was
+    committed under the name of the set's candidate, which no one had measured."""
+    client = ReplayClient(data)
+    tunables = tk.TunableSet.from_space(data.space, client.kernel, key=key_of)
+    record = tk.Record.for_tunables("replayed", client.device_id, tunables)
+
+    def doubled(config: tk.Config) -> Any:  # another build function: the set cannot know what it makes
+        return client.kernel(config)
+
+    other = tk.search(data.space, doubled, client, (), tuner="replayed", key=Shape(n=1000), max_evals=4, seed=0)
+    with pytest.raises(tk.RecordMismatch) as raised:
+        record.add(Shape(n=1000), other)
+    said = str(raised.value)
+    assert f"with {__name__}.test_a_search_with_another_build_is_refused_naming_both.<locals>.doubled (code " in said
+    assert "but this record's set builds them with tunekit_backends.replay.ReplayClient.kernel (code " in said
+    assert other.build_id is not None and other.build_id in said and not record.entries
+    # The set's own build is taken, and so is a loaded record's verified set's.
+    same = tk.search(data.space, client.kernel, client, (), tuner="replayed", key=Shape(n=1000), max_evals=4, seed=0)
+    record.add(Shape(n=1000), same)
+    record.save(tmp_path / "r.json")
+    verified = tk.Record.load_verified(tmp_path / "r.json", tunables, client.device_id)
+    with pytest.raises(tk.RecordMismatch, match="doubled"):
+        verified.add(Shape(n=1000), other)
+
+
 def test_a_record_refused_for_an_edited_space_says_what_changed(data: ReplayData, tmp_path: Path) -> None:
     """Regression: the refusal named two space hashes only, where the trial log says "Z was [0, 1, 2], is [...]"."""
     path = tmp_path / "r.json"

@@ -37,7 +37,16 @@ from tunekit._candidates.space import Space
 from tunekit._candidates.space_tunables import SpaceTunables
 from tunekit._candidates.tunable import Tunable
 
-__all__ = ["BoundsFn", "InputGenerator", "KeyGenerator", "LazyBuild", "TunableSet", "build_identity", "tuned_function"]
+__all__ = [
+    "BoundsFn",
+    "InputGenerator",
+    "KeyGenerator",
+    "LazyBuild",
+    "TunableSet",
+    "build_identity",
+    "build_name",
+    "tuned_function",
+]
 
 K = TypeVar("K", covariant=True)
 Out = TypeVar("Out", covariant=True)
@@ -117,6 +126,14 @@ def build_identity(build: Callable[..., object]) -> str:
     checksum, it would re-use that winner, its trial logs and its records.
     """
     return hashlib.sha256(code_identity(build).encode()).hexdigest()[:32]
+
+
+def build_name(build: Callable[..., object]) -> str:
+    """Where ``build`` is defined, ``module.qualname``, to name it in an error beside its digest."""
+    fn = getattr(build, "__func__", build)  # a bound method: its function's names
+    qualname = getattr(fn, "__qualname__", None) or type(build).__qualname__
+    module = getattr(fn, "__module__", None)
+    return f"{module}.{qualname}" if module else qualname
 
 
 def _check_key_annotation(key: Callable[..., object]) -> None:
@@ -251,7 +268,9 @@ class TunableSet(Generic[K, Out]):
         # Set here, not through with_tunables and three with_extra: each would copy the set, and
         # with_tunables would check again, one at a time, what the space guarantees (distinct names).
         new.tunables = tunables
-        new.extras.update({"checksum:space": space.hash, "checksum:build": build_identity(build), "space": space})
+        new.extras.update(
+            {"checksum:space": space.hash, "checksum:build": build_identity(build), "build": build, "space": space}
+        )
         return new
 
     def with_tunable(self, tunable: Tunable[O2]) -> TunableSet[K, Out | O2]:

@@ -80,6 +80,7 @@ def run_search(
     key: object = None,
     remaining: Callable[[], int | None] | None = None,
     build_id: str | None = None,
+    build_name: str | None = None,
     observation: TuneObservation | None = None,
 ) -> SearchResult:
     """Search ``space`` until ``budget`` ends it; see ``tk.search``.
@@ -88,8 +89,8 @@ def run_search(
     budget was checked when made, naming the caller's own call in the errors. A budget that
     leaves ``batch`` or ``finalists`` unset gets :data:`BATCH` and :data:`FINALISTS`.
     ``remaining``: how many more measurements an objective allows (None: no limit of its own).
-    ``build_id``: a digest of the code that builds the candidates, kept in the trial log's
-    header so that a log measured with other code is refused.
+    ``build_id``: a digest of the code that builds the candidates (``build_name``, where it is defined),
+    kept in the trial log's header so that a log measured with other code is refused, and in the result.
     ``observation``: told when the search starts, after each batch and before the finalists'
     (a progress display); the caller tells it when the search ends (:func:`search_finished`).
     """
@@ -255,6 +256,8 @@ def run_search(
         finalists=final,
         final_events=final_events,
         key=key,
+        build_id=build_id,
+        build_name=build_name,
         earlier_seconds=offset,
     )
 

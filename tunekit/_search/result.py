@@ -86,6 +86,14 @@ class SearchResult:
     """What the schedule did in the finalists' batch (rounds, a runoff): the comparison that chose the winner."""
     key: object = None
     """The key bucket the search was for (``key=``), None when it was given none."""
+    build_id: str | None = None
+    """A digest of the code of ``tk.search``'s ``build`` (``build_name`` names it); None for ``tk.tune_objective``.
+
+    ``Record.add`` compares it with the record's set's build: a search with another build measured
+    other kernels under the same configuration names.
+    """
+    build_name: str | None = None
+    """Where ``build`` is defined (``module.qualname``); None for ``tk.tune_objective``."""
     earlier_seconds: float = 0.0
     """Seconds earlier runs of this search spent, as its trial log holds them; ``max_seconds`` counts them.
 

@@ -14,7 +14,7 @@ from tunekit._candidates.reference import reference_of
 from tunekit._candidates.search_spec import ENUMERABLE_LIMIT, check_build, check_search_names, config_name
 from tunekit._candidates.space import Space
 from tunekit._candidates.tunable import Tunable
-from tunekit._candidates.tunable_set import LazyBuild, TunableSet, build_identity
+from tunekit._candidates.tunable_set import LazyBuild, TunableSet, build_identity, build_name
 from tunekit._measure.check import Gate
 from tunekit._measure.client import Client, require_client
 from tunekit._measure.isolation import check_each, open_runner, refuse_unforkable
@@ -174,7 +174,8 @@ def search(
             tuner=tuner,
             device_id=client.device_id,
             key=key,
-            build_id=build_identity(build) if budget.log is not None else None,  # only a log keeps it
+            build_id=build_identity(build),
+            build_name=build_name(build),
             observation=observation,
         )
     except BaseException as exc:

@@ -34,7 +34,7 @@ from tunekit._base.version import __version__
 from tunekit._candidates.config import Config
 from tunekit._candidates.search_spec import check_search_names, config_name
 from tunekit._candidates.space_model import SpaceModel
-from tunekit._candidates.tunable_set import TunableSet
+from tunekit._candidates.tunable_set import TunableSet, build_name
 from tunekit._keys.key import anchored_fields, is_autotune_key, key_from_dict, key_to_json, off_buckets
 from tunekit._measure.client import Client
 from tunekit._observe.reader import BadLine, RecordLine
@@ -153,10 +153,33 @@ class Record:
                 f"Record.add() takes the tk.SearchResult that tk.search or tk.tune_objective returned, "
                 f"got {type(result).__name__}"
             )
+        self._check_build(result)
         entry = self._add(key, from_search(self, key, result, runners_up, self._name_of))
         if self.space is None and result.space.hash == self.space_hash:  # a record of an older file learns it
             self.space = result.space.describe()
         return entry
+
+    def _check_build(self, result: SearchResult) -> None:
+        """Refuse a search whose ``build`` is not the one of the record's set (``TunableSet.from_space``).
+
+        Its configurations have the names of the set's candidates, and the same space hash, but it timed
+        the kernels another function builds: committed, that winner would seed the set's candidate of
+        that name, never measured. Without the set (a plain ``load``), or a build to compare
+        (``tk.tune_objective``, a set not made by ``from_space``), there is nothing to check.
+        """
+        ours = self.tunables.extras.get("checksum:build") if self.tunables is not None else None
+        if not isinstance(ours, str) or result.build_id is None or result.build_id == ours:
+            return
+        assert self.tunables is not None
+        made = self.tunables.extras.get("build")
+        our_name = build_name(made) if callable(made) else "its build"
+        edited = " (the same function, edited since the set was made)" if our_name == result.build_name else ""
+        raise RecordMismatch(
+            f"the search built its candidates with {result.build_name} (code {result.build_id}), but this record's "
+            f"set builds them with {our_name} (code {ours}){edited}: its winner is another kernel than the "
+            "record's candidate of that name; search with the set's build, or make the record for this build's set "
+            "(tk.Record.for_tunables(tuner, device, tk.TunableSet.from_space(space, build, key=...)))"
+        )
 
     def add_tune(self, tune: AutotuneRecord, key_type: type[Any], *, runners_up: int = 4) -> RecordEntry:
         """Record the winner of a tune ``execute`` ran for its key's bucket (replacing an earlier one).
