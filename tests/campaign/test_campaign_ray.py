@@ -51,6 +51,34 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+_USERS_RAY = ("RAY_ADDRESS", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH")
+"""The user's own Ray settings, which would point the test's processes at another cluster or token."""
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _ray_of_its_own() -> Iterator[None]:
+    """The test's cluster and every process that joins it (this one's ray.init, the CLI's) run without token auth.
+
+    Ray 2.5x turns token authentication on when ``~/.ray/auth_token`` exists (and writes one for a
+    new local cluster): on a machine whose user ran ``ray get-auth-token --generate`` every
+    campaign here failed with InvalidAuthToken. ``RAY_AUTH_MODE=disabled`` keeps the local cluster
+    apart from the user's Ray configuration, and from writing into their home; set in this
+    process's environment, it reaches the head, its workers and the CLI runs, which inherit it.
+    """
+    saved = {name: os.environ.get(name) for name in (*_USERS_RAY, "RAY_AUTH_MODE")}
+    for name in _USERS_RAY:
+        os.environ.pop(name, None)
+    os.environ["RAY_AUTH_MODE"] = "disabled"
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
 @pytest.fixture(scope="module")
 def ray_address() -> Iterator[str]:
     """``HOST:PORT`` of a one-node cluster (``ray start --head --block``), its workers able to import the targets."""
