@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from tunekit._base.errors import describe_error
 from tunekit._base.settings_model import Settings
 from tunekit._measure.runner import CandidateRunner
+from tunekit._observe.callback_error import detach_from
 from tunekit._observe.events import (
     BatchStarted,
     CandidateProgress,
@@ -85,8 +86,7 @@ def notify(event: TuneEvent, observers: Sequence[TuneObserver] | None = None) ->
         try:
             observer.observe(event)
         except Exception as exc:
-            if handling is not None and exc.__context__ is handling:
-                exc.__suppress_context__ = True  # tunekit's own exception is no part of the observer's failure
+            detach_from(handling, exc)
             if id(observer) in _failed_observers:
                 _log.debug("tune observer %r failed again on %s", observer, type(event).__name__, exc_info=True)
                 continue

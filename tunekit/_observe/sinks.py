@@ -17,6 +17,7 @@ from pydantic_core import PydanticSerializationError
 
 from tunekit._base import settings as _settings
 from tunekit._base.paths import file_in_the_way
+from tunekit._observe.callback_error import detach_from
 from tunekit._observe.record_sink import CallbackSink, RecordSink, as_sink, as_sinks
 from tunekit._values.records import AutotuneRecord
 
@@ -358,6 +359,5 @@ def emit(record: AutotuneRecord, sinks: tuple[RecordSink, ...]) -> None:
         try:
             sink.emit(record)
         except Exception as exc:
-            if handling is not None and exc.__context__ is handling:
-                exc.__suppress_context__ = True  # tunekit's own exception is no part of the sink's failure
+            detach_from(handling, exc)
             _log.exception("record sink %r failed", sink)
