@@ -11,6 +11,7 @@ Users of a backend need none of this: ``import tunekit as tk`` has what they use
 """
 
 from tunekit._base.errors import CandidateFailed, ClientClosed, describe_error
+from tunekit._candidates.arguments import unbindable
 from tunekit._candidates.search_spec import check_enumerable, empty_space_error
 from tunekit._candidates.space import Restriction
 from tunekit._candidates.tunable_set import InputGenerator, KeyGenerator
@@ -64,5 +65,6 @@ __all__ = [
     "current_run_policy",
     "describe_error",
     "empty_space_error",
+    "unbindable",
     "warm_until_steady",
 ]

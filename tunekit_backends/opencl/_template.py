@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import inspect
 import math
 import numbers
 import re
@@ -17,7 +16,14 @@ from typing_extensions import TypeVar
 
 import tunekit as tk
 from tunekit import Config, ParamValue, ParamValues, Space, Tunable, TunableSet, TuneGroup
-from tunekit.backend import KeyGenerator, Restriction, check_enumerable, current_run_policy, empty_space_error
+from tunekit.backend import (
+    KeyGenerator,
+    Restriction,
+    check_enumerable,
+    current_run_policy,
+    empty_space_error,
+    unbindable,
+)
 from tunekit_backends.opencl._buffers import DeviceCheckBuffers, argument_hint, kernel_arg, overrun_message
 from tunekit_backends.opencl._cl import CompileError, build_log, first_error_line, pyopencl
 from tunekit_backends.opencl._client import OpenCLClient
@@ -303,17 +309,12 @@ def _check_config_and_key(kernel_name: str, what: str, fn: Callable[..., Any], e
     Otherwise every variant fails alike at its first compile, with "<lambda>() takes 1 positional argument
     but 2 were given" and nothing naming which function of the template it was.
     """
-    try:
-        signature = inspect.signature(fn)
-    except (TypeError, ValueError):  # a builtin or C callable without one: its first call will tell
-        return
-    try:
-        signature.bind(None, None)
-    except TypeError as exc:
+    if refused := unbindable(fn, 2):
+        _, why = refused
         raise TypeError(
-            f"KernelTemplate {kernel_name!r}: {what}= cannot be called as {what}(config, key) ({exc}); it is given "
+            f"KernelTemplate {kernel_name!r}: {what}= cannot be called as {what}(config, key) ({why}); it is given "
             f"the variant's configuration and the key, e.g. {example}"
-        ) from None
+        )
 
 
 class _Applies(Generic[K]):
