@@ -469,3 +469,52 @@ def test_tk_bench_checks_the_arguments_against_the_function(tmp_path: Path, mypy
     for call, message in wrong.items():
         line = 1 + source.index(call)
         assert any(f":{line}: error:" in error and message in error for error in errors), (call, result.stdout)
+
+
+def test_a_group_priority_of_another_key_is_a_type_error(tmp_path: Path, mypy_cache: Path) -> None:
+    # TuneGroup's priority and Tunable.group's took the key as Any: a priority written for another key class
+    # type-checked, and failed mid-tune with an AttributeError.
+    wrong = {
+        "OTHER_GROUP = tk.TuneGroup[SumKey]": '"SumKey" has no attribute "m"',
+        ".group(BY_OTHER, lambda key: 0)": 'has incompatible type "TuneGroup[OtherKey]"; expected "TuneGroup[SumKey]"',
+        ".group(LONG, other_priority)": '"Callable[[OtherKey], int]"; expected "Callable[[SumKey], int]"',
+        ".group(LONG, lambda key: key.rows)": '"SumKey" has no attribute "rows"',
+        '.group(tk.TuneGroup("inline", lambda key: key.rows)': '"SumKey" has no attribute "rows"',
+    }
+    result = _mypy(
+        tmp_path,
+        mypy_cache,
+        """
+        @tk.autotune_key
+        class OtherKey:
+            m: int
+
+        def other_priority(key: OtherKey) -> int:
+            return key.m
+
+        LONG = tk.TuneGroup("long", lambda key: 1 if key.n >= 4096 else -1)  # as the docs write it: key is Any
+        TYPED: tk.TuneGroup[SumKey] = tk.TuneGroup("typed", lambda key: key.n)
+        BY_OTHER = tk.TuneGroup("other", other_priority)
+
+        def row_sum(client: CpuClient, x: np.ndarray) -> np.ndarray:
+            tunables = TUNER.init(lambda: tk.TunableSet(key=lambda x: SumKey(n=x.shape[1], dtype=str(x.dtype)))
+                .with_tunable(tk.Tunable("good", good))
+                .with_tunable(tk.Tunable("long", good).group(LONG, lambda key: 0))
+                .with_tunable(tk.Tunable("typed", good).group(TYPED, lambda key: key.n % 2)))
+            return TUNER.execute(client.device_id, client, tunables, (x,))
+
+        SET = tk.TunableSet(key=lambda x: SumKey(n=x.shape[1], dtype=str(x.dtype))).with_tunable(tk.Tunable("g", good))
+        OTHER_GROUP = tk.TuneGroup[SumKey]("other", lambda key: key.m)
+        SET.with_tunable(tk.Tunable("a", good).group(BY_OTHER, lambda key: 0))
+        SET.with_tunable(tk.Tunable("b", good).group(LONG, other_priority))
+        SET.with_tunable(tk.Tunable("c", good).group(LONG, lambda key: key.rows))
+        SET.with_tunable(tk.Tunable("d", good).group(tk.TuneGroup("inline", lambda key: key.rows), lambda key: 0))
+        """,
+    )
+    assert result.returncode == 1, result.stdout
+    source = (tmp_path / "user_code.py").read_text().splitlines()
+    errors = [line for line in result.stdout.splitlines() if ": error:" in line]
+    for call, message in wrong.items():
+        line = 1 + next(i for i, text in enumerate(source) if call in text)
+        assert any(f":{line}: error:" in error and message in error for error in errors), (call, result.stdout)
+    assert len({error.split(":")[1] for error in errors}) == len(wrong), result.stdout  # the correct lines pass

@@ -170,7 +170,7 @@ class TunableSet(Generic[K, Out]):
 
     key: KeyGenerator[K]
     inputs: InputGenerator | None
-    tunables: Sequence[Tunable[Any]]
+    tunables: Sequence[Tunable[Any, Any]]
     """The candidates in order: a tuple, or for a :meth:`from_space` set a sequence making each when asked for."""
 
     def __init__(self, key: KeyGenerator[K], inputs: InputGenerator | None = None) -> None:
@@ -254,11 +254,11 @@ class TunableSet(Generic[K, Out]):
         new.extras.update({"checksum:space": space.hash, "checksum:build": build_identity(build), "space": space})
         return new
 
-    def with_tunable(self, tunable: Tunable[O2]) -> TunableSet[K, Out | O2]:
+    def with_tunable(self, tunable: Tunable[O2, K]) -> TunableSet[K, Out | O2]:
         """A new set with ``tunable`` appended; a duplicate name is refused here."""
         return self.with_tunables([tunable])
 
-    def with_tunables(self, tunables: Sequence[Tunable[O2]]) -> TunableSet[K, Out | O2]:
+    def with_tunables(self, tunables: Sequence[Tunable[O2, K]]) -> TunableSet[K, Out | O2]:
         """A new set with every tunable of ``tunables`` appended, in order; a duplicate name is refused here."""
         # One copy and one tuple for the whole batch: a set of 10^5 configurations is built
         # in linear time (appending one by one would copy the set per tunable).
