@@ -518,3 +518,61 @@ def test_a_group_priority_of_another_key_is_a_type_error(tmp_path: Path, mypy_ca
         line = 1 + next(i for i, text in enumerate(source) if call in text)
         assert any(f":{line}: error:" in error and message in error for error in errors), (call, result.stdout)
     assert len({error.split(":")[1] for error in errors}) == len(wrong), result.stdout  # the correct lines pass
+
+
+def test_a_record_and_a_search_result_carry_their_key_class(tmp_path: Path, mypy_cache: Path) -> None:
+    # tk.search(key=), Record.add, add_tune and get took the key as object: a search for another key class
+    # committed to a record, or a lookup with another key class, type-checked and failed (or went wrong) at run time.
+    wrong = {
+        "record.add(OtherKey(m=1), other)": 'Argument 1 to "add" of "Record" has incompatible type "OtherKey"',
+        "record.add(SumKey(n=1, dtype='f'), other)": '"SearchResult[OtherKey]"; expected "SearchResult[SumKey]"',
+        "loaded.get(OtherKey(m=1))": 'Argument 1 to "get" of "Record" has incompatible type "OtherKey"',
+        "loaded.get(SumKey)": 'incompatible type "type[SumKey]"; expected "SumKey"',
+        "record.add_tune(tune, OtherKey)": '"type[OtherKey]"; expected "type[SumKey]"',
+    }
+    result = _mypy(
+        tmp_path,
+        mypy_cache,
+        """
+        from collections.abc import Callable
+
+        @tk.autotune_key
+        class OtherKey:
+            m: int
+
+        SPACE = tk.Space(AXIS=[1])
+
+        def build(c: tk.Config) -> Callable[[np.ndarray], np.ndarray]:
+            return good
+
+        def sum_key(x: np.ndarray) -> SumKey:
+            return SumKey(n=x.shape[1], dtype=str(x.dtype))
+
+        def untyped(record: tk.Record, result: tk.SearchResult) -> tk.SearchResult:  # bare: any key, as before
+            record.add(OtherKey(m=1), result)
+            return result
+
+        def commit(client: CpuClient, x: np.ndarray, tune: tk.AutotuneRecord) -> None:
+            tunables = tk.TunableSet.from_space(SPACE, build, key=sum_key)
+            found = tk.search(SPACE, build, client, (x,), tuner="row_sum", key=sum_key(x), max_evals=1)
+            record = tk.Record.for_tunables(TUNER, client, tunables)
+            record.add(sum_key(x), found)
+            record.add(sum_key(x), tk.search(SPACE, build, client, (x,), tuner="row_sum", max_evals=1))
+            record.add_tune(tune, SumKey)
+            loaded = tk.Record.load_verified("r.json", tunables, client, tuner=TUNER)
+            entry = loaded.get(sum_key(x))
+            other = tk.search(SPACE, build, client, (x,), tuner="row_sum", key=OtherKey(m=1), max_evals=1)
+            record.add(OtherKey(m=1), other)
+            record.add(SumKey(n=1, dtype='f'), other)
+            loaded.get(OtherKey(m=1))
+            loaded.get(SumKey)
+            record.add_tune(tune, OtherKey)
+        """,
+    )
+    assert result.returncode == 1, result.stdout
+    source = (tmp_path / "user_code.py").read_text().splitlines()
+    errors = [line for line in result.stdout.splitlines() if ": error:" in line]
+    for call, message in wrong.items():
+        line = 1 + next(i for i, text in enumerate(source) if call in text)
+        assert any(f":{line}: error:" in error and message in error for error in errors), (call, result.stdout)
+    assert len({error.split(":")[1] for error in errors}) == len(wrong), result.stdout  # the correct lines pass

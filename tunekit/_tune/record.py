@@ -18,9 +18,10 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Generic
 
 from pydantic import ValidationError
+from typing_extensions import TypeVar
 
 from tunekit._base import settings as _settings
 from tunekit._base.atomic import write_atomic
@@ -60,13 +61,20 @@ from tunekit._values.records import AutotuneRecord
 __all__ = ["Record"]
 
 
-K = TypeVar("K")
+# The key class of the record's entries: Any after a plain load (which knows no set), so `tk.Record`
+# bare reads as before; for_tunables and load_verified take it from the set.
+K = TypeVar("K", default=Any)
+K2 = TypeVar("K2")
 Out = TypeVar("Out")
 
 
 @dataclass
-class Record:
-    """Committed winners of one tuner on one device: ``add`` search results, ``save``, ``load_verified``."""
+class Record(Generic[K]):
+    """Committed winners of one tuner on one device: ``add`` search results, ``save``, ``load_verified``.
+
+    Typed by its set's key class (``Record[SumKey]`` from ``for_tunables`` or ``load_verified``), so
+    ``add``, ``add_tune`` and ``get`` with a key of another class are type errors.
+    """
 
     tuner: str
     device_id: str
@@ -109,8 +117,8 @@ class Record:
 
     @classmethod
     def for_tunables(
-        cls, tuner: str | LocalTuner[Any, Any] | Tuner, device_id: str | Client, tunables: TunableSet[Any, Any]
-    ) -> Record:
+        cls, tuner: str | LocalTuner[K2, Any] | Tuner, device_id: str | Client, tunables: TunableSet[K2, Any]
+    ) -> Record[K2]:
         """An empty record for winners chosen among ``tunables``, measured on ``device_id``.
 
         ``tuner``: the tuner's name, or the ``tk.LocalTuner`` the record serves. ``device_id``: the
@@ -128,7 +136,8 @@ class Record:
         if not isinstance(tunables, TunableSet):
             raise TypeError(f"tk.Record.for_tunables() takes a tk.TunableSet, got {type(tunables).__name__}")
         space_hash = tunables.extras.get("checksum:space")
-        return cls(
+        # Typed by the set's key: cls(...) alone reads as the class's own (unbound) key type.
+        record: Record[Any] = cls(
             tuner,
             device.id,
             tunables.checksum(),
@@ -138,8 +147,9 @@ class Record:
             space=described(tunables),
             device_model=device.model,
         )
+        return record
 
-    def add(self, key: object, result: SearchResult, *, runners_up: int = 4) -> RecordEntry:
+    def add(self, key: K, result: SearchResult[K], *, runners_up: int = 4) -> RecordEntry:
         """Record ``result``'s winner for ``key``'s bucket (replacing an earlier one)."""
         if not is_autotune_key(key):
             raise TypeError(f"Record.add() takes an @tk.autotune_key instance, got {type(key).__name__}")
@@ -158,7 +168,7 @@ class Record:
             self.space = result.space.describe()
         return entry
 
-    def add_tune(self, tune: AutotuneRecord, key_type: type[Any], *, runners_up: int = 4) -> RecordEntry:
+    def add_tune(self, tune: AutotuneRecord, key_type: type[K], *, runners_up: int = 4) -> RecordEntry:
         """Record the winner of a tune ``execute`` ran for its key's bucket (replacing an earlier one).
 
         ``tune`` is the ``tk.AutotuneRecord`` the tune emitted: a set searched inside ``execute``
@@ -223,7 +233,7 @@ class Record:
         self._added.add(key_to_json(key))
         return entry
 
-    def get(self, key: object) -> RecordEntry | None:
+    def get(self, key: K) -> RecordEntry | None:
         """The entry of ``key``'s bucket (the key as built: anchored), or None when the record has none."""
         if not is_autotune_key(key):
             raise TypeError(f"Record.get() takes an @tk.autotune_key instance, got {type(key).__name__}")
@@ -371,7 +381,7 @@ class Record:
             self.device_model = saved.device_model
 
     @classmethod
-    def load(cls, path: str | Path) -> Record:
+    def load(cls, path: str | Path) -> Record[Any]:
         """Read a record file (validated; nothing in it is executed)."""
         path = Path(path).expanduser()
         try:
@@ -423,11 +433,11 @@ class Record:
     def load_verified(
         cls,
         path: str | Path,
-        tunables: TunableSet[Any, Any],
+        tunables: TunableSet[K2, Any],
         device_id: str | Client,
         *,
-        tuner: str | LocalTuner[Any, Any] | Tuner | None = None,
-    ) -> Record:
+        tuner: str | LocalTuner[K2, Any] | Tuner | None = None,
+    ) -> Record[K2]:
         """Load ``path`` and check its provenance against ``tunables``, ``device_id`` and ``tuner``.
 
         Raises RecordMismatch when the device, the tuner, the candidates (checksum), the space or
@@ -459,7 +469,7 @@ class Record:
             record.device_model = here.model
         return record
 
-    def seed(self, tuner: Tuner | LocalTuner[K, Out], tunables: TunableSet[K, Out], key_type: type[K]) -> int:
+    def seed(self, tuner: Tuner | LocalTuner[K2, Out], tunables: TunableSet[K2, Out], key_type: type[K2]) -> int:
         """Install every winner into ``tuner`` so those keys are never tuned; returns how many.
 
         The winners serve one device id: the running client's that ``load_verified`` accepted the
