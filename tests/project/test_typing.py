@@ -576,3 +576,74 @@ def test_a_record_and_a_search_result_carry_their_key_class(tmp_path: Path, mypy
         line = 1 + next(i for i, text in enumerate(source) if call in text)
         assert any(f":{line}: error:" in error and message in error for error in errors), (call, result.stdout)
     assert len({error.split(":")[1] for error in errors}) == len(wrong), result.stdout  # the correct lines pass
+
+
+def test_an_inputs_generator_of_another_key_is_a_type_error(tmp_path: Path, mypy_cache: Path) -> None:
+    # inputs= took (*Any) -> tuple: a generator written for another key class, or without the key parameter,
+    # type-checked and failed (or built the wrong inputs) at the first tune.
+    wrong = {
+        "tk.TunableSet(key=sum_key, inputs=other_inputs)": 'Argument "key" to "TunableSet" has incompatible type',
+        "tk.TunableSet(key=sum_key, inputs=no_key)": 'Argument "key" to "TunableSet" has incompatible type',
+        "tk.TunableSet(key=sum_key, inputs=returns_array)": 'expected "InputGenerator[SumKey] | None"',
+        "inputs=other_inputs).with_search": '"from_space" of "TunableSet" has incompatible type',
+    }
+    result = _mypy(
+        tmp_path,
+        mypy_cache,
+        """
+        from typing import Any
+
+        @tk.autotune_key
+        class OtherKey:
+            m: int
+
+        def sum_key(x: np.ndarray) -> SumKey:
+            return SumKey(n=x.shape[1], dtype=str(x.dtype))
+
+        def inputs(key: SumKey, x: np.ndarray) -> tuple[np.ndarray]:
+            return (np.ones((4, key.n)),)
+
+        def renamed(k: SumKey, array: np.ndarray) -> tuple[np.ndarray]:
+            return (array,)
+
+        def variadic(key: SumKey, *args: Any) -> tuple[Any, ...]:
+            return args
+
+        def other_inputs(key: OtherKey, x: np.ndarray) -> tuple[np.ndarray]:
+            return (x,)
+
+        def no_key(x: np.ndarray) -> tuple[np.ndarray]:
+            return (x,)
+
+        def returns_array(key: SumKey, x: np.ndarray) -> np.ndarray:
+            return x
+
+        SPACE = tk.Space(AXIS=[1])
+
+        def build(c: tk.Config) -> Any:
+            return good
+
+        def row_sum(client: CpuClient, x: np.ndarray) -> np.ndarray:
+            tunables = TUNER.init(lambda: tk.TunableSet(
+                key=lambda x: SumKey(n=x.shape[1], dtype=str(x.dtype)),
+                inputs=lambda key, x: (np.ones((4, key.n)),),
+            ).with_tunable(tk.Tunable("good", good)))
+            return TUNER.execute(client.device_id, client, tunables, (x,))
+
+        tk.TunableSet(key=sum_key, inputs=inputs)
+        tk.TunableSet(key=lambda x: SumKey(n=x.shape[1], dtype=str(x.dtype)), inputs=renamed)
+        tk.TunableSet(key=sum_key, inputs=variadic)
+        tk.TunableSet.from_space(SPACE, build, key=sum_key, inputs=inputs)
+        tk.TunableSet(key=sum_key, inputs=other_inputs)
+        tk.TunableSet(key=sum_key, inputs=no_key)
+        tk.TunableSet(key=sum_key, inputs=returns_array)
+        tk.TunableSet.from_space(SPACE, build, key=sum_key, inputs=other_inputs).with_search(max_evals=1)
+        """,
+    )
+    assert result.returncode == 1, result.stdout
+    source = (tmp_path / "user_code.py").read_text().splitlines()
+    errors = [line for line in result.stdout.splitlines() if ": error:" in line]
+    for call, message in wrong.items():
+        line = 1 + next(i for i, text in enumerate(source) if call in text)
+        assert any(f":{line}: error:" in error and message in error for error in errors), (call, result.stdout)
+    assert len({error.split(":")[1] for error in errors}) == len(wrong), result.stdout  # the correct lines pass

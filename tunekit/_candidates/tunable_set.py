@@ -7,7 +7,9 @@ import hashlib
 import inspect
 import typing
 from collections.abc import Callable, Sequence
-from typing import Any, Generic, Protocol, TypeVar, Unpack
+from typing import Any, Generic, Protocol, Unpack
+
+from typing_extensions import TypeVar
 
 from tunekit._base.code_identity import code_identity
 from tunekit._base.errors import CandidateFailed, ClientClosed, describe_error
@@ -43,6 +45,8 @@ K = TypeVar("K", covariant=True)
 Out = TypeVar("Out", covariant=True)
 O2 = TypeVar("O2")
 K2 = TypeVar("K2")
+# The key an inputs generator takes; Any in a bare `InputGenerator` annotation.
+KeyIn = TypeVar("KeyIn", contravariant=True, default=Any)
 
 
 class LazyBuild(Generic[O2]):
@@ -93,14 +97,16 @@ class KeyGenerator(Protocol[K]):
     def __call__(self, *inputs: Any, **kwargs: Any) -> K: ...
 
 
-class InputGenerator(Protocol):
+class InputGenerator(Protocol[KeyIn]):
     """Builds benchmark inputs from the key and the caller's inputs; a plain function fits.
 
     It returns the tuple of arguments every candidate is called with while tuning, so that
-    tuning never writes into the caller's buffers.
+    tuning never writes into the caller's buffers. Its first parameter is the set's key: a
+    function taking another key class is a type error where the set is made.
     """
 
-    def __call__(self, *key_and_inputs: Any, **kwargs: Any) -> tuple[Any, ...]: ...
+    # The inputs after the key are Any: a set does not know execute's argument types.
+    def __call__(self, key: KeyIn, /, *inputs: Any, **kwargs: Any) -> tuple[Any, ...]: ...
 
 
 _SEARCH = "search"
@@ -169,11 +175,11 @@ class TunableSet(Generic[K, Out]):
     )
 
     key: KeyGenerator[K]
-    inputs: InputGenerator | None
+    inputs: InputGenerator[Any] | None
     tunables: Sequence[Tunable[Any, Any]]
     """The candidates in order: a tuple, or for a :meth:`from_space` set a sequence making each when asked for."""
 
-    def __init__(self, key: KeyGenerator[K], inputs: InputGenerator | None = None) -> None:
+    def __init__(self, key: Callable[..., K], inputs: InputGenerator[K] | None = None) -> None:
         if not callable(key):
             raise TypeError(f"TunableSet(key=...) needs a callable that builds the key, got {type(key).__name__}")
         if inputs is not None and not callable(inputs):
@@ -210,7 +216,7 @@ class TunableSet(Generic[K, Out]):
         build: Callable[[Config], Callable[..., O2]],
         *,
         key: Callable[..., K2],
-        inputs: InputGenerator | None = None,
+        inputs: InputGenerator[K2] | None = None,
         version: str = "",
     ) -> TunableSet[K2, O2]:
         """One tunable per valid configuration of ``space``, named ``config.name``, made when asked for.

@@ -17,7 +17,14 @@ from typing_extensions import TypeVar
 
 import tunekit as tk
 from tunekit import Config, ParamValue, ParamValues, Space, Tunable, TunableSet, TuneGroup
-from tunekit.backend import KeyGenerator, Restriction, check_enumerable, current_run_policy, empty_space_error
+from tunekit.backend import (
+    InputGenerator,
+    KeyGenerator,
+    Restriction,
+    check_enumerable,
+    current_run_policy,
+    empty_space_error,
+)
 from tunekit_backends.opencl._buffers import DeviceCheckBuffers, argument_hint, kernel_arg, overrun_message
 from tunekit_backends.opencl._cl import CompileError, build_log, first_error_line, pyopencl
 from tunekit_backends.opencl._client import OpenCLClient
@@ -225,7 +232,7 @@ class KernelTemplate(Generic[K]):
         client: OpenCLClient,
         *,
         key: KeyGenerator[K],
-        inputs: Callable[..., tuple[Any, ...]] | None = None,
+        inputs: InputGenerator[K] | None = None,
         reference: Callable[..., Any] | None = None,
         outputs: Sequence[int] | None = None,
         rtol: float = 0.0,
