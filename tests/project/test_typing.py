@@ -647,3 +647,37 @@ def test_an_inputs_generator_of_another_key_is_a_type_error(tmp_path: Path, mypy
         line = 1 + next(i for i, text in enumerate(source) if call in text)
         assert any(f":{line}: error:" in error and message in error for error in errors), (call, result.stdout)
     assert len({error.split(":")[1] for error in errors}) == len(wrong), result.stdout  # the correct lines pass
+
+
+def test_a_misspelt_setting_or_a_wrong_type_to_configure_is_a_type_error(tmp_path: Path, mypy_cache: Path) -> None:
+    # tk.configure took **Any: every one of these passed mypy (samples="10" even passed at run time, coerced).
+    wrong = {
+        'tk.configure(samples="10")': 'Argument "samples" to "configure" has incompatible type "str"; expected "int"',
+        'tk.configure(isolation="processes")': "expected \"Literal['none', 'process']\"",
+        'tk.configure(autotune_level="max")': 'Argument "autotune_level" to "configure" has incompatible type',
+        "tk.configure(record=3)": 'Argument "record" to "configure" has incompatible type "int"',
+        "tk.configure(sampels=3)": 'Unexpected keyword argument "sampels" for "configure"',
+    }
+    result = _mypy(
+        tmp_path,
+        mypy_cache,
+        textwrap.dedent(
+            """
+            from pathlib import Path
+            from typing import Any
+
+            settings: tk.Settings = tk.configure(record=Path("r.jsonl"), cache=False, samples=5, isolation="process")
+            tk.configure(cache_dir=Path("~/c"), candidate_timeout_s=float("inf"), compile_workers=None, warmup_ms=100)
+            OVERRIDES: dict[str, Any] = {"samples": 3}
+            tk.configure(**OVERRIDES)
+            """
+        )
+        + "\n".join(wrong),
+    )
+    assert result.returncode == 1, result.stdout
+    source = (tmp_path / "user_code.py").read_text().splitlines()
+    errors = [line for line in result.stdout.splitlines() if ": error:" in line]
+    for call, message in wrong.items():
+        line = 1 + source.index(call)
+        assert any(f":{line}: error:" in error and message in error for error in errors), (call, result.stdout)
+    assert len({error.split(":")[1] for error in errors}) == len(wrong), result.stdout  # the correct lines pass
