@@ -529,6 +529,7 @@ def test_a_record_and_a_search_result_carry_their_key_class(tmp_path: Path, mypy
         "loaded.get(OtherKey(m=1))": 'Argument 1 to "get" of "Record" has incompatible type "OtherKey"',
         "loaded.get(SumKey)": 'incompatible type "type[SumKey]"; expected "SumKey"',
         "record.add_tune(tune, OtherKey)": '"type[OtherKey]"; expected "type[SumKey]"',
+        "OtherKey(m=1) in loaded": 'Unsupported operand types for in ("OtherKey" and "Record[SumKey]")',
     }
     result = _mypy(
         tmp_path,
@@ -567,6 +568,7 @@ def test_a_record_and_a_search_result_carry_their_key_class(tmp_path: Path, mypy
             loaded.get(OtherKey(m=1))
             loaded.get(SumKey)
             record.add_tune(tune, OtherKey)
+            assert sum_key(x) in loaded and OtherKey(m=1) in loaded
         """,
     )
     assert result.returncode == 1, result.stdout

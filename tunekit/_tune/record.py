@@ -247,8 +247,12 @@ class Record(Generic[K]):
                 raise RecordMismatch(_not_this_key_class(f"record key {stored}", stored, type(key), None))
         return found
 
-    def __contains__(self, key: object) -> bool:
-        """Whether the record holds ``key``'s bucket (``Shape(n=1000) in record``)."""
+    def __contains__(self, key: K) -> bool:
+        """Whether the record holds ``key``'s bucket (``Shape(n=1000) in record``).
+
+        Typed by the record's key, as ``get`` is: ``OtherKey(...) in record`` is a type error; at run
+        time it is False, as for any key the record lacks.
+        """
         return is_autotune_key(key) and key_to_json(key) in self.entries
 
     def _name_of(self, config: Config) -> str:
