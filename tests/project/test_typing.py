@@ -683,3 +683,25 @@ def test_a_misspelt_setting_or_a_wrong_type_to_configure_is_a_type_error(tmp_pat
         line = 1 + source.index(call)
         assert any(f":{line}: error:" in error and message in error for error in errors), (call, result.stdout)
     assert len({error.split(":")[1] for error in errors}) == len(wrong), result.stdout  # the correct lines pass
+
+
+def test_a_bounds_function_returning_no_bounds_is_a_type_error(tmp_path: Path, mypy_cache: Path) -> None:
+    # with_bounds took (key, inputs) -> object: a function returning tk.Work (not tk.Bounds) passed mypy and
+    # raised TunekitError at the first tune on a client with peaks (and never on one without).
+    result = _mypy(
+        tmp_path,
+        mypy_cache,
+        """
+        tunables = (
+            tk.TunableSet(key=lambda x: SumKey(n=x.shape[1], dtype=str(x.dtype)))
+            .with_tunable(tk.Tunable("good", good))
+            .with_bounds(lambda key, inputs: tk.Bounds(tk.Work(compute_ops=key.n, bytes=4 * key.n)))
+            .with_bounds(lambda key, inputs: tk.Bounds([tk.Work(compute_ops=1, bytes=1)], launch_overhead=5.0))
+            .with_bounds(lambda key, inputs: tk.Work(compute_ops=key.n, bytes=4 * key.n))
+        )
+        """,
+    )
+    assert result.returncode == 1, result.stdout
+    errors = [line for line in result.stdout.splitlines() if ": error:" in line]
+    assert len({error.split(":")[1] for error in errors}) == 1, result.stdout
+    assert 'Incompatible return value type (got "Work", expected "Bounds")' in result.stdout, result.stdout

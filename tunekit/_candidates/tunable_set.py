@@ -26,6 +26,7 @@ from tunekit._candidates.isolation import (
     worker_reference,
 )
 from tunekit._candidates.reference import Reference, reference_of
+from tunekit._candidates.roofline import Bounds
 from tunekit._candidates.search_spec import (
     SearchSpec,
     check_build,
@@ -112,7 +113,7 @@ class InputGenerator(Protocol[KeyIn]):
 _SEARCH = "search"
 _ISOLATION = "tunekit:isolation"
 
-BoundsFn = Callable[[Any, tuple[Any, ...]], Any]
+BoundsFn = Callable[[Any, tuple[Any, ...]], Bounds]
 """(key, benchmark inputs) -> tk.Bounds; used by the roofline short circuit."""
 
 
@@ -288,8 +289,8 @@ class TunableSet(Generic[K, Out]):
             new.tunables = (*self.tunables, *added)
         return new
 
-    def with_bounds(self, bounds: Callable[[K, tuple[Any, ...]], object]) -> TunableSet[K, Out]:
-        """A new set whose roofline bounds come from ``bounds(key, inputs)``, typed by the set's key."""
+    def with_bounds(self, bounds: Callable[[K, tuple[Any, ...]], Bounds]) -> TunableSet[K, Out]:
+        """A new set whose roofline bounds come from ``bounds(key, inputs)``, a ``tk.Bounds`` for the set's key."""
         if not callable(bounds):
             raise TypeError("with_bounds() takes a callable (key, inputs) -> tk.Bounds")
         new = self._copy()
