@@ -496,11 +496,15 @@ def test_a_group_priority_of_another_key_is_a_type_error(tmp_path: Path, mypy_ca
         TYPED: tk.TuneGroup[SumKey] = tk.TuneGroup("typed", lambda key: key.n)
         BY_OTHER = tk.TuneGroup("other", other_priority)
 
+        def typed_tunable() -> tk.Tunable[np.ndarray]:  # an Out-only annotation holds a typed group
+            return tk.Tunable("typed_fn", good).group(TYPED, lambda key: key.n)
+
         def row_sum(client: CpuClient, x: np.ndarray) -> np.ndarray:
             tunables = TUNER.init(lambda: tk.TunableSet(key=lambda x: SumKey(n=x.shape[1], dtype=str(x.dtype)))
                 .with_tunable(tk.Tunable("good", good))
                 .with_tunable(tk.Tunable("long", good).group(LONG, lambda key: 0))
-                .with_tunable(tk.Tunable("typed", good).group(TYPED, lambda key: key.n % 2)))
+                .with_tunable(tk.Tunable("typed", good).group(TYPED, lambda key: key.n % 2))
+                .with_tunable(typed_tunable()))
             return TUNER.execute(client.device_id, client, tunables, (x,))
 
         SET = tk.TunableSet(key=lambda x: SumKey(n=x.shape[1], dtype=str(x.dtype))).with_tunable(tk.Tunable("g", good))

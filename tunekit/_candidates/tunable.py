@@ -14,8 +14,9 @@ Out = TypeVar("Out", covariant=True)
 # A group's key type: Any when mypy cannot tell it (a module-level `TuneGroup("g", lambda key: ...)`),
 # so that lambda's `key.n` type-checks as it did; `TuneGroup[Key]` or a typed function states it.
 GroupKey = TypeVar("GroupKey", contravariant=True, default=Any)
-# The key type a tunable's priorities read: object (any key) until .group() gives it a group.
-TunableKey = TypeVar("TunableKey", contravariant=True, default=object)
+# The key type a tunable's priorities read: Any until .group() gives it a group, so that a tunable
+# annotated `tk.Tunable[Out]` may hold a typed group (with object, the annotation refused it).
+TunableKey = TypeVar("TunableKey", contravariant=True, default=Any)
 K2 = TypeVar("K2")
 
 PriorityFn = Callable[[Any], int]
@@ -45,8 +46,8 @@ class TuneGroup(Generic[GroupKey]):
 class Tunable(Generic[Out, TunableKey]):
     """One candidate: a name unique within its set, and the function that computes the output.
 
-    The second type parameter is the key its group priorities read (``object``, any key, until
-    :meth:`group` sets it), which a set checks against its own key type.
+    The second type parameter is the key its group priorities read (``Any`` until :meth:`group`
+    sets it), which a set checks against its own key type.
 
     ``version`` goes into the set's checksum: bump it when the function's behaviour changes
     and cached winners should be re-measured.
