@@ -40,7 +40,16 @@ from tunekit._candidates.space import Space
 from tunekit._candidates.space_tunables import SpaceTunables
 from tunekit._candidates.tunable import Tunable
 
-__all__ = ["BoundsFn", "InputGenerator", "KeyGenerator", "LazyBuild", "TunableSet", "build_identity", "tuned_function"]
+__all__ = [
+    "BoundsFn",
+    "InputGenerator",
+    "KeyGenerator",
+    "LazyBuild",
+    "TunableSet",
+    "build_identity",
+    "declared_key_class",
+    "tuned_function",
+]
 
 K = TypeVar("K", covariant=True)
 Out = TypeVar("Out", covariant=True)
@@ -126,20 +135,33 @@ def build_identity(build: Callable[..., object]) -> str:
     return hashlib.sha256(code_identity(build).encode()).hexdigest()[:32]
 
 
+def _declared_return(key: Callable[..., object]) -> object:
+    """The return type ``key`` declares (the class itself for ``key=Key``), or None when it declares none."""
+    if isinstance(key, type):  # the key class itself (key=Key): it is what the generator returns
+        return key
+    try:
+        hints = typing.get_type_hints(key, localns=dict(inspect.getclosurevars(key).nonlocals))
+    except Exception:
+        return None
+    return hints.get("return")
+
+
+def declared_key_class(key: Callable[..., object]) -> type | None:
+    """The ``@tk.autotune_key`` class a key generator declares it returns; None for a lambda or an unannotated one."""
+    declared = _declared_return(key)
+    return declared if isinstance(declared, type) and getattr(declared, "__tunekit_key__", False) else None
+
+
 def _check_key_annotation(key: Callable[..., object]) -> None:
     """Refuse, at definition time, a key generator whose declared return type is no autotune key."""
-    if isinstance(key, type):  # the key class itself (key=Key): it is what the generator returns
+    if isinstance(key, type):
         if not getattr(key, "__tunekit_key__", False):
             raise TypeError(
                 f"TunableSet(key={key.__name__}): {key.__name__} is not an @tk.autotune_key class; "
                 "decorate it with @tk.autotune_key (not @dataclass)"
             )
         return
-    try:
-        hints = typing.get_type_hints(key, localns=dict(inspect.getclosurevars(key).nonlocals))
-    except Exception:
-        return
-    declared = hints.get("return")
+    declared = _declared_return(key)
     if isinstance(declared, type) and not getattr(declared, "__tunekit_key__", False):
         raise TypeError(
             f"the key generator {getattr(key, '__qualname__', key)!r} returns {declared.__name__}, "

@@ -35,7 +35,7 @@ from tunekit._base.version import __version__
 from tunekit._candidates.config import Config
 from tunekit._candidates.search_spec import check_search_names, config_name
 from tunekit._candidates.space_model import SpaceModel
-from tunekit._candidates.tunable_set import TunableSet
+from tunekit._candidates.tunable_set import TunableSet, declared_key_class
 from tunekit._keys.key import anchored_fields, is_autotune_key, key_from_dict, key_to_json, off_buckets
 from tunekit._measure.client import Client
 from tunekit._observe.reader import BadLine, RecordLine
@@ -206,6 +206,7 @@ class Record(Generic[K]):
                 f"the search's {strangers} are not candidates of the record's {self.tunables!r}: it searched "
                 "another space or kernel than the set the record was made for"
             )
+        self._check_key_class(key)
         anchored = anchored_fields(type(key))
         if self.entries and self.anchored_fields is not None and self.anchored_fields != anchored:
             raise RecordMismatch(
@@ -232,6 +233,29 @@ class Record(Generic[K]):
         self.entries[key_to_json(key)] = entry
         self._added.add(key_to_json(key))
         return entry
+
+    def _check_key_class(self, key: object) -> None:
+        """Refuse a key of another class than the record's: its entries, else its set's declared key class.
+
+        Without it, a record of SumKey(n) entries took an OtherKey(m) entry (the anchored fields, the
+        only thing compared, were [] for both), and seed refused the committed file in production.
+        """
+        fields = sorted(f.name for f in dataclasses.fields(key))  # type: ignore[arg-type]
+        if self.entries:
+            stored = sorted(next(iter(self.entries.values())).key)
+            if stored != fields:
+                raise RecordMismatch(
+                    f"{key!r} has fields {fields}, but this record holds keys with fields {stored}: one record "
+                    "holds the keys of one key class; add keys of that class, or make a record for each"
+                )
+            return
+        declared = None if self.tunables is None else declared_key_class(self.tunables.key)
+        if declared is not None and not isinstance(key, declared):
+            raise RecordMismatch(
+                f"{key!r} is no {declared.__name__}, the key class of the record's set (its key generator "
+                f"{self.tunables.describe_key_fn() if self.tunables is not None else ''} returns {declared.__name__}): "
+                "add the keys that set's tunes run under, or make the record for the set whose keys these are"
+            )
 
     def get(self, key: K) -> RecordEntry | None:
         """The entry of ``key``'s bucket (the key as built: anchored), or None when the record has none."""
