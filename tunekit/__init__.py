@@ -41,7 +41,7 @@ from tunekit._base.version import __version__ as __version__
 # imports under TYPE_CHECKING below, which tests/project/test_public_api.py holds equal to it.
 _EXPORTS: dict[str, tuple[str, str]] = {
     "Anchor": ("tunekit._keys.anchor", "Anchor"),
-    "AutotuneBound": ("tunekit._measure.bounds", "AutotuneBound"),
+    "AutotuneBound": ("tunekit._candidates.roofline", "AutotuneBound"),
     "AutotuneDisabled": ("tunekit._base.errors", "AutotuneDisabled"),
     "AutotuneRecord": ("tunekit._values.records", "AutotuneRecord"),
     "BadLine": ("tunekit._observe.reader", "BadLine"),
@@ -49,7 +49,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "BenchResult": ("tunekit._measure.bench_result", "BenchResult"),
     "BenchmarkDurations": ("tunekit._values.durations", "BenchmarkDurations"),
     "BestTrial": ("tunekit._search.result", "BestTrial"),
-    "Bounds": ("tunekit._measure.bounds", "Bounds"),
+    "Bounds": ("tunekit._candidates.roofline", "Bounds"),
     "Budget": ("tunekit._candidates.budget", "Budget"),
     "CacheLookup": ("tunekit._observe.events", "CacheLookup"),
     "CacheRow": ("tunekit._values.cache_row", "CacheRow"),
@@ -109,7 +109,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "StrategyFactory": ("tunekit._search.strategies", "StrategyFactory"),
     "StrategyName": ("tunekit._candidates.strategy", "StrategyName"),
     "StreamSink": ("tunekit._observe.sinks", "StreamSink"),
-    "Thresholds": ("tunekit._measure.bounds", "Thresholds"),
+    "Thresholds": ("tunekit._candidates.roofline", "Thresholds"),
     "Trial": ("tunekit._search.result", "Trial"),
     "TrialEntry": ("tunekit._values.trial_log", "TrialEntry"),
     "TrialLogError": ("tunekit._base.errors", "TrialLogError"),
@@ -128,7 +128,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "Unchecked": ("tunekit._values.cache_state", "Unchecked"),
     "Verdict": ("tunekit._values.records", "Verdict"),
     "Warmup": ("tunekit._values.records", "Warmup"),
-    "Work": ("tunekit._measure.bounds", "Work"),
+    "Work": ("tunekit._candidates.roofline", "Work"),
     "WorkerStartFailed": ("tunekit._base.errors", "WorkerStartFailed"),
     "__version__": ("tunekit._base.version", "__version__"),
     "add_observer": ("tunekit._observe.observers", "add_observer"),
@@ -136,7 +136,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "anchor": ("tunekit._keys.anchor", "anchor"),
     "autotune_key": ("tunekit._keys.key", "autotune_key"),
     "bench": ("tunekit._measure.bench", "bench"),
-    "calculate_bounds": ("tunekit._measure.bounds", "calculate_bounds"),
+    "calculate_bounds": ("tunekit._candidates.roofline", "calculate_bounds"),
     "configure": ("tunekit._base.settings", "configure"),
     "decision_of": ("tunekit._values.decision", "decision_of"),
     "default_cache_dir": ("tunekit._store.cache", "default_cache_dir"),
@@ -212,6 +212,13 @@ if TYPE_CHECKING:
     from tunekit._candidates.plan import (
         plan_batches as plan_batches,
     )
+    from tunekit._candidates.roofline import (
+        AutotuneBound as AutotuneBound,
+        Bounds as Bounds,
+        Thresholds as Thresholds,
+        Work as Work,
+        calculate_bounds as calculate_bounds,
+    )
     from tunekit._candidates.space import ParamValues as ParamValues, Space as Space, pow2 as pow2
     from tunekit._candidates.space_model import SpaceModel as SpaceModel
     from tunekit._candidates.strategy import (
@@ -236,13 +243,6 @@ if TYPE_CHECKING:
     from tunekit._measure.bench_result import BenchResult as BenchResult
     from tunekit._measure.benchmark import (
         tune_benchmark as tune_benchmark,
-    )
-    from tunekit._measure.bounds import (
-        AutotuneBound as AutotuneBound,
-        Bounds as Bounds,
-        Thresholds as Thresholds,
-        Work as Work,
-        calculate_bounds as calculate_bounds,
     )
     from tunekit._measure.client import (
         Client as Client,

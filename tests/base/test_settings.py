@@ -241,3 +241,18 @@ def test_a_cache_dir_under_a_file_is_refused_naming_the_file_in_the_way(
         tk.configure()
     monkeypatch.delenv("TUNEKIT_CACHE_DIR")
     tk.configure()
+
+
+def test_a_record_path_given_as_a_path_is_taken_as_its_text(tmp_path: Path) -> None:
+    """tk.configure(record=Path(...)), a JSONL path as the docs say, was refused: 'Input should be a valid string'."""
+    records = tmp_path / "records.jsonl"
+    assert tk.configure(record=records).record == str(records)
+    with pytest.raises(tk.SettingsError, match=r"record = .* is a directory"):
+        tk.configure(record=tmp_path)
+
+
+def test_configures_typed_keywords_are_the_settings() -> None:
+    """tk.configure's keywords (typed for mypy) name every setting of the model, and nothing else."""
+    from tunekit._base.settings_model import Settings  # noqa: PLC0415 - the model is loaded lazily by tunekit
+
+    assert _settings.SettingsOverrides.__optional_keys__ == frozenset(Settings.model_fields)

@@ -469,3 +469,243 @@ def test_tk_bench_checks_the_arguments_against_the_function(tmp_path: Path, mypy
     for call, message in wrong.items():
         line = 1 + source.index(call)
         assert any(f":{line}: error:" in error and message in error for error in errors), (call, result.stdout)
+
+
+def test_a_group_priority_of_another_key_is_a_type_error(tmp_path: Path, mypy_cache: Path) -> None:
+    # TuneGroup's priority and Tunable.group's took the key as Any: a priority written for another key class
+    # type-checked, and failed mid-tune with an AttributeError.
+    wrong = {
+        "OTHER_GROUP = tk.TuneGroup[SumKey]": '"SumKey" has no attribute "m"',
+        ".group(BY_OTHER, lambda key: 0)": 'has incompatible type "TuneGroup[OtherKey]"; expected "TuneGroup[SumKey]"',
+        ".group(LONG, other_priority)": '"Callable[[OtherKey], int]"; expected "Callable[[SumKey], int]"',
+        ".group(LONG, lambda key: key.rows)": '"SumKey" has no attribute "rows"',
+        '.group(tk.TuneGroup("inline", lambda key: key.rows)': '"SumKey" has no attribute "rows"',
+    }
+    result = _mypy(
+        tmp_path,
+        mypy_cache,
+        """
+        @tk.autotune_key
+        class OtherKey:
+            m: int
+
+        def other_priority(key: OtherKey) -> int:
+            return key.m
+
+        LONG = tk.TuneGroup("long", lambda key: 1 if key.n >= 4096 else -1)  # as the docs write it: key is Any
+        TYPED: tk.TuneGroup[SumKey] = tk.TuneGroup("typed", lambda key: key.n)
+        BY_OTHER = tk.TuneGroup("other", other_priority)
+
+        def typed_tunable() -> tk.Tunable[np.ndarray]:  # an Out-only annotation holds a typed group
+            return tk.Tunable("typed_fn", good).group(TYPED, lambda key: key.n)
+
+        def row_sum(client: CpuClient, x: np.ndarray) -> np.ndarray:
+            tunables = TUNER.init(lambda: tk.TunableSet(key=lambda x: SumKey(n=x.shape[1], dtype=str(x.dtype)))
+                .with_tunable(tk.Tunable("good", good))
+                .with_tunable(tk.Tunable("long", good).group(LONG, lambda key: 0))
+                .with_tunable(tk.Tunable("typed", good).group(TYPED, lambda key: key.n % 2))
+                .with_tunable(typed_tunable()))
+            return TUNER.execute(client.device_id, client, tunables, (x,))
+
+        SET = tk.TunableSet(key=lambda x: SumKey(n=x.shape[1], dtype=str(x.dtype))).with_tunable(tk.Tunable("g", good))
+        OTHER_GROUP = tk.TuneGroup[SumKey]("other", lambda key: key.m)
+        SET.with_tunable(tk.Tunable("a", good).group(BY_OTHER, lambda key: 0))
+        SET.with_tunable(tk.Tunable("b", good).group(LONG, other_priority))
+        SET.with_tunable(tk.Tunable("c", good).group(LONG, lambda key: key.rows))
+        SET.with_tunable(tk.Tunable("d", good).group(tk.TuneGroup("inline", lambda key: key.rows), lambda key: 0))
+        """,
+    )
+    assert result.returncode == 1, result.stdout
+    source = (tmp_path / "user_code.py").read_text().splitlines()
+    errors = [line for line in result.stdout.splitlines() if ": error:" in line]
+    for call, message in wrong.items():
+        line = 1 + next(i for i, text in enumerate(source) if call in text)
+        assert any(f":{line}: error:" in error and message in error for error in errors), (call, result.stdout)
+    assert len({error.split(":")[1] for error in errors}) == len(wrong), result.stdout  # the correct lines pass
+
+
+def test_a_record_and_a_search_result_carry_their_key_class(tmp_path: Path, mypy_cache: Path) -> None:
+    # tk.search(key=), Record.add, add_tune and get took the key as object: a search for another key class
+    # committed to a record, or a lookup with another key class, type-checked and failed (or went wrong) at run time.
+    wrong = {
+        "record.add(OtherKey(m=1), other)": 'Argument 1 to "add" of "Record" has incompatible type "OtherKey"',
+        "record.add(SumKey(n=1, dtype='f'), other)": '"SearchResult[OtherKey]"; expected "SearchResult[SumKey]"',
+        "loaded.get(OtherKey(m=1))": 'Argument 1 to "get" of "Record" has incompatible type "OtherKey"',
+        "loaded.get(SumKey)": 'incompatible type "type[SumKey]"; expected "SumKey"',
+        "record.add_tune(tune, OtherKey)": '"type[OtherKey]"; expected "type[SumKey]"',
+        "OtherKey(m=1) in loaded": 'Unsupported operand types for in ("OtherKey" and "Record[SumKey]")',
+    }
+    result = _mypy(
+        tmp_path,
+        mypy_cache,
+        """
+        from collections.abc import Callable
+
+        @tk.autotune_key
+        class OtherKey:
+            m: int
+
+        SPACE = tk.Space(AXIS=[1])
+
+        def build(c: tk.Config) -> Callable[[np.ndarray], np.ndarray]:
+            return good
+
+        def sum_key(x: np.ndarray) -> SumKey:
+            return SumKey(n=x.shape[1], dtype=str(x.dtype))
+
+        def untyped(record: tk.Record, result: tk.SearchResult) -> tk.SearchResult:  # bare: any key, as before
+            record.add(OtherKey(m=1), result)
+            return result
+
+        def commit(client: CpuClient, x: np.ndarray, tune: tk.AutotuneRecord) -> None:
+            tunables = tk.TunableSet.from_space(SPACE, build, key=sum_key)
+            found = tk.search(SPACE, build, client, (x,), tuner="row_sum", key=sum_key(x), max_evals=1)
+            record = tk.Record.for_tunables(TUNER, client, tunables)
+            record.add(sum_key(x), found)
+            record.add(sum_key(x), tk.search(SPACE, build, client, (x,), tuner="row_sum", max_evals=1))
+            record.add_tune(tune, SumKey)
+            loaded = tk.Record.load_verified("r.json", tunables, client, tuner=TUNER)
+            entry = loaded.get(sum_key(x))
+            other = tk.search(SPACE, build, client, (x,), tuner="row_sum", key=OtherKey(m=1), max_evals=1)
+            record.add(OtherKey(m=1), other)
+            record.add(SumKey(n=1, dtype='f'), other)
+            loaded.get(OtherKey(m=1))
+            loaded.get(SumKey)
+            record.add_tune(tune, OtherKey)
+            assert sum_key(x) in loaded and OtherKey(m=1) in loaded
+        """,
+    )
+    assert result.returncode == 1, result.stdout
+    source = (tmp_path / "user_code.py").read_text().splitlines()
+    errors = [line for line in result.stdout.splitlines() if ": error:" in line]
+    for call, message in wrong.items():
+        line = 1 + next(i for i, text in enumerate(source) if call in text)
+        assert any(f":{line}: error:" in error and message in error for error in errors), (call, result.stdout)
+    assert len({error.split(":")[1] for error in errors}) == len(wrong), result.stdout  # the correct lines pass
+
+
+def test_an_inputs_generator_of_another_key_is_a_type_error(tmp_path: Path, mypy_cache: Path) -> None:
+    # inputs= took (*Any) -> tuple: a generator written for another key class, or without the key parameter,
+    # type-checked and failed (or built the wrong inputs) at the first tune.
+    wrong = {
+        "tk.TunableSet(key=sum_key, inputs=other_inputs)": 'Argument "key" to "TunableSet" has incompatible type',
+        "tk.TunableSet(key=sum_key, inputs=no_key)": 'Argument "key" to "TunableSet" has incompatible type',
+        "tk.TunableSet(key=sum_key, inputs=returns_array)": 'expected "InputGenerator[SumKey] | None"',
+        "inputs=other_inputs).with_search": '"from_space" of "TunableSet" has incompatible type',
+    }
+    result = _mypy(
+        tmp_path,
+        mypy_cache,
+        """
+        from typing import Any
+
+        @tk.autotune_key
+        class OtherKey:
+            m: int
+
+        def sum_key(x: np.ndarray) -> SumKey:
+            return SumKey(n=x.shape[1], dtype=str(x.dtype))
+
+        def inputs(key: SumKey, x: np.ndarray) -> tuple[np.ndarray]:
+            return (np.ones((4, key.n)),)
+
+        def renamed(k: SumKey, array: np.ndarray) -> tuple[np.ndarray]:
+            return (array,)
+
+        def variadic(key: SumKey, *args: Any) -> tuple[Any, ...]:
+            return args
+
+        def other_inputs(key: OtherKey, x: np.ndarray) -> tuple[np.ndarray]:
+            return (x,)
+
+        def no_key(x: np.ndarray) -> tuple[np.ndarray]:
+            return (x,)
+
+        def returns_array(key: SumKey, x: np.ndarray) -> np.ndarray:
+            return x
+
+        SPACE = tk.Space(AXIS=[1])
+
+        def build(c: tk.Config) -> Any:
+            return good
+
+        def row_sum(client: CpuClient, x: np.ndarray) -> np.ndarray:
+            tunables = TUNER.init(lambda: tk.TunableSet(
+                key=lambda x: SumKey(n=x.shape[1], dtype=str(x.dtype)),
+                inputs=lambda key, x: (np.ones((4, key.n)),),
+            ).with_tunable(tk.Tunable("good", good)))
+            return TUNER.execute(client.device_id, client, tunables, (x,))
+
+        tk.TunableSet(key=sum_key, inputs=inputs)
+        tk.TunableSet(key=lambda x: SumKey(n=x.shape[1], dtype=str(x.dtype)), inputs=renamed)
+        tk.TunableSet(key=sum_key, inputs=variadic)
+        tk.TunableSet.from_space(SPACE, build, key=sum_key, inputs=inputs)
+        tk.TunableSet(key=sum_key, inputs=other_inputs)
+        tk.TunableSet(key=sum_key, inputs=no_key)
+        tk.TunableSet(key=sum_key, inputs=returns_array)
+        tk.TunableSet.from_space(SPACE, build, key=sum_key, inputs=other_inputs).with_search(max_evals=1)
+        """,
+    )
+    assert result.returncode == 1, result.stdout
+    source = (tmp_path / "user_code.py").read_text().splitlines()
+    errors = [line for line in result.stdout.splitlines() if ": error:" in line]
+    for call, message in wrong.items():
+        line = 1 + next(i for i, text in enumerate(source) if call in text)
+        assert any(f":{line}: error:" in error and message in error for error in errors), (call, result.stdout)
+    assert len({error.split(":")[1] for error in errors}) == len(wrong), result.stdout  # the correct lines pass
+
+
+def test_a_misspelt_setting_or_a_wrong_type_to_configure_is_a_type_error(tmp_path: Path, mypy_cache: Path) -> None:
+    # tk.configure took **Any: every one of these passed mypy (samples="10" even passed at run time, coerced).
+    wrong = {
+        'tk.configure(samples="10")': 'Argument "samples" to "configure" has incompatible type "str"; expected "int"',
+        'tk.configure(isolation="processes")': "expected \"Literal['none', 'process']\"",
+        'tk.configure(autotune_level="max")': 'Argument "autotune_level" to "configure" has incompatible type',
+        "tk.configure(record=3)": 'Argument "record" to "configure" has incompatible type "int"',
+        "tk.configure(sampels=3)": 'Unexpected keyword argument "sampels" for "configure"',
+    }
+    result = _mypy(
+        tmp_path,
+        mypy_cache,
+        textwrap.dedent(
+            """
+            from pathlib import Path
+            from typing import Any
+
+            settings: tk.Settings = tk.configure(record=Path("r.jsonl"), cache=False, samples=5, isolation="process")
+            tk.configure(cache_dir=Path("~/c"), candidate_timeout_s=float("inf"), compile_workers=None, warmup_ms=100)
+            OVERRIDES: dict[str, Any] = {"samples": 3}
+            tk.configure(**OVERRIDES)
+            """
+        )
+        + "\n".join(wrong),
+    )
+    assert result.returncode == 1, result.stdout
+    source = (tmp_path / "user_code.py").read_text().splitlines()
+    errors = [line for line in result.stdout.splitlines() if ": error:" in line]
+    for call, message in wrong.items():
+        line = 1 + source.index(call)
+        assert any(f":{line}: error:" in error and message in error for error in errors), (call, result.stdout)
+    assert len({error.split(":")[1] for error in errors}) == len(wrong), result.stdout  # the correct lines pass
+
+
+def test_a_bounds_function_returning_no_bounds_is_a_type_error(tmp_path: Path, mypy_cache: Path) -> None:
+    # with_bounds took (key, inputs) -> object: a function returning tk.Work (not tk.Bounds) passed mypy and
+    # raised TunekitError at the first tune on a client with peaks (and never on one without).
+    result = _mypy(
+        tmp_path,
+        mypy_cache,
+        """
+        tunables = (
+            tk.TunableSet(key=lambda x: SumKey(n=x.shape[1], dtype=str(x.dtype)))
+            .with_tunable(tk.Tunable("good", good))
+            .with_bounds(lambda key, inputs: tk.Bounds(tk.Work(compute_ops=key.n, bytes=4 * key.n)))
+            .with_bounds(lambda key, inputs: tk.Bounds([tk.Work(compute_ops=1, bytes=1)], launch_overhead=5.0))
+            .with_bounds(lambda key, inputs: tk.Work(compute_ops=key.n, bytes=4 * key.n))
+        )
+        """,
+    )
+    assert result.returncode == 1, result.stdout
+    errors = [line for line in result.stdout.splitlines() if ": error:" in line]
+    assert len({error.split(":")[1] for error in errors}) == 1, result.stdout
+    assert 'Incompatible return value type (got "Work", expected "Bounds")' in result.stdout, result.stdout

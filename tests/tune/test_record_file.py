@@ -456,6 +456,58 @@ def test_a_search_added_under_another_key_is_refused(data: ReplayData) -> None:
     assert result.key == Shape(n=8192) and list(record.entries) == ['{"n":8192}']
 
 
+@tk.autotune_key
+class Count:
+    n: int
+
+
+@tk.autotune_key
+class Width:
+    m: int
+
+
+@tk.autotune_key
+class AnchoredCount:
+    n: Annotated[int, tk.Anchor()]  # Count's field, anchored: other buckets
+
+
+def count_of(x: np.ndarray) -> Count:
+    return Count(n=len(x))
+
+
+def test_a_record_refuses_a_key_of_another_class_when_it_is_added(data: ReplayData) -> None:
+    """A record of Count(n) entries took a Width(m) entry (both anchor nothing, all that was compared), and seed
+    refused the committed file in production; an empty record took a Width into a set whose keys are Counts."""
+    client = ReplayClient(data)
+    record = tk.Record.for_tunables(
+        "replayed", client.device_id, tk.TunableSet.from_space(data.space, client.kernel, key=count_of)
+    )
+    width = tk.search(data.space, client.kernel, client, (), tuner="replayed", key=Width(m=8), max_evals=2)
+    with pytest.raises(
+        tk.RecordMismatch, match=r"Width\(m=8\) is no Count, the key class of the record's set .*count_of"
+    ):
+        record.add(Width(m=8), width)  # type: ignore[arg-type]
+    assert record.entries == {}
+    record.add(
+        Count(n=8), tk.search(data.space, client.kernel, client, (), tuner="replayed", key=Count(n=8), max_evals=2)
+    )
+    untyped = tk.Record.for_tunables(
+        "replayed", client.device_id, tk.TunableSet.from_space(data.space, client.kernel, key=lambda: Count(n=1))
+    )
+    untyped.add(
+        Count(n=8), tk.search(data.space, client.kernel, client, (), tuner="replayed", key=Count(n=8), max_evals=2)
+    )
+    for mixed in (record, untyped):  # a lambda declares no class: the first entry's fields decide
+        with pytest.raises(
+            tk.RecordMismatch, match=r"Width\(m=8\) has fields \['m'\], but this record holds keys with fields \['n'\]"
+        ):
+            mixed.add(Width(m=8), width)  # type: ignore[arg-type]
+        assert [entry.key for entry in mixed.entries.values()] == [{"n": 8}]
+    anchored = tk.search(data.space, client.kernel, client, (), tuner="replayed", key=AnchoredCount(n=8), max_evals=2)
+    with pytest.raises(tk.RecordMismatch, match=r"anchored on \[\], but AnchoredCount anchors \['n'\]"):
+        untyped.add(AnchoredCount(n=8), anchored)  # type: ignore[arg-type]
+
+
 def test_a_record_under_the_home_directory_is_saved_and_loaded_there(
     data: ReplayData, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -614,7 +666,7 @@ def test_a_record_of_a_key_class_without_anchors_applies_at_every_level(data: Re
         tk.configure(autotune_level=level)
         key = Rows(rows=rows)
         record.add(key, tk.search(data.space, client.kernel, client, (), tuner="replayed", key=key, max_evals=3))
-    with pytest.raises(tk.RecordMismatch, match=r"anchored on \[\], but Shape anchors \['n'\]; one record holds"):
+    with pytest.raises(tk.RecordMismatch, match=r"fields \['n'\], but this record holds keys with fields \['rows'\]"):
         record.add(Shape(n=1500), tk.search(data.space, client.kernel, client, (), tuner="replayed", max_evals=2))
     path = tmp_path / "r.json"
     record.save(path)

@@ -14,9 +14,15 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Unpack
 
-from tunekit._base.setting_types import RECORD_STREAMS, SHORT_CIRCUIT_THRESHOLDS, AutotuneLevel, IsolationMode
+from tunekit._base.setting_types import (
+    RECORD_STREAMS,
+    SHORT_CIRCUIT_THRESHOLDS,
+    AutotuneLevel,
+    IsolationMode,
+    SettingsOverrides,
+)
 
 if TYPE_CHECKING:
     from tunekit._base.settings_model import Settings
@@ -26,6 +32,7 @@ __all__ = [
     "SHORT_CIRCUIT_THRESHOLDS",
     "AutotuneLevel",
     "IsolationMode",
+    "SettingsOverrides",
     "anchor_exponent",
     "configure",
     "current",
@@ -58,17 +65,19 @@ def current() -> Settings:
     return settings
 
 
-def configure(**overrides: Any) -> Settings:
+def configure(**overrides: Unpack[SettingsOverrides]) -> Settings:
     """Re-read the environment and config files, apply ``overrides``, and make the result current.
 
-    Each call starts afresh: overrides given to an earlier call are dropped, not merged.
+    Each call starts afresh: overrides given to an earlier call are dropped, not merged. The
+    keywords are typed (``SettingsOverrides``): a type checker refuses a misspelt setting or a
+    value of another type; at run time each is validated, and a bad one is a ``tk.SettingsError``.
     """
     global _current, _anchor_exponent
     # Imported here, at the first read of the settings, not with this module: the model's
     # pydantic-settings would make every `import tunekit` ~140 ms slower (see the module docstring).
     from tunekit._base.settings_model import read  # noqa: PLC0415 - see above
 
-    settings = read(overrides)
+    settings = read(dict(overrides))
     with _lock:
         _current = settings
         _anchor_exponent = level_anchor_exponent(settings.autotune_level)

@@ -178,6 +178,13 @@ class Settings(BaseSettings):
             )
         return value.strip()
 
+    @field_validator("record", mode="before")
+    @classmethod
+    def _record_path(cls, value: object) -> object:
+        # tk.configure(record=Path(...)) names a file as its text does; the field stays a str, as the
+        # environment and config files give it.
+        return os.fspath(value) if isinstance(value, os.PathLike) else value
+
     @field_validator("record")
     @classmethod
     def _record_target(cls, value: str | None) -> str | None:

@@ -34,7 +34,7 @@ class SaysWhySkipped(Protocol):
         ...
 
 
-def plan_batches(key: object, tunables: Sequence[Tunable[object]] | TunableSet[Any, Any]) -> list[list[int]]:
+def plan_batches(key: object, tunables: Sequence[Tunable[object, Any]] | TunableSet[Any, Any]) -> list[list[int]]:
     """Indices of ``tunables`` (a set, or its tunables) grouped in the order batches are tried; skipped ones absent.
 
     ``key`` is an ``@tk.autotune_key`` instance, as the set's key generator builds it; anything
@@ -114,13 +114,13 @@ def _priority(fn: Callable[[Any], object], key: object, what: str) -> int:
     )
 
 
-def plan_order(key: object, tunables: Sequence[Tunable[object]]) -> Iterator[int]:
+def plan_order(key: object, tunables: Sequence[Tunable[object, Any]]) -> Iterator[int]:
     """Every planned index, batch after batch: the order used when tuning is disabled."""
     for batch in plan_batches(key, tunables):
         yield from batch
 
 
-def skip_reason(key: object, tunable: Tunable[object]) -> str:
+def skip_reason(key: object, tunable: Tunable[object, Any]) -> str:
     """Why the plan skips ``tunable`` for ``key``: its priority function's own words, else a negative priority."""
     for group, within in tunable.groups:
         for fn in (group.priority, within):

@@ -41,7 +41,7 @@ class _Points:
 
     __slots__ = ("cartesian", "made", "make", "positions_of", "space", "strides", "texts", "valid", "version", "widths")
 
-    def __init__(self, space: Space, version: str, make: Callable[[Config, str, str], Tunable[Any]]) -> None:
+    def __init__(self, space: Space, version: str, make: Callable[[Config, str, str], Tunable[Any, Any]]) -> None:
         self.space = space
         self.version = version
         self.make = make
@@ -54,7 +54,7 @@ class _Points:
         self.positions_of = tuple({text: p for p, text in enumerate(texts)} for texts in self.texts)
         self.strides = space._strides
         self.widths = tuple(len(texts) for texts in self.texts)
-        self.made: dict[int, Tunable[Any]] = {}
+        self.made: dict[int, Tunable[Any, Any]] = {}
 
     def __len__(self) -> int:
         return self.cartesian if self.valid is None else len(self.valid)
@@ -74,7 +74,7 @@ class _Points:
     def _name_at(self, positions: list[int]) -> str:
         return ",".join([texts[p] for texts, p in zip(self.texts, positions, strict=True)])
 
-    def tunable(self, index: int) -> Tunable[Any]:
+    def tunable(self, index: int) -> Tunable[Any, Any]:
         made = self.made.get(index)
         if made is None:
             positions = self.positions(index)
@@ -111,34 +111,34 @@ class _Points:
         return map(self.name, range(len(self.valid)))  # sparse (a replayed file's keys): by index
 
 
-class SpaceTunables(Sequence[Tunable[Any]]):
+class SpaceTunables(Sequence[Tunable[Any, Any]]):
     """``TunableSet.tunables`` of a set made from a space: indexable, iterable and sized like the tuple it replaces."""
 
     __slots__ = ("_points", "_tail", "_tail_index")
 
-    def __init__(self, space: Space, version: str, make: Callable[[Config, str, str], Tunable[Any]]) -> None:
+    def __init__(self, space: Space, version: str, make: Callable[[Config, str, str], Tunable[Any, Any]]) -> None:
         """Walk ``space`` once for its valid points; ``make(config, name, version)`` makes a tunable when asked for."""
         self._points = _Points(space, version, make)
-        self._tail: tuple[Tunable[Any], ...] = ()
+        self._tail: tuple[Tunable[Any, Any], ...] = ()
         self._tail_index: dict[str, int] = {}
 
     def __len__(self) -> int:
         return len(self._points) + len(self._tail)
 
     @overload
-    def __getitem__(self, index: int) -> Tunable[Any]: ...
+    def __getitem__(self, index: int) -> Tunable[Any, Any]: ...
 
     @overload
-    def __getitem__(self, index: slice) -> tuple[Tunable[Any], ...]: ...
+    def __getitem__(self, index: slice) -> tuple[Tunable[Any, Any], ...]: ...
 
-    def __getitem__(self, index: int | slice) -> Tunable[Any] | tuple[Tunable[Any], ...]:
+    def __getitem__(self, index: int | slice) -> Tunable[Any, Any] | tuple[Tunable[Any, Any], ...]:
         if isinstance(index, slice):
             return tuple([self[i] for i in range(*index.indices(len(self)))])
         at = _position(index, len(self), "tunable")
         own = len(self._points)
         return self._points.tunable(at) if at < own else self._tail[at - own]
 
-    def __iter__(self) -> Iterator[Tunable[Any]]:
+    def __iter__(self) -> Iterator[Tunable[Any, Any]]:
         # Each tunable is made and kept as it is reached: iterating a 10^6-point set holds them all.
         points = self._points
         yield from map(points.tunable, range(len(points)))
@@ -169,7 +169,7 @@ class SpaceTunables(Sequence[Tunable[Any]]):
         tail = self._tail_index.get(name)
         return None if tail is None else len(self._points) + tail
 
-    def extended(self, added: tuple[Tunable[Any], ...]) -> SpaceTunables:
+    def extended(self, added: tuple[Tunable[Any, Any], ...]) -> SpaceTunables:
         """These tunables with ``added`` after them; the caller has refused duplicate names."""
         new: SpaceTunables = SpaceTunables.__new__(SpaceTunables)
         new._points = self._points

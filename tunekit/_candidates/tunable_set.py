@@ -7,7 +7,9 @@ import hashlib
 import inspect
 import typing
 from collections.abc import Callable, Sequence
-from typing import Any, Generic, Protocol, TypeVar, Unpack
+from typing import Any, Generic, Protocol, Unpack
+
+from typing_extensions import TypeVar
 
 from tunekit._base.code_identity import code_identity
 from tunekit._base.errors import CandidateFailed, ClientClosed, describe_error
@@ -24,6 +26,7 @@ from tunekit._candidates.isolation import (
     worker_reference,
 )
 from tunekit._candidates.reference import Reference, reference_of
+from tunekit._candidates.roofline import Bounds
 from tunekit._candidates.search_spec import (
     SearchSpec,
     check_build,
@@ -45,6 +48,7 @@ __all__ = [
     "TunableSet",
     "build_identity",
     "build_name",
+    "declared_key_class",
     "tuned_function",
 ]
 
@@ -52,6 +56,8 @@ K = TypeVar("K", covariant=True)
 Out = TypeVar("Out", covariant=True)
 O2 = TypeVar("O2")
 K2 = TypeVar("K2")
+# The key an inputs generator takes; Any in a bare `InputGenerator` annotation.
+KeyIn = TypeVar("KeyIn", contravariant=True, default=Any)
 
 
 class LazyBuild(Generic[O2]):
@@ -102,20 +108,22 @@ class KeyGenerator(Protocol[K]):
     def __call__(self, *inputs: Any, **kwargs: Any) -> K: ...
 
 
-class InputGenerator(Protocol):
+class InputGenerator(Protocol[KeyIn]):
     """Builds benchmark inputs from the key and the caller's inputs; a plain function fits.
 
     It returns the tuple of arguments every candidate is called with while tuning, so that
-    tuning never writes into the caller's buffers.
+    tuning never writes into the caller's buffers. Its first parameter is the set's key: a
+    function taking another key class is a type error where the set is made.
     """
 
-    def __call__(self, *key_and_inputs: Any, **kwargs: Any) -> tuple[Any, ...]: ...
+    # The inputs after the key are Any: a set does not know execute's argument types.
+    def __call__(self, key: KeyIn, /, *inputs: Any, **kwargs: Any) -> tuple[Any, ...]: ...
 
 
 _SEARCH = "search"
 _ISOLATION = "tunekit:isolation"
 
-BoundsFn = Callable[[Any, tuple[Any, ...]], Any]
+BoundsFn = Callable[[Any, tuple[Any, ...]], Bounds]
 """(key, benchmark inputs) -> tk.Bounds; used by the roofline short circuit."""
 
 
@@ -136,20 +144,33 @@ def build_name(build: Callable[..., object]) -> str:
     return f"{module}.{qualname}" if module else qualname
 
 
+def _declared_return(key: Callable[..., object]) -> object:
+    """The return type ``key`` declares (the class itself for ``key=Key``), or None when it declares none."""
+    if isinstance(key, type):  # the key class itself (key=Key): it is what the generator returns
+        return key
+    try:
+        hints = typing.get_type_hints(key, localns=dict(inspect.getclosurevars(key).nonlocals))
+    except Exception:
+        return None
+    return hints.get("return")
+
+
+def declared_key_class(key: Callable[..., object]) -> type | None:
+    """The ``@tk.autotune_key`` class a key generator declares it returns; None for a lambda or an unannotated one."""
+    declared = _declared_return(key)
+    return declared if isinstance(declared, type) and getattr(declared, "__tunekit_key__", False) else None
+
+
 def _check_key_annotation(key: Callable[..., object]) -> None:
     """Refuse, at definition time, a key generator whose declared return type is no autotune key."""
-    if isinstance(key, type):  # the key class itself (key=Key): it is what the generator returns
+    if isinstance(key, type):
         if not getattr(key, "__tunekit_key__", False):
             raise TypeError(
                 f"TunableSet(key={key.__name__}): {key.__name__} is not an @tk.autotune_key class; "
                 "decorate it with @tk.autotune_key (not @dataclass)"
             )
         return
-    try:
-        hints = typing.get_type_hints(key, localns=dict(inspect.getclosurevars(key).nonlocals))
-    except Exception:
-        return
-    declared = hints.get("return")
+    declared = _declared_return(key)
     if isinstance(declared, type) and not getattr(declared, "__tunekit_key__", False):
         raise TypeError(
             f"the key generator {getattr(key, '__qualname__', key)!r} returns {declared.__name__}, "
@@ -186,11 +207,11 @@ class TunableSet(Generic[K, Out]):
     )
 
     key: KeyGenerator[K]
-    inputs: InputGenerator | None
-    tunables: Sequence[Tunable[Any]]
+    inputs: InputGenerator[Any] | None
+    tunables: Sequence[Tunable[Any, Any]]
     """The candidates in order: a tuple, or for a :meth:`from_space` set a sequence making each when asked for."""
 
-    def __init__(self, key: KeyGenerator[K], inputs: InputGenerator | None = None) -> None:
+    def __init__(self, key: Callable[..., K], inputs: InputGenerator[K] | None = None) -> None:
         if not callable(key):
             raise TypeError(f"TunableSet(key=...) needs a callable that builds the key, got {type(key).__name__}")
         if inputs is not None and not callable(inputs):
@@ -227,7 +248,7 @@ class TunableSet(Generic[K, Out]):
         build: Callable[[Config], Callable[..., O2]],
         *,
         key: Callable[..., K2],
-        inputs: InputGenerator | None = None,
+        inputs: InputGenerator[K2] | None = None,
         version: str = "",
     ) -> TunableSet[K2, O2]:
         """One tunable per valid configuration of ``space``, named ``config.name``, made when asked for.
@@ -273,11 +294,11 @@ class TunableSet(Generic[K, Out]):
         )
         return new
 
-    def with_tunable(self, tunable: Tunable[O2]) -> TunableSet[K, Out | O2]:
+    def with_tunable(self, tunable: Tunable[O2, K]) -> TunableSet[K, Out | O2]:
         """A new set with ``tunable`` appended; a duplicate name is refused here."""
         return self.with_tunables([tunable])
 
-    def with_tunables(self, tunables: Sequence[Tunable[O2]]) -> TunableSet[K, Out | O2]:
+    def with_tunables(self, tunables: Sequence[Tunable[O2, K]]) -> TunableSet[K, Out | O2]:
         """A new set with every tunable of ``tunables`` appended, in order; a duplicate name is refused here."""
         # One copy and one tuple for the whole batch: a set of 10^5 configurations is built
         # in linear time (appending one by one would copy the set per tunable).
@@ -301,8 +322,8 @@ class TunableSet(Generic[K, Out]):
             new.tunables = (*self.tunables, *added)
         return new
 
-    def with_bounds(self, bounds: Callable[[K, tuple[Any, ...]], object]) -> TunableSet[K, Out]:
-        """A new set whose roofline bounds come from ``bounds(key, inputs)``, typed by the set's key."""
+    def with_bounds(self, bounds: Callable[[K, tuple[Any, ...]], Bounds]) -> TunableSet[K, Out]:
+        """A new set whose roofline bounds come from ``bounds(key, inputs)``, a ``tk.Bounds`` for the set's key."""
         if not callable(bounds):
             raise TypeError("with_bounds() takes a callable (key, inputs) -> tk.Bounds")
         new = self._copy()

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
-from typing import Protocol, Unpack, runtime_checkable
+from typing import Any, Protocol, Unpack, runtime_checkable
+
+from typing_extensions import TypeVar
 
 from tunekit._base import settings as _settings
 from tunekit._base.deadline import past
@@ -32,6 +34,8 @@ from tunekit._values.outcome import Failed, Measured, Outcome, Skipped
 from tunekit._values.records import AutotuneRecord
 
 __all__ = ["Objective", "tune_objective"]
+
+K = TypeVar("K", default=Any)
 
 
 @runtime_checkable
@@ -64,11 +68,11 @@ def tune_objective(
     *,
     tuner: str,
     device_id: str,
-    key: object = None,
+    key: K | None = None,
     budget: Budget | None = None,
     sinks: Sequence[RecordSink | Callable[[AutotuneRecord], object]] = (),
     **options: Unpack[BudgetOptions],
-) -> SearchResult:
+) -> SearchResult[K]:
     """Search ``objective.space``, measuring one configuration at a time through the objective.
 
     Arguments mean what they mean for ``tk.search`` (``budget=tk.Budget(...)``, or its fields as

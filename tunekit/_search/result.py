@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Generic, Literal
+
+from typing_extensions import TypeVar
 
 from tunekit._candidates.config import Config
 from tunekit._candidates.space import Space
@@ -12,6 +14,9 @@ from tunekit._values.outcome import Failed, Measured, Outcome
 from tunekit._values.records import RecordEvent
 
 __all__ = ["BestTrial", "SearchResult", "StopReason", "Trial", "score_of"]
+
+# The key class a search was for: Any when it was given none, so a bare `tk.SearchResult` annotation reads as before.
+Key = TypeVar("Key", covariant=True, default=Any)
 
 StopReason = Literal["max_evals", "max_seconds", "exhausted", "objective_budget", "roofline"]
 
@@ -61,8 +66,12 @@ def score_of(trial: Trial) -> float:
 
 
 @dataclass(frozen=True, slots=True)
-class SearchResult:
-    """What a search found, what it cost, and why it stopped."""
+class SearchResult(Generic[Key]):
+    """What a search found, what it cost, and why it stopped.
+
+    Typed by the key it was for (``tk.search(..., key=SumKey(...))`` returns ``SearchResult[SumKey]``),
+    so that adding it to a record of another key class is a type error.
+    """
 
     tuner: str
     device_id: str
@@ -84,7 +93,7 @@ class SearchResult:
     finalists: tuple[Trial, ...] = ()
     final_events: tuple[RecordEvent, ...] = ()
     """What the schedule did in the finalists' batch (rounds, a runoff): the comparison that chose the winner."""
-    key: object = None
+    key: Key | None = None
     """The key bucket the search was for (``key=``), None when it was given none."""
     build_id: str | None = None
     """A digest of the code of ``tk.search``'s ``build`` (``build_name`` names it); None for ``tk.tune_objective``.

@@ -6,6 +6,8 @@ import itertools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Unpack
 
+from typing_extensions import TypeVar
+
 from tunekit._base import settings as _settings
 from tunekit._base.errors import describe_error
 from tunekit._candidates.budget import SEARCH_KEYS, Budget, SearchOptions, budget_from
@@ -30,6 +32,8 @@ from tunekit._values.records import AutotuneRecord
 
 __all__ = ["search"]
 
+K = TypeVar("K", default=Any)
+
 _SEARCH_IN_A_TUNER_FIX = (
     "search inside a tuner, which takes a worker factory: a set made from the space "
     "(tk.TunableSet.from_space(space, build, key=...), or KernelTemplate(...).tunable_set(...)) with "
@@ -47,7 +51,7 @@ def search(
     inputs: Sequence[Any],
     *,
     tuner: str,
-    key: object = None,
+    key: K | None = None,
     budget: Budget | None = None,
     sinks: Sequence[RecordSink | Callable[[AutotuneRecord], object]] = (),
     name_of: Callable[[Config], str] = config_name,
@@ -56,7 +60,7 @@ def search(
     rtol: float = 0.0,
     atol: float = 0.0,
     **options: Unpack[SearchOptions],
-) -> SearchResult:
+) -> SearchResult[K]:
     """Search a space of kernels too big to measure whole; every candidate timed on ``client``.
 
     ``build(config)`` returns the runnable for a configuration (called lazily, once per

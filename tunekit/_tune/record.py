@@ -18,9 +18,10 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Generic
 
 from pydantic import ValidationError
+from typing_extensions import TypeVar
 
 from tunekit._base import settings as _settings
 from tunekit._base.atomic import write_atomic
@@ -34,7 +35,7 @@ from tunekit._base.version import __version__
 from tunekit._candidates.config import Config
 from tunekit._candidates.search_spec import check_search_names, config_name
 from tunekit._candidates.space_model import SpaceModel
-from tunekit._candidates.tunable_set import TunableSet, build_name
+from tunekit._candidates.tunable_set import TunableSet, build_name, declared_key_class
 from tunekit._keys.key import anchored_fields, is_autotune_key, key_from_dict, key_to_json, off_buckets
 from tunekit._measure.client import Client
 from tunekit._observe.reader import BadLine, RecordLine
@@ -60,13 +61,20 @@ from tunekit._values.records import AutotuneRecord
 __all__ = ["Record"]
 
 
-K = TypeVar("K")
+# The key class of the record's entries: Any after a plain load (which knows no set), so `tk.Record`
+# bare reads as before; for_tunables and load_verified take it from the set.
+K = TypeVar("K", default=Any)
+K2 = TypeVar("K2")
 Out = TypeVar("Out")
 
 
 @dataclass
-class Record:
-    """Committed winners of one tuner on one device: ``add`` search results, ``save``, ``load_verified``."""
+class Record(Generic[K]):
+    """Committed winners of one tuner on one device: ``add`` search results, ``save``, ``load_verified``.
+
+    Typed by its set's key class (``Record[SumKey]`` from ``for_tunables`` or ``load_verified``), so
+    ``add``, ``add_tune`` and ``get`` with a key of another class are type errors.
+    """
 
     tuner: str
     device_id: str
@@ -109,8 +117,8 @@ class Record:
 
     @classmethod
     def for_tunables(
-        cls, tuner: str | LocalTuner[Any, Any] | Tuner, device_id: str | Client, tunables: TunableSet[Any, Any]
-    ) -> Record:
+        cls, tuner: str | LocalTuner[K2, Any] | Tuner, device_id: str | Client, tunables: TunableSet[K2, Any]
+    ) -> Record[K2]:
         """An empty record for winners chosen among ``tunables``, measured on ``device_id``.
 
         ``tuner``: the tuner's name, or the ``tk.LocalTuner`` the record serves. ``device_id``: the
@@ -128,7 +136,8 @@ class Record:
         if not isinstance(tunables, TunableSet):
             raise TypeError(f"tk.Record.for_tunables() takes a tk.TunableSet, got {type(tunables).__name__}")
         space_hash = tunables.extras.get("checksum:space")
-        return cls(
+        # Typed by the set's key: cls(...) alone reads as the class's own (unbound) key type.
+        record: Record[Any] = cls(
             tuner,
             device.id,
             tunables.checksum(),
@@ -138,8 +147,9 @@ class Record:
             space=described(tunables),
             device_model=device.model,
         )
+        return record
 
-    def add(self, key: object, result: SearchResult, *, runners_up: int = 4) -> RecordEntry:
+    def add(self, key: K, result: SearchResult[K], *, runners_up: int = 4) -> RecordEntry:
         """Record ``result``'s winner for ``key``'s bucket (replacing an earlier one)."""
         if not is_autotune_key(key):
             raise TypeError(f"Record.add() takes an @tk.autotune_key instance, got {type(key).__name__}")
@@ -181,7 +191,7 @@ class Record:
             "(tk.Record.for_tunables(tuner, device, tk.TunableSet.from_space(space, build, key=...)))"
         )
 
-    def add_tune(self, tune: AutotuneRecord, key_type: type[Any], *, runners_up: int = 4) -> RecordEntry:
+    def add_tune(self, tune: AutotuneRecord, key_type: type[K], *, runners_up: int = 4) -> RecordEntry:
         """Record the winner of a tune ``execute`` ran for its key's bucket (replacing an earlier one).
 
         ``tune`` is the ``tk.AutotuneRecord`` the tune emitted: a set searched inside ``execute``
@@ -219,6 +229,7 @@ class Record:
                 f"the search's {strangers} are not candidates of the record's {self.tunables!r}: it searched "
                 "another space or kernel than the set the record was made for"
             )
+        self._check_key_class(key)
         anchored = anchored_fields(type(key))
         if self.entries and self.anchored_fields is not None and self.anchored_fields != anchored:
             raise RecordMismatch(
@@ -246,7 +257,30 @@ class Record:
         self._added.add(key_to_json(key))
         return entry
 
-    def get(self, key: object) -> RecordEntry | None:
+    def _check_key_class(self, key: object) -> None:
+        """Refuse a key of another class than the record's: its entries, else its set's declared key class.
+
+        Without it, a record of SumKey(n) entries took an OtherKey(m) entry (the anchored fields, the
+        only thing compared, were [] for both), and seed refused the committed file in production.
+        """
+        fields = sorted(f.name for f in dataclasses.fields(key))  # type: ignore[arg-type]
+        if self.entries:
+            stored = sorted(next(iter(self.entries.values())).key)
+            if stored != fields:
+                raise RecordMismatch(
+                    f"{key!r} has fields {fields}, but this record holds keys with fields {stored}: one record "
+                    "holds the keys of one key class; add keys of that class, or make a record for each"
+                )
+            return
+        declared = None if self.tunables is None else declared_key_class(self.tunables.key)
+        if declared is not None and not isinstance(key, declared):
+            raise RecordMismatch(
+                f"{key!r} is no {declared.__name__}, the key class of the record's set (its key generator "
+                f"{self.tunables.describe_key_fn() if self.tunables is not None else ''} returns {declared.__name__}): "
+                "add the keys that set's tunes run under, or make the record for the set whose keys these are"
+            )
+
+    def get(self, key: K) -> RecordEntry | None:
         """The entry of ``key``'s bucket (the key as built: anchored), or None when the record has none."""
         if not is_autotune_key(key):
             raise TypeError(f"Record.get() takes an @tk.autotune_key instance, got {type(key).__name__}")
@@ -260,8 +294,12 @@ class Record:
                 raise RecordMismatch(_not_this_key_class(f"record key {stored}", stored, type(key), None))
         return found
 
-    def __contains__(self, key: object) -> bool:
-        """Whether the record holds ``key``'s bucket (``Shape(n=1000) in record``)."""
+    def __contains__(self, key: K) -> bool:
+        """Whether the record holds ``key``'s bucket (``Shape(n=1000) in record``).
+
+        Typed by the record's key, as ``get`` is: ``OtherKey(...) in record`` is a type error; at run
+        time it is False, as for any key the record lacks.
+        """
         return is_autotune_key(key) and key_to_json(key) in self.entries
 
     def _name_of(self, config: Config) -> str:
@@ -394,7 +432,7 @@ class Record:
             self.device_model = saved.device_model
 
     @classmethod
-    def load(cls, path: str | Path) -> Record:
+    def load(cls, path: str | Path) -> Record[Any]:
         """Read a record file (validated; nothing in it is executed)."""
         path = Path(path).expanduser()
         try:
@@ -446,11 +484,11 @@ class Record:
     def load_verified(
         cls,
         path: str | Path,
-        tunables: TunableSet[Any, Any],
+        tunables: TunableSet[K2, Any],
         device_id: str | Client,
         *,
-        tuner: str | LocalTuner[Any, Any] | Tuner | None = None,
-    ) -> Record:
+        tuner: str | LocalTuner[K2, Any] | Tuner | None = None,
+    ) -> Record[K2]:
         """Load ``path`` and check its provenance against ``tunables``, ``device_id`` and ``tuner``.
 
         Raises RecordMismatch when the device, the tuner, the candidates (checksum), the space or
@@ -482,7 +520,7 @@ class Record:
             record.device_model = here.model
         return record
 
-    def seed(self, tuner: Tuner | LocalTuner[K, Out], tunables: TunableSet[K, Out], key_type: type[K]) -> int:
+    def seed(self, tuner: Tuner | LocalTuner[K2, Out], tunables: TunableSet[K2, Out], key_type: type[K2]) -> int:
         """Install every winner into ``tuner`` so those keys are never tuned; returns how many.
 
         The winners serve one device id: the running client's that ``load_verified`` accepted the

@@ -17,6 +17,7 @@ from typing_extensions import TypeVar
 import tunekit as tk
 from tunekit import Config, ParamValue, ParamValues, Space, Tunable, TunableSet, TuneGroup
 from tunekit.backend import (
+    InputGenerator,
     KeyGenerator,
     Restriction,
     check_enumerable,
@@ -210,13 +211,13 @@ class KernelTemplate(Generic[K]):
         with self._built_lock:
             self._built.add(name)
 
-    def tunables(self, client: OpenCLClient, key: KeyGenerator[K]) -> list[Tunable[Any]]:
+    def tunables(self, client: OpenCLClient, key: KeyGenerator[K]) -> list[Tunable[Any, K]]:
         """One tunable per configuration, compiled lazily for ``client`` (or in the prepare phase)."""
         group = TuneGroup(f"{self.kernel_name}:applies", lambda k: 0) if self.applies is not None else None
         out = []
         for config in self.space:
             variant = _Variant(self, client, config, key)
-            tunable: Tunable[Any] = Tunable(
+            tunable: Tunable[Any, K] = Tunable(
                 self.name_of(config), variant, version=self.source_hash, prepare=_PrepareHook(variant)
             )
             if group is not None:
@@ -231,7 +232,7 @@ class KernelTemplate(Generic[K]):
         client: OpenCLClient,
         *,
         key: KeyGenerator[K],
-        inputs: Callable[..., tuple[Any, ...]] | None = None,
+        inputs: InputGenerator[K] | None = None,
         reference: Callable[..., Any] | None = None,
         outputs: Sequence[int] | None = None,
         rtol: float = 0.0,
