@@ -359,8 +359,13 @@ def _check_expected_fits(position: int, expected: Any, argument: Any, shape: obj
         return
     try:
         expected_shape = None if expected is None or isinstance(expected, dict) else np.shape(expected)
-    except Exception:  # a ragged list and the like: compare() says what it makes of it
-        return
+    except Exception as exc:  # a ragged list: no array of the argument's shape, so no candidate could match it
+        raise ReferenceFailed(
+            f"the reference function of with_reference() returned a {type(expected).__name__} for argument "
+            f"{position}, an array of shape {shape}, that numpy cannot read as one array ({exc}): return the values "
+            "a correct candidate leaves in it, an array of that shape (one value per position of outputs=, in its "
+            "order)"
+        ) from None
     if expected_shape != shape:
         returned = (
             "None"
@@ -372,6 +377,30 @@ def _check_expected_fits(position: int, expected: Any, argument: Any, shape: obj
             f"of shape {shape}: return the values a correct candidate leaves in it, an array of that shape (one "
             "value per position of outputs=, in its order)"
         )
+
+
+def _refuse_one_value_per_argument(expected: Any, outputs: Sequence[int], arguments: int) -> None:
+    """Refuse a value per argument with None for the unchecked ones, as Kernel Tuner's ``answer=`` list is.
+
+    Read as the outputs' values it fails every candidate with numpy's "inhomogeneous shape",
+    blaming the kernels for the reference's mistake.
+    """
+    if not isinstance(expected, list | tuple) or len(expected) != arguments or len(outputs) == arguments:
+        return
+    if any(expected[p] is not None for p in range(arguments) if p not in outputs) or all(v is None for v in expected):
+        return
+    wanted = (
+        f"the array for argument {outputs[0]} alone (return answer[{outputs[0]}])"
+        if len(outputs) == 1
+        else "a tuple of one array per position, in that order (return "
+        + ", ".join(f"answer[{p}]" for p in outputs)
+        + ")"
+    )
+    raise ReferenceFailed(
+        f"the reference function of with_reference() returned a {type(expected).__name__} of {arguments} values, one "
+        f"per argument with None for those not checked, as Kernel Tuner's answer= takes; return only the values of "
+        f"the outputs={list(outputs)} arguments: {wanted}"
+    )
 
 
 class ReferenceFailed(TunekitError):
@@ -444,6 +473,7 @@ class Gate:
         shapes = [getattr(value, "shape", None) for value in host]  # before the reference may rebind or resize them
         expected = fn(*host)
         if self.reference.outputs is not None:
+            _refuse_one_value_per_argument(expected, self.reference.outputs, len(host))
             values = as_outputs(expected, len(self.reference.outputs), "the reference")
             for position, value in zip(self.reference.outputs, values, strict=True):
                 _check_expected_fits(position, value, host[position], shapes[position])
