@@ -169,6 +169,40 @@ def test_editing_the_source_changes_the_checksum(client: OpenCLClient) -> None:
     assert _tunables(client).checksum() == _tunables(client).checksum()
 
 
+def _rounded_up_to(groups_per_block: int) -> Geometry[ScaleKey]:
+    def geometry(config: tk.Config, key: ScaleKey) -> tuple[tuple[int], tuple[int]]:
+        span = int(config.BLOCK) * groups_per_block
+        return ((key.n + span - 1) // span * span,), (int(config.BLOCK),)
+
+    return geometry
+
+
+@pytest.mark.opencl
+def test_the_geometry_and_applies_enter_the_checksum_with_the_data_they_read(client: OpenCLClient) -> None:
+    """Regression: a template whose geometry changed (a grid divisor fixed, as Kernel Tuner's grid_div_x is edited)
+    kept the winner measured under the old launch shape, in this process and in every later one."""
+    space = {"MODE": [0], "BLOCK": [32, 64]}
+    base = _tunables(client, KernelTemplate(SCALE, "scale", space, geometry=_rounded_up_to(1))).checksum()
+    assert _tunables(client, KernelTemplate(SCALE, "scale", space, geometry=_rounded_up_to(1))).checksum() == base
+    assert _tunables(client, KernelTemplate(SCALE, "scale", space, geometry=_rounded_up_to(2))).checksum() != base
+    assert _tunables(client, KernelTemplate(SCALE, "scale", space, geometry=_geometry)).checksum() != base
+    applies = KernelTemplate(SCALE, "scale", space, geometry=_rounded_up_to(1), applies=lambda c, key: key.n > 0)
+    assert _tunables(client, applies).checksum() != base
+
+
+@pytest.mark.opencl
+@pytest.mark.subprocess
+def test_a_template_whose_geometry_changed_is_tuned_again_not_served_the_old_winner(client: OpenCLClient) -> None:
+    space = {"MODE": [0], "BLOCK": [32, 64]}
+    first, _, _ = _run(client, template=KernelTemplate(SCALE, "scale", space, geometry=_rounded_up_to(1)))
+    assert first is not None and first.decision == "tuned"
+    again, _, _ = _run(client, template=KernelTemplate(SCALE, "scale", space, geometry=_rounded_up_to(1)))
+    assert again is None  # the same launch shape: served from the cache
+    fixed, x, y = _run(client, template=KernelTemplate(SCALE, "scale", space, geometry=_rounded_up_to(2)))
+    assert fixed is not None and fixed.decision == "tuned"
+    np.testing.assert_array_equal(y.get(), np.float32(3) * x.get())
+
+
 def test_names_options_and_space_come_from_the_template() -> None:
     assert len(TEMPLATE.configs) == 5
     config = TEMPLATE.space.config(MODE=0, BLOCK=64)

@@ -177,6 +177,7 @@ BACKEND = {
     "current_run_policy",
     "describe_error",
     "empty_space_error",
+    "function_identity",
     "warm_until_steady",
 }
 

@@ -17,7 +17,14 @@ from typing_extensions import TypeVar
 
 import tunekit as tk
 from tunekit import Config, ParamValue, ParamValues, Space, Tunable, TunableSet, TuneGroup
-from tunekit.backend import KeyGenerator, Restriction, check_enumerable, current_run_policy, empty_space_error
+from tunekit.backend import (
+    KeyGenerator,
+    Restriction,
+    check_enumerable,
+    current_run_policy,
+    empty_space_error,
+    function_identity,
+)
 from tunekit_backends.opencl._buffers import DeviceCheckBuffers, argument_hint, kernel_arg, overrun_message
 from tunekit_backends.opencl._cl import CompileError, build_log, first_error_line, pyopencl
 from tunekit_backends.opencl._client import OpenCLClient
@@ -170,6 +177,12 @@ class KernelTemplate(Generic[K]):
         for part in (source, kernel_name, *self.options, self.space.hash):
             digest.update(part.encode() + b"\x00")
         self.source_hash = digest.hexdigest()[:32]
+        # The launch shape decides what a variant measures as much as its source: a winner tuned under
+        # another geometry (a grid divisor fixed since) or applies (which variants a key may run) is stale.
+        launch = hashlib.sha256()
+        for fn in (geometry, applies):
+            launch.update(("-" if fn is None else function_identity(fn)).encode() + b"\x00")
+        self.launch_hash = launch.hexdigest()[:32]
 
     @property
     def configs(self) -> list[Config]:
@@ -233,8 +246,9 @@ class KernelTemplate(Generic[K]):
     ) -> TunableSet[K, Any]:
         """The set of every variant; with ``outputs`` (the positions the kernel writes), each is checked.
 
-        The checksum includes the hash of the source, options and space: editing the kernel
-        re-tunes. Without ``reference``, variants are compared with the first one that runs.
+        The checksum includes the hash of the source, options and space, and the code of
+        ``geometry`` and ``applies`` (with the plain data they read): editing the kernel or its
+        launch shape re-tunes. Without ``reference``, variants are compared with the first one that runs.
         Without ``inputs``, variants are timed on device copies of the caller's arguments (a
         pyopencl array cannot be deep-copied, as other sets' inputs are).
         """
@@ -250,6 +264,7 @@ class KernelTemplate(Generic[K]):
             TunableSet(key=key, inputs=inputs if inputs is not None else _DeviceCopies(client))
             .with_tunables(self.tunables(client, key))
             .with_extra("checksum:source", self.source_hash)
+            .with_extra("checksum:launch", self.launch_hash)
             .with_extra("space", self.space)
             .with_extra("space_name_of", self.name_of)
         )
