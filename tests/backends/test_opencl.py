@@ -203,6 +203,24 @@ def test_a_template_whose_geometry_changed_is_tuned_again_not_served_the_old_win
     np.testing.assert_array_equal(y.get(), np.float32(3) * x.get())
 
 
+@pytest.mark.opencl
+@pytest.mark.subprocess
+def test_a_global_size_no_multiple_of_the_local_size_fails_saying_the_rounded_size_to_give(
+    client: OpenCLClient,
+) -> None:
+    """Regression: the error said only "fix the template's geometry" to a Kernel Tuner user, whose grid is rounded up
+    to whole blocks by Kernel Tuner itself."""
+    with pytest.raises(tk.NoValidKernelFound) as raised:
+        _run(client, n=1000, template=KernelTemplate(SCALE, "scale", {"MODE": [0], "BLOCK": [64]}, geometry=_odd))
+    (reason,) = [reason for _, reason in raised.value.failures]
+    assert "global size (1025,) is not a multiple of local size (64,)" in reason
+    assert "round it up in the template's geometry, to (1088,) here" in reason and "applies=" in reason
+
+
+def _odd(config: tk.Config, key: ScaleKey) -> tuple[tuple[int], tuple[int]]:
+    return ((key.n + 1,), (64,))
+
+
 def test_names_options_and_space_come_from_the_template() -> None:
     assert len(TEMPLATE.configs) == 5
     config = TEMPLATE.space.config(MODE=0, BLOCK=64)

@@ -538,9 +538,12 @@ class _Variant(Generic[K]):
                     f"work-items, this kernel allows at most {limit} on {device.name}"
                 )
             if any(g % max(x, 1) for g, x in zip(global_size, local_size, strict=True)):
+                rounded = tuple(-(-g // max(x, 1)) * x for g, x in zip(global_size, local_size, strict=True))
                 raise CompileError(
-                    f"{self.name}: global size {global_size} is not a multiple of local size {local_size}; "
-                    "fix the template's geometry"
+                    f"{self.name}: global size {global_size} is not a multiple of local size {local_size} (a "
+                    f"launch runs whole work-groups); round it up in the template's geometry, to {rounded} here "
+                    "(Kernel Tuner rounds its grid up so itself), with a bounds check in the kernel, or skip such "
+                    "variants for the key with applies="
                 )
         local_mem = kernel.get_work_group_info(cl.kernel_work_group_info.LOCAL_MEM_SIZE, device)
         if local_mem > device.local_mem_size:
