@@ -221,6 +221,31 @@ def _odd(config: tk.Config, key: ScaleKey) -> tuple[tuple[int], tuple[int]]:
     return ((key.n + 1,), (64,))
 
 
+MISSING_MACRO = """
+__kernel void scale(__global const float* x, __global float* y, const float a, const int n) {
+    int i = get_global_id(0) * TILE;
+    if (i < n) y[i] = a * x[i];
+}
+"""
+
+
+@pytest.mark.opencl
+@pytest.mark.subprocess
+def test_a_compile_error_names_the_line_of_the_source_and_is_said_once_for_every_variant(
+    client: OpenCLClient,
+) -> None:
+    """Regression: each variant's error named PoCL's temporary copy of the source
+    (/root/.cache/pocl/kcache/tempfile_oKpUvN.cl:3:47), a new name each time, so the same mistake (a macro the space
+    does not define, such as Kernel Tuner's implicit block_size_y) was printed once per variant."""
+    template = KernelTemplate(MISSING_MACRO, "scale", {"BLOCK": [32, 64, 128]}, geometry=_geometry)
+    with pytest.raises(tk.NoValidKernelFound) as raised:
+        _run(client, template=template)
+    message = str(raised.value)
+    assert "tempfile" not in message, message
+    assert "line 3, column 32 of the kernel source: use of undeclared identifier 'TILE'" in message, message
+    assert "the same for 2 more" in message, message
+
+
 def test_names_options_and_space_come_from_the_template() -> None:
     assert len(TEMPLATE.configs) == 5
     config = TEMPLATE.space.config(MODE=0, BLOCK=64)
