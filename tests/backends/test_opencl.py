@@ -191,6 +191,16 @@ def test_the_geometry_and_applies_enter_the_checksum_with_the_data_they_read(cli
 
 
 @pytest.mark.opencl
+def test_a_committed_record_of_another_geometry_is_refused_naming_it(client: OpenCLClient, tmp_path: Path) -> None:
+    space = {"MODE": [0], "BLOCK": [32, 64]}
+    made = _tunables(client, KernelTemplate(SCALE, "scale", space, geometry=_rounded_up_to(1)))
+    tk.Record.for_tunables("opencl-scale", client, made).save(tmp_path / "scale.json")
+    changed = _tunables(client, KernelTemplate(SCALE, "scale", space, geometry=_rounded_up_to(2)))
+    with pytest.raises(tk.RecordMismatch, match="an OpenCL template's source, options, geometry or applies changed"):
+        tk.Record.load_verified(tmp_path / "scale.json", changed, client, tuner="opencl-scale")
+
+
+@pytest.mark.opencl
 @pytest.mark.subprocess
 def test_a_template_whose_geometry_changed_is_tuned_again_not_served_the_old_winner(client: OpenCLClient) -> None:
     space = {"MODE": [0], "BLOCK": [32, 64]}
