@@ -541,7 +541,7 @@ PLAIN = KernelTemplate(SCALE, "scale", {"MODE": [0], "BLOCK": [64, 128]}, geomet
             "python_int",
             "argument 3 (n) is a Python int (1024), but the kernel declares `int n`: pass np.int32(1024)",
         ),
-        ("host_array", "argument 0 is a numpy array in host memory: a __global pointer takes device memory"),
+        ("host_array", "argument 0 (x) is a numpy array in host memory, but the kernel declares `__global float* x`"),
         ("extra_arg", "the kernel takes 4 arguments and was given 5; make the inputs"),
     ],
 )

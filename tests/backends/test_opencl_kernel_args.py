@@ -281,8 +281,10 @@ def test_a_callers_wrong_dtype_with_the_default_device_copies_is_not_remembered_
         (
             0,
             "host",
-            r"argument 0 is a numpy array in host memory: .*pyopencl\.array\.to_device\(client\.queue, array\)",
-            1,
+            r"argument 0 \(x\) is a numpy array in host memory, but the kernel declares `__global float\* x`, a "
+            r"pointer to device memory: copy it to the device, e\.g\. pyopencl\.array\.to_device\(client\.queue, "
+            r"array\)",
+            0,
         ),
         (4, "extra", r"the kernel takes 4 arguments and was given 5; pass execute the kernel's arguments", 1),
     ],
@@ -315,8 +317,8 @@ def test_a_cached_winner_given_arguments_no_launch_takes_names_the_argument_and_
     finally:
         tk.remove_record_sink(sink)
     assert records == []  # the caller's error: no variant demoted
-    # A Python number is refused before the winner builds (its parameter's type is read from the source);
-    # the others at its launch. Either way no next-ranked variant is built to try them.
+    # A Python number or a host array is refused before the winner builds (its parameter's type is read from
+    # the source); an extra argument at its launch. Either way no next-ranked variant is built to try them.
     assert len(fresh.compiled()) == builds
 
 

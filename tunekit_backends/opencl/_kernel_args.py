@@ -203,6 +203,12 @@ def argument_mismatch(
         return None
     cl = pyopencl()
     for position, (param, declared, value) in enumerate(zip(params, dtypes, args, strict=True)):
+        if param.pointer and param.space in ("global", "constant") and isinstance(value, np.ndarray):
+            return (
+                f"{variant}: argument {position} ({param.name}) is a numpy array in host memory, but the kernel "
+                f"declares `{param.declaration()}`, a pointer to device memory: copy it to the device, e.g. "
+                "pyopencl.array.to_device(client.queue, array)"
+            )
         kind = _kind_mismatch(param, declared, value, cl)
         if kind is not None:
             order = ", ".join(p.name for p in params)
