@@ -227,6 +227,23 @@ def test_a_global_size_no_multiple_of_the_local_size_fails_saying_the_rounded_si
     assert "round it up in the template's geometry, to (1088,) here" in reason and "applies=" in reason
 
 
+@pytest.mark.opencl
+@pytest.mark.subprocess
+def test_a_geometry_giving_work_groups_not_work_items_fails_saying_the_elements_never_written(
+    client: OpenCLClient,
+) -> None:
+    """Regression: a global size given as the number of work-groups (Kernel Tuner's grid) ran 1/64 of the kernel; the
+    check said only "1008 of 1024 elements differ" and the error figures."""
+    groups = KernelTemplate(
+        SCALE, "scale", {"MODE": [0], "BLOCK": [16]}, geometry=lambda c, key: ((key.n // 64,), (c.BLOCK,))
+    )
+    with pytest.raises(tk.NoValidKernelFound) as raised:
+        _run(client, n=1024, template=groups)
+    (reason,) = [reason for _, reason in raised.value.failures]
+    assert "1008 elements that the reference changes still hold the value they had before the launch" in reason
+    assert "(the first at (16,)), as if never written: is the launch too small" in reason
+
+
 def _odd(config: tk.Config, key: ScaleKey) -> tuple[tuple[int], tuple[int]]:
     return ((key.n + 1,), (64,))
 

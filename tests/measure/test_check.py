@@ -427,6 +427,25 @@ def test_a_reference_returning_a_value_per_argument_stops_the_tune_saying_what_t
     assert cache.failed_keys() == []
 
 
+def test_a_candidate_that_leaves_part_of_its_output_unwritten_is_told_so_with_the_first_element() -> None:
+    """Regression: a kernel launched over too few work-items (a global size given in work-groups, as Kernel Tuner's
+    grid counts them) failed with the error figures alone, which do not say that most elements were never written."""
+    tunables = (
+        tk.TunableSet(key=lambda x, out: NKey(n=x.size))
+        .with_tunable(tk.Tunable("whole", lambda x, out: np.multiply(x, 2, out=out)))
+        .with_tunable(tk.Tunable("quarter", lambda x, out: np.multiply(x[:16], 2, out=out[:16])))
+        .with_tunable(tk.Tunable("wrong", lambda x, out: np.multiply(x, 3, out=out)))
+        .with_reference(lambda x, out: x * 2, outputs=[1])
+    )
+    _, record = _tune(tunables, (np.arange(1.0, 65.0), np.zeros(64)))
+    assert record.winner == "whole"
+    quarter = _candidates(record)["quarter"].error or ""
+    assert "argument 1: 48 of 64 elements differ" in quarter
+    says = "48 elements that the reference changes still hold the value they had before the launch (the first at (16,))"
+    assert says + ", as if never written" in quarter
+    assert "still hold" not in (_candidates(record)["wrong"].error or "")  # written, only wrong
+
+
 def test_outputs_naming_a_scalar_argument_stop_the_tune_blaming_no_candidate(isolated_settings: object) -> None:
     """Regression: outputs=[1] naming a scalar failed every candidate with "argument 1: shape () differs from the
     expected (4,)"; no candidate can write a scalar argument in place."""

@@ -426,6 +426,7 @@ class Gate:
         self._first: tuple[Any, ...] | None = None
         self._prepared: dict[int, _Expected | None] = {}  # by output, for the expected outputs now held
         self._judged = _Judged()
+        self._before: tuple[np.ndarray | None, ...] = ()  # each output as the candidates find it, with a reference
 
     def _buffers(self) -> CheckBuffers:
         outputs = self.reference.outputs or ()
@@ -471,6 +472,8 @@ class Gate:
         buffers = self._buffers()
         host = [buffers.read(p) for p in range(len(buffers.args))]
         shapes = [getattr(value, "shape", None) for value in host]  # before the reference may rebind or resize them
+        if self.reference.outputs is not None:  # copied: a reference may write its outputs in place
+            self._before = tuple(_host_copy(host[p]) for p in self.reference.outputs)
         expected = fn(*host)
         if self.reference.outputs is not None:
             _refuse_one_value_per_argument(expected, self.reference.outputs, len(host))
@@ -573,10 +576,50 @@ class Gate:
             )
             details.append(outcome.detail)
             if not outcome.passed:
-                return outcome
+                before = self._before[number] if number < len(self._before) else None
+                return _with_unwritten(outcome, g, e, before)
             if (outcome.max_abs_error or 0.0) >= (worst.max_abs_error or 0.0):
                 worst = outcome
         return CheckOutcome(True, "; ".join(details), worst.max_abs_error, worst.max_rel_error)
+
+
+def _host_copy(value: Any) -> np.ndarray | None:
+    """A numeric array's copy, to tell later which elements a candidate left as they were; None for others."""
+    if not isinstance(value, np.ndarray) or value.dtype.kind not in "biufc":
+        return None
+    return value.copy()
+
+
+def _with_unwritten(outcome: CheckOutcome, got: Any, expected: Any, before: np.ndarray | None) -> CheckOutcome:
+    """A failed outcome, saying how many elements the candidate never wrote, where it left some.
+
+    Elements that should change but hold their value from before the launch, bit for bit, are
+    the mark of a launch too small (a global size given in work-groups rather than work-items,
+    a grid rounded down) or a bounds check too strict; the error figures alone do not say so.
+    """
+    if before is None:
+        return outcome
+    try:
+        g, e = np.asarray(got), np.asarray(expected)
+        if g.shape != before.shape or e.shape != before.shape or g.dtype != before.dtype:
+            return outcome
+        with np.errstate(invalid="ignore"):
+            unwritten = ((g == before) & (e != before)).reshape(-1)
+    except Exception:  # what compare() could read but this cannot: the figures stand alone
+        return outcome
+    count = int(unwritten.sum())
+    if count == 0:
+        return outcome
+    first = int(np.argmax(unwritten))
+    return CheckOutcome(
+        False,
+        f"{outcome.detail}; {count} elements that the reference changes still hold the value they had before "
+        f"the launch (the first at {_where(first, before.shape)}), as if never written: is the launch too small "
+        "(an OpenCL global size counts work-items, not work-groups; a grid rounded down) or a bounds check too "
+        "strict?",
+        outcome.max_abs_error,
+        outcome.max_rel_error,
+    )
 
 
 class _Judged:
