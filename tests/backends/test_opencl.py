@@ -319,6 +319,18 @@ def test_options_and_values_a_build_cannot_take_are_refused_at_definition() -> N
         KernelTemplate("/* __kernel void nope(int x) */\n" + SCALE, "nope", {"MODE": [0]}, geometry=_geometry)
 
 
+def test_a_file_name_given_as_the_source_is_refused_saying_to_pass_its_text(tmp_path: Path) -> None:
+    """Regression: KernelTemplate("scale.cl", ...) (Kernel Tuner reads a file name given as kernel_source) said the
+    source "defines no kernel outside comments", as if the file were empty."""
+    path = tmp_path / "scale.cl"
+    path.write_text(SCALE)
+    for given in ("scale.cl", str(path)):
+        with pytest.raises(ValueError, match=rf"{re.escape(repr(given))} is a file name: pass its text, e.g. pathlib"):
+            KernelTemplate(given, "scale", {"MODE": [0]}, geometry=_geometry)
+    template = KernelTemplate(path.read_text(), "scale", {"MODE": [0]}, geometry=_geometry)  # the fix it gives
+    assert template.kernel_name == "scale"
+
+
 @pytest.mark.opencl
 def test_template_definitions_a_build_takes_are_accepted(client: OpenCLClient) -> None:
     """Regression of the definition-time checks: an empty value (-DQUAL= defines QUAL as nothing), a char literal,

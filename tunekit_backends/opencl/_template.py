@@ -7,6 +7,7 @@ import hashlib
 import inspect
 import math
 import numbers
+import os
 import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -76,6 +77,14 @@ def _check_defines(space: Space, options: Sequence[str]) -> None:
         )
 
 
+def _looks_like_a_file_name(source: str) -> bool:
+    """One line ending in a C or OpenCL file extension, or naming a file that exists."""
+    text = source.strip()
+    if "\n" in text or len(text) > 4096:
+        return False
+    return text.endswith((".cl", ".c", ".h", ".cu", ".clh", ".ocl")) or os.path.isfile(text)
+
+
 def _define_value(value: ParamValue) -> str:
     if isinstance(value, bool):
         return str(int(value))
@@ -113,6 +122,12 @@ class KernelTemplate(Generic[K]):
         if not isinstance(source, str) or not source.strip():
             raise ValueError("KernelTemplate needs the kernel's OpenCL C source as a non-empty str")
         found = kernels_in(source)
+        if not found and _looks_like_a_file_name(source):
+            # Kernel Tuner reads a file name given as its kernel_source; here it would be compiled as C.
+            raise ValueError(
+                f"KernelTemplate takes the kernel's source text, and {source.strip()!r} is a file name: pass its "
+                f"text, e.g. pathlib.Path({source.strip()!r}).read_text()"
+            )
         if kernel_name not in found:
             raise ValueError(
                 f"KernelTemplate: the source defines no '__kernel void {kernel_name}(...)'; "
