@@ -237,8 +237,12 @@ def test_a_geometry_giving_work_groups_not_work_items_fails_saying_the_elements_
     groups = KernelTemplate(
         SCALE, "scale", {"MODE": [0], "BLOCK": [16]}, geometry=lambda c, key: ((key.n // 64,), (c.BLOCK,))
     )
+    n = 1024
+    x = cla.to_device(client.queue, np.linspace(1, 2, n, dtype=np.float32))
+    args = (x, cla.zeros(client.queue, n, np.float32), np.float32(3), np.int32(n))  # y zeroed: no NaN garbage
+    tunables = groups.tunable_set(client, key=_key, reference=lambda x, y, a, n: a * x, outputs=[1])
     with pytest.raises(tk.NoValidKernelFound) as raised:
-        _run(client, n=1024, template=groups)
+        tk.LocalTuner[ScaleKey, Any]("opencl-groups").execute(client.device_id, client, tunables, args)
     (reason,) = [reason for _, reason in raised.value.failures]
     assert "1008 elements that the reference changes still hold the value they had before the launch" in reason
     assert "(the first at (16,)), as if never written: is the launch too small" in reason
