@@ -239,7 +239,8 @@ def test_a_geometry_giving_work_groups_not_work_items_fails_saying_the_elements_
     )
     n = 1024
     x = cla.to_device(client.queue, np.linspace(1, 2, n, dtype=np.float32))
-    args = (x, cla.zeros(client.queue, n, np.float32), np.float32(3), np.int32(n))  # y zeroed: no NaN garbage
+    y = cla.to_device(client.queue, np.full(n, np.nan, np.float32))  # as cla.empty may hold: NaN != NaN
+    args = (x, y, np.float32(3), np.int32(n))
     tunables = groups.tunable_set(client, key=_key, reference=lambda x, y, a, n: a * x, outputs=[1])
     with pytest.raises(tk.NoValidKernelFound) as raised:
         tk.LocalTuner[ScaleKey, Any]("opencl-groups").execute(client.device_id, client, tunables, args)
