@@ -10,6 +10,7 @@ check buffers, a fork check) is a small protocol of its own, detected by ``isins
 Users of a backend need none of this: ``import tunekit as tk`` has what they use.
 """
 
+from tunekit._base.code_identity import restriction_identity as function_identity
 from tunekit._base.errors import CandidateFailed, ClientClosed, describe_error
 from tunekit._candidates.arguments import unbindable
 from tunekit._candidates.search_spec import check_enumerable, empty_space_error
@@ -66,5 +67,6 @@ __all__ = [
     "describe_error",
     "empty_space_error",
     "unbindable",
+    "function_identity",
     "warm_until_steady",
 ]

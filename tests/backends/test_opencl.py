@@ -169,6 +169,115 @@ def test_editing_the_source_changes_the_checksum(client: OpenCLClient) -> None:
     assert _tunables(client).checksum() == _tunables(client).checksum()
 
 
+def _rounded_up_to(groups_per_block: int) -> Geometry[ScaleKey]:
+    def geometry(config: tk.Config, key: ScaleKey) -> tuple[tuple[int], tuple[int]]:
+        span = int(config.BLOCK) * groups_per_block
+        return ((key.n + span - 1) // span * span,), (int(config.BLOCK),)
+
+    return geometry
+
+
+@pytest.mark.opencl
+def test_the_geometry_and_applies_enter_the_checksum_with_the_data_they_read(client: OpenCLClient) -> None:
+    """Regression: a template whose geometry changed (a grid divisor fixed, as Kernel Tuner's grid_div_x is edited)
+    kept the winner measured under the old launch shape, in this process and in every later one."""
+    space = {"MODE": [0], "BLOCK": [32, 64]}
+    base = _tunables(client, KernelTemplate(SCALE, "scale", space, geometry=_rounded_up_to(1))).checksum()
+    assert _tunables(client, KernelTemplate(SCALE, "scale", space, geometry=_rounded_up_to(1))).checksum() == base
+    assert _tunables(client, KernelTemplate(SCALE, "scale", space, geometry=_rounded_up_to(2))).checksum() != base
+    assert _tunables(client, KernelTemplate(SCALE, "scale", space, geometry=_geometry)).checksum() != base
+    applies = KernelTemplate(SCALE, "scale", space, geometry=_rounded_up_to(1), applies=lambda c, key: key.n > 0)
+    assert _tunables(client, applies).checksum() != base
+
+
+@pytest.mark.opencl
+def test_a_committed_record_of_another_geometry_is_refused_naming_it(client: OpenCLClient, tmp_path: Path) -> None:
+    space = {"MODE": [0], "BLOCK": [32, 64]}
+    made = _tunables(client, KernelTemplate(SCALE, "scale", space, geometry=_rounded_up_to(1)))
+    tk.Record.for_tunables("opencl-scale", client, made).save(tmp_path / "scale.json")
+    changed = _tunables(client, KernelTemplate(SCALE, "scale", space, geometry=_rounded_up_to(2)))
+    with pytest.raises(tk.RecordMismatch, match="an OpenCL template's source, options, geometry or applies changed"):
+        tk.Record.load_verified(tmp_path / "scale.json", changed, client, tuner="opencl-scale")
+
+
+@pytest.mark.opencl
+@pytest.mark.subprocess
+def test_a_template_whose_geometry_changed_is_tuned_again_not_served_the_old_winner(client: OpenCLClient) -> None:
+    space = {"MODE": [0], "BLOCK": [32, 64]}
+    first, _, _ = _run(client, template=KernelTemplate(SCALE, "scale", space, geometry=_rounded_up_to(1)))
+    assert first is not None and first.decision == "tuned"
+    again, _, _ = _run(client, template=KernelTemplate(SCALE, "scale", space, geometry=_rounded_up_to(1)))
+    assert again is None  # the same launch shape: served from the cache
+    fixed, x, y = _run(client, template=KernelTemplate(SCALE, "scale", space, geometry=_rounded_up_to(2)))
+    assert fixed is not None and fixed.decision == "tuned"
+    np.testing.assert_array_equal(y.get(), np.float32(3) * x.get())
+
+
+@pytest.mark.opencl
+@pytest.mark.subprocess
+def test_a_global_size_no_multiple_of_the_local_size_fails_saying_the_rounded_size_to_give(
+    client: OpenCLClient,
+) -> None:
+    """Regression: the error said only "fix the template's geometry" to a Kernel Tuner user, whose grid is rounded up
+    to whole blocks by Kernel Tuner itself."""
+    with pytest.raises(tk.NoValidKernelFound) as raised:
+        _run(client, n=1000, template=KernelTemplate(SCALE, "scale", {"MODE": [0], "BLOCK": [64]}, geometry=_odd))
+    (reason,) = [reason for _, reason in raised.value.failures]
+    assert "global size (1025,) is not a multiple of local size (64,)" in reason
+    assert "round it up in the template's geometry, to (1088,) here" in reason and "applies=" in reason
+
+
+@pytest.mark.opencl
+@pytest.mark.subprocess
+def test_a_geometry_giving_work_groups_not_work_items_fails_saying_the_elements_never_written(
+    client: OpenCLClient,
+) -> None:
+    """Regression: a global size given as the number of work-groups (Kernel Tuner's grid) ran 1/64 of the kernel; the
+    check said only "1008 of 1024 elements differ" and the error figures."""
+    groups = KernelTemplate(
+        SCALE, "scale", {"MODE": [0], "BLOCK": [16]}, geometry=lambda c, key: ((key.n // 64,), (c.BLOCK,))
+    )
+    n = 1024
+    x = cla.to_device(client.queue, np.linspace(1, 2, n, dtype=np.float32))
+    y = cla.to_device(client.queue, np.full(n, np.nan, np.float32))  # as cla.empty may hold: NaN != NaN
+    args = (x, y, np.float32(3), np.int32(n))
+    tunables = groups.tunable_set(client, key=_key, reference=lambda x, y, a, n: a * x, outputs=[1])
+    with pytest.raises(tk.NoValidKernelFound) as raised:
+        tk.LocalTuner[ScaleKey, Any]("opencl-groups").execute(client.device_id, client, tunables, args)
+    (reason,) = [reason for _, reason in raised.value.failures]
+    assert "1008 elements that the reference changes still hold the value they had before the launch" in reason
+    assert "(the first at (16,)), as if never written: is the launch too small" in reason
+
+
+def _odd(config: tk.Config, key: ScaleKey) -> tuple[tuple[int], tuple[int]]:
+    return ((key.n + 1,), (64,))
+
+
+MISSING_MACRO = """
+__kernel void scale(__global const float* x, __global float* y, const float a, const int n) {
+    int i = get_global_id(0) * TILE;
+    if (i < n) y[i] = a * x[i];
+}
+"""
+
+
+@pytest.mark.opencl
+@pytest.mark.subprocess
+def test_a_compile_error_names_the_line_of_the_source_and_is_said_once_for_every_variant(
+    client: OpenCLClient,
+) -> None:
+    """Regression: each variant's error named PoCL's temporary copy of the source
+    (/root/.cache/pocl/kcache/tempfile_oKpUvN.cl:3:47), a new name each time, so the same mistake (a macro the space
+    does not define, such as Kernel Tuner's implicit block_size_y) was printed once per variant."""
+    template = KernelTemplate(MISSING_MACRO, "scale", {"BLOCK": [32, 64, 128]}, geometry=_geometry)
+    with pytest.raises(tk.NoValidKernelFound) as raised:
+        _run(client, template=template)
+    message = str(raised.value)
+    assert "tempfile" not in message, message
+    assert "line 3, column 32 of the kernel source: use of undeclared identifier 'TILE'" in message, message
+    assert "the same for 2 more" in message, message
+
+
 def test_names_options_and_space_come_from_the_template() -> None:
     assert len(TEMPLATE.configs) == 5
     config = TEMPLATE.space.config(MODE=0, BLOCK=64)
@@ -213,6 +322,18 @@ def test_options_and_values_a_build_cannot_take_are_refused_at_definition() -> N
         KernelTemplate(SCALE, "scale", {"MODE": [0], "T": ["float", "unsigned int"]}, geometry=_geometry)
     with pytest.raises(ValueError, match="defines no '__kernel void nope.*its kernels: scale"):
         KernelTemplate("/* __kernel void nope(int x) */\n" + SCALE, "nope", {"MODE": [0]}, geometry=_geometry)
+
+
+def test_a_file_name_given_as_the_source_is_refused_saying_to_pass_its_text(tmp_path: Path) -> None:
+    """Regression: KernelTemplate("scale.cl", ...) (Kernel Tuner reads a file name given as kernel_source) said the
+    source "defines no kernel outside comments", as if the file were empty."""
+    path = tmp_path / "scale.cl"
+    path.write_text(SCALE)
+    for given in ("scale.cl", str(path)):
+        with pytest.raises(ValueError, match=rf"{re.escape(repr(given))} is a file name: pass its text, e.g. pathlib"):
+            KernelTemplate(given, "scale", {"MODE": [0]}, geometry=_geometry)
+    template = KernelTemplate(path.read_text(), "scale", {"MODE": [0]}, geometry=_geometry)  # the fix it gives
+    assert template.kernel_name == "scale"
 
 
 @pytest.mark.opencl
@@ -454,7 +575,7 @@ PLAIN = KernelTemplate(SCALE, "scale", {"MODE": [0], "BLOCK": [64, 128]}, geomet
             "python_int",
             "argument 3 (n) is a Python int (1024), but the kernel declares `int n`: pass np.int32(1024)",
         ),
-        ("host_array", "argument 0 is a numpy array in host memory: a __global pointer takes device memory"),
+        ("host_array", "argument 0 (x) is a numpy array in host memory, but the kernel declares `__global float* x`"),
         ("extra_arg", "the kernel takes 4 arguments and was given 5; make the inputs"),
     ],
 )

@@ -281,8 +281,10 @@ def test_a_callers_wrong_dtype_with_the_default_device_copies_is_not_remembered_
         (
             0,
             "host",
-            r"argument 0 is a numpy array in host memory: .*pyopencl\.array\.to_device\(client\.queue, array\)",
-            1,
+            r"argument 0 \(x\) is a numpy array in host memory, but the kernel declares `__global float\* x`, a "
+            r"pointer to device memory: copy it to the device, e\.g\. pyopencl\.array\.to_device\(client\.queue, "
+            r"array\)",
+            0,
         ),
         (4, "extra", r"the kernel takes 4 arguments and was given 5; pass execute the kernel's arguments", 1),
     ],
@@ -315,8 +317,8 @@ def test_a_cached_winner_given_arguments_no_launch_takes_names_the_argument_and_
     finally:
         tk.remove_record_sink(sink)
     assert records == []  # the caller's error: no variant demoted
-    # A Python number is refused before the winner builds (its parameter's type is read from the source);
-    # the others at its launch. Either way no next-ranked variant is built to try them.
+    # A Python number or a host array is refused before the winner builds (its parameter's type is read from
+    # the source); an extra argument at its launch. Either way no next-ranked variant is built to try them.
     assert len(fresh.compiled()) == builds
 
 
@@ -340,3 +342,49 @@ def test_arrays_of_another_context_are_refused_naming_the_argument_and_where_to_
         tuner.execute(client.device_id, client, tunables, (y, x.data, np.float32(3), np.int32(256)))
     assert template.compiled() == []  # refused before any variant was built
     tuner.execute(client.device_id, client, tunables, (y, cla.zeros_like(y), np.float32(3), np.int32(256))).wait()
+
+
+@pytest.mark.opencl
+@pytest.mark.subprocess
+def test_arguments_in_another_order_fail_each_variant_naming_the_argument_and_the_kernels_order(
+    client: OpenCLClient,
+) -> None:
+    """Regression: the scalar `a` passed first (to `__global const float* x`) failed every variant with the driver's
+    bare "clSetKernelArg failed: INVALID_ARG_SIZE - when processing arg#1 (1-based):", naming neither the argument
+    nor the fix."""
+    template = KernelTemplate(SCALE, "scale", {"BLOCK": [1, 2]}, geometry=_geometry, options=["-DT=float"])
+    x, y, a, n = _args(client, 256, np.float32, np.float32)
+    records: list[tk.AutotuneRecord] = []
+    sink = tk.add_record_sink(records.append)
+    try:
+        tunables = template.tunable_set(client, key=lambda a, x, y, n: Key(n=int(n)))
+        with pytest.raises(tk.NoValidKernelFound) as raised:
+            tuner = tk.LocalTuner[Key, Any](f"order-{client.compile_in}")
+            tuner.execute(client.device_id, client, tunables, (a, x, y, n))
+    finally:
+        tk.remove_record_sink(sink)
+    says = (
+        "argument 0 (x) is a numpy scalar of float32 (np.float32(3.0)), but the kernel declares `__global float* x`, "
+        "a pointer to device memory: pass a pyopencl array made on the client's queue"
+    )
+    assert [says in reason for _, reason in raised.value.failures] == [True, True], str(raised.value)
+    assert "The kernel's parameters, in order: x, y, a, n" in str(raised.value)
+    assert "INVALID_ARG_SIZE" not in str(raised.value)  # refused before any launch
+
+
+@pytest.mark.opencl
+def test_an_array_for_a_scalar_parameter_names_the_argument_and_the_numpy_scalar_to_pass(client: OpenCLClient) -> None:
+    params = kernel_params(SCALE, "scale")
+    assert params is not None
+    dtypes = declared_dtypes(params, _aliases(SCALE), {"T": "float"})
+    x, y, a, n = _args(client, 16, np.float32, np.float32)
+    assert argument_mismatch("k", params, dtypes, (x, y, a, n)) is None
+    wrong = argument_mismatch("k", params, dtypes, (x, y, y, n))
+    assert wrong is not None
+    assert "argument 2 (a) is a pyopencl array, but the kernel declares `float a`, a scalar" in wrong
+    assert "np.float32(value)" in wrong
+    buffer = argument_mismatch("k", params, dtypes, (x, y, a, y.data))
+    assert buffer is not None and "argument 3 (n) is a pyopencl buffer" in buffer and "np.int32(value)" in buffer
+    # A Python number for a pointer is named the same way, whatever the pointee type.
+    number = argument_mismatch("k", params, dtypes, (2.5, y, a, n))
+    assert number is not None and "argument 0 (x) is a Python float (2.5)" in number

@@ -299,6 +299,31 @@ def test_a_restrict_that_is_no_predicate_is_refused(restrict: Any) -> None:
         tk.Space(X=[1, 2], restrict=restrict)
 
 
+@pytest.mark.parametrize(
+    ("restrict", "fix"),
+    [
+        ("block_size_x*block_size_y<=256", "lambda c: c.block_size_x*c.block_size_y<=256"),
+        (
+            ["block_size_x*block_size_y<=256", "block_size_x >= block_size_y"],
+            "[lambda c: c.block_size_x*c.block_size_y<=256, lambda c: c.block_size_x >= c.block_size_y]",
+        ),
+    ],
+    ids=["one", "list"],
+)
+def test_a_kernel_tuner_string_restriction_is_refused_with_the_lambda_that_means_it(restrict: Any, fix: str) -> None:
+    """Regression: Kernel Tuner's restrictions=["block_size_x*block_size_y<=1024"] was refused with a generic
+    example (c.BLOCK * c.VEC) that left the user to translate each string by hand."""
+    with pytest.raises(TypeError) as raised:
+        tk.Space(block_size_x=[16, 32], block_size_y=[8, 16], restrict=restrict)
+    message = str(raised.value)
+    assert "not an expression in a string (as Kernel Tuner's are): restrict=" + fix in message
+    # The lambda it spells out is the restriction meant: pasted back, it makes the space.
+    space = tk.Space(
+        block_size_x=[16, 32], block_size_y=[8, 16], restrict=eval(message.rsplit("restrict=", maxsplit=1)[-1])
+    )
+    assert [(c.block_size_x, c.block_size_y) for c in space] == [(16, 8), (16, 16), (32, 8)]
+
+
 @pytest.mark.parametrize("name", ["not id", "1x", "class", "a,b", "_private"])
 def test_parameter_names_that_are_no_identifier_are_refused(name: str) -> None:
     """Names no restriction can read as c.<name> were accepted."""

@@ -386,6 +386,66 @@ def test_a_reference_value_no_in_place_output_can_match_stops_the_tune_blaming_n
     assert cache.failed_keys() == []
 
 
+@pytest.mark.parametrize(
+    ("outputs", "reference", "says"),
+    [
+        (
+            [1],
+            lambda x, out, n: [None, x * 2, None],
+            r"returned a list of 3 values, one per argument with None for those not checked, as Kernel Tuner's "
+            r"answer= takes; return only the values of the outputs=\[1\] arguments: the array for argument 1 alone "
+            r"\(return answer\[1\]\)",
+        ),
+        (
+            [0, 1],
+            lambda x, out, n: [x, x * 2, None],
+            r"returned a list of 3 values, .* outputs=\[0, 1\] arguments: a tuple of one array per position, in "
+            r"that order \(return answer\[0\], answer\[1\]\)",
+        ),
+        (
+            [1],
+            lambda x, out, n: [x * 2, x[:2]],
+            r"returned a list for argument 1, an array of shape \(4,\), that numpy cannot read as one array",
+        ),
+    ],
+    ids=["kernel-tuner-answer", "kernel-tuner-answer-two-outputs", "ragged"],
+)
+def test_a_reference_returning_a_value_per_argument_stops_the_tune_saying_what_to_return(
+    outputs: list[int], reference: object, says: str, isolated_settings: object
+) -> None:
+    """Regression: a reference returning Kernel Tuner's answer= list ([None, expected, None]) failed every candidate
+    with numpy's "setting an array element with a sequence ... inhomogeneous shape", as if each kernel were wrong."""
+    tunables = (
+        tk.TunableSet(key=lambda x, out, n: NKey(n=x.size))
+        .with_tunable(tk.Tunable("a", lambda x, out, n: np.multiply(x, 2, out=out)))
+        .with_reference(reference, outputs=outputs)  # type: ignore[arg-type]
+    )
+    tuner: tk.LocalTuner[NKey, object] = tk.LocalTuner(f"reference-per-argument-{len(outputs)}")
+    with pytest.raises(ReferenceFailed, match=says):
+        tuner.execute(CLIENT.device_id, CLIENT, tunables, (np.ones(4), np.zeros(4), np.int32(4)))
+    cache = tk.PersistentCache(isolated_settings)  # type: ignore[arg-type]
+    assert cache.failed_keys() == []
+
+
+def test_a_candidate_that_leaves_part_of_its_output_unwritten_is_told_so_with_the_first_element() -> None:
+    """Regression: a kernel launched over too few work-items (a global size given in work-groups, as Kernel Tuner's
+    grid counts them) failed with the error figures alone, which do not say that most elements were never written."""
+    tunables = (
+        tk.TunableSet(key=lambda x, out: NKey(n=x.size))
+        .with_tunable(tk.Tunable("whole", lambda x, out: np.multiply(x, 2, out=out)))
+        .with_tunable(tk.Tunable("quarter", lambda x, out: np.multiply(x[:16], 2, out=out[:16])))
+        .with_tunable(tk.Tunable("wrong", lambda x, out: np.multiply(x, 3, out=out)))
+        .with_reference(lambda x, out: x * 2, outputs=[1])
+    )
+    _, record = _tune(tunables, (np.arange(1.0, 65.0), np.zeros(64)))
+    assert record.winner == "whole"
+    quarter = _candidates(record)["quarter"].error or ""
+    assert "argument 1: 48 of 64 elements differ" in quarter
+    says = "48 elements that the reference changes still hold the value they had before the launch (the first at (16,))"
+    assert says + ", as if never written" in quarter
+    assert "still hold" not in (_candidates(record)["wrong"].error or "")  # written, only wrong
+
+
 def test_outputs_naming_a_scalar_argument_stop_the_tune_blaming_no_candidate(isolated_settings: object) -> None:
     """Regression: outputs=[1] naming a scalar failed every candidate with "argument 1: shape () differs from the
     expected (4,)"; no candidate can write a scalar argument in place."""

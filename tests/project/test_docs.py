@@ -27,9 +27,10 @@ FENCE = re.compile(r"^(?P<indent>[ ]*)```(?P<language>[\w-]*)[^\n]*\n(?P<code>.*
 # What a block may be tagged: python runs; the others are shown, not run (shell and output, a diagram, config).
 LANGUAGES = {"python", "bash", "text", "mermaid", "toml"}
 PAGES = sorted([*DOCS.glob("*.md"), ROOT / "README.md"])
-# opencl.md compiles in worker processes; robustness.md isolates candidates in worker processes.
+# opencl.md and from-kernel-tuner.md compile in worker processes; robustness.md isolates candidates in worker processes.
 MARKS = {
     "opencl.md": [pytest.mark.opencl, pytest.mark.subprocess, pytest.mark.slow],
+    "from-kernel-tuner.md": [pytest.mark.opencl, pytest.mark.subprocess, pytest.mark.slow],
     "robustness.md": [pytest.mark.subprocess],
 }
 

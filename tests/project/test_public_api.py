@@ -178,6 +178,7 @@ BACKEND = {
     "describe_error",
     "empty_space_error",
     "unbindable",
+    "function_identity",
     "warm_until_steady",
 }
 

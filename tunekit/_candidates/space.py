@@ -13,6 +13,7 @@ import itertools
 import json
 import math
 import numbers
+import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, Set as AbstractSet, ValuesView
 from typing import TYPE_CHECKING, Any
 
@@ -154,7 +155,9 @@ def _domain(name: str, values: ParamValues) -> tuple[ParamValue, ...]:
     return domain
 
 
-def _restrictions(restrict: Restriction | Sequence[Restriction] | None) -> tuple[Restriction, ...]:
+def _restrictions(
+    restrict: Restriction | Sequence[Restriction] | None, names: Sequence[str]
+) -> tuple[Restriction, ...]:
     """The restriction predicates, refusing anything else (a string, a bool, a generator)."""
     if restrict is None:
         return ()
@@ -169,10 +172,26 @@ def _restrictions(restrict: Restriction | Sequence[Restriction] | None) -> tuple
             for position, fn in enumerate(restrictions):
                 _check_one_argument(fn, position, len(restrictions))
             return restrictions
+    if isinstance(bad, str):
+        strings = [restrict] if isinstance(restrict, str) else list(restrict)
+        lambdas = [_as_lambda(r, names) if isinstance(r, str) else "..." for r in strings]
+        fix = lambdas[0] if isinstance(restrict, str) else f"[{', '.join(lambdas)}]"
+        raise TypeError(
+            f"tk.Space(restrict=...) takes a predicate (config -> bool) or a list of them, got the string {bad!r}; "
+            f"a restriction is a Python function of one configuration, not an expression in a string (as Kernel "
+            f"Tuner's are): restrict={fix}"
+        )
     raise TypeError(
         f"tk.Space(restrict=...) takes a predicate (config -> bool) or a list of them, got {bad!r}; "
         "e.g. restrict=lambda c: c.BLOCK * c.VEC <= 1024"
     )
+
+
+def _as_lambda(expression: str, names: Sequence[str]) -> str:
+    """A string restriction as the lambda that means it: each parameter name read from the configuration."""
+    known = set(names)
+    body = re.sub(r"(?<![\w.])[A-Za-z_]\w*", lambda m: f"c.{m[0]}" if m[0] in known else m[0], expression)
+    return f"lambda c: {body}"
 
 
 def _check_one_argument(fn: Restriction, position: int, count: int) -> None:
@@ -240,7 +259,7 @@ class Space:
         if not params:
             raise ValueError("tk.Space needs at least one parameter, e.g. tk.Space(BLOCK=tk.pow2(64, 1024))")
         domains = {check_name(name): _domain(name, values) for name, values in params.items()}
-        restrictions = _restrictions(restrict)
+        restrictions = _restrictions(restrict, tuple(domains))
         self._names = tuple(domains)
         self._domains = domains
         # In parameter order: a strategy converts positions and configurations thousands of times a search.

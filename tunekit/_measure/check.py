@@ -360,8 +360,13 @@ def _check_expected_fits(position: int, expected: Any, argument: Any, shape: obj
         return
     try:
         expected_shape = None if expected is None or isinstance(expected, dict) else np.shape(expected)
-    except Exception:  # a ragged list and the like: compare() says what it makes of it
-        return
+    except Exception as exc:  # a ragged list: no array of the argument's shape, so no candidate could match it
+        raise ReferenceFailed(
+            f"the reference function of with_reference() returned a {type(expected).__name__} for argument "
+            f"{position}, an array of shape {shape}, that numpy cannot read as one array ({exc}): return the values "
+            "a correct candidate leaves in it, an array of that shape (one value per position of outputs=, in its "
+            "order)"
+        ) from None
     if expected_shape != shape:
         returned = (
             "None"
@@ -373,6 +378,30 @@ def _check_expected_fits(position: int, expected: Any, argument: Any, shape: obj
             f"of shape {shape}: return the values a correct candidate leaves in it, an array of that shape (one "
             "value per position of outputs=, in its order)"
         )
+
+
+def _refuse_one_value_per_argument(expected: Any, outputs: Sequence[int], arguments: int) -> None:
+    """Refuse a value per argument with None for the unchecked ones, as Kernel Tuner's ``answer=`` list is.
+
+    Read as the outputs' values it fails every candidate with numpy's "inhomogeneous shape",
+    blaming the kernels for the reference's mistake.
+    """
+    if not isinstance(expected, list | tuple) or len(expected) != arguments or len(outputs) == arguments:
+        return
+    if any(expected[p] is not None for p in range(arguments) if p not in outputs) or all(v is None for v in expected):
+        return
+    wanted = (
+        f"the array for argument {outputs[0]} alone (return answer[{outputs[0]}])"
+        if len(outputs) == 1
+        else "a tuple of one array per position, in that order (return "
+        + ", ".join(f"answer[{p}]" for p in outputs)
+        + ")"
+    )
+    raise ReferenceFailed(
+        f"the reference function of with_reference() returned a {type(expected).__name__} of {arguments} values, one "
+        f"per argument with None for those not checked, as Kernel Tuner's answer= takes; return only the values of "
+        f"the outputs={list(outputs)} arguments: {wanted}"
+    )
 
 
 class ReferenceFailed(TunekitError):
@@ -398,6 +427,7 @@ class Gate:
         self._first: tuple[Any, ...] | None = None
         self._prepared: dict[int, _Expected | None] = {}  # by output, for the expected outputs now held
         self._judged = _Judged()
+        self._before: tuple[np.ndarray | None, ...] = ()  # each output as the candidates find it, with a reference
 
     def _buffers(self) -> CheckBuffers:
         outputs = self.reference.outputs or ()
@@ -443,8 +473,11 @@ class Gate:
         buffers = self._buffers()
         host = [buffers.read(p) for p in range(len(buffers.args))]
         shapes = [getattr(value, "shape", None) for value in host]  # before the reference may rebind or resize them
+        if self.reference.outputs is not None:  # copied: a reference may write its outputs in place
+            self._before = tuple(_host_copy(host[p]) for p in self.reference.outputs)
         expected = fn(*host)
         if self.reference.outputs is not None:
+            _refuse_one_value_per_argument(expected, self.reference.outputs, len(host))
             values = as_outputs(expected, len(self.reference.outputs), "the reference")
             for position, value in zip(self.reference.outputs, values, strict=True):
                 _check_expected_fits(position, value, host[position], shapes[position])
@@ -544,10 +577,57 @@ class Gate:
             )
             details.append(outcome.detail)
             if not outcome.passed:
-                return outcome
+                before = self._before[number] if number < len(self._before) else None
+                return _with_unwritten(outcome, g, e, before)
             if (outcome.max_abs_error or 0.0) >= (worst.max_abs_error or 0.0):
                 worst = outcome
         return CheckOutcome(True, "; ".join(details), worst.max_abs_error, worst.max_rel_error)
+
+
+def _host_copy(value: Any) -> np.ndarray | None:
+    """A numeric array's copy, to tell later which elements a candidate left as they were; None for others."""
+    if not isinstance(value, np.ndarray) or value.dtype.kind not in "biufc":
+        return None
+    return value.copy()
+
+
+def _with_unwritten(outcome: CheckOutcome, got: Any, expected: Any, before: np.ndarray | None) -> CheckOutcome:
+    """A failed outcome, saying how many elements the candidate never wrote, where it left some.
+
+    Elements that should change but hold their value from before the launch, bit for bit, are
+    the mark of a launch too small (a global size given in work-groups rather than work-items,
+    a grid rounded down) or a bounds check too strict; the error figures alone do not say so.
+    """
+    if before is None:
+        return outcome
+    try:
+        g, e = np.asarray(got), np.asarray(expected)
+        if g.shape != before.shape or e.shape != before.shape or g.dtype != before.dtype:
+            return outcome
+        with np.errstate(invalid="ignore"):
+            # Bit for bit: an uninitialised output (pyopencl.array.empty) holds NaNs, which == never matches.
+            same = _bits(g) == _bits(before) if g.dtype.itemsize in (1, 2, 4, 8) else g == before
+            unwritten = (same & (e != before)).reshape(-1)
+    except Exception:  # what compare() could read but this cannot: the figures stand alone
+        return outcome
+    count = int(unwritten.sum())
+    if count == 0:
+        return outcome
+    first = int(np.argmax(unwritten))
+    return CheckOutcome(
+        False,
+        f"{outcome.detail}; {count} elements that the reference changes still hold the value they had before "
+        f"the launch (the first at {_where(first, before.shape)}), as if never written: is the launch too small "
+        "(an OpenCL global size counts work-items, not work-groups; a grid rounded down) or a bounds check too "
+        "strict?",
+        outcome.max_abs_error,
+        outcome.max_rel_error,
+    )
+
+
+def _bits(values: np.ndarray) -> np.ndarray:
+    """The array's elements as unsigned integers of their bits."""
+    return np.ascontiguousarray(values).view(f"u{values.dtype.itemsize}")
 
 
 class _Judged:

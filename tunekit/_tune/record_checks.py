@@ -81,7 +81,8 @@ def refusals(record: Provenance, tunables: TunableSet[Any, Any], here: RunningDe
     if record.checksum != tunables.checksum():
         problems.append(
             f"its candidates had checksum {record.checksum}, the running TunableSet has {tunables.checksum()} "
-            "(a tunable, its version, from_space's build code, or the space changed)"
+            "(a tunable, its version, from_space's build code, the space, or an OpenCL template's source, options, "
+            "geometry or applies changed)"
         )
     space_hash = tunables.extras.get("checksum:space")
     if record.space_hash is not None and space_hash is not None and record.space_hash != space_hash:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from typing import Any
 
 __all__ = ["CompileError", "build_log", "first_error_line", "is_pocl", "pocl_kernel_cache_on", "pyopencl"]
@@ -79,12 +80,17 @@ class CompileError(RuntimeError):
     """
 
 
+# PoCL compiles a copy of the source under a random name (.../kcache/tempfile_KCpeV2.cl:3:12): said as the
+# line of the user's source, the same mistake reads the same in every variant, and is said once for them all.
+_TEMPORARY_SOURCE = re.compile(r"\S*tempfile_\w+\.cl:(\d+):(\d+):?")
+
+
 def first_error_line(log: str) -> str:
     """The first line of a compiler log that names an error, else its first non-empty line."""
     lines = [line.strip() for line in log.splitlines() if line.strip()]
     for line in lines:
         if "error" in line.lower():
-            return line
+            return _TEMPORARY_SOURCE.sub(r"line \1, column \2 of the kernel source:", line)
     return lines[0] if lines else "no compiler output"
 
 

@@ -194,7 +194,7 @@ def _resolve(name: str, aliases: Mapping[str, str | None], defines: Mapping[str,
 def argument_mismatch(
     variant: str, params: Sequence[Param], dtypes: Sequence[np.dtype[Any] | None], args: Sequence[Any]
 ) -> str | None:
-    """What is wrong with the dtype of an argument for its declared parameter, or None.
+    """What is wrong with an argument for its declared parameter (its kind or its dtype), or None.
 
     A raw ``pyopencl.Buffer`` has no dtype and is passed as bytes; so is anything whose
     parameter type is unknown. A count mismatch is left to the caller's own message.
@@ -203,6 +203,18 @@ def argument_mismatch(
         return None
     cl = pyopencl()
     for position, (param, declared, value) in enumerate(zip(params, dtypes, args, strict=True)):
+        if param.pointer and param.space in ("global", "constant") and isinstance(value, np.ndarray):
+            return (
+                f"{variant}: argument {position} ({param.name}) is a numpy array in host memory, but the kernel "
+                f"declares `{param.declaration()}`, a pointer to device memory: copy it to the device, e.g. "
+                "pyopencl.array.to_device(client.queue, array)"
+            )
+        kind = _kind_mismatch(param, declared, value, cl)
+        if kind is not None:
+            order = ", ".join(p.name for p in params)
+            return (
+                f"{variant}: argument {position} ({param.name}) is {kind}. The kernel's parameters, in order: {order}"
+            )
         if declared is None:
             continue
         if param.pointer and isinstance(value, cl.array.Array):
@@ -231,6 +243,27 @@ def argument_mismatch(
             f"{variant}: argument {position} ({param.name}) is {what} {passed}, but the kernel declares "
             f"`{param.declaration()}`, which reads it as {declared.name} ({declared.itemsize} bytes per element): it "
             f"would compute on reinterpreted bytes. Pass {fix}, or change the kernel's parameter type"
+        )
+    return None
+
+
+def _kind_mismatch(param: Param, declared: np.dtype[Any] | None, value: Any, cl: Any) -> str | None:
+    """A scalar given for a pointer, or an array for a scalar: what was passed and what to pass, else None.
+
+    The driver takes neither with a word that names the argument (``INVALID_ARG_SIZE - when
+    processing arg#1``); both are usually arguments given in another order than the kernel's.
+    """
+    scalar = isinstance(value, np.generic) or type(value) in (bool, int, float)
+    if param.pointer and param.space in ("global", "constant") and scalar:
+        what = f"numpy scalar of {value.dtype}" if isinstance(value, np.generic) else f"Python {type(value).__name__}"
+        return (
+            f"a {what} ({value!r}), but the kernel declares `{param.declaration()}`, a pointer to device memory: "
+            "pass a pyopencl array made on the client's queue (pyopencl.array.to_device(client.queue, host_array))"
+        )
+    if not param.pointer and declared is not None and isinstance(value, cl.array.Array | cl.MemoryObjectHolder):
+        return (
+            f"a pyopencl {'array' if isinstance(value, cl.array.Array) else 'buffer'}, but the kernel declares "
+            f"`{param.declaration()}`, a scalar: pass a numpy scalar of its type, np.{declared.name}(value)"
         )
     return None
 

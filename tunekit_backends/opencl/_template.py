@@ -6,6 +6,7 @@ import contextlib
 import hashlib
 import math
 import numbers
+import os
 import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -23,6 +24,7 @@ from tunekit.backend import (
     check_enumerable,
     current_run_policy,
     empty_space_error,
+    function_identity,
     unbindable,
 )
 from tunekit_backends.opencl._buffers import DeviceCheckBuffers, argument_hint, kernel_arg, overrun_message
@@ -76,6 +78,14 @@ def _check_defines(space: Space, options: Sequence[str]) -> None:
         )
 
 
+def _looks_like_a_file_name(source: str) -> bool:
+    """One line ending in a C or OpenCL file extension, or naming a file that exists."""
+    text = source.strip()
+    if "\n" in text or len(text) > 4096:
+        return False
+    return text.endswith((".cl", ".c", ".h", ".cu", ".clh", ".ocl")) or os.path.isfile(text)
+
+
 def _define_value(value: ParamValue) -> str:
     if isinstance(value, bool):
         return str(int(value))
@@ -113,6 +123,12 @@ class KernelTemplate(Generic[K]):
         if not isinstance(source, str) or not source.strip():
             raise ValueError("KernelTemplate needs the kernel's OpenCL C source as a non-empty str")
         found = kernels_in(source)
+        if not found and _looks_like_a_file_name(source):
+            # Kernel Tuner reads a file name given as its kernel_source; here it would be compiled as C.
+            raise ValueError(
+                f"KernelTemplate takes the kernel's source text, and {source.strip()!r} is a file name: pass its "
+                f"text, e.g. pathlib.Path({source.strip()!r}).read_text()"
+            )
         if kernel_name not in found:
             raise ValueError(
                 f"KernelTemplate: the source defines no '__kernel void {kernel_name}(...)'; "
@@ -177,6 +193,12 @@ class KernelTemplate(Generic[K]):
         for part in (source, kernel_name, *self.options, self.space.hash):
             digest.update(part.encode() + b"\x00")
         self.source_hash = digest.hexdigest()[:32]
+        # The launch shape decides what a variant measures as much as its source: a winner tuned under
+        # another geometry (a grid divisor fixed since) or applies (which variants a key may run) is stale.
+        launch = hashlib.sha256()
+        for fn in (geometry, applies):
+            launch.update(("-" if fn is None else function_identity(fn)).encode() + b"\x00")
+        self.launch_hash = launch.hexdigest()[:32]
 
     @property
     def configs(self) -> list[Config]:
@@ -240,8 +262,9 @@ class KernelTemplate(Generic[K]):
     ) -> TunableSet[K, Any]:
         """The set of every variant; with ``outputs`` (the positions the kernel writes), each is checked.
 
-        The checksum includes the hash of the source, options and space: editing the kernel
-        re-tunes. Without ``reference``, variants are compared with the first one that runs.
+        The checksum includes the hash of the source, options and space, and the code of
+        ``geometry`` and ``applies`` (with the plain data they read): editing the kernel or its
+        launch shape re-tunes. Without ``reference``, variants are compared with the first one that runs.
         Without ``inputs``, variants are timed on device copies of the caller's arguments (a
         pyopencl array cannot be deep-copied, as other sets' inputs are).
         """
@@ -257,6 +280,7 @@ class KernelTemplate(Generic[K]):
             TunableSet(key=key, inputs=inputs if inputs is not None else _DeviceCopies(client))
             .with_tunables(self.tunables(client, key))
             .with_extra("checksum:source", self.source_hash)
+            .with_extra("checksum:launch", self.launch_hash)
             .with_extra("space", self.space)
             .with_extra("space_name_of", self.name_of)
         )
@@ -525,9 +549,12 @@ class _Variant(Generic[K]):
                     f"work-items, this kernel allows at most {limit} on {device.name}"
                 )
             if any(g % max(x, 1) for g, x in zip(global_size, local_size, strict=True)):
+                rounded = tuple(-(-g // max(x, 1)) * x for g, x in zip(global_size, local_size, strict=True))
                 raise CompileError(
-                    f"{self.name}: global size {global_size} is not a multiple of local size {local_size}; "
-                    "fix the template's geometry"
+                    f"{self.name}: global size {global_size} is not a multiple of local size {local_size} (a "
+                    f"launch runs whole work-groups); round it up in the template's geometry, to {rounded} here "
+                    "(Kernel Tuner rounds its grid up so itself), with a bounds check in the kernel, or skip such "
+                    "variants for the key with applies="
                 )
         local_mem = kernel.get_work_group_info(cl.kernel_work_group_info.LOCAL_MEM_SIZE, device)
         if local_mem > device.local_mem_size:
