@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import sqlite3
 import tempfile
 from pathlib import Path
@@ -90,3 +91,50 @@ def test_verify_reads_a_cache_in_a_directory_this_process_may_not_write() -> Non
     assert got["writable"] is False
     assert got["code"] == 0 and "3 rows checked, 0 problems" in str(got["out"]), got
     assert after == [tk.PersistentCache.FILENAME]  # nothing written beside it
+
+
+def _killed_before_its_tables(db: Path) -> None:
+    """A process that made the cache file, began creating its tables and was SIGKILLed before committing them."""
+    db.parent.mkdir(parents=True, exist_ok=True)
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        connection = sqlite3.connect(db, isolation_level=None)
+        connection.execute("PRAGMA journal_mode=WAL")
+        connection.execute("BEGIN IMMEDIATE")
+        connection.execute("CREATE TABLE winners (tunekit_major INTEGER)")
+        os.kill(os.getpid(), signal.SIGKILL)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+
+
+@pytest.mark.subprocess
+@pytest.mark.parametrize("left", ["empty file", "killed mid-create"])
+def test_a_cache_file_without_tables_reads_as_an_empty_cache_and_is_tuned_into(
+    isolated_settings: Path, left: str
+) -> None:
+    """Regression: a process stopped before it created the cache's tables left a file that `verify` and `list`
+    called "not a readable tuning cache: no such table: winners" (exit 1), though the next tuner used it fine."""
+    db = isolated_settings / tk.PersistentCache.FILENAME
+    if left == "empty file":
+        db.parent.mkdir(parents=True)
+        db.touch()
+    else:
+        _killed_before_its_tables(db)
+    before = db.read_bytes()
+    assert run("cache", "verify").stdout.endswith("0 rows checked, 0 problems\n")
+    assert "no stored winners" in run("cache", "list").stderr
+    assert '"entries": []' in run("cache", "export").stdout
+    assert db.read_bytes() == before  # reading changes nothing
+
+    cache = tk.PersistentCache(isolated_settings)
+    assert cache.put("dev", "t", '{"n":1}', "c", tk.CacheValue(winner="a", ranking=["a"]))
+    assert "1 rows checked, 0 problems" in run("cache", "verify").stdout
+    assert list(isolated_settings.glob("*.corrupt-*")) == []
+
+
+def test_a_sqlite_file_of_other_tables_is_still_no_tuning_cache(isolated_settings: Path) -> None:
+    isolated_settings.mkdir(parents=True)
+    with sqlite3.connect(isolated_settings / tk.PersistentCache.FILENAME) as other:
+        other.execute("CREATE TABLE notes (text TEXT)")
+    assert "not a readable tuning cache: no such table: winners" in run("cache", "verify", check=1).stdout
+    run("cache", "list", check=1)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import multiprocessing
+import os
 import subprocess
 import sys
 import textwrap
@@ -179,6 +181,33 @@ def test_the_last_summary_is_written_at_exit(tmp_path: Path) -> None:
     subprocess.run([sys.executable, "-c", textwrap.dedent(_EXITING)], env=env, check=True, timeout=120)
     (summary,) = read_hit_summaries(records)
     assert summary.total == 499 and summary.counts[0].tuner == "hits_at_exit"
+
+
+_POOL_TUNER = tk.LocalTuner[SizeKey, np.ndarray]("hits_in_workers")
+
+
+def _hits_in_a_worker(n: int) -> int:
+    _calls(_POOL_TUNER, *[np.zeros(100, np.float32)] * n)
+    return os.getpid()
+
+
+@pytest.mark.subprocess
+def test_the_hits_of_forked_pool_workers_are_written_once_each(tmp_path: Path) -> None:
+    """Regression: a forked multiprocessing worker leaves by os._exit, past atexit: its hits were never written;
+    and a child writing them would have counted its parent's unwritten hits again."""
+    records = tmp_path / "records.jsonl"
+    tk.configure(count_hits=True, record=str(records), cache=False)
+    _calls(_POOL_TUNER, *[np.zeros(100, np.float32)] * 11)  # tuned here, then 10 hits not yet written
+    pool = multiprocessing.get_context("fork").Pool(2)
+    workers = set(pool.map(_hits_in_a_worker, [30, 40], chunksize=1))
+    pool.close()  # workers leave by themselves: terminate() (a `with` block's exit) would kill them, hits and all
+    pool.join()
+    stop_hit_counter()
+    by_pid: dict[int, int] = {}
+    for summary in read_hit_summaries(records):
+        by_pid[summary.pid] = by_pid.get(summary.pid, 0) + summary.total
+    assert by_pid.pop(os.getpid()) == 10
+    assert set(by_pid) == workers and sum(by_pid.values()) == 70, by_pid
 
 
 def test_reading_the_records_of_a_warm_run_that_wrote_none_says_why(tmp_path: Path) -> None:

@@ -5,6 +5,11 @@ from __future__ import annotations
 import dataclasses
 import gc
 import logging
+import os
+import select
+import signal
+import threading
+from pathlib import Path
 from typing import Annotated, Any
 
 import pytest
@@ -138,3 +143,49 @@ def test_unverified_seeds_warn_once_on_each_device_they_do_not_serve(caplog: pyt
     seeds.warn_unserved("cpu:other", CLIENT)
     (warning,) = [r.getMessage() for r in caplog.records]
     assert "serve device 'cpu:recorded'" in warning and "runs on 'cpu:other'" in warning
+
+
+@pytest.mark.subprocess
+@pytest.mark.parametrize("cache", [True, False])
+def test_a_child_forked_while_another_thread_tunes_a_key_gets_that_key_without_hanging(
+    isolated_settings: Path, cache: bool
+) -> None:
+    """Regression: a child forked mid-tune inherited the tune in flight, and its call for that key waited for ever
+    on a thread fork() had not copied. Now it waits on the parent's tune lock and reads its winner (cache on),
+    or tunes the key itself (cache off)."""
+    tk.configure(cache=cache)
+    parent, started, release = os.getpid(), threading.Event(), threading.Event()
+    records: list[tk.AutotuneRecord] = []
+    tuner: tk.LocalTuner[NKey, int] = tk.LocalTuner("forked_mid_tune", sinks=[records.append])
+
+    def held_in_the_parent(n: int) -> int:
+        if os.getpid() == parent and not release.is_set():
+            started.set()
+            release.wait(timeout=60)  # the tune is in flight, in another thread, while the main thread forks
+        return n
+
+    tunables = tk.TunableSet(key=lambda n: NKey(n=n)).with_tunables(
+        [tk.Tunable("held", held_in_the_parent), tk.Tunable("plain", lambda n: n)]
+    )
+    tuning = threading.Thread(target=tuner.execute, args=(CLIENT.device_id, CLIENT, tunables, (4,)))
+    tuning.start()
+    assert started.wait(timeout=60)
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        os.close(read_end)
+        answer = f"{tuner.execute(CLIENT.device_id, CLIENT, tunables, (4,))} {len(records)}"
+        os.write(write_end, answer.encode())
+        os._exit(0)
+    os.close(write_end)
+    release.set()
+    tuning.join()
+    ready, _, _ = select.select([read_end], [], [], 60)
+    answer = os.read(read_end, 100).decode() if ready else "no answer: the child hangs"
+    os.close(read_end)
+    if not ready:
+        os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    # The child's records: none with the cache on (it reads the parent's winner), its own tune's with it off.
+    assert answer == ("4 0" if cache else "4 1"), answer
+    assert len(records) == 1

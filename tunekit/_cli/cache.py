@@ -33,7 +33,7 @@ from tunekit._cli.error import CliError
 from tunekit._cli.listings import CacheCandidate, CacheEntry, CacheList, CacheShow, CacheWinner
 from tunekit._cli.table import Output, fixed, print_json
 from tunekit._store.cache import PersistentCache, default_cache_dir
-from tunekit._store.cache_file import header_problem, is_corrupt, is_unwritable
+from tunekit._store.cache_file import has_no_tables, header_problem, is_corrupt, is_unwritable
 from tunekit._store.file_kind import other_kind
 from tunekit._store.pg_store import PostgresStore
 from tunekit._store.sqlite_store import SqliteStore
@@ -774,6 +774,8 @@ def _read_to_verify(uri: str) -> tuple[list[str], list[tuple[object, ...]]]:
     connection = sqlite3.connect(uri, uri=True, timeout=30.0)
     try:
         integrity = [str(r[0]) for r in connection.execute("PRAGMA integrity_check").fetchall()]
+        if has_no_tables(connection):  # made by a process stopped before it created them: an empty cache
+            return integrity, []
         rows = connection.execute(
             "SELECT tunekit_major, device_id, tuner, key, checksum, value FROM winners"
         ).fetchall()

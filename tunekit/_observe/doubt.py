@@ -20,15 +20,23 @@ _lock = threading.Lock()
 _warned = False
 
 
-def warn_if_untrusted(tuner: str, key: object, decision: TuneDecision | None) -> bool:
+def warn_if_untrusted(tuner: str, key: object, decision: TuneDecision | None, *, overlapped: int = 0) -> bool:
     """Log the decision's warning when it is not trusted: WARNING the first time in this process, then INFO.
 
+    ``overlapped``: how many other tunes of the device this process ran during this one; the
+    warning then names them as a likely cause, since they are this process's own doing.
     Returns whether the decision was untrusted.
     """
     global _warned
     text = decision.warning(tuner) if decision is not None else None
     if text is None:
         return False
+    if overlapped:
+        text += (
+            f"; {overlapped} other tune{'s' if overlapped > 1 else ''} of this device ran in this process at the "
+            "same time (threads that missed different keys at once), timed beside this one: tune the keys one at a "
+            "time, e.g. call each from one thread at start-up, or commit a record"
+        )
     with _lock:
         first, _warned = not _warned, True
     if first:

@@ -17,6 +17,7 @@ import enum
 import json
 import logging
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -182,6 +183,22 @@ class HitCounter:
         self._stop.set()
         self.flush()
 
+    def forked(self) -> None:
+        """In a forked child: count this process's hits alone, on its own thread, and write them as it exits.
+
+        The parent's hits so far are the parent's to write. A multiprocessing worker leaves by
+        ``os._exit``, past ``atexit``, after running multiprocessing's own finalizers: one is added.
+        (A pool left by ``terminate()``, as ``with Pool(...)`` does, kills its workers: their hits are lost.)
+        """
+        self.lock, self._summarising = threading.Lock(), threading.Lock()  # held by another thread at fork: held here
+        self._written, self._since = self.totals(), time.time()
+        self._stop, self._thread = threading.Event(), None
+        self._thread = threading.Thread(target=self._run, name="tunekit-hit-counter", daemon=True)
+        self._thread.start()
+        workers = sys.modules.get("multiprocessing.util")
+        if workers is not None:  # a worker clears the finalizers it inherited, then runs these callbacks
+            workers.register_after_fork(self, _close_as_the_worker_exits)
+
     def _run(self) -> None:
         while not self._stop.wait(self.interval_s):
             try:
@@ -205,8 +222,23 @@ def _write(line: str) -> None:
         _log.info("cache hits: %s", line)
 
 
+def _close_as_the_worker_exits(counter: HitCounter) -> None:
+    sys.modules["multiprocessing.util"].Finalize(None, counter.close, exitpriority=0)
+
+
 _counter_lock = threading.Lock()
 _counter: HitCounter | None = None
+
+
+def _forked() -> None:
+    global _counter_lock  # held by another thread at fork, it would stay held in the child
+    _counter_lock = threading.Lock()
+    if _counter is not None:
+        _counter.forked()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forked)
 
 
 def hit_counter() -> HitCounter | None:

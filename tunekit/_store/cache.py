@@ -31,6 +31,7 @@ from tunekit._store.cache_file import (
     code,
     damage,
     describe,
+    has_no_tables,
     identity,
     is_corrupt,
     is_unwritable,
@@ -70,6 +71,14 @@ CREATE TABLE IF NOT EXISTS pending_records (
     PRIMARY KEY (tunekit_major, device_id, tuner, key)
 )
 """
+
+
+def _empty_cache() -> sqlite3.Connection:
+    """An in-memory database with the cache's tables and no row: what a file without tables reads as."""
+    connection = sqlite3.connect(":memory:", check_same_thread=False)
+    for schema in (_SCHEMA, _FAILURES_SCHEMA, _PENDING_SCHEMA):
+        connection.execute(schema)
+    return connection
 
 
 def default_cache_dir() -> Path:
@@ -214,6 +223,14 @@ class PersistentCache:
         connection = sqlite3.connect(uri, uri=True, timeout=self.BUSY_TIMEOUT_S, check_same_thread=False)
         try:
             connection.execute(f"SELECT {COLUMNS} FROM winners LIMIT 0").fetchall()
+        except sqlite3.OperationalError:
+            empty = has_no_tables(connection)
+            connection.close()
+            if not empty:
+                raise
+            # A file whose tables were never committed is an empty cache: read as one, since this
+            # connection may not create them.
+            return _empty_cache()
         except BaseException:
             connection.close()
             raise

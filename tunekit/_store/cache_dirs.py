@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from pathlib import Path
 
@@ -46,3 +47,12 @@ def existing_cache(settings: Settings) -> PersistentCache | None:
     except OSError:  # a directory this process may not look into: opening the cache says why, once
         missing = False
     return None if missing else persistent_cache(settings)
+
+
+def _renew_lock() -> None:
+    global _lock  # held by another thread at fork (opening a cache), it would stay held in the child
+    _lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_renew_lock)

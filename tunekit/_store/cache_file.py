@@ -31,6 +31,7 @@ __all__ = [
     "code",
     "damage",
     "describe",
+    "has_no_tables",
     "header_problem",
     "identity",
     "is_corrupt",
@@ -125,6 +126,16 @@ def _header_fault(head: bytes) -> str | None:
     if not 0 <= int.from_bytes(head[56:60], "big") <= 3:
         return f"header: text encoding {int.from_bytes(head[56:60], 'big')}"
     return None
+
+
+def has_no_tables(connection: sqlite3.Connection) -> bool:
+    """Whether the database holds no table at all: an empty cache, not a damaged or foreign file.
+
+    A process stopped between SQLite making the file and committing its tables (killed, or a
+    daemon thread cut off at interpreter exit) leaves such a file, 0 bytes or a bare header; the
+    next tuning process creates the tables in it.
+    """
+    return bool(connection.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0)
 
 
 def quick_problem(connection: sqlite3.Connection) -> str | None:

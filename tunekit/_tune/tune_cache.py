@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -20,7 +21,7 @@ from typing import Any
 
 from tunekit._base import settings as _settings
 from tunekit._base.errors import TuneRecursionError
-from tunekit._base.self_call import TuneId, tuned_by_parent
+from tunekit._base.self_call import TuneId, runs_within, tuned_by_parent
 from tunekit._base.settings_model import Settings
 from tunekit._candidates.tunable_set import TunableSet
 from tunekit._keys.key import key_id, key_to_dict, key_to_json
@@ -55,6 +56,8 @@ class Owned:
 _plan_order_lock = threading.Lock()
 _plan_order_owners: weakref.WeakSet[TuneCache] = weakref.WeakSet()
 """Caches holding plan orders taken while autotuning was off, to drop once it is back on."""
+_every_cache: weakref.WeakSet[TuneCache] = weakref.WeakSet()
+"""Every TuneCache of this process: a forked child drops the tunes its parent's other threads were running."""
 
 
 class TuneCache:
@@ -93,6 +96,19 @@ class TuneCache:
         # off. They are dropped when it is switched back on (settings.on_configure), not checked
         # at each call, which would slow the hot path.
         self._plan_orders: dict[int, set[object]] = {}
+        _every_cache.add(self)
+
+    def _forked(self) -> None:
+        """In a forked child: forget the tunes in flight that no thread of the child runs.
+
+        Their owners are threads of the parent, which fork() does not copy: a call waiting on one
+        would wait for ever. The child tunes such a key itself, or, with the persistent cache,
+        waits on the parent's tune lock and reads its winner. A tune the forking code works for
+        (a forked isolation worker's) stays, so that its candidate executing its own key still
+        fails at once rather than tuning again.
+        """
+        self._lock = threading.Lock()  # held by another thread at fork, it would stay held here
+        self._pending = {tune: future for tune, future in self._pending.items() if runs_within(future)}
 
     # -- in memory -------------------------------------------------------------------------------
 
@@ -468,3 +484,14 @@ def _cache_value(
 def _indices(tunables: TunableSet[Any, Any], names: Iterable[str]) -> Ranking:
     """The indices in ``tunables`` of the named candidates, in order; names it lacks are left out."""
     return tuple(i for i in map(tunables.index_of, names) if i is not None)
+
+
+def _forked() -> None:
+    global _plan_order_lock  # held by another thread at fork, it would stay held in the child
+    _plan_order_lock = threading.Lock()
+    for cache in list(_every_cache):
+        cache._forked()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forked)

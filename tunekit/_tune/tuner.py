@@ -36,6 +36,7 @@ from tunekit._store.tune_failure import forget_failure, record_failure, repeat_f
 from tunekit._store.tune_lock import drop_stale_lock, free_lock, tune_lock
 from tunekit._tune.measure_job import measure
 from tunekit._tune.names import claim_name
+from tunekit._tune.overlap import measuring
 from tunekit._tune.search_tune import search_note
 from tunekit._tune.tune_cache import TuneCache
 from tunekit._tune.tune_job import TuneJob
@@ -229,7 +230,8 @@ class Tuner:
         tunables = job.tunables
         observation = observe_tune(self.name, self.device_id, key_to_dict(job.key), tunables.names, job.settings)
         try:
-            outcomes, batch_of, ranking = measure(job, observation)
+            with measuring(self.device_id) as span:
+                outcomes, batch_of, ranking = measure(job, observation)
         except BaseException as exc:
             observation.failed(exc)
             raise
@@ -258,7 +260,7 @@ class Tuner:
             record = record.model_copy(update={"stored": stored})
         if stored and job.cache is not None:
             forget_failure(job.cache, self.device_id, self.name, job.key_json)
-        warn_if_untrusted(self.name, job.key, decided)
+        warn_if_untrusted(self.name, job.key, decided, overlapped=span.others)
         _warn_uncallable(self.name, tunables, outcomes, len(job.inputs))
         self._emit(record, observation)
         if stored and job.cache is not None:

@@ -13,11 +13,13 @@ from typing import Any, Literal, TypeVar
 
 import numpy as np
 
+from tunekit import ClientClosed
 from tunekit.backend import CheckBuffers, DevicePeaks
 from tunekit_backends.opencl._buffers import DeviceCheckBuffers
 from tunekit_backends.opencl._cl import is_pocl, pocl_kernel_cache_on, pyopencl
 from tunekit_backends.opencl._cold import cold_inputs
 from tunekit_backends.opencl._compile import CompilePool
+from tunekit_backends.opencl._fork import FORK_FIX, forked_from, opening
 from tunekit_backends.opencl._peaks import busy_kernel, measure_device_peaks, warm_up_device
 from tunekit_backends.opencl._selection import Selection, describe_devices, device_id_of
 
@@ -195,6 +197,7 @@ class OpenCLClient:
             # bool("false") is True: a string here would silently keep flushing.
             raise TypeError(f"OpenCLClient(flush_cache=...) takes True or False, got {flush_cache!r}")
         cl = pyopencl()
+        opening(self)
         self._cl = cl
         # Each worker holds a driver and its compiler (150-280 MB measured on PoCL): a few suffice.
         workers = compile_workers or min(_usable_cpus(), _MAX_DEFAULT_WORKERS)
@@ -212,10 +215,11 @@ class OpenCLClient:
             new_pool=new_pool,
             start_workers=start_workers == "open",
         )
-        weakref.finalize(self, self._selection.close)
+        weakref.finalize(self, _close_unless_forked, self._selection)
         self.flush_enabled = bool(flush_cache)
         self._open_lock = threading.Lock()
         self._open: tuple[Any, Any, Any] | None = None  # device, context, queue
+        self._forked_repr = ""  # set in a forked child: how the parent's client is named there
         self._flush_lock = threading.Lock()
         self._flush_buffer: Any = None
         self._flush_count = 0
@@ -226,6 +230,7 @@ class OpenCLClient:
         opened = self._open
         if opened is not None:
             return opened
+        self._refuse_if_forked()
         known = self._selection.known
         device, context = known if known is not None else self._settled_device()
         with self._open_lock:
@@ -233,6 +238,22 @@ class OpenCLClient:
                 queue = self._cl.CommandQueue(context, properties=self._cl.command_queue_properties.PROFILING_ENABLE)
                 self._open = (device, context, queue)
             return self._open
+
+    def _forget_device(self) -> None:
+        """In a forked child: drop the parent's device, context and queue, so that a use raises instead of hanging."""
+        self._forked_repr = repr(self)  # named as the parent knew it: the child no longer can
+        self._open = None
+        for name in ("device", "context", "queue"):
+            vars(self).pop(name, None)
+
+    def _refuse_if_forked(self) -> None:
+        parent = forked_from()
+        if parent is not None:
+            raise ClientClosed(
+                f"{self._forked_repr} was opened in process {parent}, and this process ({os.getpid()}) is a fork "
+                "of it: an OpenCL context does not survive fork() (the driver's threads are not copied; a launch "
+                f"here would hang); use the client in the process that opened it, or {FORK_FIX}"
+            )
 
     def _settled_device(self) -> tuple[Any, Any]:
         settled = self._selection.settled()
@@ -261,6 +282,7 @@ class OpenCLClient:
         Waits for the device's probe, if still running: a device whose compiler fails raises here (the first
         compile) the error the client would otherwise have raised as it opened.
         """
+        self._refuse_if_forked()  # the probe's thread, which a wait would be for, is the parent's
         return self._selection.settled().pool
 
     @property
@@ -399,8 +421,9 @@ class OpenCLClient:
 
         A tune that is compiling in them meanwhile (or compiles in them later) raises
         :class:`tunekit.ClientClosed` rather than blaming the variant a stopped worker was building.
+        In a forked child it does nothing: the workers are the parent's.
         """
-        self._selection.close()
+        _close_unless_forked(self._selection)
 
     def __repr__(self) -> str:
         opened, known = self._open, self._selection.known  # a repr never waits for the probe
@@ -408,3 +431,9 @@ class OpenCLClient:
         if device is None:
             return "OpenCLClient(choosing its device)"
         return f"OpenCLClient({device.platform.name} / {device.name})"
+
+
+def _close_unless_forked(selection: Selection) -> None:
+    """Close a client's probe and compile workers, unless they belong to the process this one was forked from."""
+    if forked_from() is None:
+        selection.close()
