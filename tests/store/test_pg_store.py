@@ -158,7 +158,7 @@ def test_a_database_that_goes_away_leaves_one_warning_and_is_used_again_once_bac
     time.sleep(0.3)  # past the backoff
     tuner.execute(CLIENT.device_id, CLIENT, tunables, (5,))
     assert "answers again" in caplog.text
-    assert set(_stored(url)) == {1, 5}
+    assert set(_stored(url)) == {1, 2, 3, 4, 5}  # the winners tuned meanwhile were offered once it answered
     assert len([r for r in caplog.records if r.name == "tunekit.cache" and r.levelno >= logging.WARNING]) == 1
 
 

@@ -8,8 +8,11 @@ the same winner: a winner is stored with ``INSERT ... ON CONFLICT DO NOTHING`` (
 same checksum) and read back, so the loser of a race adopts the row that was first.
 
 A database that goes away is warned about once: the process goes on with what it has (the
-winners in memory and in its own cache) and stores nothing in the database, then tries again
-after a backoff that grows from one second to half a minute, and carries on once it answers.
+winners in memory and in its own cache), then tries again after a backoff that grows from one
+second to half a minute, and carries on once it answers. The winners it could not store meanwhile
+are kept in memory and offered once the database answers (a timer retries while there are some,
+so a process that misses no more keys shares them too), by the rule of any store: a key the
+database has a winner of the same set for keeps that one.
 """
 
 from __future__ import annotations
@@ -109,14 +112,30 @@ class PostgresStore:
         self._backoff_s = self.FIRST_RETRY_S
         self._down_reason: str | None = None
         self._warned = False
+        self._unshared: dict[tuple[str, str, str], tuple[str, CacheValue]] = {}
+        """Winners the database could not take when they were tuned, by (device id, tuner, key): offered once it
+        answers. Held in memory only: a process that exits first leaves them in its host's cache, whose next
+        process offers each when it misses the key."""
+        self._timer: threading.Timer | None = None
 
     @property
     def available(self) -> bool:
         return self._down_reason is None or time.monotonic() >= self._retry_at
 
+    @property
+    def unshared(self) -> int:
+        """How many winners tuned while the database was away wait to be offered to it."""
+        return len(self._unshared)
+
     def close(self) -> None:
-        """Close the shared connection (held tune locks keep theirs); the next use opens it again."""
+        """Close the shared connection (held tune locks keep theirs) and stop retrying; the next use opens it again.
+
+        Winners still unshared stay: the next use that reaches the database offers them.
+        """
         with self._lock:
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
             self._drop()
 
     # -- connection and outages --------------------------------------------------------------------------
@@ -127,10 +146,16 @@ class PostgresStore:
         )
         return connection
 
+    def _forked(self) -> None:
+        """In a process forked from the one that opened the store: drop the parent's connection (unclosed), its
+        timer (which did not cross the fork) and its unshared winners (the parent offers them); under ``_lock``."""
+        if self._pid != os.getpid():
+            self._connection, self._pid, self._timer = None, os.getpid(), None
+            self._unshared = {}
+
     def _shared(self) -> psycopg.Connection[Any]:
         """The connection reads and writes share, made (with the table) when there is none; under ``_lock``."""
-        if self._pid != os.getpid():  # forked: the parent's connection is its own, dropped unclosed
-            self._connection, self._pid = None, os.getpid()
+        self._forked()
         if self._connection is None or self._connection.closed:
             connection = self._connect()
             try:
@@ -151,15 +176,75 @@ class PostgresStore:
     def _use(self, doing: str, run: Callable[[psycopg.Connection[Any]], _T]) -> _T:
         """``run`` on the shared connection; raises _Down (having warned) when the database cannot be reached."""
         with self._lock:
+            self._forked()
             if self._down_reason is not None and time.monotonic() < self._retry_at:
                 raise _Down(self._down_reason)
             try:
-                result = run(self._shared())
+                connection = self._shared()
+                self._share_kept(connection)
+                result = run(connection)
             except self._psycopg.Error as exc:  # unreachable, or refused (no such database, no permission)
                 self._drop()
                 raise _Down(self._went_down(doing, exc)) from None
             self._came_back()
             return result
+
+    # -- winners tuned while the database was away -----------------------------------------------------------
+
+    def _keep(self, device_id: str, tuner: str, key: str, checksum: str, value: CacheValue) -> None:
+        """Keep a winner the database could not take, to offer it once it answers."""
+        with self._lock:
+            self._forked()
+            self._unshared[(device_id, tuner, key)] = (checksum, value)
+            self._schedule()
+
+    def _schedule(self) -> None:
+        """Retry the database when its backoff ends, while winners wait for it; under ``_lock``."""
+        if self._timer is not None or not self._unshared:
+            return
+        self._timer = threading.Timer(max(0.0, self._retry_at - time.monotonic()), self._retry)
+        self._timer.daemon = True  # a process exits without waiting: its host's cache keeps the winners
+        self._timer.start()
+
+    def _retry(self) -> None:
+        """The timer's try: offer the kept winners, or note the outage goes on and try again later."""
+        with self._lock:
+            if self._timer is not threading.current_thread():
+                return  # cancelled by close(), or this is a forked child's copy
+            self._timer = None
+            try:
+                self._share_kept(self._shared())
+            except self._psycopg.Error as exc:
+                self._drop()
+                self._went_down("sharing the winners tuned while it was away", exc)
+            else:
+                self._came_back()
+            self._schedule()
+
+    def _share_kept(self, connection: psycopg.Connection[Any]) -> None:
+        """Offer the database the winners kept while it was away, each as a tuned winner is offered; under ``_lock``.
+
+        A key the database has a winner of the same set for keeps that one: this process goes on
+        using its own, in memory, and its host's next process adopts the database's.
+        """
+        if not self._unshared:
+            return
+        shared = kept = 0
+        for (device_id, tuner, key), (checksum, value) in list(self._unshared.items()):
+            stored = _put(connection, (device_id, tuner, key), checksum, value)
+            del self._unshared[(device_id, tuner, key)]
+            if stored is not None and stored[0] == checksum and stored[1] == value.model_dump_json():
+                shared += 1
+            else:
+                kept += 1
+        _log.info(
+            "tuning store %s: offered the %d winners tuned while it was away: %d stored, %d keys kept the winner "
+            "another process stored first",
+            self.where,
+            shared + kept,
+            shared,
+            kept,
+        )
 
     def _drop(self) -> None:
         connection, self._connection = self._connection, None
@@ -180,8 +265,8 @@ class PostgresStore:
         self._warned = True
         _log.log(
             level,
-            "%s; this process serves the winners it has (in memory and in its own cache) and shares none it tunes, "
-            "until the database answers again (next try in %g s)",
+            "%s; this process serves the winners it has (in memory and in its own cache) and keeps those it tunes "
+            "to share them once the database answers again (next try in %g s)",
             reason,
             self._backoff_s,
         )
@@ -204,17 +289,11 @@ class PostgresStore:
         return None if row is None else _parsed(tuner, key, row)
 
     def put_if_absent(self, device_id: str, tuner: str, key: str, checksum: str, value: CacheValue) -> StoredWinner:
-        row = (MAJOR, device_id, tuner, key, checksum, value.model_dump_json(), time.time())
-        read = (self.MAX_VALUE_BYTES, MAJOR, device_id, tuner, key)
-
-        def put(connection: psycopg.Connection[Any]) -> Any:
-            with connection.transaction():
-                connection.execute(_PUT, row)
-                return connection.execute(_GET, read).fetchone()
-
+        """As the protocol says; a winner the database cannot take now is kept, and offered once it answers."""
         try:
-            stored = self._use("storing a winner", put)
+            stored = self._use("storing a winner", lambda c: _put(c, (device_id, tuner, key), checksum, value))
         except _Down as exc:
+            self._keep(device_id, tuner, key, checksum, value)
             return str(exc)
         return None if stored is None else _parsed(tuner, key, stored)
 
@@ -324,6 +403,14 @@ class PostgresStore:
         with self._lock:
             self._came_back()
         return connection
+
+
+def _put(connection: psycopg.Connection[Any], where: tuple[str, str, str], checksum: str, value: CacheValue) -> Any:
+    """Store ``value`` unless the key has a winner of ``checksum``; the key's raw (checksum, value) row after."""
+    row = (MAJOR, *where, checksum, value.model_dump_json(), time.time())
+    with connection.transaction():
+        connection.execute(_PUT, row)
+        return connection.execute(_GET, (PostgresStore.MAX_VALUE_BYTES, MAJOR, *where)).fetchone()
 
 
 def _filters(device_id: str | None, tuner: str | None, key: str | None) -> tuple[str, tuple[object, ...]]:
