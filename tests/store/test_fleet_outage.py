@@ -157,6 +157,7 @@ def test_a_kept_winner_yields_to_the_stores_and_the_process_keeps_its_own_in_mem
     with psycopg.connect(pg_url, autocommit=True) as connection:
         connection.execute(f"CREATE ROLE {role} LOGIN")
         connection.execute(f"GRANT SELECT, INSERT, UPDATE, DELETE ON tunekit_winners TO {role}")
+        connection.execute(f"GRANT SELECT, INSERT, UPDATE ON tunekit_clears TO {role}")
     monkeypatch.setattr(PostgresStore, "FIRST_RETRY_S", 0.1)
     monkeypatch.setattr(PostgresStore, "LAST_RETRY_S", 0.1)
     monkeypatch.setenv("TUNEKIT_CACHE_URL", pg_url.replace("tunekit@", f"{role}@"))

@@ -576,7 +576,24 @@ def _clear(args: argparse.Namespace, shown: _Shown) -> int:
         why = shown.cache.write_refused if shown.cache is not None else "the database did not answer"
         raise CliError(f"could not clear {shown.place}: {why}", 1)
     print(f"removed {_count(removed, 'stored winner')}{also}{scope} from {shown.place}")
+    if isinstance(shown.store, PostgresStore):
+        print(_fleet_clear_note(shown.store))
     return 0
+
+
+def _fleet_clear_note(store: PostgresStore) -> str:
+    """What a clear of the fleet's store does to the hosts, which keep copies of the winners they used."""
+    if store.clears_recorded:
+        return (
+            "the fleet tunes these keys again: a host's own copy of a winner tuned before now is not offered back, "
+            "and the first process to miss each key tunes it, once for all (running processes keep the winners "
+            "they hold in memory until they restart)"
+        )
+    return (
+        "this database has no table tunekit_clears, and this user may not create it: hosts that kept copies of "
+        "these winners offer them back at their next miss instead of tuning; connect once as a user that may "
+        "create tables (or clear each host's cache too: tunekit cache clear --store local)"
+    )
 
 
 def _count(number: int, noun: str) -> str:

@@ -13,11 +13,13 @@ second to half a minute, and carries on once it answers. The winners it could no
 are kept in memory and offered once the database answers (a timer retries while there are some,
 so a process that misses no more keys shares them too), by the rule of any store: a key the
 database has a winner of the same set for keeps that one.
+
+A delete is a clear the fleet remembers (``tunekit._store.pg_tables``): a winner tuned before it,
+which a host offers from its own cache, is refused, and the key is tuned again.
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import threading
@@ -35,6 +37,19 @@ from tunekit._base.self_call import locked_by_parent
 from tunekit._base.url_text import redacted
 from tunekit._base.validation_text import validation_text
 from tunekit._base.version import MAJOR
+from tunekit._store.pg_tables import (
+    CLEAR_RECORD,
+    CLEARS,
+    CLEARS_SCHEMA,
+    GET,
+    PUT,
+    PUT_UNLESS_CLEARED,
+    REPLACE,
+    SCHEMA,
+    WINNERS,
+    filters,
+    lock_id,
+)
 from tunekit._store.store_protocol import StoredWinner
 from tunekit._values.cache_row import CacheRow, CacheValue
 
@@ -47,40 +62,16 @@ _log = logging.getLogger("tunekit.cache")
 
 _T = TypeVar("_T")
 
-_TABLE = "tunekit_winners"
-_SCHEMA = f"""
-CREATE TABLE IF NOT EXISTS {_TABLE} (
-    tunekit_major INTEGER NOT NULL,
-    device_id TEXT NOT NULL,
-    tuner TEXT NOT NULL,
-    key TEXT NOT NULL,
-    checksum TEXT NOT NULL,
-    value TEXT NOT NULL,
-    updated DOUBLE PRECISION NOT NULL,
-    PRIMARY KEY (tunekit_major, device_id, tuner, key)
+_TABLES_FOUND = (
+    "SELECT to_regclass(%s), to_regclass(%s), CASE WHEN to_regclass(%s) IS NULL THEN false ELSE "
+    "has_table_privilege(%s, 'SELECT') AND has_table_privilege(%s, 'INSERT') AND has_table_privilege(%s, 'UPDATE') "
+    "END"
 )
-"""
-_COLUMNS = "tunekit_major, device_id, tuner, key"
-# A row of another checksum is a set since changed: its re-tune replaces it. One of the same checksum stays.
-_PUT = (
-    f"INSERT INTO {_TABLE} AS w VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT ({_COLUMNS}) DO UPDATE SET "
-    "checksum = EXCLUDED.checksum, value = EXCLUDED.value, updated = EXCLUDED.updated "
-    "WHERE w.checksum <> EXCLUDED.checksum"
-)
-_GET = (
-    f"SELECT checksum, CASE WHEN octet_length(value) <= %s THEN value END FROM {_TABLE} "
-    "WHERE tunekit_major = %s AND device_id = %s AND tuner = %s AND key = %s"
-)
+_GRANT = f"GRANT SELECT, INSERT, UPDATE, DELETE ON {WINNERS} TO ...; GRANT SELECT, INSERT, UPDATE ON {CLEARS} TO ..."
 
 _held: ContextVar[frozenset[int]] = ContextVar("tunekit_held_pg_locks", default=frozenset())
 """Advisory lock ids the running code's tunes hold: a nested tune of the same key goes on instead of waiting on
 itself (each lock has a connection of its own, which the database would make wait on the other)."""
-
-
-def lock_id(device_id: str, tuner: str, key: str) -> int:
-    """The advisory lock (a signed 64-bit integer) of a key, the same in every process of every host."""
-    text = "\x00".join(("tunekit", str(MAJOR), device_id, tuner, key)).encode()
-    return int.from_bytes(hashlib.sha256(text).digest()[:8], "big", signed=True)
 
 
 class _Down(Exception):
@@ -117,6 +108,11 @@ class PostgresStore:
         answers. Held in memory only: a process that exits first leaves them in its host's cache, whose next
         process offers each when it misses the key."""
         self._timer: threading.Timer | None = None
+        self._clears = True
+        self._clears_missing: str | None = None
+        self._warned_clears = False
+        """Whether the database has the table of clears (a user that may not create it, where no one has, works
+        without: its clears are not recorded, and hosts' copies are offered back as before there was one)."""
 
     @property
     def available(self) -> bool:
@@ -154,24 +150,59 @@ class PostgresStore:
             self._unshared = {}
 
     def _shared(self) -> psycopg.Connection[Any]:
-        """The connection reads and writes share, made (with the table) when there is none; under ``_lock``."""
+        """The connection reads and writes share, made (with the tables) when there is none; under ``_lock``."""
         self._forked()
         if self._connection is None or self._connection.closed:
             connection = self._connect()
             try:
-                # Looked up first: CREATE TABLE IF NOT EXISTS needs the right to create tables even when the
-                # table is there, which a user that only reads and writes rows lacks.
-                found = connection.execute("SELECT to_regclass(%s)", (_TABLE,)).fetchone()
-                if found is None or found[0] is None:
-                    with connection.transaction():
-                        # Processes that create the table at once would collide in the catalog: one at a time.
-                        connection.execute("SELECT pg_advisory_xact_lock(%s)", (lock_id("", "", "schema"),))
-                        connection.execute(_SCHEMA)
+                self._clears = self._tables(connection)
             except BaseException:
                 connection.close()
                 raise
             self._connection = connection
         return self._connection
+
+    def _tables(self, connection: psycopg.Connection[Any]) -> bool:
+        """Make the tables that are missing; whether clears can be read and recorded (warned about once when not).
+
+        Looked up first: CREATE TABLE IF NOT EXISTS needs the right to create tables even when the
+        table is there, which a user that only reads and writes rows lacks. Such a user, on a
+        database made by a tunekit that kept no clears, or not granted the table of clears, goes on
+        without them: winners are shared as ever, and a clear is not held against hosts' copies.
+        """
+        found = connection.execute(_TABLES_FOUND, (WINNERS, CLEARS, CLEARS, CLEARS, CLEARS, CLEARS)).fetchone()
+        winners, clears, granted = (None, None, False) if found is None else found
+        missing = None
+        if winners is None or clears is None:
+            with connection.transaction():
+                # Processes that create the tables at once would collide in the catalog: one at a time.
+                connection.execute("SELECT pg_advisory_xact_lock(%s)", (lock_id("", "", "schema"),))
+                if winners is None:
+                    connection.execute(SCHEMA)
+                if clears is None:
+                    try:
+                        with connection.transaction():  # a savepoint: the winners' table stays made
+                            connection.execute(CLEARS_SCHEMA)
+                        granted = True
+                    except self._psycopg.errors.InsufficientPrivilege as exc:
+                        missing = f"cannot create the table {CLEARS} ({_first_line(exc)})"
+        elif not granted:
+            missing = f"this user may not read and write the table {CLEARS}"
+        self._clears_missing = missing
+        return missing is None
+
+    def _warn_clears_missing(self) -> None:
+        """Say once, after the database answered, that clears are not kept here: before, an outage says enough."""
+        if self._clears_missing is not None and not self._warned_clears:
+            self._warned_clears = True
+            _log.warning(
+                "tuning store %s: %s: a `tunekit cache clear` of the fleet's winners is not held against hosts' "
+                "copies here, so this process offers its copies of cleared keys back instead of tuning them again. "
+                "Connect once as a user that may create tables, and grant the others: %s",
+                self.where,
+                self._clears_missing,
+                _GRANT,
+            )
 
     def _use(self, doing: str, run: Callable[[psycopg.Connection[Any]], _T]) -> _T:
         """``run`` on the shared connection; raises _Down (having warned) when the database cannot be reached."""
@@ -187,6 +218,7 @@ class PostgresStore:
                 self._drop()
                 raise _Down(self._went_down(doing, exc)) from None
             self._came_back()
+            self._warn_clears_missing()
             return result
 
     # -- winners tuned while the database was away -----------------------------------------------------------
@@ -229,22 +261,40 @@ class PostgresStore:
         """
         if not self._unshared:
             return
-        shared = kept = 0
+        shared = kept = cleared = 0
         for (device_id, tuner, key), (checksum, value) in list(self._unshared.items()):
-            stored = _put(connection, (device_id, tuner, key), checksum, value)
+            stored = self._put(connection, (device_id, tuner, key), checksum, value)
             del self._unshared[(device_id, tuner, key)]
-            if stored is not None and stored[0] == checksum and stored[1] == value.model_dump_json():
+            if stored is None:
+                cleared += 1
+            elif stored[0] == checksum and stored[1] == value.model_dump_json():
                 shared += 1
             else:
                 kept += 1
         _log.info(
             "tuning store %s: offered the %d winners tuned while it was away: %d stored, %d keys kept the winner "
-            "another process stored first",
+            "another process stored first, %d refused (the fleet was cleared of them since)",
             self.where,
-            shared + kept,
+            shared + kept + cleared,
             shared,
             kept,
+            cleared,
         )
+
+    def _put(
+        self, connection: psycopg.Connection[Any], where: tuple[str, str, str], checksum: str, value: CacheValue
+    ) -> Any:
+        """Store ``value`` unless the key has a winner of ``checksum`` or was cleared since ``value`` was tuned.
+
+        The key's raw (checksum, value) row after; None when it has none. Under ``_lock``.
+        """
+        row = (MAJOR, *where, checksum, value.model_dump_json(), time.time())
+        with connection.transaction():
+            if self._clears:
+                connection.execute(PUT_UNLESS_CLEARED, (*row, MAJOR, *where, value.tuned_at.timestamp()))
+            else:
+                connection.execute(PUT, row)
+            return connection.execute(GET, (self.MAX_VALUE_BYTES, MAJOR, *where)).fetchone()
 
     def _drop(self) -> None:
         connection, self._connection = self._connection, None
@@ -283,25 +333,43 @@ class PostgresStore:
     def get(self, device_id: str, tuner: str, key: str) -> StoredWinner:
         params = (self.MAX_VALUE_BYTES, MAJOR, device_id, tuner, key)
         try:
-            row = self._use("reading a winner", lambda c: c.execute(_GET, params).fetchone())
+            row = self._use("reading a winner", lambda c: c.execute(GET, params).fetchone())
         except _Down as exc:
             return str(exc)
         return None if row is None else _parsed(tuner, key, row)
 
     def put_if_absent(self, device_id: str, tuner: str, key: str, checksum: str, value: CacheValue) -> StoredWinner:
-        """As the protocol says; a winner the database cannot take now is kept, and offered once it answers."""
+        """As the protocol says; None when the fleet was cleared (of this key) after ``value`` was tuned.
+
+        Such a value is a host's copy of a winner the fleet chose to forget: the caller tunes the
+        key again. A winner the database cannot take now is kept, and offered once it answers.
+        """
         try:
-            stored = self._use("storing a winner", lambda c: _put(c, (device_id, tuner, key), checksum, value))
+            stored = self._use("storing a winner", lambda c: self._put(c, (device_id, tuner, key), checksum, value))
         except _Down as exc:
             self._keep(device_id, tuner, key, checksum, value)
             return str(exc)
         return None if stored is None else _parsed(tuner, key, stored)
 
+    def put(self, device_id: str, tuner: str, key: str, checksum: str, value: CacheValue) -> bool:
+        """Store ``value`` whatever the key has (an import the user asked for); whether the database took it."""
+        row = (MAJOR, device_id, tuner, key, checksum, value.model_dump_json(), time.time())
+        try:
+            self._use("storing a winner", lambda c: c.execute(REPLACE, row))
+        except _Down:
+            return False
+        return True
+
+    @property
+    def clears_recorded(self) -> bool:
+        """Whether a delete is recorded as a clear that hosts' older copies yield to (the table is there)."""
+        return self._clears
+
     def rows(self, device_id: str | None = None, tuner: str | None = None) -> Iterator[CacheRow | str]:
-        clauses, params = _filters(device_id, tuner, None)
+        clauses, params = filters(device_id, tuner, None)
         query = (
             f"SELECT device_id, tuner, key, checksum, CASE WHEN octet_length(value) <= %s THEN value END "
-            f"FROM {_TABLE} WHERE {clauses} ORDER BY tuner, key"
+            f"FROM {WINNERS} WHERE {clauses} ORDER BY tuner, key"
         )
         try:
             fetched = self._use(
@@ -316,7 +384,7 @@ class PostgresStore:
 
     def owners(self) -> set[tuple[str, str]]:
         """(device id, tuner) of every row of this major version, readable or not (for tools naming what is there)."""
-        query = f"SELECT DISTINCT device_id, tuner FROM {_TABLE} WHERE tunekit_major = %s"
+        query = f"SELECT DISTINCT device_id, tuner FROM {WINNERS} WHERE tunekit_major = %s"
         try:
             fetched = self._use("listing winners", lambda c: c.execute(query, (MAJOR,)).fetchall())
         except _Down:
@@ -338,11 +406,22 @@ class PostgresStore:
         return None
 
     def delete(self, device_id: str | None = None, tuner: str | None = None, key: str | None = None) -> int | None:
-        clauses, params = _filters(device_id, tuner, key)
+        """Remove winners, and record the clear: a host's copy tuned before it is refused, and its key tuned again.
+
+        The count is of winners removed; None when the database did not answer.
+        """
+        clauses, params = filters(device_id, tuner, key)
+        scope = (MAJOR, device_id or "", tuner or "", key or "")
+
+        def clear(connection: psycopg.Connection[Any]) -> int:
+            with connection.transaction():
+                removed = int(connection.execute(f"DELETE FROM {WINNERS} WHERE {clauses}", params).rowcount)
+                if self._clears:
+                    connection.execute(CLEAR_RECORD, scope)
+            return removed
+
         try:
-            return self._use(
-                "removing winners", lambda c: c.execute(f"DELETE FROM {_TABLE} WHERE {clauses}", params).rowcount
-            )
+            return self._use("removing winners", clear)
         except _Down:
             return None
 
@@ -403,24 +482,6 @@ class PostgresStore:
         with self._lock:
             self._came_back()
         return connection
-
-
-def _put(connection: psycopg.Connection[Any], where: tuple[str, str, str], checksum: str, value: CacheValue) -> Any:
-    """Store ``value`` unless the key has a winner of ``checksum``; the key's raw (checksum, value) row after."""
-    row = (MAJOR, *where, checksum, value.model_dump_json(), time.time())
-    with connection.transaction():
-        connection.execute(_PUT, row)
-        return connection.execute(_GET, (PostgresStore.MAX_VALUE_BYTES, MAJOR, *where)).fetchone()
-
-
-def _filters(device_id: str | None, tuner: str | None, key: str | None) -> tuple[str, tuple[object, ...]]:
-    clauses: list[str] = ["tunekit_major = %s"]
-    params: list[object] = [MAJOR]
-    for column, wanted in (("device_id", device_id), ("tuner", tuner), ("key", key)):
-        if wanted is not None:
-            clauses.append(f"{column} = %s")
-            params.append(wanted)
-    return " AND ".join(clauses), tuple(params)
 
 
 def _parsed(tuner: str, key: str, row: Any) -> tuple[str, CacheValue] | str:
