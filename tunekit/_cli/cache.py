@@ -1,8 +1,8 @@
 """``tunekit cache ...``: look into, clear, move and verify the persistent cache of winners.
 
-``list``, ``show`` and ``clear`` read either store of winners through the Store protocol: this
-host's own SQLite cache (``--store local``) or the fleet's PostgreSQL database that
-``TUNEKIT_CACHE_URL`` names (``--store fleet``, the default when it is set).
+``list``, ``show``, ``clear``, ``export`` and ``import`` work on either store of winners through
+the Store protocol: this host's own SQLite cache (``--store local``) or the fleet's PostgreSQL
+database that ``TUNEKIT_CACHE_URL`` names (``--store fleet``, the default when it is set).
 """
 
 from __future__ import annotations
@@ -75,6 +75,14 @@ class _Browsable(Store, Protocol):
     def owners(self) -> set[tuple[str, str]]:
         """(device id, tuner) of every row, readable or not."""
         ...
+
+
+class _Importable(Protocol):
+    """A store a bundle is imported into: its rows read, and replaced whatever they hold."""
+
+    def get(self, device_id: str, tuner: str, key: str) -> tuple[str, CacheValue] | str | None: ...
+
+    def put(self, device_id: str, tuner: str, key: str, checksum: str, value: CacheValue) -> bool: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -628,12 +636,11 @@ def _sweep() -> None:
 
 
 def export(args: argparse.Namespace) -> int:
-    """Write the selected winners as a JSON bundle."""
-    cache = _open_existing()
-    if cache is None:
-        raise CliError(f"no tuning cache at {_cache_file()}: nothing to export")
-    local = _Shown("local", str(cache.path), SqliteStore(cache), cache)
-    selection = _select(local, args.tuner, _device(local, args.device), args.key)
+    """Write the selected winners of the store ``--store`` names as a JSON bundle."""
+    with _opened(args) as shown:
+        if shown.store is None:
+            raise CliError(f"no tuning cache at {shown.where}: nothing to export")
+        selection = _select(shown, args.tuner, _device(shown, args.device), args.key)
     rows, bad = selection.rows, selection.bad
     bundle, left_out = CacheBundle.of(rows)
     bad.extend(left_out)
@@ -641,7 +648,7 @@ def export(args: argparse.Namespace) -> int:
         # A filter that matches nothing (a call's size where the bucket is stored) would otherwise
         # write an empty bundle without a word, to be committed and imported as if it held winners.
         hint = _stored_values_hint(selection, args.key)
-        print(f"no stored winners matching the filters in {local.place}{hint}: the bundle is empty", file=sys.stderr)
+        print(f"no stored winners matching the filters in {shown.place}{hint}: the bundle is empty", file=sys.stderr)
     text = bundle.model_dump_json(indent=2) + "\n"
     if args.output is None:
         sys.stdout.write(text)
@@ -656,8 +663,21 @@ def export(args: argparse.Namespace) -> int:
 
 
 def import_bundle(args: argparse.Namespace) -> int:
-    """Store a bundle's winners in this cache."""
-    source = Path(args.bundle)
+    """Store a bundle's winners in the store ``--store`` names (the local cache is made when there is none)."""
+    bundle = _read_bundle(Path(args.bundle))
+    if _store_name(args) == "fleet":
+        with _opened(args, write=True) as shown:
+            assert isinstance(shown.store, PostgresStore)  # what _opened gives for the fleet
+            return _import(args, bundle, shown.store, shown.place)
+    file = _cache_file()
+    cache = PersistentCache(file.parent)
+    if not cache.available:
+        raise CliError(f"cannot open the tuning cache {file}", 1)
+    return _import(args, bundle, SqliteStore(cache), str(file))
+
+
+def _read_bundle(source: Path) -> CacheBundle:
+    """The bundle in ``source``, checked whole: a usage error naming what is wrong with it."""
     try:
         raw = source.read_bytes()
     except OSError as exc:
@@ -683,13 +703,13 @@ def import_bundle(args: argparse.Namespace) -> int:
             f"{source} was exported by tunekit {bundle.tunekit_version}; its rows only load into tunekit "
             f"{bundle.tunekit_major}.x (this is {MAJOR}.x)"
         )
-    file = _cache_file()
-    cache = PersistentCache(file.parent)
-    if not cache.available:
-        raise CliError(f"cannot open the tuning cache {file}", 1)
+    return bundle
+
+
+def _import(args: argparse.Namespace, bundle: CacheBundle, store: _Importable, place: str) -> int:
     stored = replaced = same = kept = 0
     for entry in bundle.entries:
-        existing = cache.get(entry.device_id, entry.tuner, entry.key)
+        existing = store.get(entry.device_id, entry.tuner, entry.key)
         if isinstance(existing, tuple):
             if args.keep_existing:
                 kept += 1
@@ -700,8 +720,8 @@ def import_bundle(args: argparse.Namespace) -> int:
                 same += 1
                 continue
             replaced += 1
-        if not cache.put(entry.device_id, entry.tuner, entry.key, entry.checksum, entry.value):
-            raise CliError(f"could not write to the tuning cache {file}", 1)
+        if not store.put(entry.device_id, entry.tuner, entry.key, entry.checksum, entry.value):
+            raise CliError(f"could not write to {place}", 1)
         stored += 1
     notes = [
         f"{replaced} replaced the winner stored for {'its' if replaced == 1 else 'their'} key" if replaced else "",
@@ -709,7 +729,7 @@ def import_bundle(args: argparse.Namespace) -> int:
         f"{kept} already stored, kept" if kept else "",
     ]
     said = "; ".join(note for note in notes if note)
-    print(f"imported {_count(stored, 'winner')} into {file}" + (f" ({said})" if said else ""))
+    print(f"imported {_count(stored, 'winner')} into {place}" + (f" ({said})" if said else ""))
     return 0
 
 
