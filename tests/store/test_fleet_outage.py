@@ -2,7 +2,8 @@
 
 A process that tunes keys during an outage keeps the winners the database could not take, retries it
 on a timer (not only at its next miss: a service with every key in memory misses nothing more) and
-offers them by the rule of any store: a key the database has a winner of the same set for keeps it.
+offers them by the rule of any store: a key the database has a winner of the same set for keeps it,
+and a key the fleet was cleared of since is not brought back.
 """
 
 from __future__ import annotations
@@ -167,16 +168,18 @@ def test_a_kept_winner_yields_to_the_stores_and_the_process_keeps_its_own_in_mem
     with psycopg.connect(pg_url, autocommit=True) as connection:
         connection.execute(f"REVOKE ALL ON tunekit_winners FROM {role}")
     caplog.set_level(logging.INFO, logger="tunekit.cache")
-    own = {i: tuner.execute(CLIENT.device_id, CLIENT, tunables, (i,)) for i in (2, 3)}
+    own = {i: tuner.execute(CLIENT.device_id, CLIENT, tunables, (i,)) for i in (2, 3, 4)}
     store = fleet_store(current())
     assert isinstance(store, PostgresStore)
-    assert store.unshared == 2
+    assert store.unshared == 3
     # Meanwhile another host, which reaches the database, stores its own winner of key 2 first.
     rival = next(n for n in ("double", "twice", "thrice") if n != own[2])
     stored = admin.put_if_absent(
         CLIENT.device_id, "outage", '{"i":2}', tunables.checksum(), CacheValue(winner=rival, ranking=[rival])
     )
     assert isinstance(stored, tuple)
+    # ... and an operator clears key 4 from the fleet: the winner tuned before that is not brought back.
+    assert admin.delete(CLIENT.device_id, "outage", '{"i":4}') == 0
     with psycopg.connect(pg_url, autocommit=True) as connection:
         connection.execute(f"GRANT SELECT, INSERT, UPDATE, DELETE ON tunekit_winners TO {role}")
     deadline = time.monotonic() + 30
@@ -185,7 +188,8 @@ def test_a_kept_winner_yields_to_the_stores_and_the_process_keeps_its_own_in_mem
         time.sleep(0.05)
     admin.close()
     assert _stored(pg_url, "outage") == {2: rival, 3: own[3]}  # key 2 kept the winner stored first
-    assert "offered the 2 winners tuned while it was away: 1 stored, 1 keys kept" in caplog.text
+    assert "offered the 3 winners tuned while it was away: 1 stored, 1 yielded to the winner" in caplog.text
+    assert "1 refused (the fleet was cleared of their keys since)" in caplog.text
     # This process goes on with the winner it measured; its host's next process uses the store's.
     assert tuner.execute(CLIENT.device_id, CLIENT, tunables, (2,)) == own[2]
     records: list[tk.AutotuneRecord] = []

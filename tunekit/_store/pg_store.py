@@ -272,8 +272,8 @@ class PostgresStore:
             else:
                 kept += 1
         _log.info(
-            "tuning store %s: offered the %d winners tuned while it was away: %d stored, %d keys kept the winner "
-            "another process stored first, %d refused (the fleet was cleared of them since)",
+            "tuning store %s: offered the %d winners tuned while it was away: %d stored, %d yielded to the winner "
+            "another process stored first, %d refused (the fleet was cleared of their keys since)",
             self.where,
             shared + kept + cleared,
             shared,
