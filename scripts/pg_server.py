@@ -6,6 +6,12 @@ directory. PostgreSQL refuses to run as root: as root, the directory is given to
 user (which the ``postgresql`` package creates) and the server runs as that user (``runuser``).
 The binaries are found by glob (``/usr/lib/postgresql/*/bin``, newest first), then on PATH.
 
+A server outlives the process that started it (``pg_ctl`` detaches it), so each one has a
+watchdog: this script run with ``--watch``, in a session of its own, which waits for the starting
+process to end and then stops the server and removes its directory if ``stop()`` did not. A test
+process killed with SIGKILL (a CI timeout, an OOM kill, pytest-xdist losing a worker) leaves no
+server behind.
+
 Run it to get a server for a manual try: ``python scripts/pg_server.py`` prints the URL to set
 as ``TUNEKIT_CACHE_URL`` and serves until Ctrl-C.
 """
@@ -16,10 +22,13 @@ import contextlib
 import os
 import pwd
 import re
+import select
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
+import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,6 +81,7 @@ class PgServer:
     root: Path
     binaries: Path
     prefix: list[str]
+    watchdog: subprocess.Popen[bytes] | None = None
 
     @property
     def data(self) -> Path:
@@ -93,7 +103,16 @@ class PgServer:
         root = Path(tempfile.mkdtemp(prefix="tunekit-pg-"))
         if uid is not None and gid is not None:
             os.chown(root, uid, gid)
-        server = cls(root, binaries, prefix)
+        # Before anything is started in the directory: a kill from here on leaves nothing behind.
+        watchdog = subprocess.Popen(
+            [sys.executable, __file__, "--watch", str(os.getpid()), str(root), str(binaries)],
+            # No pipe of the starter's: a reader of its output would wait for the watchdog's end too.
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,  # a signal to the starter's process group (Ctrl-C, a timeout) spares it
+        )
+        server = cls(root, binaries, prefix, watchdog)
         try:
             server._run(
                 "initdb", "-D", str(server.data), "-U", SUPERUSER, "--auth=trust", "-E", "UTF8", "--no-sync", "-N"
@@ -148,11 +167,57 @@ class PgServer:
         self._run("pg_ctl", "-D", str(self.data), "-l", str(self.log), "-w", "-t", "60", "-o", options, "start")
 
     def stop(self) -> None:
-        """Stop the server (when running) and remove its directory."""
+        """Stop the server (when running) and remove its directory, then its watchdog."""
         if (self.data / "postmaster.pid").exists():
             with contextlib.suppress(ServerUnavailable):
                 self._run("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "stop")
         shutil.rmtree(self.root, ignore_errors=True)
+        if self.watchdog is not None:  # last: a kill before this point still leaves the cleaning to it
+            self.watchdog.terminate()
+            self.watchdog.wait()
+
+
+def _wait_for_exit(pid: int) -> None:
+    """Return once the process ``pid`` has ended (a pidfd where Linux has them, else a poll)."""
+    try:
+        descriptor = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return
+    except (AttributeError, OSError):  # no pidfd_open (not Linux, or before 5.3)
+        while True:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                return
+            except PermissionError:
+                pass
+            time.sleep(0.5)
+    try:
+        select.select([descriptor], [], [])  # readable once the process has ended
+    finally:
+        os.close(descriptor)
+
+
+def _watch(starter: int, root: Path, binaries: Path) -> None:
+    """Wait for ``starter`` to end, then stop the server in ``root`` and remove it, unless stop() did.
+
+    A starter killed while ``pg_ctl start`` ran leaves it running on its own: the server can come
+    up just after, so the directory is looked at again for a moment before it is removed.
+    """
+    signal.signal(signal.SIGTERM, lambda number, frame: sys.exit(0))  # stop() is done: nothing to clean
+    _wait_for_exit(starter)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the cleaning is not to be cut short now
+    if not root.exists():
+        return
+    prefix, _, _ = _as_server_user()
+    server = PgServer(root, binaries, prefix)
+    deadline = time.monotonic() + 2.0
+    while time.monotonic() < deadline:
+        if (server.data / "postmaster.pid").exists():
+            with contextlib.suppress(ServerUnavailable):
+                server.kill()
+        time.sleep(0.2)
+    shutil.rmtree(root, ignore_errors=True)
 
 
 def main() -> None:
@@ -178,4 +243,7 @@ def _interrupt(number: int, frame: object) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["--watch"]:
+        _watch(int(sys.argv[2]), Path(sys.argv[3]), Path(sys.argv[4]))
+    else:
+        main()

@@ -190,3 +190,46 @@ def test_a_database_that_goes_away_during_a_command_is_an_error_not_an_empty_lis
                 assert raised.value.code == 1
     finally:
         store.close()
+
+
+@pytest.mark.subprocess
+def test_export_reads_the_fleets_winners_into_the_bundle_a_local_export_writes(fleet: str, tmp_path: Path) -> None:
+    assert "exported 3 winners" in run("cache", "export", "-o", str(tmp_path / "fleet.json")).stderr
+    tuning_host = ("--cache-dir", str(tmp_path / "tuning-host"))
+    run("cache", "export", "--store", "local", "-o", str(tmp_path / "local.json"), *tuning_host)
+    # The fleet's rows are the tuning host's, in the same format: the two bundles are the same file.
+    assert (tmp_path / "fleet.json").read_text() == (tmp_path / "local.json").read_text()
+    assert len(json.loads((tmp_path / "fleet.json").read_text())["entries"]) == 3
+    filtered = json.loads(run("cache", "export", "--key", "i=2").stdout)
+    assert [e["key"] for e in filtered["entries"]] == ['{"i":2}']
+    assert "nothing to export" in run("cache", "export", "--store", "local", check=2).stderr  # this host has none
+
+
+@pytest.mark.subprocess
+def test_a_fleet_bundle_imports_into_another_fleet_store_whose_hosts_then_tune_nothing(
+    fleet: str, pg_server: PgServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    bundle = tmp_path / "winners.json"
+    run("cache", "export", "-o", str(bundle))
+    other = pg_server.create_database()
+    try:
+        monkeypatch.setenv("TUNEKIT_CACHE_URL", other)
+        imported = run("cache", "import", str(bundle)).stdout
+        assert imported.strip() == f"imported 3 winners into the fleet store {redacted(other)}", imported
+        again = run("cache", "import", str(bundle)).stdout
+        assert "imported 0 winners" in again and "3 already stored, unchanged" in again, again
+        assert _keys(other) == {'{"i":1}', '{"i":2}', '{"i":3}'}
+        # A host of that other fleet, with an empty cache of its own: every winner comes from the store.
+        monkeypatch.setenv("TUNEKIT_CACHE_DIR", str(tmp_path / "host-of-the-other-fleet"))
+        tk.configure()
+        records: list[tk.AutotuneRecord] = []
+        tuner: tk.LocalTuner[object, int] = tk.LocalTuner(TUNER, sinks=[records.append])
+        for i in (1, 2, 3):
+            tuner.execute(CLIENT.device_id, CLIENT, tunables(), (i,))
+        assert records == []
+        # --store local imports into this host's own cache, as without a fleet.
+        local = run("cache", "import", "--store", "local", str(bundle), "--cache-dir", str(tmp_path / "fresh")).stdout
+        assert local.startswith("imported 3 winners into ") and str(tmp_path / "fresh") in local, local
+    finally:
+        tk.configure()
+        pg_server.drop_database(other)

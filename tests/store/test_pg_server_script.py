@@ -7,6 +7,7 @@ import re
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -43,3 +44,52 @@ def _stop_at_once(script: subprocess.Popen[str], stop: signal.Signals) -> None:
     script.send_signal(stop)
     assert script.wait(timeout=120) == 0
     assert not root.exists()  # pg_ctl stop ran: the server's files go only after it stopped
+
+
+OWNER = """
+import sys, time
+sys.path.insert(0, sys.argv[1])
+from pg_server import PgServer, ServerUnavailable
+try:
+    server = PgServer.start()
+except ServerUnavailable as exc:
+    print(exc, file=sys.stderr)
+    sys.exit(3)
+print(server.root, flush=True)
+time.sleep(600)  # killed here, without stopping its server
+"""
+
+
+@pytest.mark.subprocess
+@pytest.mark.slow
+def test_a_server_whose_starter_is_killed_is_stopped_and_its_directory_removed() -> None:
+    with subprocess.Popen(
+        [sys.executable, "-c", OWNER, str(SCRIPT.parent)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    ) as owner:
+        try:
+            assert owner.stdout is not None
+            line = owner.stdout.readline()
+            if not line:
+                _, err = owner.communicate(timeout=60)
+                if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+                    pytest.fail(f"no PostgreSQL server under CI: {err}")
+                pytest.skip(f"no PostgreSQL server: {err.strip()}")
+            root = Path(line.strip())
+            postmaster = int((root / "data" / "postmaster.pid").read_text().split()[0])
+            os.kill(owner.pid, signal.SIGKILL)  # no stop(), no atexit, no signal handler runs
+            owner.wait(timeout=60)
+        finally:
+            if owner.poll() is None:
+                owner.kill()
+    deadline = time.monotonic() + 60
+    while root.exists() or _alive(postmaster):
+        assert time.monotonic() < deadline, f"the server {postmaster} in {root} outlived its starter"
+        time.sleep(0.1)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True

@@ -1,8 +1,8 @@
 """``tunekit cache ...``: look into, clear, move and verify the persistent cache of winners.
 
-``list``, ``show`` and ``clear`` read either store of winners through the Store protocol: this
-host's own SQLite cache (``--store local``) or the fleet's PostgreSQL database that
-``TUNEKIT_CACHE_URL`` names (``--store fleet``, the default when it is set).
+``list``, ``show``, ``clear``, ``export`` and ``import`` work on either store of winners through
+the Store protocol: this host's own SQLite cache (``--store local``) or the fleet's PostgreSQL
+database that ``TUNEKIT_CACHE_URL`` names (``--store fleet``, the default when it is set).
 """
 
 from __future__ import annotations
@@ -78,6 +78,14 @@ class _Browsable(Store, Protocol):
     def owners(self) -> set[tuple[str, str]]:
         """(device id, tuner) of every row, readable or not."""
         ...
+
+
+class _Importable(Protocol):
+    """A store a bundle is imported into: its rows read, and replaced whatever they hold."""
+
+    def get(self, device_id: str, tuner: str, key: str) -> tuple[str, CacheValue] | str | None: ...
+
+    def put(self, device_id: str, tuner: str, key: str, checksum: str, value: CacheValue) -> bool: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -579,7 +587,24 @@ def _clear(args: argparse.Namespace, shown: _Shown) -> int:
         why = shown.cache.write_refused if shown.cache is not None else "the database did not answer"
         raise CliError(f"could not clear {shown.place}: {why}", 1)
     print(f"removed {counted(removed, 'stored winner')}{also}{scope} from {shown.place}")
+    if isinstance(shown.store, PostgresStore):
+        print(_fleet_clear_note(shown.store))
     return 0
+
+
+def _fleet_clear_note(store: PostgresStore) -> str:
+    """What a clear of the fleet's store does to the hosts, which keep copies of the winners they used."""
+    if store.clears_recorded:
+        return (
+            "the fleet tunes these keys again: a host's own copy of a winner tuned before now is not offered back, "
+            "and the first process to miss each key tunes it, once for all (running processes keep the winners "
+            "they hold in memory until they restart)"
+        )
+    return (
+        "this database has no table tunekit_clears, and this user may not create it: hosts that kept copies of "
+        "these winners offer them back at their next miss instead of tuning; connect once as a user that may "
+        "create tables (or clear each host's cache too: tunekit cache clear --store local)"
+    )
 
 
 def _scope(tuner: str | None, device: str | None, keys: list[str]) -> str:
@@ -610,12 +635,11 @@ def _sweep() -> None:
 
 
 def export(args: argparse.Namespace) -> int:
-    """Write the selected winners as a JSON bundle."""
-    cache = _open_existing()
-    if cache is None:
-        raise CliError(f"no tuning cache at {_cache_file()}: nothing to export")
-    local = _Shown("local", str(cache.path), SqliteStore(cache), cache)
-    selection = _select(local, args.tuner, _device(local, args.device), args.key)
+    """Write the selected winners of the store ``--store`` names as a JSON bundle."""
+    with _opened(args) as shown:
+        if shown.store is None:
+            raise CliError(f"no tuning cache at {shown.where}: nothing to export")
+        selection = _select(shown, args.tuner, _device(shown, args.device), args.key)
     rows, bad = selection.rows, selection.bad
     bundle, left_out = CacheBundle.of(rows)
     bad.extend(left_out)
@@ -623,7 +647,7 @@ def export(args: argparse.Namespace) -> int:
         # A filter that matches nothing (a call's size where the bucket is stored) would otherwise
         # write an empty bundle without a word, to be committed and imported as if it held winners.
         hint = _stored_values_hint(selection, args.key)
-        print(f"no stored winners matching the filters in {local.place}{hint}: the bundle is empty", file=sys.stderr)
+        print(f"no stored winners matching the filters in {shown.place}{hint}: the bundle is empty", file=sys.stderr)
     text = bundle.model_dump_json(indent=2) + "\n"
     if args.output is None:
         sys.stdout.write(text)
@@ -638,8 +662,21 @@ def export(args: argparse.Namespace) -> int:
 
 
 def import_bundle(args: argparse.Namespace) -> int:
-    """Store a bundle's winners in this cache."""
-    source = Path(args.bundle)
+    """Store a bundle's winners in the store ``--store`` names (the local cache is made when there is none)."""
+    bundle = _read_bundle(Path(args.bundle))
+    if _store_name(args) == "fleet":
+        with _opened(args, write=True) as shown:
+            assert isinstance(shown.store, PostgresStore)  # what _opened gives for the fleet
+            return _import(args, bundle, shown.store, shown.place)
+    file = _cache_file()
+    cache = PersistentCache(file.parent)
+    if not cache.available:
+        raise CliError(f"cannot open the tuning cache {file}", 1)
+    return _import(args, bundle, SqliteStore(cache), str(file))
+
+
+def _read_bundle(source: Path) -> CacheBundle:
+    """The bundle in ``source``, checked whole: a usage error naming what is wrong with it."""
     try:
         raw = source.read_bytes()
     except OSError as exc:
@@ -665,13 +702,13 @@ def import_bundle(args: argparse.Namespace) -> int:
             f"{source} was exported by tunekit {bundle.tunekit_version}; its rows only load into tunekit "
             f"{bundle.tunekit_major}.x (this is {MAJOR}.x)"
         )
-    file = _cache_file()
-    cache = PersistentCache(file.parent)
-    if not cache.available:
-        raise CliError(f"cannot open the tuning cache {file}", 1)
+    return bundle
+
+
+def _import(args: argparse.Namespace, bundle: CacheBundle, store: _Importable, place: str) -> int:
     stored = replaced = same = kept = 0
     for entry in bundle.entries:
-        existing = cache.get(entry.device_id, entry.tuner, entry.key)
+        existing = store.get(entry.device_id, entry.tuner, entry.key)
         if isinstance(existing, tuple):
             if args.keep_existing:
                 kept += 1
@@ -682,8 +719,8 @@ def import_bundle(args: argparse.Namespace) -> int:
                 same += 1
                 continue
             replaced += 1
-        if not cache.put(entry.device_id, entry.tuner, entry.key, entry.checksum, entry.value):
-            raise CliError(f"could not write to the tuning cache {file}", 1)
+        if not store.put(entry.device_id, entry.tuner, entry.key, entry.checksum, entry.value):
+            raise CliError(f"could not write to {place}", 1)
         stored += 1
     notes = [
         f"{replaced} replaced the winner stored for {'its' if replaced == 1 else 'their'} key" if replaced else "",
@@ -691,8 +728,8 @@ def import_bundle(args: argparse.Namespace) -> int:
         f"{kept} already stored, kept" if kept else "",
     ]
     said = "; ".join(note for note in notes if note)
-    print(f"imported {counted(stored, 'winner')} into {file}" + (f" ({said})" if said else ""))
-    _warn_other_devices(source, Counter(entry.device_id for entry in bundle.entries))
+    print(f"imported {counted(stored, 'winner')} into {place}" + (f" ({said})" if said else ""))
+    _warn_other_devices(Path(args.bundle), Counter(entry.device_id for entry in bundle.entries))
     return 0
 
 

@@ -8,13 +8,18 @@ the same winner: a winner is stored with ``INSERT ... ON CONFLICT DO NOTHING`` (
 same checksum) and read back, so the loser of a race adopts the row that was first.
 
 A database that goes away is warned about once: the process goes on with what it has (the
-winners in memory and in its own cache) and stores nothing in the database, then tries again
-after a backoff that grows from one second to half a minute, and carries on once it answers.
+winners in memory and in its own cache), then tries again after a backoff that grows from one
+second to half a minute, and carries on once it answers. The winners it could not store meanwhile
+are kept in memory and offered once the database answers (a timer retries while there are some,
+so a process that misses no more keys shares them too), by the rule of any store: a key the
+database has a winner of the same set for keeps that one.
+
+A delete is a clear the fleet remembers (``tunekit._store.pg_tables``): a winner tuned before it,
+which a host offers from its own cache, is refused, and the key is tuned again.
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import threading
@@ -32,6 +37,19 @@ from tunekit._base.self_call import locked_by_parent
 from tunekit._base.url_text import redacted
 from tunekit._base.validation_text import validation_text
 from tunekit._base.version import MAJOR
+from tunekit._store.pg_tables import (
+    CLEAR_RECORD,
+    CLEARS,
+    CLEARS_SCHEMA,
+    GET,
+    PUT,
+    PUT_UNLESS_CLEARED,
+    REPLACE,
+    SCHEMA,
+    WINNERS,
+    filters,
+    lock_id,
+)
 from tunekit._store.store_protocol import StoredWinner
 from tunekit._values.cache_row import CacheRow, CacheValue
 
@@ -44,40 +62,16 @@ _log = logging.getLogger("tunekit.cache")
 
 _T = TypeVar("_T")
 
-_TABLE = "tunekit_winners"
-_SCHEMA = f"""
-CREATE TABLE IF NOT EXISTS {_TABLE} (
-    tunekit_major INTEGER NOT NULL,
-    device_id TEXT NOT NULL,
-    tuner TEXT NOT NULL,
-    key TEXT NOT NULL,
-    checksum TEXT NOT NULL,
-    value TEXT NOT NULL,
-    updated DOUBLE PRECISION NOT NULL,
-    PRIMARY KEY (tunekit_major, device_id, tuner, key)
+_TABLES_FOUND = (
+    "SELECT to_regclass(%s), to_regclass(%s), CASE WHEN to_regclass(%s) IS NULL THEN false ELSE "
+    "has_table_privilege(%s, 'SELECT') AND has_table_privilege(%s, 'INSERT') AND has_table_privilege(%s, 'UPDATE') "
+    "END"
 )
-"""
-_COLUMNS = "tunekit_major, device_id, tuner, key"
-# A row of another checksum is a set since changed: its re-tune replaces it. One of the same checksum stays.
-_PUT = (
-    f"INSERT INTO {_TABLE} AS w VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT ({_COLUMNS}) DO UPDATE SET "
-    "checksum = EXCLUDED.checksum, value = EXCLUDED.value, updated = EXCLUDED.updated "
-    "WHERE w.checksum <> EXCLUDED.checksum"
-)
-_GET = (
-    f"SELECT checksum, CASE WHEN octet_length(value) <= %s THEN value END FROM {_TABLE} "
-    "WHERE tunekit_major = %s AND device_id = %s AND tuner = %s AND key = %s"
-)
+_GRANT = f"GRANT SELECT, INSERT, UPDATE, DELETE ON {WINNERS} TO ...; GRANT SELECT, INSERT, UPDATE ON {CLEARS} TO ..."
 
 _held: ContextVar[frozenset[int]] = ContextVar("tunekit_held_pg_locks", default=frozenset())
 """Advisory lock ids the running code's tunes hold: a nested tune of the same key goes on instead of waiting on
 itself (each lock has a connection of its own, which the database would make wait on the other)."""
-
-
-def lock_id(device_id: str, tuner: str, key: str) -> int:
-    """The advisory lock (a signed 64-bit integer) of a key, the same in every process of every host."""
-    text = "\x00".join(("tunekit", str(MAJOR), device_id, tuner, key)).encode()
-    return int.from_bytes(hashlib.sha256(text).digest()[:8], "big", signed=True)
 
 
 class _Down(Exception):
@@ -109,14 +103,35 @@ class PostgresStore:
         self._backoff_s = self.FIRST_RETRY_S
         self._down_reason: str | None = None
         self._warned = False
+        self._unshared: dict[tuple[str, str, str], tuple[str, CacheValue]] = {}
+        """Winners the database could not take when they were tuned, by (device id, tuner, key): offered once it
+        answers. Held in memory only: a process that exits first leaves them in its host's cache, whose next
+        process offers each when it misses the key."""
+        self._timer: threading.Timer | None = None
+        self._clears = True
+        self._clears_missing: str | None = None
+        self._warned_clears = False
+        """Whether the database has the table of clears (a user that may not create it, where no one has, works
+        without: its clears are not recorded, and hosts' copies are offered back as before there was one)."""
 
     @property
     def available(self) -> bool:
         return self._down_reason is None or time.monotonic() >= self._retry_at
 
+    @property
+    def unshared(self) -> int:
+        """How many winners tuned while the database was away wait to be offered to it."""
+        return len(self._unshared)
+
     def close(self) -> None:
-        """Close the shared connection (held tune locks keep theirs); the next use opens it again."""
+        """Close the shared connection (held tune locks keep theirs) and stop retrying; the next use opens it again.
+
+        Winners still unshared stay: the next use that reaches the database offers them.
+        """
         with self._lock:
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
             self._drop()
 
     # -- connection and outages --------------------------------------------------------------------------
@@ -127,39 +142,159 @@ class PostgresStore:
         )
         return connection
 
+    def _forked(self) -> None:
+        """In a process forked from the one that opened the store: drop the parent's connection (unclosed), its
+        timer (which did not cross the fork) and its unshared winners (the parent offers them); under ``_lock``."""
+        if self._pid != os.getpid():
+            self._connection, self._pid, self._timer = None, os.getpid(), None
+            self._unshared = {}
+
     def _shared(self) -> psycopg.Connection[Any]:
-        """The connection reads and writes share, made (with the table) when there is none; under ``_lock``."""
-        if self._pid != os.getpid():  # forked: the parent's connection is its own, dropped unclosed
-            self._connection, self._pid = None, os.getpid()
+        """The connection reads and writes share, made (with the tables) when there is none; under ``_lock``."""
+        self._forked()
         if self._connection is None or self._connection.closed:
             connection = self._connect()
             try:
-                # Looked up first: CREATE TABLE IF NOT EXISTS needs the right to create tables even when the
-                # table is there, which a user that only reads and writes rows lacks.
-                found = connection.execute("SELECT to_regclass(%s)", (_TABLE,)).fetchone()
-                if found is None or found[0] is None:
-                    with connection.transaction():
-                        # Processes that create the table at once would collide in the catalog: one at a time.
-                        connection.execute("SELECT pg_advisory_xact_lock(%s)", (lock_id("", "", "schema"),))
-                        connection.execute(_SCHEMA)
+                self._clears = self._tables(connection)
             except BaseException:
                 connection.close()
                 raise
             self._connection = connection
         return self._connection
 
+    def _tables(self, connection: psycopg.Connection[Any]) -> bool:
+        """Make the tables that are missing; whether clears can be read and recorded (warned about once when not).
+
+        Looked up first: CREATE TABLE IF NOT EXISTS needs the right to create tables even when the
+        table is there, which a user that only reads and writes rows lacks. Such a user, on a
+        database made by a tunekit that kept no clears, or not granted the table of clears, goes on
+        without them: winners are shared as ever, and a clear is not held against hosts' copies.
+        """
+        found = connection.execute(_TABLES_FOUND, (WINNERS, CLEARS, CLEARS, CLEARS, CLEARS, CLEARS)).fetchone()
+        winners, clears, granted = (None, None, False) if found is None else found
+        missing = None
+        if winners is None or clears is None:
+            with connection.transaction():
+                # Processes that create the tables at once would collide in the catalog: one at a time.
+                connection.execute("SELECT pg_advisory_xact_lock(%s)", (lock_id("", "", "schema"),))
+                if winners is None:
+                    connection.execute(SCHEMA)
+                if clears is None:
+                    try:
+                        with connection.transaction():  # a savepoint: the winners' table stays made
+                            connection.execute(CLEARS_SCHEMA)
+                        granted = True
+                    except self._psycopg.errors.InsufficientPrivilege as exc:
+                        missing = f"cannot create the table {CLEARS} ({_first_line(exc)})"
+        elif not granted:
+            missing = f"this user may not read and write the table {CLEARS}"
+        self._clears_missing = missing
+        return missing is None
+
+    def _warn_clears_missing(self) -> None:
+        """Say once, after the database answered, that clears are not kept here: before, an outage says enough."""
+        if self._clears_missing is not None and not self._warned_clears:
+            self._warned_clears = True
+            _log.warning(
+                "tuning store %s: %s: a `tunekit cache clear` of the fleet's winners is not held against hosts' "
+                "copies here, so this process offers its copies of cleared keys back instead of tuning them again. "
+                "Connect once as a user that may create tables, and grant the others: %s",
+                self.where,
+                self._clears_missing,
+                _GRANT,
+            )
+
     def _use(self, doing: str, run: Callable[[psycopg.Connection[Any]], _T]) -> _T:
         """``run`` on the shared connection; raises _Down (having warned) when the database cannot be reached."""
         with self._lock:
+            self._forked()
             if self._down_reason is not None and time.monotonic() < self._retry_at:
                 raise _Down(self._down_reason)
             try:
-                result = run(self._shared())
+                connection = self._shared()
+                self._share_kept(connection)
+                result = run(connection)
             except self._psycopg.Error as exc:  # unreachable, or refused (no such database, no permission)
                 self._drop()
                 raise _Down(self._went_down(doing, exc)) from None
             self._came_back()
+            self._warn_clears_missing()
             return result
+
+    # -- winners tuned while the database was away -----------------------------------------------------------
+
+    def _keep(self, device_id: str, tuner: str, key: str, checksum: str, value: CacheValue) -> None:
+        """Keep a winner the database could not take, to offer it once it answers."""
+        with self._lock:
+            self._forked()
+            self._unshared[(device_id, tuner, key)] = (checksum, value)
+            self._schedule()
+
+    def _schedule(self) -> None:
+        """Retry the database when its backoff ends, while winners wait for it; under ``_lock``."""
+        if self._timer is not None or not self._unshared:
+            return
+        self._timer = threading.Timer(max(0.0, self._retry_at - time.monotonic()), self._retry)
+        self._timer.daemon = True  # a process exits without waiting: its host's cache keeps the winners
+        self._timer.start()
+
+    def _retry(self) -> None:
+        """The timer's try: offer the kept winners, or note the outage goes on and try again later."""
+        with self._lock:
+            if self._timer is not threading.current_thread():
+                return  # cancelled by close(), or this is a forked child's copy
+            self._timer = None
+            try:
+                self._share_kept(self._shared())
+            except self._psycopg.Error as exc:
+                self._drop()
+                self._went_down("sharing the winners tuned while it was away", exc)
+            else:
+                self._came_back()
+            self._schedule()
+
+    def _share_kept(self, connection: psycopg.Connection[Any]) -> None:
+        """Offer the database the winners kept while it was away, each as a tuned winner is offered; under ``_lock``.
+
+        A key the database has a winner of the same set for keeps that one: this process goes on
+        using its own, in memory, and its host's next process adopts the database's.
+        """
+        if not self._unshared:
+            return
+        shared = kept = cleared = 0
+        for (device_id, tuner, key), (checksum, value) in list(self._unshared.items()):
+            stored = self._put(connection, (device_id, tuner, key), checksum, value)
+            del self._unshared[(device_id, tuner, key)]
+            if stored is None:
+                cleared += 1
+            elif stored[0] == checksum and stored[1] == value.model_dump_json():
+                shared += 1
+            else:
+                kept += 1
+        _log.info(
+            "tuning store %s: offered the %d winners tuned while it was away: %d stored, %d yielded to the winner "
+            "another process stored first, %d refused (the fleet was cleared of their keys since)",
+            self.where,
+            shared + kept + cleared,
+            shared,
+            kept,
+            cleared,
+        )
+
+    def _put(
+        self, connection: psycopg.Connection[Any], where: tuple[str, str, str], checksum: str, value: CacheValue
+    ) -> Any:
+        """Store ``value`` unless the key has a winner of ``checksum`` or was cleared since ``value`` was tuned.
+
+        The key's raw (checksum, value) row after; None when it has none. Under ``_lock``.
+        """
+        row = (MAJOR, *where, checksum, value.model_dump_json(), time.time())
+        with connection.transaction():
+            if self._clears:
+                connection.execute(PUT_UNLESS_CLEARED, (*row, MAJOR, *where, value.tuned_at.timestamp()))
+            else:
+                connection.execute(PUT, row)
+            return connection.execute(GET, (self.MAX_VALUE_BYTES, MAJOR, *where)).fetchone()
 
     def _drop(self) -> None:
         connection, self._connection = self._connection, None
@@ -180,8 +315,8 @@ class PostgresStore:
         self._warned = True
         _log.log(
             level,
-            "%s; this process serves the winners it has (in memory and in its own cache) and shares none it tunes, "
-            "until the database answers again (next try in %g s)",
+            "%s; this process serves the winners it has (in memory and in its own cache) and keeps those it tunes "
+            "to share them once the database answers again (next try in %g s)",
             reason,
             self._backoff_s,
         )
@@ -198,31 +333,43 @@ class PostgresStore:
     def get(self, device_id: str, tuner: str, key: str) -> StoredWinner:
         params = (self.MAX_VALUE_BYTES, MAJOR, device_id, tuner, key)
         try:
-            row = self._use("reading a winner", lambda c: c.execute(_GET, params).fetchone())
+            row = self._use("reading a winner", lambda c: c.execute(GET, params).fetchone())
         except _Down as exc:
             return str(exc)
         return None if row is None else _parsed(tuner, key, row)
 
     def put_if_absent(self, device_id: str, tuner: str, key: str, checksum: str, value: CacheValue) -> StoredWinner:
-        row = (MAJOR, device_id, tuner, key, checksum, value.model_dump_json(), time.time())
-        read = (self.MAX_VALUE_BYTES, MAJOR, device_id, tuner, key)
+        """As the protocol says; None when the fleet was cleared (of this key) after ``value`` was tuned.
 
-        def put(connection: psycopg.Connection[Any]) -> Any:
-            with connection.transaction():
-                connection.execute(_PUT, row)
-                return connection.execute(_GET, read).fetchone()
-
+        Such a value is a host's copy of a winner the fleet chose to forget: the caller tunes the
+        key again. A winner the database cannot take now is kept, and offered once it answers.
+        """
         try:
-            stored = self._use("storing a winner", put)
+            stored = self._use("storing a winner", lambda c: self._put(c, (device_id, tuner, key), checksum, value))
         except _Down as exc:
+            self._keep(device_id, tuner, key, checksum, value)
             return str(exc)
         return None if stored is None else _parsed(tuner, key, stored)
 
+    def put(self, device_id: str, tuner: str, key: str, checksum: str, value: CacheValue) -> bool:
+        """Store ``value`` whatever the key has (an import the user asked for); whether the database took it."""
+        row = (MAJOR, device_id, tuner, key, checksum, value.model_dump_json(), time.time())
+        try:
+            self._use("storing a winner", lambda c: c.execute(REPLACE, row))
+        except _Down:
+            return False
+        return True
+
+    @property
+    def clears_recorded(self) -> bool:
+        """Whether a delete is recorded as a clear that hosts' older copies yield to (the table is there)."""
+        return self._clears
+
     def rows(self, device_id: str | None = None, tuner: str | None = None) -> Iterator[CacheRow | str]:
-        clauses, params = _filters(device_id, tuner, None)
+        clauses, params = filters(device_id, tuner, None)
         query = (
             f"SELECT device_id, tuner, key, checksum, CASE WHEN octet_length(value) <= %s THEN value END "
-            f"FROM {_TABLE} WHERE {clauses} ORDER BY tuner, key"
+            f"FROM {WINNERS} WHERE {clauses} ORDER BY tuner, key"
         )
         try:
             fetched = self._use(
@@ -237,7 +384,7 @@ class PostgresStore:
 
     def owners(self) -> set[tuple[str, str]]:
         """(device id, tuner) of every row of this major version, readable or not (for tools naming what is there)."""
-        query = f"SELECT DISTINCT device_id, tuner FROM {_TABLE} WHERE tunekit_major = %s"
+        query = f"SELECT DISTINCT device_id, tuner FROM {WINNERS} WHERE tunekit_major = %s"
         try:
             fetched = self._use("listing winners", lambda c: c.execute(query, (MAJOR,)).fetchall())
         except _Down:
@@ -259,11 +406,22 @@ class PostgresStore:
         return None
 
     def delete(self, device_id: str | None = None, tuner: str | None = None, key: str | None = None) -> int | None:
-        clauses, params = _filters(device_id, tuner, key)
+        """Remove winners, and record the clear: a host's copy tuned before it is refused, and its key tuned again.
+
+        The count is of winners removed; None when the database did not answer.
+        """
+        clauses, params = filters(device_id, tuner, key)
+        scope = (MAJOR, device_id or "", tuner or "", key or "")
+
+        def clear(connection: psycopg.Connection[Any]) -> int:
+            with connection.transaction():
+                removed = int(connection.execute(f"DELETE FROM {WINNERS} WHERE {clauses}", params).rowcount)
+                if self._clears:
+                    connection.execute(CLEAR_RECORD, scope)
+            return removed
+
         try:
-            return self._use(
-                "removing winners", lambda c: c.execute(f"DELETE FROM {_TABLE} WHERE {clauses}", params).rowcount
-            )
+            return self._use("removing winners", clear)
         except _Down:
             return None
 
@@ -324,16 +482,6 @@ class PostgresStore:
         with self._lock:
             self._came_back()
         return connection
-
-
-def _filters(device_id: str | None, tuner: str | None, key: str | None) -> tuple[str, tuple[object, ...]]:
-    clauses: list[str] = ["tunekit_major = %s"]
-    params: list[object] = [MAJOR]
-    for column, wanted in (("device_id", device_id), ("tuner", tuner), ("key", key)):
-        if wanted is not None:
-            clauses.append(f"{column} = %s")
-            params.append(wanted)
-    return " AND ".join(clauses), tuple(params)
 
 
 def _parsed(tuner: str, key: str, row: Any) -> tuple[str, CacheValue] | str:

@@ -33,6 +33,10 @@ class SqliteStore:
     def put_if_absent(self, device_id: str, tuner: str, key: str, checksum: str, value: CacheValue) -> StoredWinner:
         return self.cache.put_if_absent(device_id, tuner, key, checksum, value)
 
+    def put(self, device_id: str, tuner: str, key: str, checksum: str, value: CacheValue) -> bool:
+        """Store ``value`` whatever the key has (an import the user asked for); whether the cache took it."""
+        return self.cache.put(device_id, tuner, key, checksum, value)
+
     def rows(self, device_id: str | None = None, tuner: str | None = None) -> Iterator[CacheRow | str]:
         return self.cache.rows(device_id, tuner)
 

@@ -39,7 +39,9 @@ class Store(Protocol):
 
         A row of another checksum (a set since changed) is replaced. The answer is what every
         process reads from then on: ``value`` itself, or the winner of a process that stored first,
-        which a loser of the race adopts.
+        which a loser of the race adopts. None when the store took nothing and has no winner: the
+        fleet's store refuses a value tuned before a clear of its key (a host's copy of a winner the
+        fleet chose to forget), and the caller tunes the key again.
         """
         ...
 

@@ -357,17 +357,20 @@ class TuneCache:
             notify(CacheLookup(self.name, self.device_id, key_to_dict(job.key), "hit"))
         return ranking
 
-    def publish(self, job: TuneJob, ranking: Ranking) -> Ranking:
+    def publish(self, job: TuneJob, ranking: Ranking) -> Ranking | None:
         """Offer this host's winner of the job's key to the fleet's store; the ranking every process uses.
 
         That is this one, unless another process stored a winner of the same set first (its tune
-        lock timed out, or the database was away meanwhile): then that one, here too.
+        lock timed out, or the database was away meanwhile): then that one, here too. None when the
+        store refused it: the fleet was cleared of the key after this host's copy was tuned.
         """
         assert job.fleet is not None
         tunables = job.tunables
         names = [tunables.tunables[i].name for i in ranking]
         value = self._local_value(job, names)
         got = job.fleet.put_if_absent(self.device_id, self.name, job.key_json, tunables.checksum(), value)
+        if got is None:
+            return None
         if not isinstance(got, tuple) or got[1].ranking == names:
             return ranking
         adopted = self._adopt(job, *got)
@@ -377,6 +380,16 @@ class TuneCache:
             "%s: another process stored %s as the winner of %s first; using it", self.name, got[1].winner, job.key
         )
         return adopted
+
+    def forget_copy(self, job: TuneJob) -> None:
+        """Remove this host's copy of the job's key, which the fleet was cleared of after it was tuned."""
+        if job.cache is not None:
+            _log.info(
+                "%s: the fleet's store was cleared of %s after this host's winner was tuned; tuning it again",
+                self.name,
+                job.key,
+            )
+            job.cache.delete(self.device_id, self.name, job.key_json)
 
     def _adopt(self, job: TuneJob, checksum: str, value: CacheValue) -> Ranking | None:
         """A fleet row's ranking when usable with the job's set, written to this host's cache too."""

@@ -198,7 +198,13 @@ class Tuner:
                 ranking = self.tune_cache.fleet_ranking(job, after_wait=True)
                 if ranking is not None:
                     return ranking
-            return self.tune_cache.publish(job, self._decide_here(job))
+            ranking = self._decide_here(job)
+            shared = self.tune_cache.publish(job, ranking)
+            if shared is None and job.cache is not None:  # the fleet forgot the key since this host's copy
+                self.tune_cache.forget_copy(job)
+                ranking = self._decide_here(job)
+                shared = self.tune_cache.publish(job, ranking)
+            return ranking if shared is None else shared
 
     def _decide_here(self, job: TuneJob) -> tuple[int, ...]:
         """The ranking of a key from this host's cache, or tuned now under this host's tune lock."""
