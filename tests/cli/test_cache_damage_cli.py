@@ -128,7 +128,7 @@ def test_a_cache_file_without_tables_reads_as_an_empty_cache_and_is_tuned_into(
 
     cache = tk.PersistentCache(isolated_settings)
     assert cache.put("dev", "t", '{"n":1}', "c", tk.CacheValue(winner="a", ranking=["a"]))
-    assert "1 rows checked, 0 problems" in run("cache", "verify").stdout
+    assert "1 row checked, 0 problems" in run("cache", "verify").stdout
     assert list(isolated_settings.glob("*.corrupt-*")) == []
 
 
