@@ -96,6 +96,17 @@ def test_a_dtype_field_given_an_arrays_dtype_type_checks(tmp_path: Path, mypy_ca
     assert result.returncode == 0, result.stdout
 
 
+def _assert_only_these_errors(tmp_path: Path, result: subprocess.CompletedProcess[str], wrong: dict[str, str]) -> None:
+    """mypy flagged each line holding a ``wrong`` call with its message, and no other line."""
+    assert result.returncode == 1, result.stdout
+    source = (tmp_path / "user_code.py").read_text().splitlines()
+    errors = [line for line in result.stdout.splitlines() if ": error:" in line]
+    for call, message in wrong.items():
+        line = 1 + next(i for i, text in enumerate(source) if call in text)
+        assert any(f":{line}: error:" in error and message in error for error in errors), (call, result.stdout)
+    assert len({error.split(":")[1] for error in errors}) == len(wrong), result.stdout  # the correct lines pass
+
+
 def test_tunable_returning_wrong_type_is_a_type_error(tmp_path: Path, mypy_cache: Path) -> None:
     result = _mypy(
         tmp_path,
@@ -515,13 +526,7 @@ def test_a_group_priority_of_another_key_is_a_type_error(tmp_path: Path, mypy_ca
         SET.with_tunable(tk.Tunable("d", good).group(tk.TuneGroup("inline", lambda key: key.rows), lambda key: 0))
         """,
     )
-    assert result.returncode == 1, result.stdout
-    source = (tmp_path / "user_code.py").read_text().splitlines()
-    errors = [line for line in result.stdout.splitlines() if ": error:" in line]
-    for call, message in wrong.items():
-        line = 1 + next(i for i, text in enumerate(source) if call in text)
-        assert any(f":{line}: error:" in error and message in error for error in errors), (call, result.stdout)
-    assert len({error.split(":")[1] for error in errors}) == len(wrong), result.stdout  # the correct lines pass
+    _assert_only_these_errors(tmp_path, result, wrong)
 
 
 def test_a_record_and_a_search_result_carry_their_key_class(tmp_path: Path, mypy_cache: Path) -> None:
@@ -575,13 +580,7 @@ def test_a_record_and_a_search_result_carry_their_key_class(tmp_path: Path, mypy
             assert sum_key(x) in loaded and OtherKey(m=1) in loaded
         """,
     )
-    assert result.returncode == 1, result.stdout
-    source = (tmp_path / "user_code.py").read_text().splitlines()
-    errors = [line for line in result.stdout.splitlines() if ": error:" in line]
-    for call, message in wrong.items():
-        line = 1 + next(i for i, text in enumerate(source) if call in text)
-        assert any(f":{line}: error:" in error and message in error for error in errors), (call, result.stdout)
-    assert len({error.split(":")[1] for error in errors}) == len(wrong), result.stdout  # the correct lines pass
+    _assert_only_these_errors(tmp_path, result, wrong)
 
 
 def test_an_inputs_generator_of_another_key_is_a_type_error(tmp_path: Path, mypy_cache: Path) -> None:
@@ -646,13 +645,7 @@ def test_an_inputs_generator_of_another_key_is_a_type_error(tmp_path: Path, mypy
         tk.TunableSet.from_space(SPACE, build, key=sum_key, inputs=other_inputs).with_search(max_evals=1)
         """,
     )
-    assert result.returncode == 1, result.stdout
-    source = (tmp_path / "user_code.py").read_text().splitlines()
-    errors = [line for line in result.stdout.splitlines() if ": error:" in line]
-    for call, message in wrong.items():
-        line = 1 + next(i for i, text in enumerate(source) if call in text)
-        assert any(f":{line}: error:" in error and message in error for error in errors), (call, result.stdout)
-    assert len({error.split(":")[1] for error in errors}) == len(wrong), result.stdout  # the correct lines pass
+    _assert_only_these_errors(tmp_path, result, wrong)
 
 
 def test_a_misspelt_setting_or_a_wrong_type_to_configure_is_a_type_error(tmp_path: Path, mypy_cache: Path) -> None:
