@@ -7,7 +7,7 @@ import os
 import platform
 import time
 from collections.abc import Callable, Iterator
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
@@ -58,10 +58,19 @@ class CpuClient:
     is its hardware part, the CPU model, core count and architecture.
     """
 
-    @functools.cached_property  # kept on the instance: every TUNER.execute(client.device_id, ...) reads it
-    def device_id(self) -> str:
-        """Stable, specific identity of this host's CPU and numpy stack."""
-        return _device_id()
+    if TYPE_CHECKING:  # a property to type checkers: pyright matches no cached_property to Client's property
+
+        @property
+        def device_id(self) -> str:
+            """Stable, specific identity of this host's CPU and numpy stack."""
+            ...
+
+    else:
+
+        @functools.cached_property  # kept on the instance: every TUNER.execute(client.device_id, ...) reads it
+        def device_id(self) -> str:
+            """Stable, specific identity of this host's CPU and numpy stack."""
+            return _device_id()
 
     @property
     def device_model(self) -> str:

@@ -8,6 +8,8 @@ import sys
 
 import pytest
 
+from tunekit_backends.cpu import CpuClient
+
 pytestmark = [pytest.mark.slow, pytest.mark.subprocess]
 
 _MEASURE = """
@@ -56,3 +58,11 @@ def test_the_bandwidth_peak_holds_on_a_busy_machine() -> None:
             hog.wait()
     # The machine's peak does not depend on who else runs; a 2x margin absorbs the measurement's noise.
     assert busy >= quiet / 2, (busy, quiet)
+
+
+def test_device_id_is_kept_on_the_instance_after_its_first_read() -> None:
+    """Typed as a property (for pyright), it is a cached value at run time: each execute reads a dict entry."""
+    client = CpuClient()
+    assert "device_id" not in vars(client)
+    first = client.device_id
+    assert vars(client)["device_id"] is first and client.device_id is first

@@ -854,14 +854,20 @@ def test_failed_starts_pause_every_pool_of_the_process_that_starts_workers_the_s
 ) -> None:
     """Regression: the pause after failed starts was per client: each new client paid two failed starts again."""
     request, python, starts = _failing_starts(client, tmp_path, monkeypatch)
-    clients = [OpenCLClient(flush_cache=False, compile_in="process", compile_workers=2) for _ in range(2)]
-    pools = [c.compile_pool for c in clients]
-    assert pools[0] is not None and pools[1] is not None and pools[0] is not pools[1]
+    clients: list[OpenCLClient] = []
     try:
-        for pool in pools:
+        # Each client is opened once the pools before it have seen their starts fail: a client opened while the
+        # first client's workers are still starting (as it opens, in the background) knows of no failure yet and
+        # starts its own, so opening both first made the count depend on how fast `exit 3` ran (4 under load).
+        for _ in range(2):
+            clients.append(OpenCLClient(flush_cache=False, compile_in="process", compile_workers=2))
+            pool = clients[-1].compile_pool
+            assert pool is not None
             for _ in range(3):
                 with pytest.raises(WorkerDied, match="no compile worker is started for 120 s"):
                     pool.run(request, 60.0)
+        pools = [c.compile_pool for c in clients]
+        assert pools[1] is not None and pools[0] is not pools[1]
         assert _starts(starts) == 2  # the second client's pool started none (before: 2 more)
         monkeypatch.setenv("TUNEKIT_TEST_FIXED", "1")  # another environment is another way to start: tried at once
         with pytest.raises(WorkerDied, match="exited with status 3"):

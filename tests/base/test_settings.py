@@ -256,3 +256,40 @@ def test_configures_typed_keywords_are_the_settings() -> None:
     from tunekit._base.settings_model import Settings  # noqa: PLC0415 - the model is loaded lazily by tunekit
 
     assert _settings.SettingsOverrides.__optional_keys__ == frozenset(Settings.model_fields)
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "says"),
+    [
+        ("samples", True, r"samples = True from tk\.configure\(samples=\.\.\.\): .*a bool is not a number"),
+        ("compile_workers", False, "compile_workers = False .*a bool is not a number; give an int"),
+        ("warmup_ms", True, r"warmup_ms = True .*a bool is not a number; give a number \(e.g. warmup_ms=300.0\)"),
+        ("samples", 3.7, r"samples = 3.7 .*a float for a whole-number setting; give an int \(e.g. samples=10\)"),
+        ("runoff_pairs", 3.0, "runoff_pairs = 3.0 .*a float for a whole-number setting"),
+    ],
+)
+def test_a_bool_or_a_float_for_a_whole_number_is_refused_naming_it(name: str, value: object, says: str) -> None:
+    """Regression: pydantic's lax mode made tk.configure(samples=True) one sample, and samples=3.0 three."""
+    with pytest.raises(tk.SettingsError, match=says):
+        tk.configure(**{name: value})  # type: ignore[arg-type]  # what an untyped caller passes
+
+
+def test_numbers_from_the_environment_and_files_are_read_as_before_and_bools_there_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("TUNEKIT_SAMPLES", "3")
+    monkeypatch.setenv("TUNEKIT_WARMUP_MS", "2")
+    monkeypatch.setenv("TUNEKIT_SPEED_FACTOR", "2.5")
+    settings = tk.configure(progress_delay_s=0, candidate_timeout_s=5)  # an int for a float setting: taken
+    assert (settings.samples, settings.warmup_ms, settings.speed_factor) == (3, 2.0, 2.5)
+    assert (settings.progress_delay_s, settings.candidate_timeout_s) == (0.0, 5.0)
+    monkeypatch.setenv("TUNEKIT_SAMPLES", "true")  # text that is no number: refused, as it was
+    with pytest.raises(tk.SettingsError, match="samples = 'true' from TUNEKIT_SAMPLES"):
+        tk.configure()
+    monkeypatch.delenv("TUNEKIT_SAMPLES")
+    (tmp_path / "tunekit.toml").write_text("samples = true\nwarmup = 2.0\n")
+    with pytest.raises(tk.SettingsError) as refused:
+        tk.configure()
+    assert "samples = True from tunekit.toml: Value error, a bool is not a number" in str(refused.value)
+    assert "warmup = 2.0 from tunekit.toml: Value error, a float for a whole-number setting" in str(refused.value)

@@ -702,3 +702,41 @@ def test_a_bounds_function_returning_no_bounds_is_a_type_error(tmp_path: Path, m
     errors = [line for line in result.stdout.splitlines() if ": error:" in line]
     assert len({error.split(":")[1] for error in errors}) == 1, result.stdout
     assert 'Incompatible return value type (got "Work", expected "Bounds")' in result.stdout, result.stdout
+
+
+CLIENTS = textwrap.dedent(
+    """
+    from tunekit_backends.opencl import OpenCLClient
+
+    def clients(cpu: CpuClient, cl: OpenCLClient, tunables: tk.TunableSet[SumKey, np.ndarray], x: np.ndarray) -> None:
+        TUNER.execute(cpu.device_id, cpu, tunables, (x,))
+        TUNER.execute(cl.device_id, cl, tunables, (x,))
+        each: tk.Client = cpu
+        each = cl
+        name: str = each.device_id
+    """
+)
+
+
+@pytest.mark.slow
+def test_the_cpu_and_opencl_clients_are_clients_with_a_read_only_device_id(tmp_path: Path, mypy_cache: Path) -> None:
+    """Their device_id is typed as Client's property (a cached value at run time): read-only, a str."""
+    result = _mypy(tmp_path, mypy_cache, CLIENTS)
+    assert result.returncode == 0, result.stdout
+    result = _mypy(tmp_path, mypy_cache, CLIENTS + "    cpu.device_id = 'another'\n    cl.device_id = 'another'\n")
+    assert result.returncode == 1, result.stdout
+    assert result.stdout.count('Property "device_id" defined in') == 2, result.stdout
+
+
+@pytest.mark.slow
+def test_the_cpu_and_opencl_clients_are_clients_to_pyright(tmp_path: Path) -> None:
+    """Regression: a cached_property device_id matched no Client protocol under pyright (reportArgumentType)."""
+    pyright = Path(sys.executable).with_name("pyright")
+    if not pyright.exists():
+        pytest.skip("pyright is not installed in this environment (pip install pyright)")
+    source = tmp_path / "user_code.py"
+    source.write_text(HEADER + textwrap.dedent(CLIENTS))
+    result = subprocess.run(
+        [str(pyright), str(source)], capture_output=True, text=True, check=False, cwd=Path(__file__).parents[2]
+    )
+    assert result.returncode == 0 and "0 errors" in result.stdout, result.stdout

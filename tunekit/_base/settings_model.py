@@ -16,7 +16,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -132,6 +132,24 @@ class Settings(BaseSettings):
             )
         return self
 
+    @field_validator("*", mode="before")
+    @classmethod
+    def _numbers_are_numbers(cls, value: object, info: ValidationInfo) -> object:
+        # pydantic's lax mode takes True for 1 and 3.0 for 3: tk.configure(samples=True) would tune with one
+        # sample without a word. Text (an environment variable's "3") is still parsed as pydantic does.
+        name = info.field_name
+        whole = name in _WHOLE_NUMBERS
+        if name is None or (not whole and name not in _NUMBERS):
+            return value
+        default = cls.model_fields[name].default
+        example = f"{name}={default if default is not None else 4}"
+        wanted = f"an int (e.g. {example})" if whole else f"a number (e.g. {example})"
+        if isinstance(value, bool):
+            raise ValueError(f"a bool is not a number; give {wanted}")
+        if whole and isinstance(value, float):
+            raise ValueError(f"a float for a whole-number setting; give {wanted}")
+        return value
+
     @field_validator("cache_dir", mode="before")
     @classmethod
     def _cache_dir_is_not_empty(cls, value: object) -> object:
@@ -237,6 +255,15 @@ class Settings(BaseSettings):
         if _visible("pyproject.toml"):
             sources.append(PyprojectTomlConfigSettingsSource(settings_cls))
         return tuple(sources)
+
+
+def _number_fields(kind: type) -> frozenset[str]:
+    """The settings whose value is a ``kind`` (or None)."""
+    return frozenset(name for name, field in Settings.model_fields.items() if field.annotation in (kind, kind | None))
+
+
+_WHOLE_NUMBERS = _number_fields(int)
+_NUMBERS = _number_fields(float)
 
 
 def _visible(name: str) -> bool:

@@ -9,7 +9,7 @@ import time
 import weakref
 from collections.abc import Callable, Sequence
 from functools import cached_property
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import numpy as np
 
@@ -290,10 +290,19 @@ class OpenCLClient:
         """Where variants compile: ``"process"`` in :attr:`compile_pool`, ``"thread"`` in this process."""
         return "process" if self.compile_pool is not None else "thread"
 
-    @cached_property
-    def device_id(self) -> str:
-        """Platform, device, driver version and OpenCL version: a driver upgrade re-tunes."""
-        return device_id_of(self.device)
+    if TYPE_CHECKING:  # a property to type checkers: pyright matches no cached_property to Client's property
+
+        @property
+        def device_id(self) -> str:
+            """Platform, device, driver version and OpenCL version: a driver upgrade re-tunes."""
+            ...
+
+    else:
+
+        @cached_property  # kept on the instance: every TUNER.execute(client.device_id, ...) reads it
+        def device_id(self) -> str:
+            """Platform, device, driver version and OpenCL version: a driver upgrade re-tunes."""
+            return device_id_of(self.device)
 
     @cached_property
     def device_model(self) -> str:
