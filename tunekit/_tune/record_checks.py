@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime, timedelta
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -216,7 +217,7 @@ def _required_samples(settings: Settings) -> tuple[int, str]:
     return settings.samples, "the fixed schedule's samples"
 
 
-def drift(record: Provenance, path: Path) -> list[str]:
+def drift(record: Provenance, path: Path | Traversable) -> list[str]:
     """The warnings a record that applies here comes with: what can shift its timings, or leave keys to tune."""
     out = []
     if not record.entries:  # seeded without a word, it would leave production to tune every key
