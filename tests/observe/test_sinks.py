@@ -102,6 +102,24 @@ def test_a_plain_callable_in_a_tuners_sinks_receives_its_records() -> None:
     assert [(r.tuner, r.winner) for r in records] == [("callable_sink", "same")]
 
 
+def test_a_global_sink_is_removed_by_the_callable_that_was_added() -> None:
+    """remove_record_sink(records.append) found nothing (add_record_sink had wrapped it) and said nothing:
+    the sink went on receiving, and keeping, every later record of the process."""
+    records: list[tk.AutotuneRecord] = []
+    tk.add_record_sink(records.append)
+    tk.remove_record_sink(records.append)
+    client = CpuClient()
+    tunables = tk.TunableSet(key=_Key).with_tunable(tk.Tunable("same", lambda n: n))
+    tuner: tk.LocalTuner[_Key, int] = tk.LocalTuner("removed_sink")
+    assert tuner.execute(client.device_id, client, tunables, (3,)) == 3
+    assert records == []
+    returned = tk.add_record_sink(records.append)  # what add_record_sink returned still removes it
+    tk.remove_record_sink(returned)
+    tuner.clear()
+    assert tuner.execute(client.device_id, client, tunables, (4,)) == 4
+    assert records == []
+
+
 def test_a_records_file_named_by_the_setting_and_a_tuners_sink_gets_each_record_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -53,6 +53,7 @@ def page_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[typ
     The sinks, observers and log level a page sets are undone after it, so pages do not leak into each other.
     """
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", list(sys.path))  # a page that makes a package (libraries.md) imports it from there
     module = types.ModuleType("docs_page")
     monkeypatch.setitem(sys.modules, "docs_page", module)
     monkeypatch.setattr(observers, "_observers", observers._observers)
@@ -71,6 +72,9 @@ def page_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[typ
             # observers no longer hold: a later test's first read from the cache file went uncounted.
             hit_count.stop_hit_counter()
         module.__dict__.clear()
+        for name, imported in list(sys.modules.items()):
+            if str(getattr(imported, "__file__", None) or "").startswith(str(tmp_path)):
+                del sys.modules[name]
         gc.collect()  # the page's tunable sets release their keys before the next page tunes
 
 

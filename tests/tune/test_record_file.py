@@ -234,7 +234,25 @@ def test_timing_only_drift_is_a_warning_not_a_refusal(data: ReplayData, tmp_path
     (tmp_path / "r.json").write_text(json.dumps(doc))
     record = tk.Record.load_verified(tmp_path / "r.json", tunables, ReplayClient(data).device_id)
     text = "\n".join(record.warnings)
-    assert "tunekit 0.0.9" in text and "measured with 1 sample (<" in text and "over a year ago" in text
+    assert "tunekit 0.0.9" in text and "{'n': 1024} with 1 sample" in text and "over a year ago" in text
+
+
+def test_drift_of_many_entries_is_one_warning_per_kind_naming_a_few(data: ReplayData, tmp_path: Path) -> None:
+    """Regression: each thin or old entry was its own warning, so a library's record of many keys
+    printed a line per key in every process of every user."""
+    _, tunables = committed(data, tmp_path / "r.json")
+    doc = json.loads((tmp_path / "r.json").read_text())
+    (entry,) = [e for e in doc["entries"] if e["key"] == {"n": 1024}]
+    doc["entries"] = [
+        {**entry, "key": {"n": 2**p}, "samples": 1, "measured_at": "2020-01-01T00:00:00Z"} for p in range(2, 12)
+    ]
+    (tmp_path / "r.json").write_text(json.dumps(doc))
+    thin, old = tk.Record.load_verified(tmp_path / "r.json", tunables, ReplayClient(data).device_id).warnings
+    assert thin.endswith(
+        "r.json: all 10 of its entries were measured with fewer samples than 3 (the adaptive schedule's min_samples): "
+        "{'n': 4} with 1 sample, {'n': 8} with 1 sample, {'n': 16} with 1 sample, and 7 more"
+    ), thin
+    assert "all 10 of its entries were measured over a year ago: {'n': 4} on 2020-01-01," in old and "and 7 more" in old
 
 
 def test_an_entry_measured_in_the_future_is_a_warning(data: ReplayData, tmp_path: Path) -> None:
@@ -244,7 +262,8 @@ def test_an_entry_measured_in_the_future_is_a_warning(data: ReplayData, tmp_path
     doc["entries"][0]["measured_at"] = "2999-01-01T00:00:00Z"
     (tmp_path / "r.json").write_text(json.dumps(doc))
     record = tk.Record.load_verified(tmp_path / "r.json", tunables, ReplayClient(data).device_id)
-    assert len(record.warnings) == 1 and "2999-01-01, which is in the future here" in record.warnings[0]
+    (warning,) = record.warnings
+    assert "1 of its 2 entries was measured in the future here: {'n': 1024} on 2999-01-01; the clock" in warning
 
 
 def test_a_record_made_and_loaded_under_the_default_schedule_has_no_warning(
@@ -269,13 +288,16 @@ def test_fewer_samples_than_the_schedule_in_force_requires_is_a_warning(data: Re
     device_id = ReplayClient(data).device_id
     tk.configure(min_samples=3)
     (adaptive,) = tk.Record.load_verified(tmp_path / "r.json", tunables, device_id).warnings
-    assert "2 samples (< 3, the adaptive schedule's min_samples)" in adaptive
+    assert (
+        "1 of its 2 entries was measured with fewer samples than 3 (the adaptive schedule's min_samples): " in adaptive
+    )
+    assert adaptive.endswith("{'n': 1024} with 2 samples")
     tk.configure(adaptive=False, samples=10)
-    fixed = tk.Record.load_verified(tmp_path / "r.json", tunables, device_id).warnings
-    assert [w.split(" was measured with ")[1] for w in fixed] == [
-        "2 samples (< 10, the fixed schedule's samples)",
-        "5 samples (< 10, the fixed schedule's samples)",
-    ]
+    (fixed,) = tk.Record.load_verified(tmp_path / "r.json", tunables, device_id).warnings
+    assert fixed.endswith(
+        "all 2 of its entries were measured with fewer samples than 10 (the fixed schedule's samples): "
+        "{'n': 1024} with 2 samples, {'n': 8192} with 5 samples"
+    )
 
 
 def test_a_winner_that_is_not_first_in_its_ranking_is_refused(data: ReplayData, tmp_path: Path) -> None:

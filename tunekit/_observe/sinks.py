@@ -283,11 +283,16 @@ def add_record_sink(sink: RecordSink | Callable[[AutotuneRecord], object]) -> Re
     return resolved
 
 
-def remove_record_sink(sink: RecordSink) -> None:
-    """Stop sending records to ``sink``; unknown sinks are ignored."""
+def remove_record_sink(sink: RecordSink | Callable[[AutotuneRecord], object]) -> None:
+    """Stop sending records to ``sink``: what ``add_record_sink`` returned, or the callable given to it.
+
+    Unknown sinks are ignored.
+    """
     with _global_lock:
-        if sink in _global_sinks:
-            _global_sinks.remove(sink)
+        # The callable itself is matched too: add_record_sink wrapped it, so removing by it found
+        # nothing and the sink went on receiving every record, silently.
+        for added in [s for s in _global_sinks if s == sink or (isinstance(s, CallbackSink) and s.fn == sink)][:1]:
+            _global_sinks.remove(added)
 
 
 def global_sinks() -> tuple[RecordSink, ...]:

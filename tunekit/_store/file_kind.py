@@ -11,6 +11,7 @@ author has at hand and would otherwise see only as dozens of invalid lines.
 from __future__ import annotations
 
 import zlib
+from importlib.resources.abc import Traversable
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -52,7 +53,7 @@ def _is_kernel_tuner_cache(data: bytes) -> bool:
     return head.lstrip().startswith(b"{") and b'"tune_params_keys"' in head and b'"cache"' in head
 
 
-def other_kind(path: Path, expected: str) -> str | None:
+def other_kind(path: Path | Traversable, expected: str) -> str | None:
     """What ``path`` is, in words with what to do with it, when it is a tunekit file other than ``expected``."""
     try:
         data = path.read_bytes()

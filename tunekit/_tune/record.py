@@ -17,6 +17,7 @@ import json
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any, Generic
 
@@ -432,9 +433,13 @@ class Record(Generic[K]):
             self.device_model = saved.device_model
 
     @classmethod
-    def load(cls, path: str | Path) -> Record[Any]:
-        """Read a record file (validated; nothing in it is executed)."""
-        path = Path(path).expanduser()
+    def load(cls, path: str | os.PathLike[str] | Traversable) -> Record[Any]:
+        """Read a record file (validated; nothing in it is executed).
+
+        ``path`` may be a package resource (``importlib.resources.files("mylib") / "tuning/gemm.json"``),
+        so a library reads the winners it ships from its package data, in a zip as on disk.
+        """
+        path = _source(path)
         try:
             data = RecordFile.model_validate_json(path.read_bytes(), context=STORED)
         except FileNotFoundError:
@@ -483,7 +488,7 @@ class Record(Generic[K]):
     @classmethod
     def load_verified(
         cls,
-        path: str | Path,
+        path: str | os.PathLike[str] | Traversable,
         tunables: TunableSet[K2, Any],
         device_id: str | Client,
         *,
@@ -507,13 +512,14 @@ class Record(Generic[K]):
         check_tunables("tk.Record.load_verified", tunables)
         here = running_device("tk.Record.load_verified", device_id)
         expected = tuner_name("tk.Record.load_verified", tuner)
+        path = _source(path)
         record = cls.load(path)
         if problems := refusals(record, tunables, here, expected):
             raise RecordMismatch(
                 f"{path} does not apply here: " + "; ".join(problems) + "; re-tune and commit a new record"
             )
         stack = stack_drift(record.device_id, here)
-        record.warnings = tuple([f"{path}: {stack}"] if stack else []) + tuple(drift(record, Path(path)))
+        record.warnings = tuple([f"{path}: {stack}"] if stack else []) + tuple(drift(record, path))
         record.tunables = tunables
         record.running_device_id = here.id
         if record.device_id == here.id and record.device_model is None:  # a record of an older file learns it
@@ -612,7 +618,19 @@ def _not_replaced(path: Path) -> str:
     )
 
 
-def _schema_version(path: Path) -> object:
+def _source(path: str | os.PathLike[str] | Traversable) -> Path | Traversable:
+    """Where a record is read from: a file path, or a package resource (on disk or in a zip) as it is."""
+    if isinstance(path, str | os.PathLike):
+        return Path(path).expanduser()
+    if not isinstance(path, Traversable):  # checked here: a wrong argument would otherwise fail deep in the read
+        raise TypeError(
+            "tk.Record.load() takes the record's file path or a package resource "
+            f"(importlib.resources.files('mylib') / 'tuning/gemm.json'), got {type(path).__name__}"
+        )
+    return path
+
+
+def _schema_version(path: Path | Traversable) -> object:
     """The ``schema_version`` a record file of any version declares; None for a file that is no record."""
     try:
         data = json.loads(path.read_bytes())

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime, timedelta
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -216,7 +217,7 @@ def _required_samples(settings: Settings) -> tuple[int, str]:
     return settings.samples, "the fixed schedule's samples"
 
 
-def drift(record: Provenance, path: Path) -> list[str]:
+def drift(record: Provenance, path: Path | Traversable) -> list[str]:
     """The warnings a record that applies here comes with: what can shift its timings, or leave keys to tune."""
     out = []
     if not record.entries:  # seeded without a word, it would leave production to tune every key
@@ -239,17 +240,38 @@ def drift(record: Provenance, path: Path) -> list[str]:
         )
     samples, setting = _required_samples(_settings.current())
     now = datetime.now(UTC)
-    for entry in record.entries.values():
-        if entry.samples < samples:
-            out.append(
-                f"{path}: {entry.key} was measured with {counted(entry.samples, 'sample')} (< {samples}, {setting})"
-            )
-        if now - entry.measured_at > _STALE_AFTER:
-            out.append(f"{path}: {entry.key} was measured on {entry.measured_at:%Y-%m-%d}, over a year ago")
-        elif entry.measured_at - now > _CLOCK_SLACK:
-            # Taken as fresh, it would never be found stale: a wrong clock where it was measured, or a hand edit.
-            out.append(
-                f"{path}: {entry.key} was measured on {entry.measured_at:%Y-%m-%d}, which is in the future here: "
-                "the clock of the machine that measured it (or this one's) was wrong, or the entry was edited"
-            )
+    entries = list(record.entries.values())
+    # One warning per kind of drift, not per entry: a library's record of a hundred keys would
+    # otherwise print a hundred lines in every process of every user it ships to.
+    thin = [f"{e.key} with {counted(e.samples, 'sample')}" for e in entries if e.samples < samples]
+    old = [f"{e.key} on {e.measured_at:%Y-%m-%d}" for e in entries if now - e.measured_at > _STALE_AFTER]
+    ahead = [f"{e.key} on {e.measured_at:%Y-%m-%d}" for e in entries if e.measured_at - now > _CLOCK_SLACK]
+    if thin:
+        out.append(
+            f"{path}: {_some(thin, len(entries))} measured with fewer samples than {samples} ({setting}): "
+            + _listed(thin)
+        )
+    if old:
+        out.append(f"{path}: {_some(old, len(entries))} measured over a year ago: {_listed(old)}")
+    if ahead:
+        # Taken as fresh, it would never be found stale: a wrong clock where it was measured, or a hand edit.
+        out.append(
+            f"{path}: {_some(ahead, len(entries))} measured in the future here: {_listed(ahead)}; the clock of the "
+            "machine that measured it (or this one's) was wrong, or the entry was edited"
+        )
     return out
+
+
+def _some(found: list[str], total: int) -> str:
+    """How many of a record's entries a warning is about, in words."""
+    if total == 1:
+        return "its entry was"
+    if len(found) == total:
+        return f"all {total} of its entries were"
+    return f"{len(found)} of its {total} entries {'was' if len(found) == 1 else 'were'}"
+
+
+def _listed(found: list[str], shown: int = 3) -> str:
+    """The first few entries a warning is about, and how many more."""
+    more = f", and {len(found) - shown} more" if len(found) > shown else ""
+    return ", ".join(found[:shown]) + more
