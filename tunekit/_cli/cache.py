@@ -30,6 +30,7 @@ from tunekit._base.validation_text import validation_text
 from tunekit._base.version import MAJOR
 from tunekit._cli.devices import found_clients
 from tunekit._cli.error import CliError
+from tunekit._cli.key_match import key_filter as _key_filter, key_matches as _key_matches
 from tunekit._cli.listings import CacheCandidate, CacheEntry, CacheList, CacheShow, CacheWinner
 from tunekit._cli.table import Output, fixed, print_json
 from tunekit._store.cache import PersistentCache, default_cache_dir
@@ -172,42 +173,6 @@ def _opened(args: argparse.Namespace, *, write: bool = False) -> Iterator[_Shown
         yield _Shown("fleet", store.where, store)
     finally:
         store.close()
-
-
-def _key_filter(pairs: list[str]) -> dict[str, str]:
-    wanted: dict[str, str] = {}
-    for pair in pairs:
-        name, sep, value = pair.partition("=")
-        if not sep or not name:
-            raise CliError(f"--key takes FIELD=VALUE (e.g. --key n=1024), got {pair!r}")
-        wanted[name] = value
-    return wanted
-
-
-def _key_matches(key_json: str, wanted: dict[str, str]) -> bool:
-    try:
-        fields = json.loads(key_json)
-    except json.JSONDecodeError:
-        return False
-    return all(name in fields and _same_value(fields[name], value) for name, value in wanted.items())
-
-
-def _same_value(stored: object, given: str) -> bool:
-    """Whether ``--key FIELD=given`` names the stored field value.
-
-    Compared as text, a float field stored as 2.0 would not match ``alpha=2``, nor a bool stored
-    as true ``flag=True``: numbers compare as numbers, bools without regard to case.
-    """
-    if isinstance(stored, bool) or stored is None:
-        return json.dumps(stored) == given.lower()
-    if isinstance(stored, int | float):
-        for number in (int, float):  # int first: a float would round a large int
-            try:
-                return number(given) == stored
-            except ValueError:
-                continue
-        return False
-    return str(stored) == given
 
 
 @dataclass(frozen=True, slots=True)

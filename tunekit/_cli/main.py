@@ -151,6 +151,10 @@ def _parser() -> argparse.ArgumentParser:
     record_commands = records.add_subparsers(dest="records_command", metavar="ACTION", required=True)
     summary = record_commands.add_parser("summary", help="per tuner and key: winner, runner-up, margin, cost")
     summary.add_argument("file")
+    summary.add_argument("--tuner", help="only this tuner's keys")
+    summary.add_argument(
+        "--key", action="append", default=[], metavar="FIELD=VALUE", help="only keys with this field value (repeatable)"
+    )
     _listing(summary)
     _command(summary, _records.summary)
     tail = record_commands.add_parser("tail", help="print records as they are appended (Ctrl-C stops)")
