@@ -15,6 +15,7 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Literal, Protocol
 
@@ -28,8 +29,10 @@ from tunekit._base.short_id import short_device_id
 from tunekit._base.units import format_duration_ns
 from tunekit._base.validation_text import validation_text
 from tunekit._base.version import MAJOR
+from tunekit._cli.age import tuned_before
 from tunekit._cli.devices import found_clients
 from tunekit._cli.error import CliError
+from tunekit._cli.key_match import key_filter as _key_filter, key_matches as _key_matches
 from tunekit._cli.listings import CacheCandidate, CacheEntry, CacheList, CacheShow, CacheWinner
 from tunekit._cli.table import Output, fixed, print_json
 from tunekit._store.cache import PersistentCache, default_cache_dir
@@ -174,42 +177,6 @@ def _opened(args: argparse.Namespace, *, write: bool = False) -> Iterator[_Shown
         store.close()
 
 
-def _key_filter(pairs: list[str]) -> dict[str, str]:
-    wanted: dict[str, str] = {}
-    for pair in pairs:
-        name, sep, value = pair.partition("=")
-        if not sep or not name:
-            raise CliError(f"--key takes FIELD=VALUE (e.g. --key n=1024), got {pair!r}")
-        wanted[name] = value
-    return wanted
-
-
-def _key_matches(key_json: str, wanted: dict[str, str]) -> bool:
-    try:
-        fields = json.loads(key_json)
-    except json.JSONDecodeError:
-        return False
-    return all(name in fields and _same_value(fields[name], value) for name, value in wanted.items())
-
-
-def _same_value(stored: object, given: str) -> bool:
-    """Whether ``--key FIELD=given`` names the stored field value.
-
-    Compared as text, a float field stored as 2.0 would not match ``alpha=2``, nor a bool stored
-    as true ``flag=True``: numbers compare as numbers, bools without regard to case.
-    """
-    if isinstance(stored, bool) or stored is None:
-        return json.dumps(stored) == given.lower()
-    if isinstance(stored, int | float):
-        for number in (int, float):  # int first: a float would round a large int
-            try:
-                return number(given) == stored
-            except ValueError:
-                continue
-        return False
-    return str(stored) == given
-
-
 @dataclass(frozen=True, slots=True)
 class _Selection:
     """What ``_select`` read: the rows matching every filter, unreadable rows' reasons, and the
@@ -228,6 +195,7 @@ def _select(
     keys: list[str],
     *,
     failed: Sequence[tuple[str, str, str]] = (),
+    tuned_before: datetime | None = None,
 ) -> _Selection:
     """Rows matching the filters, and unreadable rows' reasons; an unknown tuner or device is a usage error.
 
@@ -250,7 +218,7 @@ def _select(
     for row in everything:
         if isinstance(row, str):
             bad.append(row)
-        elif _key_matches(row.key, wanted):
+        elif _key_matches(row.key, wanted) and (tuned_before is None or row.value.tuned_at < tuned_before):
             rows.append(row)
     return _Selection(rows, bad, valid if shown.store is not None else None)
 
@@ -344,6 +312,7 @@ def list_rows(args: argparse.Namespace) -> int:
 
 def _list_rows(args: argparse.Namespace, shown: _Shown) -> int:
     out = Output.of(args)
+    before = tuned_before(args.older_than)
     if shown.store is None:
         if args.json:
             print_json(CacheList(cache=shown.where, store=shown.name, winners=[], unreadable=[]))
@@ -351,14 +320,14 @@ def _list_rows(args: argparse.Namespace, shown: _Shown) -> int:
         return 0
     failed = shown.failed_keys()  # a tuner whose every key failed to tune is known, not "absent"
     device = _device(shown, args.device, failed)
-    selection = _select(shown, args.tuner, device, args.key, failed=failed)
+    selection = _select(shown, args.tuner, device, args.key, failed=failed, tuned_before=before)
     rows, bad = selection.rows, selection.bad
     if args.json:
         winners = [_winner_entry(r) for r in rows]
         print_json(CacheList(cache=shown.where, store=shown.name, winners=winners, unreadable=bad))
         return _report_unreadable(bad)
     if not rows and not bad:  # a header over nothing (after `cache clear`) reads as a broken listing
-        matching = " matching the filters" if args.tuner or args.device or args.key else ""
+        matching = " matching the filters" if args.tuner or args.device or args.key or args.older_than else ""
         hint = _stored_values_hint(selection, args.key) + _failed_note(failed, args.tuner, device, args.key)
         print(f"no stored winners{matching} in {shown.place}{hint}", file=sys.stderr)
         return 0
@@ -547,6 +516,7 @@ def clear(args: argparse.Namespace) -> int:
 def _clear(args: argparse.Namespace, shown: _Shown) -> int:
     # Lock files are this host's (the fleet's tune locks are the database's): swept with a local clear only.
     sweep = _sweep if shown.name == "local" else lambda: None
+    before = tuned_before(args.older_than)  # a bad age is refused before anything is looked at
     if shown.store is None:
         sweep()
         print(f"no tuning cache at {shown.where}: nothing to clear")
@@ -557,17 +527,20 @@ def _clear(args: argparse.Namespace, shown: _Shown) -> int:
     _check_owners(shown, args.tuner, device, failed)
     wanted = _key_filter(args.key)
     hint = ""
-    if wanted:
-        selection = _select(shown, args.tuner, device, args.key, failed=failed)
-        hint = _stored_values_hint(selection, args.key)
+    if wanted or before is not None:
+        selection = _select(shown, args.tuner, device, args.key, failed=failed, tuned_before=before)
+        hint = _stored_values_hint(selection, args.key) if wanted else ""
         targets = {(r.device_id, r.tuner, r.key) for r in selection.rows}
         winners = len(targets)
-        failures = [f for f in shown.failed_keys(device, args.tuner) if _key_matches(f[2], wanted)]
+        # A failed tune is forgotten on its own after failed_tune_retry_s: an age says nothing more about it.
+        failures = (
+            [f for f in shown.failed_keys(device, args.tuner) if _key_matches(f[2], wanted)] if before is None else []
+        )
         targets |= set(failures)
     else:
         winners = sum(1 for _ in shown.rows(device, args.tuner))  # unreadable rows go too
         failures = shown.failed_keys(device, args.tuner)
-    scope = _scope(args.tuner, device, args.key)
+    scope = _scope(args.tuner, device, args.key) + (f" tuned over {args.older_than} ago" if before else "")
     if not winners and not failures:
         sweep()
         print(f"nothing to clear: no stored winners{scope} in {shown.place}{hint}")
@@ -578,7 +551,7 @@ def _clear(args: argparse.Namespace, shown: _Shown) -> int:
         print("nothing removed", file=sys.stderr)
         return 1
     sweep()
-    if wanted:
+    if wanted or before is not None:
         counts = [shown.store.delete(device_id, tuner, key) for device_id, tuner, key in sorted(targets)]
         removed = None if None in counts else sum(c or 0 for c in counts)
     else:

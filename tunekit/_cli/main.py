@@ -74,6 +74,12 @@ def _filters(parser: argparse.ArgumentParser, *, tuner: bool = True) -> None:
     )
 
 
+def _age(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--older-than", metavar="AGE", help="only winners tuned longer ago than AGE (30d, 12h, 90m, 45s, 2w)"
+    )
+
+
 def _store(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--store",
@@ -118,6 +124,7 @@ def _parser() -> argparse.ArgumentParser:
     _command(cache_commands.add_parser("path", help="print the cache file's path"), _cache.path)
     listing = cache_commands.add_parser("list", help="one line per stored winner")
     _filters(listing)
+    _age(listing)
     _listing(listing)
     _store(listing)
     _command(listing, _cache.list_rows)
@@ -129,6 +136,7 @@ def _parser() -> argparse.ArgumentParser:
     _command(show, _cache.show)
     clear = cache_commands.add_parser("clear", help="delete stored winners (all, or those matching the filters)")
     _filters(clear)
+    _age(clear)
     clear.add_argument("-y", "--yes", action="store_true", help="clear without asking (needed where no terminal asks)")
     _store(clear)
     _command(clear, _cache.clear)
@@ -151,6 +159,10 @@ def _parser() -> argparse.ArgumentParser:
     record_commands = records.add_subparsers(dest="records_command", metavar="ACTION", required=True)
     summary = record_commands.add_parser("summary", help="per tuner and key: winner, runner-up, margin, cost")
     summary.add_argument("file")
+    summary.add_argument("--tuner", help="only this tuner's keys")
+    summary.add_argument(
+        "--key", action="append", default=[], metavar="FIELD=VALUE", help="only keys with this field value (repeatable)"
+    )
     _listing(summary)
     _command(summary, _records.summary)
     tail = record_commands.add_parser("tail", help="print records as they are appended (Ctrl-C stops)")

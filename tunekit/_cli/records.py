@@ -17,6 +17,7 @@ from tunekit._base.short_id import short_device_id
 from tunekit._base.units import format_duration_ns
 from tunekit._base.validation_text import validation_text
 from tunekit._cli.error import CliError
+from tunekit._cli.key_match import fields_match, key_filter, key_matches
 from tunekit._cli.listings import LISTINGS, KeyFailure, KeySkip, KeySummaryEntry, RecordsSummary
 from tunekit._cli.table import Output, fixed, print_json
 from tunekit._observe.hit_count import HitSummary
@@ -84,6 +85,8 @@ def summary(args: argparse.Namespace) -> int:
     bad = sorted([*bad, *bad_summaries], key=lambda line: line.line)
     _report_bad(args.file, bad)
     summaries = summarise(line.record for line in good)
+    everything = len(summaries)
+    summaries, hits = _filtered(summaries, hits, args.tuner, key_filter(args.key))
     if args.json:
         keys = [_summary_entry(s) for s in summaries]
         print_json(
@@ -99,7 +102,8 @@ def summary(args: argparse.Namespace) -> int:
         return 1 if bad else 0
     skipped = f", {counted(len(bad), 'bad line')} skipped" if bad else ""
     hit_counts = f"; {counted(hit_summaries, 'hit summary')}, {counted(sum(hits.values()), 'cache hit')}"
-    shown = f"{counted(len(good), 'record')}, {counted(len(summaries), 'key')}{skipped}"
+    matching = f" ({len(summaries)} matching the filters)" if args.tuner is not None or args.key else ""
+    shown = f"{counted(len(good), 'record')}, {counted(everything, 'key')}{matching}{skipped}"
     out.line(f"{args.file}: {shown}{hit_counts if hit_summaries else ''}")
     if hit_summaries:
         _print_hits(out, hit_summaries, hits)
@@ -159,6 +163,31 @@ def summary(args: argparse.Namespace) -> int:
 
 
 _Hit = tuple[str, str, str, str]  # device, tuner, key JSON, source
+
+
+def _filtered(
+    summaries: list[KeySummary], hits: Counter[_Hit], tuner: str | None, wanted: dict[str, str]
+) -> tuple[list[KeySummary], Counter[_Hit]]:
+    """The keys (and hit counts) of ``tuner`` whose fields hold ``wanted``; a usage error for a name the file lacks.
+
+    A misspelt tuner or field would match nothing and print an empty summary, exit 0: it is named
+    instead, with the tuners or fields the file does hold, as ``cache list`` names them.
+    """
+    if tuner is not None:
+        tuners = sorted({s.tuner for s in summaries} | {h[1] for h in hits})
+        if tuner not in tuners:
+            raise CliError(f"no record of tuner {tuner!r} in the file (tuners there: {', '.join(tuners) or 'none'})")
+        summaries = [s for s in summaries if s.tuner == tuner]
+    if wanted:
+        fields = sorted({name for s in summaries for name in s.key})
+        unknown = [name for name in wanted if name not in fields]
+        if summaries and unknown:
+            raise CliError(f"no recorded key has a field named {unknown[0]!r} (key fields there: {', '.join(fields)})")
+        summaries = [s for s in summaries if fields_match(s.key, wanted)]
+    if tuner is None and not wanted:
+        return summaries, hits
+    kept = Counter({h: n for h, n in hits.items() if (tuner is None or h[1] == tuner) and key_matches(h[2], wanted)})
+    return summaries, kept
 
 
 def _hits(file: str) -> tuple[int, Counter[_Hit], list[BadLine]]:

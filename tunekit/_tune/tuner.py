@@ -34,6 +34,7 @@ from tunekit._store.cache_dirs import cache_dir, persistent_cache
 from tunekit._store.fleet import fleet_store
 from tunekit._store.tune_failure import forget_failure, record_failure, repeat_failure
 from tunekit._store.tune_lock import drop_stale_lock, free_lock, tune_lock
+from tunekit._tune.key_churn import KeyChurn
 from tunekit._tune.measure_job import measure
 from tunekit._tune.names import claim_name
 from tunekit._tune.overlap import measuring
@@ -81,6 +82,7 @@ class Tuner:
         """Every winner this tuner knows, in memory and written through to the persistent cache."""
         self._sinks = tuple(sinks)
         self._recovered = False
+        self._churn = KeyChurn(name)
 
     # -- what is known ---------------------------------------------------------------
 
@@ -267,6 +269,7 @@ class Tuner:
         if stored and job.cache is not None:
             forget_failure(job.cache, self.device_id, self.name, job.key_json)
         warn_if_untrusted(self.name, job.key, decided, overlapped=span.others)
+        self._churn.tuned(job.key)
         _warn_uncallable(self.name, tunables, outcomes, len(job.inputs))
         self._emit(record, observation)
         if stored and job.cache is not None:
