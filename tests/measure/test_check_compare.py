@@ -28,7 +28,7 @@ def _partial_sums(config: tk.Config) -> Any:
     block, drop_last = int(config.BLOCK), bool(config.DROP)
 
     def run(x: np.ndarray) -> np.ndarray:
-        sums = x.reshape(-1, block).sum(axis=1)
+        sums: np.ndarray = x.reshape(-1, block).sum(axis=1)
         return sums[:-1] if drop_last else sums  # DROP: a bound check that loses the last block
 
     return run
@@ -170,6 +170,10 @@ def test_a_compare_of_the_wrong_arity_is_refused_at_definition(compare: Any, wor
 def test_compare_with_rtol_is_refused_as_the_tolerance_would_be_ignored() -> None:
     with pytest.raises(TypeError, match=r"apply your tolerance inside compare"):
         tk.TunableSet(key=_key).with_reference(lambda x: x, compare=_total_matches, atol=1e-3)
-    # Defaults and extra keyword-only parameters with defaults are fine.
-    tk.TunableSet(key=_key).with_reference(lambda x: x, compare=lambda e, g, *, tol=1e-3: True)
+
+    # Extra keyword-only parameters with defaults are fine.
+    def with_tolerance(expected: Any, got: Any, *, tol: float = 1e-3) -> bool:
+        return True
+
+    tk.TunableSet(key=_key).with_reference(lambda x: x, compare=with_tolerance)
     tk.TunableSet(key=_key).with_reference(lambda x: x, compare=np.allclose)
