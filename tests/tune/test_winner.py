@@ -99,5 +99,5 @@ def test_a_key_and_inputs_both_or_neither_are_refused_saying_which() -> None:
         tuner.winner(CLIENT.device_id, _set(), NKey(n=1), inputs=(X,))
     with pytest.raises(TypeError, match=r"winner\(inputs=...\) takes a tuple, got ndarray"):
         tuner.winner(CLIENT.device_id, _set(), inputs=X)  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match=r"takes the tk.TunableSet"):
+    with pytest.raises(TypeError, match=r"winner\(\) takes the tk.TunableSet that init\(\) returned, got list"):
         tuner.winner(CLIENT.device_id, [], NKey(n=1))  # type: ignore[arg-type]

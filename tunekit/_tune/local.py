@@ -177,7 +177,7 @@ class LocalTuner(Generic[K, Out]):
         from tunekit._tune.winner import winner_at  # noqa: PLC0415 - the miss path's modules, as tuner() says
         from tunekit._values.cache_state import Hit, Unchecked  # noqa: PLC0415 - as above
 
-        self._require_set(tunables)
+        self._require_set(tunables, "winner(device_id, TUNER.init(build), key)")
         if (key is None) == (inputs is None):
             raise TypeError(
                 f"tuner {self.name!r}: winner() takes a key or inputs=(...), one of the two, e.g. "
@@ -197,12 +197,15 @@ class LocalTuner(Generic[K, Out]):
             return None if ranking is None else winner_at(tunables, ranking[0], stored=True)
         return None
 
-    def _require_set(self, tunables: object) -> None:
+    def _require_set(
+        self, tunables: object, example: str = "execute(client.device_id, client, TUNER.init(build), inputs)"
+    ) -> None:
         """Refuse what is no TunableSet (a list of tunables, say): it would fail deep inside, with an AttributeError."""
         if not isinstance(tunables, TunableSet):
+            call = example.split("(", 1)[0]
             raise TypeError(
-                f"tuner {self.name!r}: execute() takes the tk.TunableSet that init() returned, got "
-                f"{type(tunables).__name__}; e.g. TUNER.execute(client.device_id, client, TUNER.init(build), inputs)"
+                f"tuner {self.name!r}: {call}() takes the tk.TunableSet that init() returned, got "
+                f"{type(tunables).__name__}; e.g. TUNER.{example}"
             ) from None  # called while handling the AttributeError it met: that one says nothing to the caller
 
     def clear(self) -> None:
