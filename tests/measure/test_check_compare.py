@@ -177,3 +177,17 @@ def test_compare_with_rtol_is_refused_as_the_tolerance_would_be_ignored() -> Non
 
     tk.TunableSet(key=_key).with_reference(lambda x: x, compare=with_tolerance)
     tk.TunableSet(key=_key).with_reference(lambda x: x, compare=np.allclose)
+
+
+@pytest.mark.slow
+@pytest.mark.subprocess
+def test_an_isolated_tune_judges_each_candidate_with_compare_in_its_worker() -> None:
+    tunables = (
+        tk.TunableSet.from_space(tk.Space(BLOCK=[4, 8], DROP=[0, 1]), _partial_sums, key=_key)
+        .with_reference(lambda x: x.sum(), compare=_total_matches)
+        .with_isolation("process")
+    )
+    _, record = _tune(tunables, X)
+    by_name = {c.name: c for c in record.candidates}
+    assert {n for n, c in by_name.items() if c.status == "measured"} == {"BLOCK=4,DROP=0", "BLOCK=8,DROP=0"}
+    assert by_name["BLOCK=8,DROP=1"].error == "output 0: compare=_total_matches returned False"
