@@ -191,3 +191,24 @@ def test_an_isolated_tune_judges_each_candidate_with_compare_in_its_worker() -> 
     by_name = {c.name: c for c in record.candidates}
     assert {n for n, c in by_name.items() if c.status == "measured"} == {"BLOCK=4,DROP=0", "BLOCK=8,DROP=0"}
     assert by_name["BLOCK=8,DROP=1"].error == "output 0: compare=_total_matches returned False"
+
+
+def test_tk_search_takes_compare_and_its_failures_are_the_trials_reasons() -> None:
+    result = tk.search(
+        tk.Space(BLOCK=[4, 8], DROP=[0, 1]),
+        _partial_sums,
+        CLIENT,
+        (X,),
+        tuner="compare-search",
+        strategy="exhaustive",
+        reference=lambda x: x.sum(),
+        compare=_total_matches,
+    )
+    assert result.best.config.DROP == 0
+    failed = {t.config.name: t.outcome.reason for t in result.trials if isinstance(t.outcome, tk.Failed)}
+    assert failed == {
+        "BLOCK=4,DROP=1": "output 0: compare=_total_matches returned False",
+        "BLOCK=8,DROP=1": "output 0: compare=_total_matches returned False",
+    }
+    with pytest.raises(TypeError, match=r"tk.search\(outputs=, rtol=, atol=, compare=\) tune the correctness check"):
+        tk.search(tk.Space(BLOCK=[4]), _partial_sums, CLIENT, (X,), tuner="compare-search", compare=_total_matches)
