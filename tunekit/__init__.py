@@ -128,6 +128,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "Unchecked": ("tunekit._values.cache_state", "Unchecked"),
     "Verdict": ("tunekit._values.records", "Verdict"),
     "Warmup": ("tunekit._values.records", "Warmup"),
+    "Winner": ("tunekit._tune.winner", "Winner"),
     "Work": ("tunekit._candidates.roofline", "Work"),
     "WorkerStartFailed": ("tunekit._base.errors", "WorkerStartFailed"),
     "__version__": ("tunekit._base.version", "__version__"),
@@ -310,6 +311,7 @@ if TYPE_CHECKING:
         Record as Record,
     )
     from tunekit._tune.tuner import Tuner as Tuner
+    from tunekit._tune.winner import Winner as Winner
     from tunekit._values.cache_row import (
         CacheRow as CacheRow,
         CacheValue as CacheValue,

@@ -101,6 +101,7 @@ EXPECTED = {
     "Verdict",
     "Warmup",
     "Work",
+    "Winner",
     "WorkerStartFailed",
     "__version__",
     "add_observer",

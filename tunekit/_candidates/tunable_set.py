@@ -25,7 +25,7 @@ from tunekit._candidates.isolation import (
     factory_keywords,
     worker_reference,
 )
-from tunekit._candidates.reference import Reference, reference_of
+from tunekit._candidates.reference import Compare, Reference, reference_of
 from tunekit._candidates.roofline import Bounds
 from tunekit._candidates.search_spec import (
     SearchSpec,
@@ -345,6 +345,7 @@ class TunableSet(Generic[K, Out]):
         outputs: Sequence[int] | None = None,
         rtol: float = 0.0,
         atol: float = 0.0,
+        compare: Compare | None = None,
     ) -> TunableSet[K, Out]:
         """A new set whose candidates must compute the right answer before they are timed.
 
@@ -359,9 +360,16 @@ class TunableSet(Generic[K, Out]):
         the error figures and never timed. Without ``reference`` nothing tells which side of a
         disagreement is right: the first candidate stays the answer (it can win while wrong), and
         a warning on ``tunekit.tuner`` names it and the candidates that disagree with it.
+
+        ``compare``, a function ``(expected, got) -> bool`` called once per output, replaces the
+        elementwise comparison (Kernel Tuner's ``verify=``): True passes the output; False, or an
+        exception whose message says why, fails the candidate with that reason. The expected value
+        is then anything the function reads (a total, a sorted copy), not an array of the output's
+        shape, and a candidate's output may have a shape of its own. Not with ``rtol``/``atol``:
+        apply the tolerance inside it.
         """
         new = self._copy()
-        new._reference = reference_of("with_reference", reference, outputs, rtol, atol)
+        new._reference = reference_of("with_reference", reference, outputs, rtol, atol, compare)
         return new
 
     @property

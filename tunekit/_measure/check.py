@@ -3,7 +3,8 @@
 Each candidate runs once on fresh copies of the benchmark inputs, with canary bytes after
 every output buffer the client allocates, and its outputs are compared with a reference:
 the user's numpy function, or, without one, the first candidate that runs. Integers must
-match exactly; floats within a tolerance derived from the dtype's rounding. A fast wrong
+match exactly; floats within a tolerance derived from the dtype's rounding; or, where the set
+gives ``compare=``, as that function judges each output. A fast wrong
 kernel is the worst outcome a tuner can produce, so a rejected candidate is never timed.
 """
 
@@ -19,7 +20,7 @@ import numpy as np
 
 from tunekit._base.counted import counted
 from tunekit._base.errors import ClientClosed, TunekitError
-from tunekit._candidates.reference import Reference
+from tunekit._candidates.reference import Compare, Reference
 
 __all__ = [
     "CANARY_BYTES",
@@ -479,8 +480,9 @@ class Gate:
         if self.reference.outputs is not None:
             _refuse_one_value_per_argument(expected, self.reference.outputs, len(host))
             values = as_outputs(expected, len(self.reference.outputs), "the reference")
-            for position, value in zip(self.reference.outputs, values, strict=True):
-                _check_expected_fits(position, value, host[position], shapes[position])
+            if self.reference.compare is None:  # a custom compare may expect anything: a total, a sorted copy
+                for position, value in zip(self.reference.outputs, values, strict=True):
+                    _check_expected_fits(position, value, host[position], shapes[position])
             return values
         if expected is None:
             raise TypeError(f"the reference returned None; {_RETURN_VALUES}")
@@ -562,8 +564,15 @@ class Gate:
         worst = CheckOutcome(True, "")
         details = []
         labels = self.reference.outputs or range(len(got))
+        custom = self.reference.compare
         for number, (label, g, e) in enumerate(zip(labels, got, expected, strict=True)):
             what = f"argument {label}" if self.reference.outputs is not None else f"output {label}"
+            if custom is not None:
+                outcome = _custom(custom, e, g, what)
+                details.append(outcome.detail)
+                if not outcome.passed:
+                    return outcome
+                continue
             if number not in self._prepared:
                 self._prepared[number] = _prepared(e)
             outcome = compare(
@@ -582,6 +591,32 @@ class Gate:
             if (outcome.max_abs_error or 0.0) >= (worst.max_abs_error or 0.0):
                 worst = outcome
         return CheckOutcome(True, "; ".join(details), worst.max_abs_error, worst.max_rel_error)
+
+
+def _custom(compare: Compare, expected: Any, got: Any, label: str) -> CheckOutcome:
+    """One output judged by the user's ``compare(expected, got)``: True passes; False or an exception fails.
+
+    An exception is the likeliest way to say why (``np.testing.assert_allclose`` names the worst
+    element), so its message becomes the failure's reason, as the built-in comparison's words do.
+    """
+    name = getattr(compare, "__qualname__", type(compare).__name__)
+    try:
+        verdict = compare(expected, got)
+    except ClientClosed:  # a device array read after its client closed: no candidate's fault
+        raise
+    except Exception as exc:
+        message = str(exc).strip() or "no message"
+        return CheckOutcome(False, f"{label}: compare={name} raised {type(exc).__name__}: {message}")
+    if isinstance(verdict, bool | np.bool_):
+        if verdict:
+            return CheckOutcome(True, f"{label}: compare={name} passed it")
+        return CheckOutcome(False, f"{label}: compare={name} returned False")
+    # None (a function that only asserts, or forgot its return) passing would make a check that cannot fail.
+    return CheckOutcome(
+        False,
+        f"{label}: compare={name} returned {type(verdict).__name__}, not a bool: return True when the output "
+        "is right and False (or raise, saying why) when it is not",
+    )
 
 
 def _host_copy(value: Any) -> np.ndarray | None:

@@ -59,6 +59,7 @@ def search(
     outputs: Sequence[int] | None = None,
     rtol: float = 0.0,
     atol: float = 0.0,
+    compare: Callable[[Any, Any], bool] | None = None,
     **options: Unpack[SearchOptions],
 ) -> SearchResult[K]:
     """Search a space of kernels too big to measure whole; every candidate timed on ``client``.
@@ -84,7 +85,7 @@ def search(
     winner is for names it: ``template.name_of`` for an OpenCL ``KernelTemplate``
     (``fill[BLOCK=16]``, as its tuner and ``tk.Record`` name it); by default ``config.name``
     (``BLOCK=16``, as ``TunableSet.from_space`` names it).
-    ``reference``, ``outputs``, ``rtol``, ``atol``: the correctness gate of
+    ``reference``, ``outputs``, ``rtol``, ``atol``, ``compare``: the correctness gate of
     ``TunableSet.with_reference``: each configuration runs once on fresh copies of the inputs
     and is timed only if its outputs match ``reference(*inputs)``; one that does not is a
     failure (stage ``check``) in the result, the log and the record.
@@ -123,17 +124,21 @@ def search(
     # isolation works through execute.
     refuse_unforkable(client, None, settings, where=where, other_fixes=(_SEARCH_IN_A_TUNER_FIX,))
 
-    if reference is None and (outputs is not None or rtol or atol):
+    if reference is None and (outputs is not None or rtol or atol or compare is not None):
         # Refused, not ignored: the caller would believe the configurations checked, and a wrong one could win.
         raise TypeError(
-            "tk.search(outputs=, rtol=, atol=) tune the correctness check, which needs the expected outputs: "
+            "tk.search(outputs=, rtol=, atol=, compare=) tune the correctness check, which needs the expected outputs: "
             "pass reference=fn too (fn(*inputs) returns them)"
         )
     if reference is not None and not callable(reference):
         raise TypeError(f"tk.search(reference=...) takes a callable (*inputs) -> expected, got {reference!r}")
     # One gate for the whole search: the reference runs once, and every batch is checked on the
     # inputs as they were at the first check (timed runs of in-place kernels change them).
-    gate = None if reference is None else Gate(client, args, reference_of("tk.search", reference, outputs, rtol, atol))
+    gate = (
+        None
+        if reference is None
+        else Gate(client, args, reference_of("tk.search", reference, outputs, rtol, atol, compare))
+    )
 
     # A progress display (a terminal, an observer) sees the search, and each batch's compile, check and schedule.
     observation = observe_search(settings)

@@ -114,6 +114,8 @@ def _dependencies(tunables: TunableSet[Any, Any]) -> str:
     if reference is not None:
         function = "the first candidate" if reference.fn is None else _code_identity(reference.fn)
         tolerances = f"outputs={reference.outputs}, rtol={reference.rtol}, atol={reference.atol}"
+        if reference.compare is not None:  # a fixed compare= may pass what the failure was recorded for
+            tolerances += f", compare={_code_identity(reference.compare)}"
         parts.append(f"reference: {function}, {tolerances}")
     if not parts:
         return ""

@@ -16,6 +16,7 @@ from tunekit._tune.record_device import UnverifiedSeeds
 
 if TYPE_CHECKING:
     from tunekit._tune.tuner import Tuner
+    from tunekit._tune.winner import Winner
     from tunekit._values.records import AutotuneRecord
 
 __all__ = ["LocalTuner", "describe_inputs"]
@@ -158,12 +159,53 @@ class LocalTuner(Generic[K, Out]):
         except Exception as exc:
             return tuner.recover(tunables, key, inputs, exc)  # type: ignore[no-any-return]
 
-    def _require_set(self, tunables: object) -> None:
+    def winner(
+        self,
+        device_id: str,
+        tunables: TunableSet[K, Out],
+        key: K | None = None,
+        *,
+        inputs: tuple[Any, ...] | None = None,
+    ) -> Winner | None:
+        """Which candidate won ``key`` (or the key of ``inputs``) on ``device_id``; None when none has yet.
+
+        Nothing runs and nothing is tuned: the winner is this process's (tuned, or seeded from a
+        record), else the persistent cache's row when it holds one for this very set (same
+        checksum, a candidate the set still has). A key being tuned meanwhile has none yet.
+        ``winner.config`` is the configuration, for a set made from a space or a template.
+        """
+        from tunekit._tune.winner import winner_at  # noqa: PLC0415 - the miss path's modules, as tuner() says
+        from tunekit._values.cache_state import Hit, Unchecked  # noqa: PLC0415 - as above
+
+        self._require_set(tunables, "winner(device_id, TUNER.init(build), key)")
+        if (key is None) == (inputs is None):
+            raise TypeError(
+                f"tuner {self.name!r}: winner() takes a key or inputs=(...), one of the two, e.g. "
+                f"TUNER.winner(client.device_id, tunables, inputs=(x, y)); got "
+                f"{'neither' if key is None else 'both'}"
+            )
+        if inputs is not None:
+            if type(inputs) is not tuple:
+                raise TypeError(f"tuner {self.name!r}: winner(inputs=...) takes a tuple, got {type(inputs).__name__}")
+            key = tunables.key(*inputs)
+        tuner = self.tuner(device_id)
+        state = tuner.state(tunables, key)
+        if isinstance(state, Hit):
+            return winner_at(tunables, state.ranking[0], stored=False)
+        if isinstance(state, Unchecked):
+            ranking = tuner.tune_cache.check_row(tunables, key, state)
+            return None if ranking is None else winner_at(tunables, ranking[0], stored=True)
+        return None
+
+    def _require_set(
+        self, tunables: object, example: str = "execute(client.device_id, client, TUNER.init(build), inputs)"
+    ) -> None:
         """Refuse what is no TunableSet (a list of tunables, say): it would fail deep inside, with an AttributeError."""
         if not isinstance(tunables, TunableSet):
+            call = example.split("(", 1)[0]
             raise TypeError(
-                f"tuner {self.name!r}: execute() takes the tk.TunableSet that init() returned, got "
-                f"{type(tunables).__name__}; e.g. TUNER.execute(client.device_id, client, TUNER.init(build), inputs)"
+                f"tuner {self.name!r}: {call}() takes the tk.TunableSet that init() returned, got "
+                f"{type(tunables).__name__}; e.g. TUNER.{example}"
             ) from None  # called while handling the AttributeError it met: that one says nothing to the caller
 
     def clear(self) -> None:

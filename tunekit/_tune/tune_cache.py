@@ -413,6 +413,19 @@ class TuneCache:
         got = cache.get(self.device_id, self.name, key_json)
         return Unchecked(*got) if isinstance(got, tuple) else Miss(got)
 
+    def check_row(self, tunables: TunableSet[Any, Any], key: object, row: Unchecked) -> Ranking | None:
+        """The ranking a stored row gives ``tunables``, or None when it is stale; read only, nothing adopted.
+
+        For a question about the winner (``LocalTuner.winner``): a stale row is not logged or reported
+        here, as the tune that replaces it is.
+        """
+        if row.checksum != tunables.checksum():
+            return None
+        winner = tunables.index_of(row.value.winner)
+        if winner is None:
+            return None
+        return (winner, *(i for i in _indices(tunables, row.value.ranking) if i != winner))
+
     def _check(
         self, tunables: TunableSet[Any, Any], key: object, checksum: str, value: CacheValue, events: list[RecordEvent]
     ) -> Ranking | None:

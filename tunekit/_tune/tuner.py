@@ -480,7 +480,11 @@ def _reference_note(tunables: TunableSet[Any, Any], outcomes: dict[int, Outcome]
     return (
         f"{every} failed the correctness check against the reference function "
         f"{getattr(reference.fn, '__qualname__', repr(reference.fn))}: where the candidates agree with each other, "
-        "check the reference (its dtype, its output, with_reference(outputs=...)), or widen rtol/atol"
+        + (
+            "check the reference (its dtype, its output, with_reference(outputs=...)), or widen rtol/atol"
+            if reference.compare is None
+            else "check the reference and the compare= function (each failure gives its verdict)"
+        )
     )
 
 

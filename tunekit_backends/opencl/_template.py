@@ -259,6 +259,7 @@ class KernelTemplate(Generic[K]):
         outputs: Sequence[int] | None = None,
         rtol: float = 0.0,
         atol: float = 0.0,
+        compare: Callable[[Any, Any], bool] | None = None,
     ) -> TunableSet[K, Any]:
         """The set of every variant; with ``outputs`` (the positions the kernel writes), each is checked.
 
@@ -266,7 +267,8 @@ class KernelTemplate(Generic[K]):
         ``geometry`` and ``applies`` (with the plain data they read): editing the kernel or its
         launch shape re-tunes. Without ``reference``, variants are compared with the first one that runs.
         Without ``inputs``, variants are timed on device copies of the caller's arguments (a
-        pyopencl array cannot be deep-copied, as other sets' inputs are).
+        pyopencl array cannot be deep-copied, as other sets' inputs are). ``compare``: a custom check of
+        each output, ``(expected, got) -> bool`` (see ``TunableSet.with_reference``).
         """
         if reference is not None and outputs is None:
             # A variant returns its launch's event: compared with the reference's arrays, every one would fail
@@ -284,8 +286,8 @@ class KernelTemplate(Generic[K]):
             .with_extra("space", self.space)
             .with_extra("space_name_of", self.name_of)
         )
-        if reference is not None or outputs is not None:
-            tunables = tunables.with_reference(reference, outputs=outputs, rtol=rtol, atol=atol)
+        if reference is not None or outputs is not None or compare is not None:
+            tunables = tunables.with_reference(reference, outputs=outputs, rtol=rtol, atol=atol, compare=compare)
         return tunables
 
     def __repr__(self) -> str:
