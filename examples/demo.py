@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 from rich.table import Table
+from rich.text import Text
 
 import tunekit as tk
 from tunekit_backends.cpu import CpuClient
@@ -54,7 +55,7 @@ def _summary(candidates: Iterable[tuple[str, str, float | None]]) -> str:
     )
 
 
-def _winner_cell(winner: str, decision: tk.TuneDecision | None) -> str:
+def _winner_cell(winner: str, decision: tk.TuneDecision | None) -> str | Text:
     """The winner and how it won: its margin over the runner-up, the stage, and why beside a lower median."""
     if decision is None or decision.winner != winner:
         return winner
@@ -62,10 +63,9 @@ def _winner_cell(winner: str, decision: tk.TuneDecision | None) -> str:
         cell = f"{winner} ({decision.stage_text})"
     else:
         cell = f"{winner}: {decision.margin_text} over {decision.runner_up} ({decision.stage_text})"
-    if not decision.trusted:
-        cell += " [yellow]not trusted: spread wider than the margin[/]"
     why = decision.why()
-    return f"{cell}; {why}" if why else cell
+    doubt = () if decision.trusted else ((" not trusted: spread wider than the margin", "yellow"),)
+    return Text.assemble(cell, *doubt, f"; {why}" if why else "")
 
 
 def _serve_committed() -> int:
@@ -137,7 +137,7 @@ def main() -> int:
     for column in columns:
         table.add_column(column)
     # Winners from the cache, and those tuned now from their records: with the cache off only the latter exist.
-    shown: dict[tuple[str, str], tuple[str, str, str]] = {}
+    shown: dict[tuple[str, str], tuple[str, str | Text, str]] = {}
     if cache is not None:
         for row in cache.rows(device_id=client.device_id):
             if not isinstance(row, str) and row.tuner in {ROW_SUM_TUNER.name, MATMUL_TUNER.name}:

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 import tunekit as tk
 from tunekit_backends.cpu import CpuClient
@@ -192,7 +193,7 @@ def _serve(
 ) -> SearchDemo:
     """Production's side: seed the verified record into the tuner and run the request through it."""
     for warning in record.warnings:
-        console.print(f"[yellow]record warning:[/] {warning}")
+        console.print(Text.assemble(("record warning:", "yellow"), f" {warning}"))
     record.seed(TUNER, request.tunables, PipelineKey)
 
     tunes: list[tk.AutotuneRecord] = []
@@ -259,10 +260,13 @@ def print_search_demo(console: Console, demo: SearchDemo, *, budget: str | None)
         table.add_row("served", f"{how}; production call served from the record, no tune")
     else:
         table.add_row(
-            "served", f"{how}; [red]production call tuned ({demo.production_tunes}): the record did not serve it"
+            "served",
+            Text.assemble(
+                f"{how}; ", (f"production call tuned ({demo.production_tunes}): the record did not serve it", "red")
+            ),
         )
     if demo.refused:
-        console.print(f"[yellow]record not used, searched again:[/] {demo.refused}")
+        console.print(Text.assemble(("record not used, searched again:", "yellow"), f" {demo.refused}"))
     console.print(table)
 
 

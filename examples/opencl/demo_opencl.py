@@ -7,8 +7,8 @@ import time
 from pathlib import Path
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -22,7 +22,7 @@ def run_opencl_demo(console: Console) -> int:
     try:
         client = OpenCLClient()
     except (ImportError, RuntimeError) as exc:
-        console.print(f"[yellow]OpenCL examples skipped:[/] {exc}")
+        console.print(Text.assemble(("OpenCL examples skipped:", "yellow"), f" {exc}"))
         return 0
     # Imported once the device is known to work: they import pyopencl, the optional opencl extra.
     import bias_gelu  # noqa: PLC0415
@@ -49,11 +49,12 @@ def run_opencl_demo(console: Console) -> int:
     console.print(table)
     for r in results:  # how each winner was decided, where the table alone would mislead
         if r.decision is not None and (note := r.decision.warning(r.tuner) or r.decision.why()):
-            console.print(f"[yellow]{r.example}:[/] {escape(note)}")
+            console.print(Text.assemble((f"{r.example}:", "yellow"), f" {note}"))
         if r.numpy_spread > NOISY_HOST:
             console.print(
-                f"[yellow]{r.example}: numpy's time spread {r.numpy_spread:.0%} (interquartile range over the median) "
-                "over 9 runs: the host is busy, so its figure is unreliable; rerun when the machine is quiet[/]"
+                f"{r.example}: numpy's time spread {r.numpy_spread:.0%} (interquartile range over the median) "
+                "over 9 runs: the host is busy, so its figure is unreliable; rerun when the machine is quiet",
+                style="yellow",
             )
     console.print(
         f"OpenCL part: {time.perf_counter() - started:.1f} s. Throughput of the winner, the slowest variant and "
