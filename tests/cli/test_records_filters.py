@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Annotated
 
 import numpy as np
 import pytest
@@ -74,3 +75,27 @@ def test_a_filter_naming_what_the_file_lacks_is_a_usage_error(many_keys: Path) -
     assert run("records", "summary", str(many_keys), "--key", "size", check=2).stderr.startswith(
         "tunekit: --key takes FIELD=VALUE"
     )
+
+
+def test_a_key_filter_of_the_calls_size_points_at_the_recorded_bucket(tmp_path: Path) -> None:
+    """`--key n=1000` (the call's size) said only "0 matching the filters", where `cache list` names the bucket."""
+
+    @tk.autotune_key
+    class SizeKey:
+        n: Annotated[int, tk.Anchor()]
+
+    path = tmp_path / "records.jsonl"
+    tunables = (
+        tk.TunableSet(key=lambda x: SizeKey(n=len(x)))
+        .with_tunable(tk.Tunable("np", lambda x: x.sum()))
+        .with_tunable(tk.Tunable("einsum", lambda x: np.einsum("i->", x)))
+    )
+    tuner: tk.LocalTuner[SizeKey, np.ndarray] = tk.LocalTuner("sized_sum", sinks=[tk.JsonlSink(path)])
+    for n in (1000, 3000):
+        tuner.execute(CLIENT.device_id, CLIENT, tunables, (np.ones(n),))
+    done = run("records", "summary", str(path), "--key", "n=1000")
+    assert done.stdout == (
+        f"{path}: 2 records, 2 keys (0 matching the filters; recorded n: 1024, 4096; anchored fields hold the "
+        "rounded-up bucket, e.g. 1024 for 1000)\n"
+    )
+    assert '"n":1024' in run("records", "summary", str(path), "--key", "n=1024").stdout

@@ -32,7 +32,7 @@ from tunekit._base.version import MAJOR
 from tunekit._cli.age import tuned_before
 from tunekit._cli.devices import found_clients
 from tunekit._cli.error import CliError
-from tunekit._cli.key_match import key_filter as _key_filter, key_matches as _key_matches
+from tunekit._cli.key_match import held_values_hint, key_filter as _key_filter, key_matches as _key_matches
 from tunekit._cli.listings import CacheCandidate, CacheEntry, CacheList, CacheShow, CacheWinner
 from tunekit._cli.table import Output, fixed, print_json
 from tunekit._store.cache import PersistentCache, default_cache_dir
@@ -239,30 +239,12 @@ def _check_owners(shown: _Shown, tuner: str | None, device: str | None, failed: 
 
 
 def _stored_values_hint(selection: _Selection, keys: list[str]) -> str:
-    """What the ``--key`` fields do hold, for a filter that matched nothing.
+    """What the ``--key`` fields do hold, for a filter that matched nothing (see :func:`held_values_hint`).
 
-    Keys are stored anchored, so ``--key n=1000`` finds nothing where the row holds 1024: the
-    values there show the bucket to ask for. From the rows ``_select`` already read (unreadable
-    ones are reported on their own).
+    From the rows ``_select`` already read (unreadable ones are reported on their own).
     """
-    wanted = _key_filter(keys)
-    if not selection.stored or not wanted:  # no cache, or no readable row to name values from
-        return ""
-    held: dict[str, set[str]] = {name: set() for name in wanted}
-    for row in selection.stored:
-        fields = _key_dict(row.key)
-        for name, values in held.items():
-            if name in fields:
-                values.add(json.dumps(fields[name]).strip('"'))
-    parts = []
-    for name, values in held.items():
-        ordered = sorted(values, key=lambda v: (len(v), v))  # numbers in numeric order, as their text is
-        shown = ", ".join(ordered[:12]) + (f", ... {len(ordered) - 12} more" if len(ordered) > 12 else "")
-        parts.append(f"{name}: {shown}")
-    # The cache does not know which fields are anchored: the bucket hint is for a wanted int only.
-    sizes = any(value.isdigit() for value in wanted.values())
-    bucket = "; anchored fields hold the rounded-up bucket, e.g. 1024 for 1000" if sizes else ""
-    return f" (stored {'; '.join(parts)}{bucket})"
+    held = held_values_hint("stored", (_key_dict(row.key) for row in selection.stored), _key_filter(keys))
+    return f" ({held})" if held else ""
 
 
 def _failed_note(failed: Sequence[tuple[str, str, str]], tuner: str | None, device: str | None, keys: list[str]) -> str:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from tunekit._cli.error import CliError
 
-__all__ = ["fields_match", "key_filter", "key_matches", "same_value"]
+__all__ = ["fields_match", "held_values_hint", "key_filter", "key_matches", "same_value"]
 
 
 def key_filter(pairs: list[str]) -> dict[str, str]:
@@ -51,3 +51,30 @@ def same_value(stored: object, given: str) -> bool:
                 continue
         return False
     return str(stored) == given
+
+
+def held_values_hint(held_by: str, keys: Iterable[Mapping[str, object]], wanted: dict[str, str]) -> str:
+    """What the ``--key`` fields do hold, for a filter that matched nothing: ``stored n: 1024, 4096; ...``.
+
+    Keys are stored and recorded anchored, so ``--key n=1000`` (the call's size) finds nothing
+    where the key holds 1024: the values there show the bucket to ask for. Empty when there is no
+    key to name values from.
+    """
+    held: dict[str, set[str]] = {name: set() for name in wanted}
+    seen = False
+    for fields in keys:
+        seen = True
+        for name, values in held.items():
+            if name in fields:
+                values.add(json.dumps(fields[name]).strip('"'))
+    if not seen or not wanted:
+        return ""
+    parts = []
+    for name, values in held.items():
+        ordered = sorted(values, key=lambda v: (len(v), v))  # numbers in numeric order, as their text is
+        shown = ", ".join(ordered[:12]) + (f", ... {len(ordered) - 12} more" if len(ordered) > 12 else "")
+        parts.append(f"{name}: {shown}")
+    # Which fields are anchored is not known here: the bucket hint is for a wanted int only.
+    sizes = any(value.isdigit() for value in wanted.values())
+    bucket = "; anchored fields hold the rounded-up bucket, e.g. 1024 for 1000" if sizes else ""
+    return f"{held_by} {'; '.join(parts)}{bucket}"

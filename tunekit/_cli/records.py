@@ -17,7 +17,7 @@ from tunekit._base.short_id import short_device_id
 from tunekit._base.units import format_duration_ns
 from tunekit._base.validation_text import validation_text
 from tunekit._cli.error import CliError
-from tunekit._cli.key_match import fields_match, key_filter, key_matches
+from tunekit._cli.key_match import fields_match, held_values_hint, key_filter, key_matches
 from tunekit._cli.listings import LISTINGS, KeyFailure, KeySkip, KeySummaryEntry, RecordsSummary
 from tunekit._cli.table import Output, fixed, print_json
 from tunekit._observe.hit_count import HitSummary
@@ -86,6 +86,7 @@ def summary(args: argparse.Namespace) -> int:
     _report_bad(args.file, bad)
     summaries = summarise(line.record for line in good)
     everything = len(summaries)
+    of_tuner = [s for s in summaries if args.tuner is None or s.tuner == args.tuner]
     summaries, hits = _filtered(summaries, hits, args.tuner, key_filter(args.key))
     if args.json:
         keys = [_summary_entry(s) for s in summaries]
@@ -102,7 +103,11 @@ def summary(args: argparse.Namespace) -> int:
         return 1 if bad else 0
     skipped = f", {counted(len(bad), 'bad line')} skipped" if bad else ""
     hit_counts = f"; {counted(hit_summaries, 'hit summary')}, {counted(sum(hits.values()), 'cache hit')}"
-    matching = f" ({len(summaries)} matching the filters)" if args.tuner is not None or args.key else ""
+    matching = ""
+    if args.tuner is not None or args.key:
+        # Records hold anchored keys: --key n=1000 (the call's size) matches nothing where they hold 1024.
+        held = held_values_hint("recorded", (s.key for s in of_tuner), key_filter(args.key)) if not summaries else ""
+        matching = f" ({len(summaries)} matching the filters{'; ' + held if held else ''})"
     shown = f"{counted(len(good), 'record')}, {counted(everything, 'key')}{matching}{skipped}"
     out.line(f"{args.file}: {shown}{hit_counts if hit_summaries else ''}")
     if hit_summaries:
