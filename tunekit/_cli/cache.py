@@ -243,7 +243,7 @@ def _stored_values_hint(selection: _Selection, keys: list[str]) -> str:
 
     From the rows ``_select`` already read (unreadable ones are reported on their own).
     """
-    held = held_values_hint("stored", (_key_dict(row.key) for row in selection.stored), _key_filter(keys))
+    held = held_values_hint("stored", (_key_dict(row.key) for row in selection.stored or ()), _key_filter(keys))
     return f" ({held})" if held else ""
 
 
