@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import gc
+import io
+import itertools
 import logging
 import os
 import re
+import shlex
 import subprocess
 import sys
 import textwrap
@@ -19,6 +23,7 @@ import tunekit as tk
 import tunekit._observe.hit_count as hit_count
 import tunekit._observe.observers as observers
 import tunekit._observe.sinks as sinks
+from tunekit._cli.main import _parser
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
@@ -169,3 +174,70 @@ def test_every_layer_is_on_the_architecture_page() -> None:
     page = (DOCS / "architecture.md").read_text(encoding="utf-8")
     layers = sorted(p.parent.name for p in (ROOT / "tunekit").glob("_*/__init__.py"))
     assert [layer for layer in layers if f"`{layer}`" not in page] == [], "add them to docs/architecture.md"
+
+
+def _shell_commands(line: str) -> Iterator[list[str]]:
+    """The simple commands of one shell line: split at pipes, `&&` and `;`, a redirection's target left out."""
+    lexer = shlex.shlex(line, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    command: list[str] | None = []
+    for word in [*lexer, ";"]:
+        if set(word) <= set("|&;<>()"):
+            if command:
+                yield command
+            command = None if word[0] in "<>" else []  # the word after a redirection is its file
+        elif command is None:
+            command = []
+        else:
+            command.append(word)
+
+
+def _shell_lines(page: Path) -> Iterator[str]:
+    """The lines a page's bash blocks run, and those its text blocks show typed after `$ `."""
+    for language, code in _blocks(page):
+        for line in code.splitlines():
+            if language == "bash":
+                yield line
+            elif language == "text" and line.startswith("$ "):
+                yield line[2:]
+
+
+def _tunekit_invocations(page: Path) -> Iterator[list[str]]:
+    """Each `tunekit ...` of a page's shell lines, as its arguments."""
+    for line in _shell_lines(page):
+        for words in _shell_commands(line):
+            command = list(itertools.dropwhile(lambda w: re.fullmatch(r"[A-Z_][A-Z0-9_]*=.*", w), words))  # VAR=x
+            if command and command[0] == "tunekit":
+                yield command[1:]
+
+
+def test_every_tunekit_command_the_docs_show_is_one_the_cli_accepts() -> None:
+    """Shell blocks are not run (they need a cluster, a database, a live file): each command is parsed as tunekit is."""
+    refused = []
+    shown = 0
+    for page in PAGES:
+        for arguments in _tunekit_invocations(page):
+            shown += 1
+            try:
+                with contextlib.redirect_stderr(io.StringIO()) as said:
+                    _parser().parse_args(arguments)
+            except SystemExit:
+                refused.append(f"{page.name}: tunekit {shlex.join(arguments)}: {said.getvalue().strip()}")
+    assert shown >= 40, "the shell blocks' commands were not found"
+    assert refused == []
+
+
+def test_every_test_the_docs_name_exists() -> None:
+    """A page citing a test as evidence (`tests/x/test_y.py::test_z`, `test_y.py::test_z`) cites one that is there."""
+    tests = {path.name: path for path in (ROOT / "tests").rglob("test_*.py")}
+    missing = []
+    for page in PAGES:
+        text = page.read_text(encoding="utf-8")
+        for match in re.finditer(r"\b(?:tests/(?:\w+/)*)?(test_\w+\.py)(?:::(test_\w+))?", text):
+            path = tests.get(match[1])
+            cited = ROOT / match[0].split("::")[0]
+            if path is None or ("/" in match[0] and not cited.exists()):
+                missing.append(f"{page.name}: {match[0]}: no such file")
+            elif match[2] and not re.search(rf"^\s*def {match[2]}\(", path.read_text(encoding="utf-8"), re.M):
+                missing.append(f"{page.name}: {match[0]}: no such test")
+    assert missing == []
