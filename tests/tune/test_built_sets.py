@@ -195,3 +195,33 @@ def test_equal_lambdas_of_two_modules_made_from_one_template_build_each_its_own_
     f16, f32 = (tuner.init(factory) for factory in factories)
     assert f16.names == ("f16",) and f32.names == ("f32",)
     assert tuner.init(factories[1]) is f32 and tuner.init(factories[0]) is f16
+
+
+def _sum_set(dtype: np.dtype) -> tk.TunableSet[NKey, float]:
+    return tk.TunableSet(key=_key).with_tunable(tk.Tunable(f"sum_{dtype}", lambda a: float(a.sum())))
+
+
+def test_a_factory_capturing_each_calls_array_is_warned_about(caplog: pytest.LogCaptureFixture) -> None:
+    """An array captured per call died with its call and took its set along: a set built at every call, no warning."""
+    tuner: tk.LocalTuner[NKey, float] = tk.LocalTuner("captures_the_input")
+    caplog.set_level(logging.WARNING, logger="tunekit.tuner")
+
+    def op(x: np.ndarray) -> float:
+        tunables = tuner.init(lambda: _sum_set(x.dtype))  # captures x, where only its dtype matters
+        return tuner.execute(CPU.device_id, CPU, tunables, (x,))
+
+    for _ in range(MAX_SETS + 2):
+        assert op(np.ones(4)) == 4.0
+    assert len(tuner._sets) < MAX_SETS  # each array is gone after its call, and its set with it
+    (warning,) = [r.getMessage() for r in caplog.records if "init() has built more than" in r.getMessage()]
+    assert "captures values that differ from call to call (x)" in warning and "test_built_sets.py:" in warning
+    caplog.clear()
+    once: tk.LocalTuner[NKey, float] = tk.LocalTuner("captures_the_dtype")
+
+    def op_dtype(x: np.ndarray) -> float:
+        dtype = x.dtype  # what the set depends on, equal at every call
+        return once.execute(CPU.device_id, CPU, once.init(lambda: _sum_set(dtype)), (x,))
+
+    for _ in range(MAX_SETS + 2):
+        assert op_dtype(np.ones(4)) == 4.0
+    assert len(once._sets) == 1 and "init() has built" not in caplog.text

@@ -12,8 +12,12 @@ anything else (a client, an array) by identity.
 An object named by identity must outlive its entry, or a new object reusing its id would find
 the set built for the old one: the entry watches it with a weak reference and is dropped when it
 is collected (an array captured per call does not keep its set alive), or holds it when it cannot
-be watched. A factory that captures something new at every call builds a set at every call; the
-oldest are dropped past ``MAX_SETS`` and the user is warned once, naming the captured variables.
+be watched. A factory that captures something new at every call builds a set at every call (a
+new set costs its checksum, a hit costs a dictionary read): once one call site has built more
+than ``MAX_SETS`` sets, the user is warned once, naming the captured variables. Counted per call
+site, not by the sets held: an array captured per call dies with the call and takes its set
+along, so the sets held never pile up while every call builds one. Past ``MAX_SETS`` held, the
+oldest are dropped.
 """
 
 from __future__ import annotations
@@ -84,6 +88,8 @@ class BuiltSets(Generic[K, Out]):
         lookup with no hashing of the code object (which hashes its constants, nested lambdas' code
         included). The code is in a key of ``_entries`` while its entry is here, so its id is not reused."""
         self._warned = False
+        self._built_at: dict[Hashable, int] = {}
+        """Sets built per call site (the factory's code), over the tuner's life: what the warning counts."""
 
     def get(self, factory: Callable[[], TunableSet[K, Out]]) -> TunableSet[K, Out] | None:
         """The set already built for ``factory``, or None."""
@@ -119,17 +125,21 @@ class BuiltSets(Generic[K, Out]):
             if (code := _plain_code(factory)) is not None:
                 entry.code = code
                 self.plain[id(code)] = entry
+            site = _site(factory)
+            built_here = self._built_at[site] = self._built_at.get(site, 0) + 1
             overflow = len(self._entries) > MAX_SETS
             if overflow:
                 evicted = self._entries.pop(next(iter(self._entries)))
                 if evicted.code is not None and self.plain.get(id(evicted.code)) is evicted:
                     del self.plain[id(evicted.code)]
-            warn, self._warned = overflow and not self._warned, self._warned or overflow
+            many = overflow or built_here > MAX_SETS
+            warn, self._warned = many and not self._warned, self._warned or many
         if warn:
             _log.warning(
                 "tuner %r: init() has built more than %d tunable sets; its factory %s captures values that "
-                "differ from call to call (%s), and a set is built for each. Capture only what the set depends "
-                "on (the client, a dtype), not the call's inputs; the oldest sets are dropped meanwhile",
+                "differ from call to call (%s), and a set is built for each, checksum and all, where a set "
+                "built once is a dictionary read. Capture only what the set depends on (the client, a dtype), "
+                "not the call's inputs",
                 self._tuner_name,
                 MAX_SETS,
                 _where(factory),
@@ -142,6 +152,7 @@ class BuiltSets(Generic[K, Out]):
         with self._lock:
             self._entries.clear()
             self.plain.clear()
+            self._built_at.clear()
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -207,6 +218,14 @@ def _drop(owner: weakref.ref[BuiltSets[Any, Any]], key: Hashable, entry: object,
     sets = owner()
     if sets is not None and sets._entries.get(key) is entry:
         sets._entries.pop(key, None)
+
+
+def _site(factory: object) -> Hashable:
+    """The call site a factory comes from: its code (a method's or a partial's function's), else its type."""
+    while isinstance(factory, functools.partial | types.MethodType):
+        factory = factory.func if isinstance(factory, functools.partial) else factory.__func__
+    code = getattr(factory, "__code__", None)
+    return code if isinstance(code, types.CodeType) else type(factory).__qualname__
 
 
 def _where(factory: object) -> str:
