@@ -241,3 +241,12 @@ def test_every_test_the_docs_name_exists() -> None:
             elif match[2] and not re.search(rf"^\s*def {match[2]}\(", path.read_text(encoding="utf-8"), re.M):
                 missing.append(f"{page.name}: {match[0]}: no such test")
     assert missing == []
+
+
+def test_the_package_docstring_flow_runs(page_module: types.ModuleType) -> None:
+    """`help(tunekit)` shows the whole flow as a `::` block: it runs, as the pages' snippets do."""
+    doc = tk.__doc__ or ""
+    literal = re.search(r"::\n\n(?P<code>(?:    .*\n|\n)+)", doc)
+    assert literal is not None, "the package docstring lost its example"
+    _run_python(textwrap.dedent(literal["code"]), "tunekit.__doc__", page_module)
+    assert "row_sum" in page_module.__dict__ and page_module.TUNER.name == "row_sum"
