@@ -4,6 +4,7 @@ import copy
 import dataclasses
 import enum
 import json
+import math
 from typing import Annotated, Literal
 
 import numpy as np
@@ -192,8 +193,8 @@ def _typed(**overrides: object) -> Typed:
         ("n", np.float64(5.0), "int (not bool)"),
         ("size", "1000", "int (not bool), anchored"),
         ("size", False, "int (not bool), anchored"),
-        ("alpha", "1.5", "float (an int is converted)"),
-        ("alpha", True, "float (an int is converted)"),
+        ("alpha", "1.5", "a finite float (an int is converted)"),
+        ("alpha", True, "a finite float (an int is converted)"),
         ("dtype", 32, "str"),
         ("transpose", 1, "bool"),
         ("transpose", "yes", "bool"),
@@ -209,6 +210,14 @@ def test_a_value_of_the_wrong_type_is_refused_naming_key_field_type_and_value(
         f"autotune key Typed: field {field} expects {expected}, got {type(value).__name__} {value!r}; "
         "convert the value before building the key"
     )
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf, np.float64("nan"), np.float32("inf")])
+def test_a_float_field_refuses_nan_and_infinity_when_the_key_is_built(value: object) -> None:
+    """NaN passed the key's check and failed at the first execute, as JSON the cache could not write."""
+    with pytest.raises(TypeError, match=r"^autotune key Typed: field alpha expects a finite float \(an int is conv"):
+        _typed(alpha=value)
+    assert _typed(alpha=np.float32(1.5)).alpha == 1.5 and _typed(alpha=-0.0).alpha == 0.0
 
 
 def test_an_array_given_as_a_key_value_is_named_by_shape_and_the_fix_is_its_shape() -> None:

@@ -90,7 +90,10 @@ def _to_int(value: object) -> object:
 def _to_float(value: object) -> object:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         # 2 and 2.0 are equal keys but write different JSON: stored as 2.0 they share a cache row.
-        return float(value)
+        number = float(value)
+        # JSON, which the cache and records are written in, has no NaN or infinity (and NaN equals no key).
+        if math.isfinite(number):
+            return number
     raise _Wrong
 
 
@@ -141,7 +144,7 @@ def _to_literal(allowed: tuple[object, ...]) -> Coerce:
 
 _SCALAR_COERCE: dict[type, tuple[Coerce, str]] = {
     int: (_to_int, "int (not bool)"),
-    float: (_to_float, "float (an int is converted)"),
+    float: (_to_float, "a finite float (an int is converted)"),
     str: (_to_str, "str"),
     bool: (_to_bool, "bool"),
 }
@@ -203,6 +206,8 @@ def _field_check(hint: object) -> _Check:
     coerce, text = _SCALAR_COERCE[hint]
     # A str that is not ASCII may hold a lone surrogate (isascii is O(1): CPython keeps the flag).
     test = "type({v}) is not str or not {v}.isascii()" if hint is str else "type({v}) is not {exact}"
+    if hint is float:  # x - x is 0.0 for a finite float only (inf - inf and NaN - NaN are NaN): one subtraction
+        test += " or {v} - {v} != 0.0"
     return _Check(test, hint, coerce, text)
 
 
