@@ -213,6 +213,7 @@ def _tunekit_invocations(page: Path) -> Iterator[list[str]]:
 
 def test_every_tunekit_command_the_docs_show_is_one_the_cli_accepts() -> None:
     """Shell blocks are not run (they need a cluster, a database, a live file): each command is parsed as tunekit is."""
+    parser = _parser()
     refused = []
     shown = 0
     for page in PAGES:
@@ -220,7 +221,7 @@ def test_every_tunekit_command_the_docs_show_is_one_the_cli_accepts() -> None:
             shown += 1
             try:
                 with contextlib.redirect_stderr(io.StringIO()) as said:
-                    _parser().parse_args(arguments)
+                    parser.parse_args(arguments)
             except SystemExit:
                 refused.append(f"{page.name}: tunekit {shlex.join(arguments)}: {said.getvalue().strip()}")
     assert shown >= 40, "the shell blocks' commands were not found"
