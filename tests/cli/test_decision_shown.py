@@ -112,6 +112,19 @@ def test_a_busy_device_gets_one_warning_saying_what_to_do(
     assert [line.split(": ")[0] for line in doubts[:2]] == ['  busy {"n":8}', '  busy {"n":64}']
 
 
+def test_with_the_cache_off_the_warning_says_to_run_again_not_to_clear_a_cache(
+    warned_afresh: None, caplog: pytest.LogCaptureFixture
+) -> None:
+    """With TUNEKIT_CACHE=0 the warning said `tunekit cache clear --tuner NAME`, of a cache that holds nothing."""
+    tk.configure(cache=False)
+    with caplog.at_level(logging.WARNING, logger="tunekit.doubt"):
+        (record,) = _tune("busy_in_memory", 0.5, 8, (100_000, 103_000))
+    assert record.stored is False
+    (warning,) = [r.getMessage() for r in caplog.records]
+    assert "tunekit cache clear" not in warning
+    assert "Re-tune when it is quiet (run again: this winner is in this process's memory only" in warning
+
+
 def test_a_quiet_clear_decision_warns_nothing(warned_afresh: None, caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.INFO, logger="tunekit.doubt"):
         (record,) = _tune("quiet", 0.01, 2, (100_000, 150_000))

@@ -20,15 +20,18 @@ _lock = threading.Lock()
 _warned = False
 
 
-def warn_if_untrusted(tuner: str, key: object, decision: TuneDecision | None, *, overlapped: int = 0) -> bool:
+def warn_if_untrusted(
+    tuner: str, key: object, decision: TuneDecision | None, *, overlapped: int = 0, stored: bool = True
+) -> bool:
     """Log the decision's warning when it is not trusted: WARNING the first time in this process, then INFO.
 
     ``overlapped``: how many other tunes of the device this process ran during this one; the
     warning then names them as a likely cause, since they are this process's own doing.
+    ``stored``: whether the winner is in the persistent cache (the advice to re-tune depends on it).
     Returns whether the decision was untrusted.
     """
     global _warned
-    text = decision.warning(tuner) if decision is not None else None
+    text = decision.warning(tuner, stored=stored) if decision is not None else None
     if text is None:
         return False
     if overlapped:

@@ -268,7 +268,7 @@ class Tuner:
             record = record.model_copy(update={"stored": stored})
         if stored and job.cache is not None:
             forget_failure(job.cache, self.device_id, self.name, job.key_json)
-        warn_if_untrusted(self.name, job.key, decided, overlapped=span.others)
+        warn_if_untrusted(self.name, job.key, decided, overlapped=span.others, stored=stored)
         self._churn.tuned(job.key)
         _warn_uncallable(self.name, tunables, outcomes, len(job.inputs))
         self._emit(record, observation)

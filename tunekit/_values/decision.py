@@ -165,16 +165,24 @@ class TuneDecision(Persisted):
         why = self.why()
         return f"{line}; {why}" if why else line
 
-    def warning(self, tuner: str = "NAME") -> str | None:
-        """What to tell the user when the decision is not :attr:`trusted`; None when it is."""
+    def warning(self, tuner: str = "NAME", *, stored: bool = True) -> str | None:
+        """What to tell the user when the decision is not :attr:`trusted`; None when it is.
+
+        ``stored``: whether the winner went to the persistent cache. One that did not (the cache
+        off, or degraded to memory) is tuned again by the next process: no cache to clear.
+        """
         if self.trusted or self.margin_low is None:
             return None
+        retune = (
+            f"`tunekit cache clear --tuner {tuner}`, then run again"
+            if stored
+            else "run again: this winner is in this process's memory only, not in a cache"
+        )
         return (
             f"the winner {self.winner} leads {self.runner_up} by {self.margin_text}, but the measurements spread "
             f"{self.spread:.0%} (interquartile range over the median), so {self.runner_up} may be up to "
             f"{-self.margin_low:.0%} faster: the machine was probably busy, or the samples too few. Re-tune "
-            f"when it is quiet (`tunekit cache clear --tuner {tuner}`, then run again), or take more samples "
-            "(TUNEKIT_MAX_SAMPLES, TUNEKIT_RUNOFF_PAIRS)"
+            f"when it is quiet ({retune}), or take more samples (TUNEKIT_MAX_SAMPLES, TUNEKIT_RUNOFF_PAIRS)"
         )
 
 
