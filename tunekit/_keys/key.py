@@ -146,8 +146,11 @@ def _to_literal(allowed: tuple[object, ...]) -> Coerce:
     pairs = {(type(arg), arg) for arg in allowed}
 
     def coerce(value: object) -> object:
-        if (type(value), value) in pairs:
-            return value
+        try:
+            if (type(value), value) in pairs:
+                return value
+        except TypeError:  # unhashable (a list): none of the literals, and said so like any other wrong value
+            pass
         raise _Wrong
 
     return coerce
