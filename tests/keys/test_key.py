@@ -557,3 +557,77 @@ def test_a_key_naming_a_type_nowhere_defined_says_where_it_must_be() -> None:
         @tk.autotune_key
         class Unresolved:
             n: Nowhere  # type: ignore[name-defined]  # noqa: F821
+
+
+@pytest.mark.parametrize("kind", [np.int8, np.uint8, np.int32, np.int64, np.uint64])
+def test_a_numpy_integer_builds_the_key_an_int_builds_at_every_call(kind: type) -> None:
+    """Its type is converted inline from its second call on: both calls, anchored or not, give the int's key."""
+
+    @tk.autotune_key
+    class Split:
+        n: Annotated[int, tk.Anchor()]
+        k: int
+
+    for _ in range(3):  # the first call takes the slow path and learns the type; the later ones do not
+        key = Split(n=kind(100), k=kind(7))
+        assert key == Split(n=100, k=7) and hash(key) == hash(Split(n=100, k=7))
+        assert (type(key.n), key.n, type(key.k), key.k) == (int, 128, int, 7)
+        assert key_to_json(key) == '{"k":7,"n":128}'
+    for _ in range(2):  # numpy's bool is no int, learned or not
+        with pytest.raises(TypeError, match=r"field k expects int \(not bool\), got bool np.True_"):
+            Split(n=kind(100), k=np.True_)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="field n is anchored, so it takes a size >= 1"):
+        Split(n=kind(0), k=kind(1))
+
+
+@pytest.mark.parametrize("level", ["balanced", "minimal"])
+@pytest.mark.parametrize("base", [2, 3, 4, 8, 16])
+def test_every_anchor_base_buckets_as_anchor_does(base: int, level: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A power-of-two base is a shift in the generated __init__, any other Anchor.apply: both agree with anchor()."""
+    monkeypatch.setenv("TUNEKIT_AUTOTUNE_LEVEL", level)
+    tk.configure()
+    exponent = 2 if level == "minimal" else 1
+
+    @tk.autotune_key
+    class Bounded:
+        free: Annotated[int, tk.Anchor(base=base)]
+        capped: Annotated[int, tk.Anchor(base=base, max=4096)]
+        floored: Annotated[int, tk.Anchor(base=base, min=3)]
+
+    sizes = [*range(1, 1100), 4095, 4096, 4097, 2**40 - 1, 2**40, 2**40 + 1, 2**70 + 3]
+    for x in sizes:
+        key = Bounded(free=x, capped=x, floored=x)
+        power = base**exponent
+        assert key.free == tk.anchor(x, base=power)
+        assert key.capped == tk.anchor(x, base=power, max=4096)
+        assert key.floored == tk.anchor(x, base=power, min=3)
+
+
+def test_an_enum_field_given_a_value_takes_the_member_of_that_type_and_value() -> None:
+    class Mode(enum.Enum):
+        ONE = 1
+        HALF = 0.5
+        NAME = "one"
+        ALIAS = 1  # an alias of ONE: the same member
+
+    @tk.autotune_key
+    class ModeKey:
+        mode: Mode
+
+    assert [ModeKey(mode=v).mode for v in (1, 0.5, "one", np.int64(1))] == [Mode.ONE, Mode.HALF, Mode.NAME, Mode.ONE]  # type: ignore[arg-type]
+    for wrong in (True, 1.0, "ONE", [1]):  # True == 1 and 1.0 == 1, yet each writes other JSON; a list is unhashable
+        with pytest.raises(TypeError, match=r"field mode expects a Mode member \(or its value\)"):
+            ModeKey(mode=wrong)  # type: ignore[arg-type]
+
+
+def test_a_literal_field_takes_its_values_by_type_and_refuses_others_clearly() -> None:
+    @tk.autotune_key
+    class LitKey:
+        layout: Literal["row", "col"]
+        mixed: Literal[1, "a", False] = 1
+
+    assert LitKey(layout="row") == LitKey(layout=np.str_("row"))  # type: ignore[arg-type]  # a numpy str, unwrapped
+    assert LitKey(layout="col", mixed="a").mixed == "a" and LitKey(layout="col", mixed=False).mixed is False
+    for field, wrong in (("layout", "diag"), ("layout", ["row"]), ("mixed", True), ("mixed", 1.0), ("mixed", 0)):
+        with pytest.raises(TypeError, match=f"field {field} expects one of"):
+            LitKey(**{"layout": "row", field: wrong})  # type: ignore[arg-type]

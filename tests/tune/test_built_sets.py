@@ -225,3 +225,68 @@ def test_a_factory_capturing_each_calls_array_is_warned_about(caplog: pytest.Log
     for _ in range(MAX_SETS + 2):
         assert op_dtype(np.ones(4)) == 4.0
     assert len(once._sets) == 1 and "init() has built" not in caplog.text
+
+
+_BUILT_FOR: list[str] = []
+
+
+class _Context:
+    """What a factory captures by identity (an OpenCL context, say), which its set does not hold."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+def _counted_set(context: _Context) -> tk.TunableSet[NKey, None]:
+    _BUILT_FOR.append(context.name)
+    return tk.TunableSet(key=_key).with_tunable(tk.Tunable(context.name, lambda x: None))
+
+
+def test_a_capturing_lambda_is_found_by_the_objects_it_captured_and_only_while_they_live() -> None:
+    """init's hot path finds such a set by the ids of its code and captures: never another object's set."""
+    tuner: tk.LocalTuner[NKey, None] = tk.LocalTuner("captured_index")
+    _BUILT_FOR.clear()
+
+    def site(context: _Context) -> tk.TunableSet[NKey, None]:
+        return tuner.init(lambda: _counted_set(context))  # docs/concepts.md's idiom: a module-level builder
+
+    a, b = _Context("a"), _Context("b")
+    first = site(a)
+    assert site(a) is first and site(b) is not first and site(b) is site(b)
+    assert _BUILT_FOR == ["a", "b"] and len(tuner._sets.captured) == 2
+    del b
+    gc.collect()  # the entry watched b: it leaves the index with it, before b's id can be reused
+    assert len(tuner._sets.captured) == 1
+    for name in "cdefg":  # new objects, one of which may well reuse b's id: each gets its own set
+        assert site(_Context(name)).names == (name,)
+    assert site(a) is first and _BUILT_FOR == ["a", "b", "c", "d", "e", "f", "g"]
+    tuner.clear()
+    assert not tuner._sets.captured and site(a) is not first and _BUILT_FOR[-1] == "a"
+
+
+def test_a_rebound_capture_finds_the_set_of_its_new_value() -> None:
+    """The ids are read at every call: a captured variable assigned again is another key, not the old set."""
+    tuner: tk.LocalTuner[NKey, None] = tk.LocalTuner("captured_rebound")
+    client = SimulatedClient(device_id="gpu:0")
+    factory = lambda: _device_set(client)  # noqa: E731 - one function object, its cell rebound below
+    first = tuner.init(factory)
+    assert tuner.init(factory) is first
+    client = SimulatedClient(device_id="gpu:1")
+    second = tuner.init(factory)
+    assert second is not first and second.tunables[0].fn._client is client  # type: ignore[attr-defined]
+
+
+def test_captures_that_may_change_keep_to_the_slow_path_and_evicted_sets_leave_the_index() -> None:
+    tuner: tk.LocalTuner[NKey, None] = tk.LocalTuner("captured_slow")
+    gpu0 = SimulatedClient(device_id="gpu:0")
+    helper = functools.partial(_device_set, gpu0)  # a partial's own arguments may differ from call to call
+    first, again = (tuner.init(lambda: helper()) for _ in range(2))  # noqa: PLW0108 - a lambda capturing it
+    assert first is again
+    assert not tuner._sets.captured  # compared by what the partial binds, each time
+    sizes = list(range(MAX_SETS + 5))
+    kept = [
+        tuner.init(lambda n=n: tk.TunableSet(key=_key).with_tunable(tk.Tunable("n", lambda x: None)))  # type: ignore[misc]
+        for n in sizes
+    ]
+    assert len(kept) == len(sizes) and len(tuner._sets) == MAX_SETS
+    assert len(tuner._sets.captured) == MAX_SETS  # the evicted sets left the index with their entries

@@ -78,13 +78,21 @@ Coerce = Callable[[object], object]
 """Turns a value that is not already of the field's exact type into one, or raises _Wrong."""
 
 
-def _to_int(value: object) -> object:
-    if isinstance(value, bool):
-        raise _Wrong
-    try:  # an int subclass (IntEnum) or a numpy integer, as the plain int it stands for
-        return operator.index(value)  # type: ignore[arg-type]  # anything that is not raises TypeError
-    except TypeError:
-        raise _Wrong from None
+def _to_int(known: set[type]) -> Coerce:
+    def coerce(value: object) -> object:
+        if isinstance(value, bool):
+            raise _Wrong
+        try:  # an int subclass (IntEnum) or a numpy integer, as the plain int it stands for
+            plain = operator.index(value)  # type: ignore[arg-type]  # anything that is not raises TypeError
+        except TypeError:
+            raise _Wrong from None
+        if type(value).__module__ == "numpy":
+            # numpy's integer scalars always index (its bool does not): the generated __init__ converts
+            # them inline from now on, without this slow path (a key taking ks[i] of an int array).
+            known.add(type(value))
+        return plain
+
+    return coerce
 
 
 def _to_float(value: object) -> object:
@@ -120,12 +128,18 @@ def _to_bool(value: object) -> object:
 
 
 def _to_member(enum_cls: type[enum.Enum]) -> Coerce:
+    # A member's value is what the cache and committed records store: a key is rebuilt from it. By
+    # type as well as value (True == 1), first member first (an alias names the same member anyway);
+    # a dict, so that a key given values rather than members costs one lookup, not a loop.
+    members: dict[tuple[type, object], enum.Enum] = {}
+    for member in enum_cls:
+        members.setdefault((type(member.value), member.value), member)
+
     def coerce(value: object) -> object:
-        # A member's value is what the cache and committed records store: a key is rebuilt from it.
-        for member in enum_cls:
-            if type(member.value) is type(value) and member.value == value:
-                return member
-        raise _Wrong
+        try:
+            return members[(type(value), value)]
+        except (KeyError, TypeError):  # no member's value, or unhashable (a list): no member's either
+            raise _Wrong from None
 
     return coerce
 
@@ -135,15 +149,17 @@ def _to_literal(allowed: tuple[object, ...]) -> Coerce:
     pairs = {(type(arg), arg) for arg in allowed}
 
     def coerce(value: object) -> object:
-        if (type(value), value) in pairs:
-            return value
+        try:
+            if (type(value), value) in pairs:
+                return value
+        except TypeError:  # unhashable (a list): none of the literals, and said so like any other wrong value
+            pass
         raise _Wrong
 
     return coerce
 
 
 _SCALAR_COERCE: dict[type, tuple[Coerce, str]] = {
-    int: (_to_int, "int (not bool)"),
     float: (_to_float, "a finite float (an int is converted)"),
     str: (_to_str, "str"),
     bool: (_to_bool, "bool"),
@@ -178,13 +194,17 @@ class _Check(typing.NamedTuple):
     """How a field's value is checked: the fast test's source, its coercion and the type it names in errors."""
 
     test: str
-    """A Python expression, a format of the value's name ``v``, the exact type's ``exact`` and the ``known``
-    dtype classes: true when the slow path (coercion) must run."""
-    exact: type | None
+    """A Python expression, a format of the value's name ``v`` and of the names of ``exact`` and ``known``:
+    true when the slow path (coercion) must run."""
+    exact: object
+    """The field's exact type (a Literal's allowed (type, value) pairs)."""
     coerce: Coerce
     expected: str
     known: set[type] | None = None
-    """The dtype classes a dtype field has taken, for its fast test."""
+    """The types the fast test lets through: a dtype field's dtype classes (growing as it meets them),
+    a Literal's value types; with ``convert``, the types it converts (an int field's numpy integers)."""
+    convert: str | None = None
+    """An expression (a format of ``v``) converting a value of a ``known`` type without the slow path."""
 
 
 def _field_check(hint: object) -> _Check:
@@ -201,8 +221,19 @@ def _field_check(hint: object) -> _Check:
         return _Check("type({v}) is not {exact}", hint, _to_member(hint), f"a {hint.__name__} member (or its value)")
     if get_origin(hint) is Literal:
         allowed = get_args(hint)
-        return _Check("True", None, _to_literal(allowed), f"one of {', '.join(map(repr, allowed))}")
+        # Inline, by type then value: a value of none of the literals' types is never hashed (a list).
+        types, pairs = {type(arg) for arg in allowed}, frozenset((type(arg), arg) for arg in allowed)
+        return _Check(
+            "type({v}) not in {known} or (type({v}), {v}) not in {exact}",
+            pairs,
+            _to_literal(allowed),
+            f"one of {', '.join(map(repr, allowed))}",
+            types,
+        )
     assert isinstance(hint, type)  # _check_field_type let only scalars, enums, literals and dtypes through
+    if hint is int:
+        ints: set[type] = set()
+        return _Check("type({v}) is not {exact}", int, _to_int(ints), "int (not bool)", ints, "_tk_index({v})")
     coerce, text = _SCALAR_COERCE[hint]
     # A str that is not ASCII may hold a lone surrogate (isascii is O(1): CPython keeps the flag).
     test = "type({v}) is not str or not {v}.isascii()" if hint is str else "type({v}) is not {exact}"
@@ -454,7 +485,12 @@ def _generated_init(
     Generated as source, like dataclasses' own ``__init__``, so that the hot path has no loop, no
     per-field call and no settings lookup beyond one read when the key has anchored fields.
     """
-    glob: dict[str, Any] = {"_tk_settings": _settings, "_tk_cls": cls, "_tk_FACTORY": _FACTORY}
+    glob: dict[str, Any] = {
+        "_tk_settings": _settings,
+        "_tk_cls": cls,
+        "_tk_FACTORY": _FACTORY,
+        "_tk_index": operator.index,
+    }
     params: list[str] = []
     keyword_only: list[str] = []
     body: list[str] = []
@@ -486,7 +522,11 @@ def _generated_init(
             glob[f"_tk_k{i}"] = check.known
             glob[f"_tk_c{i}"] = functools.partial(_coerce, cls.__name__, name, check.coerce, check.expected)
             test = check.test.format(v=name, exact=f"_tk_x{i}", known=f"_tk_k{i}")
-            body.append(f"if {test}: {name} = _tk_c{i}({name})")
+            if check.convert is None:
+                body.append(f"if {test}: {name} = _tk_c{i}({name})")
+            else:
+                convert = check.convert.format(v=name)
+                body.append(f"if {test}: {name} = {convert} if type({name}) in _tk_k{i} else _tk_c{i}({name})")
         marker = anchors.get(name)
         if marker is not None:
             glob[f"_tk_a{i}"] = marker.apply
@@ -499,10 +539,16 @@ def _generated_init(
                 f"    {name} = _tk_a{i}({name}, _tk_level)",
                 f"except ValueError: _tk_r{i}({name})",
             ]
-            if marker.base == 2:  # the common anchor, inline: a shift instead of apply()'s loop
+            if marker.base & (marker.base - 1) == 0:  # a power of two (2, 4, ...), inline: a shift, not apply()'s loop
                 lower = f" and {name} > {marker.min}" if marker.min is not None else ""
                 body.append(f"if _tk_e == 1 and {name} >= 1{lower}:")
-                body.append(f"    {name} = 1 << ({name} - 1).bit_length()")
+                step = marker.base.bit_length() - 1  # base == 1 << step: round the bit length up to a multiple
+                bits = f"({name} - 1).bit_length()"
+                body.append(
+                    f"    {name} = 1 << {bits}"
+                    if step == 1
+                    else f"    {name} = 1 << ({bits} + {step - 1}) // {step} * {step}"
+                )
                 if marker.max is not None:
                     body.append(f"    if {name} > {marker.max}: {name} = {marker.max}")
                 body.append("else:")

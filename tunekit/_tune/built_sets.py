@@ -32,7 +32,7 @@ from typing import Any, Generic, TypeVar
 
 from tunekit._candidates.tunable_set import TunableSet
 
-__all__ = ["MAX_SETS", "BuiltSets"]
+__all__ = ["MAX_SETS", "BuiltSets", "captured_key"]
 
 K = TypeVar("K")
 Out = TypeVar("Out")
@@ -45,6 +45,55 @@ MAX_SETS = 64
 _MAX_DEPTH = 4
 _PLAIN = frozenset({int, float, complex, str, bytes, bool, type(None)})
 _EMPTY_CELL = ("empty cell",)
+
+
+def captured_key(factory: types.FunctionType) -> tuple[int, ...]:
+    """A capturing factory's key in ``BuiltSets.captured``: the ids of its code, its captures and its defaults.
+
+    Raises ValueError for a variable captured before it was assigned.
+    """
+    closure, defaults = factory.__closure__, factory.__defaults__
+    if defaults is None and closure is not None and len(closure) == 1:  # one capture, the common case: no loop
+        return (id(factory.__code__), id(closure[0].cell_contents))
+    return (
+        id(factory.__code__),
+        *[id(cell.cell_contents) for cell in closure or ()],
+        *[id(value) for value in defaults or ()],
+    )
+
+
+def _by_same_objects(value: object) -> bool:
+    """Whether the same object as ``value`` stands for the same set as it, whatever happens meanwhile.
+
+    True for what ``_token`` compares by identity (an object compared by identity: a client) and
+    for immutable values (an int, a str, a dtype); not for a function, a method or a partial,
+    whose own captures may be rebound, nor for other objects compared by value, which may change.
+    """
+    kind = type(value)
+    if kind in _PLAIN:
+        return True
+    if kind in (types.FunctionType, types.MethodType) or isinstance(value, functools.partial):
+        return False
+    if kind.__eq__ is object.__eq__:
+        return True
+    return any(c.__module__ == "numpy" and c.__name__ == "dtype" for c in kind.__mro__)
+
+
+def _captured_code(factory: object) -> types.FunctionType | None:
+    """``factory`` when its set can be found again by ``captured_key``, else None.
+
+    A function capturing values (or taking them as defaults) that ``_by_same_objects`` accepts:
+    the entry keeps them alive (in its key, or watched), so their ids are not reused while it lives.
+    """
+    if type(factory) is not types.FunctionType or factory.__kwdefaults__ is not None:
+        return None
+    try:
+        values = [*(cell.cell_contents for cell in factory.__closure__ or ()), *(factory.__defaults__ or ())]
+    except ValueError:  # a variable captured before it was assigned
+        return None
+    if not values or not all(_by_same_objects(v) for v in values):
+        return None
+    return factory
 
 
 def _plain_code(factory: object) -> types.CodeType | None:
@@ -66,7 +115,7 @@ def _plain_code(factory: object) -> types.CodeType | None:
 class _Entry(Generic[K, Out]):
     """One built set, and what its key names by identity."""
 
-    __slots__ = ("code", "pinned", "tunables", "watchers")
+    __slots__ = ("captured", "code", "pinned", "tunables", "watchers")
 
     def __init__(self, tunables: TunableSet[K, Out]) -> None:
         self.tunables = tunables
@@ -74,6 +123,8 @@ class _Entry(Generic[K, Out]):
         self.pinned: list[object] = []
         self.code: types.CodeType | None = None
         """The code it is found by in ``BuiltSets.plain``, for a factory that captures nothing."""
+        self.captured: tuple[int, ...] | None = None
+        """The key it is found by in ``BuiltSets.captured``, for a factory that captures values."""
 
 
 class BuiltSets(Generic[K, Out]):
@@ -87,6 +138,12 @@ class BuiltSets(Generic[K, Out]):
         """The entries of factories that capture nothing, by ``id()`` of their code: init's hot path, a dict
         lookup with no hashing of the code object (which hashes its constants, nested lambdas' code
         included). The code is in a key of ``_entries`` while its entry is here, so its id is not reused."""
+        self.captured: dict[tuple[int, ...], _Entry[K, Out]] = {}
+        """The entries of factories that capture values (``lambda: tunable_set(client)``), by ``captured_key``:
+        init's hot path for them, with none of ``_token``'s walk. Each id is of an object the entry keeps
+        alive (its key holds the code and the values, its watchers drop it with an object they watch), so
+        none is reused while the entry is here; the same objects as when it was built find it, equal
+        others go the slow way."""
         self._warned = False
         self._built_at: dict[Hashable, int] = {}
         """Sets built per call site (the factory's code), over the tuner's life: what the warning counts."""
@@ -110,6 +167,8 @@ class BuiltSets(Generic[K, Out]):
         """Build ``factory``'s set with ``build`` and keep it, unless another thread kept one first; the set kept."""
         by_identity: list[object] = []
         key = _token(factory, by_identity, 0)  # before building: what the factory had captured when init was called
+        # Taken with the key, of the very objects it holds or watches.
+        fast = None if (function := _captured_code(factory)) is None else captured_key(function)
         built = build()
         entry: _Entry[K, Out] = _Entry(built)
         with self._lock:
@@ -125,6 +184,9 @@ class BuiltSets(Generic[K, Out]):
             if (code := _plain_code(factory)) is not None:
                 entry.code = code
                 self.plain[id(code)] = entry
+            elif fast is not None:
+                entry.captured = fast
+                self.captured[fast] = entry
             site = _site(factory)
             built_here = self._built_at[site] = self._built_at.get(site, 0) + 1
             overflow = len(self._entries) > MAX_SETS
@@ -132,6 +194,7 @@ class BuiltSets(Generic[K, Out]):
                 evicted = self._entries.pop(next(iter(self._entries)))
                 if evicted.code is not None and self.plain.get(id(evicted.code)) is evicted:
                     del self.plain[id(evicted.code)]
+                _forget_captured(self, evicted)
             many = overflow or built_here > MAX_SETS
             warn, self._warned = many and not self._warned, self._warned or many
         if warn:
@@ -153,6 +216,7 @@ class BuiltSets(Generic[K, Out]):
             self._entries.clear()
             self.plain.clear()
             self._built_at.clear()
+            self.captured.clear()
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -210,7 +274,7 @@ def _cell_contents(cell: types.CellType) -> object:
         return _EMPTY_CELL
 
 
-def _drop(owner: weakref.ref[BuiltSets[Any, Any]], key: Hashable, entry: object, _: object) -> None:
+def _drop(owner: weakref.ref[BuiltSets[Any, Any]], key: Hashable, entry: _Entry[Any, Any], _: object) -> None:
     """An object the entry names by identity was collected: its id may be reused, so forget the entry.
 
     Without the lock, as single dict operations: the collection may run on a thread that holds it.
@@ -218,6 +282,13 @@ def _drop(owner: weakref.ref[BuiltSets[Any, Any]], key: Hashable, entry: object,
     sets = owner()
     if sets is not None and sets._entries.get(key) is entry:
         sets._entries.pop(key, None)
+        _forget_captured(sets, entry)
+
+
+def _forget_captured(sets: BuiltSets[Any, Any], entry: _Entry[Any, Any]) -> None:
+    """Drop ``entry`` from ``sets.captured`` as it leaves ``sets._entries``: the objects its ids name may go now."""
+    if entry.captured is not None and sets.captured.get(entry.captured) is entry:
+        sets.captured.pop(entry.captured, None)
 
 
 def _site(factory: object) -> Hashable:

@@ -11,7 +11,7 @@ from tunekit._base.errors import SettingsError
 from tunekit._candidates.tunable_set import TunableSet
 from tunekit._measure.client import CHECKED_CLIENT_TYPES, Client, require_client
 from tunekit._observe.record_sink import RecordSink, as_sinks
-from tunekit._tune.built_sets import BuiltSets
+from tunekit._tune.built_sets import BuiltSets, captured_key
 from tunekit._tune.record_device import UnverifiedSeeds
 
 if TYPE_CHECKING:
@@ -50,6 +50,7 @@ class LocalTuner(Generic[K, Out]):
         self._lock = threading.Lock()
         self._sets: BuiltSets[K, Out] = BuiltSets(name)
         self._plain_sets = self._sets.plain
+        self._captured_sets = self._sets.captured
         self._tuners: dict[str, Tuner] = {}
         # Each device's winners by set id and key id (its tuner's TuneCache.hot): execute's hit is two dict reads.
         self._hot: dict[str, Mapping[int, Mapping[object, Callable[..., Any]]]] = {}
@@ -69,10 +70,17 @@ class LocalTuner(Generic[K, Out]):
         capture: bind a module-level loop variable as a default (``lambda client=client: ...``).
         """
         if type(factory) is _FunctionType:  # the hot path: a lambda capturing nothing, known by its code
-            try:
-                return self._plain_sets[id(factory.__code__)].tunables
-            except KeyError:  # not built yet, or a factory with captures
-                pass
+            # Gets, not a try: a KeyError raised at every call would cost a capturing lambda ~100 ns.
+            entry = self._plain_sets.get(id(factory.__code__))
+            if entry is not None:
+                return entry.tunables
+            if self._captured_sets:  # a lambda capturing values (the client): by the ids of its code and captures
+                try:
+                    entry = self._captured_sets.get(captured_key(factory))
+                except ValueError:  # a variable captured before it was assigned: the slow path says so
+                    entry = None
+                if entry is not None:
+                    return entry.tunables
         if not callable(factory):  # the set itself, passed instead of a function that builds it
             raise TypeError(
                 f"tuner {self.name!r}: init() takes a function that builds the set, e.g. "
