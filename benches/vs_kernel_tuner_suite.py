@@ -15,6 +15,11 @@ rounds (which goes first alternates). Each winner's time is its median; tunekit'
 Tuner's is the median of the rounds' paired ratios, with a 95% bootstrap interval: an interval
 that holds 1.00 is a tie within the timer's noise.
 
+A third table cuts both tools' walls the same way, so that none of it goes unaccounted: making the
+inputs and the reference (the bench's work, the same for both), compiling, checking, timing, and the
+rest; with tunekit's timed runs (kept, discarded first runs, runoff) and their device time, and
+Kernel Tuner's own per-variant timers.
+
 A kernel whose cold tune is dominated by compiling (tunekit's compile phase over half its wall
 time) gets a compile floor measured in the same run: a fresh process builds and first-launches
 every variant one at a time with a cold PoCL cache (PoCL generates machine code at a kernel's
