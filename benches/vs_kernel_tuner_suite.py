@@ -15,6 +15,11 @@ rounds (which goes first alternates). Each winner's time is its median; tunekit'
 Tuner's is the median of the rounds' paired ratios, with a 95% bootstrap interval: an interval
 that holds 1.00 is a tie within the timer's noise.
 
+A third table cuts both tools' walls the same way, so that none of it goes unaccounted: making the
+inputs and the reference (the bench's work, the same for both), compiling, checking, timing, and the
+rest; with tunekit's timed runs (kept, discarded first runs, runoff) and their device time, and
+Kernel Tuner's own per-variant timers.
+
 A kernel whose cold tune is dominated by compiling (tunekit's compile phase over half its wall
 time) gets a compile floor measured in the same run: a fresh process builds and first-launches
 every variant one at a time with a cold PoCL cache (PoCL generates machine code at a kernel's
@@ -64,6 +69,7 @@ def tune_tunekit(kernel: _suite.SuiteKernel, quick: bool, platform: int) -> dict
     client_s = time.perf_counter() - started
     size = _size(kernel, quick)
     host, out, expected = kernel.inputs(size)
+    inputs_s = time.perf_counter() - started - client_s
     key = _suite.SuiteKey(kernel=kernel.name, size=size)
 
     def inputs(key: _suite.SuiteKey, *caller: Any) -> tuple[Any, ...]:
@@ -80,8 +86,10 @@ def tune_tunekit(kernel: _suite.SuiteKernel, quick: bool, platform: int) -> dict
     records: list[tk.AutotuneRecord] = []
     tk.add_record_sink(records.append)
     tuner: tk.LocalTuner[_suite.SuiteKey, Any] = tk.LocalTuner(f"bench_suite_{kernel.name}")
+    executing = time.perf_counter()
     tuner.execute(client.device_id, client, tunables, inputs(key)).wait()
     wall = time.perf_counter() - started
+    execute_s = time.perf_counter() - executing
     workers = client.compile_pool.workers if client.compile_pool is not None else 1
     client.close()
     (record,) = records
@@ -91,6 +99,11 @@ def tune_tunekit(kernel: _suite.SuiteKernel, quick: bool, platform: int) -> dict
     return {
         "wall_s": wall,
         "client_s": client_s,
+        # The rest of the wall: the inputs and the reference (the bench's, paid by both tools), and what
+        # execute() spends outside the record's wall (loading the miss path, the cache, storing the winner).
+        "inputs_s": inputs_s,
+        "outside_s": execute_s - record.wall_time_s,
+        "samples": _samples(record),
         "phases": {p: getattr(phases, f"{p}_s") if phases is not None else math.nan for p in PHASES},
         "measured": sum(c.status == "measured" for c in record.candidates),
         "rejected": sum(c.status == "failed" for c in record.candidates),
@@ -99,6 +112,19 @@ def tune_tunekit(kernel: _suite.SuiteKernel, quick: bool, platform: int) -> dict
         "device": client.device_id,
         "workers": workers,
         "flushes": getattr(client, "_flush_count", None),
+    }
+
+
+def _samples(record: Any) -> dict[str, float]:
+    """How many timed runs the tune took and their device time: kept, discarded (each first) and the runoff's."""
+    kept = [ns for c in record.candidates if c.stats is not None for ns in c.samples_ns]
+    discarded = [ns for c in record.candidates for ns in getattr(c, "discarded_ns", [])]
+    runoff = [ns for e in record.events if type(e).__name__ == "Runoff" for r in e.rounds_ns for ns in r.values()]
+    return {
+        "kept": len(kept),
+        "discarded": len(discarded),
+        "runoff": len(runoff),
+        "device_s": (sum(kept) + sum(discarded) + sum(runoff)) / 1e9,
     }
 
 
@@ -124,6 +150,7 @@ def tune_kernel_tuner(kernel: _suite.SuiteKernel, quick: bool, platform: int) ->
     started = time.perf_counter()
     size = _size(kernel, quick)
     host, out, expected = kernel.inputs(size)
+    inputs_s = time.perf_counter() - started
     answer: list[Any] = [None] * len(host)
     answer[out] = expected
     params = kernel.space_params(quick)
@@ -148,6 +175,13 @@ def tune_kernel_tuner(kernel: _suite.SuiteKernel, quick: bool, platform: int) ->
     best = min(timed, key=lambda r: r["time"])
     return {
         "wall_s": wall,
+        # Kernel Tuner's own per-variant timers (ms): build, check (its first launch, where PoCL generates the
+        # code, and the comparison), benchmark (a warm-up launch and seven timed ones).
+        "kt_phases": {
+            phase: sum(r.get(f"{phase}_time", 0) for r in results) / 1e3
+            for phase in ("compile", "verification", "benchmark")
+        },
+        "inputs_s": inputs_s,
         "measured": len(timed),
         "rejected": len(results) - len(timed),
         "winner": {k: int(best[k]) for k in params},
@@ -341,6 +375,7 @@ def main() -> int:
                 "rejected": {tool: runs[tool][-1]["rejected"] for tool in tools},
                 "device": tk_last["device"],
                 "flushes": tk_last["flushes"],
+                "wall_split": _wall_split(runs),
             }
         )
 
@@ -380,6 +415,20 @@ def main() -> int:
             str(row["flushes"]),
         )
     console.print(phases_table)
+    split_table = Table(
+        title="Where each tool's wall time goes, s (medians over the tunes; runs: timed kernel runs, their device time)"
+    )
+    for column in ("kernel", "tool", "wall", "inputs+reference", "compile", "check", "timing", "rest", "runs"):
+        split_table.add_column(column)
+    for row in rows:
+        for tool, split in row["wall_split"].items():
+            split_table.add_row(
+                row["kernel"],
+                tool,
+                *(f"{split[c]:.2f}" for c in ("wall", "inputs", "compile", "check", "timing", "rest")),
+                split["runs"],
+            )
+    console.print(split_table)
     ratio = _geomean([row["tk_s"] / row["kt_s"] for row in rows])
     console.print(f"geometric mean of the wall-time ratios: {ratio:.2f}x")
     console.print(f"device: {rows[0]['device']}")
@@ -390,6 +439,46 @@ def main() -> int:
     )
     print(json.dumps(rows), file=sys.stderr)
     return 0
+
+
+def _wall_split(runs: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+    """Each tool's wall time cut the same way (medians over its tunes), so that nothing is left unaccounted.
+
+    inputs: making the inputs and the float64 reference (the bench's own work, the same for both);
+    compile; check; timing (tunekit: warm-up, rounds and runoff; Kernel Tuner: its benchmark);
+    rest: everything else (tunekit: creating the client, loading the miss path, storing the winner).
+    """
+    split: dict[str, dict[str, Any]] = {}
+    for tool, tunes in runs.items():
+        if not tunes or "inputs_s" not in tunes[0]:
+            continue
+
+        def median(f: Any, tunes: list[dict[str, Any]] = tunes) -> float:
+            return float(statistics.median(f(t) for t in tunes))
+
+        if tool == "kernel_tuner":
+            parts = {
+                "inputs": median(lambda t: t["inputs_s"]),
+                "compile": median(lambda t: t["kt_phases"]["compile"]),
+                "check": median(lambda t: t["kt_phases"]["verification"]),
+                "timing": median(lambda t: t["kt_phases"]["benchmark"]),
+            }
+            runs_cell = "1 check + 7 timed a variant"
+        else:
+            parts = {
+                "inputs": median(lambda t: t["inputs_s"]),
+                "compile": median(lambda t: t["phases"]["compile"]),
+                "check": median(lambda t: t["phases"]["check"]),
+                "timing": median(lambda t: sum(t["phases"][p] for p in ("warmup", "measure", "runoff"))),
+            }
+            samples = tunes[-1]["samples"]
+            runs_cell = (
+                f"{samples['kept'] + samples['discarded']} + {samples['runoff']} runoff "
+                f"({median(lambda t: t['samples']['device_s']):.2f} s of device time)"
+            )
+        wall = median(lambda t: t["wall_s"])
+        split[tool] = {"wall": wall, **parts, "rest": wall - sum(parts.values()), "runs": runs_cell}
+    return split
 
 
 def _config(config: dict[str, int]) -> str:

@@ -117,3 +117,23 @@ def test_the_warm_up_is_paid_once_while_the_device_keeps_timing(
     time.sleep(0.6)  # a pause longer than _STILL_WARM_S: the clocks may have dropped
     timed()
     assert client.warm_up(20_000_000) > 0
+
+
+def test_a_window_fill_is_not_waited_for_yet_done_before_the_sample_that_follows_it_on_the_queue(
+    client: OpenCLClient,
+) -> None:
+    """The sample's kernel is enqueued after the fill on the same in-order queue: no host wait needed between them."""
+    x = cla.to_device(client.queue, np.ones(256, np.float32))
+    cold = client.cold_inputs((x,))
+    assert cold is not None
+    (window_buffer,) = [c.cell_contents for c in cold.__closure__ or () if isinstance(c.cell_contents, cl.Buffer)]
+    assert not client.queue.properties & cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE
+    for turn in (1, 2, 3):
+        (copy,) = cold()
+        window = window_buffer.size // (MAX_COPIES - 1)
+        slot = turn % (MAX_COPIES - 1)
+        seen = np.empty(window, np.uint8)
+        # Enqueued after the fill on the same queue, as the sample's kernel is: it sees the fill done.
+        cl.enqueue_copy(client.queue, seen, window_buffer, src_offset=slot * window).wait()
+        assert (seen == turn % 251).all()
+        np.testing.assert_array_equal(copy.get(), x.get())
