@@ -727,3 +727,41 @@ def test_model_ils_pinned_guesses_stay_in_the_pinned_half(monkeypatch: pytest.Mo
     assert default_order != order
     assert guesses(pinned_guesses=True)[1] == order
     assert guesses(4, pinned_guesses=True)[1] != order
+
+
+def test_model_ils_wide_climbs_take_only_moves_that_gain_more_than_the_threshold() -> None:
+    """A wide climb walked a plateau of sub-1 % differences (block sizes that barely matter, timing noise); now it stops.
+
+    Such walks along a 30-value parameter are what the W6600 and pnpoly climbs spent dozens of evaluations
+    on, leaving no budget for the restarts that find the best basin.
+    """
+    space = tk.Space(A=range(30), B=range(4), C=range(4), D=[0, 1])
+
+    def gentle(c: tk.Config) -> float:
+        jitter = ((c.A * 7919 + c.B * 104729 + c.C * 1299709 + c.D * 15485863) % 1000) / 1000  # repeatable "noise"
+        return (1.0 + 0.008 * jitter) * (1.0 + 0.3 * abs(c.B - 2)) * (1.0 + 0.2 * c.C) * (1.5 if c.D else 1.0)
+
+    def climb_gains(wide_climb_gain: float) -> list[float]:
+        """Relative gains of the moves the wide climbs took."""
+        strategy = ModelGuidedLocalSearch(
+            space, np.random.default_rng(1), initial=20, wide_after=60, wide_climb_gain=wide_climb_gain
+        )
+        gains: list[float] = []
+        measured = 0
+        while measured < 400:
+            proposals = strategy.propose(4)
+            if not proposals:
+                break
+            for config in proposals:
+                before, kicked = strategy._current, strategy._kicked
+                strategy.observe(config, gentle(config))
+                measured += 1
+                p = space.positions(config)
+                if measured > 60 and before is not None and strategy._current is not before and p != kicked:
+                    gains.append(1.0 - gentle(config) / before[1])
+        return gains
+
+    walked, kept = climb_gains(0.0), climb_gains(0.01)
+    assert min(walked) < 0.01, walked  # without the threshold the climbs take the plateau's small steps
+    assert kept and min(kept) > 0.01, kept
+    assert len(kept) < len(walked) * 0.7, (len(walked), len(kept))  # 28 and 10 moves when written

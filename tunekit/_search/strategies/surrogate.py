@@ -220,8 +220,31 @@ class ModelGuidedLocalSearch:
         cap: float | None = None,
         pinned_pairs: int = 0,
         pinned_guesses: bool = False,
+        stall: int | None = None,
+        scan_max: int | None = None,
+        climb_gain: float = 0.0,
+        wide_climb_gain: float | None = None,
+        guess_backoff: int = 1,
+        gate: float | None = None,
+        gate_early: bool = False,
+        lead: int = 0,
+        pinned_quiet: bool = False,
         walker: Walker | None = None,
     ) -> None:
+        self._stall = stall
+        self._scan_max = scan_max
+        self._climb_gain = climb_gain
+        self._wide_climb_gain = climb_gain if wide_climb_gain is None else wide_climb_gain
+        self._improved_at = 0
+        self._guess_backoff = guess_backoff
+        self._gate = gate
+        self._gate_early = gate_early
+        self._lead = lead
+        self._pinned_quiet = pinned_quiet
+        self._stood: set[Positions] = set()
+        self._lead_count = 0
+        self._guess_gap = 1
+        self._best_at_guess = math.inf
         self._cap = cap
         self._pinned_pairs = pinned_pairs
         self._pinned_guesses = pinned_guesses
@@ -328,6 +351,12 @@ class ModelGuidedLocalSearch:
             # Counted even when the half has no fresh start left: else it is chosen at every restart
             # and starves every other slow half.
             self._pinned[pin] = self._pinned.get(pin, 0) + 1
+            if self._lead:
+                led = self._lead_start(pin)
+                if led is not None:
+                    self._pin = pin
+                    self._restarted = True
+                    return led
             start = self._restart(pin)
             if start is not None:
                 self._pin = pin
@@ -335,6 +364,22 @@ class ModelGuidedLocalSearch:
             start = self._restart()
         self._restarted = start is not None
         return start
+
+    def _lead_start(self, pin: tuple[int, int]) -> Positions | None:
+        k, v = pin
+        self._lead_count += 1
+        if self._lead_count % self._lead:
+            return None
+        best: tuple[float, Positions] | None = None
+        for p, score in self._w.scores.items():
+            if score is not None and p[k] == v and p not in self._stood and (best is None or score < best[0]):
+                best = (score, p)
+        if best is None:
+            return None
+        self._current = (best[1], best[0])
+        self._stood.add(best[1])
+        self._queue = None
+        return best[1]
 
     def _choose_pin(self) -> tuple[int, int] | None:
         """The value of a two-valued parameter to hold through the next climb, if one is a neglected slow half.
@@ -443,6 +488,13 @@ class ModelGuidedLocalSearch:
         with one_blas_thread():
             # The whole pool, encoded once, then its unmeasured rows.
             predicted = self._pairwise.predict_encoded(self._pool_codes)[candidates]
+        if self._gate is not None and (self._gate_early or self._climb_batch is not None):
+            xs, ys = self._observed.xs, self._observed.ys
+            near = np.argsort(ys, kind="stable")[: max(8, len(ys) // 5)]
+            with one_blas_thread():
+                err = float(np.sqrt(np.mean((self._pairwise.predict(xs[near]) - ys[near]) ** 2)))
+            if float(predicted.min()) > float(ys.min()) - self._gate * err:
+                return []
         # The model's best predictions crowd together (one guess and its one-parameter variants): a batch
         # spread over 2+ parameters tests more of what the model believes in the same evaluations.
         # Direct replay of the 8 shared files with a budget of 20+ (seeds 40-139): geometric mean to 5 %
@@ -473,6 +525,7 @@ class ModelGuidedLocalSearch:
         observed = len(w.scores)
         if self._wide_after is not None and observed >= self._wide_after and self._climb_batch is None:
             self._mix, self._patience, self._diverse = 0.0, 0, self._wide_diverse
+            self._climb_gain = self._wide_climb_gain
             self._climb_batch = self._wide_batch
             if self._wide_random_every:
                 self._random_at = observed + self._wide_random_every
@@ -483,12 +536,21 @@ class ModelGuidedLocalSearch:
                 # Held to the guesses' rule: it takes over a climb begun by a restart only as a new best.
                 self._guesses.update(fresh)
                 return self._take(fresh)
-        if observed >= self._exploit_at:
-            self._exploit_at = observed + max(self._exploit_every or 0, observed // 32)
+        if observed >= self._exploit_at and not (self._pinned_quiet and self._pin is not None):
+            if self._climb_batch is not None:
+                if self._best < self._best_at_guess * (1.0 - self._gain):
+                    self._guess_gap = 1
+                else:
+                    self._guess_gap = min(2 * self._guess_gap, self._guess_backoff)
+                self._best_at_guess = self._best
+            self._exploit_at = observed + self._guess_gap * max(self._exploit_every or 0, observed // 32)
             guesses = self._exploit(min(n, self._exploit_top))
             if guesses:
                 return self._take(guesses)
         self._refit()
+        if self._stall is not None and observed - self._improved_at >= self._stall:
+            self._improved_at = observed
+            self._queue = []
         if self._climb_batch is not None:
             n = min(n, self._climb_batch)
         out: list[Positions] = []
@@ -500,6 +562,8 @@ class ModelGuidedLocalSearch:
                     k = self._pin[0]
                     moves = [q for q in moves if q[k] == here[k]]
                 self._queue = self._rank(moves)
+                if self._scan_max is not None and self._climb_batch is not None:
+                    del self._queue[self._scan_max :]
             move = None
             while self._queue:
                 candidate = self._queue.pop(0)
@@ -516,6 +580,8 @@ class ModelGuidedLocalSearch:
                 move = self._kick_point()
                 if move is None:
                     break
+                if move in w.scores:  # a measured lead: the climb goes on from it, nothing measured again
+                    continue
                 self._kicked = move
             w.seen.add(move)
             self._mark(move)
@@ -557,15 +623,18 @@ class ModelGuidedLocalSearch:
         new_best = score < self._best
         if score < self._best * (1.0 - self._gain):
             self._stale = 0
+            self._improved_at = len(self._w.scores)
         self._best = min(self._best, score)
         if not move:
             return
         if p == self._kicked:
             self._kicked = None
             self._current = (p, score)
+            self._stood.add(p)
             self._queue = None
-        elif self._current is None or score < self._current[1]:
+        elif self._current is None or score < self._current[1] * (1.0 - self._climb_gain):
             if self._restarted and p in self._guesses and not new_best:
                 return
             self._current = (p, score)
+            self._stood.add(p)
             self._queue = None
