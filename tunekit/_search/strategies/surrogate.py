@@ -57,9 +57,11 @@ While a climb is pinned the model's guesses wait for it to end. The pairwise mod
 the fast half, so its guesses land there (on W6600, the shared-memory plateau at 1.2x), cannot take
 over the pinned climb (a restart's climb yields only to a new best) and took a third of its
 evaluations. Held, the pinned climb reaches its optimum in two thirds of the evaluations and more of
-them fit in the budget: direct replay, W6600 reaches 5 % of the best in 98 % of seeds instead of 94-95 %
-(median 225 -> 199.5 evaluations, seeds 40-99; 231.5 -> 186.5, seeds 100-299); no file without a
-pinned climb changes (benches/README.md, "Guesses held while a climb is pinned").
+them fit in the budget: W6600 reaches 5 % of the best in 98 % of replayed seeds instead of 94-95 %
+(median 225 -> 199.5 evaluations, seeds 40-99; 231.5 -> 186.5, seeds 100-299) and in all 60 of
+benches/strategies.py's (90 % before). Convolution A100's median moves with the seed set (equal to
+12 % higher), and no file without a pinned climb changes (benches/README.md, "Guesses held while a
+climb is pinned").
 
 Two options for a pinned climb, off by default: ``pinned_pairs`` (the pairwise model's best
 two-parameter moves from a pinned local optimum) and ``pinned_guesses`` (guesses from the pinned
