@@ -12,6 +12,7 @@ fold's. Seeds here are the design's (40 and up); ``benches/strategies.py`` runs 
     .venv/bin/python benches/strategy_replay.py --strategies model_ils,portfolio --seeds 40-100
     .venv/bin/python benches/strategy_replay.py --strategies model_ils,portfolio:0.15   # the wide floor
     .venv/bin/python benches/strategy_replay.py --strategies model_ils,model_ils@cap=0.5 --seeds 1000-1160
+    .venv/bin/python benches/strategy_replay.py --strategies model_ils --seeds 100-300 --only W6600,pnpoly
 
 A name is any of ``tk.STRATEGIES`` but ``auto``; ``portfolio:F`` is the portfolio with the wide
 climber's floor at F; ``NAME@key=value+key=value`` is the strategy with constructor arguments
@@ -99,6 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--strategies", default="model_ils,portfolio")
     parser.add_argument("--seeds", default="40-60", help="a range A-B (B excluded)")
+    parser.add_argument("--only", default="", help="comma-separated substrings: only files whose label has one")
     args = parser.parse_args(argv)
     from tunekit_backends.replay import load_kernel_tuner_cache
 
@@ -106,7 +108,10 @@ def main(argv: list[str] | None = None) -> int:
     specs = [s for s in args.strategies.split(",") if s]
     paths = sorted(p for p in SHARED.rglob("*") if p.is_file() and p.name.endswith((".json", ".json.gz")))
     files = {}
+    wanted = [w for w in args.only.split(",") if w]
     for p in paths:
+        if wanted and not any(w in f"{p.parent.name}/{p.name}" for w in wanted):
+            continue
         data = load_kernel_tuner_cache(p)
         if math.floor(0.1 * len(data.samples_ms)) >= 20:
             files[f"{p.parent.name}/{p.name.split('.')[0]}"] = data

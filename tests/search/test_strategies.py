@@ -683,7 +683,8 @@ def pinned_run(
 
 def test_model_ils_pinned_pairs_tries_two_parameter_moves_at_a_pinned_optimum(monkeypatch: pytest.MonkeyPatch) -> None:
     # Off by default (benches/README.md, "Two-parameter moves from a pinned optimum"); on, the order changes.
-    order, queued = pinned_run(3, monkeypatch, pinned_pairs=4)
+    # Judged with the guesses running through pinned climbs, as when it was written.
+    order, queued = pinned_run(3, monkeypatch, pinned_pairs=4, pinned_quiet=False)
     assert queued, "no pinned climb reached an optimum: this landscape tests nothing"
     measured = {c.values_tuple for c in order}
     space, _ = slow_half_space()
@@ -695,9 +696,9 @@ def test_model_ils_pinned_pairs_tries_two_parameter_moves_at_a_pinned_optimum(mo
             assert len(changed) == 2 and k not in changed and q[k] == v, (here, q)
             tried += space.from_positions(q).values_tuple in measured
     assert tried > 0
-    assert pinned_run(3)[0] != order
-    assert pinned_run(3, pinned_pairs=4)[0] == order
-    assert pinned_run(4, pinned_pairs=4)[0] != order
+    assert pinned_run(3, pinned_quiet=False)[0] != order
+    assert pinned_run(3, pinned_pairs=4, pinned_quiet=False)[0] == order
+    assert pinned_run(4, pinned_pairs=4, pinned_quiet=False)[0] != order
 
 
 def test_model_ils_pinned_guesses_stay_in_the_pinned_half(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -722,8 +723,37 @@ def test_model_ils_pinned_guesses_stay_in_the_pinned_half(monkeypatch: pytest.Mo
 
     pinned, order = guesses(pinned_guesses=True)
     assert pinned and all(q[k] == v for (k, v), out in pinned for q in out)
-    default, default_order = guesses()
-    assert any(q[k] != v for (k, v), out in default for q in out), "default guesses stay in the half anyway"
-    assert default_order != order
+    loose, loose_order = guesses(pinned_quiet=False)
+    assert any(q[k] != v for (k, v), out in loose for q in out), "unpinned guesses stay in the half anyway"
+    assert loose_order != order
     assert guesses(pinned_guesses=True)[1] == order
     assert guesses(4, pinned_guesses=True)[1] != order
+
+
+def test_model_ils_holds_its_guesses_while_a_climb_is_pinned(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The guesses (fitted mostly to the fast half, landing there) took a third of every pinned climb's evaluations."""
+    space, time_of = slow_half_space()
+
+    def run(seed: int, **options: object) -> tuple[list[tk.Config], int, int]:
+        """The order, and the guesses measured while a climb was pinned and after one."""
+        strategy = make_strategy("model_ils", 250)(space, np.random.default_rng(seed), **options)
+        assert isinstance(strategy, ModelGuidedLocalSearch)
+        counts = {"before": 0, "while": 0, "after": 0}
+        exploit = strategy._exploit
+
+        def spy(n: int) -> list[Positions]:
+            out = exploit(n)
+            counts["while" if strategy._pin is not None else "after" if strategy._pinned else "before"] += len(out)
+            return out
+
+        monkeypatch.setattr(strategy, "_exploit", spy)
+        order = drive(strategy, space, 250, 8, time_of)
+        assert strategy._pinned, "no climb was pinned: this landscape tests nothing"
+        return order, counts["while"], counts["after"]
+
+    order, while_pinned, after = run(3)
+    assert len(set(order)) == len(order) == 250
+    assert while_pinned == 0 and after > 0  # held while pinned, measured again once the pinned climb ended
+    assert run(3, pinned_quiet=False)[1] > 0, "without the hold no guess came during a pinned climb: it shows nothing"
+    assert run(3)[0] == order
+    assert run(4)[0] != order

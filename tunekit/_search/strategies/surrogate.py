@@ -53,6 +53,16 @@ best basin sits in such a half (use_shmem=0, 90x slower by median); in the direc
 lowers it from 99.7 % to 98.7 % on convolution A100, whose best is not in its slow half; a
 threshold of 2x costs A100 more, 4-5x gives W6600 back.
 
+While a climb is pinned the model's guesses wait for it to end. The pairwise model is fitted mostly to
+the fast half, so its guesses land there (on W6600, the shared-memory plateau at 1.2x), cannot take
+over the pinned climb (a restart's climb yields only to a new best) and took a third of its
+evaluations. Held, the pinned climb reaches its optimum in two thirds of the evaluations and more of
+them fit in the budget: W6600 reaches 5 % of the best in 98 % of replayed seeds instead of 94-95 %
+(median 225 -> 199.5 evaluations, seeds 40-99; 231.5 -> 186.5, seeds 100-299) and in all 60 of
+benches/strategies.py's (90 % before). Convolution A100's median moves with the seed set (equal to
+12 % higher), and no file without a pinned climb changes (benches/README.md, "Guesses held while a
+climb is pinned").
+
 Two options for a pinned climb, off by default: ``pinned_pairs`` (the pairwise model's best
 two-parameter moves from a pinned local optimum) and ``pinned_guesses`` (guesses from the pinned
 half only). On W6600 they raise the share of seeds reaching 5 % from 93 % to 94-97 % (direct replay,
@@ -188,6 +198,7 @@ class ModelGuidedLocalSearch:
     ``pinned_pairs``: at the local optimum of a pinned climb, the pairwise model's ``pinned_pairs`` best
     two-parameter moves (the pin kept) are tried before the climb ends (0, the default: none).
     ``pinned_guesses``: while a climb is pinned, the guesses are drawn from the pinned half only.
+    ``pinned_quiet`` (the default, unless ``pinned_guesses``): while a climb is pinned, no guesses at all.
 
     After ``wide_after`` observations (never, when None) the search goes wide: ``mix`` 0,
     ``patience`` 0, restarts from the farthest of ``wide_diverse`` random points, climb
@@ -220,11 +231,13 @@ class ModelGuidedLocalSearch:
         cap: float | None = None,
         pinned_pairs: int = 0,
         pinned_guesses: bool = False,
+        pinned_quiet: bool = True,
         walker: Walker | None = None,
     ) -> None:
         self._cap = cap
         self._pinned_pairs = pinned_pairs
         self._pinned_guesses = pinned_guesses
+        self._pinned_quiet = pinned_quiet and not pinned_guesses
         # The local optimum of a pinned climb whose two-parameter moves were last queued (once per optimum).
         self._paired: Positions | None = None
         self._w = walker if walker is not None else Walker(space, rng)
@@ -483,7 +496,8 @@ class ModelGuidedLocalSearch:
                 # Held to the guesses' rule: it takes over a climb begun by a restart only as a new best.
                 self._guesses.update(fresh)
                 return self._take(fresh)
-        if observed >= self._exploit_at:
+        # Held, not skipped: the guesses due while a climb was pinned come as soon as it ends.
+        if observed >= self._exploit_at and not (self._pinned_quiet and self._pin is not None):
             self._exploit_at = observed + max(self._exploit_every or 0, observed // 32)
             guesses = self._exploit(min(n, self._exploit_top))
             if guesses:
