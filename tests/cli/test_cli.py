@@ -794,3 +794,21 @@ def test_records_summary_of_a_tune_without_a_winner_says_so_in_the_winner_column
     tk.configure()
     row = next(line for line in run("records", "summary", str(records)).stdout.splitlines() if "cli_no_winner" in line)
     assert re.split(r"\s{2,}", row.strip())[:3] == ["cli_no_winner", '{"n":8}', "no valid candidate"], row
+
+
+@pytest.mark.subprocess
+def test_devices_without_pyopencl_names_the_extra_that_brings_it(tmp_path: Path) -> None:
+    """A plain `pip install tunekit` has no pyopencl: the listing says how to get OpenCL devices, and exits 0."""
+    (tmp_path / "pyopencl.py").write_text("raise ImportError(\"No module named 'pyopencl'\")\n")  # as if not installed
+    ran = subprocess.run(
+        [sys.executable, "-m", "tunekit", "devices", "--no-peaks"],
+        env={**os.environ, "PYTHONPATH": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert "cpu:" in ran.stdout
+    assert "opencl: unavailable: the OpenCL backend needs pyopencl" in ran.stdout
+    assert "pip install 'tunekit[opencl]'" in ran.stdout

@@ -12,11 +12,14 @@ __all__ = ["found_clients"]
 
 
 def found_clients() -> Iterator[tuple[str, OpenCLClient | str]]:
-    """One client per OpenCL device (the ``tunekit.clients`` entry point); nothing when pyopencl is missing."""
+    """One client per OpenCL device (the ``tunekit.clients`` entry point); without pyopencl, how to get it."""
     try:
         platforms = [len(platform.get_devices()) for platform in pyopencl().get_platforms()]
-    except ImportError:
-        return  # the opencl extra is not installed: not an error for a listing
+    except ImportError as exc:
+        # Said, not skipped: a user who installed plain `tunekit` would otherwise never learn that the
+        # OpenCL devices are one extra away. The listing still exits 0: it is no error.
+        yield "opencl", str(exc)
+        return
     except Exception as exc:  # a broken ICD loader must not hide the other devices
         yield "opencl", describe_error(exc)
         return
