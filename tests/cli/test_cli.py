@@ -802,7 +802,7 @@ def test_devices_without_pyopencl_names_the_extra_that_brings_it(tmp_path: Path)
     (tmp_path / "pyopencl.py").write_text("raise ImportError(\"No module named 'pyopencl'\")\n")  # as if not installed
     ran = subprocess.run(
         [sys.executable, "-m", "tunekit", "devices", "--no-peaks"],
-        env={**os.environ, "PYTHONPATH": str(tmp_path)},
+        env={**os.environ, "PYTHONPATH": str(tmp_path), "COLUMNS": "200"},  # one line, whatever the terminal
         capture_output=True,
         text=True,
         timeout=120,
