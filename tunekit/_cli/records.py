@@ -84,10 +84,9 @@ def summary(args: argparse.Namespace) -> int:
     hit_summaries, hits, bad_summaries = _hits(args.file)
     bad = sorted([*bad, *bad_summaries], key=lambda line: line.line)
     _report_bad(args.file, bad)
-    summaries = summarise(line.record for line in good)
-    everything = len(summaries)
-    of_tuner = [s for s in summaries if args.tuner is None or s.tuner == args.tuner]
-    summaries, hits = _filtered(summaries, hits, args.tuner, key_filter(args.key))
+    unfiltered = summarise(line.record for line in good)
+    everything = len(unfiltered)
+    summaries, hits = _filtered(unfiltered, hits, args.tuner, key_filter(args.key))
     if args.json:
         keys = [_summary_entry(s) for s in summaries]
         print_json(
@@ -106,7 +105,8 @@ def summary(args: argparse.Namespace) -> int:
     matching = ""
     if args.tuner is not None or args.key:
         # Records hold anchored keys: --key n=1000 (the call's size) matches nothing where they hold 1024.
-        held = held_values_hint("recorded", (s.key for s in of_tuner), key_filter(args.key)) if not summaries else ""
+        of_tuner = (s.key for s in unfiltered if args.tuner is None or s.tuner == args.tuner)
+        held = held_values_hint("recorded", of_tuner, key_filter(args.key)) if not summaries else ""
         matching = f" ({len(summaries)} matching the filters{'; ' + held if held else ''})"
     shown = f"{counted(len(good), 'record')}, {counted(everything, 'key')}{matching}{skipped}"
     out.line(f"{args.file}: {shown}{hit_counts if hit_summaries else ''}")

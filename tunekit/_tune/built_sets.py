@@ -191,10 +191,7 @@ class BuiltSets(Generic[K, Out]):
             built_here = self._built_at[site] = self._built_at.get(site, 0) + 1
             overflow = len(self._entries) > MAX_SETS
             if overflow:
-                evicted = self._entries.pop(next(iter(self._entries)))
-                if evicted.code is not None and self.plain.get(id(evicted.code)) is evicted:
-                    del self.plain[id(evicted.code)]
-                _forget_captured(self, evicted)
+                _forget_indexed(self, self._entries.pop(next(iter(self._entries))))
             many = overflow or built_here > MAX_SETS
             warn, self._warned = many and not self._warned, self._warned or many
         if warn:
@@ -282,11 +279,13 @@ def _drop(owner: weakref.ref[BuiltSets[Any, Any]], key: Hashable, entry: _Entry[
     sets = owner()
     if sets is not None and sets._entries.get(key) is entry:
         sets._entries.pop(key, None)
-        _forget_captured(sets, entry)
+        _forget_indexed(sets, entry)
 
 
-def _forget_captured(sets: BuiltSets[Any, Any], entry: _Entry[Any, Any]) -> None:
-    """Drop ``entry`` from ``sets.captured`` as it leaves ``sets._entries``: the objects its ids name may go now."""
+def _forget_indexed(sets: BuiltSets[Any, Any], entry: _Entry[Any, Any]) -> None:
+    """Drop ``entry`` from init's hot-path indexes as it leaves ``sets._entries``: the ids they hold may be reused."""
+    if entry.code is not None and sets.plain.get(id(entry.code)) is entry:
+        sets.plain.pop(id(entry.code), None)
     if entry.captured is not None and sets.captured.get(entry.captured) is entry:
         sets.captured.pop(entry.captured, None)
 
