@@ -47,6 +47,19 @@ def _blocks(page: Path) -> list[tuple[str, str]]:
     return [(m["language"], textwrap.dedent(m["code"])) for m in FENCE.finditer(text)]
 
 
+# A page's first python block may start by naming the file it is (`# mylib/kernels.py`): the page then runs as
+# that module, so an import path to what it defines (a campaign's target, "mylib.kernels:ROW_SUM") resolves as
+# in the reader's project, not under a name of this test's own.
+MODULE_FILE = re.compile(r"# (?P<path>\w+(?:/\w+)*)\.py\n")
+
+
+def _module_name(page: Path) -> str:
+    """The module a page's snippets run as: the file its first python block names, else ``docs_page``."""
+    first = next((code for language, code in _blocks(page) if language == "python"), "")
+    named = MODULE_FILE.match(first)
+    return named["path"].replace("/", ".") if named else "docs_page"
+
+
 def _python_pages() -> Iterator[object]:
     for page in PAGES:
         if page.name != "quickstart.md" and any(language == "python" for language, _ in _blocks(page)):
@@ -54,8 +67,8 @@ def _python_pages() -> Iterator[object]:
 
 
 @contextlib.contextmanager
-def _fresh_page_module(where: Path) -> Iterator[types.ModuleType]:
-    """A real module to run a page in (key classes resolve their annotations there), in the directory ``where``.
+def _fresh_page_module(where: Path, name: str = "docs_page") -> Iterator[types.ModuleType]:
+    """A real module ``name`` to run a page in (key classes resolve their annotations there), in directory ``where``.
 
     The sinks, observers, settings and log level a page sets are undone after it, as a new process starts
     without them, so pages (and two runs of one page) do not leak into each other.
@@ -63,8 +76,8 @@ def _fresh_page_module(where: Path) -> Iterator[types.ModuleType]:
     with pytest.MonkeyPatch.context() as monkeypatch:
         monkeypatch.chdir(where)
         monkeypatch.setattr(sys, "path", list(sys.path))  # a page that makes a package (libraries.md) imports it
-        module = types.ModuleType("docs_page")
-        monkeypatch.setitem(sys.modules, "docs_page", module)
+        module = types.ModuleType(name)
+        monkeypatch.setitem(sys.modules, name, module)
         monkeypatch.setattr(observers, "_observers", observers._observers)
         counter = hit_count.current_counter()
         kept = list(sinks.global_sinks())
@@ -124,10 +137,11 @@ def test_every_block_is_tagged_with_a_known_language() -> None:
 
 
 @pytest.mark.parametrize("page", list(_python_pages()))
-def test_every_python_block_of_the_page_runs_in_order(page: Path, page_module: types.ModuleType) -> None:
-    for number, (language, code) in enumerate(_blocks(page), start=1):
-        if language == "python":
-            _run_python(code, f"{page.name} block {number}", page_module)
+def test_every_python_block_of_the_page_runs_in_order(page: Path, tmp_path: Path) -> None:
+    with _fresh_page_module(tmp_path, _module_name(page)) as module:
+        for number, (language, code) in enumerate(_blocks(page), start=1):
+            if language == "python":
+                _run_python(code, f"{page.name} block {number}", module)
 
 
 @pytest.mark.subprocess
@@ -167,7 +181,7 @@ def test_every_page_runs_again_against_the_cache_its_first_run_filled(page: Path
     (to show its record, its events, its prepare hook) has to make that tune happen itself.
     """
     for run in ("first", "second"):
-        with _fresh_page_module(tmp_path) as module:
+        with _fresh_page_module(tmp_path, _module_name(page)) as module:
             for number, (language, code) in enumerate(_blocks(page), start=1):
                 where = f"{page.name} block {number}, {run} run"
                 if language == "python":
