@@ -32,11 +32,13 @@ FENCE = re.compile(r"^(?P<indent>[ ]*)```(?P<language>[\w-]*)[^\n]*\n(?P<code>.*
 # What a block may be tagged: python runs; the others are shown, not run (shell and output, a diagram, config).
 LANGUAGES = {"python", "bash", "text", "mermaid", "toml"}
 PAGES = sorted([*DOCS.glob("*.md"), ROOT / "README.md"])
-# opencl.md and from-kernel-tuner.md compile in worker processes; robustness.md isolates candidates in worker processes.
+# opencl.md and from-kernel-tuner.md compile in worker processes; robustness.md isolates candidates in worker
+# processes; quickstart.md runs its shell blocks (where it is run with them).
 MARKS = {
     "opencl.md": [pytest.mark.opencl, pytest.mark.subprocess, pytest.mark.slow],
     "from-kernel-tuner.md": [pytest.mark.opencl, pytest.mark.subprocess, pytest.mark.slow],
     "robustness.md": [pytest.mark.subprocess],
+    "quickstart.md": [pytest.mark.subprocess],  # its shell blocks run `tunekit` on what its python blocks wrote
 }
 
 
@@ -45,46 +47,83 @@ def _blocks(page: Path) -> list[tuple[str, str]]:
     return [(m["language"], textwrap.dedent(m["code"])) for m in FENCE.finditer(text)]
 
 
+# A page's first python block may start by naming the file it is (`# mylib/kernels.py`): the page then runs as
+# that module, so an import path to what it defines (a campaign's target, "mylib.kernels:ROW_SUM") resolves as
+# in the reader's project, not under a name of this test's own.
+MODULE_FILE = re.compile(r"# (?P<path>\w+(?:/\w+)*)\.py\n")
+
+
+def _module_name(page: Path) -> str:
+    """The module a page's snippets run as: the file its first python block names, else ``docs_page``."""
+    first = next((code for language, code in _blocks(page) if language == "python"), "")
+    named = MODULE_FILE.match(first)
+    return named["path"].replace("/", ".") if named else "docs_page"
+
+
 def _python_pages() -> Iterator[object]:
     for page in PAGES:
         if page.name != "quickstart.md" and any(language == "python" for language, _ in _blocks(page)):
             yield pytest.param(page, id=page.name, marks=MARKS.get(page.name, []))
 
 
-@pytest.fixture
-def page_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[types.ModuleType]:
-    """A real module to run a page in (key classes resolve their annotations there), in a fresh directory.
+@contextlib.contextmanager
+def _fresh_page_module(where: Path, name: str = "docs_page") -> Iterator[types.ModuleType]:
+    """A real module ``name`` to run a page in (key classes resolve their annotations there), in directory ``where``.
 
-    The sinks, observers and log level a page sets are undone after it, so pages do not leak into each other.
+    The sinks, observers, settings and log level a page sets are undone after it, as a new process starts
+    without them, so pages (and two runs of one page) do not leak into each other.
     """
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(sys, "path", list(sys.path))  # a page that makes a package (libraries.md) imports it from there
-    module = types.ModuleType("docs_page")
-    monkeypatch.setitem(sys.modules, "docs_page", module)
-    monkeypatch.setattr(observers, "_observers", observers._observers)
-    counter = hit_count.current_counter()
-    kept = list(sinks.global_sinks())
-    level = logging.getLogger("tunekit").level
-    try:
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.chdir(where)
+        monkeypatch.setattr(sys, "path", list(sys.path))  # a page that makes a package (libraries.md) imports it
+        module = types.ModuleType(name)
+        monkeypatch.setitem(sys.modules, name, module)
+        monkeypatch.setattr(observers, "_observers", observers._observers)
+        counter = hit_count.current_counter()
+        kept = list(sinks.global_sinks())
+        level = logging.getLogger("tunekit").level
+        try:
+            yield module
+        finally:
+            for sink in sinks.global_sinks():
+                if sink not in kept:
+                    tk.remove_record_sink(sink)
+            logging.getLogger("tunekit").setLevel(level)
+            if hit_count.current_counter() is not counter:
+                # A page that turned count_hits on started the process's counter, an observer the restored
+                # observers no longer hold: a later test's first read from the cache file went uncounted.
+                hit_count.stop_hit_counter()
+            tk.configure()  # a page's overrides end with it, as they end with a reader's process
+            fusion = sys.modules.get("tunekit_backends.opencl._fusion")
+            if fusion is not None:  # the ops a page registered (opencl.md) go with it: a name is registered once
+                for name, op in list(fusion.OPS.items()):
+                    if getattr(op.numpy, "__module__", None) == module.__name__:
+                        del fusion.OPS[name]
+            module.__dict__.clear()
+            for name, imported in list(sys.modules.items()):
+                if str(getattr(imported, "__file__", None) or "").startswith(str(where)):
+                    del sys.modules[name]
+            gc.collect()  # the page's tunable sets release their keys before the next page tunes
+
+
+@pytest.fixture
+def page_module(tmp_path: Path) -> Iterator[types.ModuleType]:
+    """A fresh module to run a page in, in a fresh directory (the test's own cache directory is beside it)."""
+    with _fresh_page_module(tmp_path) as module:
         yield module
-    finally:
-        for sink in sinks.global_sinks():
-            if sink not in kept:
-                tk.remove_record_sink(sink)
-        logging.getLogger("tunekit").setLevel(level)
-        if hit_count.current_counter() is not counter:
-            # A page that turned count_hits on started the process's counter, an observer the restored
-            # observers no longer hold: a later test's first read from the cache file went uncounted.
-            hit_count.stop_hit_counter()
-        module.__dict__.clear()
-        for name, imported in list(sys.modules.items()):
-            if str(getattr(imported, "__file__", None) or "").startswith(str(tmp_path)):
-                del sys.modules[name]
-        gc.collect()  # the page's tunable sets release their keys before the next page tunes
 
 
 def _run_python(code: str, where: str, module: types.ModuleType) -> None:
     exec(compile(code, where, "exec"), module.__dict__)
+
+
+def _run_bash(code: str, where: str) -> None:
+    """Runs a shell block in the working directory, with this venv's `tunekit` first on the PATH."""
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    done = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", code], check=False, capture_output=True, text=True, env=env, timeout=120
+    )
+    assert done.returncode == 0, f"{where}:\n{code}\n{done.stdout}\n{done.stderr}"
 
 
 def test_every_block_is_tagged_with_a_known_language() -> None:
@@ -98,32 +137,24 @@ def test_every_block_is_tagged_with_a_known_language() -> None:
 
 
 @pytest.mark.parametrize("page", list(_python_pages()))
-def test_every_python_block_of_the_page_runs_in_order(page: Path, page_module: types.ModuleType) -> None:
-    for number, (language, code) in enumerate(_blocks(page), start=1):
-        if language == "python":
-            _run_python(code, f"{page.name} block {number}", page_module)
+def test_every_python_block_of_the_page_runs_in_order(page: Path, tmp_path: Path) -> None:
+    with _fresh_page_module(tmp_path, _module_name(page)) as module:
+        for number, (language, code) in enumerate(_blocks(page), start=1):
+            if language == "python":
+                _run_python(code, f"{page.name} block {number}", module)
 
 
 @pytest.mark.subprocess
 def test_every_quickstart_block_runs(tmp_path: Path, page_module: types.ModuleType) -> None:
     blocks = _blocks(DOCS / "quickstart.md")
     assert len(blocks) >= 5
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     records: list[tk.AutotuneRecord] = []
     sink = tk.add_record_sink(records.append)
     for number, (language, code) in enumerate(blocks, start=1):
         if language == "python":
             _run_python(code, f"quickstart.md block {number}", page_module)
         elif language == "bash":
-            done = subprocess.run(
-                ["bash", "-euo", "pipefail", "-c", code],
-                check=False,
-                capture_output=True,
-                text=True,
-                env=env,
-                timeout=120,
-            )
-            assert done.returncode == 0, f"block {number}:\n{code}\n{done.stdout}\n{done.stderr}"
+            _run_bash(code, f"quickstart.md block {number}")
         else:
             pytest.fail(f"quickstart block {number} is {language or 'untagged'}: this test cannot run it")
     tk.remove_record_sink(sink)
@@ -134,6 +165,29 @@ def test_every_quickstart_block_runs(tmp_path: Path, page_module: types.ModuleTy
     (grouped,) = [r for r in records if r.tuner == "quickstart_row_sum"]
     assert {c.name: c.status for c in grouped.candidates} == {"np_sum": "measured", "einsum": "skipped"}
     assert "<svg" in (tmp_path / "report.html").read_text()
+
+
+def _rerun_pages() -> Iterator[object]:
+    for page in PAGES:
+        if any(language == "python" for language, _ in _blocks(page)):
+            yield pytest.param(page, id=page.name, marks=[*MARKS.get(page.name, []), pytest.mark.slow])
+
+
+@pytest.mark.parametrize("page", list(_rerun_pages()))
+def test_every_page_runs_again_against_the_cache_its_first_run_filled(page: Path, tmp_path: Path) -> None:
+    """A reader who runs a page's snippets twice (one cache, one directory) sees the second run pass too.
+
+    The second run's calls are served by the winners the first stored, so a snippet that needs a tune
+    (to show its record, its events, its prepare hook) has to make that tune happen itself.
+    """
+    for run in ("first", "second"):
+        with _fresh_page_module(tmp_path, _module_name(page)) as module:
+            for number, (language, code) in enumerate(_blocks(page), start=1):
+                where = f"{page.name} block {number}, {run} run"
+                if language == "python":
+                    _run_python(code, where, module)
+                elif language == "bash" and page.name == "quickstart.md":
+                    _run_bash(code, where)
 
 
 def test_the_quickstart_starts_with_the_readme_example() -> None:

@@ -67,6 +67,7 @@ def test_correct_user_code_passes(tmp_path: Path, mypy_cache: Path) -> None:
                 .with_tunable(tk.Tunable("np_sum", lambda x: x.sum(axis=1))))
             return TUNER.execute(client.device_id, client, tunables, (x,))
         k: SumKey = SumKey(n=3, dtype="f")
+        TUNER.clear(stored=True)  # what the docs' snippets call before a tune they show
         """,
     )
     assert result.returncode == 0, result.stdout

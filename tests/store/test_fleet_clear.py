@@ -1,4 +1,5 @@
-"""``tunekit cache clear`` on the fleet's store makes the fleet tune the cleared keys again, once.
+"""``tunekit cache clear`` (or ``LocalTuner.clear(stored=True)``) on the fleet's store makes the fleet tune the
+cleared keys again, once.
 
 Two cache directories stand for two hosts sharing one database; each new ``LocalTuner`` stands for a
 new process (nothing in memory). A host keeps a copy of every winner it used, and offers it to the
@@ -16,6 +17,7 @@ import psycopg
 import pytest
 from _cache_keys import CLIENT, key
 from _command import run
+from pg_server import PgServer
 
 import tunekit as tk
 from tunekit._store.pg_store import PostgresStore
@@ -143,3 +145,56 @@ def test_a_database_without_the_table_of_clears_still_serves_and_the_clear_says_
         assert store.get(CLIENT.device_id, TUNER, '{"i":1}') is None and not store.clears_recorded
     finally:
         store.close()
+
+
+@pytest.mark.subprocess
+def test_a_tuners_clear_stored_clears_the_fleets_store_and_this_hosts_copies_and_no_host_offers_its_copy_back(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("TUNEKIT_CACHE_URL", pg_url)
+    hosts, tunables = _Hosts(tmp_path, monkeypatch), _tunables()
+    a = hosts.process("host-a")
+    for i in (1, 2):
+        a.execute(CLIENT.device_id, CLIENT, tunables, (i,))
+    b = hosts.process("host-b")
+    for i in (1, 2):
+        b.execute(CLIENT.device_id, CLIENT, tunables, (i,))  # read from the store, kept as host b's copies
+    hosts.process("host-a", "other_op").execute(CLIENT.device_id, CLIENT, tunables, (1,))
+    assert hosts.tuned() == [(TUNER, 1), (TUNER, 2), ("other_op", 1)]
+
+    assert hosts.process("host-a").clear(stored=True) is None
+    assert set(_fleet(pg_url)) == {("other_op", '{"i":1}')}
+    assert hosts.copies("host-a") == {} and len(hosts.copies("host-a", "other_op")) == 1
+    assert len(hosts.copies("host-b")) == 2  # another host's copies are its own: the recorded clear outweighs them
+
+    b = hosts.process("host-b")
+    for i in (1, 2):
+        b.execute(CLIENT.device_id, CLIENT, tunables, (i,))
+    a = hosts.process("host-a")
+    for i in (1, 2):
+        a.execute(CLIENT.device_id, CLIENT, tunables, (i,))
+    assert hosts.tuned() == [(TUNER, 1), (TUNER, 2)]  # by host b, once for the fleet; host a reads them
+    assert (
+        hosts.copies("host-a") == hosts.copies("host-b") == {k: w for (t, k), w in _fleet(pg_url).items() if t == TUNER}
+    )
+
+
+@pytest.mark.subprocess
+def test_clear_stored_while_the_fleets_database_is_away_raises_naming_it_and_still_clears_this_hosts_copies(
+    own_server: PgServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The fleet's winners would be served again once it answers: the caller is told, not left to find out."""
+    url = own_server.url()
+    monkeypatch.setenv("TUNEKIT_CACHE_URL", url)
+    hosts, tunables = _Hosts(tmp_path, monkeypatch), _tunables()
+    a = hosts.process("host-a")
+    a.execute(CLIENT.device_id, CLIENT, tunables, (1,))
+    own_server.kill()
+    with pytest.raises(
+        OSError, match=r"tuner 'fleet_clear' from the fleet store postgresql://.*did not answer"
+    ) as raised:
+        hosts.process("host-a").clear(stored=True)
+    assert "nor from" not in str(raised.value)  # this host's copies were removed
+    assert hosts.copies("host-a") == {}
+    own_server.restart()
+    assert set(_fleet(url)) == {(TUNER, '{"i":1}')}

@@ -216,19 +216,37 @@ class LocalTuner(Generic[K, Out]):
                 f"{type(tunables).__name__}; e.g. TUNER.{example}"
             ) from None  # called while handling the AttributeError it met: that one says nothing to the caller
 
-    def clear(self) -> None:
-        """Forget the built sets and every in-memory winner; the persistent cache is kept.
+    def clear(self, *, stored: bool = False) -> None:
+        """Forget the built sets and every in-memory winner; with ``stored=True``, the stored winners too.
 
         Once the old sets are gone, a different set may run under this tuner's name (a set
         redefined in a running process, e.g. a notebook cell run again).
+
+        ``stored=True`` also removes this tuner's winners, every key on every device, from the
+        persistent cache the process uses (its recorded failed tunes go with them), as
+        ``tunekit cache clear --tuner NAME --yes`` does: from this host's cache, and from the
+        fleet's store when ``TUNEKIT_CACHE_URL`` names one, where the clear is recorded so that
+        no host offers its old copy back. Each key is then tuned again at its next call, in this
+        process or any other. With the cache off (``TUNEKIT_CACHE=0``) it clears memory only.
+        Returns None; raises OSError, naming the store and why, when a store it would be served
+        from could not be cleared (a cache this user may only read, a fleet database that does
+        not answer): memory is cleared all the same.
         """
-        with self._lock:
-            self._sets.clear()
-            for tuner in self._tuners.values():
-                tuner.clear()
-            self._tuners.clear()
-            self._hot.clear()
-            self.seeded_unverified.clear()
+        try:
+            if stored:
+                # Before memory: a call in another thread meanwhile then finds no old winner on disk to read back.
+                from tunekit._base import settings as _settings  # noqa: PLC0415 - the store modules load at first use
+                from tunekit._store.forget import forget_winners  # noqa: PLC0415 - as tuner() says
+
+                forget_winners(_settings.current(), self.name)
+        finally:
+            with self._lock:
+                self._sets.clear()
+                for tuner in self._tuners.values():
+                    tuner.clear()
+                self._tuners.clear()
+                self._hot.clear()
+                self.seeded_unverified.clear()
 
 
 def describe_inputs(inputs: tuple[Any, ...]) -> str:
