@@ -13,6 +13,14 @@ random sample); every few evaluations the search measures its few best predictio
 they lie. That exploitation step, as in Bayesian optimisation, is what reaches an isolated
 best basin that no neighbour move leads into; when a prediction wins, the climb moves there.
 
+Half of each batch of guesses (``gp_guesses``, 2 of 4) comes from a :class:`GaussianProcess`
+instead, ranked by expected improvement: the pairwise model's guesses are where it predicts the
+best time, the process's where a better time is likely *or* still possible, and it models an
+interaction of any order between nearby points. The files disagreed about which of the two to
+trust (the pairwise model's guesses find convolution A100's single best point, the process's
+find dedispersion MI250X's best region twice as fast), and the half-and-half batch beat both
+alone in a direct replay (benches/README.md, "Guesses from a Gaussian process").
+
 The pairwise model can be fitted to log times capped at a quantile (``cap``, off by default): kernel
 landscapes span 100x and more, and a least-squares fit of the raw log times spends its few dozen
 observations on telling slow from slower. Capped at the median, it did better in a direct replay
@@ -206,6 +214,10 @@ class ModelGuidedLocalSearch:
     observations, over a pool of up to ``pool_max`` unmeasured valid configurations, each at
     least ``apart`` parameters away from the batch's better guesses.
 
+    ``gp_guesses`` of each batch (2, the default; 0: none) are instead the unmeasured configurations of most
+    expected improvement under a :class:`GaussianProcess` fitted to the best observations, drawn from
+    the pool and the best points' neighbours, each pick damping the points like it.
+
     ``cap``: the pairwise model is fitted to log times capped at this quantile (None, the default: uncapped).
 
     ``pinned_pairs``: at the local optimum of a pinned climb, the pairwise model's ``pinned_pairs`` best
@@ -246,6 +258,7 @@ class ModelGuidedLocalSearch:
         pinned_guesses: bool = False,
         pinned_quiet: bool = True,
         gp_guesses: int = 2,
+        gp_wide: bool = False,
         walker: Walker | None = None,
     ) -> None:
         self._cap = cap
@@ -283,6 +296,7 @@ class ModelGuidedLocalSearch:
         self._pool_fresh: np.ndarray = np.zeros(0, dtype=bool)
         self._pairwise = PairwiseModel(self._w.widths)
         self._gp_guesses = gp_guesses
+        self._gp_wide = gp_wide
         self._gp = GaussianProcess(self._w.widths)
         self._gp_pool: np.ndarray | None = None
         self._failed: list[Positions] = []
@@ -462,6 +476,8 @@ class ModelGuidedLocalSearch:
     def _exploit(self, n: int) -> list[Positions]:
         """The batch of guesses: the pairwise model's best predictions, then the Gaussian process's."""
         from_gp = min(n, self._gp_guesses) if len(self._observed) >= 4 else 0
+        if self._climb_batch is not None and not self._gp_wide:
+            from_gp = 0
         guesses = self._pairwise_guesses(n - from_gp)
         for p in guesses:
             self._mark(p)  # not the Gaussian process's guesses too
@@ -478,9 +494,6 @@ class ModelGuidedLocalSearch:
         if self._gp_pool is None:
             self._gp_pool = self._gp.encode(pool)
         candidates = np.flatnonzero(self._pool_fresh)
-        if self._pinned_guesses and self._pin is not None:
-            k, v = self._pin
-            candidates = candidates[pool[candidates, k] == v]
         if len(candidates) > _GP_POOL:
             candidates = np.sort(w.rng.choice(candidates, size=_GP_POOL, replace=False))
         near = {
@@ -491,6 +504,9 @@ class ModelGuidedLocalSearch:
         }
         if near:
             candidates = np.union1d(candidates, np.array(sorted(near), dtype=np.intp))
+        if self._pinned_guesses and self._pin is not None:
+            k, v = self._pin
+            candidates = candidates[pool[candidates, k] == v]
         if len(candidates) == 0:
             return []
         xs, ys = self._observed.xs, self._observed.ys
