@@ -15,7 +15,7 @@ def matern(a: np.ndarray, b: np.ndarray, scales: np.ndarray) -> np.ndarray:
     """The Matérn 5/2 kernel written out pair by pair."""
     d = np.sqrt((((a[:, None, :] - b[None, :, :]) / scales) ** 2).sum(axis=2))
     r = math.sqrt(5.0) * d
-    return (1.0 + r + r * r / 3.0) * np.exp(-r)
+    return np.asarray((1.0 + r + r * r / 3.0) * np.exp(-r))
 
 
 def test_expected_improvement_is_the_textbook_posterior_formula() -> None:

@@ -258,6 +258,22 @@ def test_model_guided_search_guesses_two_from_pairs_then_two_of_most_expected_im
     assert len(guesses) == 4 and len(set(guesses)) == 4 and not set(guesses) & set(seen)
 
 
+def test_model_guided_search_guesses_from_the_gaussian_process_only_before_it_goes_wide() -> None:
+    # Its guesses cost the convolution files' wide climbs more than they found (benches/README.md).
+    space, time = shmem_space()
+    configs = list(space)
+    seen = [configs[int(i)] for i in np.random.default_rng(1).permutation(len(configs))[:28]]
+
+    def guesses(**options: int | bool) -> list[tk.Config]:
+        strategy = ModelGuidedLocalSearch(space, np.random.default_rng(0), initial=0, wide_after=1, **options)
+        for c in seen:
+            strategy.observe(c, time(c))
+        return strategy.propose(8)
+
+    assert guesses() == guesses(gp_guesses=0) == expected_guesses(space, time, seen, 2, None)[0]
+    assert guesses(gp_wide=True) != guesses(), "the process guesses as the pairs do here: this tests nothing"
+
+
 def test_model_guided_search_on_a_sampled_pool_stays_new_inside_and_reproducible() -> None:
     # pool_max=16 makes the model rank a random sample instead of the whole space (the large-space path).
     space = landscape()

@@ -6,9 +6,9 @@ needs three parameters set together (a W6600 convolution: ``use_shmem=0``, ``blo
 Gaussian process with a Matérn 5/2 kernel over the positions (each parameter's value index scaled
 to 0..1, one length scale per parameter) models any interaction between nearby points, and its
 posterior spread says where too little was measured to tell. Expected improvement weighs both, so
-its guesses go where a better time is likely *or* still possible: on dedispersion MI250X, a file
-whose best lies in a region the climbs leave early, `model_ils` reached 5 % of the best in a
-median of 90 evaluations without it and 36-39 with it (benches/README.md, "Guesses from a
+its guesses go where a better time is likely *or* still possible: on dedispersion MI250X
+`model_ils` reaches 5 % of the best in a median of 35-40 evaluations with two of its four guesses
+from the process, 90-110 without (direct replay, 120 seeds; benches/README.md, "Guesses from a
 Gaussian process").
 
 Length scales are fitted by the marginal likelihood, a coordinate search over halvings and
@@ -63,7 +63,7 @@ class GaussianProcess:
 
     def encode(self, positions: np.ndarray) -> np.ndarray:
         """Positions as coordinates in 0..1 per varying parameter (for :meth:`expected_improvement`)."""
-        return np.asarray(positions, dtype=float)[:, self._active] / self._span
+        return np.asarray(np.asarray(positions, dtype=float)[:, self._active] / self._span)
 
     def _kernel(self, a: np.ndarray, b: np.ndarray, scales: np.ndarray) -> np.ndarray:
         a, b = a / scales, b / scales
@@ -83,7 +83,7 @@ class GaussianProcess:
         poly *= 3.0
         poly += 1.0
         poly *= decay
-        return poly
+        return np.asarray(poly)
 
     def _factor(self, x: np.ndarray, scales: np.ndarray) -> np.ndarray | None:
         gram = self._kernel(x, x, scales)

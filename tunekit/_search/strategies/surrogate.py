@@ -13,13 +13,16 @@ random sample); every few evaluations the search measures its few best predictio
 they lie. That exploitation step, as in Bayesian optimisation, is what reaches an isolated
 best basin that no neighbour move leads into; when a prediction wins, the climb moves there.
 
-Half of each batch of guesses (``gp_guesses``, 2 of 4) comes from a :class:`GaussianProcess`
-instead, ranked by expected improvement: the pairwise model's guesses are where it predicts the
-best time, the process's where a better time is likely *or* still possible, and it models an
-interaction of any order between nearby points. The files disagreed about which of the two to
-trust (the pairwise model's guesses find convolution A100's single best point, the process's
-find dedispersion MI250X's best region twice as fast), and the half-and-half batch beat both
-alone in a direct replay (benches/README.md, "Guesses from a Gaussian process").
+Until the search goes wide, half of each batch of guesses (``gp_guesses``, 2 of 4) comes from a
+:class:`GaussianProcess` instead, ranked by expected improvement: the pairwise model's guesses are
+where it predicts the best time, the process's where a better time is likely *or* still possible,
+and it models an interaction of any order between nearby points. The files disagree about which
+to trust (the pairwise model's guesses find convolution A100's single best point, the process's
+find dedispersion MI250X's best region twice as fast); half and half did better than either alone
+in a direct replay of the shared GPU files, and better still with the process silent in the wide
+phase, whose climbs it cost more than it found (seeds 40-99 and 100-159: 48.7 -> 42.7 and 49.3 ->
+43.7 evaluations to 5 % of the best, 89.0 -> 69.9 and 82.1 -> 66.2 to 1 %; benches/README.md,
+"Guesses from a Gaussian process").
 
 The pairwise model can be fitted to log times capped at a quantile (``cap``, off by default): kernel
 landscapes span 100x and more, and a least-squares fit of the raw log times spends its few dozen
@@ -216,7 +219,8 @@ class ModelGuidedLocalSearch:
 
     ``gp_guesses`` of each batch (2, the default; 0: none) are instead the unmeasured configurations of most
     expected improvement under a :class:`GaussianProcess` fitted to the best observations, drawn from
-    the pool and the best points' neighbours, each pick damping the points like it.
+    the pool and the best points' neighbours, each pick damping the points like it; in the wide phase
+    too only with ``gp_wide``.
 
     ``cap``: the pairwise model is fitted to log times capped at this quantile (None, the default: uncapped).
 
