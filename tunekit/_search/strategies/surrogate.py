@@ -13,6 +13,17 @@ random sample); every few evaluations the search measures its few best predictio
 they lie. That exploitation step, as in Bayesian optimisation, is what reaches an isolated
 best basin that no neighbour move leads into; when a prediction wins, the climb moves there.
 
+Until the search goes wide, half of each batch of guesses (``gp_guesses``, 2 of 4) comes from a
+:class:`GaussianProcess` instead, ranked by expected improvement: the pairwise model's guesses are
+where it predicts the best time, the process's where a better time is likely *or* still possible,
+and it models an interaction of any order between nearby points. The files disagree about which
+to trust (the pairwise model's guesses find convolution A100's single best point, the process's
+find dedispersion MI250X's best region twice as fast); half and half did better than either alone
+in a direct replay of the shared GPU files, and better still with the process silent in the wide
+phase, whose climbs it cost more than it found (seeds 40-99 and 100-159: 48.7 -> 42.7 and 49.3 ->
+43.7 evaluations to 5 % of the best, 89.0 -> 69.9 and 82.1 -> 66.2 to 1 %; benches/README.md,
+"Guesses from a Gaussian process").
+
 The pairwise model can be fitted to log times capped at a quantile (``cap``, off by default): kernel
 landscapes span 100x and more, and a least-squares fit of the raw log times spends its few dozen
 observations on telling slow from slower. Capped at the median, it did better in a direct replay
@@ -81,6 +92,7 @@ from tunekit._candidates.space import Space
 from tunekit._search.strategies.additive import AdditiveModel
 from tunekit._search.strategies.base import Positions, Walker
 from tunekit._search.strategies.blas import one_blas_thread
+from tunekit._search.strategies.gaussian import GaussianProcess
 from tunekit._search.strategies.pairwise import PairwiseModel
 
 __all__ = ["ModelGuidedLocalSearch", "initial_points", "wide_after"]
@@ -111,6 +123,18 @@ def initial_points(max_evals: int | None) -> int:
 
 _APART_SCAN = 16
 """Best predictions per guess wanted among which a batch's guesses are chosen apart."""
+
+_GP_FIT = 200
+"""Best observations the Gaussian process is fitted to: its cost grows with their cube."""
+
+_GP_POOL = 1500
+"""Unmeasured candidates drawn from the pool for expected improvement at each step (all, when fewer)."""
+
+_GP_LEADERS = 3
+"""Best points whose unmeasured one-parameter neighbours join the drawn candidates (refining a leader)."""
+
+_GP_SPREAD = 0.5
+"""How much a chosen guess damps the expected improvement of the points like it (1: as measured)."""
 
 
 def _smallest(values: np.ndarray, n: int) -> np.ndarray:
@@ -193,6 +217,11 @@ class ModelGuidedLocalSearch:
     observations, over a pool of up to ``pool_max`` unmeasured valid configurations, each at
     least ``apart`` parameters away from the batch's better guesses.
 
+    ``gp_guesses`` of each batch (2, the default; 0: none) are instead the unmeasured configurations of most
+    expected improvement under a :class:`GaussianProcess` fitted to the best observations, drawn from
+    the pool and the best points' neighbours, each pick damping the points like it; in the wide phase
+    too only with ``gp_wide``.
+
     ``cap``: the pairwise model is fitted to log times capped at this quantile (None, the default: uncapped).
 
     ``pinned_pairs``: at the local optimum of a pinned climb, the pairwise model's ``pinned_pairs`` best
@@ -232,6 +261,8 @@ class ModelGuidedLocalSearch:
         pinned_pairs: int = 0,
         pinned_guesses: bool = False,
         pinned_quiet: bool = True,
+        gp_guesses: int = 2,
+        gp_wide: bool = False,
         walker: Walker | None = None,
     ) -> None:
         self._cap = cap
@@ -268,6 +299,10 @@ class ModelGuidedLocalSearch:
         self._pool_codes: np.ndarray = np.zeros((0, 0), dtype=np.intp)
         self._pool_fresh: np.ndarray = np.zeros(0, dtype=bool)
         self._pairwise = PairwiseModel(self._w.widths)
+        self._gp_guesses = gp_guesses
+        self._gp_wide = gp_wide
+        self._gp = GaussianProcess(self._w.widths)
+        self._gp_pool: np.ndarray | None = None
         self._failed: list[Positions] = []
         self._guesses: set[Positions] = set()
         # The current climb began at a restart and has not reached a local optimum yet.
@@ -443,7 +478,65 @@ class ModelGuidedLocalSearch:
         return [moves[int(i)] for i in _smallest(predicted, self._pinned_pairs).tolist()]
 
     def _exploit(self, n: int) -> list[Positions]:
+        """The batch of guesses: the pairwise model's best predictions, then the Gaussian process's."""
+        from_gp = min(n, self._gp_guesses) if len(self._observed) >= 4 else 0
+        if self._climb_batch is not None and not self._gp_wide:
+            from_gp = 0
+        guesses = self._pairwise_guesses(n - from_gp)
+        for p in guesses:
+            self._mark(p)  # not the Gaussian process's guesses too
+        guesses += self._gp_guesses_of(n - len(guesses))
+        self._guesses.update(guesses)
+        return guesses
+
+    def _gp_guesses_of(self, n: int) -> list[Positions]:
+        """The ``n`` unmeasured configurations of most expected improvement, each damping those like it."""
+        if n <= 0:
+            return []
+        w = self._w
+        pool = self._pool_array()
+        if self._gp_pool is None:
+            self._gp_pool = self._gp.encode(pool)
+        candidates = np.flatnonzero(self._pool_fresh)
+        if len(candidates) > _GP_POOL:
+            candidates = np.sort(w.rng.choice(candidates, size=_GP_POOL, replace=False))
+        near = {
+            row
+            for _, p in w.leaders()[:_GP_LEADERS]
+            for q in w.neighbours(p, far=True)
+            if (row := self._pool_rows.get(q)) is not None and self._pool_fresh[row]
+        }
+        if near:
+            candidates = np.union1d(candidates, np.array(sorted(near), dtype=np.intp))
+        if self._pinned_guesses and self._pin is not None:
+            k, v = self._pin
+            candidates = candidates[pool[candidates, k] == v]
+        if len(candidates) == 0:
+            return []
+        xs, ys = self._observed.xs, self._observed.ys
+        if len(ys) > _GP_FIT:
+            keep = np.argsort(ys, kind="stable")[:_GP_FIT]
+            xs, ys = xs[keep], ys[keep]
+        encoded = self._gp_pool[candidates]
+        with one_blas_thread():
+            self._gp.fit(xs, ys)
+            improvement = self._gp.expected_improvement(encoded)
+            chosen: list[int] = []
+            # A batch of the n best would be one point and its look-alikes: each pick damps the points
+            # the process deems like it, so the next goes where the first tells little.
+            for _ in range(min(n, len(candidates))):
+                i = int(np.argmax(improvement))
+                if not np.isfinite(improvement[i]):
+                    break
+                chosen.append(i)
+                improvement[i] = -np.inf
+                improvement *= 1.0 - _GP_SPREAD * self._gp.similarity(encoded, encoded[i])
+        return [tuple(int(v) for v in pool[candidates[i]]) for i in chosen]
+
+    def _pairwise_guesses(self, n: int) -> list[Positions]:
         """The pairwise model's ``n`` best predictions among unmeasured configurations."""
+        if n <= 0:
+            return []
         pool = self._pool_array()
         # Indices, not a copy of the unmeasured rows: a copy of a 20,000-key pool at every step.
         candidates = np.flatnonzero(self._pool_fresh)
@@ -467,9 +560,7 @@ class ModelGuidedLocalSearch:
                 chosen.append(i)
                 if len(chosen) == n:
                     break
-        guesses = [tuple(int(v) for v in pool[candidates[i]]) for i in chosen]
-        self._guesses.update(guesses)
-        return guesses
+        return [tuple(int(v) for v in pool[candidates[i]]) for i in chosen]
 
     def _mark(self, p: Positions) -> None:
         row = self._pool_rows.get(p)
