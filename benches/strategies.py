@@ -55,6 +55,11 @@ ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared" / "tuning-data"
 if str(ROOT) not in sys.path:  # tunekit from this checkout, in the pool's workers too
     sys.path.insert(0, str(ROOT))
+if str(ROOT / "benches") not in sys.path:  # its sibling modules, when imported by a test
+    sys.path.insert(0, str(ROOT / "benches"))
+
+import _strategy_spec  # noqa: E402 - found through the path set just above
+
 TUNEKIT = ["auto", "ils", "genetic", "random"]
 KERNEL_TUNER = [
     "random_sample",
@@ -109,7 +114,7 @@ def run_tunekit(path: str, strategy: str, seed: int) -> dict[str, Any]:
             client,
             (),
             tuner="bench",
-            strategy=strategy,
+            strategy=_strategy_spec.strategy(strategy, budget),
             seed=seed,
             max_evals=budget,
             sinks=[records.append],
@@ -485,9 +490,14 @@ def main(argv: list[str] | None = None) -> int:
     from tunekit_backends.replay import NothingToReplay
 
     # A misspelt name ran every seed into a stored error row; a zero count printed empty tables.
-    unknown = [s for s in args.tunekit.split(",") if s and s not in tk.STRATEGIES]
+    unknown = [s for s in args.tunekit.split(",") if s and s.partition("@")[0] not in tk.STRATEGIES]
     if unknown:
         parser.error(f"--tunekit: unknown strategies {unknown}; choose from {','.join(tk.STRATEGIES)}")
+    for spec in filter(None, args.tunekit.split(",")):
+        try:
+            _strategy_spec.strategy(spec, 1)
+        except (ValueError, SyntaxError) as exc:
+            parser.error(f"--tunekit: {exc}")
     if args.seeds < 1 or args.jobs < 1:
         parser.error(f"--seeds and --jobs take a count >= 1, got --seeds {args.seeds} --jobs {args.jobs}")
     found = _cache_files(SHARED) if SHARED.exists() else []
