@@ -384,7 +384,7 @@ def report(rows: list[dict[str, Any]], files: list[str], seeds: int) -> str:
     for g5, g1, name, w5, w1 in sorted(table):
         worst = "" if math.isnan(w5) else f"{w5:16.0%}  {w1:16.0%}"
         out.append(f"  {name:24s} {g5:13.1f}  {g1:13.1f}  {worst}")
-    if theirs and ours:
+    if ours and (theirs or len(ours) > 1):
         out.extend(_held_out(common, ours, theirs, to5, to1, reached))
     return "\n".join(out)
 
@@ -400,11 +400,14 @@ def _held_out(
     """Each strategy on folds of files left out: by kernel family, and by GPU.
 
     Per fold, every tunekit strategy on the held-out files against Kernel Tuner's best single
-    strategy there and its per-file best at 1 %; then a choice made without the fold: the tunekit
-    strategy (and the Kernel Tuner one) with the lowest geometric mean to 5 % on the *other*
-    files, scored on the fold's. Over all folds, each file is scored by a choice that never saw it.
+    strategy there and its per-file best at 1 % (when Kernel Tuner ran); then a choice made without
+    the fold: the tunekit strategy (and the Kernel Tuner one) with the lowest geometric mean to 5 %
+    on the *other* files, scored on the fold's. Over all folds, each file is scored by a choice that
+    never saw it. With two tunekit strategies and no Kernel Tuner rows, that choice is the held-out
+    judge between two versions of one strategy (``auto,model_ils@gp_guesses=0``).
     """
     out = []
+    width = max(16, *(len(name) for name in ours))
     for fold, key in (("kernel family", _family), ("GPU", _gpu)):
         groups: dict[str, list[str]] = {}
         for p in files:
@@ -413,41 +416,47 @@ def _held_out(
             f"\nLeave one {fold} out ({len(groups)} folds): on the held-out files, geometric means to 5 % and 1 %, "
             "and the worst share of seeds reaching 5 %"
         )
-        out.append(
-            f"  {'held out':18s} {'strategy':16s} to 5%   to 1%  reached  | kt best single to 5%       "
-            "| kt per-file best to 1% | ratio to 5%"
-        )
-        chosen: dict[str, tuple[str, str]] = {}
+        kt_heading = "| kt best single to 5%       | kt per-file best to 1% | ratio to 5%" if theirs else ""
+        out.append(f"  {'held out':18s} {'strategy':{width}s} to 5%   to 1%  reached  {kt_heading}".rstrip())
+        chosen: dict[str, tuple[str, str | None]] = {}
         for group, held in sorted(groups.items()):
-            kt_best = min(theirs, key=lambda n: _geo([to5[(n, p)] for p in held]))
-            kt5 = _geo([to5[(kt_best, p)] for p in held])
-            kt1 = _geo([min(to1[(n, p)] for n in theirs) for p in held])
+            kt_best = min(theirs, key=lambda n: _geo([to5[(n, p)] for p in held])) if theirs else None
             for name in ours:
                 g5 = _geo([to5[(name, p)] for p in held])
                 g1 = _geo([to1[(name, p)] for p in held])
                 worst = min(reached[(name, p)] for p in held)
-                out.append(
-                    f"  {group:18s} {name:16s} {g5:5.1f}  {g1:6.1f}  {worst:6.0%}  | {kt_best:20s} {kt5:5.1f} "
-                    f"| {kt1:22.1f} | {g5 / kt5:10.2f}x"
-                )
+                line = f"  {group:18s} {name:{width}s} {g5:5.1f}  {g1:6.1f}  {worst:6.0%}"
+                if kt_best is not None:
+                    kt5 = _geo([to5[(kt_best, p)] for p in held])
+                    kt1 = _geo([min(to1[(n, p)] for n in theirs) for p in held])
+                    line += f"  | {kt_best:20s} {kt5:5.1f} | {kt1:22.1f} | {g5 / kt5:10.2f}x"
+                out.append(line)
             train = [p for p in files if p not in held]
             if train:
                 chosen[group] = (
                     min(ours, key=lambda n: _geo([to5[(n, p)] for p in train])),
-                    min(theirs, key=lambda n: _geo([to5[(n, p)] for p in train])),
+                    min(theirs, key=lambda n: _geo([to5[(n, p)] for p in train])) if theirs else None,
                 )
         if len(chosen) == len(groups):
             per_file = {p: chosen[g] for g, held in groups.items() for p in held}
             tk5 = _geo([to5[(per_file[p][0], p)] for p in files])
             tk1 = _geo([to1[(per_file[p][0], p)] for p in files])
-            kt5 = _geo([to5[(per_file[p][1], p)] for p in files])
-            best1 = _geo([min(to1[(n, p)] for n in theirs) for p in files])
-            picks = ", ".join(f"{g}: {a}/{b}" for g, (a, b) in sorted(chosen.items()))
-            out.append(
-                f"  chosen without the fold (tunekit/Kernel Tuner: {picks}): tunekit {tk5:.1f} to 5 %, "
-                f"{tk1:.1f} to 1 %; Kernel Tuner {kt5:.1f} to 5 % (ratio {tk5 / kt5:.2f}x); Kernel Tuner's per-file "
-                f"best {best1:.1f} to 1 %"
-            )
+            tk_worst = min(reached[(per_file[p][0], p)] for p in files)
+            if theirs:
+                kt5 = _geo([to5[(str(per_file[p][1]), p)] for p in files])
+                best1 = _geo([min(to1[(n, p)] for n in theirs) for p in files])
+                picks = ", ".join(f"{g}: {a}/{b}" for g, (a, b) in sorted(chosen.items()))
+                out.append(
+                    f"  chosen without the fold (tunekit/Kernel Tuner: {picks}): tunekit {tk5:.1f} to 5 %, "
+                    f"{tk1:.1f} to 1 %, worst reach {tk_worst:.0%}; Kernel Tuner {kt5:.1f} to 5 % (ratio "
+                    f"{tk5 / kt5:.2f}x); Kernel Tuner's per-file best {best1:.1f} to 1 %"
+                )
+            else:
+                picks = ", ".join(f"{g}: {a}" for g, (a, _) in sorted(chosen.items()))
+                out.append(
+                    f"  chosen without the fold ({picks}): {tk5:.1f} to 5 %, {tk1:.1f} to 1 %, "
+                    f"worst reach {tk_worst:.0%}"
+                )
     return out
 
 

@@ -99,6 +99,11 @@ def test_held_out_folds_score_each_file_by_a_choice_made_without_it(tmp_path: Pa
     assert "gemm: tk:a/kt:x" in family and "pnpoly: tk:a/kt:x" in family
     # Held out: conv scored by b (4, 4), gemm and pnpoly by a (8, 8): geometric mean sqrt(32) = 5.66.
     assert "tunekit 5.7 to 5 %" in family and "(ratio 1.41x)" in family
+    # Without Kernel Tuner's rows the same choice judges two tunekit versions against each other.
+    lines = bench._held_out(files, ["tk:a", "tk:b"], [], to5, to5, dict.fromkeys(to5, 1.0))
+    family = next(line for line in lines if "chosen without the fold" in line and "conv: tk:b," in line)
+    assert "gemm: tk:a" in family and "5.7 to 5 %" in family and "worst reach 100%" in family
+    assert not any("kt" in line for line in lines)
 
 
 def test_a_file_that_cannot_be_replayed_stops_the_bench_before_any_run(
