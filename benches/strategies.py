@@ -55,6 +55,11 @@ ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared" / "tuning-data"
 if str(ROOT) not in sys.path:  # tunekit from this checkout, in the pool's workers too
     sys.path.insert(0, str(ROOT))
+if str(ROOT / "benches") not in sys.path:  # its sibling modules, when imported by a test
+    sys.path.insert(0, str(ROOT / "benches"))
+
+import _strategy_spec  # noqa: E402 - found through the path set just above
+
 TUNEKIT = ["auto", "ils", "genetic", "random"]
 KERNEL_TUNER = [
     "random_sample",
@@ -109,7 +114,7 @@ def run_tunekit(path: str, strategy: str, seed: int) -> dict[str, Any]:
             client,
             (),
             tuner="bench",
-            strategy=strategy,
+            strategy=_strategy_spec.strategy(strategy, budget),
             seed=seed,
             max_evals=budget,
             sinks=[records.append],
@@ -379,7 +384,7 @@ def report(rows: list[dict[str, Any]], files: list[str], seeds: int) -> str:
     for g5, g1, name, w5, w1 in sorted(table):
         worst = "" if math.isnan(w5) else f"{w5:16.0%}  {w1:16.0%}"
         out.append(f"  {name:24s} {g5:13.1f}  {g1:13.1f}  {worst}")
-    if theirs and ours:
+    if ours and (theirs or len(ours) > 1):
         out.extend(_held_out(common, ours, theirs, to5, to1, reached))
     return "\n".join(out)
 
@@ -395,11 +400,14 @@ def _held_out(
     """Each strategy on folds of files left out: by kernel family, and by GPU.
 
     Per fold, every tunekit strategy on the held-out files against Kernel Tuner's best single
-    strategy there and its per-file best at 1 %; then a choice made without the fold: the tunekit
-    strategy (and the Kernel Tuner one) with the lowest geometric mean to 5 % on the *other*
-    files, scored on the fold's. Over all folds, each file is scored by a choice that never saw it.
+    strategy there and its per-file best at 1 % (when Kernel Tuner ran); then a choice made without
+    the fold: the tunekit strategy (and the Kernel Tuner one) with the lowest geometric mean to 5 %
+    on the *other* files, scored on the fold's. Over all folds, each file is scored by a choice that
+    never saw it. With two tunekit strategies and no Kernel Tuner rows, that choice is the held-out
+    judge between two versions of one strategy (``auto,model_ils@gp_guesses=0``).
     """
     out = []
+    width = max(16, *(len(name) for name in ours))
     for fold, key in (("kernel family", _family), ("GPU", _gpu)):
         groups: dict[str, list[str]] = {}
         for p in files:
@@ -408,41 +416,47 @@ def _held_out(
             f"\nLeave one {fold} out ({len(groups)} folds): on the held-out files, geometric means to 5 % and 1 %, "
             "and the worst share of seeds reaching 5 %"
         )
-        out.append(
-            f"  {'held out':18s} {'strategy':16s} to 5%   to 1%  reached  | kt best single to 5%       "
-            "| kt per-file best to 1% | ratio to 5%"
-        )
-        chosen: dict[str, tuple[str, str]] = {}
+        kt_heading = "| kt best single to 5%       | kt per-file best to 1% | ratio to 5%" if theirs else ""
+        out.append(f"  {'held out':18s} {'strategy':{width}s} to 5%   to 1%  reached  {kt_heading}".rstrip())
+        chosen: dict[str, tuple[str, str | None]] = {}
         for group, held in sorted(groups.items()):
-            kt_best = min(theirs, key=lambda n: _geo([to5[(n, p)] for p in held]))
-            kt5 = _geo([to5[(kt_best, p)] for p in held])
-            kt1 = _geo([min(to1[(n, p)] for n in theirs) for p in held])
+            kt_best = min(theirs, key=lambda n: _geo([to5[(n, p)] for p in held])) if theirs else None
             for name in ours:
                 g5 = _geo([to5[(name, p)] for p in held])
                 g1 = _geo([to1[(name, p)] for p in held])
                 worst = min(reached[(name, p)] for p in held)
-                out.append(
-                    f"  {group:18s} {name:16s} {g5:5.1f}  {g1:6.1f}  {worst:6.0%}  | {kt_best:20s} {kt5:5.1f} "
-                    f"| {kt1:22.1f} | {g5 / kt5:10.2f}x"
-                )
+                line = f"  {group:18s} {name:{width}s} {g5:5.1f}  {g1:6.1f}  {worst:6.0%}"
+                if kt_best is not None:
+                    kt5 = _geo([to5[(kt_best, p)] for p in held])
+                    kt1 = _geo([min(to1[(n, p)] for n in theirs) for p in held])
+                    line += f"  | {kt_best:20s} {kt5:5.1f} | {kt1:22.1f} | {g5 / kt5:10.2f}x"
+                out.append(line)
             train = [p for p in files if p not in held]
             if train:
                 chosen[group] = (
                     min(ours, key=lambda n: _geo([to5[(n, p)] for p in train])),
-                    min(theirs, key=lambda n: _geo([to5[(n, p)] for p in train])),
+                    min(theirs, key=lambda n: _geo([to5[(n, p)] for p in train])) if theirs else None,
                 )
         if len(chosen) == len(groups):
             per_file = {p: chosen[g] for g, held in groups.items() for p in held}
             tk5 = _geo([to5[(per_file[p][0], p)] for p in files])
             tk1 = _geo([to1[(per_file[p][0], p)] for p in files])
-            kt5 = _geo([to5[(per_file[p][1], p)] for p in files])
-            best1 = _geo([min(to1[(n, p)] for n in theirs) for p in files])
-            picks = ", ".join(f"{g}: {a}/{b}" for g, (a, b) in sorted(chosen.items()))
-            out.append(
-                f"  chosen without the fold (tunekit/Kernel Tuner: {picks}): tunekit {tk5:.1f} to 5 %, "
-                f"{tk1:.1f} to 1 %; Kernel Tuner {kt5:.1f} to 5 % (ratio {tk5 / kt5:.2f}x); Kernel Tuner's per-file "
-                f"best {best1:.1f} to 1 %"
-            )
+            tk_worst = min(reached[(per_file[p][0], p)] for p in files)
+            if theirs:
+                kt5 = _geo([to5[(str(per_file[p][1]), p)] for p in files])
+                best1 = _geo([min(to1[(n, p)] for n in theirs) for p in files])
+                picks = ", ".join(f"{g}: {a}/{b}" for g, (a, b) in sorted(chosen.items()))
+                out.append(
+                    f"  chosen without the fold (tunekit/Kernel Tuner: {picks}): tunekit {tk5:.1f} to 5 %, "
+                    f"{tk1:.1f} to 1 %, worst reach {tk_worst:.0%}; Kernel Tuner {kt5:.1f} to 5 % (ratio "
+                    f"{tk5 / kt5:.2f}x); Kernel Tuner's per-file best {best1:.1f} to 1 %"
+                )
+            else:
+                picks = ", ".join(f"{g}: {a}" for g, (a, _) in sorted(chosen.items()))
+                out.append(
+                    f"  chosen without the fold ({picks}): {tk5:.1f} to 5 %, {tk1:.1f} to 1 %, "
+                    f"worst reach {tk_worst:.0%}"
+                )
     return out
 
 
@@ -485,9 +499,14 @@ def main(argv: list[str] | None = None) -> int:
     from tunekit_backends.replay import NothingToReplay
 
     # A misspelt name ran every seed into a stored error row; a zero count printed empty tables.
-    unknown = [s for s in args.tunekit.split(",") if s and s not in tk.STRATEGIES]
+    unknown = [s for s in args.tunekit.split(",") if s and s.partition("@")[0] not in tk.STRATEGIES]
     if unknown:
         parser.error(f"--tunekit: unknown strategies {unknown}; choose from {','.join(tk.STRATEGIES)}")
+    for spec in filter(None, args.tunekit.split(",")):
+        try:
+            _strategy_spec.strategy(spec, 1)
+        except (ValueError, SyntaxError) as exc:
+            parser.error(f"--tunekit: {exc}")
     if args.seeds < 1 or args.jobs < 1:
         parser.error(f"--seeds and --jobs take a count >= 1, got --seeds {args.seeds} --jobs {args.jobs}")
     found = _cache_files(SHARED) if SHARED.exists() else []

@@ -22,8 +22,6 @@ changed (``model_ils@cap=0.5``: its guesses fitted to log times capped at their 
 from __future__ import annotations
 
 import argparse
-import ast
-import functools
 import itertools
 import math
 import statistics
@@ -38,26 +36,25 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+if str(ROOT / "benches") not in sys.path:  # its sibling modules, when imported by a test
+    sys.path.insert(0, str(ROOT / "benches"))
+
+import _strategy_spec  # noqa: E402 - found through the path set just above
+
+from tunekit._search.strategies import make_strategy  # noqa: E402 - this checkout's, by the path above
+
 SHARED = ROOT.parent / "shared" / "tuning-data"
 BATCH = 8
 
 
 def _factory(spec: str, budget: int) -> Any:
-    from tunekit._search.strategies import Portfolio, make_strategy
+    from tunekit._search.strategies import Portfolio
 
     name, _, floor = spec.partition(":")
     if name == "portfolio" and floor:
         return lambda space, rng: Portfolio(space, rng, max_evals=budget, floors=(0.0, float(floor)))
-    name, _, options = spec.partition("@")
-    factory = make_strategy(name, budget)
-    if not options:
-        return factory
-    # model_ils@cap=0.5+apart=3: the strategy with some constructor arguments changed (values as Python literals).
-    changed = {}
-    for option in options.split("+"):
-        key, _, value = option.partition("=")
-        changed[key] = ast.literal_eval(value)
-    return functools.partial(factory, **changed)
+    chosen = _strategy_spec.strategy(spec, budget)
+    return make_strategy(chosen, budget) if isinstance(chosen, str) else chosen
 
 
 def run_one(data: Any, spec: str, seed: int) -> tuple[int, int, int, float]:

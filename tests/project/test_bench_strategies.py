@@ -45,6 +45,24 @@ def test_the_strategy_bench_runs_on_a_given_file_and_resumes(
     assert len(results.read_text().splitlines()) == 12, "an edited file is run again, not read from stale rows"
 
 
+def test_two_versions_of_a_strategy_run_side_by_side_in_one_results_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A name stood for whichever version the checkout held: a before/after comparison needed two results files."""
+    bench = load_bench()
+    cache = write_cache(tmp_path / "tiny.json")
+    results = tmp_path / "results.jsonl"
+    specs = "model_ils,model_ils@gp_guesses=0,model_ils@initial=5+gp_guesses=0"
+    args = [str(cache), "--only", str(tmp_path), "--seeds", "2", "--kt", "none", "--tunekit", specs]
+    assert bench.main([*args, "--results", str(results)]) == 0
+    rows = [json.loads(line) for line in results.read_text().splitlines()]
+    assert sorted({r["strategy"] for r in rows}) == sorted(specs.split(",")) and len(rows) == 6
+    out = capsys.readouterr().out
+    assert "tk:model_ils@gp_guesses=0 " in out and "tk:model_ils@initial=5+gp_guesses=0" in out
+    orders = {r["strategy"]: r["order"] for r in rows if r["seed"] == 0}
+    assert orders["model_ils@initial=5+gp_guesses=0"] != orders["model_ils@gp_guesses=0"], "the keywords reach it"
+
+
 def test_old_1e20_failures_are_not_counted_as_valid_configurations(tmp_path: Path) -> None:
     """The bench counted 1e20 entries as valid, so its budget and 'reached' disagreed with tunekit's."""
     bench = load_bench()
@@ -81,6 +99,11 @@ def test_held_out_folds_score_each_file_by_a_choice_made_without_it(tmp_path: Pa
     assert "gemm: tk:a/kt:x" in family and "pnpoly: tk:a/kt:x" in family
     # Held out: conv scored by b (4, 4), gemm and pnpoly by a (8, 8): geometric mean sqrt(32) = 5.66.
     assert "tunekit 5.7 to 5 %" in family and "(ratio 1.41x)" in family
+    # Without Kernel Tuner's rows the same choice judges two tunekit versions against each other.
+    lines = bench._held_out(files, ["tk:a", "tk:b"], [], to5, to5, dict.fromkeys(to5, 1.0))
+    family = next(line for line in lines if "chosen without the fold" in line and "conv: tk:b," in line)
+    assert "gemm: tk:a" in family and "5.7 to 5 %" in family and "worst reach 100%" in family
+    assert not any("kt" in line for line in lines)
 
 
 def test_a_file_that_cannot_be_replayed_stops_the_bench_before_any_run(
@@ -118,6 +141,9 @@ def test_a_failed_run_is_tried_again_and_bad_arguments_stop_the_bench(
     for bad, message in (
         (["--tunekit", "anneal"], "--tunekit: unknown strategies ['anneal']"),
         (["--tunekit", "auto", "--seeds", "0"], "--seeds and --jobs take a count >= 1"),
+        (["--tunekit", "anneal@x=1"], "--tunekit: unknown strategies ['anneal@x=1']"),
+        (["--tunekit", "model_ils@gp_guesses"], "'gp_guesses' is not KEY=VALUE"),
+        (["--tunekit", "auto@gp_guesses=0"], "auto is resolved per space and takes no keywords"),
     ):
         with pytest.raises(SystemExit) as exit_info:
             bench.main([*args, *bad])
