@@ -220,7 +220,8 @@ class ModelGuidedLocalSearch:
     ``gp_guesses`` of each batch (2, the default; 0: none) are instead the unmeasured configurations of most
     expected improvement under a :class:`GaussianProcess` fitted to the best observations, drawn from
     the pool and the best points' neighbours, each pick damping the points like it; in the wide phase
-    too only with ``gp_wide``.
+    too only with ``gp_wide``, but in either phase the process fills a batch the pairwise model leaves
+    short (none of its next best predictions is two parameters from the ones taken).
 
     ``cap``: the pairwise model is fitted to log times capped at this quantile (None, the default: uncapped).
 
@@ -483,9 +484,11 @@ class ModelGuidedLocalSearch:
         if self._climb_batch is not None and not self._gp_wide:
             from_gp = 0
         guesses = self._pairwise_guesses(n - from_gp)
-        for p in guesses:
-            self._mark(p)  # not the Gaussian process's guesses too
-        guesses += self._gp_guesses_of(n - len(guesses))
+        if self._gp_guesses:
+            for p in guesses:
+                self._mark(p)  # not the Gaussian process's guesses too
+            # Also what the pairwise model leaves short, in either phase: its guesses two parameters apart ran out.
+            guesses += self._gp_guesses_of(n - len(guesses))
         self._guesses.update(guesses)
         return guesses
 
