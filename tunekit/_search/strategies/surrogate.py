@@ -20,8 +20,8 @@ and it models an interaction of any order between nearby points. The files disag
 to trust (the pairwise model's guesses find convolution A100's single best point, the process's
 find dedispersion MI250X's best region twice as fast); half and half did better than either alone
 in a direct replay of the shared GPU files, and better still with the process silent in the wide
-phase, whose climbs it cost more than it found (seeds 40-99 and 100-159: 48.7 -> 42.7 and 49.3 ->
-43.7 evaluations to 5 % of the best, 89.0 -> 69.9 and 82.1 -> 66.2 to 1 %; benches/README.md,
+phase, whose climbs it cost more than it found (seeds 40-99 and 100-159: 48.7 -> 42.7 and 49.6 ->
+43.7 evaluations to 5 % of the best, 89.0 -> 69.9 and 82.6 -> 66.2 to 1 %; benches/README.md,
 "Guesses from a Gaussian process").
 
 The pairwise model can be fitted to log times capped at a quantile (``cap``, off by default): kernel
