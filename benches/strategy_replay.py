@@ -13,6 +13,7 @@ fold's. Seeds here are the design's (40 and up); ``benches/strategies.py`` runs 
     .venv/bin/python benches/strategy_replay.py --strategies model_ils,portfolio:0.15   # the wide floor
     .venv/bin/python benches/strategy_replay.py --strategies model_ils,model_ils@cap=0.5 --seeds 1000-1160
     .venv/bin/python benches/strategy_replay.py --strategies model_ils --seeds 100-300 --only W6600,pnpoly
+    .venv/bin/python benches/strategy_replay.py --strategies model_ils,model_ils@gp_guesses=0 --quick --jobs 2
 
 A name is any of ``tk.STRATEGIES`` but ``auto``; ``portfolio:F`` is the portfolio with the wide
 climber's floor at F; ``NAME@key=value+key=value`` is the strategy with constructor arguments
@@ -24,10 +25,12 @@ from __future__ import annotations
 import argparse
 import itertools
 import math
+import multiprocessing
 import statistics
 import sys
 import time
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -57,8 +60,12 @@ def _factory(spec: str, budget: int) -> Any:
     return make_strategy(chosen, budget) if isinstance(chosen, str) else chosen
 
 
-def run_one(data: Any, spec: str, seed: int) -> tuple[int, int, int, float]:
-    """Evaluations to 5 % and 1 % of the best mean, the budget, and the strategy's own CPU seconds."""
+def run_one(data: Any, spec: str, seed: int, *, quick: bool = False) -> tuple[int, int, int, float]:
+    """Evaluations to 5 % and 1 % of the best mean, the budget, and the strategy's own CPU seconds.
+
+    ``quick``: the run stops at its first configuration within 1 % of the best, which both counts
+    are known by then; the rest of the budget cannot change them, only the CPU total.
+    """
     budget = max(1, math.floor(0.1 * len(data.samples_ms)))
     means = {c: math.fsum(s) / len(s) for c, s in data.samples_ms.items()}
     best = min(means.values())
@@ -81,12 +88,25 @@ def run_one(data: Any, spec: str, seed: int) -> tuple[int, int, int, float]:
             score = None if samples is None else float(np.median(draws.choice(np.array(samples), size=5)))
             if samples is not None:
                 order.append(means[config])
+                if quick and means[config] <= best * 1.01:
+                    break
             started = time.thread_time()
             strategy.observe(config, score)
             own += time.thread_time() - started
+        if quick and order and order[-1] <= best * 1.01:
+            break
     to5 = next((n for n, m in enumerate(order, 1) if m <= best * 1.05), budget + 1)
     to1 = next((n for n, m in enumerate(order, 1) if m <= best * 1.01), budget + 1)
     return min(to5, budget + 1), min(to1, budget + 1), budget, own
+
+
+_FILES: dict[str, Any] = {}
+"""The files of this run by label, set before the workers fork."""
+
+
+def _run_job(job: tuple[str, str, int, bool]) -> tuple[int, int, int, float]:
+    spec, label, seed, quick = job
+    return run_one(_FILES[label], spec, seed, quick=quick)
 
 
 def _geo(values: list[float]) -> float:
@@ -98,6 +118,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--strategies", default="model_ils,portfolio")
     parser.add_argument("--seeds", default="40-60", help="a range A-B (B excluded)")
     parser.add_argument("--only", default="", help="comma-separated substrings: only files whose label has one")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="stop each run at its first configuration within 1 %% (same counts; the CPU column is then partial)",
+    )
+    parser.add_argument("--jobs", type=int, default=1, help="runs in parallel (forked processes)")
     args = parser.parse_args(argv)
     from tunekit_backends.replay import load_kernel_tuner_cache
 
@@ -116,9 +142,18 @@ def main(argv: list[str] | None = None) -> int:
     to1: dict[tuple[str, str], float] = {}
     reach: dict[tuple[str, str], float] = {}
     print(f"{'strategy':20s} {'file':32s} to 5%  to 1%  reached 5%  own CPU s (median, max)")
+    _FILES.clear()
+    _FILES.update(files)
+    jobs = [(spec, label, seed, args.quick) for spec in specs for label in files for seed in range(lo, hi)]
+    if args.jobs > 1:
+        # Forked, so the workers find the loaded files in _FILES instead of each loading all of them again.
+        with ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("fork")) as pool:
+            done = dict(zip(jobs, pool.map(_run_job, jobs, chunksize=4), strict=True))
+    else:
+        done = {job: _run_job(job) for job in jobs}
     for spec in specs:
-        for label, data in files.items():
-            runs = [run_one(data, spec, seed) for seed in range(lo, hi)]
+        for label in files:
+            runs = [done[spec, label, seed, args.quick] for seed in range(lo, hi)]
             to5[spec, label] = statistics.median(r[0] for r in runs)
             to1[spec, label] = statistics.median(r[1] for r in runs)
             reach[spec, label] = sum(r[0] <= r[2] for r in runs) / len(runs)
@@ -139,6 +174,10 @@ def main(argv: list[str] | None = None) -> int:
     }
     for a, b in itertools.combinations(specs, 2):
         for fold, key in folds.items():
+            if len({key(f) for f in labels}) < 2:
+                # One family (or GPU) only: a choice made without it has no files to be made on.
+                print(f"  held out by {fold}, {a} or {b}: no fold (every file is one {fold})")
+                continue
             picks: dict[str, str] = {}
             for group in {key(f) for f in labels}:
                 train = [f for f in labels if key(f) != group]

@@ -258,6 +258,25 @@ def test_model_guided_search_guesses_two_from_pairs_then_two_of_most_expected_im
     assert len(guesses) == 4 and len(set(guesses)) == 4 and not set(guesses) & set(seen)
 
 
+def test_the_process_fills_a_short_pairwise_batch_only_when_it_is_on() -> None:
+    # Three parameters apart, the pairwise model finds only two guesses here; gp_guesses=0 is the version before.
+    space, time = shmem_space()
+    configs = list(space)
+    seen = [configs[int(i)] for i in np.random.default_rng(1).permutation(len(configs))[:28]]
+    pairwise, _ = expected_guesses(space, time, seen, 3, None)
+    assert len(pairwise) == 2, "the pairwise model fills the batch here: this tests nothing"
+
+    def guesses(gp_guesses: int) -> list[tk.Config]:
+        strategy = ModelGuidedLocalSearch(space, np.random.default_rng(0), initial=0, apart=3, gp_guesses=gp_guesses)
+        for c in seen:
+            strategy.observe(c, time(c))
+        return strategy.propose(8)
+
+    assert guesses(0) == pairwise
+    filled = guesses(1)  # asks the pairwise model for 3, gets 2, and the process fills the other 2
+    assert filled[:2] == pairwise and len(filled) == 4 and not set(filled) & set(seen)
+
+
 def test_model_guided_search_guesses_from_the_gaussian_process_only_before_it_goes_wide() -> None:
     # Its guesses cost the convolution files' wide climbs more than they found (benches/README.md).
     space, time = shmem_space()

@@ -8,7 +8,7 @@ to 0..1, one length scale per parameter) models any interaction between nearby p
 posterior spread says where too little was measured to tell. Expected improvement weighs both, so
 its guesses go where a better time is likely *or* still possible: on dedispersion MI250X
 `model_ils` reaches 5 % of the best in a median of 35-40 evaluations with two of its four guesses
-from the process, 90-110 without (direct replay, 120 seeds; benches/README.md, "Guesses from a
+from the process, 90-118 without (direct replay, 120 seeds; benches/README.md, "Guesses from a
 Gaussian process").
 
 Length scales are fitted by the marginal likelihood, a coordinate search over halvings and

@@ -20,8 +20,8 @@ and it models an interaction of any order between nearby points. The files disag
 to trust (the pairwise model's guesses find convolution A100's single best point, the process's
 find dedispersion MI250X's best region twice as fast); half and half did better than either alone
 in a direct replay of the shared GPU files, and better still with the process silent in the wide
-phase, whose climbs it cost more than it found (seeds 40-99 and 100-159: 48.7 -> 42.7 and 49.3 ->
-43.7 evaluations to 5 % of the best, 89.0 -> 69.9 and 82.1 -> 66.2 to 1 %; benches/README.md,
+phase, whose climbs it cost more than it found (seeds 40-99 and 100-159: 48.7 -> 42.7 and 49.6 ->
+43.7 evaluations to 5 % of the best, 89.0 -> 69.9 and 82.6 -> 66.2 to 1 %; benches/README.md,
 "Guesses from a Gaussian process").
 
 The pairwise model can be fitted to log times capped at a quantile (``cap``, off by default): kernel
@@ -220,7 +220,8 @@ class ModelGuidedLocalSearch:
     ``gp_guesses`` of each batch (2, the default; 0: none) are instead the unmeasured configurations of most
     expected improvement under a :class:`GaussianProcess` fitted to the best observations, drawn from
     the pool and the best points' neighbours, each pick damping the points like it; in the wide phase
-    too only with ``gp_wide``.
+    too only with ``gp_wide``, but in either phase the process fills a batch the pairwise model leaves
+    short (none of its next best predictions is two parameters from the ones taken).
 
     ``cap``: the pairwise model is fitted to log times capped at this quantile (None, the default: uncapped).
 
@@ -483,9 +484,11 @@ class ModelGuidedLocalSearch:
         if self._climb_batch is not None and not self._gp_wide:
             from_gp = 0
         guesses = self._pairwise_guesses(n - from_gp)
-        for p in guesses:
-            self._mark(p)  # not the Gaussian process's guesses too
-        guesses += self._gp_guesses_of(n - len(guesses))
+        if self._gp_guesses:
+            for p in guesses:
+                self._mark(p)  # not the Gaussian process's guesses too
+            # Also what the pairwise model leaves short, in either phase: its guesses two parameters apart ran out.
+            guesses += self._gp_guesses_of(n - len(guesses))
         self._guesses.update(guesses)
         return guesses
 

@@ -1,0 +1,71 @@
+"""benches/strategy_replay.py: a quick run stops at 1 % of the best and counts exactly what a whole run counts."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kt_cache import write_cache
+
+from tunekit_backends.replay import load_kernel_tuner_cache
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def load_replay() -> Any:
+    spec = importlib.util.spec_from_file_location("bench_replay", ROOT / "benches" / "strategy_replay.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    # Registered as an import would be: the forked workers find _run_job by the module's name.
+    sys.modules["bench_replay"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_quick_run_counts_what_a_whole_run_counts_and_stops_at_one_percent(tmp_path: Path) -> None:
+    replay = load_replay()
+    data = load_kernel_tuner_cache(write_cache(tmp_path / "tiny.json"))
+    for spec in ("random", "model_ils", "model_ils@gp_guesses=0"):
+        for seed in range(6):
+            whole = replay.run_one(data, spec, seed)
+            quick = replay.run_one(data, spec, seed, quick=True)
+            assert quick[:3] == whole[:3], (spec, seed, quick, whole)
+
+
+def widened(path: Path) -> None:
+    """The test cache with a fourth parameter of 6 values: 330 entries, so a budget of 33 (the summary needs 20)."""
+    doc = json.loads(path.read_text())
+    doc["tune_params"]["W"] = list(range(6))
+    doc["tune_params_keys"].append("W")
+    cache = {}
+    for key, entry in doc["cache"].items():
+        for w in range(6):
+            wide = {**entry, "W": w}
+            if "times" in entry:
+                wide["times"] = [t * (1 + 0.1 * abs(w - 2)) for t in entry["times"]]
+                wide["time"] = sum(wide["times"]) / len(wide["times"])
+            cache[f"{key},{w}"] = wide
+    doc["cache"] = cache
+    path.write_text(json.dumps(doc))
+
+
+@pytest.mark.subprocess
+def test_two_jobs_and_quick_runs_print_the_counts_one_whole_run_prints(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    replay = load_replay()
+    replay.SHARED = tmp_path
+    (tmp_path / "k").mkdir()
+    for gpu in ("A", "B"):
+        widened(write_cache(tmp_path / "k" / f"{gpu}.json"))
+    outputs = []
+    for extra in ([], ["--jobs", "2", "--quick"]):
+        assert replay.main(["--strategies", "random,model_ils", "--seeds", "0-6", *extra]) == 0
+        lines = capsys.readouterr().out.splitlines()
+        # Each row without its CPU column, which a quick run leaves partial.
+        outputs.append([line.rsplit("%", 1)[0] for line in lines if line.startswith(("random", "model_ils"))])
+    assert len(outputs[0]) == 4 and outputs[0] == outputs[1], outputs
