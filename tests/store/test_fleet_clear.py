@@ -61,10 +61,8 @@ def _fleet(url: str) -> dict[tuple[str, str], str]:
     return {(t, k): w for t, k, w in rows}
 
 
-@pytest.mark.subprocess
-def test_after_a_fleet_clear_each_cleared_key_is_tuned_once_and_no_host_offers_its_old_copy(
-    pg_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
+def _tuned_on_two_hosts(pg_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> tuple[_Hosts, tk.TunableSet]:
+    """Host a tunes keys 1 and 2 (and another tuner's key 1); host b reads both from the store and keeps copies."""
     monkeypatch.setenv("TUNEKIT_CACHE_URL", pg_url)
     hosts, tunables = _Hosts(tmp_path, monkeypatch), _tunables()
     a = hosts.process("host-a")
@@ -75,6 +73,14 @@ def test_after_a_fleet_clear_each_cleared_key_is_tuned_once_and_no_host_offers_i
         b.execute(CLIENT.device_id, CLIENT, tunables, (i,))  # read from the store, kept as host b's copies
     hosts.process("host-a", "other_op").execute(CLIENT.device_id, CLIENT, tunables, (1,))
     assert hosts.tuned() == [(TUNER, 1), (TUNER, 2), ("other_op", 1)]
+    return hosts, tunables
+
+
+@pytest.mark.subprocess
+def test_after_a_fleet_clear_each_cleared_key_is_tuned_once_and_no_host_offers_its_old_copy(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    hosts, tunables = _tuned_on_two_hosts(pg_url, monkeypatch, tmp_path)
     assert len(hosts.copies("host-b")) == 2
 
     cleared = run("cache", "clear", "--yes", "--tuner", TUNER).stdout
@@ -151,16 +157,7 @@ def test_a_database_without_the_table_of_clears_still_serves_and_the_clear_says_
 def test_a_tuners_clear_stored_clears_the_fleets_store_and_this_hosts_copies_and_no_host_offers_its_copy_back(
     pg_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setenv("TUNEKIT_CACHE_URL", pg_url)
-    hosts, tunables = _Hosts(tmp_path, monkeypatch), _tunables()
-    a = hosts.process("host-a")
-    for i in (1, 2):
-        a.execute(CLIENT.device_id, CLIENT, tunables, (i,))
-    b = hosts.process("host-b")
-    for i in (1, 2):
-        b.execute(CLIENT.device_id, CLIENT, tunables, (i,))  # read from the store, kept as host b's copies
-    hosts.process("host-a", "other_op").execute(CLIENT.device_id, CLIENT, tunables, (1,))
-    assert hosts.tuned() == [(TUNER, 1), (TUNER, 2), ("other_op", 1)]
+    hosts, tunables = _tuned_on_two_hosts(pg_url, monkeypatch, tmp_path)
 
     assert hosts.process("host-a").clear(stored=True) is None
     assert set(_fleet(pg_url)) == {("other_op", '{"i":1}')}
