@@ -52,7 +52,7 @@ class PairwiseModel:
         self._mean += float(alpha.sum())  # the constant feature
         # Every weight is written into the one array allocated at construction, and the per-parameter and
         # per-pair tables are views of it: on four parameters of 1000 values the pair tables are 48 MB, and
-        # a second copy of them (and its temporaries) took a 40-evaluation search's peak from 56 to 140 MiB.
+        # a fit that built them and then laid them end to end would hold them twice.
         starts = self._starts.tolist()
         self._singles = {}
         for n, k in enumerate(self._active):

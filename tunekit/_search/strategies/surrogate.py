@@ -185,6 +185,14 @@ class _Observations:
         """Log times, one per row of :attr:`xs`."""
         return self._ys[: self._n]
 
+    def best(self, limit: int) -> tuple[np.ndarray, np.ndarray]:
+        """The ``limit`` fastest rows (ties in measurement order) as (xs, ys); all of them when no more."""
+        xs, ys = self.xs, self.ys
+        if len(ys) <= limit:
+            return xs, ys
+        keep = np.argsort(ys, kind="stable")[:limit]
+        return xs[keep], ys[keep]
+
 
 class _Halves:
     """Count, sum and least log time measured on each value of a two-valued parameter."""
@@ -437,11 +445,8 @@ class ModelGuidedLocalSearch:
 
     def _fit_pairwise(self) -> None:
         """Fit the pairwise model to the ``fit_max`` best observations (and the failures, when fewer)."""
-        xs, ys = self._observed.xs, self._observed.ys
-        if len(ys) > self._fit_max:
-            keep = np.argsort(ys, kind="stable")[: self._fit_max]
-            xs, ys = xs[keep], ys[keep]
-        elif self._failed:
+        xs, ys = self._observed.best(self._fit_max)
+        if len(self._observed) <= self._fit_max and self._failed:
             # A failure is evidence too: fitted as a little worse than the worst time seen.
             xs = np.concatenate([xs, np.array(self._failed, dtype=np.intp)])
             ys = np.concatenate([ys, np.full(len(self._failed), ys.max() + 1.0)])
@@ -516,10 +521,7 @@ class ModelGuidedLocalSearch:
             candidates = candidates[pool[candidates, k] == v]
         if len(candidates) == 0:
             return []
-        xs, ys = self._observed.xs, self._observed.ys
-        if len(ys) > _GP_FIT:
-            keep = np.argsort(ys, kind="stable")[:_GP_FIT]
-            xs, ys = xs[keep], ys[keep]
+        xs, ys = self._observed.best(_GP_FIT)
         encoded = self._gp_pool[candidates]
         with one_blas_thread():
             self._gp.fit(xs, ys)
