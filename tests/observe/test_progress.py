@@ -24,10 +24,15 @@ from tunekit_backends.simulated import NoiseModel, SimulatedClient
 CLIENT = CpuClient()
 
 SCRIPT = """
+import logging
+import sys
 import time
 from typing import Annotated
 import tunekit as tk
 from tunekit_backends.cpu import CpuClient
+
+# tunekit's log (the doubt warning a busy machine brings) to stdout: stderr is the progress display's alone.
+logging.basicConfig(stream=sys.stdout)
 
 @tk.autotune_key
 class K:
