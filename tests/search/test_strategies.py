@@ -457,6 +457,45 @@ def test_model_ils_wide_random_points_leave_the_first_phase_as_it_was() -> None:
     assert plain != interleaved
 
 
+def aligned_cost(c: tk.Config) -> float:
+    """A block size off a power of two is 20x slower (W6600's convolution: 80x), as an AMD GPU's are."""
+    base = cost(c) or 5.0
+    return base if c.S & (c.S - 1) == 0 else 20.0 * base
+
+
+def test_model_ils_wide_climbs_skip_moves_the_model_predicts_far_slower() -> None:
+    """A wide climb measured every other block size at each local optimum, 20x slower, since no value was ruled out."""
+    space = tk.Space(A=range(8), B=tk.pow2(1, 64), C=["x", "y", "z"], D=range(6), S=range(16, 144, 16))
+    budget = 400
+
+    def orders(prune: float) -> list[list[tk.Config]]:
+        return [
+            drive(
+                ModelGuidedLocalSearch(
+                    space, np.random.default_rng(seed), initial=initial_points(budget), wide_after=80, wide_prune=prune
+                ),
+                space,
+                budget,
+                4,
+                aligned_cost,
+            )
+            for seed in range(6)
+        ]
+
+    def misaligned(runs: list[list[tk.Config]]) -> int:
+        return sum(c.S & (c.S - 1) != 0 for order in runs for c in order[80:])
+
+    every, pruned = orders(0), orders(1.5)
+    assert [o[:80] for o in every] == [o[:80] for o in pruned]  # the first phase measures every move either way
+    assert misaligned(pruned) < 0.7 * misaligned(every), (misaligned(pruned), misaligned(every))  # 154 and 240
+
+
+@pytest.mark.parametrize("prune", [-1.0, 0.5, 1.0, math.nan])
+def test_model_ils_refuses_a_wide_prune_that_is_no_slowdown(prune: float) -> None:
+    with pytest.raises(ValueError, match="wide_prune"):
+        ModelGuidedLocalSearch(landscape(), np.random.default_rng(0), wide_prune=prune)
+
+
 def test_optuna_strategy_tells_optuna_no_none_value() -> None:
     """A re-asked point proposed earlier in the batch was told None: Optuna warned "The value None could not be cast
     to float" on every search; and a measured score of 0 (the best) was told as a failure."""
