@@ -389,6 +389,9 @@ def report(rows: list[dict[str, Any]], files: list[str], seeds: int) -> str:
     return "\n".join(out)
 
 
+_TIE = " (tie)"
+
+
 def _held_out(
     files: list[str],
     ours: list[str],
@@ -404,7 +407,10 @@ def _held_out(
     the fold: the tunekit strategy (and the Kernel Tuner one) with the lowest geometric mean to 5 %
     on the *other* files, scored on the fold's. Over all folds, each file is scored by a choice that
     never saw it. With two tunekit strategies and no Kernel Tuner rows, that choice is the held-out
-    judge between two versions of one strategy (``auto,model_ils@gp_guesses=0``).
+    judge between two versions of one strategy (``auto,model_ils@gp_guesses=0``). When the other
+    files give two of them the same figure, the fold has no evidence either way: the one listed
+    first is taken (list the version before first) and the pick is marked ``(tie)``, so a change
+    that moves only one family's figures reads as untested there, not as rejected.
     """
     out = []
     width = max(16, *(len(name) for name in ours))
@@ -419,6 +425,8 @@ def _held_out(
         kt_heading = "| kt best single to 5%       | kt per-file best to 1% | ratio to 5%" if theirs else ""
         out.append(f"  {'held out':18s} {'strategy':{width}s} to 5%   to 1%  reached  {kt_heading}".rstrip())
         chosen: dict[str, tuple[str, str | None]] = {}
+        # Folds whose other files cannot tell two tunekit strategies apart: the first listed is taken.
+        tied: set[str] = set()
         for group, held in sorted(groups.items()):
             kt_best = min(theirs, key=lambda n: _geo([to5[(n, p)] for p in held])) if theirs else None
             for name in ours:
@@ -433,10 +441,14 @@ def _held_out(
                 out.append(line)
             train = [p for p in files if p not in held]
             if train:
+                trained = {n: _geo([to5[(n, p)] for p in train]) for n in ours}
+                pick = min(ours, key=trained.__getitem__)
                 chosen[group] = (
-                    min(ours, key=lambda n: _geo([to5[(n, p)] for p in train])),
+                    pick,
                     min(theirs, key=lambda n: _geo([to5[(n, p)] for p in train])) if theirs else None,
                 )
+                if list(trained.values()).count(trained[pick]) > 1:
+                    tied.add(group)
         if len(chosen) == len(groups):
             per_file = {p: chosen[g] for g, held in groups.items() for p in held}
             tk5 = _geo([to5[(per_file[p][0], p)] for p in files])
@@ -445,14 +457,14 @@ def _held_out(
             if theirs:
                 kt5 = _geo([to5[(str(per_file[p][1]), p)] for p in files])
                 best1 = _geo([min(to1[(n, p)] for n in theirs) for p in files])
-                picks = ", ".join(f"{g}: {a}/{b}" for g, (a, b) in sorted(chosen.items()))
+                picks = ", ".join(f"{g}: {a}{_TIE * (g in tied)}/{b}" for g, (a, b) in sorted(chosen.items()))
                 out.append(
                     f"  chosen without the fold (tunekit/Kernel Tuner: {picks}): tunekit {tk5:.1f} to 5 %, "
                     f"{tk1:.1f} to 1 %, worst reach {tk_worst:.0%}; Kernel Tuner {kt5:.1f} to 5 % (ratio "
                     f"{tk5 / kt5:.2f}x); Kernel Tuner's per-file best {best1:.1f} to 1 %"
                 )
             else:
-                picks = ", ".join(f"{g}: {a}" for g, (a, _) in sorted(chosen.items()))
+                picks = ", ".join(f"{g}: {a}{_TIE * (g in tied)}" for g, (a, _) in sorted(chosen.items()))
                 out.append(
                     f"  chosen without the fold ({picks}): {tk5:.1f} to 5 %, {tk1:.1f} to 1 %, "
                     f"worst reach {tk_worst:.0%}"

@@ -104,6 +104,12 @@ def test_held_out_folds_score_each_file_by_a_choice_made_without_it(tmp_path: Pa
     family = next(line for line in lines if "chosen without the fold" in line and "conv: tk:b," in line)
     assert "gemm: tk:a" in family and "5.7 to 5 %" in family and "worst reach 100%" in family
     assert not any("kt" in line for line in lines)
+    assert "(tie)" not in family
+    # tk:c differs from tk:b on the conv files only: the folds holding conv out cannot tell them apart.
+    to5 |= {("tk:c", f): 3.0 if i < 2 else 4.0 for i, f in enumerate(files)}
+    lines = bench._held_out(files, ["tk:b", "tk:c"], [], to5, to5, dict.fromkeys(to5, 1.0))
+    family = next(line for line in lines if "chosen without the fold" in line and "conv: tk:b (tie)," in line)
+    assert "gemm: tk:c, pnpoly: tk:c)" in family  # chosen with conv, where c is better
 
 
 def test_a_file_that_cannot_be_replayed_stops_the_bench_before_any_run(
