@@ -45,6 +45,7 @@ import sys
 import tempfile
 import time
 import warnings
+from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -311,8 +312,12 @@ def _geo(values: list[float]) -> float:
     return math.exp(sum(math.log(v) for v in values) / len(values))
 
 
-def report(rows: list[dict[str, Any]], files: list[str], seeds: int) -> str:
-    """Tables per file, the summary over every file, and the held-out folds, as text."""
+def report(rows: list[dict[str, Any]], files: list[str], seeds: int, listed: Sequence[str] = ()) -> str:
+    """Tables per file, the summary over every file, and the held-out folds, as text.
+
+    ``listed``: the tunekit strategies in the order given (``--tunekit``); a held-out fold that
+    cannot tell two apart takes the first of them.
+    """
     out: list[str] = []
     to5: dict[tuple[str, str], float] = {}
     to1: dict[tuple[str, str], float] = {}
@@ -353,7 +358,8 @@ def report(rows: list[dict[str, Any]], files: list[str], seeds: int) -> str:
     # The Kernel Tuner comparison's convention: no file is called flat; a budget under 20 says nothing.
     scored = [p for p in files if _budget(_file_facts(p)[0]) >= MIN_BUDGET]
     names = sorted({n for n, _ in to5})
-    ours = [n for n in names if n.startswith("tk:")]
+    first = {f"tk:{name}": i for i, name in enumerate(listed)}
+    ours = sorted((n for n in names if n.startswith("tk:")), key=lambda n: (first.get(n, len(first)), n))
     theirs = [n for n in names if n.startswith("kt:")]
     # Only the files every strategy ran on: a geometric mean over different files compares nothing.
     common = [p for p in scored if all((n, p) in to5 for n in names)]
@@ -407,10 +413,10 @@ def _held_out(
     the fold: the tunekit strategy (and the Kernel Tuner one) with the lowest geometric mean to 5 %
     on the *other* files, scored on the fold's. Over all folds, each file is scored by a choice that
     never saw it. With two tunekit strategies and no Kernel Tuner rows, that choice is the held-out
-    judge between two versions of one strategy (``auto,model_ils@gp_guesses=0``). When the other
+    judge between two versions of one strategy (``model_ils@gp_guesses=0,auto``). When the other
     files give two of them the same figure, the fold has no evidence either way: the one listed
-    first is taken (list the version before first) and the pick is marked ``(tie)``, so a change
-    that moves only one family's figures reads as untested there, not as rejected.
+    first is taken (list the version before first: a tie then keeps it) and the pick is marked
+    ``(tie)``, so a change that moves only one family's figures reads as untested there.
     """
     out = []
     width = max(16, *(len(name) for name in ours))
@@ -582,7 +588,7 @@ def main(argv: list[str] | None = None) -> int:
             if n % 20 == 0:
                 print(f"  {n}/{len(jobs)} runs done", file=sys.stderr)
     wanted = {(t, s) for t, names in (("tunekit", ours), ("kernel_tuner", theirs)) for s in names}
-    print(report([r for r in rows if (r["tool"], r["strategy"]) in wanted], files, args.seeds))
+    print(report([r for r in rows if (r["tool"], r["strategy"]) in wanted], files, args.seeds, ours))
     if args.repro:
         print(reproduced(rows, files, ours, min(args.repro, args.seeds)))
     for f, why in {**nothing, **unreadable}.items():

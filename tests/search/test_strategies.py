@@ -487,7 +487,40 @@ def test_model_ils_wide_climbs_skip_moves_the_model_predicts_far_slower() -> Non
 
     every, pruned = orders(0), orders(1.5)
     assert [o[:80] for o in every] == [o[:80] for o in pruned]  # the first phase measures every move either way
-    assert misaligned(pruned) < 0.7 * misaligned(every), (misaligned(pruned), misaligned(every))  # 154 and 240
+    # 168 and 240 when written (154 with no evidence asked of a skipped value: see the next test).
+    assert misaligned(pruned) < 0.8 * misaligned(every), (misaligned(pruned), misaligned(every))
+
+
+def test_model_ils_skips_a_move_only_to_a_value_measured_often_enough() -> None:
+    """Pruned on a model of 14 measurements, a 59-evaluation search of a W6600 slice reached 5 % of the best
+    in 78 % of seeds, not 98 %."""
+    space = tk.Space(A=range(8), B=tk.pow2(1, 64), C=["x", "y", "z"], D=range(6), S=range(16, 144, 16))
+    strategy = ModelGuidedLocalSearch(
+        space, np.random.default_rng(2), initial=20, wide_after=40, wide_prune=1.5, prune_evidence=5
+    )
+    drive(strategy, space, 90, 4, aligned_cost)
+    seen = np.array([p for p, score in strategy._w.scores.items() if score is not None])
+    here = strategy._w.best()
+    assert here is not None
+    moves = strategy._w.neighbours(here[0], far=True)
+    kept = strategy._likely(here[0], moves)
+    skipped = [q for q in moves if q not in kept]
+    assert skipped, "nothing was pruned"
+    for q in skipped:
+        k = next(k for k, v in enumerate(q) if v != here[0][k])
+        assert (seen[:, k] == q[k]).sum() >= 5, (q, k)
+    rare = [q for q in moves for k, v in enumerate(q) if v != here[0][k] and (seen[:, k] == v).sum() < 5]
+    assert rare and set(rare) <= set(kept)
+
+
+def test_model_ils_with_no_value_measured_often_enough_measures_every_move() -> None:
+    space = tk.Space(A=range(8), B=tk.pow2(1, 64), C=["x", "y", "z"], D=range(6), S=range(16, 144, 16))
+
+    def order(**options: float) -> list[tk.Config]:
+        strategy = ModelGuidedLocalSearch(space, np.random.default_rng(4), initial=20, wide_after=40, **options)
+        return drive(strategy, space, 200, 4, aligned_cost)
+
+    assert order(wide_prune=0) == order(prune_evidence=10**6) != order()
 
 
 @pytest.mark.parametrize("prune", [-1.0, 0.5, 1.0, math.nan])

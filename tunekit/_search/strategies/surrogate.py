@@ -51,10 +51,13 @@ the point it is at. A local optimum is only known once every move from it was me
 an AMD GPU most of those moves are ruinous: on the W6600 convolution a block size off a power of
 two (9 of the 14 other values of ``block_size_x``) is 60-100x slower, and each climb paid for all
 of them again. The first phase's climbs measure every move: the model is young there, and pruning
-them cost convolution MI250X 61 -> 105 evaluations. Direct replay, 300 seeds (40-339): W6600
-reaches 5 % of the best in 166 evaluations instead of 213.5, and in 99 % of seeds instead of 98 %;
-no other file's median moves by more than one evaluation (benches/README.md, "Wide climbs skip
-moves predicted far slower"). Held out, the folds cannot credit it: every other file ties.
+them cost convolution MI250X 61 -> 105 evaluations. Nor is a move skipped to a value measured
+fewer than 5 times (``prune_evidence``): on a 59-evaluation slice of the W6600 file the model had
+14 measurements when the wide phase began, and pruning on it cut the seeds reaching 5 % of the
+best from 98 % to 78 %. Direct replay, 200 seeds (40-239): W6600 reaches 5 % of the best in 179
+evaluations instead of 203; no other file's median moves by more than 1.5 evaluations
+(benches/README.md, "Wide climbs skip moves predicted far slower"). Held out, the folds cannot
+credit it: every other file ties.
 
 Every 8 evaluations of the wide phase one of them goes to a uniformly random unmeasured point.
 Climbs and guesses both follow what was measured, so a best basin that no move leads into and
@@ -252,7 +255,8 @@ class ModelGuidedLocalSearch:
     ``patience`` 0, restarts from the farthest of ``wide_diverse`` random points, climb
     batches of at most ``wide_batch`` moves, one uniformly random point every
     ``wide_random_every`` observations (never, when 0), and no move the additive model predicts
-    over ``wide_prune`` times slower than the point the climb is at (0: every move).
+    over ``wide_prune`` times slower than the point the climb is at (0: every move), when the value
+    it moves to was measured at least ``prune_evidence`` times.
     """
 
     def __init__(
@@ -276,6 +280,7 @@ class ModelGuidedLocalSearch:
         wide_batch: int = 2,
         wide_random_every: int = 8,
         wide_prune: float = 1.5,
+        prune_evidence: int = 5,
         pin_slower: float = 3.0,
         apart: int = 2,
         cap: float | None = None,
@@ -339,6 +344,9 @@ class ModelGuidedLocalSearch:
         self._wide_batch = wide_batch
         self._wide_random_every = wide_random_every
         self._wide_prune = math.log(wide_prune) if wide_prune > 0 else math.inf
+        self._prune_evidence = prune_evidence
+        # Measurements holding each value of each parameter: a move is skipped only on a value seen often enough.
+        self._value_counts = [np.zeros(width, dtype=np.intp) for width in self._w.widths]
         self._random_at: int | None = None
         self._pin_slower = pin_slower
         # (parameter, value) that the running climb never changes, and how many climbs each pin had.
@@ -362,10 +370,15 @@ class ModelGuidedLocalSearch:
         return [ps[int(i)] for i in np.argsort(self._model.predict(np.array(ps)), kind="stable")]
 
     def _likely(self, here: Positions, moves: list[Positions]) -> list[Positions]:
-        """The moves the additive model predicts at most ``wide_prune`` times slower than ``here``."""
+        """The moves worth measuring: all but those predicted over ``wide_prune`` times slower, on enough evidence."""
         predicted = self._model.predict(np.array([here, *moves]))
         limit = predicted[0] + self._wide_prune
-        return [q for q, y in zip(moves, predicted[1:], strict=True) if y <= limit]
+        counts = self._value_counts
+        return [
+            q
+            for q, y in zip(moves, predicted[1:], strict=True)
+            if y <= limit or min(counts[k][v] for k, v in enumerate(q) if v != here[k]) < self._prune_evidence
+        ]
 
     def _restart(self, pin: tuple[int, int] | None = None) -> Positions | None:
         w = self._w
@@ -688,6 +701,8 @@ class ModelGuidedLocalSearch:
             return
         y = math.log(max(score, 1e-300))
         self._observed.append(p, y)
+        for k, v in enumerate(p):
+            self._value_counts[k][v] += 1
         for k, half in self._halves.items():
             half.add(p[k], y)
         new_best = score < self._best
