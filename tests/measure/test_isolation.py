@@ -78,16 +78,40 @@ def _candidate(record: tk.AutotuneRecord, name: str) -> tk.CandidateRecord:
     return next(c for c in record.candidates if c.name == name)
 
 
-def _no_children_left() -> bool:
-    try:
-        os.waitpid(-1, os.WNOHANG)
-    except ChildProcessError:
-        return True
-    return False
+def _children() -> frozenset[int] | None:
+    """This process's child processes, or None where Linux's /proc does not list them.
+
+    Not "no child at all": a store test run earlier by the same xdist worker leaves its PostgreSQL
+    server, a child of the worker for the session, and these tests then failed in a CI run.
+    """
+    tasks = Path(f"/proc/{os.getpid()}/task")
+    listed = [task / "children" for task in tasks.iterdir()] if tasks.is_dir() else []
+    if not listed or not all(path.exists() for path in listed):
+        return None
+    return frozenset(int(pid) for path in listed for pid in path.read_text().split())
+
+
+@pytest.fixture
+def children_before() -> frozenset[int] | None:
+    return _children()
+
+
+def _no_children_left(before: frozenset[int] | None) -> bool:
+    """No child process started during the test is left, reaped or not (every child, without /proc)."""
+    if before is None:
+        try:
+            os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return True
+        return False
+    now = _children()
+    return now is not None and now <= before
 
 
 @pytest.mark.subprocess
-def test_abort_and_segfault_are_disqualified_and_the_tune_returns_the_right_winner() -> None:
+def test_abort_and_segfault_are_disqualified_and_the_tune_returns_the_right_winner(
+    children_before: frozenset[int] | None,
+) -> None:
     tunables = (
         tk.TunableSet(key=_key)
         .with_tunables(
@@ -108,11 +132,11 @@ def test_abort_and_segfault_are_disqualified_and_the_tune_returns_the_right_winn
     segfault = _candidate(record, "segfault")
     assert (segfault.status, segfault.stage, segfault.error) == ("failed", "crash", "crashed: signal 11 (SIGSEGV)")
     assert _candidate(record, "slow").status == "measured"
-    assert _no_children_left()
+    assert _no_children_left(children_before)
 
 
 @pytest.mark.subprocess
-def test_a_hang_times_out_and_a_fresh_worker_measures_the_rest() -> None:
+def test_a_hang_times_out_and_a_fresh_worker_measures_the_rest(children_before: frozenset[int] | None) -> None:
     tunables = (
         tk.TunableSet(key=_key)
         .with_tunables([tk.Tunable("spin", _spin), _sleeper("ok", 0.0005)])
@@ -123,7 +147,7 @@ def test_a_hang_times_out_and_a_fresh_worker_measures_the_rest() -> None:
     spin = _candidate(record, "spin")
     assert (spin.status, spin.stage, spin.error) == ("failed", "timeout", "timeout after 0.3 s")
     assert record.winner == "ok"
-    assert _no_children_left()
+    assert _no_children_left(children_before)
 
 
 @pytest.mark.subprocess
@@ -206,7 +230,7 @@ def test_isolation_leaves_the_checksum_alone() -> None:
 
 
 @pytest.mark.subprocess
-def test_concurrent_isolated_tunes_each_see_their_own_crash() -> None:
+def test_concurrent_isolated_tunes_each_see_their_own_crash(children_before: frozenset[int] | None) -> None:
     # Each thread forks its own workers; a crash must read as a crash (not a timeout) and reach only its own tune.
     results: dict[int, tk.AutotuneRecord] = {}
     errors: list[BaseException] = []
@@ -234,7 +258,7 @@ def test_concurrent_isolated_tunes_each_see_their_own_crash() -> None:
     for record in results.values():
         assert _candidate(record, "abort").error == "crashed: signal 6 (SIGABRT)"
         assert record.winner == "ok"
-    assert _no_children_left()
+    assert _no_children_left(children_before)
 
 
 def _times(factor: int) -> tk.Tunable[np.ndarray]:
@@ -389,7 +413,9 @@ class _UnforkableCpu(CpuClient):
 
 
 @pytest.mark.subprocess
-def test_a_client_that_cannot_be_forked_is_refused_before_anything_is_prepared_or_run() -> None:
+def test_a_client_that_cannot_be_forked_is_refused_before_anything_is_prepared_or_run(
+    children_before: frozenset[int] | None,
+) -> None:
     """Regression: process isolation forked a client that names a fork hazard; each candidate hung to its limit."""
     prepared: list[int] = []
     ran: list[int] = []
@@ -413,7 +439,7 @@ def test_a_client_that_cannot_be_forked_is_refused_before_anything_is_prepared_o
     assert tuner.execute(client.device_id, client, base.with_isolation("none"), (5,)) == 5  # in-process: fine
     safe = _UnforkableCpu(None)  # a client that says it survives fork() is forked as before
     assert tk.LocalTuner[NKey, int]("forkable").execute(safe.device_id, safe, base, (6,)) == 6
-    assert _no_children_left()
+    assert _no_children_left(children_before)
 
 
 def test_tk_search_refuses_a_client_that_cannot_be_forked_before_the_trial_log_is_written(tmp_path: Path) -> None:
