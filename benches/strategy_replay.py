@@ -100,6 +100,25 @@ def run_one(data: Any, spec: str, seed: int, *, quick: bool = False) -> tuple[in
     return min(to5, budget + 1), min(to1, budget + 1), budget, own
 
 
+def held_out_picks(
+    a: str, b: str, labels: list[str], key: Callable[[str], str], to5: dict[tuple[str, str], float]
+) -> tuple[dict[str, str], set[str]]:
+    """Per fold (``key`` of a file), the strategy with the lower geometric mean to 5 % on the other files.
+
+    Also the folds whose other files tie: they have no evidence either way and keep ``a``, the one
+    listed first (list the version before first).
+    """
+    picks: dict[str, str] = {}
+    tied: set[str] = set()
+    for group in {key(f) for f in labels}:
+        train = [f for f in labels if key(f) != group]
+        scores = {s: _geo([to5[s, f] for f in train]) for s in (a, b)}
+        picks[group] = a if scores[a] <= scores[b] else b
+        if scores[a] == scores[b]:
+            tied.add(group)
+    return picks, tied
+
+
 _FILES: dict[str, Any] = {}
 """The files of this run by label, set before the workers fork."""
 
@@ -178,12 +197,9 @@ def main(argv: list[str] | None = None) -> int:
                 # One family (or GPU) only: a choice made without it has no files to be made on.
                 print(f"  held out by {fold}, {a} or {b}: no fold (every file is one {fold})")
                 continue
-            picks: dict[str, str] = {}
-            for group in {key(f) for f in labels}:
-                train = [f for f in labels if key(f) != group]
-                picks[group] = min((a, b), key=lambda s: _geo([to5[s, f] for f in train]))
+            picks, tied = held_out_picks(a, b, labels, key, to5)
             chosen = {f: picks[key(f)] for f in labels}
-            said = ", ".join(f"{g} {s}" for g, s in sorted(picks.items()))
+            said = ", ".join(f"{g} {s}{' (tie)' * (g in tied)}" for g, s in sorted(picks.items()))
             print(
                 f"  held out by {fold}, {a} or {b}: {_geo([to5[chosen[f], f] for f in labels]):.1f} to 5 %, "
                 f"{_geo([to1[chosen[f], f] for f in labels]):.1f} to 1 %, worst reach "

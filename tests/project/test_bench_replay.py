@@ -69,3 +69,17 @@ def test_two_jobs_and_quick_runs_print_the_counts_one_whole_run_prints(
         # Each row without its CPU column, which a quick run leaves partial.
         outputs.append([line.rsplit("%", 1)[0] for line in lines if line.startswith(("random", "model_ils"))])
     assert len(outputs[0]) == 4 and outputs[0] == outputs[1], outputs
+
+
+def test_a_fold_whose_other_files_tie_keeps_the_first_strategy_and_says_so() -> None:
+    """A change that moved one family only read as chosen, or rejected, on the folds holding it out."""
+    replay = load_replay()
+    labels = ["conv/A100", "conv/W6600", "gemm/A100", "pnpoly/W6600"]
+    family = lambda f: f.split("/")[0]  # noqa: E731 - the bench's folds are such lambdas too
+    # new differs from old on the conv files only (better there); elsewhere the two tie.
+    to5 = {("old", f): 40.0 for f in labels} | {("new", f): 40.0 for f in labels}
+    to5 |= {("new", "conv/A100"): 20.0, ("new", "conv/W6600"): 30.0}
+    picks, tied = replay.held_out_picks("old", "new", labels, family, to5)
+    assert picks == {"conv": "old", "gemm": "new", "pnpoly": "new"} and tied == {"conv"}
+    picks, tied = replay.held_out_picks("new", "old", labels, family, to5)
+    assert picks["conv"] == "new" and tied == {"conv"}  # a tie keeps whichever is listed first
