@@ -59,7 +59,8 @@ if str(ROOT) not in sys.path:  # tunekit from this checkout, in the pool's worke
 if str(ROOT / "benches") not in sys.path:  # its sibling modules, when imported by a test
     sys.path.insert(0, str(ROOT / "benches"))
 
-import _strategy_spec  # noqa: E402 - found through the path set just above
+import _judge  # noqa: E402 - found through the path set just above
+import _strategy_spec  # noqa: E402 - as _judge
 
 TUNEKIT = ["auto", "ils", "genetic", "random"]
 KERNEL_TUNER = [
@@ -308,10 +309,6 @@ def _gpu(path: str) -> str:
     return Path(path).name.removesuffix(".gz").removesuffix(".json").lower()
 
 
-def _geo(values: list[float]) -> float:
-    return math.exp(sum(math.log(v) for v in values) / len(values))
-
-
 def report(rows: list[dict[str, Any]], files: list[str], seeds: int, listed: Sequence[str] = ()) -> str:
     """Tables per file, the summary over every file, and the held-out folds, as text.
 
@@ -376,8 +373,8 @@ def report(rows: list[dict[str, Any]], files: list[str], seeds: int, listed: Seq
     for name in names:
         table.append(
             (
-                _geo([to5[(name, p)] for p in common]),
-                _geo([to1[(name, p)] for p in common]),
+                _judge.geo([to5[(name, p)] for p in common]),
+                _judge.geo([to1[(name, p)] for p in common]),
                 name,
                 min(reached[(name, p)] for p in common),
                 min(reached1[(name, p)] for p in common),
@@ -386,16 +383,13 @@ def report(rows: list[dict[str, Any]], files: list[str], seeds: int, listed: Seq
     if theirs:
         best5 = [min(to5[(n, p)] for n in theirs) for p in common]
         best1 = [min(to1[(n, p)] for n in theirs) for p in common]
-        table.append((_geo(best5), _geo(best1), "kt: per-file best", math.nan, math.nan))
+        table.append((_judge.geo(best5), _judge.geo(best1), "kt: per-file best", math.nan, math.nan))
     for g5, g1, name, w5, w1 in sorted(table):
         worst = "" if math.isnan(w5) else f"{w5:16.0%}  {w1:16.0%}"
         out.append(f"  {name:24s} {g5:13.1f}  {g1:13.1f}  {worst}")
     if ours and (theirs or len(ours) > 1):
         out.extend(_held_out(common, ours, theirs, to5, to1, reached))
     return "\n".join(out)
-
-
-_TIE = " (tie)"
 
 
 def _held_out(
@@ -434,43 +428,42 @@ def _held_out(
         # Folds whose other files cannot tell two tunekit strategies apart: the first listed is taken.
         tied: set[str] = set()
         for group, held in sorted(groups.items()):
-            kt_best = min(theirs, key=lambda n: _geo([to5[(n, p)] for p in held])) if theirs else None
+            kt_best = min(theirs, key=lambda n: _judge.geo([to5[(n, p)] for p in held])) if theirs else None
             for name in ours:
-                g5 = _geo([to5[(name, p)] for p in held])
-                g1 = _geo([to1[(name, p)] for p in held])
+                g5 = _judge.geo([to5[(name, p)] for p in held])
+                g1 = _judge.geo([to1[(name, p)] for p in held])
                 worst = min(reached[(name, p)] for p in held)
                 line = f"  {group:18s} {name:{width}s} {g5:5.1f}  {g1:6.1f}  {worst:6.0%}"
                 if kt_best is not None:
-                    kt5 = _geo([to5[(kt_best, p)] for p in held])
-                    kt1 = _geo([min(to1[(n, p)] for n in theirs) for p in held])
+                    kt5 = _judge.geo([to5[(kt_best, p)] for p in held])
+                    kt1 = _judge.geo([min(to1[(n, p)] for n in theirs) for p in held])
                     line += f"  | {kt_best:20s} {kt5:5.1f} | {kt1:22.1f} | {g5 / kt5:10.2f}x"
                 out.append(line)
             train = [p for p in files if p not in held]
             if train:
-                trained = {n: _geo([to5[(n, p)] for p in train]) for n in ours}
-                pick = min(ours, key=trained.__getitem__)
+                pick, tie = _judge.choose({n: _judge.geo([to5[(n, p)] for p in train]) for n in ours})
                 chosen[group] = (
                     pick,
-                    min(theirs, key=lambda n: _geo([to5[(n, p)] for p in train])) if theirs else None,
+                    min(theirs, key=lambda n: _judge.geo([to5[(n, p)] for p in train])) if theirs else None,
                 )
-                if list(trained.values()).count(trained[pick]) > 1:
+                if tie:
                     tied.add(group)
         if len(chosen) == len(groups):
             per_file = {p: chosen[g] for g, held in groups.items() for p in held}
-            tk5 = _geo([to5[(per_file[p][0], p)] for p in files])
-            tk1 = _geo([to1[(per_file[p][0], p)] for p in files])
+            tk5 = _judge.geo([to5[(per_file[p][0], p)] for p in files])
+            tk1 = _judge.geo([to1[(per_file[p][0], p)] for p in files])
             tk_worst = min(reached[(per_file[p][0], p)] for p in files)
             if theirs:
-                kt5 = _geo([to5[(str(per_file[p][1]), p)] for p in files])
-                best1 = _geo([min(to1[(n, p)] for n in theirs) for p in files])
-                picks = ", ".join(f"{g}: {a}{_TIE * (g in tied)}/{b}" for g, (a, b) in sorted(chosen.items()))
+                kt5 = _judge.geo([to5[(str(per_file[p][1]), p)] for p in files])
+                best1 = _judge.geo([min(to1[(n, p)] for n in theirs) for p in files])
+                picks = ", ".join(f"{g}: {a}{_judge.TIE * (g in tied)}/{b}" for g, (a, b) in sorted(chosen.items()))
                 out.append(
                     f"  chosen without the fold (tunekit/Kernel Tuner: {picks}): tunekit {tk5:.1f} to 5 %, "
                     f"{tk1:.1f} to 1 %, worst reach {tk_worst:.0%}; Kernel Tuner {kt5:.1f} to 5 % (ratio "
                     f"{tk5 / kt5:.2f}x); Kernel Tuner's per-file best {best1:.1f} to 1 %"
                 )
             else:
-                picks = ", ".join(f"{g}: {a}{_TIE * (g in tied)}" for g, (a, _) in sorted(chosen.items()))
+                picks = ", ".join(f"{g}: {a}{_judge.TIE * (g in tied)}" for g, (a, _) in sorted(chosen.items()))
                 out.append(
                     f"  chosen without the fold ({picks}): {tk5:.1f} to 5 %, {tk1:.1f} to 1 %, "
                     f"worst reach {tk_worst:.0%}"

@@ -42,7 +42,8 @@ if str(ROOT) not in sys.path:
 if str(ROOT / "benches") not in sys.path:  # its sibling modules, when imported by a test
     sys.path.insert(0, str(ROOT / "benches"))
 
-import _strategy_spec  # noqa: E402 - found through the path set just above
+import _judge  # noqa: E402 - found through the path set just above
+import _strategy_spec  # noqa: E402 - as _judge
 
 from tunekit._search.strategies import make_strategy  # noqa: E402 - this checkout's, by the path above
 
@@ -112,9 +113,8 @@ def held_out_picks(
     tied: set[str] = set()
     for group in {key(f) for f in labels}:
         train = [f for f in labels if key(f) != group]
-        scores = {s: _geo([to5[s, f] for f in train]) for s in (a, b)}
-        picks[group] = a if scores[a] <= scores[b] else b
-        if scores[a] == scores[b]:
+        picks[group], tie = _judge.choose({s: _judge.geo([to5[s, f] for f in train]) for s in (a, b)})
+        if tie:
             tied.add(group)
     return picks, tied
 
@@ -126,10 +126,6 @@ _FILES: dict[str, Any] = {}
 def _run_job(job: tuple[str, str, int, bool]) -> tuple[int, int, int, float]:
     spec, label, seed, quick = job
     return run_one(_FILES[label], spec, seed, quick=quick)
-
-
-def _geo(values: list[float]) -> float:
-    return math.exp(sum(map(math.log, values)) / len(values))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -184,8 +180,8 @@ def main(argv: list[str] | None = None) -> int:
     labels = list(files)
     print(f"\nOver {len(labels)} files, seeds {lo}-{hi - 1}: geometric means to 5 % and 1 %, worst share reaching 5 %")
     for spec in specs:
-        g5 = _geo([to5[spec, f] for f in labels])
-        g1 = _geo([to1[spec, f] for f in labels])
+        g5 = _judge.geo([to5[spec, f] for f in labels])
+        g1 = _judge.geo([to1[spec, f] for f in labels])
         print(f"  {spec:20s} {g5:6.1f} {g1:6.1f} {min(reach[spec, f] for f in labels):6.0%}")
     folds: dict[str, Callable[[str], str]] = {
         "kernel family": lambda f: f.split("/")[0].removesuffix("_v1").removesuffix("_milo"),
@@ -199,10 +195,10 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             picks, tied = held_out_picks(a, b, labels, key, to5)
             chosen = {f: picks[key(f)] for f in labels}
-            said = ", ".join(f"{g} {s}{' (tie)' * (g in tied)}" for g, s in sorted(picks.items()))
+            said = ", ".join(f"{g} {s}{_judge.TIE * (g in tied)}" for g, s in sorted(picks.items()))
             print(
-                f"  held out by {fold}, {a} or {b}: {_geo([to5[chosen[f], f] for f in labels]):.1f} to 5 %, "
-                f"{_geo([to1[chosen[f], f] for f in labels]):.1f} to 1 %, worst reach "
+                f"  held out by {fold}, {a} or {b}: {_judge.geo([to5[chosen[f], f] for f in labels]):.1f} to 5 %, "
+                f"{_judge.geo([to1[chosen[f], f] for f in labels]):.1f} to 1 %, worst reach "
                 f"{min(reach[chosen[f], f] for f in labels):.0%} (picks: {said})"
             )
     return 0

@@ -22,26 +22,31 @@ def load_bench() -> Any:
     return bench
 
 
+def on_a_tiny_file(tmp_path: Path, tunekit: str, *, seeds: int) -> tuple[Any, Path, Path, list[str]]:
+    """The bench, a tiny cache file, its results file, and the arguments that run ``tunekit`` on that file alone."""
+    cache = write_cache(tmp_path / "tiny.json")
+    results = tmp_path / "results.jsonl"
+    args = [str(cache), "--only", str(tmp_path), "--seeds", str(seeds), "--kt", "none", "--tunekit", tunekit]
+    return load_bench(), cache, results, [*args, "--results", str(results)]
+
+
 def test_the_strategy_bench_runs_on_a_given_file_and_resumes(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    bench = load_bench()
-    cache = write_cache(tmp_path / "tiny.json")
-    results = tmp_path / "results.jsonl"
-    args = [str(cache), "--only", str(tmp_path), "--seeds", "3", "--kt", "none", "--tunekit", "auto,random"]
-    assert bench.main([*args, "--results", str(results)]) == 0
+    bench, cache, results, args = on_a_tiny_file(tmp_path, "auto,random", seeds=3)
+    assert bench.main(args) == 0
     rows = [json.loads(line) for line in results.read_text().splitlines()]
     assert len(rows) == 6
     assert {r["chosen"] for r in rows if r["strategy"] == "auto"} == {"model_ils"}
     assert all(r["evals"] == 5 and 1 <= r["to5"] <= 6 for r in rows), rows
     out = capsys.readouterr().out
     assert f"{tmp_path.name}/tiny: 55 valid configurations" in out and "tk:auto" in out
-    assert bench.main([*args, "--results", str(results)]) == 0
+    assert bench.main(args) == 0
     assert len(results.read_text().splitlines()) == 6, "a rerun skips finished runs"
     doc = json.loads(cache.read_text())
     doc["cache"]["4,32,1"]["times"] = [t * 3 for t in doc["cache"]["4,32,1"]["times"]]
     cache.write_text(json.dumps(doc))
-    assert bench.main([*args, "--results", str(results)]) == 0
+    assert bench.main(args) == 0
     assert len(results.read_text().splitlines()) == 12, "an edited file is run again, not read from stale rows"
 
 
@@ -49,12 +54,9 @@ def test_two_versions_of_a_strategy_run_side_by_side_in_one_results_file(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A name stood for whichever version the checkout held: a before/after comparison needed two results files."""
-    bench = load_bench()
-    cache = write_cache(tmp_path / "tiny.json")
-    results = tmp_path / "results.jsonl"
     specs = "model_ils,model_ils@gp_guesses=0,model_ils@initial=5+gp_guesses=0"
-    args = [str(cache), "--only", str(tmp_path), "--seeds", "2", "--kt", "none", "--tunekit", specs]
-    assert bench.main([*args, "--results", str(results)]) == 0
+    bench, _, results, args = on_a_tiny_file(tmp_path, specs, seeds=2)
+    assert bench.main(args) == 0
     rows = [json.loads(line) for line in results.read_text().splitlines()]
     assert sorted({r["strategy"] for r in rows}) == sorted(specs.split(",")) and len(rows) == 6
     out = capsys.readouterr().out
