@@ -2,24 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from bench_module import load_bench
 from kt_cache import BEST, PARAMS, write_cache
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def load_ranking() -> Any:
-    spec = importlib.util.spec_from_file_location("bench_model_ranking", ROOT / "benches" / "model_ranking.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_model_ranking"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_bench("model_ranking.py")
 
 
 @pytest.mark.parametrize("share", [1.0, 0.65])

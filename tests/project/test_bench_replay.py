@@ -2,28 +2,19 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from bench_module import load_bench
 from kt_cache import write_cache
 
 from tunekit_backends.replay import load_kernel_tuner_cache
 
-ROOT = Path(__file__).resolve().parents[2]
-
 
 def load_replay() -> Any:
-    spec = importlib.util.spec_from_file_location("bench_replay", ROOT / "benches" / "strategy_replay.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    # Registered as an import would be: the forked workers find _run_job by the module's name.
-    sys.modules["bench_replay"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_bench("strategy_replay.py")
 
 
 def test_a_quick_run_counts_what_a_whole_run_counts_and_stops_at_one_percent(tmp_path: Path) -> None:

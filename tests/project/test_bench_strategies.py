@@ -2,24 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from bench_module import load_bench
 from kt_cache import write_cache
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def load_bench() -> Any:
-    spec = importlib.util.spec_from_file_location("bench_strategies", ROOT / "benches" / "strategies.py")
-    assert spec is not None and spec.loader is not None
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
-    return bench
 
 
 def on_a_tiny_file(tmp_path: Path, tunekit: str, *, seeds: int) -> tuple[Any, Path, Path, list[str]]:
@@ -27,7 +17,7 @@ def on_a_tiny_file(tmp_path: Path, tunekit: str, *, seeds: int) -> tuple[Any, Pa
     cache = write_cache(tmp_path / "tiny.json")
     results = tmp_path / "results.jsonl"
     args = [str(cache), "--only", str(tmp_path), "--seeds", str(seeds), "--kt", "none", "--tunekit", tunekit]
-    return load_bench(), cache, results, [*args, "--results", str(results)]
+    return load_bench("strategies.py"), cache, results, [*args, "--results", str(results)]
 
 
 def test_the_strategy_bench_runs_on_a_given_file_and_resumes(
@@ -67,7 +57,7 @@ def test_two_versions_of_a_strategy_run_side_by_side_in_one_results_file(
 
 def test_old_1e20_failures_are_not_counted_as_valid_configurations(tmp_path: Path) -> None:
     """The bench counted 1e20 entries as valid, so its budget and 'reached' disagreed with tunekit's."""
-    bench = load_bench()
+    bench = load_bench("strategies.py")
     path = write_cache(tmp_path / "old.json")
     doc = json.loads(path.read_text())
     doc["cache"]["1,32,0"]["time"] = 1e20
@@ -79,13 +69,13 @@ def test_old_1e20_failures_are_not_counted_as_valid_configurations(tmp_path: Pat
 
 def test_the_budget_is_rounded_down_as_in_the_kernel_tuner_comparison() -> None:
     """The bench rounded 10 % of the valid configurations up; the Kernel Tuner rows it is compared with round down."""
-    bench = load_bench()
+    bench = load_bench("strategies.py")
     assert [bench._budget(n) for n in (55, 4201, 3774, 15, 5)] == [5, 420, 377, 1, 1]
 
 
 def test_held_out_folds_score_each_file_by_a_choice_made_without_it(tmp_path: Path) -> None:
     """Folds by kernel and by GPU, and the strategy chosen on the other files scored on the held-out one."""
-    bench = load_bench()
+    bench = load_bench("strategies.py")
     files = []
     for kernel, gpu in (("conv_milo", "A100"), ("conv_milo_v1", "W6600"), ("gemm", "A100"), ("pnpoly", "W6600")):
         (tmp_path / kernel).mkdir(exist_ok=True)
@@ -118,7 +108,7 @@ def test_a_file_that_cannot_be_replayed_stops_the_bench_before_any_run(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Each run recorded the same load error, then the report crashed with a traceback."""
-    bench = load_bench()
+    bench = load_bench("strategies.py")
     cache = tmp_path / "broken.json"
     cache.write_text('{"kernel_name": "k"}')
     results = tmp_path / "results.jsonl"
@@ -133,7 +123,7 @@ def test_a_failed_run_is_tried_again_and_bad_arguments_stop_the_bench(
 ) -> None:
     """An error row (Kernel Tuner not installed yet) counted as done, so installing it changed nothing; --tunekit
     with a misspelt name stored an error row per seed; --only matching nothing said the data folder was missing."""
-    bench = load_bench()
+    bench = load_bench("strategies.py")
     cache = write_cache(tmp_path / "tiny.json")
     results = tmp_path / "results.jsonl"
     args = [str(cache), "--only", str(tmp_path), "--seeds", "1", "--kt", "none", "--results", str(results)]
@@ -164,7 +154,7 @@ def test_a_budget_spent_on_failed_configurations_is_unreached_not_an_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A budget of 1 that drew a failed configuration raised NoValidKernelFound: every tunekit row read 'cannot run'."""
-    bench = load_bench()
+    bench = load_bench("strategies.py")
     path = write_cache(tmp_path / "failing.json")
     doc = json.loads(path.read_text())
     for k, entry in doc["cache"].items():
@@ -186,7 +176,7 @@ def test_folders_repeats_and_files_with_nothing_to_search_do_not_stop_the_others
 ) -> None:
     """A file where every configuration failed stopped the whole bench; a folder argument was read as one file and a
     file given twice ran every seed twice."""
-    bench = load_bench()
+    bench = load_bench("strategies.py")
     folder = tmp_path / "caches"
     folder.mkdir()
     good = write_cache(folder / "good.json.gz")
@@ -217,7 +207,7 @@ def test_a_file_tuned_for_another_objective_says_so_and_kernel_tuner_gets_the_fi
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Kernel Tuner's runs on a file without device_name all failed with KeyError: 'device_name'."""
-    bench = load_bench()
+    bench = load_bench("strategies.py")
     path = write_cache(tmp_path / "gflops.json")
     doc = json.loads(path.read_text())
     doc["objective"] = "GFLOP/s"
@@ -233,7 +223,7 @@ def test_a_file_tuned_for_another_objective_says_so_and_kernel_tuner_gets_the_fi
 def test_kernel_tuners_copy_ends_with_its_cache_and_is_keyed_as_kernel_tuner_looks_up(tmp_path: Path) -> None:
     """A file whose last field was not "cache" (sorted keys) got braces appended by Kernel Tuner and failed to parse;
     float32 values keyed '0.1' but listed as 0.10000000149011612 left Kernel Tuner no configuration to run."""
-    bench = load_bench()
+    bench = load_bench("strategies.py")
     path = write_cache(tmp_path / "sorted.json")
     doc = json.loads(path.read_text())
     doc["tune_params"]["F"] = [float(np.float32(0.1)), 0.5]
@@ -251,7 +241,7 @@ def test_kernel_tuners_copy_ends_with_its_cache_and_is_keyed_as_kernel_tuner_loo
 
 def test_kernel_tuner_is_not_run_on_a_cartesian_product_it_cannot_enumerate(tmp_path: Path) -> None:
     """Kernel Tuner's run on a sparse cache of a 4^20 space never ended (it tests every Cartesian point)."""
-    bench = load_bench()
+    bench = load_bench("strategies.py")
     params = {f"P{i}": [1, 2, 4, 8] for i in range(20)}
     cache = {",".join(["1"] * 20): {**dict.fromkeys(params, 1), "time": 1.0}}
     path = tmp_path / "sparse.json"
@@ -266,7 +256,7 @@ def test_a_mixed_type_parameter_runs_and_is_scored_by_kernel_tuners_key_text(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Kernel Tuner's strategies test cache (M: ["test", 1, True, 2.45]) was "not run": tk.Space refused 1 and True."""
-    bench = load_bench()
+    bench = load_bench("strategies.py")
     path = write_cache(tmp_path / "mixed.json")
     doc = json.loads(path.read_text())
     doc["tune_params_keys"].append("M")
@@ -283,7 +273,7 @@ def test_a_mixed_type_parameter_runs_and_is_scored_by_kernel_tuners_key_text(
 
 def test_kernel_tuners_copy_rekeys_a_key_with_too_few_parts_as_kernel_tuner_looks_up(tmp_path: Path) -> None:
     """Keys "16,1" for three parameters passed as listed, so the bench's restriction admitted nothing (max_fevals 0)."""
-    bench = load_bench()
+    bench = load_bench("strategies.py")
     params: dict[str, list[Any]] = {"bx": [16, 32], "by": [1, 2], "obj": [{}]}
     cache = {f"16,{by}": {"bx": 16, "by": by, "obj": {}, "time": 1.0 + by} for by in (1, 2)}
     path = tmp_path / "short_keys.json"
@@ -296,7 +286,7 @@ def test_kernel_tuners_copy_rekeys_a_key_with_too_few_parts_as_kernel_tuner_look
 
 def test_a_run_records_a_digest_of_its_whole_order_besides_the_first_50() -> None:
     """Two versions that differ only after 50 evaluations had the same digest: a comparison mixed them unseen."""
-    bench = load_bench()
+    bench = load_bench("strategies.py")
     first = [(f"k{i}", 2.0) for i in range(80)]
     later = [*first[:60], ("other", 2.0), *first[61:]]
     a, b = bench._score(first, 1.0, 100), bench._score(later, 1.0, 100)
@@ -308,7 +298,7 @@ def test_repro_runs_seeds_again_and_says_when_a_stored_order_differs(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """--repro N reruns each tunekit strategy's first N seeds; a stored row of another order is counted as different."""
-    bench = load_bench()
+    bench = load_bench("strategies.py")
     cache = write_cache(tmp_path / "tiny.json")
     results = tmp_path / "results.jsonl"
     args = [str(cache), "--only", str(tmp_path), "--seeds", "3", "--kt", "none", "--tunekit", "portfolio,random"]

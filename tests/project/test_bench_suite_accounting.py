@@ -2,27 +2,20 @@
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+from bench_module import load_bench
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _bench() -> ModuleType:
     sys.path.insert(0, str(ROOT / "benches"))
-    spec = importlib.util.spec_from_file_location(
-        "bench_vs_kernel_tuner_suite", ROOT / "benches" / "vs_kernel_tuner_suite.py"
-    )
-    assert spec is not None and spec.loader is not None
-    bench = importlib.util.module_from_spec(spec)
-    sys.modules["bench_vs_kernel_tuner_suite"] = bench
-    spec.loader.exec_module(bench)
-    return bench
+    return load_bench("vs_kernel_tuner_suite.py")
 
 
 def test_the_wall_split_leaves_nothing_out_for_either_tool() -> None:
