@@ -28,10 +28,10 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from tunekit._search.strategies.pairwise import PairwiseModel  # noqa: E402 - this checkout's, by the path above
+from tunekit._search.strategies.surrogate import _FIT_LEAST  # noqa: E402 - the search's own floor, as above
 from tunekit_backends.replay import load_kernel_tuner_cache  # noqa: E402 - as above
 
 SHARED = ROOT.parent / "shared" / "tuning-data"
-LEAST = 16  # as the search's own floor (tunekit._search.strategies.surrogate._FIT_LEAST)
 
 
 @functools.cache
@@ -51,7 +51,7 @@ def first_hit_rank(path: Path, n: int, share: float, seed: int) -> int | None:
     measured = np.random.default_rng(seed).choice(len(ys), size=min(n, len(ys) - 1), replace=False)
     if hit.sum() == hit[measured].sum():
         return None  # the draw holds every one: nothing is left to guess
-    keep = measured[np.argsort(ys[measured], kind="stable")[: max(LEAST, math.ceil(share * len(measured)))]]
+    keep = measured[np.argsort(ys[measured], kind="stable")[: max(_FIT_LEAST, math.ceil(share * len(measured)))]]
     model = PairwiseModel(widths)
     model.fit(xs[keep], ys[keep])
     predicted = model.predict(xs)

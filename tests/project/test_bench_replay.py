@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 from bench_module import load_bench
@@ -13,12 +12,8 @@ from kt_cache import write_cache
 from tunekit_backends.replay import load_kernel_tuner_cache
 
 
-def load_replay() -> Any:
-    return load_bench("strategy_replay.py")
-
-
 def test_a_quick_run_counts_what_a_whole_run_counts_and_stops_at_one_percent(tmp_path: Path) -> None:
-    replay = load_replay()
+    replay = load_bench("strategy_replay.py")
     data = load_kernel_tuner_cache(write_cache(tmp_path / "tiny.json"))
     for spec in ("random", "model_ils", "model_ils@gp_guesses=0"):
         for seed in range(6):
@@ -48,7 +43,7 @@ def widened(path: Path) -> None:
 def test_two_jobs_and_quick_runs_print_the_counts_one_whole_run_prints(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    replay = load_replay()
+    replay = load_bench("strategy_replay.py")
     replay.SHARED = tmp_path
     (tmp_path / "k").mkdir()
     for gpu in ("A", "B"):
@@ -64,7 +59,7 @@ def test_two_jobs_and_quick_runs_print_the_counts_one_whole_run_prints(
 
 def test_a_fold_whose_other_files_tie_keeps_the_first_strategy_and_says_so() -> None:
     """A change that moved one family only read as chosen, or rejected, on the folds holding it out."""
-    replay = load_replay()
+    replay = load_bench("strategy_replay.py")
     labels = ["conv/A100", "conv/W6600", "gemm/A100", "pnpoly/W6600"]
     family = lambda f: f.split("/")[0]  # noqa: E731 - the bench's folds are such lambdas too
     # new differs from old on the conv files only (better there); elsewhere the two tie.
