@@ -320,6 +320,8 @@ def report(rows: list[dict[str, Any]], files: list[str], seeds: int, listed: Seq
     to1: dict[tuple[str, str], float] = {}
     reached: dict[tuple[str, str], float] = {}
     reached1: dict[tuple[str, str], float] = {}
+    # Each seed's figures (in seed order), for the seed bootstrap and the miss counts.
+    by_seed: dict[tuple[str, str], tuple[list[float], list[float]]] = {}
     for path in files:
         valid, _, near = _file_facts(path)
         budget = _budget(valid)
@@ -348,6 +350,7 @@ def report(rows: list[dict[str, Any]], files: list[str], seeds: int, listed: Seq
             own = statistics.median(r["own_s"] for r in runs)
             orders = len({r["fingerprint"] for r in runs})
             to5[(name, path)], to1[(name, path)] = m5, m1
+            by_seed[(name, path)] = ([r["to5"] for r in runs], [r["to1"] for r in runs])
             reached[(name, path)], reached1[(name, path)] = got5, got1
             out.append(
                 f"  {name:24s} {m5:14.1f}  {got5:6.0%}  {m1:14.1f}  {got1:6.0%}  {own:9.3f}  {orders:3d}/{len(runs)}"
@@ -387,9 +390,82 @@ def report(rows: list[dict[str, Any]], files: list[str], seeds: int, listed: Seq
     for g5, g1, name, w5, w1 in sorted(table):
         worst = "" if math.isnan(w5) else f"{w5:16.0%}  {w1:16.0%}"
         out.append(f"  {name:24s} {g5:13.1f}  {g1:13.1f}  {worst}")
+    out.extend(_uncertainty(common, ours, theirs, {"5": to5, "1": to1}, by_seed))
     if ours and (theirs or len(ours) > 1):
         out.extend(_held_out(common, ours, theirs, to5, to1, reached))
     return "\n".join(out)
+
+
+def _uncertainty(
+    files: list[str],
+    ours: list[str],
+    theirs: list[str],
+    point: dict[str, dict[tuple[str, str], float]],
+    by_seed: dict[tuple[str, str], tuple[list[float], list[float]]],
+) -> list[str]:
+    """How far the summary's figures would move with other seeds: bootstrap intervals, and miss rates.
+
+    ``point``: the per-file medians to ``"5"`` and ``"1"`` % by (strategy, file). The geometric means
+    get a seed-bootstrap interval (the same resamples for every strategy: see
+    ``_judge.bootstrap_medians``), and so do their ratios to the first tunekit strategy listed and,
+    when Kernel Tuner ran, to its best single strategy over these files. Then, per strategy, the
+    file where the most seeds missed 5 % of the best, with the exact interval of its miss rate: a
+    reach of 99 % is shown only where that interval tops out under 1 %.
+    """
+    names = ours + theirs
+    draws = {
+        mark: _judge.bootstrap_medians({n: [by_seed[(n, p)][column] for p in files] for n in names})
+        for column, mark in enumerate(("5", "1"))
+    }
+    geo = {mark: {n: _judge.geo_rows(draws[mark][n]) for n in names} for mark in draws}
+    figure = {mark: {n: _judge.geo([point[mark][(n, p)] for p in files]) for n in names} for mark in draws}
+    if theirs:
+        # The per-file best is chosen again in every resample, as it is on the real seeds.
+        for mark in draws:
+            geo[mark]["kt: per-file best"] = _judge.geo_rows(np.minimum.reduce([draws[mark][n] for n in theirs]))
+            figure[mark]["kt: per-file best"] = _judge.geo([min(point[mark][(n, p)] for n in theirs) for p in files])
+    bases = ([ours[0]] if len(ours) > 1 else []) + ([min(theirs, key=figure["5"].__getitem__)] if theirs else [])
+    level = f"{_judge.LEVEL * 100:.0f} %"
+    seeds = min(len(by_seed[(n, p)][0]) for n in names for p in files)
+    out = [
+        f"\nSeed bootstrap ({_judge.RESAMPLES} resamples of each file's seeds, the same for every strategy): "
+        f"the geometric means with their {level} intervals"
+        + "".join(f"; ratio {k + 1}: to 5 %, against {b}" for k, b in enumerate(bases))
+    ]
+    width = max(24, *(len(n) for n in geo["5"]))
+    out.append(
+        (
+            f"  {'strategy':{width}s}  to 5%  {'interval':14s}  to 1%  {'interval':14s}"
+            + "".join(f"  ratio {k + 1}  {'interval':12s}" for k in range(len(bases)))
+        ).rstrip()
+    )
+    for name in geo["5"]:
+        line = "  " + f"{name:{width}s}"
+        for mark in ("5", "1"):
+            low, high = _judge.interval(geo[mark][name])
+            line += f"  {figure[mark][name]:5.1f}  {f'[{low:.1f}, {high:.1f}]':14s}"
+        for base in bases:
+            if name == base:
+                line += f"  {'-':>7s}  {'':12s}"
+                continue
+            low, high = _judge.interval(geo["5"][name] / geo["5"][base])
+            line += f"  {figure['5'][name] / figure['5'][base]:6.2f}x  {f'[{low:.2f}, {high:.2f}]':12s}"
+        out.append(line.rstrip())
+    out.append(
+        "\nMisses, per strategy on its worst file: seeds that never came within 5 % of the best, and the exact "
+        f"{level} interval of the miss rate ({seeds} seeds; a reach of 99 % is shown once the interval tops out under "
+        f"1 %, which takes {_judge.seeds_to_show(0.99)} seeds with none missed)"
+    )
+    for name in names:
+        misses = {p: sum(v > _budget(_file_facts(p)[0]) for v in by_seed[(name, p)][0]) for p in files}
+        worst = max(files, key=lambda p: (misses[p], -files.index(p)))
+        runs = len(by_seed[(name, worst)][0])
+        low, high = _judge.miss_interval(misses[worst], runs)
+        out.append(
+            f"  {name:{width}s} {_label(worst)}: {misses[worst]} of {runs} missed, miss rate {low:.1%}-{high:.1%}; "
+            f"99 % reach {'shown' if high < 0.01 else 'not shown'}"
+        )
+    return out
 
 
 def _held_out(

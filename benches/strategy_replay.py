@@ -5,9 +5,11 @@ down, as in ``benches/strategies.py``); a configuration is scored by the median 
 recorded samples drawn with replacement, a failed one by None (it uses the budget). Counted as
 in ``benches/strategies.py``: distinct valid configurations until one within 5 % (1 %) of the
 file's best mean, unreached = budget + 1, median over seeds, geometric mean over the files with
-a budget of at least 20. Then, for every pair of strategies, the held-out choice: per fold (one
-kernel family, one GPU) the one with the lower geometric mean on the *other* files, scored on the
-fold's. Seeds here are the design's (40 and up); ``benches/strategies.py`` runs seeds 0-19.
+a budget of at least 20, and each strategy's ratio to the first listed with a seed-bootstrap
+interval (``benches/_judge.py``: the same resamples for every strategy). Then, for every pair of
+strategies, the held-out choice: per fold (one kernel family, one GPU) the one with the lower
+geometric mean on the *other* files, scored on the fold's. Seeds here are the design's (40 and
+up); ``benches/strategies.py`` runs seeds 0-19.
 
     .venv/bin/python benches/strategy_replay.py --strategies model_ils,portfolio --seeds 40-100
     .venv/bin/python benches/strategy_replay.py --strategies model_ils,portfolio:0.15   # the wide floor
@@ -183,6 +185,19 @@ def main(argv: list[str] | None = None) -> int:
         g5 = _judge.geo([to5[spec, f] for f in labels])
         g1 = _judge.geo([to1[spec, f] for f in labels])
         print(f"  {spec:20s} {g5:6.1f} {g1:6.1f} {min(reach[spec, f] for f in labels):6.0%}")
+    if len(specs) > 1:
+        # The same resamples of each file's seeds for every strategy: the ratio keeps no noise of drawing them apart.
+        draws = _judge.bootstrap_medians(
+            {s: [[done[s, f, seed, args.quick][0] for seed in range(lo, hi)] for f in labels] for s in specs}
+        )
+        base = _judge.geo_rows(draws[specs[0]])
+        for spec in specs[1:]:
+            low, high = _judge.interval(_judge.geo_rows(draws[spec]) / base)
+            ratio = _judge.geo([to5[spec, f] for f in labels]) / _judge.geo([to5[specs[0], f] for f in labels])
+            print(
+                f"  {spec} / {specs[0]}, to 5 %: {ratio:.3f}x, {_judge.LEVEL * 100:.0f} % seed-bootstrap interval "
+                f"{low:.3f}-{high:.3f}"
+            )
     folds: dict[str, Callable[[str], str]] = {
         "kernel family": lambda f: f.split("/")[0].removesuffix("_v1").removesuffix("_milo"),
         "GPU": lambda f: f.split("/")[1].lower(),

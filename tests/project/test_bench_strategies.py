@@ -313,3 +313,35 @@ def test_repro_runs_seeds_again_and_says_when_a_stored_order_differs(
     results.write_text("".join(json.dumps(r) + "\n" for r in rows))
     assert bench.main([*args, "--results", str(results), "--repro", "2"]) == 0
     assert "tk:random same evaluation order in 1 of 2 runs" in " ".join(capsys.readouterr().out.split())
+
+
+def test_the_summary_gives_seed_bootstrap_intervals_of_its_means_and_ratios_and_the_worst_miss_rate(
+    tmp_path: Path,
+) -> None:
+    """A ratio of 0.96x between two versions said nothing of whether other seeds would keep it under 1."""
+    bench = load_bench("strategies.py")
+    files = []
+    for kernel in ("conv", "gemm"):
+        (tmp_path / kernel).mkdir()
+        files.append(str(write_cache(tmp_path / kernel / "A100.json")))
+    budget = bench._budget(bench._file_facts(files[0])[0])
+    a = [[2.0, 3.0, 4.0, 2.0, 5.0, 3.0, 4.0, 2.0, 3.0, float(budget + 1)], [1.0, 2.0, 1.0, 3.0, 2.0] * 2]
+    runs = {"tk:a": a, "tk:copy": a, "kt:x": [[2 * v for v in f] for f in a], "kt:y": [[3 * v for v in f] for f in a]}
+    by_seed = {(n, p): (f, f) for n, per_file in runs.items() for p, f in zip(files, per_file, strict=True)}
+    point = {(n, p): float(np.median(f)) for (n, p), (f, _) in by_seed.items()}
+    lines = bench._uncertainty(files, ["tk:a", "tk:copy"], ["kt:x", "kt:y"], {"5": point, "1": point}, by_seed)
+    heading = next(line for line in lines if line.startswith("\nSeed bootstrap"))
+    assert "ratio 1: to 5 %, against tk:a; ratio 2: to 5 %, against kt:x" in heading
+    table = lines[: next(i for i, line in enumerate(lines) if line.startswith("\nMisses"))]
+    row = {line.split()[0]: line for line in table if line.startswith(("  tk:", "  kt:"))}
+    # The copy ran on the same seeds: the same resamples make it 1.00x in every one of them.
+    copy = row["tk:copy"].split()
+    assert copy[1] == row["tk:a"].split()[1] and "1.00x [1.00, 1.00]" in " ".join(copy)
+    # Kernel Tuner's best single strategy here is x, at twice tk:a's figures: 0.50x, exactly, in every resample.
+    assert "0.50x  [0.50, 0.50]" in row["tk:a"]
+    per_file_best = next(line for line in lines if "kt: per-file best" in line)
+    assert per_file_best.split()[3] == row["kt:x"].split()[1], "x is best on both files"
+    low, high = (float(v) for v in row["tk:a"].split("[")[1].split("]")[0].split(","))
+    assert low <= float(row["tk:a"].split()[1]) <= high
+    missed = next(line for line in lines if line.startswith("  tk:a ") and "missed" in line)
+    assert "conv/A100: 1 of 10 missed, miss rate 0.3%-44.5%; 99 % reach not shown" in missed
