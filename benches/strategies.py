@@ -449,8 +449,12 @@ def _uncertainty(
                 line += f"  {'-':>7s}  {'':12s}"
                 continue
             low, high = _judge.interval(geo["5"][name] / geo["5"][base])
-            line += f"  {figure['5'][name] / figure['5'][base]:6.2f}x  {f'[{low:.2f}, {high:.2f}]':12s}"
+            # Said in words: an interval holding 1 is a difference the seeds alone could make.
+            noise = "~" if low <= 1.0 <= high else " "
+            line += f"  {figure['5'][name] / figure['5'][base]:6.2f}x {noise}{f'[{low:.2f}, {high:.2f}]':12s}"
         out.append(line.rstrip())
+    if bases:
+        out.append("  (~: the ratio's interval holds 1, a difference the seeds alone could make)")
     out.append(
         "\nMisses, per strategy on its worst file: seeds that never came within 5 % of the best, and the exact "
         f"{level} interval of the miss rate ({seeds} seeds; a reach of 99 % is shown once the interval tops out under "

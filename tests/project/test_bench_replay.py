@@ -56,7 +56,8 @@ def test_two_jobs_and_quick_runs_print_the_counts_one_whole_run_prints(
         outputs.append([line.rsplit("%", 1)[0] for line in lines if line.startswith(("random", "model_ils"))])
         ratio = next(line for line in lines if line.startswith("  model_ils / random, to 5 %: "))
         point, bounds = ratio.split(": ")[1].split("x, 95 % seed-bootstrap interval ")
-        low, high = (float(v) for v in bounds.split("-"))
+        low, high = (float(v) for v in bounds.split(":")[0].split("-"))
+        assert bounds.endswith(": holds 1, a difference the seeds alone could make") == (low <= 1.0 <= high)
         assert low <= float(point) <= high, ratio
     assert len(outputs[0]) == 4 and outputs[0] == outputs[1], outputs
 

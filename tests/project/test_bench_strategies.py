@@ -336,7 +336,8 @@ def test_the_summary_gives_seed_bootstrap_intervals_of_its_means_and_ratios_and_
     row = {line.split()[0]: line for line in table if line.startswith(("  tk:", "  kt:"))}
     # The copy ran on the same seeds: the same resamples make it 1.00x in every one of them.
     copy = row["tk:copy"].split()
-    assert copy[1] == row["tk:a"].split()[1] and "1.00x [1.00, 1.00]" in " ".join(copy)
+    assert copy[1] == row["tk:a"].split()[1] and "1.00x ~[1.00, 1.00]" in " ".join(copy)
+    assert "  (~: the ratio's interval holds 1, a difference the seeds alone could make)" in lines
     # Kernel Tuner's best single strategy here is x, at twice tk:a's figures: 0.50x, exactly, in every resample.
     assert "0.50x  [0.50, 0.50]" in row["tk:a"]
     per_file_best = next(line for line in lines if "kt: per-file best" in line)
