@@ -392,7 +392,7 @@ def report(rows: list[dict[str, Any]], files: list[str], seeds: int, listed: Seq
         out.append(f"  {name:24s} {g5:13.1f}  {g1:13.1f}  {worst}")
     out.extend(_uncertainty(common, ours, theirs, {"5": to5, "1": to1}, by_seed))
     if ours and (theirs or len(ours) > 1):
-        out.extend(_held_out(common, ours, theirs, to5, to1, reached))
+        out.extend(_held_out(common, ours, theirs, to5, to1, reached, by_seed))
     return "\n".join(out)
 
 
@@ -479,6 +479,7 @@ def _held_out(
     to5: dict[tuple[str, str], float],
     to1: dict[tuple[str, str], float],
     reached: dict[tuple[str, str], float],
+    by_seed: dict[tuple[str, str], tuple[list[float], list[float]]] | None = None,
 ) -> list[str]:
     """Each strategy on folds of files left out: by kernel family, and by GPU.
 
@@ -540,7 +541,8 @@ def _held_out(
                 out.append(
                     f"  chosen without the fold (tunekit/Kernel Tuner: {picks}): tunekit {tk5:.1f} to 5 %, "
                     f"{tk1:.1f} to 1 %, worst reach {tk_worst:.0%}; Kernel Tuner {kt5:.1f} to 5 % (ratio "
-                    f"{tk5 / kt5:.2f}x); Kernel Tuner's per-file best {best1:.1f} to 1 %"
+                    f"{tk5 / kt5:.2f}x{_held_out_interval(files, per_file, by_seed)}); Kernel Tuner's per-file best "
+                    f"{best1:.1f} to 1 %"
                 )
             else:
                 picks = ", ".join(f"{g}: {a}{_judge.TIE * (g in tied)}" for g, (a, _) in sorted(chosen.items()))
@@ -549,6 +551,26 @@ def _held_out(
                     f"worst reach {tk_worst:.0%}"
                 )
     return out
+
+
+def _held_out_interval(
+    files: list[str],
+    per_file: dict[str, tuple[str, str | None]],
+    by_seed: dict[tuple[str, str], tuple[list[float], list[float]]] | None,
+) -> str:
+    """``, 95 % interval A-B``: the seed bootstrap of the held-out ratio, each file scored by its fold's picks.
+
+    Empty without the seeds' figures. The resamples are those of the summary's intervals (the same
+    files, strategies and generator seed), so a ratio there and here move together.
+    """
+    if by_seed is None:
+        return ""
+    names = sorted({n for n, _ in by_seed})
+    draws = _judge.bootstrap_medians({n: [by_seed[(n, p)][0] for p in files] for n in names})
+    ours = np.column_stack([draws[per_file[p][0]][:, i] for i, p in enumerate(files)])
+    theirs = np.column_stack([draws[str(per_file[p][1])][:, i] for i, p in enumerate(files)])
+    low, high = _judge.interval(_judge.geo_rows(ours) / _judge.geo_rows(theirs))
+    return f", {_judge.LEVEL * 100:.0f} % interval {low:.2f}-{high:.2f}"
 
 
 def reproduced(rows: list[dict[str, Any]], files: list[str], strategies: list[str], seeds: int) -> str:

@@ -91,6 +91,11 @@ def test_held_out_folds_score_each_file_by_a_choice_made_without_it(tmp_path: Pa
     assert "gemm: tk:a/kt:x" in family and "pnpoly: tk:a/kt:x" in family
     # Held out: conv scored by b (4, 4), gemm and pnpoly by a (8, 8): geometric mean sqrt(32) = 5.66.
     assert "tunekit 5.7 to 5 %" in family and "(ratio 1.41x)" in family
+    # With each seed's figures, the held-out ratio gets its seed-bootstrap interval (constant seeds: a point).
+    by_seed = {key: ([value] * 5, [value] * 5) for key, value in to5.items()}
+    lines = bench._held_out(files, ["tk:a", "tk:b"], ["kt:x"], to5, to5, dict.fromkeys(to5, 1.0), by_seed)
+    family = next(line for line in lines if "chosen without the fold" in line and "conv: tk:b/kt:x" in line)
+    assert "(ratio 1.41x, 95 % interval 1.41-1.41)" in family
     # Without Kernel Tuner's rows the same choice judges two tunekit versions against each other.
     lines = bench._held_out(files, ["tk:a", "tk:b"], [], to5, to5, dict.fromkeys(to5, 1.0))
     family = next(line for line in lines if "chosen without the fold" in line and "conv: tk:b," in line)
