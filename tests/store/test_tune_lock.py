@@ -563,3 +563,39 @@ def test_a_kill_between_storing_a_winner_and_appending_its_record_leaves_the_rec
     assert sorted((r.key["i"], r.decision, r.stored) for r in lines) == [(7, "tuned", True), (8, "tuned", True)]
     assert in_child(next_process) == [14, 16]  # sent once, not again by each later process
     assert len(list(tk.read_records(records))) == 2
+
+
+@pytest.mark.subprocess
+def test_a_record_left_unsent_after_a_process_looked_for_unsent_ones_is_sent_when_it_reads_that_winner(
+    isolated_settings: Path, tmp_path: Path
+) -> None:
+    """Regression: a process looks for unsent records once, at its first read of the cache. A campaign worker
+    that had done so, then retried the job of a worker killed between storing its winner and sending its
+    record, read the winner and never sent the record (a flake of tests/campaign/test_campaign_ray.py)."""
+    client = CpuClient()
+    records = tmp_path / "records.jsonl"
+
+    def survivor() -> list[object]:
+        tuner: tk.LocalTuner[_IKey, int] = tk.LocalTuner("unrecorded", sinks=[tk.JsonlSink(records)])
+        first = tuner.execute(client.device_id, client, tuner.init(_doubling), (8,))  # its one look for unsent records
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the killed worker
+            try:
+
+                def die(record: tk.AutotuneRecord) -> None:
+                    if record.stored:
+                        os.kill(os.getpid(), signal.SIGKILL)
+
+                killed: tk.LocalTuner[_IKey, int] = tk.LocalTuner("unrecorded", sinks=[die, tk.JsonlSink(records)])
+                killed.execute(client.device_id, client, killed.init(_doubling), (7,))
+            finally:
+                os._exit(1)
+        _, status = os.waitpid(pid, 0)
+        assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+        return [first, tuner.execute(client.device_id, client, tuner.init(_doubling), (7,))]
+
+    assert in_child(survivor) == [16, 14]
+    lines = [line.record for line in tk.read_records(records) if isinstance(line, tk.RecordLine)]
+    assert sorted((r.key["i"], r.decision, r.stored) for r in lines) == [(7, "tuned", True), (8, "tuned", True)]
+    cache = PersistentCache(isolated_settings)
+    assert cache.pending_records(client.device_id, "unrecorded") == [], "sent once: no later process sends it again"

@@ -217,6 +217,10 @@ class Tuner:
             self.recover_records(job.cache)
         ranking = self.tune_cache.stored_ranking(job)
         if ranking is not None:
+            # A winner whose process was killed before it sent the record, read by a process that had already
+            # looked for unsent records (a campaign's surviving worker, retrying the killed one's job): sent here.
+            if job.cache.pending_records(self.device_id, self.name, job.key_json):
+                self._send_unsent(job.cache, job.key_json)
             drop_stale_lock(job.cache, self.device_id, self.name, job.key_json)
             return ranking
         with tune_lock(job.cache, self.device_id, self.name, job.key_json, job.settings.tune_lock_timeout_s) as held:
@@ -296,22 +300,27 @@ class Tuner:
         as that process would have sent it. Once per tuner and process, at its first look into the
         cache; a record whose key is being tuned now is left to its tune.
         """
-        sent = 0
-        for key_json, _ in cache.pending_records(self.device_id, self.name):
-            with free_lock(cache, self.device_id, self.name, key_json) as free:
-                found = cache.pending_records(self.device_id, self.name, key_json) if free else []
-                if not found:
-                    continue  # being tuned or stored now, or sent meanwhile
-                try:
-                    record = AutotuneRecord.model_validate_json(found[0][1], context=STORED)
-                except ValidationError as exc:
-                    _log.warning("%s: an unsent record of key %s is unreadable, dropped: %s", self.name, key_json, exc)
-                else:
-                    _log.info("%s: sending the record of key %s, left unsent by a killed process", self.name, key_json)
-                    self._emit(record)
-                    sent += 1
-                cache.record_sent(self.device_id, self.name, key_json)
-        return sent
+        return sum(
+            self._send_unsent(cache, key_json) for key_json, _ in cache.pending_records(self.device_id, self.name)
+        )
+
+    def _send_unsent(self, cache: PersistentCache, key_json: str) -> bool:
+        """Send the record kept with the key's winner, unless its tune holds the lock now; whether one was sent."""
+        with free_lock(cache, self.device_id, self.name, key_json) as free:
+            found = cache.pending_records(self.device_id, self.name, key_json) if free else []
+            if not found:
+                return False  # being tuned or stored now, or sent meanwhile
+            sent = False
+            try:
+                record = AutotuneRecord.model_validate_json(found[0][1], context=STORED)
+            except ValidationError as exc:
+                _log.warning("%s: an unsent record of key %s is unreadable, dropped: %s", self.name, key_json, exc)
+            else:
+                _log.info("%s: sending the record of key %s, left unsent by a killed process", self.name, key_json)
+                self._emit(record)
+                sent = True
+            cache.record_sent(self.device_id, self.name, key_json)
+            return sent
 
     def _untuned(self, tunables: TunableSet[Any, Any], key: object) -> tuple[int, ...]:
         """Autotuning disabled: plan order, nothing measured, nothing written."""
