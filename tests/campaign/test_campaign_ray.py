@@ -126,13 +126,18 @@ def worker_env(tmp_path: Path) -> dict[str, str]:
 
 
 def _tuned_counts(path: Path) -> collections.Counter[tuple[str, str]]:
-    """How many times each (tuner, key) was measured, from the workers' records JSONL."""
-    counts: collections.Counter[tuple[str, str]] = collections.Counter()
+    """How many times each (tuner, key) was measured, from the workers' records JSONL.
+
+    One tune's record sent twice counts once: a worker killed after its sinks had the record and before
+    the cache forgot it leaves it to be sent again, the same record with the same timestamp (the
+    at-least-once delivery docs/robustness.md states). A second measurement has a timestamp of its own.
+    """
+    tunes: set[tuple[str, str, object]] = set()
     for line in tk.read_records(path):
         assert isinstance(line, tk.RecordLine), line
         if line.record.decision == "tuned":
-            counts[(line.record.tuner, _canonical(line.record.key))] += 1
-    return counts
+            tunes.add((line.record.tuner, _canonical(line.record.key), line.record.timestamp))
+    return collections.Counter((tuner, key) for tuner, key, _ in tunes)
 
 
 def _canonical(key: object) -> str:
