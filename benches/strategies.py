@@ -390,10 +390,25 @@ def report(rows: list[dict[str, Any]], files: list[str], seeds: int, listed: Seq
     for g5, g1, name, w5, w1 in sorted(table):
         worst = "" if math.isnan(w5) else f"{w5:16.0%}  {w1:16.0%}"
         out.append(f"  {name:24s} {g5:13.1f}  {g1:13.1f}  {worst}")
-    out.extend(_uncertainty(common, ours, theirs, {"5": to5, "1": to1}, by_seed))
+    # Drawn once: the summary's intervals and the held-out ratio's then come from the same resamples.
+    draws = _seed_draws(common, names, by_seed)
+    out.extend(_uncertainty(common, ours, theirs, {"5": to5, "1": to1}, by_seed, draws))
     if ours and (theirs or len(ours) > 1):
-        out.extend(_held_out(common, ours, theirs, to5, to1, reached, by_seed))
+        out.extend(_held_out(common, ours, theirs, to5, to1, reached, draws["5"]))
     return "\n".join(out)
+
+
+def _seed_draws(
+    files: list[str], names: list[str], by_seed: dict[tuple[str, str], tuple[list[float], list[float]]]
+) -> dict[str, dict[str, np.ndarray]]:
+    """Per mark (``"5"``, ``"1"``) and strategy, the per-file medians of the seed resamples.
+
+    See ``_judge.bootstrap_medians``: the same resamples for every strategy.
+    """
+    return {
+        mark: _judge.bootstrap_medians({n: [by_seed[(n, p)][column] for p in files] for n in names})
+        for column, mark in enumerate(("5", "1"))
+    }
 
 
 def _uncertainty(
@@ -402,21 +417,18 @@ def _uncertainty(
     theirs: list[str],
     point: dict[str, dict[tuple[str, str], float]],
     by_seed: dict[tuple[str, str], tuple[list[float], list[float]]],
+    draws: dict[str, dict[str, np.ndarray]],
 ) -> list[str]:
     """How far the summary's figures would move with other seeds: bootstrap intervals, and miss rates.
 
-    ``point``: the per-file medians to ``"5"`` and ``"1"`` % by (strategy, file). The geometric means
-    get a seed-bootstrap interval (the same resamples for every strategy: see
-    ``_judge.bootstrap_medians``), and so do their ratios to the first tunekit strategy listed and,
-    when Kernel Tuner ran, to its best single strategy over these files. Then, per strategy, the
-    file where the most seeds missed 5 % of the best, with the exact interval of its miss rate: a
-    reach of 99 % is shown only where that interval tops out under 1 %.
+    ``point``: the per-file medians to ``"5"`` and ``"1"`` % by (strategy, file); ``draws``: their seed
+    resamples (:func:`_seed_draws`). The geometric means get a seed-bootstrap interval, and so do
+    their ratios to the first tunekit strategy listed and, when Kernel Tuner ran, to its best single
+    strategy over these files. Then, per strategy, the file where the most seeds missed 5 % of the
+    best, with the exact interval of its miss rate: a reach of 99 % is shown only where that
+    interval tops out under 1 %.
     """
     names = ours + theirs
-    draws = {
-        mark: _judge.bootstrap_medians({n: [by_seed[(n, p)][column] for p in files] for n in names})
-        for column, mark in enumerate(("5", "1"))
-    }
     geo = {mark: {n: _judge.geo_rows(draws[mark][n]) for n in names} for mark in draws}
     figure = {mark: {n: _judge.geo([point[mark][(n, p)] for p in files]) for n in names} for mark in draws}
     if theirs:
@@ -479,7 +491,7 @@ def _held_out(
     to5: dict[tuple[str, str], float],
     to1: dict[tuple[str, str], float],
     reached: dict[tuple[str, str], float],
-    by_seed: dict[tuple[str, str], tuple[list[float], list[float]]] | None = None,
+    draws5: dict[str, np.ndarray] | None = None,
 ) -> list[str]:
     """Each strategy on folds of files left out: by kernel family, and by GPU.
 
@@ -541,7 +553,7 @@ def _held_out(
                 out.append(
                     f"  chosen without the fold (tunekit/Kernel Tuner: {picks}): tunekit {tk5:.1f} to 5 %, "
                     f"{tk1:.1f} to 1 %, worst reach {tk_worst:.0%}; Kernel Tuner {kt5:.1f} to 5 % (ratio "
-                    f"{tk5 / kt5:.2f}x{_held_out_interval(files, per_file, by_seed)}); Kernel Tuner's per-file best "
+                    f"{tk5 / kt5:.2f}x{_held_out_interval(files, per_file, draws5)}); Kernel Tuner's per-file best "
                     f"{best1:.1f} to 1 %"
                 )
             else:
@@ -556,19 +568,17 @@ def _held_out(
 def _held_out_interval(
     files: list[str],
     per_file: dict[str, tuple[str, str | None]],
-    by_seed: dict[tuple[str, str], tuple[list[float], list[float]]] | None,
+    draws5: dict[str, np.ndarray] | None,
 ) -> str:
     """``, 95 % interval A-B``: the seed bootstrap of the held-out ratio, each file scored by its fold's picks.
 
-    Empty without the seeds' figures. The resamples are those of the summary's intervals (the same
-    files, strategies and generator seed), so a ratio there and here move together.
+    ``draws5``: the summary's resamples to 5 % (:func:`_seed_draws`), so a ratio there and here move
+    together; empty without them.
     """
-    if by_seed is None:
+    if draws5 is None:
         return ""
-    names = sorted({n for n, _ in by_seed})
-    draws = _judge.bootstrap_medians({n: [by_seed[(n, p)][0] for p in files] for n in names})
-    ours = np.column_stack([draws[per_file[p][0]][:, i] for i, p in enumerate(files)])
-    theirs = np.column_stack([draws[str(per_file[p][1])][:, i] for i, p in enumerate(files)])
+    ours = np.column_stack([draws5[per_file[p][0]][:, i] for i, p in enumerate(files)])
+    theirs = np.column_stack([draws5[str(per_file[p][1])][:, i] for i, p in enumerate(files)])
     low, high = _judge.interval(_judge.geo_rows(ours) / _judge.geo_rows(theirs))
     return f", {_judge.LEVEL * 100:.0f} % interval {low:.2f}-{high:.2f}"
 

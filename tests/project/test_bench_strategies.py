@@ -93,7 +93,8 @@ def test_held_out_folds_score_each_file_by_a_choice_made_without_it(tmp_path: Pa
     assert "tunekit 5.7 to 5 %" in family and "(ratio 1.41x)" in family
     # With each seed's figures, the held-out ratio gets its seed-bootstrap interval (constant seeds: a point).
     by_seed = {key: ([value] * 5, [value] * 5) for key, value in to5.items()}
-    lines = bench._held_out(files, ["tk:a", "tk:b"], ["kt:x"], to5, to5, dict.fromkeys(to5, 1.0), by_seed)
+    draws5 = bench._seed_draws(files, ["tk:a", "tk:b", "kt:x"], by_seed)["5"]
+    lines = bench._held_out(files, ["tk:a", "tk:b"], ["kt:x"], to5, to5, dict.fromkeys(to5, 1.0), draws5)
     family = next(line for line in lines if "chosen without the fold" in line and "conv: tk:b/kt:x" in line)
     assert "(ratio 1.41x, 95 % interval 1.41-1.41)" in family
     # Without Kernel Tuner's rows the same choice judges two tunekit versions against each other.
@@ -334,7 +335,8 @@ def test_the_summary_gives_seed_bootstrap_intervals_of_its_means_and_ratios_and_
     runs = {"tk:a": a, "tk:copy": a, "kt:x": [[2 * v for v in f] for f in a], "kt:y": [[3 * v for v in f] for f in a]}
     by_seed = {(n, p): (f, f) for n, per_file in runs.items() for p, f in zip(files, per_file, strict=True)}
     point = {(n, p): float(np.median(f)) for (n, p), (f, _) in by_seed.items()}
-    lines = bench._uncertainty(files, ["tk:a", "tk:copy"], ["kt:x", "kt:y"], {"5": point, "1": point}, by_seed)
+    draws = bench._seed_draws(files, list(runs), by_seed)
+    lines = bench._uncertainty(files, ["tk:a", "tk:copy"], ["kt:x", "kt:y"], {"5": point, "1": point}, by_seed, draws)
     heading = next(line for line in lines if line.startswith("\nSeed bootstrap"))
     assert "ratio 1: to 5 %, against tk:a; ratio 2: to 5 %, against kt:x" in heading
     table = lines[: next(i for i, line in enumerate(lines) if line.startswith("\nMisses"))]
