@@ -530,6 +530,25 @@ def test_a_lock_file_left_for_a_stored_key_is_removed_by_the_next_process_readin
     assert [r for r in cache.rows(tuner="killed") if isinstance(r, tk.CacheRow)] == stored  # read, not tuned again
 
 
+def _killed_between_storing_and_recording(client: CpuClient, cache_dir: Path, records: Path, i: int) -> None:
+    """Tune key ``i`` of tuner "unrecorded" in a forked child, killed once its winner is stored, before its record."""
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        try:
+            tk.configure(cache_dir=cache_dir, samples=1, warmup=0, adaptive=False)
+
+            def die(record: tk.AutotuneRecord) -> None:
+                if record.stored:  # a sink before the file's: the kill lands before the line is appended
+                    os.kill(os.getpid(), signal.SIGKILL)
+
+            tuner: tk.LocalTuner[_IKey, int] = tk.LocalTuner("unrecorded", sinks=[die, tk.JsonlSink(records)])
+            tuner.execute(client.device_id, client, tuner.init(_doubling), (i,))
+        finally:
+            os._exit(1)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+
+
 @pytest.mark.subprocess
 def test_a_kill_between_storing_a_winner_and_appending_its_record_leaves_the_record_for_the_next_process(
     isolated_settings: Path, tmp_path: Path
@@ -537,21 +556,7 @@ def test_a_kill_between_storing_a_winner_and_appending_its_record_leaves_the_rec
     """Regression: a process killed after committing its winner, before writing its record line, lost the record."""
     client = CpuClient()
     records = tmp_path / "records.jsonl"
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child
-        try:
-            tk.configure(cache_dir=isolated_settings, samples=1, warmup=0, adaptive=False)
-
-            def die(record: tk.AutotuneRecord) -> None:
-                if record.stored:  # a sink before the file's: the kill lands before the line is appended
-                    os.kill(os.getpid(), signal.SIGKILL)
-
-            tuner: tk.LocalTuner[_IKey, int] = tk.LocalTuner("unrecorded", sinks=[die, tk.JsonlSink(records)])
-            tuner.execute(client.device_id, client, tuner.init(_doubling), (7,))
-        finally:
-            os._exit(1)
-    _, status = os.waitpid(pid, 0)
-    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+    _killed_between_storing_and_recording(client, isolated_settings, records, 7)
     assert not records.exists() or records.read_text() == ""
 
     def next_process() -> list[object]:
@@ -578,20 +583,7 @@ def test_a_record_left_unsent_after_a_process_looked_for_unsent_ones_is_sent_whe
     def survivor() -> list[object]:
         tuner: tk.LocalTuner[_IKey, int] = tk.LocalTuner("unrecorded", sinks=[tk.JsonlSink(records)])
         first = tuner.execute(client.device_id, client, tuner.init(_doubling), (8,))  # its one look for unsent records
-        pid = os.fork()
-        if pid == 0:  # pragma: no cover - the killed worker
-            try:
-
-                def die(record: tk.AutotuneRecord) -> None:
-                    if record.stored:
-                        os.kill(os.getpid(), signal.SIGKILL)
-
-                killed: tk.LocalTuner[_IKey, int] = tk.LocalTuner("unrecorded", sinks=[die, tk.JsonlSink(records)])
-                killed.execute(client.device_id, client, killed.init(_doubling), (7,))
-            finally:
-                os._exit(1)
-        _, status = os.waitpid(pid, 0)
-        assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+        _killed_between_storing_and_recording(client, isolated_settings, records, 7)
         return [first, tuner.execute(client.device_id, client, tuner.init(_doubling), (7,))]
 
     assert in_child(survivor) == [16, 14]
